@@ -1,0 +1,118 @@
+"""SQLAlchemy 2 typed models: environments, runs, measurements.
+
+The vocabularies (modes, statuses) come from runner.bundle, the one place that defines the
+result format; CHECK constraints make the database refuse anything outside them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON, BigInteger, Boolean, CheckConstraint, DateTime, Float, ForeignKey, Index, Integer,
+    String, Text, UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from runner.bundle import CUDAGRAPH_STATUSES, MODES, POINT_STATUSES, RUN_STATUSES, SOURCES
+
+
+def _one_of(column: str, values: tuple[str, ...]) -> str:
+    quoted = ", ".join(f"'{v}'" for v in values)
+    return f"{column} IN ({quoted})"
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[float]: JSON}
+
+
+class Environment(Base):
+    """Where a run was measured. `key` hashes every field, so identical hosts share a row;
+    `gpu_name` + `torch_version` is what the dashboard groups and compares by."""
+
+    __tablename__ = "environments"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key: Mapped[str] = mapped_column(String(64), unique=True)
+    device: Mapped[str] = mapped_column(String(8))
+    gpu_name: Mapped[str | None] = mapped_column(String(200))
+    gpu_count: Mapped[int | None] = mapped_column(Integer)
+    sm_count: Mapped[int | None] = mapped_column(Integer)
+    gpu_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    driver_version: Mapped[str | None] = mapped_column(String(100))
+    cuda_version: Mapped[str | None] = mapped_column(String(100))
+    torch_version: Mapped[str | None] = mapped_column(String(100))
+    triton_version: Mapped[str | None] = mapped_column(String(100))
+    python_version: Mapped[str | None] = mapped_column(String(100))
+    hostname: Mapped[str | None] = mapped_column(String(255))
+    cpu_model: Mapped[str | None] = mapped_column(String(255))
+    __table_args__ = (CheckConstraint("device IN ('cuda', 'cpu')", name="ck_env_device"),)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(64), unique=True)
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"))
+    workload: Mapped[str] = mapped_column(String(200))
+    workload_params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    dtype: Mapped[str | None] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    status: Mapped[str] = mapped_column(String(16))
+    label: Mapped[str | None] = mapped_column(String(200))
+    source: Mapped[str] = mapped_column(String(16), default="measured")
+    command: Mapped[str | None] = mapped_column(Text)
+
+    environment: Mapped[Environment] = relationship()
+    measurements: Mapped[list[Measurement]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", order_by="Measurement.id")
+
+    __table_args__ = (
+        CheckConstraint(_one_of("status", RUN_STATUSES), name="ck_run_status"),
+        CheckConstraint(_one_of("source", SOURCES), name="ck_run_source"),
+        Index("ix_runs_created_at", "created_at"),
+        Index("ix_runs_environment_id", "environment_id"),
+    )
+
+
+class Measurement(Base):
+    """One (mode, batch size) point. Raw samples are kept beside the derived median."""
+
+    __tablename__ = "measurements"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    mode: Mapped[str] = mapped_column(String(32))
+    batch_size: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16))
+    message: Mapped[str] = mapped_column(Text, default="")
+    step_ms: Mapped[float | None] = mapped_column(Float)
+    step_ms_p10: Mapped[float | None] = mapped_column(Float)
+    step_ms_p90: Mapped[float | None] = mapped_column(Float)
+    samples: Mapped[int | None] = mapped_column(Integer)
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    setup_s: Mapped[float | None] = mapped_column(Float)
+    host_launches_per_step: Mapped[float | None] = mapped_column(Float)
+    graph_launches_per_step: Mapped[float | None] = mapped_column(Float)
+    gpu_kernels_per_step: Mapped[float | None] = mapped_column(Float)
+    gpu_busy_ms: Mapped[float | None] = mapped_column(Float)
+    graph_pool_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    peak_allocated_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    reserved_delta_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    cudagraph_status: Mapped[str] = mapped_column(String(16), default="n/a")
+    correct: Mapped[bool | None] = mapped_column(Boolean)
+    max_abs_err: Mapped[float | None] = mapped_column(Float)
+    samples_ms: Mapped[list[float]] = mapped_column(default=list)
+    details: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+    run: Mapped[Run] = relationship(back_populates="measurements")
+
+    __table_args__ = (
+        UniqueConstraint("run_id", "mode", "batch_size", name="uq_measurement_point"),
+        CheckConstraint(_one_of("mode", MODES), name="ck_measurement_mode"),
+        CheckConstraint(_one_of("status", POINT_STATUSES), name="ck_measurement_status"),
+        CheckConstraint(_one_of("cudagraph_status", CUDAGRAPH_STATUSES),
+                        name="ck_measurement_cudagraph_status"),
+        CheckConstraint("batch_size >= 1", name="ck_measurement_batch_size"),
+        CheckConstraint("step_ms IS NULL OR step_ms >= 0", name="ck_measurement_step_ms"),
+    )

@@ -1,0 +1,242 @@
+"""The result bundle: one run as a JSON file (DESIGN.md, "Result bundle").
+
+Standard library only, so a GPU host with nothing but torch can write one, and the
+database layer (which must not import torch) can read one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+FORMAT = "launchbench.run"
+VERSION = 1
+SUPPORTED_VERSIONS = (1,)
+
+# Vocabularies are tables, not if-chains: the database CHECK constraints and the
+# dashboard read these same tuples.
+MODES = ("eager", "compile", "reduce-overhead", "cuda-graph")
+RUN_STATUSES = ("queued", "running", "done", "failed", "cancelled")
+POINT_STATUSES = ("ok", "error", "unsupported", "skipped")
+CUDAGRAPH_STATUSES = ("replay", "partial", "skipped", "eager-fallback", "n/a")
+SOURCES = ("measured", "published")
+DEVICES = ("cuda", "cpu")
+
+ENVIRONMENT_FIELDS = (
+    "device", "gpu_name", "gpu_count", "sm_count", "gpu_memory_bytes", "driver_version",
+    "cuda_version", "torch_version", "triton_version", "python_version", "hostname",
+    "cpu_model",
+)
+RUN_FIELDS = (
+    "uuid", "workload", "workload_params", "dtype", "created_at", "finished_at", "status",
+    "label", "source", "command",
+)
+# Figures of one (mode, batch) point. Unknown is None, never 0.
+NUMBER_FIELDS = (
+    "step_ms", "step_ms_p10", "step_ms_p90", "samples", "latency_ms", "setup_s",
+    "host_launches_per_step", "graph_launches_per_step", "gpu_kernels_per_step",
+    "gpu_busy_ms", "graph_pool_bytes", "peak_allocated_bytes", "reserved_delta_bytes",
+    "max_abs_err",
+)
+# reserved_delta_bytes may be negative (setup can free cached blocks); the rest cannot.
+SIGNED_FIELDS = ("reserved_delta_bytes",)
+MEASUREMENT_FIELDS = (
+    "mode", "batch_size", "status", "message", *NUMBER_FIELDS, "cudagraph_status",
+    "correct",
+    # Beyond the contract's list: raw per-step samples (ms, one per timed block) so any
+    # statistic can be recomputed, and a free-form dict of details (clocks, setup split,
+    # skip reason, host time per step...).
+    "samples_ms", "details",
+)
+
+MAX_BATCH_SIZE = 1 << 20
+
+
+class BundleError(ValueError):
+    """A bundle that cannot be read or does not follow the format. str() is one line."""
+
+
+def empty_measurement(mode: str, batch_size: int) -> dict[str, Any]:
+    """A measurement with every figure unknown; the runner fills in what it measured."""
+    m: dict[str, Any] = {f: None for f in MEASUREMENT_FIELDS}
+    m.update(mode=mode, batch_size=batch_size, status="ok", message="",
+             cudagraph_status="n/a", samples_ms=[], details={})
+    return m
+
+
+def make_bundle(environment: dict, run: dict, measurements: list[dict]) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "environment": {f: environment.get(f) for f in ENVIRONMENT_FIELDS},
+        "run": {f: run.get(f) for f in RUN_FIELDS},
+        "measurements": [{f: m.get(f) for f in MEASUREMENT_FIELDS} for m in measurements],
+    }
+
+
+def parse_time(value: Any) -> datetime | None:
+    """ISO 8601 text to an aware datetime (naive means UTC); None when it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def validate(doc: Any) -> dict[str, Any]:
+    """Check a parsed bundle; return it normalised, or raise BundleError naming the value."""
+    if not isinstance(doc, dict):
+        raise BundleError(f"not a launchbench bundle: top level is {type(doc).__name__}, "
+                          "expected an object")
+    if doc.get("format") != FORMAT:
+        raise BundleError(f"wrong format {doc.get('format')!r}: expected {FORMAT!r}")
+    if doc.get("version") not in SUPPORTED_VERSIONS:
+        raise BundleError(f"unsupported bundle version {doc.get('version')!r}: this "
+                          f"launchbench reads {', '.join(map(str, SUPPORTED_VERSIONS))}")
+    for key in ("environment", "run"):
+        if not isinstance(doc.get(key), dict):
+            raise BundleError(f"bundle field {key!r} must be an object")
+    if not isinstance(doc.get("measurements"), list):
+        raise BundleError("bundle field 'measurements' must be a list")
+    env, run = doc["environment"], doc["run"]
+    if env.get("device") not in DEVICES:
+        raise BundleError(f"environment.device {env.get('device')!r} is not one of "
+                          f"{', '.join(DEVICES)}")
+    for f in ("uuid", "workload", "created_at"):
+        if not isinstance(run.get(f), str) or not run[f].strip():
+            raise BundleError(f"run.{f} {run.get(f)!r} must be a non-empty string")
+    if len(run["uuid"]) > 64:
+        raise BundleError(f"run.uuid {run['uuid'][:70]!r}... is longer than 64 characters")
+    for f in ("created_at", "finished_at"):
+        if run.get(f) is not None and parse_time(run[f]) is None:
+            raise BundleError(f"run.{f} {run[f]!r} is not an ISO 8601 date-time")
+    if run.get("status") not in RUN_STATUSES:
+        raise BundleError(f"run.status {run.get('status')!r} is not one of "
+                          f"{', '.join(RUN_STATUSES)}")
+    if (run.get("source") or "measured") not in SOURCES:
+        raise BundleError(f"run.source {run.get('source')!r} is not one of "
+                          f"{', '.join(SOURCES)}")
+    if run.get("workload_params") is not None and not isinstance(run["workload_params"], dict):
+        raise BundleError("run.workload_params must be an object")
+    seen = set()
+    for i, m in enumerate(doc["measurements"]):
+        _validate_measurement(i, m)
+        key = (m["mode"], m["batch_size"])
+        if key in seen:
+            raise BundleError(f"measurement {i}: duplicate point mode={key[0]!r} "
+                              f"batch_size={key[1]}")
+        seen.add(key)
+    return {
+        "format": FORMAT,
+        "version": doc["version"],
+        "environment": {f: env.get(f) for f in ENVIRONMENT_FIELDS},
+        "run": {**{f: run.get(f) for f in RUN_FIELDS},
+                "source": run.get("source") or "measured",
+                "workload_params": run.get("workload_params") or {}},
+        "measurements": [{**{f: m.get(f) for f in MEASUREMENT_FIELDS},
+                          "samples_ms": m.get("samples_ms") or [],
+                          "details": m.get("details") or {},
+                          "message": m.get("message") or ""}
+                         for m in doc["measurements"]],
+    }
+
+
+def _validate_measurement(i: int, m: Any) -> None:
+    where = f"measurement {i}"
+    if not isinstance(m, dict):
+        raise BundleError(f"{where}: expected an object, got {type(m).__name__}")
+    if m.get("mode") not in MODES:
+        raise BundleError(f"{where}: unknown mode {m.get('mode')!r} (known: "
+                          f"{', '.join(MODES)})")
+    b = m.get("batch_size")
+    if not isinstance(b, int) or isinstance(b, bool) or not 1 <= b <= MAX_BATCH_SIZE:
+        raise BundleError(f"{where}: batch_size {b!r} must be an integer from 1 to "
+                          f"{MAX_BATCH_SIZE}")
+    if m.get("status") not in POINT_STATUSES:
+        raise BundleError(f"{where}: status {m.get('status')!r} is not one of "
+                          f"{', '.join(POINT_STATUSES)}")
+    cg = m.get("cudagraph_status") or "n/a"
+    if cg not in CUDAGRAPH_STATUSES:
+        raise BundleError(f"{where}: cudagraph_status {cg!r} is not one of "
+                          f"{', '.join(CUDAGRAPH_STATUSES)}")
+    for f in NUMBER_FIELDS:
+        v = m.get(f)
+        if v is None:
+            continue
+        if not _is_number(v):
+            raise BundleError(f"{where}: {f} {v!r} is not a finite number")
+        if v < 0 and f not in SIGNED_FIELDS:
+            raise BundleError(f"{where}: {f} {v!r} is negative")
+    if m.get("correct") not in (None, True, False):
+        raise BundleError(f"{where}: correct {m.get('correct')!r} must be true, false or null")
+    samples = m.get("samples_ms") or []
+    if not isinstance(samples, list) or not all(_is_number(s) and s >= 0 for s in samples):
+        raise BundleError(f"{where}: samples_ms must be a list of non-negative numbers")
+    if m.get("details") is not None and not isinstance(m["details"], dict):
+        raise BundleError(f"{where}: details must be an object")
+
+
+def loads(text: str, name: str = "bundle") -> dict[str, Any]:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BundleError(f"{name} is not valid JSON (truncated or corrupt?): {e}") from None
+    return validate(doc)
+
+
+def read(path: str | os.PathLike) -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise BundleError(f"bundle file {str(p)!r} does not exist")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise BundleError(f"cannot read bundle file {str(p)!r}: {e}") from None
+    return loads(text, name=f"bundle file {str(p)!r}")
+
+
+def dumps(doc: dict) -> str:
+    return json.dumps(doc, indent=1, sort_keys=False, allow_nan=False) + "\n"
+
+
+def check_writable(path: str | os.PathLike) -> Path:
+    """Fail early (before any measuring) when the bundle could not be written."""
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise BundleError(f"--out {str(p)!r} is a directory, expected a file name")
+    if not parent.is_dir():
+        raise BundleError(f"--out {str(p)!r}: directory {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise BundleError(f"--out {str(p)!r} is not writable")
+    return p
+
+
+def write(path: str | os.PathLike, doc: dict) -> Path:
+    """Write atomically: a reader never sees half a file, a crash leaves the old one."""
+    p = check_writable(path)
+    text = dumps(validate(doc))
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return p

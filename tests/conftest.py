@@ -1,0 +1,147 @@
+"""Shared fixtures: a temp SQLite file, a real PostgreSQL database, CI strictness."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def must_skip(reason: str) -> None:
+    """Skip locally; in CI a test that would skip is a failure (nothing may hide there)."""
+    if IN_CI:
+        pytest.fail(f"CI=true: refusing to skip: {reason}")
+    pytest.skip(reason)
+
+
+def pytest_collection_modifyitems(config, items):
+    try:
+        import torch
+
+        has_cuda = torch.cuda.is_available()
+    except ImportError:
+        has_cuda = False
+    if not has_cuda:
+        skip = pytest.mark.skip(reason="needs CUDA: run on a GPU host (pytest -m gpu)")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'launchbench.db'}"
+
+
+@pytest.fixture
+def sqlite_engine(sqlite_url):
+    from db.engine import make_engine
+
+    engine = make_engine(sqlite_url)
+    yield engine
+    engine.dispose()
+
+
+# --- PostgreSQL: the server the machine runs, or a throwaway cluster we start ----------
+
+def _answers(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_throwaway_cluster() -> tuple[str, callable]:
+    """initdb + pg_ctl from Debian's postgresql in a temp dir, on a free local port."""
+    bindirs = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
+    if not bindirs:
+        raise RuntimeError("no PostgreSQL server answers on 127.0.0.1:5432 and Debian's "
+                           "postgresql is not installed (apt-get install postgresql)")
+    bindir = bindirs[-1]
+    datadir = Path(tempfile.mkdtemp(prefix="lb-pg-"))
+    port = _free_port()
+    # initdb refuses to run as root: run the cluster as the postgres user then.
+    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_user:
+        shutil.chown(datadir, "postgres", "postgres")
+    subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(datadir), "-A", "trust",
+                    "-U", "postgres"], check=True, capture_output=True)
+    subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(datadir), "-w", "-l",
+                    str(datadir / "log"), "-o", f"-p {port} -k {datadir} -h 127.0.0.1",
+                    "start"], check=True, capture_output=True)
+
+    def stop():
+        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(datadir), "-m", "fast",
+                        "stop"], capture_output=True)
+        shutil.rmtree(datadir, ignore_errors=True)
+
+    return f"postgresql+psycopg://postgres@127.0.0.1:{port}", stop
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """Base URL (no database) of a PostgreSQL server with trust auth."""
+    explicit = os.environ.get("LAUNCHBENCH_TEST_PG")
+    if explicit:
+        yield explicit.rstrip("/")
+        return
+    if _answers("127.0.0.1", 5432):
+        yield "postgresql+psycopg://postgres@127.0.0.1:5432"
+        return
+    try:
+        base, stop = _start_throwaway_cluster()
+    except (RuntimeError, subprocess.CalledProcessError, FileNotFoundError) as e:
+        must_skip(f"no PostgreSQL: {e}")
+    try:
+        yield base
+    finally:
+        stop()
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A fresh, empty database on the real server, dropped afterwards."""
+    import sqlalchemy as sa
+
+    name = f"lb_test_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(f"{pg_server}/postgres", isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as c:
+            c.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    except sa.exc.OperationalError as e:
+        admin.dispose()
+        must_skip(f"PostgreSQL at {pg_server} refused: {e}")
+    yield f"{pg_server}/{name}"
+    for _ in range(3):
+        try:
+            with admin.connect() as c:
+                c.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            break
+        except sa.exc.OperationalError:
+            time.sleep(0.5)
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_url(request):
+    """Run a test against both backends."""
+    if request.param == "sqlite":
+        return request.getfixturevalue("sqlite_url")
+    return request.getfixturevalue("pg_url")

@@ -1,0 +1,60 @@
+"""Storage basics on both backends: write a run point by point, export, import again."""
+
+import uuid
+
+import pytest
+from sqlalchemy import text
+
+from db import store
+from db.engine import DatabaseError, make_engine
+from runner import bundle as fmt
+
+
+def _run(**kw):
+    return {"uuid": str(uuid.uuid4()), "workload": "mlp", "created_at": fmt.now_iso(),
+            "status": "running", "workload_params": {"depth": 2}, **kw}
+
+
+def test_point_by_point_then_roundtrip(any_url):
+    engine = make_engine(any_url)
+    run_id = store.start_run(engine, {"device": "cpu", "torch_version": "2.13"}, _run())
+    m = fmt.empty_measurement("eager", 8)
+    m.update(step_ms=1.5, step_ms_p10=1.4, step_ms_p90=1.7, samples=3, samples_ms=[1.4, 1.5, 1.7])
+    store.add_measurement(engine, run_id, m)
+    store.finish_run(engine, run_id, "done")
+    doc = store.export_bundle(engine, run_id)
+    assert doc["run"]["status"] == "done"
+    assert doc["measurements"][0]["samples_ms"] == [1.4, 1.5, 1.7]
+    assert doc["measurements"][0]["gpu_busy_ms"] is None  # unknown stays unknown
+    # Re-import into a second database gives the same bundle back.
+    other = make_engine(any_url)
+    assert store.import_bundle(other, doc) == (run_id, False)  # same uuid: nothing added
+    engine.dispose()
+    other.dispose()
+
+
+def test_import_is_all_or_nothing(sqlite_engine):
+    doc = fmt.make_bundle({"device": "cpu"}, _run(status="done"),
+                          [fmt.empty_measurement("eager", 1), fmt.empty_measurement("eager", 1)])
+    with pytest.raises(fmt.BundleError, match="duplicate point"):
+        store.import_bundle(sqlite_engine, doc)
+    with sqlite_engine.connect() as c:
+        assert c.execute(text("select count(*) from runs")).scalar() == 0
+        assert c.execute(text("select count(*) from environments")).scalar() == 0
+
+
+@pytest.mark.parametrize("url, match", [
+    ("nonsense", "bad database URL"),
+    ("mysql://x/y", "unsupported database 'mysql'"),
+    ("sqlite:////no/such/dir/x.db", "does not exist"),
+    ("postgresql+psycopg://nobody@127.0.0.1:1/x", "cannot open database"),
+])
+def test_bad_database_urls(url, match):
+    with pytest.raises(DatabaseError, match=match):
+        make_engine(url)
+
+
+def test_sqlite_pragmas(sqlite_engine):
+    with sqlite_engine.connect() as c:
+        assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert c.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
