@@ -1,0 +1,70 @@
+"""`python -m runner ...`: the command line.
+
+Each sub-command lives in runner/commands/<noun>.py and exposes
+`register(subparsers) -> None`, which adds its parser(s) and sets `func=run` on them, where
+`run(args) -> int` returns the exit status. Validation errors are raised as `UsageError`
+(or BundleError / DatabaseError / WorkloadError): main() prints exactly one line on stderr
+and exits 2, with nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Sub-command modules, in --help order. Imported at parse time, so they must not import
+# torch at module level (import/export/list run on machines without it).
+COMMAND_MODULES = (
+    "runner.commands.sweep",
+    "runner.commands.store",
+    "runner.commands.jobs",
+    "runner.commands.serve",
+)
+
+
+class UsageError(Exception):
+    """Bad input from the command line; str() is the one line the user sees."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's own errors: one line too, exit 2
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m runner",
+                     description="launchbench: what CUDA Graphs buy, measured.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name == name:  # a command not built yet; the rest still work
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    from runner.bundle import BundleError
+
+    errors: list[type[BaseException]] = [UsageError, BundleError]
+    for mod, cls in (("runner.workloads", "WorkloadError"), ("db.engine", "DatabaseError"),
+                     ("db.store", "RunNotFound")):
+        try:
+            errors.append(getattr(importlib.import_module(mod), cls))
+        except (ImportError, AttributeError):
+            pass  # e.g. a GPU host without SQLAlchemy: db errors cannot happen there
+    return tuple(errors)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except _known_errors() as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
