@@ -1,0 +1,45 @@
+# The two commands a newcomer needs: `make dashboard` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# The runner works with any torch >= 2.4; the dashboard and the CPU tests need only a CPU
+# build. Override for your GPU host, e.g. `make setup TORCH=torch==2.11.0`.
+TORCH  ?= torch==2.13.0
+SUDO   := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+PORT   ?= 8501
+
+.PHONY: setup dashboard test test-gpu lint bench-dashboard system-deps
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q "$(TORCH)"
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+setup: $(VENV)/.installed
+
+## Start the dashboard on http://127.0.0.1:$(PORT) (an empty database gets the samples).
+dashboard: setup
+	$(BIN)/streamlit run app.py --server.port $(PORT)
+
+# What the end-to-end and PostgreSQL tests need from Debian: chromium (driven by
+# Playwright, no browser download) and, when no PostgreSQL server answers on
+# 127.0.0.1:5432, the server binaries for a throwaway cluster the tests start themselves.
+system-deps: setup
+	@command -v chromium >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+	@$(BIN)/python -c "import socket; socket.create_connection(('127.0.0.1', 5432), 1)" \
+	  2>/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq postgresql >/dev/null; }
+
+## Run the whole test suite (CPU; GPU tests skip without CUDA).
+test: system-deps
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+## On a CUDA machine: only the GPU tests.
+test-gpu:
+	python3 -m pytest -q -m gpu
+
+bench-dashboard: setup
+	$(BIN)/python bench/dashboard_bench.py
