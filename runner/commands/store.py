@@ -1,0 +1,189 @@
+"""`python -m runner import | export | list`: bundles in and out of the database.
+
+The database layer (SQLAlchemy) is imported inside the commands, never at module level:
+the CLI parser imports every command module, and a GPU host without SQLAlchemy must still
+be able to run `sweep --out`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from runner import bundle as fmt
+from runner.cli import UsageError
+
+NO_SQLALCHEMY = ("SQLAlchemy is not installed here, so no database can be opened")
+
+
+def sqlalchemy_available() -> bool:
+    try:
+        import sqlalchemy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def shown_url(url: str) -> str:
+    """The URL as the user may see it: password hidden."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+def _sqlite_file(url: str) -> Path | None:
+    """The file a sqlite URL names (None for other backends or URLs make_engine rejects)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    if parsed.get_backend_name() != "sqlite" or not parsed.database:
+        return None
+    if parsed.database == ":memory:":
+        return None
+    return Path(parsed.database).expanduser()
+
+
+def open_engine(url: str | None, *, must_exist: bool = False):
+    """An engine for `url` (default: $LAUNCHBENCH_DB or the local SQLite file).
+
+    must_exist: for commands that only read (export), a SQLite file that is not there is
+    an error rather than a new empty database left behind.
+    """
+    if not sqlalchemy_available():
+        raise UsageError(f"{NO_SQLALCHEMY}: install the requirements (pip install -r "
+                         "requirements.txt)")
+    from db.engine import DatabaseError, default_url, make_engine
+
+    url = url or default_url()
+    if must_exist:
+        path = _sqlite_file(url)
+        if path is not None and not path.is_file():
+            raise DatabaseError(f"database {shown_url(url)!r} does not exist "
+                                f"(no file {str(path)!r})")
+    return make_engine(url)
+
+
+def _add_db(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", metavar="URL",
+                   help="database URL (default: $LAUNCHBENCH_DB, else "
+                        "sqlite:///data/launchbench.db)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("import", help="store a result bundle (JSON) in the database",
+                       description="Store a result bundle in the database. Importing the "
+                                   "same bundle twice adds nothing the second time.")
+    p.add_argument("file", metavar="FILE.json")
+    _add_db(p)
+    p.set_defaults(func=run_import)
+
+    p = sub.add_parser("export", help="write one run as a result bundle (JSON)",
+                       description="Write one stored run as a result bundle file.")
+    p.add_argument("run_id", metavar="RUN_ID", help="run id, as `list` shows it")
+    p.add_argument("--out", metavar="FILE.json", required=True)
+    _add_db(p)
+    p.set_defaults(func=run_export)
+
+    p = sub.add_parser("list", help="one line per stored run",
+                       description="One line per run, newest first: id, date (UTC), "
+                                   "workload, GPU (or cpu), torch version, status, label.")
+    _add_db(p)
+    p.set_defaults(func=run_list)
+
+
+def run_import(args: argparse.Namespace) -> int:
+    # Read and validate the whole file before touching the database: a bad file leaves
+    # nothing behind, not even an empty database.
+    doc = fmt.read(args.file)
+    engine = open_engine(args.db)
+    try:
+        from db.store import import_bundle
+
+        run_id, created = import_bundle(engine, doc)
+    finally:
+        engine.dispose()
+    uuid = doc["run"]["uuid"]
+    if created:
+        print(f"imported run {run_id} (uuid {uuid}, {len(doc['measurements'])} points)")
+    else:
+        print(f"already imported: run {run_id} (uuid {uuid}); nothing added")
+    return 0
+
+
+def parse_run_id(text: str) -> int:
+    try:
+        run_id = int(text.strip())
+    except ValueError:
+        raise UsageError(f"RUN_ID {text!r} is not a run id (a whole number, as `list` "
+                         "shows)") from None
+    if run_id < 1:
+        raise UsageError(f"RUN_ID {text!r} is not a run id (ids start at 1)")
+    return run_id
+
+
+def run_export(args: argparse.Namespace) -> int:
+    run_id = parse_run_id(args.run_id)
+    fmt.check_writable(args.out)
+    engine = open_engine(args.db, must_exist=True)
+    try:
+        from db.store import export_bundle
+
+        doc = export_bundle(engine, run_id)
+    finally:
+        engine.dispose()
+    fmt.write(args.out, doc)
+    print(f"exported run {run_id} (uuid {doc['run']['uuid']}, {len(doc['measurements'])} "
+          f"points) to {args.out}")
+    return 0
+
+
+def format_runs(runs: list[dict[str, Any]]) -> list[str]:
+    """One aligned line per run (a pure function, so tests need no terminal)."""
+    rows = []
+    for r in runs:
+        t = r["created_at"]
+        date = t.strftime("%Y-%m-%d %H:%M") if t is not None else "-"
+        where = r["gpu_name"] or (r["device"] if r["device"] == "cpu" else "unknown GPU")
+        torch = f"torch {r['torch_version']}" if r["torch_version"] else "torch ?"
+        rows.append([str(r["id"]), date, r["workload"], where, torch, r["status"],
+                     r["label"] or ""])
+    if not rows:
+        return []
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            for row in rows]
+
+
+def run_list(args: argparse.Namespace) -> int:
+    if sqlalchemy_available():
+        from db.engine import default_url
+
+        url = args.db or default_url()
+        path = _sqlite_file(url)
+        if path is not None and not path.is_file():
+            # Listing must not leave an empty database behind (a typo in --db would).
+            print(f"no runs: database {shown_url(url)!r} does not exist yet",
+                  file=sys.stderr)
+            return 0
+    engine = open_engine(args.db)
+    try:
+        from db.queries import list_runs
+
+        runs = list_runs(engine)
+    finally:
+        engine.dispose()
+    for line in format_runs(runs):
+        print(line)
+    if not runs:
+        print(f"no runs stored in {shown_url(str(engine.url))}", file=sys.stderr)
+    return 0

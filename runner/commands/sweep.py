@@ -1,0 +1,375 @@
+"""`python -m runner sweep`: measure a workload over batch sizes and modes, store the run.
+
+Every flag is checked before anything is measured or written; the measuring itself is
+runner/sweep.py's. torch and the database layer are imported inside run(): the parser
+imports this module on machines that have neither.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from runner import bundle as fmt
+from runner.cli import UsageError
+
+MAX_BATCH_SIZE = 65536
+# More sizes than this is a typo (or a runaway `...`), not a sweep anyone waits for.
+MAX_BATCH_SIZES = 256
+TIMINGS = ("quick", "standard", "thorough")
+MAX_LABEL = 200  # the runs.label column
+PARAM_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
+ELLIPSIS = ("...", "\u2026")
+CANCELLED_EXIT = 130  # what a shell reports for a process ended by Ctrl-C
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "sweep", help="measure a workload over batch sizes and modes",
+        description="Measure a workload over batch sizes in each mode, show progress, "
+                    "store the run in the database and/or a bundle file, print its id and "
+                    "a table of step times and speedups over eager.")
+    p.add_argument("--workload", required=True, metavar="NAME",
+                   help="built-in workload (mlp, transformer-decode) or module.path:factory")
+    p.add_argument("--batch-sizes", required=True, metavar="LIST",
+                   help="comma-separated, e.g. 1,8,64; `1,2,4,...,8192` fills in a "
+                        f"doubling (or even) series; each 1..{MAX_BATCH_SIZE}")
+    p.add_argument("--modes", default=",".join(fmt.MODES), metavar="LIST",
+                   help=f"comma-separated from {', '.join(fmt.MODES)} (default: all)")
+    p.add_argument("--device", choices=fmt.DEVICES,
+                   help="default: cuda when available, else cpu")
+    p.add_argument("--db", metavar="URL",
+                   help="database URL (default: $LAUNCHBENCH_DB, else "
+                        "sqlite:///data/launchbench.db)")
+    p.add_argument("--no-db", action="store_true",
+                   help="write only the --out bundle (a host with no route to the database)")
+    p.add_argument("--out", metavar="FILE.json", help="also write the run as a bundle file")
+    p.add_argument("--timing", choices=TIMINGS, help="timing preset (default: standard)")
+    p.add_argument("--quick", action="store_true", help="same as --timing quick (tests)")
+    p.add_argument("--label", metavar="TEXT", help="a note shown beside the run")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="workload parameter, repeatable (e.g. --param depth=8)")
+    p.set_defaults(func=run)
+
+
+# --- parsing: each error is one line naming the flag and the value ---------------------
+
+def _batch_size(text: str) -> int:
+    if not re.fullmatch(r"[+-]?\d+", text):
+        raise UsageError(f"--batch-sizes: {text!r} is not a whole number")
+    n = int(text)
+    if not 1 <= n <= MAX_BATCH_SIZE:
+        raise UsageError(f"--batch-sizes: {n} is out of range (1 to {MAX_BATCH_SIZE})")
+    return n
+
+
+def _fill(before: list[int], end: int) -> list[int]:
+    """The sizes strictly between before[-1] and end, continuing the series that the
+    last three sizes before `...` set: constant ratio (1,2,4) or constant step (8,16,24)."""
+    if len(before) < 3:
+        raise UsageError("--batch-sizes: '...' needs three sizes before it (e.g. "
+                         "1,2,4,...,8192)")
+    a, b, c = before[-3:]
+    if a * c == b * b and b % a == 0 and b // a >= 2:
+        nxt = lambda x: x * (b // a)
+    elif b - a == c - b and b > a:
+        nxt = lambda x: x + (b - a)
+    else:
+        raise UsageError(f"--batch-sizes: {a},{b},{c},... is neither a doubling-like nor "
+                         "an evenly spaced series")
+    out, x = [], nxt(c)
+    while x < end:
+        out.append(x)
+        x = nxt(x)
+        if len(out) > MAX_BATCH_SIZES:
+            raise UsageError(f"--batch-sizes: {a},{b},{c},...,{end} is more than "
+                             f"{MAX_BATCH_SIZES} sizes")
+    if x != end:
+        raise UsageError(f"--batch-sizes: the series {a},{b},{c},... does not reach {end}")
+    return out
+
+
+def parse_batch_sizes(text: str) -> tuple[int, ...]:
+    items = [s.strip() for s in text.split(",")]
+    sizes: list[int] = []
+    for i, item in enumerate(items):
+        if item in ELLIPSIS:
+            if i + 1 >= len(items) or items[i + 1] in ELLIPSIS:
+                raise UsageError("--batch-sizes: '...' needs a last size after it")
+            sizes.extend(_fill(sizes, _batch_size(items[i + 1])))
+        else:
+            sizes.append(_batch_size(item))
+    seen: set[int] = set()
+    for n in sizes:
+        if n in seen:
+            raise UsageError(f"--batch-sizes: {n} appears twice")
+        seen.add(n)
+    if len(sizes) > MAX_BATCH_SIZES:
+        raise UsageError(f"--batch-sizes: {len(sizes)} sizes is too many (at most "
+                         f"{MAX_BATCH_SIZES})")
+    return tuple(sizes)
+
+
+def parse_modes(text: str) -> tuple[str, ...]:
+    modes = [s.strip() for s in text.split(",")]
+    for m in modes:
+        if m not in fmt.MODES:
+            raise UsageError(f"--modes: unknown mode {m!r} (known: {', '.join(fmt.MODES)})")
+    if len(set(modes)) != len(modes):
+        dup = next(m for m in modes if modes.count(m) > 1)
+        raise UsageError(f"--modes: {dup!r} appears twice")
+    return tuple(modes)
+
+
+def parse_params(items: list[str]) -> dict[str, str]:
+    """KEY=VALUE strings to a dict; the workload checks names, types and ranges."""
+    params: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or not PARAM_KEY.match(key):
+            raise UsageError(f"--param {item!r} is not KEY=VALUE (e.g. --param depth=8)")
+        if not value.strip():
+            raise UsageError(f"--param {item!r} has no value")
+        if key in params:
+            raise UsageError(f"--param {key!r} is given twice")
+        params[key] = value.strip()
+    return params
+
+
+def parse_label(text: str | None) -> str | None:
+    if text is None:
+        return None
+    if not text.strip():
+        raise UsageError("--label is empty: leave it out or give some text")
+    if len(text) > MAX_LABEL:
+        raise UsageError(f"--label {text[:30]!r}... is {len(text)} characters (at most "
+                         f"{MAX_LABEL})")
+    if any(ord(ch) < 32 for ch in text):
+        raise UsageError(f"--label {text!r} contains a control character (newline, tab...)")
+    return text.strip()
+
+
+def parse_timing(args: argparse.Namespace) -> str:
+    if args.quick and args.timing not in (None, "quick"):
+        raise UsageError(f"--quick contradicts --timing {args.timing}: give one of them")
+    return "quick" if args.quick else (args.timing or "standard")
+
+
+def command_line(spec: Any) -> str:
+    """The CLI line that measures the same thing again (destinations left out: they say
+    where results went, not what was measured)."""
+    parts = ["python", "-m", "runner", "sweep", "--workload", spec.workload,
+             "--batch-sizes", ",".join(map(str, spec.batch_sizes)),
+             "--modes", ",".join(spec.modes), "--device", spec.device,
+             "--timing", spec.timing]
+    for key, value in spec.params.items():
+        parts += ["--param", f"{key}={value}"]
+    if spec.label:
+        parts += ["--label", spec.label]
+    return shlex.join(parts)
+
+
+# --- output ------------------------------------------------------------------------------
+
+def _cell(m: dict[str, Any] | None) -> str:
+    if m is None:
+        return "-"
+    if m.get("step_ms") is None:
+        return m.get("status") or "?"
+    return f"{m['step_ms']:.3f}"
+
+
+def format_table(measurements: list[dict[str, Any]], modes: tuple[str, ...]) -> str:
+    """Step ms per mode and speedup over eager per batch size, as aligned text."""
+    by_point = {(m["mode"], m["batch_size"]): m for m in measurements}
+    batches = sorted({m["batch_size"] for m in measurements})
+    others = [m for m in modes if m != "eager"] if "eager" in modes else []
+    header = ["batch", *(f"{m} ms" for m in modes), *(f"{m} x" for m in others)]
+    rows = [header]
+    for b in batches:
+        row = [str(b), *(_cell(by_point.get((m, b))) for m in modes)]
+        eager = (by_point.get(("eager", b)) or {}).get("step_ms")
+        for m in others:
+            t = (by_point.get((m, b)) or {}).get("step_ms")
+            row.append(f"{eager / t:.2f}x" if eager and t else "-")
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
+
+
+class Progress:
+    """progress(done, total, current, last) for run_sweep: a tqdm bar on stderr (points
+    done, current point, ETA), or plain lines where tqdm is not installed (GPU hosts)."""
+
+    def __init__(self) -> None:
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            tqdm = None
+        self._tqdm = tqdm
+        self.bar = None
+
+    def _write(self, line: str) -> None:
+        if self.bar is not None:
+            self.bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def __call__(self, done: int, total: int, current: tuple[str, int] | None,
+                 last: dict | None) -> None:
+        if last is not None and last.get("status") == "error":
+            self._write(f"{last.get('mode')} batch {last.get('batch_size')}: error: "
+                        f"{(last.get('message') or '').strip()[:300]}")
+        now = f"{current[0]} batch {current[1]}" if current else ""
+        if self._tqdm is None:
+            if current:
+                self._write(f"[{done}/{total}] {now}")
+            return
+        if self.bar is None:
+            # smoothing=0: ETA from the average time per point so far (points differ a lot
+            # in cost, the latest one says little about the rest).
+            self.bar = self._tqdm(total=total, unit="point", file=sys.stderr, smoothing=0,
+                                  dynamic_ncols=True, desc="sweep")
+        self.bar.total = total
+        self.bar.set_postfix_str(now, refresh=False)
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """`kill` ends a sweep like Ctrl-C does: run cancelled, finished points kept."""
+    def handler(_signum, _frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+# --- the command -------------------------------------------------------------------------
+
+def _check_device(requested: str | None) -> str:
+    try:
+        import torch
+    except ImportError:
+        raise UsageError("sweep needs torch, which is not installed here") from None
+    if requested == "cpu":
+        return "cpu"
+    available = torch.cuda.is_available()
+    if requested == "cuda" and not available:
+        why = "torch is built without CUDA" if torch.version.cuda is None else "no GPU is visible"
+        raise UsageError(f"--device cuda: CUDA is not available here ({why}; torch "
+                         f"{torch.__version__})")
+    return "cuda" if available else "cpu"
+
+
+def run(args: argparse.Namespace) -> int:
+    from runner.commands.store import NO_SQLALCHEMY, open_engine, shown_url, sqlalchemy_available
+
+    # 1. Every flag, before anything is measured or written.
+    sizes = parse_batch_sizes(args.batch_sizes)
+    modes = parse_modes(args.modes)
+    params = parse_params(args.param)
+    timing = parse_timing(args)
+    label = parse_label(args.label)
+    if args.out:
+        fmt.check_writable(args.out)
+    note = None
+    use_db = not args.no_db
+    if args.no_db and args.db:
+        raise UsageError(f"--no-db contradicts --db {args.db!r}: give one of them")
+    if use_db and not sqlalchemy_available():
+        if args.db or not args.out:
+            raise UsageError(f"{NO_SQLALCHEMY}: install it, or write a bundle with --out "
+                             "FILE.json and import it where the database is")
+        use_db = False
+        note = (f"note: the database was not written: {NO_SQLALCHEMY}. Import the bundle "
+                f"where it is: python -m runner import {args.out}")
+    if not use_db and not args.out:
+        raise UsageError("--no-db without --out: the results would be written nowhere")
+    device = _check_device(args.device)
+
+    from runner.sweep import SweepSpec, run_sweep, validate_spec
+    from runner.workloads import WorkloadError
+
+    spec = SweepSpec(workload=args.workload, params=params, batch_sizes=sizes, modes=modes,
+                     device=device, timing=timing, label=label)
+    try:
+        validate_spec(spec)
+    except WorkloadError:
+        raise  # already one line naming the value; main() prints it
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+    # 2. The database last: opening a valid URL creates the file, so only once all else
+    # is known good.
+    engine = open_engine(args.db) if use_db else None
+
+    from runner.sinks import BundleSink, DbSink, MemorySink, Tee
+
+    memory = MemorySink()
+    sinks: list[Any] = [memory]
+    db_sink = DbSink(engine) if engine is not None else None
+    if db_sink is not None:
+        sinks.append(db_sink)
+    bundle_sink = BundleSink(args.out) if args.out else None
+    if bundle_sink is not None:
+        sinks.append(bundle_sink)
+    sink = Tee(*sinks)
+
+    progress = Progress()
+    try:
+        with _sigterm_as_interrupt():
+            try:
+                status = run_sweep(spec, sink, progress=progress,
+                                   command=command_line(spec))
+            except KeyboardInterrupt:
+                # run_sweep handles Ctrl-C itself; a second one during its clean-up
+                # lands here, before or after it finished the run.
+                status = memory.status or "cancelled"
+                if memory.status is None:
+                    sink.finish(status)
+            except BaseException:
+                if memory.started and memory.status is None:
+                    sink.finish("failed")
+                raise
+    finally:
+        progress.close()
+        if engine is not None:
+            engine.dispose()
+
+    # 3. What happened, on stdout.
+    ms = memory.measurements
+    counts = {s: sum(1 for m in ms if m.get("status") == s) for s in fmt.POINT_STATUSES}
+    run_uuid = (memory.run or {}).get("uuid")
+    run_ref = db_sink.run_id if db_sink is not None else run_uuid
+    extra = ", ".join(f"{n} {s}" for s, n in counts.items() if n and s != "ok")
+    print(f"run {run_ref} {status}: {len(ms)} points" + (f" ({extra})" if extra else ""))
+    if db_sink is not None:
+        print(f"stored in {shown_url(str(engine.url))} (uuid {run_uuid})")
+    if bundle_sink is not None and bundle_sink.written:
+        print(f"bundle written to {args.out}")
+    if ms:
+        print(format_table(ms, modes))
+    if note:
+        print(note, file=sys.stderr)
+    if status == "cancelled":
+        return CANCELLED_EXIT
+    return 0 if status == "done" else 1

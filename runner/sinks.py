@@ -1,0 +1,118 @@
+"""Where a sweep's results go: the database, a bundle file, or both at once.
+
+A sink is anything with start(environment, run), point(measurement), finish(status); the
+sweep calls them in that order (runner/sweep.py). Standard library only at import: the
+database layer is imported by DbSink's caller, which hands it an engine, so a GPU host
+without SQLAlchemy can still write a bundle.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any
+
+from runner import bundle as fmt
+
+
+class MemorySink:
+    """Keeps the whole run in memory: what the bundle is made of and the summary table read."""
+
+    def __init__(self) -> None:
+        self.environment: dict[str, Any] | None = None
+        self.run: dict[str, Any] | None = None
+        self.measurements: list[dict[str, Any]] = []
+        self.status: str | None = None
+
+    def start(self, environment: dict[str, Any], run: dict[str, Any]) -> None:
+        # Copies: the sweep may reuse or mutate its dicts after handing them over.
+        self.environment = copy.deepcopy(environment)
+        self.run = copy.deepcopy(run)
+
+    def point(self, measurement: dict[str, Any]) -> None:
+        self.measurements.append(copy.deepcopy(measurement))
+
+    def finish(self, status: str) -> None:
+        self.status = status
+        if self.run is not None:
+            self.run["status"] = status
+            self.run["finished_at"] = fmt.now_iso()
+
+    @property
+    def started(self) -> bool:
+        return self.run is not None
+
+    def bundle(self) -> dict[str, Any]:
+        if self.run is None:
+            raise RuntimeError("no run was started")
+        return fmt.make_bundle(self.environment or {}, self.run, self.measurements)
+
+
+class BundleSink(MemorySink):
+    """Writes the bundle once, atomically, when the run finishes, whatever its status:
+    a cancelled or failed run keeps the points that finished."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        super().__init__()
+        self.path = fmt.check_writable(path)
+        self.written = False
+
+    def finish(self, status: str) -> None:
+        super().finish(status)
+        if self.run is not None:
+            fmt.write(self.path, self.bundle())
+            self.written = True
+
+
+class DbSink:
+    """Stores the run header at start and each point as soon as it finishes, so a crash
+    loses only the point in flight."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.run_id: int | None = None
+
+    def start(self, environment: dict[str, Any], run: dict[str, Any]) -> None:
+        from db import store  # here, not at import: db needs SQLAlchemy
+
+        self.run_id = store.start_run(self.engine, environment, run)
+
+    def point(self, measurement: dict[str, Any]) -> None:
+        from db import store
+
+        if self.run_id is None:
+            raise RuntimeError("point() before start()")
+        store.add_measurement(self.engine, self.run_id, measurement)
+
+    def finish(self, status: str) -> None:
+        from db import store
+
+        if self.run_id is not None:
+            store.finish_run(self.engine, self.run_id, status)
+
+
+class Tee:
+    """Hands every call to each sink. One sink failing does not starve the others (a
+    database hiccup must not lose the bundle); the first error is raised afterwards."""
+
+    def __init__(self, *sinks: Any) -> None:
+        self.sinks = sinks
+
+    def _each(self, method: str, *args: Any) -> None:
+        first: BaseException | None = None
+        for sink in self.sinks:
+            try:
+                getattr(sink, method)(*args)
+            except Exception as e:  # noqa: BLE001 - re-raised below, after the others ran
+                first = first or e
+        if first is not None:
+            raise first
+
+    def start(self, environment: dict[str, Any], run: dict[str, Any]) -> None:
+        self._each("start", environment, run)
+
+    def point(self, measurement: dict[str, Any]) -> None:
+        self._each("point", measurement)
+
+    def finish(self, status: str) -> None:
+        self._each("finish", status)
