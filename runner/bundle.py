@@ -201,8 +201,10 @@ def loads(text: str, name: str = "bundle") -> dict[str, Any]:
 
 def read(path: str | os.PathLike) -> dict[str, Any]:
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise BundleError(f"bundle file {str(p)!r} does not exist")
+    if not p.is_file():
+        raise BundleError(f"bundle file {str(p)!r} is not a file")
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:

@@ -104,7 +104,13 @@ def register(sub) -> None:
 def run_import(args: argparse.Namespace) -> int:
     # Read and validate the whole file before touching the database: a bad file leaves
     # nothing behind, not even an empty database.
-    doc = fmt.read(args.file)
+    try:
+        doc = fmt.read(args.file)
+    except fmt.BundleError as e:
+        if args.file in str(e):
+            raise
+        # Validation names the field, not the file: say which file it was.
+        raise fmt.BundleError(f"{args.file}: {e}") from None
     engine = open_engine(args.db)
     try:
         from db.store import import_bundle
