@@ -116,3 +116,57 @@ class Measurement(Base):
         CheckConstraint("batch_size >= 1", name="ck_measurement_batch_size"),
         CheckConstraint("step_ms IS NULL OR step_ms >= 0", name="ck_measurement_step_ms"),
     )
+
+
+# --- The job queue (issue 4): sweeps queued from the dashboard or `enqueue`, claimed by
+# workers. A job's spec is exactly what `sweep`'s flags say, kept as JSON.
+
+JOB_STATUSES = RUN_STATUSES  # a job ends with the status of the run it produced
+JOB_DEVICES = ("auto", "cuda", "cpu")  # auto: the worker's default (cuda if it has one)
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    spec: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # Copied out of spec because claiming filters on them in SQL.
+    device: Mapped[str] = mapped_column(String(8), default="auto")
+    target: Mapped[str | None] = mapped_column(String(200))
+    label: Mapped[str | None] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    worker_id: Mapped[int | None] = mapped_column(ForeignKey("workers.id", ondelete="SET NULL"))
+    worker_name: Mapped[str | None] = mapped_column(String(200))
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    points_done: Mapped[int] = mapped_column(Integer, default=0)
+    points_total: Mapped[int | None] = mapped_column(Integer)
+    current_point: Mapped[str | None] = mapped_column(String(100))
+    message: Mapped[str] = mapped_column(Text, default="")
+
+    __table_args__ = (
+        CheckConstraint(_one_of("status", JOB_STATUSES), name="ck_job_status"),
+        CheckConstraint(_one_of("device", JOB_DEVICES), name="ck_job_device"),
+        Index("ix_jobs_status", "status", "id"),
+    )
+
+
+class Worker(Base):
+    """One worker process. A fresh row per start; rows whose heartbeat is old are dead."""
+
+    __tablename__ = "workers"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    hostname: Mapped[str | None] = mapped_column(String(255))
+    pid: Mapped[int | None] = mapped_column(Integer)
+    gpu_name: Mapped[str | None] = mapped_column(String(200))
+    has_cuda: Mapped[bool] = mapped_column(Boolean, default=False)
+    torch_version: Mapped[str | None] = mapped_column(String(100))
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index("ix_workers_heartbeat_at", "heartbeat_at"),)

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, selectinload
 
+from db.access import require_writable
 from db.models import Environment, Measurement, Run
 from runner import bundle as fmt
 from runner.bundle import BundleError
@@ -87,6 +88,7 @@ def finish_run(engine: Engine, run_id: int, status: str,
 def import_bundle(engine: Engine, doc: dict[str, Any]) -> tuple[int, bool]:
     """Store a validated bundle in one transaction. Returns (run id, created); a bundle
     whose uuid is already stored adds nothing (created is False)."""
+    require_writable("import a run")  # read-only share mode: enforced here, not only in the UI
     doc = fmt.validate(doc)
     run = doc["run"]
     with Session(engine) as s, s.begin():
