@@ -1,0 +1,339 @@
+"""The job queue: sweeps queued by the dashboard or `enqueue`, claimed by workers.
+
+Claiming is one statement on both backends: `UPDATE jobs ... WHERE id = (SELECT id ...
+FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING ...`. PostgreSQL locks the chosen row and lets
+other workers skip it; SQLite renders no FOR UPDATE (it has none) but takes its write lock
+at the start of the UPDATE, so the whole statement is atomic there too.
+
+Times come from the database server on PostgreSQL (GPU hosts' clocks may disagree, and a
+skewed clock must not make a live worker look lost); SQLite lives on one host, so Python's
+UTC clock is that host's clock.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.engine import Connection, Engine
+
+from db.access import require_writable
+from db.models import JOB_DEVICES, JOB_STATUSES, Job, Run, Worker
+from runner.bundle import MODES
+from runner.timing import TIMING_PRESETS
+
+HEARTBEAT_S = 5.0  # how often a worker says it is alive
+LOST_AFTER_S = 60.0  # silence after which a worker (and its running job) counts as lost
+MAX_BATCH_SIZE = 65536
+MAX_POINTS = 512  # modes x batch sizes: bounds what one queued job can ask for
+MAX_TEXT = 200
+FINISHED = ("done", "failed", "cancelled")
+
+
+class JobSpecError(ValueError):
+    """A job spec that cannot be queued. str() is one line naming the bad value."""
+
+
+class JobNotFound(LookupError):
+    pass
+
+
+class JobFinished(ValueError):
+    """Cancelling a job that already ended."""
+
+
+# --- the spec -------------------------------------------------------------------------
+
+def _text(value: Any, what: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise JobSpecError(f"{what} {value!r} must be text")
+    value = value.strip()
+    if len(value) > MAX_TEXT:
+        raise JobSpecError(f"{what} {value[:40]!r}... is longer than {MAX_TEXT} characters")
+    if any(ord(c) < 32 for c in value):
+        raise JobSpecError(f"{what} {value!r} contains control characters")
+    return value or None
+
+
+def _ints(values: Any, what: str) -> list[int]:
+    if not isinstance(values, (list, tuple)) or not values:
+        raise JobSpecError(f"{what} {values!r}: expected a non-empty list")
+    out: list[int] = []
+    for v in values:
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_BATCH_SIZE:
+            raise JobSpecError(f"batch size {v!r} must be an integer from 1 to {MAX_BATCH_SIZE}")
+        if v in out:
+            raise JobSpecError(f"batch size {v} is given twice")
+        out.append(v)
+    return out
+
+
+def check_spec(spec: Any) -> dict[str, Any]:
+    """Normalise a queued sweep's spec (sweep's flags as data) or raise JobSpecError.
+
+    Only registered workloads: a queued job runs on whichever worker claims it, so it may
+    never name a Python import path (`module:factory` is for the `sweep` CLI alone)."""
+    from runner.workloads import resolve  # torch-free at import
+
+    if not isinstance(spec, dict):
+        raise JobSpecError(f"job spec must be an object, got {type(spec).__name__}")
+    unknown = set(spec) - {"workload", "params", "batch_sizes", "modes", "device", "timing",
+                           "label"}
+    if unknown:
+        raise JobSpecError(f"unknown job spec field {sorted(unknown)[0]!r}")
+    name = spec.get("workload")
+    if not isinstance(name, str):
+        raise JobSpecError(f"workload {name!r} must be a registered workload name")
+    params = spec.get("params") or {}
+    if not isinstance(params, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in params.items()):
+        raise JobSpecError(f"workload params {params!r} must map names to text values")
+    # Raises WorkloadError naming the bad name or parameter; never imports user code.
+    name = resolve(name, params, allow_import=False).name
+    modes = spec.get("modes")
+    if not isinstance(modes, (list, tuple)) or not modes:
+        raise JobSpecError(f"modes {modes!r}: expected a non-empty list")
+    for m in modes:
+        if m not in MODES:
+            raise JobSpecError(f"unknown mode {m!r} (known: {', '.join(MODES)})")
+    if len(set(modes)) != len(modes):
+        raise JobSpecError(f"modes {list(modes)!r} name a mode twice")
+    batch_sizes = _ints(spec.get("batch_sizes"), "batch sizes")
+    if len(batch_sizes) * len(modes) > MAX_POINTS:
+        raise JobSpecError(f"{len(batch_sizes)} batch sizes x {len(modes)} modes is more "
+                           f"than {MAX_POINTS} points for one job")
+    device = spec.get("device") or "auto"
+    if device not in JOB_DEVICES:
+        raise JobSpecError(f"device {device!r} is not one of {', '.join(JOB_DEVICES)}")
+    timing = spec.get("timing") or "standard"
+    if timing not in TIMING_PRESETS:
+        raise JobSpecError(f"timing {timing!r} is not one of {', '.join(TIMING_PRESETS)}")
+    return {"workload": name, "params": dict(params), "batch_sizes": batch_sizes,
+            "modes": list(modes), "device": device, "timing": timing,
+            "label": _text(spec.get("label"), "label")}
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+def _is_pg(bind: Engine | Connection) -> bool:
+    return bind.dialect.name == "postgresql"
+
+
+def _now(bind: Engine | Connection):
+    """A value or SQL expression for 'now' (see the module doc: the database's clock)."""
+    return func.now() if _is_pg(bind) else datetime.now(timezone.utc)
+
+
+def _aware(t: datetime | None) -> datetime | None:
+    # SQLite hands back naive datetimes; everything here is stored in UTC.
+    return t if t is None or t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def db_now(engine: Engine) -> datetime:
+    """The clock every heartbeat is compared with."""
+    if not _is_pg(engine):
+        return datetime.now(timezone.utc)
+    with engine.connect() as c:
+        return _aware(c.scalar(select(func.now())))
+
+
+_JOB_COLUMNS = ("id", "spec", "device", "target", "label", "status", "cancel_requested",
+                "worker_id", "worker_name", "run_id", "created_at", "started_at",
+                "finished_at", "heartbeat_at", "points_done", "points_total",
+                "current_point", "message")
+_WORKER_COLUMNS = ("id", "name", "hostname", "pid", "gpu_name", "has_cuda", "torch_version",
+                   "started_at", "heartbeat_at", "stopped_at")
+
+
+def _row(row: Any, columns: tuple[str, ...]) -> dict[str, Any]:
+    d = {c: getattr(row, c) for c in columns}
+    for c in columns:
+        if c.endswith("_at"):
+            d[c] = _aware(d[c])
+    return d
+
+
+# --- queueing (browser-reachable writes: guarded) --------------------------------------
+
+def enqueue(engine: Engine, spec: dict[str, Any], target: str | None = None,
+            label: str | None = None) -> int:
+    """Queue a sweep; returns the job id. `label` overrides the spec's label."""
+    require_writable("queue a job")
+    spec = check_spec({**spec, **({"label": label} if label is not None else {})})
+    target = _text(target, "target")
+    with engine.begin() as c:
+        return c.execute(
+            Job.__table__.insert().values(
+                spec=spec, device=spec["device"], target=target, label=spec["label"],
+                status="queued", cancel_requested=False, created_at=_now(c),
+                points_done=0, points_total=len(spec["modes"]) * len(spec["batch_sizes"]),
+                message="").returning(Job.id)).scalar_one()
+
+
+def cancel(engine: Engine, job_id: int) -> str:
+    """A queued job is cancelled at once; a running one is asked to stop, and its worker
+    stops between points. Returns the job's status afterwards ("cancelled" or "running")."""
+    require_writable("cancel a job")
+    with engine.begin() as c:
+        done = c.execute(update(Job).where(Job.id == job_id, Job.status == "queued")
+                         .values(status="cancelled", cancel_requested=True,
+                                 finished_at=_now(c), message="cancelled before it started")
+                         .returning(Job.id)).first()
+        if done:
+            return "cancelled"
+        running = c.execute(update(Job).where(Job.id == job_id, Job.status == "running")
+                            .values(cancel_requested=True).returning(Job.id)).first()
+        if running:
+            return "running"
+        status = c.scalar(select(Job.status).where(Job.id == job_id))
+    if status is None:
+        raise JobNotFound(f"job {job_id} does not exist")
+    raise JobFinished(f"job {job_id} already ended ({status}): nothing to cancel")
+
+
+def get_job(engine: Engine, job_id: int) -> dict[str, Any]:
+    with engine.connect() as c:
+        row = c.execute(select(Job.__table__).where(Job.id == job_id)).first()
+    if row is None:
+        raise JobNotFound(f"job {job_id} does not exist")
+    return _row(row, _JOB_COLUMNS)
+
+
+def list_jobs(engine: Engine, *, limit: int = 50,
+              statuses: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """Newest first."""
+    stmt = select(Job.__table__).order_by(Job.id.desc()).limit(limit)
+    if statuses:
+        stmt = stmt.where(Job.status.in_(statuses))
+    with engine.connect() as c:
+        return [_row(r, _JOB_COLUMNS) for r in c.execute(stmt)]
+
+
+# --- workers ----------------------------------------------------------------------------
+
+def register_worker(engine: Engine, *, name: str, hostname: str | None, pid: int | None,
+                    gpu_name: str | None, has_cuda: bool,
+                    torch_version: str | None) -> int:
+    with engine.begin() as c:
+        now = _now(c)
+        return c.execute(Worker.__table__.insert().values(
+            name=name, hostname=hostname, pid=pid, gpu_name=gpu_name, has_cuda=has_cuda,
+            torch_version=torch_version, started_at=now, heartbeat_at=now)
+            .returning(Worker.id)).scalar_one()
+
+
+def stop_worker(engine: Engine, worker_id: int) -> None:
+    with engine.begin() as c:
+        c.execute(update(Worker).where(Worker.id == worker_id).values(stopped_at=_now(c)))
+
+
+def live_workers(engine: Engine, timeout_s: float = LOST_AFTER_S) -> list[dict[str, Any]]:
+    """Workers that heartbeated within `timeout_s` and did not say goodbye."""
+    with engine.connect() as c:
+        cutoff = _now(c) - timedelta(seconds=timeout_s)
+        rows = c.execute(select(Worker.__table__).where(
+            Worker.stopped_at.is_(None), Worker.heartbeat_at >= cutoff).order_by(Worker.id))
+        return [_row(r, _WORKER_COLUMNS) for r in rows]
+
+
+def can_serve(worker: dict[str, Any], job: dict[str, Any]) -> bool:
+    """The rule claim_next applies in SQL, for the page's 'is anyone there?' question."""
+    if job.get("device") == "cuda" and not worker.get("has_cuda"):
+        return False
+    target = (job.get("target") or "").lower()
+    return not target or target in ((worker.get("name") or "").lower(),
+                                    (worker.get("gpu_name") or "").lower())
+
+
+def claim_next(engine: Engine, worker: dict[str, Any]) -> dict[str, Any] | None:
+    """Atomically take the oldest queued job this worker can serve; None if there is none.
+
+    `worker` is the registered worker: id, name, gpu_name, has_cuda."""
+    names = [n.lower() for n in (worker["name"], worker.get("gpu_name")) if n]
+    serves = [Job.status == "queued",
+              or_(Job.target.is_(None), func.lower(Job.target).in_(names))]
+    if not worker.get("has_cuda"):
+        serves.append(Job.device != "cuda")
+    pick = (select(Job.id).where(and_(*serves)).order_by(Job.id).limit(1)
+            .with_for_update(skip_locked=True).scalar_subquery())
+    with engine.begin() as c:
+        now = _now(c)
+        row = c.execute(update(Job).where(Job.id == pick, Job.status == "queued")
+                        .values(status="running", worker_id=worker["id"],
+                                worker_name=worker["name"], started_at=now,
+                                heartbeat_at=now)
+                        .returning(*Job.__table__.c)).first()
+    return _row(row, _JOB_COLUMNS) if row else None
+
+
+def heartbeat(engine: Engine, worker_id: int, job_id: int | None = None, *,
+              progress: tuple[int, int, str | None] | None = None) -> bool:
+    """Say the worker (and its job) is alive; with `progress` = (done, total, current
+    point) also record how far the job got. Returns True when the job was asked to stop."""
+    with engine.begin() as c:
+        now = _now(c)
+        c.execute(update(Worker).where(Worker.id == worker_id).values(heartbeat_at=now))
+        if job_id is None:
+            return False
+        values: dict[str, Any] = {"heartbeat_at": now}
+        if progress is not None:
+            values.update(points_done=progress[0], points_total=progress[1],
+                          current_point=progress[2])
+        stop = c.execute(update(Job).where(Job.id == job_id, Job.status == "running")
+                         .values(**values).returning(Job.cancel_requested)).scalar()
+    # A job no longer running (reaped as lost, say) must stop too: nobody waits for it.
+    return stop is None or bool(stop)
+
+
+def link_run(engine: Engine, job_id: int, run_id: int) -> None:
+    with engine.begin() as c:
+        c.execute(update(Job).where(Job.id == job_id).values(run_id=run_id))
+
+
+def finish(engine: Engine, job_id: int, status: str, message: str = "") -> bool:
+    """End a running job. False if it was no longer running (reaped meanwhile): the
+    verdict already given stands."""
+    if status not in FINISHED:
+        raise ValueError(f"job status {status!r} is not one of {', '.join(FINISHED)}")
+    with engine.begin() as c:
+        return c.execute(update(Job).where(Job.id == job_id, Job.status == "running")
+                         .values(status=status, finished_at=_now(c), current_point=None,
+                                 message=message[:2000]).returning(Job.id)).first() is not None
+
+
+def reap_lost(engine: Engine, timeout_s: float = LOST_AFTER_S) -> list[int]:
+    """Mark running jobs whose heartbeat is older than `timeout_s` failed ("worker lost"),
+    and their runs too. Their finished points stay: only statuses change."""
+    with engine.begin() as c:
+        now = _now(c)
+        lost = c.execute(update(Job).where(
+            Job.status == "running", Job.heartbeat_at < now - timedelta(seconds=timeout_s))
+            .values(status="failed", finished_at=now, current_point=None,
+                    message="worker lost: no heartbeat for "
+                            f"{timeout_s:g} s").returning(Job.id, Job.run_id)).all()
+        run_ids = [r.run_id for r in lost if r.run_id is not None]
+        if run_ids:
+            c.execute(update(Run).where(Run.id.in_(run_ids), Run.status == "running")
+                      .values(status="failed", finished_at=now))
+    return sorted(r.id for r in lost)
+
+
+def progress(job: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """Elapsed seconds and a linear estimate of the time left (None while unknown)."""
+    start, end = job.get("started_at"), job.get("finished_at")
+    elapsed = None if start is None else max(0.0, ((end or now) - start).total_seconds())
+    done, total = job.get("points_done") or 0, job.get("points_total")
+    remaining = None
+    if job.get("status") == "running" and elapsed is not None and done and total:
+        remaining = elapsed / done * (total - done)
+    return {"elapsed_s": elapsed, "remaining_s": remaining, "done": done, "total": total,
+            "fraction": (done / total) if total else None}
+
+
+__all__ = ["FINISHED", "HEARTBEAT_S", "JOB_STATUSES", "LOST_AFTER_S", "JobFinished",
+           "JobNotFound", "JobSpecError", "can_serve", "cancel", "check_spec", "claim_next",
+           "db_now", "enqueue", "finish", "get_job", "heartbeat", "link_run", "list_jobs",
+           "live_workers", "progress", "reap_lost", "register_worker", "stop_worker"]
