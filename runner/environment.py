@@ -1,0 +1,95 @@
+"""What a run was measured on (DESIGN.md environment fields), and GPU clocks over time.
+
+Clocks and temperature are read, never set (MEASUREMENT.md): a locked clock would make
+the figures unlike what a user gets. torch's NVML wrappers are used when NVML is
+importable (cheap, no process start); nvidia-smi otherwise; None when neither answers.
+"""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import socket
+import subprocess
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _nvidia_smi(query: str, index: int = 0) -> list[str] | None:
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return None
+    try:
+        out = subprocess.run([exe, f"--query-gpu={query}", "--format=csv,noheader,nounits",
+                              "-i", str(index)], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0 or not out.stdout.strip():
+        return None
+    return [v.strip() for v in out.stdout.strip().splitlines()[0].split(",")]
+
+
+def capture(device: str) -> dict:
+    import torch
+
+    env = {
+        "device": "cuda" if device.startswith("cuda") else "cpu",
+        "gpu_name": None, "gpu_count": None, "sm_count": None, "gpu_memory_bytes": None,
+        "driver_version": None, "cuda_version": torch.version.cuda,
+        "torch_version": torch.__version__, "triton_version": None,
+        "python_version": platform.python_version(), "hostname": socket.gethostname(),
+        "cpu_model": _cpu_model(),
+    }
+    try:
+        import triton
+
+        env["triton_version"] = getattr(triton, "__version__", None)
+    except Exception:  # triton missing or broken: the field is unknown, not an error
+        pass
+    # Known even without a GPU (0), unlike the per-GPU fields below.
+    env["gpu_count"] = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if env["device"] == "cuda":
+        idx = torch.device(device).index or 0
+        props = torch.cuda.get_device_properties(idx)
+        env.update(gpu_name=props.name, sm_count=props.multi_processor_count,
+                   gpu_memory_bytes=int(props.total_memory))
+        smi = _nvidia_smi("driver_version", idx)
+        env["driver_version"] = smi[0] if smi else None
+    return env
+
+
+def _num(v) -> float | None:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def read_clocks(device: str) -> dict:
+    """SM clock (MHz), memory clock (MHz), temperature (C), power (W); None = unknown."""
+    import torch
+
+    idx = torch.device(device).index or 0
+    out = {"sm_clock_mhz": None, "mem_clock_mhz": None, "temperature_c": None,
+           "power_w": None}
+    try:  # NVML through torch (needs the nvidia-ml-py package): milliseconds
+        out["sm_clock_mhz"] = _num(torch.cuda.clock_rate(idx))
+        out["temperature_c"] = _num(torch.cuda.temperature(idx))
+        out["power_w"] = _num(torch.cuda.power_draw(idx)) / 1e3  # mW
+        return out
+    except Exception:  # no NVML or an older torch: ask nvidia-smi
+        pass
+    smi = _nvidia_smi("clocks.sm,clocks.mem,temperature.gpu,power.draw", idx)
+    if smi and len(smi) == 4:
+        out.update(sm_clock_mhz=_num(smi[0]), mem_clock_mhz=_num(smi[1]),
+                   temperature_c=_num(smi[2]), power_w=_num(smi[3]))
+    return out

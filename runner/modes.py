@@ -1,0 +1,142 @@
+"""The four modes: turn (model, static input) into a timed-ready step callable.
+
+Setup (compile, warm-up, capture) happens here and is timed per call, apart from the
+steady state. Each builder returns a Prepared whose `step()` runs one step on the
+point's fixed input, and whose `run(x)` runs the mode on another input of the same shape
+(for the correctness check) and returns an output that stays valid.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+GRAPH_MODES = ("reduce-overhead", "cuda-graph")
+CPU_MODES = ("eager", "compile")
+
+
+class Unsupported(Exception):
+    """This mode cannot run on this device; str() says why."""
+
+
+@dataclass
+class Prepared:
+    step: Callable[[], Any]
+    run: Callable[[Any], Any]
+    setup_s: float
+    setup_calls_s: list[float] = field(default_factory=list)
+    graph: Any = None  # torch.cuda.CUDAGraph of the manual mode, kept alive while timing
+    keep: list = field(default_factory=list)  # static tensors the graph reads and writes
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _timed_call(fn: Callable[[], Any], device: str) -> tuple[Any, float]:
+    _sync(device)
+    t0 = time.perf_counter()
+    out = fn()
+    _sync(device)
+    return out, time.perf_counter() - t0
+
+
+def clone_output(out: Any) -> Any:
+    """Copy tensors out of a possibly reused buffer (graph outputs are overwritten)."""
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return out.detach().clone()
+    if isinstance(out, (list, tuple)):
+        return type(out)(clone_output(o) for o in out)
+    if isinstance(out, dict):
+        return {k: clone_output(v) for k, v in out.items()}
+    return out
+
+
+def prepare(mode: str, model, x, device: str) -> Prepared:
+    if mode not in _BUILDERS:
+        raise ValueError(f"unknown mode {mode!r}")
+    if mode in GRAPH_MODES and not device.startswith("cuda"):
+        raise Unsupported(f"{mode} needs CUDA graphs, which exist on CUDA devices only; "
+                          f"this point runs on {device}")
+    return _BUILDERS[mode](model, x, device)
+
+
+def _eager(model, x, device: str) -> Prepared:
+    # Eager has no setup; the first call (lazy library init for this shape) is its cost.
+    _, t = _timed_call(lambda: model(x), device)
+    return Prepared(step=lambda: model(x), run=lambda x2: clone_output(model(x2)),
+                    setup_s=t, setup_calls_s=[t])
+
+
+def _compile(model, x, device: str) -> Prepared:
+    import torch
+
+    # dynamic=False: each batch size is its own static specialization, as a capture is.
+    fn = torch.compile(model, dynamic=False)
+    calls = [_timed_call(lambda: fn(x), device)[1] for _ in range(2)]
+    return Prepared(step=lambda: fn(x), run=lambda x2: clone_output(fn(x2)),
+                    setup_s=sum(calls), setup_calls_s=calls)
+
+
+def _reduce_overhead(model, x, device: str) -> Prepared:
+    import torch
+
+    fn = torch.compile(model, mode="reduce-overhead", dynamic=False)
+    # CUDA graph trees need three calls per shape: 1 compiles and warms up, 2 records,
+    # 3 is the first replay. Timed separately: that is what a user pays per new shape.
+    calls = [_timed_call(lambda: fn(x), device)[1] for _ in range(3)]
+    return Prepared(step=lambda: fn(x), run=lambda x2: clone_output(fn(x2)),
+                    setup_s=sum(calls), setup_calls_s=calls)
+
+
+def _cuda_graph(model, x, device: str) -> Prepared:
+    import torch
+
+    static_x = x.clone()
+    _sync(device)
+    t0 = time.perf_counter()
+    # Warm up on a side stream, as torch.cuda.graphs documents: lazy init (cuBLAS
+    # handles, workspaces) must happen before capture, and not on the capture stream.
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            model(static_x)
+    torch.cuda.current_stream().wait_stream(side)
+    _sync(device)
+    t1 = time.perf_counter()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = model(static_x)
+    _sync(device)
+    t2 = time.perf_counter()
+
+    def step():
+        # The input copy is part of the step: a real caller pays it, as reduce-overhead's
+        # graph trees pay theirs.
+        static_x.copy_(x)
+        graph.replay()
+        return static_out
+
+    def run(x2):
+        static_x.copy_(x2)
+        graph.replay()
+        return clone_output(static_out)
+
+    return Prepared(step=step, run=run, setup_s=t2 - t0, setup_calls_s=[t1 - t0, t2 - t1],
+                    graph=graph, keep=[static_x, static_out])
+
+
+_BUILDERS: dict[str, Callable[[Any, Any, str], Prepared]] = {
+    "eager": _eager,
+    "compile": _compile,
+    "reduce-overhead": _reduce_overhead,
+    "cuda-graph": _cuda_graph,
+}

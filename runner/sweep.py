@@ -1,0 +1,151 @@
+"""A sweep: one workload over batch sizes x modes, each point handed to a sink as it ends.
+
+The sweep is declared as data (SweepSpec, frozen) and run by one function; where results
+go (database, bundle file, a list in a test) is the sink's business. A point that fails
+is stored as "error" and the sweep goes on; Ctrl-C or should_stop() ends it "cancelled"
+with the finished points kept.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from runner.bundle import MODES, now_iso
+from runner.timing import TIMING_PRESETS
+from runner.workloads import Workload, WorkloadError, resolve
+
+MAX_BATCH = 65536
+MAX_LABEL = 200
+
+
+class SpecError(WorkloadError):
+    """A bad sweep spec. A WorkloadError, so every front end that reports bad workload
+    input as one line reports this the same way."""
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    workload: str
+    params: dict[str, str] = field(default_factory=dict)
+    batch_sizes: tuple[int, ...] = (1,)
+    modes: tuple[str, ...] = ("eager",)
+    device: str = "cpu"
+    timing: str = "standard"
+    label: str | None = None
+
+
+class Sink(Protocol):
+    def start(self, environment: dict, run: dict) -> None: ...
+    def point(self, measurement: dict) -> None: ...
+    def finish(self, status: str) -> None: ...
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def default_device() -> str:
+    """DESIGN.md: cuda when available, else cpu."""
+    return "cuda" if cuda_available() else "cpu"
+
+
+def validate_spec(spec: SweepSpec, allow_import: bool = True) -> Workload:
+    """Raise SpecError / WorkloadError (one line naming the bad value); return the
+    resolved workload."""
+    workload = resolve(spec.workload, dict(spec.params or {}), allow_import=allow_import)
+    sizes = spec.batch_sizes
+    if not sizes:
+        raise SpecError("no batch sizes given")
+    for b in sizes:
+        if not isinstance(b, int) or isinstance(b, bool) or not 1 <= b <= MAX_BATCH:
+            raise SpecError(f"batch size {b!r} must be an integer from 1 to {MAX_BATCH}")
+    dup = [b for i, b in enumerate(sizes) if b in sizes[:i]]
+    if dup:
+        raise SpecError(f"batch size {dup[0]} is given twice")
+    if not spec.modes:
+        raise SpecError("no modes given")
+    for mode in spec.modes:
+        if mode not in MODES:
+            raise SpecError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
+    dup_m = [m for i, m in enumerate(spec.modes) if m in spec.modes[:i]]
+    if dup_m:
+        raise SpecError(f"mode {dup_m[0]!r} is given twice")
+    if spec.timing not in TIMING_PRESETS:
+        raise SpecError(f"unknown timing preset {spec.timing!r} (known: "
+                        f"{', '.join(TIMING_PRESETS)})")
+    if spec.label is not None and (len(spec.label) > MAX_LABEL or "\n" in spec.label):
+        raise SpecError(f"label {spec.label[:40]!r}... must be one line of at most "
+                        f"{MAX_LABEL} characters")
+    _check_device(spec.device)
+    return workload
+
+
+def _check_device(device: str) -> None:
+    if device == "cpu":
+        return
+    if device != "cuda" and not (device.startswith("cuda:") and device[5:].isdigit()):
+        raise SpecError(f"unknown device {device!r} (use cuda, cuda:N or cpu)")
+    if not cuda_available():
+        raise SpecError(f"device {device!r}: no CUDA device is available on this machine")
+    import torch
+
+    idx = int(device[5:]) if ":" in device else 0
+    if idx >= torch.cuda.device_count():
+        raise SpecError(f"device {device!r}: this machine has "
+                        f"{torch.cuda.device_count()} CUDA device(s)")
+
+
+def points(spec: SweepSpec) -> list[tuple[str, int]]:
+    """Batch-major order: a partial sweep still compares every mode at the sizes done."""
+    return [(mode, b) for b in spec.batch_sizes for mode in spec.modes]
+
+
+def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
+              should_stop: Callable[[], bool] | None = None,
+              command: str | None = None) -> str:
+    """Run the sweep; return the final run status (done | cancelled)."""
+    from runner import environment
+    from runner.point import measure, reset_state
+
+    workload = validate_spec(spec)
+    config = TIMING_PRESETS[spec.timing]
+    env = environment.capture(spec.device)
+    run: dict[str, Any] = {
+        "uuid": str(uuid.uuid4()), "workload": workload.name,
+        "workload_params": dict(workload.params), "dtype": workload.dtype,
+        "created_at": now_iso(), "finished_at": None, "status": "running",
+        "label": spec.label, "source": "measured", "command": command,
+    }
+    sink.start(env, run)
+    todo = points(spec)
+    last: dict | None = None
+    status, i = "done", 0
+    try:
+        reset_state(spec.device)  # whatever ran in this process before is not charged
+        for i, (mode, batch) in enumerate(todo):
+            if should_stop is not None and should_stop():
+                status = "cancelled"
+                break
+            if progress is not None:
+                progress(i, len(todo), (mode, batch), last)
+            t0 = time.perf_counter()
+            last = measure(workload, mode, batch, spec.device, config)
+            last["details"]["point_wall_s"] = time.perf_counter() - t0
+            sink.point(last)
+    except KeyboardInterrupt:
+        status = "cancelled"
+    except BaseException:
+        sink.finish("failed")
+        raise
+    if progress is not None:
+        progress(len(todo) if status == "done" else i, len(todo), None, last)
+    sink.finish(status)
+    return status
