@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+import pandas as pd
+from sqlalchemy import case, func, select
 from sqlalchemy.engine import Engine
 
-from db.models import Environment, Run
+from db.models import Environment, Measurement, Run
+from runner.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
 
 
 def list_runs(engine: Engine) -> list[dict[str, Any]]:
@@ -19,3 +21,135 @@ def list_runs(engine: Engine) -> list[dict[str, Any]]:
             .order_by(Run.created_at.desc(), Run.id.desc()))
     with engine.connect() as c:
         return [dict(row._mapping) for row in c.execute(stmt)]
+
+
+# --- The dashboard's reads: DataFrames for pages (pandas is a dashboard dependency) -----
+# The indexes these rely on already exist: runs.created_at for the newest-first list and
+# the unique (run_id, mode, batch_size) constraint, whose index leads with run_id, for a
+# run's points. bench/dashboard_bench.py times them at 1,000 runs / 100,000 points.
+
+RUN_COLUMNS = ("id", "uuid", "workload", "workload_params", "dtype", "created_at",
+               "finished_at", "status", "label", "source", "command")
+CPU = "cpu"  # what a run without a GPU shows and filters as, in the GPU column
+
+
+def _run_env_columns():
+    return ([getattr(Run, c) for c in RUN_COLUMNS]
+            + [getattr(Environment, f) for f in ENVIRONMENT_FIELDS])
+
+
+def _frame(rows, columns) -> pd.DataFrame:
+    df = pd.DataFrame([dict(r._mapping) for r in rows], columns=list(columns))
+    for c in ("created_at", "finished_at"):
+        if c in df:
+            # SQLite hands back naive datetimes; every stored time is UTC.
+            df[c] = pd.to_datetime(df[c], utc=True)
+    return df
+
+
+def run_filter_options(engine: Engine) -> dict[str, list[str]]:
+    """Distinct GPU names (``cpu`` for CPU runs), workloads and torch versions."""
+    gpu = func.coalesce(Environment.gpu_name, CPU)
+    with engine.connect() as c:
+        gpus = c.execute(select(gpu).select_from(Run).join(Environment).distinct()).scalars()
+        gpus = sorted(gpus)
+        workloads = sorted(c.execute(select(Run.workload).distinct()).scalars())
+        torches = sorted(v for v in c.execute(
+            select(Environment.torch_version).select_from(Run).join(Environment)
+            .distinct()).scalars() if v is not None)
+    return {"gpu": gpus, "workload": workloads, "torch": torches}
+
+
+def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
+               workloads: list[str] | tuple = (), torches: list[str] | tuple = (),
+               limit: int | None = None) -> pd.DataFrame:
+    """Runs with their environment and point counts, newest first. An empty filter list
+    means no filter on that field; ``cpu`` in `gpus` matches runs without a GPU."""
+    counts = (select(Measurement.run_id, func.count().label("points"),
+                     func.sum(case((Measurement.status == "ok", 1), else_=0)).label("ok_points"))
+              .group_by(Measurement.run_id).subquery())
+    stmt = (select(*_run_env_columns(), func.coalesce(counts.c.points, 0).label("points"),
+                   func.coalesce(counts.c.ok_points, 0).label("ok_points"))
+            .join(Environment, Run.environment_id == Environment.id)
+            .outerjoin(counts, counts.c.run_id == Run.id)
+            .order_by(Run.created_at.desc(), Run.id.desc()))
+    if gpus:
+        named = [g for g in gpus if g != CPU]
+        cond = Environment.gpu_name.in_(named)
+        if CPU in gpus:
+            cond = cond | Environment.gpu_name.is_(None)
+        stmt = stmt.where(cond)
+    if workloads:
+        stmt = stmt.where(Run.workload.in_(list(workloads)))
+    if torches:
+        stmt = stmt.where(Environment.torch_version.in_(list(torches)))
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    columns = [*RUN_COLUMNS, *ENVIRONMENT_FIELDS, "points", "ok_points"]
+    with engine.connect() as c:
+        return _frame(c.execute(stmt), columns)
+
+
+def runs_headers(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
+    """Header and environment of the given runs (those that exist), in the order asked."""
+    ids = [int(i) for i in run_ids]
+    if not ids:
+        return pd.DataFrame(columns=[*RUN_COLUMNS, *ENVIRONMENT_FIELDS])
+    stmt = (select(*_run_env_columns()).join(Environment, Run.environment_id == Environment.id)
+            .where(Run.id.in_(ids)))
+    with engine.connect() as c:
+        df = _frame(c.execute(stmt), [*RUN_COLUMNS, *ENVIRONMENT_FIELDS])
+    order = {rid: i for i, rid in enumerate(ids)}
+    return df.sort_values("id", key=lambda s: s.map(order)).reset_index(drop=True)
+
+
+def run_header(engine: Engine, run_id: int) -> dict[str, Any] | None:
+    """One run's header and environment as a dict; None when no run has this id."""
+    df = runs_headers(engine, [run_id])
+    if df.empty:
+        return None
+    row = df.iloc[0].to_dict()
+    return {k: (None if _is_na(v) else v) for k, v in row.items()}
+
+
+def _is_na(v: Any) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False  # lists / dicts
+
+
+POINT_COLUMNS = ("run_id", *MEASUREMENT_FIELDS)
+
+
+def runs_points(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
+    """Every measurement of the given runs, ordered by run, mode, batch size."""
+    ids = [int(i) for i in run_ids]
+    cols = [Measurement.run_id] + [getattr(Measurement, f) for f in MEASUREMENT_FIELDS]
+    stmt = (select(*cols).where(Measurement.run_id.in_(ids))
+            .order_by(Measurement.run_id, Measurement.mode, Measurement.batch_size))
+    if not ids:
+        return pd.DataFrame(columns=list(POINT_COLUMNS))
+    with engine.connect() as c:
+        df = _frame(c.execute(stmt), POINT_COLUMNS)
+    # Integer byte counts with NULLs would come back as object or float; keep them numeric
+    # with NaN for unknown so the maths stays vectorised (never 0 for unknown).
+    for f in MEASUREMENT_FIELDS:
+        if f not in ("mode", "status", "message", "cudagraph_status", "correct",
+                     "samples_ms", "details"):
+            df[f] = pd.to_numeric(df[f], errors="coerce")
+    return df
+
+
+def run_points(engine: Engine, run_id: int) -> pd.DataFrame:
+    return runs_points(engine, [run_id])
+
+
+def data_version(engine: Engine) -> tuple:
+    """A cheap fingerprint that changes whenever a run or point is added or a run
+    finishes: the dashboard keys its caches on it, so a worker's writes in another process
+    show up without waiting for a cache ttl."""
+    with engine.connect() as c:
+        runs = c.execute(select(func.max(Run.id), func.count(Run.finished_at))).one()
+        points = c.execute(select(func.max(Measurement.id))).scalar()
+    return (runs[0], runs[1], points)
