@@ -1,0 +1,88 @@
+"""Pure parts of a point's bookkeeping: launch counting, pool attribution, graph status."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.memory import MemState, figures, pool_bytes
+from runner.point import compare, cudagraph_status
+from runner.profiling import Event, ProfilingError, count
+
+
+def ev(name, gpu=False, start=0.0, end=0.0):
+    return Event(name, gpu, start, end)
+
+
+def test_count_splits_host_launches_graph_launches_and_kernels():
+    events = [ev("cudaLaunchKernel"), ev("cudaLaunchKernelExC"), ev("cuLaunchKernel"),
+              ev("cudaGraphLaunch"), ev("cudaGraphLaunch_v10000"), ev("cudaMemcpyAsync"),
+              ev("aten::mm"), ev("void gemm_kernel<...>", True, 0, 10),
+              ev("triton_poi_fused_relu_0", True, 5, 12),  # overlaps the first
+              ev("Memcpy DtoD (Device -> Device)", True, 20, 22)]
+    c = count(events, steps=2)
+    assert c["host_launches_per_step"] == 1.5
+    assert c["graph_launches_per_step"] == 1.0
+    assert c["gpu_kernels_per_step"] == 1.0  # copies are GPU work but not kernels
+    assert c["gpu_busy_ms"] == pytest.approx((10 + 7 + 2) / 1e3 / 2)
+    assert c["details"]["gpu_busy_union_ms"] == pytest.approx((12 + 2) / 1e3 / 2)
+    assert c["details"]["host_copies_per_step"] == 0.5
+
+
+def test_a_trace_without_kernels_is_an_error_not_zero():
+    with pytest.raises(ProfilingError):
+        count([ev("cudaLaunchKernel"), ev("Memcpy HtoD", True, 0, 1)], steps=1)
+
+
+def test_pool_attribution_by_segment_pool_id():
+    snap = [{"segment_pool_id": (0, 0), "total_size": 100},
+            {"segment_pool_id": (1, 2), "total_size": 30},
+            {"segment_pool_id": [1, 2], "total_size": 10},
+            {"total_size": 5}]
+    assert pool_bytes(snap) == {(0, 0): 105, (1, 2): 40}
+    m0 = MemState(10, 100, 1000, {(0, 0): 100, (9, 9): 7})  # a leftover pool at M0
+    m1 = MemState(20, 180, 1100, {(0, 0): 100, (9, 9): 7, (1, 2): 40})
+    m2 = MemState(20, 200, 1120, {(0, 0): 120, (9, 9): 7, (1, 2): 60})
+    f = figures(m0, m1, m2, peak=55)
+    assert f["graph_pool_bytes"] == 60  # the leftover pool is not charged
+    assert f["reserved_delta_bytes"] == 80 and f["peak_allocated_bytes"] == 55
+    assert f["details"]["leftover_private_pools_at_m0"] == 1
+    assert f["details"]["device_used_delta_bytes"] == 100
+
+
+@pytest.mark.parametrize("mode,launches,watch,expected", [
+    ("eager", 0, {}, "n/a"),
+    ("compile", 0, {"unique_graphs": 1}, "n/a"),
+    ("compile", 0, {"unique_graphs": 0}, "eager-fallback"),
+    ("reduce-overhead", 1, {"unique_graphs": 1}, "replay"),
+    ("reduce-overhead", 0, {"unique_graphs": 1, "cudagraph_skips": 1,
+                            "skip_messages": ["skipping cudagraphs due to mutated inputs"]},
+     "skipped"),
+    # The counter says nothing, the profiler says no graph ran: skipped all the same.
+    ("reduce-overhead", 0, {"unique_graphs": 1}, "skipped"),
+    ("reduce-overhead", 2, {"unique_graphs": 2, "graph_breaks": 1}, "partial"),
+    ("cuda-graph", 1, {}, "replay"),
+])
+def test_cudagraph_status_trusts_the_profiler(mode, launches, watch, expected):
+    status, reason = cudagraph_status(mode, launches, watch)
+    assert status == expected
+    if expected in ("skipped", "partial", "eager-fallback"):
+        assert reason
+
+
+def test_skip_reason_is_the_logged_message():
+    _, reason = cudagraph_status("reduce-overhead", 0, {
+        "unique_graphs": 1, "skip_messages": ["skipping cudagraphs due to mutated inputs"]})
+    assert "mutated inputs" in reason
+
+
+def test_compare_reports_error_relative_to_output_scale():
+    import torch
+
+    ref = torch.tensor([[10.0, -20.0]])
+    err, tol, rel = compare(ref + torch.tensor([[0.0, 0.002]]), ref)
+    assert err == pytest.approx(0.002, rel=1e-3) and rel == pytest.approx(1e-4, rel=1e-3)
+    assert tol == 1e-4
+    with pytest.raises(RuntimeError, match="shape"):
+        compare(torch.zeros(2), torch.zeros(3))
+    err, _, _ = compare((ref, {"a": ref * 2}), (ref, {"a": ref * 2}))
+    assert err == 0.0
