@@ -1,0 +1,187 @@
+"""What a run says, in words and in files: the headline sentences, the points table, and the
+exports (CSV, PNG charts, a self-contained HTML report).
+
+The HTML report must open offline and survive being mailed or attached to a ticket, so its
+charts are inlined as SVG rendered here by vl-convert (no vega JavaScript, no network).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from datetime import datetime, timezone
+from typing import Any
+
+import pandas as pd
+import vl_convert as vlc
+
+from pages.common import analysis, charts
+from pages.common.metrics import MISSING, format_value, title
+from runner.bundle import ENVIRONMENT_FIELDS, NUMBER_FIELDS
+
+PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not measured by "
+                  "launchbench; figures the article does not give are empty.")
+
+
+def run_title(header: dict) -> str:
+    gpu = header.get("gpu_name") or "cpu"
+    torch = header.get("torch_version") or MISSING
+    mark = " [published]" if header.get("source") == "published" else ""
+    return f"Run {header['id']}: {header['workload']} on {gpu}, torch {torch}{mark}"
+
+
+def headline(points: pd.DataFrame) -> list[str]:
+    """The run's answer in a few sentences: best speedup per mode and where, the
+    break-even batch size, and how many steps pay back the setup."""
+    lines = []
+    best = analysis.largest_speedups(points)
+    for _, r in best.iterrows():
+        lines.append(f"{r['mode']}: up to {format_value('speedup', r['speedup'])} over eager, "
+                     f"at batch {int(r['batch_size']):,} ({format_value('step_ms', r['step_ms'])}"
+                     f" vs {format_value('step_ms', r['eager_ms'])})")
+    if best.empty:
+        lines.append("No speedup to show: no mode has an ok point beside an ok eager point.")
+    be = analysis.break_even(points)
+    g = f"{be.threshold:g}x"
+    if be.status == "crosses":
+        at = dict(be.ratios)
+        lines.append(f"Break-even: from batch {be.batch_size:,} on, reduce-overhead gains less "
+                     f"than {g} over compile ({at[be.batch_size]:.2f}x there; "
+                     f"{at[be.last_gaining]:.2f}x at batch {be.last_gaining:,}).")
+    elif be.status == "never-below":
+        lines.append(f"Break-even: not reached: reduce-overhead gains at least {g} over "
+                     f"compile at every measured batch size (up to {be.last_gaining:,}).")
+    elif be.status == "always-below":
+        lines.append(f"Break-even: reduce-overhead gains less than {g} over compile at every "
+                     "measured batch size.")
+    else:
+        lines.append("Break-even: unknown (needs compile and reduce-overhead at the same "
+                     "batch size).")
+    pay = analysis.payback(points)
+    for _, r in best.iterrows():
+        row = pay[(pay["mode"] == r["mode"]) & (pay["batch_size"] == r["batch_size"])]
+        if row.empty:
+            continue
+        p = row.iloc[0]
+        if p["never"]:
+            lines.append(f"{r['mode']}: saves nothing per step at batch "
+                         f"{int(r['batch_size']):,}, so its setup never pays back.")
+        elif pd.isna(p["payback_steps"]):
+            lines.append(f"{r['mode']}: payback unknown (setup time not recorded).")
+        else:
+            lines.append(f"{r['mode']}: its {format_value('setup_s', p['setup_s'])} setup pays "
+                         f"back after {p['payback_steps']:,.0f} steps at batch "
+                         f"{int(r['batch_size']):,}.")
+    return lines
+
+
+POINT_COLUMNS = ("step_ms", "step_ms_p10", "step_ms_p90", "speedup", "latency_ms", "setup_s",
+                 "host_launches_per_step", "graph_launches_per_step", "gpu_busy_ms",
+                 "busy_fraction", "graph_pool_bytes", "peak_allocated_bytes",
+                 "reserved_delta_bytes", "max_abs_err")
+
+
+def points_with_speedup(points: pd.DataFrame) -> pd.DataFrame:
+    sp = analysis.speedups(points).set_index(["run_id", "mode", "batch_size"])["speedup"]
+    out = points.join(sp, on=["run_id", "mode", "batch_size"])
+    out["busy_fraction"] = pd.to_numeric(out["gpu_busy_ms"]) / pd.to_numeric(out["step_ms"])
+    return out
+
+
+def points_table(points: pd.DataFrame) -> pd.DataFrame:
+    """Every point, failed ones included and marked with their message; numbers as text
+    with units (unknown shows as a dash)."""
+    if points.empty:
+        return pd.DataFrame(columns=["Mode", "Batch size", "Status"])
+    p = analysis._ordered(points_with_speedup(points))
+    out = pd.DataFrame({"Mode": p["mode"], "Batch size": p["batch_size"].astype(int),
+                        "Status": analysis.status_marks(p).values})
+    for c in POINT_COLUMNS:
+        out[title(c)] = [format_value(c, v) for v in p[c]]
+    out["CUDA graph"] = p["cudagraph_status"].values
+    out["Correct"] = [MISSING if v is None or (isinstance(v, float) and math.isnan(v))
+                      else ("yes" if v else "NO") for v in p["correct"]]
+    return out
+
+
+def points_csv(points: pd.DataFrame) -> str:
+    """Raw figures, one row per point; column names carry their units."""
+    p = analysis._ordered(points_with_speedup(points)) if not points.empty else points
+    cols = ["run_id", "mode", "batch_size", "status", "message", *NUMBER_FIELDS, "speedup",
+            "cudagraph_status", "correct"]
+    out = p.reindex(columns=cols).copy()
+    out["details"] = [json.dumps(d, sort_keys=True) if isinstance(d, dict) else ""
+                      for d in p.get("details", pd.Series([None] * len(p)))]
+    return out.to_csv(index=False)
+
+
+def chart_png(chart, scale: float = 2.0) -> bytes:
+    return vlc.vegalite_to_png(chart.to_dict(), scale=scale)
+
+
+def chart_svg(chart) -> str:
+    return vlc.vegalite_to_svg(chart.to_dict())
+
+
+def _table(rows: list[tuple[str, Any]]) -> str:
+    body = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
+                   for k, v in rows)
+    return f"<table class='kv'>{body}</table>"
+
+
+def _frame_html(df: pd.DataFrame) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    rows = []
+    for _, r in df.iterrows():
+        bad = not str(r.get("Status", "ok")).startswith("ok")
+        cls = " class='bad'" if bad else ""
+        rows.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r)
+                    + "</tr>")
+    return f"<table class='points'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}" \
+           "</tbody></table>"
+
+
+CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;
+color:#222;max-width:1200px}h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em}
+.published{background:#fff4ce;border:1px solid #e0c050;padding:.6em 1em;border-radius:4px}
+table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ddd;padding:3px 6px;
+text-align:left}table.points td{white-space:nowrap}tr.bad td{background:#fdecea}
+.chart{margin:1em 0}code{background:#f4f4f4;padding:2px 4px;word-break:break-all}
+footer{margin-top:3em;color:#777;font-size:.8em}"""
+
+
+def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None) -> str:
+    """One run as a single HTML file: headline, charts (inline SVG), points, environment,
+    the reproducing command. No script, no external resource: it opens offline."""
+    esc = html.escape
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'>"
+             f"<title>{esc(run_title(header))}</title><style>{CSS}</style></head><body>",
+             f"<h1>{esc(run_title(header))}</h1>"]
+    if header.get("label"):
+        parts.append(f"<p><b>Label:</b> {esc(str(header['label']))}</p>")
+    if header.get("source") == "published":
+        parts.append(f"<p class='published'>{esc(PUBLISHED_NOTE)}</p>")
+    parts.append("<h2>Headline</h2><ul>" + "".join(f"<li>{esc(s)}</li>"
+                                                   for s in headline(points)) + "</ul>")
+    for name, chart in charts.run_charts(points).items():
+        parts.append(f"<div class='chart' id='chart-{esc(name)}'>{chart_svg(chart)}</div>")
+    parts.append("<h2>Points</h2>" + _frame_html(points_table(points)))
+    run_rows = [("workload", header.get("workload")),
+                ("parameters", analysis._canon(header.get("workload_params"))),
+                ("dtype", header.get("dtype") or MISSING), ("status", header.get("status")),
+                ("source", header.get("source")), ("created", header.get("created_at")),
+                ("finished", header.get("finished_at") or MISSING),
+                ("uuid", header.get("uuid"))]
+    parts.append("<h2>Run</h2>" + _table(run_rows))
+    env_rows = [(f, MISSING if header.get(f) is None else header.get(f))
+                for f in ENVIRONMENT_FIELDS]
+    parts.append("<h2>Environment</h2>" + _table(env_rows))
+    if header.get("command"):
+        parts.append(f"<h2>Reproduce</h2><p><code>{esc(str(header['command']))}</code></p>")
+    if share_url:
+        parts.append(f"<p>Live view: <a href='{esc(share_url, quote=True)}'>"
+                     f"{esc(share_url)}</a></p>")
+    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    parts.append(f"<footer>launchbench report, generated {esc(stamp)}</footer></body></html>")
+    return "".join(parts)

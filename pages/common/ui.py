@@ -1,0 +1,180 @@
+"""The one thin streamlit helper module: the cached engine, cached queries, URL parameters
+with clear messages, and a few repeated widgets. No maths here (pages.common.analysis),
+no SQL (db.queries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from db import queries
+from db.access import read_only
+from db.engine import default_url, make_engine
+from db.samples import SAMPLES, SeedResult, seed_if_empty
+from pages.common import links
+
+# Query results live this long at most; data_v (queries.data_version) in each cache key
+# already invalidates them as soon as anything is written, by this process or by a worker
+# elsewhere. (Its name must not start with "_": st.cache_data does not hash those.)
+CACHE_TTL_S = 60
+PAGES = {"runs": "pages/runs.py", "run": "pages/run.py", "compare": "pages/compare.py",
+         "import": "pages/import_export.py"}
+
+
+def db_url() -> str:
+    return default_url()
+
+
+def shown_url(url: str | None = None) -> str:
+    """The database URL without its password, for the sidebar."""
+    url = url or db_url()
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - a URL we cannot parse is shown as given
+        return url
+
+
+@st.cache_resource(show_spinner=False)
+def _engine(url: str):
+    # One engine (and connection pool) per database URL for the whole server process.
+    return make_engine(url)
+
+
+def engine():
+    return _engine(db_url())
+
+
+@st.cache_resource(show_spinner="Importing the sample runs...")
+def _seed(url: str, folder: str) -> SeedResult:
+    # Once per server process and database: a database emptied later is not refilled.
+    if read_only():
+        return SeedResult(skipped=True)
+    return seed_if_empty(_engine(url), folder)
+
+
+def seed(folder: str | None = None) -> SeedResult:
+    try:
+        return _seed(db_url(), str(folder or SAMPLES))
+    except SQLAlchemyError as e:
+        # The app still opens (the pages say what they can); the sidebar names the cause.
+        first = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+        return SeedResult(errors=[f"cannot import the samples: {first}"])
+
+
+def version() -> tuple:
+    return queries.data_version(engine())
+
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=64)
+def _runs(url: str, data_v: tuple, gpus: tuple, workloads: tuple, torches: tuple) -> pd.DataFrame:
+    return queries.runs_frame(_engine(url), gpus=gpus, workloads=workloads, torches=torches)
+
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=64)
+def _options(url: str, data_v: tuple) -> dict:
+    return queries.run_filter_options(_engine(url))
+
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=256)
+def _headers(url: str, data_v: tuple, ids: tuple) -> pd.DataFrame:
+    return queries.runs_headers(_engine(url), ids)
+
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=256)
+def _points(url: str, data_v: tuple, ids: tuple) -> pd.DataFrame:
+    return queries.runs_points(_engine(url), ids)
+
+
+def runs(gpus: Sequence[str] = (), workloads: Sequence[str] = (),
+         torches: Sequence[str] = ()) -> pd.DataFrame:
+    return _runs(db_url(), version(), tuple(gpus), tuple(workloads), tuple(torches))
+
+
+def filter_options() -> dict:
+    return _options(db_url(), version())
+
+
+def headers(ids: Sequence[int]) -> pd.DataFrame:
+    return _headers(db_url(), version(), tuple(int(i) for i in ids))
+
+
+def points(ids: Sequence[int]) -> pd.DataFrame:
+    return _points(db_url(), version(), tuple(int(i) for i in ids))
+
+
+def clear_caches() -> None:
+    """After a write in this process (import, launch): drop every cached query result."""
+    st.cache_data.clear()
+
+
+# --- URL parameters -----------------------------------------------------------------------
+
+def run_id_from_url(param: str = "run") -> int:
+    """The single run id of ?run=ID; on a bad or missing value show one clear line and
+    stop the page (nothing below runs)."""
+    values = st.query_params.get_all(param)
+    try:
+        if len(values) > 1:
+            raise links.LinkError(f"?{param}= is given {len(values)} times: a run page shows "
+                                  "one run (use Compare for several)")
+        return links.parse_run_id(values[0] if values else None, param)
+    except links.LinkError as e:
+        st.error(str(e))
+        st.page_link(PAGES["runs"], label="Pick a run on the Runs page", icon="📋")
+        st.stop()
+
+
+def run_ids_from_url(param: str = "run") -> list[int]:
+    """All run ids of ?run=1&run=2 (or ?run=1,2); each bad value gets a warning line and
+    the good ones are kept."""
+    ids, errors = links.parse_run_ids(st.query_params.get_all(param), param)
+    for e in errors:
+        st.warning(e)
+    return ids
+
+
+def set_run_ids(ids: Sequence[int], param: str = "run") -> None:
+    st.query_params[param] = [str(i) for i in ids]
+
+
+def app_url() -> str | None:
+    """The app's URL as the user's browser sees it (None in tests)."""
+    try:
+        return st.context.url
+    except Exception:  # noqa: BLE001 - no browser context (AppTest, bare mode)
+        return None
+
+
+def multiselect_param(container, label: str, param: str, options: list[str]) -> list[str]:
+    """A multiselect mirrored in the URL (?param=a&param=b): a shared link restores it."""
+    key, synced = f"_ms_{param}", f"_ms_{param}_url"
+    asked = st.query_params.get_all(param)
+    if key not in st.session_state or st.session_state.get(synced) != asked:
+        unknown = [v for v in asked if v not in options]
+        if unknown:
+            st.warning(f"?{param}={unknown[0]!r} matches no run; that filter is ignored")
+        st.session_state[key] = [v for v in asked if v in options]
+    else:
+        st.session_state[key] = [v for v in st.session_state[key] if v in options]
+    chosen = container.multiselect(label, options, key=key)
+    st.query_params[param] = chosen
+    st.session_state[synced] = list(chosen)
+    return chosen
+
+
+def share_link(url: str) -> None:
+    """A copyable link (st.code has a copy button)."""
+    st.caption("Share link: this URL shows the same view in any browser")
+    st.code(url, language=None)
+
+
+def published_banner(header) -> None:
+    if header.get("source") == "published":
+        from pages.common.report import PUBLISHED_NOTE
+
+        st.info(f"📄 {PUBLISHED_NOTE} Source: {header.get('label') or 'unknown'}")

@@ -1,0 +1,77 @@
+"""Uploaded bundle files: checked one by one, each imported in its own transaction.
+
+A file that is too big, not UTF-8, not JSON, truncated, of another format or version, or
+already imported gets one line naming the file and the problem, and writes nothing. One
+bad file never blocks the good ones beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+
+from db.access import require_writable
+from db.store import import_bundle
+from runner import bundle as fmt
+
+MAX_UPLOAD_MB = 20
+MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    name: str
+    ok: bool                  # imported now
+    message: str              # one line for the page
+    run_id: int | None = None
+
+
+def read_upload(name: str, data: bytes) -> dict:
+    """The validated bundle in an uploaded file, or BundleError naming the file."""
+    shown = repr(name)
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise fmt.BundleError(f"{shown} is {len(data) / 1024 / 1024:.1f} MB: bundles are "
+                              f"limited to {MAX_UPLOAD_MB} MB")
+    if not data.strip():
+        raise fmt.BundleError(f"{shown} is empty")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise fmt.BundleError(f"{shown} is not UTF-8 text, so not a launchbench bundle "
+                              "(expected a .json file from `python -m runner sweep --out` "
+                              "or `export`)") from None
+    try:
+        return fmt.loads(text, name=shown)
+    except fmt.BundleError as e:
+        msg = str(e)
+        raise fmt.BundleError(msg if name in msg else f"{shown}: {msg}") from None
+
+
+def import_uploads(engine: Engine, files: Iterable[tuple[str, bytes]]) -> list[UploadResult]:
+    """Import each (file name, bytes); one result line per file. Refused as a whole in
+    read-only share mode (db.access.ReadOnlyError)."""
+    require_writable("import bundles")
+    results = []
+    for name, data in files:
+        try:
+            doc = read_upload(name, data)
+        except fmt.BundleError as e:
+            results.append(UploadResult(name, False, str(e)))
+            continue
+        try:
+            run_id, created = import_bundle(engine, doc)
+        except IntegrityError:
+            # Someone imported the same uuid a moment ago; the transaction rolled back.
+            results.append(UploadResult(name, False, f"{name!r}: already imported (run uuid "
+                                        f"{doc['run']['uuid']}): nothing added"))
+            continue
+        if created:
+            results.append(UploadResult(name, True, f"{name!r}: imported as run {run_id} "
+                                        f"({len(doc['measurements'])} points)", run_id))
+        else:
+            results.append(UploadResult(name, False, f"{name!r}: already imported as run "
+                                        f"{run_id}: nothing added", run_id))
+    return results

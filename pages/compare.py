@@ -1,0 +1,71 @@
+"""Compare (/compare?run=ID&run=ID...): speedup curves of several runs coloured by GPU and
+torch version, one panel per mode; a per-batch ratio table; an environment diff; a warning
+where the runs measure different things."""
+
+import streamlit as st
+
+from pages.common import analysis, charts, links, ui
+
+st.title("Compare runs")
+
+# --- settings: ids from the URL; the picker below rewrites the URL ------------------------
+asked = ui.run_ids_from_url()
+all_runs = ui.runs()
+names = analysis.run_names(all_runs) if not all_runs.empty else {}
+labels = dict(zip(all_runs["id"].astype(int), all_runs["label"].fillna(""), strict=True))
+found = [i for i in asked if i in names]
+for line in links.missing_runs(asked, names):
+    st.warning(line)
+
+picked = st.multiselect("Runs to compare", list(names), default=found,
+                        format_func=lambda i: f"{names[i]} · {labels[i]}",
+                        max_selections=links.MAX_COMPARE, key=f"pick_{'_'.join(map(str, found))}")
+if picked != found:
+    ui.set_run_ids(picked)
+    st.rerun()
+if len(found) < 2:
+    st.info("Pick at least two runs (or open a link such as /compare?run=1&run=2).")
+    st.stop()
+
+# --- load -------------------------------------------------------------------------------
+headers = ui.headers(found)
+points = ui.points(found)
+
+# --- show -------------------------------------------------------------------------------
+for line in analysis.comparability(headers):
+    st.warning(f"⚠️ {line} The curves below measure different things.")
+published = headers[headers["source"] == "published"]["id"].tolist()
+if published:
+    st.info(f"📄 Run(s) {', '.join(map(str, published))}: published figures from the cited "
+            "article, not measured here.")
+
+chart = charts.compare_chart(analysis.compare_speedups(points, headers))
+if chart is None:
+    st.info("No speedup to draw: none of these runs has an ok mode point beside an ok eager "
+            "point at the same batch size.")
+else:
+    st.altair_chart(chart, key="compare_chart")
+
+st.subheader("Per batch size")
+base_names = analysis.run_names(headers)
+baseline = st.selectbox("Baseline run (ratios are baseline time / run time: > 1 means "
+                        "faster than the baseline)", found, format_func=base_names.get,
+                        key="baseline")
+ratios = analysis.ratio_table(points, headers, baseline)
+st.dataframe(ratios, hide_index=True, key="ratio_table",
+             column_config={c: st.column_config.NumberColumn(c, format="%.3f")
+                            for c in ratios.columns if c.endswith(" ms")}
+             | {c: st.column_config.NumberColumn(c, format="%.2fx")
+                for c in ratios.columns if " vs #" in c})
+
+st.subheader("Environment differences")
+diff = analysis.environment_diff(headers)
+if diff.empty:
+    st.caption("The runs' environments and workloads are identical.")
+else:
+    st.dataframe(diff.drop(columns="differs"), hide_index=True, key="env_diff")
+with st.expander("All fields"):
+    st.dataframe(analysis.environment_diff(headers, only_differences=False), hide_index=True,
+                 key="env_all")
+
+ui.share_link(links.compare_url(ui.app_url(), found))

@@ -1,0 +1,97 @@
+"""Import / export (/import): upload bundle files; download any run as a bundle, as CSV,
+as a self-contained HTML report, and its charts as PNG. ?run=ID preselects the run."""
+
+import streamlit as st
+
+from db.access import ReadOnlyError, read_only
+from db.store import RunNotFound, export_bundle
+from pages.common import analysis, charts, links, report, ui, uploads
+from runner import bundle as fmt
+
+st.title("Import and export")
+
+# --- import -----------------------------------------------------------------------------
+st.subheader("Import bundles")
+if read_only():
+    st.info("🔒 Read-only share mode: importing is disabled on this deployment.")
+else:
+    files = st.file_uploader(
+        "Bundle files (.json from `python -m runner sweep --out` or `export`)",
+        accept_multiple_files=True, max_upload_size=uploads.MAX_UPLOAD_MB, key="uploads")
+    if files and st.button(f"Import {len(files)} file(s)", type="primary", key="do_import"):
+        try:
+            results = uploads.import_uploads(ui.engine(), [(f.name, f.getvalue())
+                                                           for f in files])
+        except ReadOnlyError as e:
+            results = []
+            st.error(str(e))
+        if any(r.ok for r in results):
+            ui.clear_caches()
+        for r in results:
+            if r.ok:
+                st.success(r.message)
+                st.page_link(ui.PAGES["run"], label=f"Open run {r.run_id}", icon="📈",
+                             query_params={"run": r.run_id})
+            elif r.run_id is not None:
+                st.info(r.message)
+            else:
+                st.error(r.message)
+
+# --- export: settings -------------------------------------------------------------------
+st.subheader("Export a run")
+runs = ui.runs()
+if runs.empty:
+    st.info("No runs to export yet.")
+    st.stop()
+names = analysis.run_names(runs)
+asked = st.query_params.get_all("run")
+start = None
+if asked:
+    try:
+        start = links.parse_run_id(asked[0])
+        if start not in names:
+            st.warning(links.missing_runs([start], names)[0])
+            start = None
+    except links.LinkError as e:
+        st.warning(str(e))
+run_id = st.selectbox("Run", list(names), format_func=names.get, key="export_run",
+                      index=list(names).index(start) if start else 0)
+st.query_params["run"] = str(run_id)
+
+# --- export: load -----------------------------------------------------------------------
+header = ui.headers([run_id]).iloc[0].to_dict()
+points = ui.points([run_id])
+stem = f"launchbench-run-{run_id}"
+engine = ui.engine()
+app_url = ui.app_url()
+
+
+def bundle_text() -> str:
+    # Deferred: built when the button is clicked, not on every rerun.
+    try:
+        return fmt.dumps(export_bundle(engine, run_id))
+    except RunNotFound as e:
+        return str(e)
+
+
+def report_html() -> str:
+    return report.html_report(header, points, links.run_url(app_url, run_id))
+
+# --- export: show -----------------------------------------------------------------------
+ui.published_banner(header)
+c1, c2, c3 = st.columns(3)
+c1.download_button("Bundle (.json)", bundle_text, f"{stem}.json", "application/json",
+                   key="dl_bundle", on_click="ignore")
+c2.download_button("Points (.csv)", report.points_csv(points), f"{stem}.csv", "text/csv",
+                   key="dl_csv", on_click="ignore")
+c3.download_button("Report (.html, opens offline)", report_html, f"{stem}.html",
+                   "text/html", key="dl_html", on_click="ignore")
+figures = charts.run_charts(points)
+if figures:
+    st.caption("Charts as PNG:")
+    for col, (name, chart) in zip(st.columns(len(figures)), figures.items(), strict=True):
+        col.download_button(f"{name}.png", lambda c=chart: report.chart_png(c),
+                            f"{stem}-{name}.png", "image/png", key=f"dl_png_{name}",
+                            on_click="ignore")
+else:
+    st.caption("This run has no chart to export (no ok point).")

@@ -1,0 +1,72 @@
+"""Run (/run?run=ID): the headline, the charts, every point (failures marked), the
+environment, the reproducing command and a share link."""
+
+import pandas as pd
+import streamlit as st
+
+from pages.common import charts, links, report, ui
+from runner.bundle import ENVIRONMENT_FIELDS
+
+# --- settings: the run id comes from the URL only, so the link is the whole state --------
+run_id = ui.run_id_from_url()
+
+# --- load -------------------------------------------------------------------------------
+headers = ui.headers([run_id])
+if headers.empty:
+    st.error(links.missing_runs([run_id], [])[0])
+    st.page_link(ui.PAGES["runs"], label="Back to the runs", icon="📋")
+    st.stop()
+header = {k: (None if not isinstance(v, (dict, list)) and pd.isna(v) else v)
+          for k, v in headers.iloc[0].to_dict().items()}
+points = ui.points([run_id])
+
+# --- show -------------------------------------------------------------------------------
+st.title(report.run_title(header))
+if header.get("label") and header.get("source") != "published":
+    st.caption(header["label"])
+ui.published_banner(header)
+if header["status"] != "done":
+    st.warning(f"Run status: **{header['status']}**: its points may be incomplete.")
+
+st.subheader("Headline")
+if points.empty:
+    st.info("This run has no points yet.")
+else:
+    st.markdown("\n".join(f"- {line}" for line in report.headline(points)))
+
+figures = charts.run_charts(points)
+if not figures and not points.empty:
+    st.info("No chart: no point of this run has a step time (every point failed, was "
+            "skipped or is unsupported here; see the table below).")
+for name, chart in figures.items():
+    st.altair_chart(chart, key=f"chart_{name}")
+
+st.subheader("Points")
+table = report.points_table(points)
+bad = int((~table["Status"].astype(str).str.startswith("ok")).sum()) if len(table) else 0
+if bad:
+    st.caption(f"{bad} point(s) did not produce a measurement: marked in the Status column "
+               "with their message.")
+st.dataframe(table, hide_index=True, key="points_table")
+
+left, right = st.columns(2)
+with left:
+    st.subheader("Environment")
+    env = pd.DataFrame({"field": list(ENVIRONMENT_FIELDS),
+                        "value": ["—" if header.get(f) is None else str(header[f])
+                                  for f in ENVIRONMENT_FIELDS]})
+    st.dataframe(env, hide_index=True, key="env_table")
+with right:
+    st.subheader("Reproduce")
+    if header.get("command"):
+        st.code(header["command"], language="bash")
+    else:
+        st.caption("This run carries no command. To measure the same workload on your GPU:")
+        st.code(links.measure_command(header, points["batch_size"].tolist(),
+                                      points["mode"].tolist()), language="bash")
+    st.subheader("Share")
+    ui.share_link(links.run_url(ui.app_url(), run_id))
+    st.page_link(ui.PAGES["import"], label="Download: bundle, CSV, HTML report, PNG charts",
+                 icon="📦", query_params={"run": run_id})
+    st.page_link(ui.PAGES["compare"], label="Compare with other runs", icon="⚖️",
+                 query_params={"run": run_id})

@@ -1,0 +1,56 @@
+"""Runs (/): every run, filtered by GPU / workload / torch; select runs to open or compare.
+The filters live in the URL (?gpu=...&workload=...&torch=...), so the view is shareable."""
+
+import streamlit as st
+
+from pages.common import analysis, links, ui
+
+st.title("Runs")
+
+# --- settings ---------------------------------------------------------------------------
+options = ui.filter_options()
+c1, c2, c3 = st.columns(3)
+gpus = ui.multiselect_param(c1, "GPU", "gpu", options["gpu"])
+workloads = ui.multiselect_param(c2, "Workload", "workload", options["workload"])
+torches = ui.multiselect_param(c3, "torch version", "torch", options["torch"])
+
+# --- load -------------------------------------------------------------------------------
+runs = ui.runs(gpus, workloads, torches)
+table = analysis.runs_table(runs)
+
+# --- show -------------------------------------------------------------------------------
+if runs.empty:
+    if gpus or workloads or torches:
+        st.info("No run matches these filters.")
+    else:
+        st.info("No runs yet. Measure one with `python -m runner sweep --workload mlp "
+                "--batch-sizes 1,8,64,512` or upload a bundle on the Import page.")
+        st.page_link(ui.PAGES["import"], label="Import a bundle", icon="📥")
+    st.stop()
+
+published = int((runs["source"] == "published").sum())
+st.caption(f"{len(runs)} run(s)" + (f", {published} of them published figures "
+                                     "(📄, not measured here)" if published else "")
+           + ". Select rows to open or compare them.")
+
+event = st.dataframe(
+    table, key="runs_table", hide_index=True, on_select="rerun", selection_mode="multi-row",
+    column_config={
+        "id": st.column_config.NumberColumn("id", format="%d"),
+        "link": st.column_config.LinkColumn("open", display_text="open ↗"),
+    },
+)
+chosen = [int(table.iloc[i]["id"]) for i in event.selection.rows]
+
+if len(chosen) == 1:
+    st.page_link(ui.PAGES["run"], label=f"Open run {chosen[0]}", icon="📈",
+                 query_params={"run": chosen[0]})
+elif len(chosen) > 1:
+    shown = chosen[:links.MAX_COMPARE]
+    st.page_link(ui.PAGES["compare"], label=f"Compare runs {', '.join(map(str, shown))}",
+                 icon="⚖️", query_params={"run": [str(i) for i in shown]})
+    if len(chosen) > links.MAX_COMPARE:
+        st.caption(f"Compare shows at most {links.MAX_COMPARE} runs.")
+
+ui.share_link(links.page_url(ui.app_url(), links.RUNS,
+                             {"gpu": gpus, "workload": workloads, "torch": torches}))

@@ -1,0 +1,304 @@
+"""The dashboard's maths, links, metrics table, queries and sample seeding, as plain
+functions (no streamlit)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from db import queries
+from db.samples import SAMPLES, seed_if_empty
+from db.store import import_bundle
+from pages.common import analysis, links, metrics
+from runner import bundle as fmt
+from tests.synthetic import sweep_bundle
+
+PUBLISHED = SAMPLES / "published-l40s-day25.json"
+
+
+def pts(rows, run_id=1):
+    """A points frame from (mode, batch, step_ms, extra-dict) tuples."""
+    out = []
+    for mode, batch, step, *extra in rows:
+        m = fmt.empty_measurement(mode, batch)
+        m.update(step_ms=step, run_id=run_id)
+        if step is None:
+            m["status"] = "error"
+            m["message"] = "boom"
+        if extra:
+            m.update(extra[0])
+        out.append(m)
+    return pd.DataFrame(out)
+
+
+# --- speedups ---------------------------------------------------------------------------
+
+def test_speedup_is_eager_over_mode_per_batch_and_skips_failed_points():
+    p = pts([("eager", 8, 2.0), ("compile", 8, 1.0), ("eager", 64, 3.0),
+             ("compile", 64, None), ("cuda-graph", 128, 0.5)])
+    sp = analysis.speedups(p)
+    got = {(r.mode, r.batch_size): r.speedup for r in sp.itertuples()}
+    assert got == {("eager", 8): 1.0, ("eager", 64): 1.0, ("compile", 8): 2.0}
+
+
+def test_speedup_uses_a_points_own_eager_reference():
+    p = pts([("eager", 8, 1.124), ("cuda-graph", 8, 0.113, {"details":
+                                                           {"eager_reference_ms": 1.116}})])
+    sp = analysis.speedups(p).set_index("mode")
+    assert sp.at["cuda-graph", "speedup"] == pytest.approx(1.116 / 0.113)
+    assert sp.at["cuda-graph", "eager_ms"] == pytest.approx(1.116)
+
+
+def test_largest_speedup_per_mode_and_where():
+    p = pts([("eager", 8, 2.0), ("eager", 64, 4.0), ("compile", 8, 1.0), ("compile", 64, 1.0),
+             ("reduce-overhead", 8, 0.5), ("reduce-overhead", 64, 2.0)])
+    best = analysis.largest_speedups(p).set_index("mode")
+    assert best.at["compile", "batch_size"] == 64 and best.at["compile", "speedup"] == 4.0
+    assert best.at["reduce-overhead", "batch_size"] == 8
+    assert best.at["reduce-overhead", "speedup"] == 4.0
+    assert "eager" not in best.index
+
+
+def test_no_speedup_without_any_ok_point():
+    p = pts([("eager", 8, None), ("compile", 8, None)])
+    assert analysis.speedups(p).empty and analysis.largest_speedups(p).empty
+    assert analysis.break_even(p).status == "unknown"
+    assert analysis.payback(p).empty and analysis.time_split(p).empty
+
+
+# --- break-even -------------------------------------------------------------------------
+
+def _ro_vs_compile(ratios):
+    rows = []
+    for b, r in ratios.items():
+        rows += [("compile", b, r * 1.0), ("reduce-overhead", b, 1.0)]
+    return pts(rows)
+
+
+def test_break_even_where_gain_drops_below_threshold_for_good():
+    be = analysis.break_even(_ro_vs_compile({8: 5.0, 64: 1.05, 512: 1.3, 4096: 1.05,
+                                             8192: 1.0}))
+    # 64 dips below but 512 gains again: the break-even is where the tail starts.
+    assert (be.status, be.batch_size, be.last_gaining) == ("crosses", 4096, 512)
+
+
+def test_break_even_never_and_always():
+    assert analysis.break_even(_ro_vs_compile({8: 3.0, 64: 1.2})).status == "never-below"
+    be = analysis.break_even(_ro_vs_compile({8: 1.05, 64: 1.0}))
+    assert (be.status, be.batch_size) == ("always-below", 8)
+
+
+def test_break_even_of_the_published_figures():
+    p = pd.DataFrame(fmt.read(PUBLISHED)["measurements"]).assign(run_id=1)
+    be = analysis.break_even(p)
+    assert (be.status, be.batch_size, be.last_gaining) == ("crosses", 8192, 8)
+    assert dict(be.ratios)[8] == pytest.approx(0.960 / 0.119)
+
+
+# --- payback, time split ------------------------------------------------------------------
+
+def test_payback_steps_round_up_and_never_when_slower():
+    p = pts([("eager", 8, 2.0), ("compile", 8, 1.5, {"setup_s": 1.0}),
+             ("reduce-overhead", 8, 2.5, {"setup_s": 3.0}), ("cuda-graph", 8, 1.0)])
+    pay = analysis.payback(p).set_index("mode")
+    assert pay.at["compile", "payback_steps"] == math.ceil(1000 / 0.5)
+    assert bool(pay.at["reduce-overhead", "never"])
+    assert pd.isna(pay.at["reduce-overhead", "payback_steps"])
+    assert pd.isna(pay.at["cuda-graph", "payback_steps"])  # setup unknown, not 0
+    assert not bool(pay.at["cuda-graph", "never"])
+
+
+def test_time_split_busy_fraction_and_idle():
+    p = pts([("eager", 8, 2.0, {"gpu_busy_ms": 0.5}), ("cuda-graph", 8, 0.5,
+                                                      {"gpu_busy_ms": 0.52}),
+             ("compile", 8, 1.0)])
+    ts = analysis.time_split(p).set_index("mode")
+    assert ts.at["eager", "busy_fraction"] == pytest.approx(0.25)
+    assert ts.at["eager", "idle_ms"] == pytest.approx(1.5)
+    assert ts.at["cuda-graph", "idle_ms"] == 0  # noise above the step is not negative idle
+    assert pd.isna(ts.at["compile", "busy_fraction"])
+
+
+# --- several runs -------------------------------------------------------------------------
+
+def headers(*rows):
+    base = {"workload": "mlp", "workload_params": {"depth": 2}, "dtype": "float32",
+            "source": "measured", "gpu_name": "G", "torch_version": "2.0"}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def test_comparability_names_each_differing_field_and_run():
+    same = headers({"id": 1}, {"id": 2})
+    assert analysis.comparability(same) == []
+    diff = headers({"id": 1}, {"id": 2, "workload_params": {"depth": 4}, "dtype": "bfloat16"})
+    w = analysis.comparability(diff)
+    assert len(w) == 2
+    assert "workload parameters" in w[0] and "run 2: depth=4" in w[0]
+    assert "dtype" in w[1] and "bfloat16" in w[1]
+
+
+def test_ratio_table_is_baseline_over_run_and_keeps_gaps():
+    h = headers({"id": 1, "gpu_name": "A"}, {"id": 2, "gpu_name": "B"})
+    p = pd.concat([pts([("eager", 8, 2.0), ("eager", 64, 4.0)], run_id=1),
+                   pts([("eager", 8, 1.0), ("eager", 64, None)], run_id=2)])
+    t = analysis.ratio_table(p, h, baseline=1).set_index("batch_size")
+    col = "#2 B · torch 2.0 vs #1"
+    assert t.at[8, col] == 2.0
+    assert pd.isna(t.at[64, col])
+
+
+def test_environment_diff_lists_only_differences():
+    h = headers({"id": 1, "gpu_name": "A"}, {"id": 2, "gpu_name": "B", "source": "published"})
+    d = analysis.environment_diff(h)
+    assert set(d["field"]) == {"gpu_name", "source"}
+    assert len(analysis.environment_diff(h, only_differences=False)) > len(d)
+
+
+def test_series_name_marks_published_runs():
+    assert analysis.series_name({"gpu_name": "NVIDIA L40S", "torch_version": "2.8.0",
+                                 "source": "published"}) == "NVIDIA L40S · torch 2.8.0 (published)"
+    assert analysis.series_name({"gpu_name": None, "torch_version": "2.13"}) == "cpu · torch 2.13"
+
+
+def test_status_marks_show_message():
+    p = pts([("eager", 8, 1.0), ("compile", 8, None)])
+    assert list(analysis.status_marks(p)) == ["ok", "✖ error: boom"]
+
+
+# --- links --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", ["abc", "-1", "0", "1.5", "", "9" * 20, "1;drop"])
+def test_parse_run_id_refuses_with_the_value_named(bad):
+    with pytest.raises(links.LinkError) as e:
+        links.parse_run_id(bad)
+    if bad.strip() and bad != "0":
+        assert repr(bad[:40]) in str(e.value) or bad in str(e.value)
+
+
+def test_parse_run_ids_keeps_good_ids_beside_errors():
+    ids, errors = links.parse_run_ids(["3", "x", "5,3", "7"])
+    assert ids == [3, 5, 7] and len(errors) == 1 and "'x'" in errors[0]
+    assert links.missing_runs([3, 9], [3]) == [links.missing_runs([9], [])[0]]
+
+
+def test_page_urls_replace_the_current_page_and_repeat_params():
+    base = "http://127.0.0.1:8501/run"
+    assert links.run_url(base, 4) == "http://127.0.0.1:8501/run?run=4"
+    assert links.compare_url("http://h:1/app/", [1, 2]) == "http://h:1/app/compare?run=1&run=2"
+    assert links.page_url(None, "", {"gpu": ["A B"], "torch": []}) == "/?gpu=A+B"
+
+
+def test_measure_command_for_a_run_without_one():
+    cmd = links.measure_command({"workload": "mlp", "workload_params": {"width": 256,
+                                                                        "depth": 32}},
+                                [8192, 8, 8], ["eager", "compile", "eager"])
+    assert cmd == ("python -m runner sweep --workload mlp --param depth=32 --param width=256 "
+                   "--batch-sizes 8,8192 --modes eager,compile")
+
+
+# --- metrics table --------------------------------------------------------------------------
+
+def test_metrics_format_units_and_unknown():
+    assert metrics.format_value("step_ms", 1.23456) == "1.235 ms"
+    assert metrics.format_value("graph_pool_bytes", 32 * 1024 * 1024) == "32.0 MiB"
+    assert metrics.format_value("speedup", 9.4) == "9.40x"
+    assert metrics.format_value("busy_fraction", 0.5) == "50%"
+    assert metrics.format_value("step_ms", None) == metrics.MISSING
+    assert metrics.format_value("step_ms", float("nan")) == metrics.MISSING
+    assert metrics.title("step_ms") == "Step time (ms)"
+    with pytest.raises(KeyError):
+        metrics.metric("nope")
+
+
+def test_every_number_field_has_a_metric():
+    assert set(fmt.NUMBER_FIELDS) - {"samples"} <= set(metrics.METRICS) | {"samples"}
+    for name in fmt.NUMBER_FIELDS:
+        metrics.metric(name)
+
+
+# --- queries and samples against a real database -----------------------------------------
+
+def test_published_sample_holds_exactly_the_articles_figures():
+    doc = fmt.read(PUBLISHED)
+    assert doc["run"]["source"] == "published"
+    assert "torch.compile, day 25: CUDA Graph" in doc["run"]["label"]
+    env = doc["environment"]
+    assert (env["device"], env["gpu_name"], env["torch_version"]) == ("cuda", "NVIDIA L40S",
+                                                                      "2.8.0")
+    assert all(env[f] is None for f in fmt.ENVIRONMENT_FIELDS
+               if f not in ("device", "gpu_name", "torch_version"))
+    got = {(m["mode"], m["batch_size"]): (m["step_ms"], m["details"].get("stddev_ms"))
+           for m in doc["measurements"] if m["status"] == "ok"}
+    assert got == {("eager", 8): (1.124, 0.008), ("compile", 8): (0.960, 0.019),
+                   ("reduce-overhead", 8): (0.119, 0.003), ("cuda-graph", 8): (0.113, None),
+                   ("eager", 8192): (2.228, 0.002), ("compile", 8192): (1.585, 0.003),
+                   ("reduce-overhead", 8192): (1.567, 0.004)}
+    for m in doc["measurements"]:
+        assert m["details"]["citation"] == doc["run"]["label"]
+        # Nothing the article does not give is filled in.
+        assert all(m[f] is None for f in fmt.NUMBER_FIELDS if f != "step_ms")
+
+
+def test_seed_imports_samples_once_and_reports_bad_files(sqlite_engine, tmp_path):
+    (tmp_path / "a.json").write_text(PUBLISHED.read_text())
+    (tmp_path / "b.json").write_text('{"format": "launchbench.run", "version": 1')
+    first = seed_if_empty(sqlite_engine, tmp_path)
+    assert len(first.imported) == 1 and len(first.errors) == 1
+    assert first.errors[0].startswith("b.json:") and "not valid JSON" in first.errors[0]
+    again = seed_if_empty(sqlite_engine, tmp_path)
+    assert again.skipped and again.imported == []
+    assert len(queries.runs_frame(sqlite_engine)) == 1
+
+
+def test_seed_leaves_a_database_with_runs_alone(sqlite_engine):
+    import_bundle(sqlite_engine, sweep_bundle())
+    assert seed_if_empty(sqlite_engine).skipped
+    assert len(queries.runs_frame(sqlite_engine)) == 1
+
+
+def test_runs_frame_filters_and_counts(sqlite_engine):
+    a, _ = import_bundle(sqlite_engine, sweep_bundle(gpu="A", torch="2.1",
+                                                     failing={("compile", 8): "oom"}))
+    b, _ = import_bundle(sqlite_engine, sweep_bundle(gpu="B", torch="2.2", workload="w2",
+                                                     created_at="2026-02-01T00:00:00Z"))
+    c, _ = import_bundle(sqlite_engine, sweep_bundle(device="cpu", torch="2.2"))
+    df = queries.runs_frame(sqlite_engine)
+    assert list(df["id"]) == [b, a, c] or set(df["id"]) == {a, b, c}
+    assert df.iloc[0]["id"] == b  # newest first
+    row = df.set_index("id").loc[a]
+    assert (row["points"], row["ok_points"]) == (20, 19)
+    assert set(queries.runs_frame(sqlite_engine, gpus=["cpu"])["id"]) == {c}
+    assert set(queries.runs_frame(sqlite_engine, gpus=["A", "cpu"])["id"]) == {a, c}
+    assert set(queries.runs_frame(sqlite_engine, torches=["2.2"], workloads=["mlp"])["id"]) == {c}
+    opts = queries.run_filter_options(sqlite_engine)
+    assert opts == {"gpu": ["A", "B", "cpu"], "workload": ["mlp", "w2"], "torch": ["2.1", "2.2"]}
+
+
+def test_headers_points_and_version(sqlite_engine):
+    v0 = queries.data_version(sqlite_engine)
+    a, _ = import_bundle(sqlite_engine, sweep_bundle(batches=(8,)))
+    b, _ = import_bundle(sqlite_engine, sweep_bundle(device="cpu", batches=(8, 64)))
+    assert queries.data_version(sqlite_engine) != v0
+    h = queries.runs_headers(sqlite_engine, [b, a, 999])
+    assert list(h["id"]) == [b, a]
+    assert queries.run_header(sqlite_engine, 999) is None
+    assert queries.run_header(sqlite_engine, b)["gpu_name"] is None
+    p = queries.run_points(sqlite_engine, b)
+    assert len(p) == 8 and set(p["run_id"]) == {b}
+    unsupported = p[p["status"] == "unsupported"]
+    assert set(unsupported["mode"]) == {"reduce-overhead", "cuda-graph"}
+    assert unsupported["step_ms"].isna().all()  # unknown stays unknown, not 0
+    assert queries.runs_points(sqlite_engine, []).empty
+    assert json.loads(json.dumps(p.iloc[0]["details"])) == p.iloc[0]["details"]
+
+
+def test_runs_table_marks_published_and_cpu(sqlite_engine):
+    seed_if_empty(sqlite_engine)
+    import_bundle(sqlite_engine, sweep_bundle(device="cpu"))
+    t = analysis.runs_table(queries.runs_frame(sqlite_engine)).set_index("GPU")
+    assert t.at["NVIDIA L40S", "source"] == "📄 published"
+    assert t.at["cpu", "source"] == "measured"
+    assert t.at["cpu", "link"].startswith("run?run=")

@@ -1,0 +1,153 @@
+"""Charts (valid Vega-Lite, units on axes, tooltips, log2 batch axis) and exports (CSV,
+PNG, an HTML report that opens offline)."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pandas as pd
+import pytest
+
+from pages.common import analysis, charts, report
+from runner import bundle as fmt
+from tests.synthetic import sweep_bundle
+
+
+def frame(doc, run_id=1):
+    return pd.DataFrame(fmt.validate(doc)["measurements"]).assign(run_id=run_id)
+
+
+@pytest.fixture(scope="module")
+def points():
+    return frame(sweep_bundle(failing={("compile", 64): "CUDA out of memory"}))
+
+
+def _encodings(spec):
+    """All encoding dicts in a (possibly layered / faceted / concatenated) spec."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "encoding" in node:
+                found.append(node["encoding"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(spec)
+    return found
+
+
+def test_speedup_chart_log2_batch_axis_units_and_tooltips(points):
+    spec = charts.speedup_chart(analysis.speedups(points)).to_dict()
+    enc = _encodings(spec)[0]
+    assert enc["x"]["scale"]["type"] == "log" and enc["x"]["scale"]["base"] == 2
+    assert enc["y"]["title"] == "Speedup over eager (x)"
+    tips = {t["title"] for t in enc["tooltip"]}
+    assert {"Mode", "Batch size", "Step time (ms)", "Eager step time (ms)"} <= tips
+    # The failed compile point is not drawn.
+    rows = spec["datasets"][spec["data"]["name"]]
+    assert ("compile", 64) not in {(r["mode"], r["batch_size"]) for r in rows}
+
+
+def test_step_time_chart_is_log_log_with_band(points):
+    spec = charts.step_time_chart(points).to_dict()
+    encs = _encodings(spec)
+    assert any("y2" in e for e in encs), "p10-p90 band missing"
+    line = [e for e in encs if "y2" not in e][0]
+    assert line["y"]["scale"]["type"] == "log" and line["x"]["scale"]["type"] == "log"
+    assert line["y"]["title"] == "Step time (ms)"
+
+
+def test_memory_and_time_split_charts(points):
+    mem = charts.memory_chart(points).to_dict()
+    assert _encodings(mem)[0]["y"]["title"] == "Memory (MiB)"
+    rows = next(iter(mem["datasets"].values()))
+    assert {r["metric"] for r in rows} == {"Graph pool", "Peak allocated"}
+    pool = [r for r in rows if r["metric"] == "Graph pool" and r["mode"] == "cuda-graph"
+            and r["batch_size"] == 8][0]
+    assert pool["MiB"] == pytest.approx(32 + 8 * 4096 / 2**20)
+    split = charts.time_split_chart(analysis.time_split(points)).to_dict()
+    titles = {e["y"]["title"] for e in _encodings(split) if "title" in e.get("y", {})}
+    assert {"GPU busy fraction", "Host launches per step"} <= titles
+
+
+def test_cpu_run_without_gpu_figures_draws_only_what_it_has():
+    p = frame(sweep_bundle(device="cpu"))
+    got = charts.run_charts(p)
+    assert set(got) == {"speedup", "step-time"}  # no memory, no busy time on cpu
+    only_failed = frame(sweep_bundle(modes=("eager",), batches=(8,),
+                                     failing={("eager", 8): "boom"}))
+    assert charts.run_charts(only_failed) == {}
+    assert charts.compare_chart(analysis.speedups(only_failed).assign(run="", series="")) is None
+
+
+def test_compare_chart_colours_by_gpu_and_facets_by_mode():
+    a = frame(sweep_bundle(gpu="A"), run_id=1)
+    b = frame(sweep_bundle(gpu="B", scale=2.0), run_id=2)
+    h = pd.DataFrame([{"id": 1, "gpu_name": "A", "torch_version": "2.1", "source": "measured"},
+                      {"id": 2, "gpu_name": "B", "torch_version": "2.2",
+                       "source": "published"}])
+    sp = analysis.compare_speedups(pd.concat([a, b]), h)
+    spec = charts.compare_chart(sp).to_dict()
+    assert spec["facet"]["column"]["field"] == "mode"
+    enc = _encodings(spec)[0]
+    assert enc["color"]["field"] == "series"
+    series = {r["series"] for r in next(iter(spec["datasets"].values()))}
+    assert series == {"A · torch 2.1", "B · torch 2.2 (published)"}
+
+
+def test_every_chart_renders_through_vega(points):
+    # vl-convert runs the real Vega-Lite compiler: an invalid spec raises here.
+    for name, chart in charts.run_charts(points).items():
+        svg = report.chart_svg(chart)
+        assert svg.lstrip().startswith("<svg"), name
+    png = report.chart_png(charts.speedup_chart(analysis.speedups(points)), scale=1)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_points_table_marks_failures_and_shows_unknown_as_dash(points):
+    t = report.points_table(points)
+    bad = t[t["Mode"].eq("compile") & t["Batch size"].eq(64)].iloc[0]
+    assert bad["Status"] == "✖ error: CUDA out of memory"
+    assert bad["Step time (ms)"] == "—"
+    ok = t[t["Mode"].eq("cuda-graph") & t["Batch size"].eq(8)].iloc[0]
+    assert ok["Graph pool (MiB)"].endswith("MiB")
+
+
+def test_csv_has_raw_figures_and_unit_named_columns(points):
+    df = pd.read_csv(io.StringIO(report.points_csv(points)))
+    assert len(df) == len(points)
+    assert {"step_ms", "graph_pool_bytes", "speedup", "details"} <= set(df.columns)
+    row = df[(df["mode"] == "eager") & (df["batch_size"] == 8)].iloc[0]
+    assert row["speedup"] == 1.0 and row["step_ms"] > 0
+
+
+def test_html_report_is_self_contained(points):
+    header = {"id": 7, "workload": "mlp", "workload_params": {"depth": 2}, "dtype": "float32",
+              "status": "done", "source": "published", "label": "<b>x</b>",
+              "gpu_name": "G", "torch_version": "2.1", "uuid": "u",
+              "command": "python -m runner sweep --workload mlp"}
+    html = report.html_report(header, points, "http://127.0.0.1:8501/run?run=7")
+    assert html.count("<svg") >= 4
+    assert "<script" not in html.lower()
+    # No external resource: the only URL outside the SVG namespace is the share link.
+    urls = set(re.findall(r"(?:src|href)=['\"]([^'\"]+)", html))
+    assert urls <= {"http://127.0.0.1:8501/run?run=7"}
+    assert "&lt;b&gt;x&lt;/b&gt;" in html  # the label is escaped
+    assert report.PUBLISHED_NOTE in html
+    assert "CUDA out of memory" in html
+
+
+def test_headline_sentences_for_published_figures():
+    from db.samples import SAMPLES
+
+    p = frame(fmt.read(SAMPLES / "published-l40s-day25.json"))
+    lines = report.headline(p)
+    assert lines[0].startswith("compile: up to 1.41x over eager, at batch 8,192")
+    assert any(line.startswith("reduce-overhead: up to 9.45x") for line in lines)
+    assert any("from batch 8,192 on" in line for line in lines)
+    assert any("payback unknown" in line for line in lines)

@@ -1,0 +1,278 @@
+"""Every dashboard page through streamlit's AppTest, bad URL parameters and bad uploads
+included: a clear message on the page, never an exception, nothing half-written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from db import queries
+from db.access import ReadOnlyError
+from db.engine import make_engine
+from db.samples import seed_if_empty
+from db.store import import_bundle
+from pages.common import uploads
+from runner import bundle as fmt
+from tests.synthetic import sweep_bundle
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app.py"
+
+
+class Dash:
+    """One temp database, seeded as the app would seed it, and a way to open pages."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.engine = make_engine(url)
+        seed_if_empty(self.engine)
+        self.published = int(queries.runs_frame(self.engine).query(
+            "uuid == 'published-l40s-day25'")["id"].iloc[0])
+
+    def add(self, **kw) -> int:
+        return import_bundle(self.engine, sweep_bundle(**kw))[0]
+
+    def open(self, page: str | None = None, **params) -> AppTest:
+        at = AppTest.from_file(str(APP), default_timeout=60).run()
+        assert not at.exception, at.exception
+        if page:
+            at.switch_page(page)
+            at.query_params = {k: v for k, v in params.items()}
+            at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+
+@pytest.fixture
+def dash(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'lb.db'}"
+    monkeypatch.setenv("LAUNCHBENCH_DB", url)
+    monkeypatch.delenv("LAUNCHBENCH_READ_ONLY", raising=False)
+    d = Dash(url)
+    yield d
+    d.engine.dispose()
+
+
+def texts(at: AppTest, kind: str) -> list[str]:
+    return [str(e.value) for e in getattr(at, kind)]
+
+
+def charts(at: AppTest) -> list:
+    return [e for e in at.main if getattr(e, "type", "") in ("vega_lite_chart",
+                                                              "arrow_vega_lite_chart")]
+
+
+# --- frame ------------------------------------------------------------------------------
+
+def test_navigation_url_paths_and_sidebar(dash):
+    at = dash.open()
+    paths = {v["url_pathname"]: Path(v["script_path"]).name
+             for v in at._registered_pages.values()}
+    assert {"": "runs.py", "run": "run.py", "compare": "compare.py",
+            "import": "import_export.py"}.items() <= paths.items()
+    assert paths.get("launch", "launch.py") == "launch.py"
+    side = " ".join(texts(at, "caption"))
+    assert dash.url.split("///")[1] in side
+
+
+def test_first_start_seeds_an_empty_database(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    monkeypatch.setenv("LAUNCHBENCH_DB", url)
+    monkeypatch.delenv("LAUNCHBENCH_READ_ONLY", raising=False)
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    assert not at.exception
+    df = queries.runs_frame(make_engine(url))
+    assert "published-l40s-day25" in set(df["uuid"])
+    assert any("imported" in c and "sample" in c for c in texts(at, "caption"))
+
+
+def test_read_only_empty_database_shows_no_runs_and_writes_nothing(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'ro.db'}"
+    monkeypatch.setenv("LAUNCHBENCH_DB", url)
+    monkeypatch.setenv("LAUNCHBENCH_READ_ONLY", "1")
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    assert not at.exception
+    assert any("No runs yet" in t for t in texts(at, "info"))
+    assert queries.runs_frame(make_engine(url)).empty  # read-only: not even the samples
+    at.switch_page("pages/import_export.py").run()
+    assert not at.exception and len(at.file_uploader) == 0
+    assert any("Read-only" in t for t in texts(at, "info"))
+    with pytest.raises(ReadOnlyError):
+        uploads.import_uploads(make_engine(url), [("a.json", b"{}")])
+
+
+# --- runs -------------------------------------------------------------------------------
+
+def test_runs_page_lists_and_filters_from_the_url(dash):
+    dash.add(gpu="Synthetic GPU A")
+    dash.add(device="cpu")
+    at = dash.open()
+    table = at.dataframe[0].value
+    assert len(table) == len(queries.runs_frame(dash.engine))
+    assert "📄 published" in set(table["source"])
+    at = dash.open("pages/runs.py", gpu="cpu")
+    assert list(at.dataframe[0].value["GPU"]) == ["cpu"]
+    assert at.query_params.get("gpu") == "cpu"
+    assert any("/?gpu=cpu" in c for c in texts(at, "code"))
+    at = dash.open("pages/runs.py", gpu="No such GPU")
+    assert any("'No such GPU' matches no run" in w for w in texts(at, "warning"))
+    assert len(at.dataframe[0].value) == len(queries.runs_frame(dash.engine))
+
+
+# --- run --------------------------------------------------------------------------------
+
+def test_run_page_headline_charts_table_environment_and_share_link(dash):
+    rid = dash.add(failing={("compile", 64): "CUDA out of memory"})
+    at = dash.open("pages/run.py", run=str(rid))
+    assert len(charts(at)) == 4
+    head = texts(at, "markdown")[0]
+    assert "reduce-overhead: up to" in head and "Break-even" in head
+    points = at.dataframe[0].value
+    assert "✖ error: CUDA out of memory" in set(points["Status"])
+    assert any(c.endswith(f"/run?run={rid}") for c in texts(at, "code"))
+    assert any("synthetic" in c for c in texts(at, "code"))  # the command
+
+
+def test_published_run_is_marked_and_offers_the_measuring_command(dash):
+    at = dash.open("pages/run.py", run=str(dash.published))
+    assert "[published]" in at.title[0].value
+    assert any("Published figures" in t for t in texts(at, "info"))
+    assert len(charts(at)) == 2  # speedup, step time: the article gives no memory figures
+    assert any("--batch-sizes 8,8192" in c for c in texts(at, "code"))
+
+
+def test_cpu_run_with_unsupported_points_and_run_with_only_errors(dash):
+    cpu = dash.add(device="cpu")
+    at = dash.open("pages/run.py", run=str(cpu))
+    assert len(charts(at)) == 2
+    assert any(s.startswith("⊘ unsupported: reduce-overhead needs CUDA")
+               for s in at.dataframe[0].value["Status"])
+    broken = dash.add(modes=("eager", "compile"), batches=(8,),
+                      failing={("eager", 8): "boom", ("compile", 8): "bang"})
+    at = dash.open("pages/run.py", run=str(broken))
+    assert charts(at) == []
+    assert any("No chart" in t for t in texts(at, "info"))
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"run": "abc"}, "?run='abc' is not a run id"),
+    ({"run": "999999"}, "run 999999 does not exist"),
+    ({}, "no run given"),
+    ({"run": ["1", "2"]}, "given 2 times"),
+    ({"run": "-3"}, "is not a run id"),
+])
+def test_run_page_bad_parameters(dash, params, message):
+    at = dash.open("pages/run.py", **params)
+    errors = texts(at, "error")
+    assert len(errors) == 1 and message in errors[0], errors
+    assert charts(at) == []
+
+
+# --- compare ----------------------------------------------------------------------------
+
+def test_compare_overlays_runs_with_ratio_table_and_environment_diff(dash):
+    a = dash.add(gpu="Synthetic GPU A", torch="2.1")
+    b = dash.add(gpu="Synthetic GPU B", torch="2.2", scale=0.5)
+    at = dash.open("pages/compare.py", run=[str(a), str(b)])
+    assert len(charts(at)) == 1
+    assert not at.warning  # same workload, params, dtype
+    ratios = at.dataframe[0].value
+    col = [c for c in ratios.columns if " vs #" in c][0]
+    assert ratios[col].dropna().gt(1).all()  # B (half the time) is faster everywhere
+    diff = at.dataframe[1].value
+    assert {"gpu_name", "torch_version"} <= set(diff["field"])
+    assert any(c.endswith(f"/compare?run={a}&run={b}") for c in texts(at, "code"))
+
+
+def test_compare_warns_when_runs_are_not_comparable(dash):
+    a = dash.add()
+    b = dash.add(workload="transformer-decode", params={"layers": 2})
+    at = dash.open("pages/compare.py", run=[str(a), str(b), str(dash.published)])
+    warned = " ".join(texts(at, "warning"))
+    assert "Not comparable: workload differ" in warned
+    assert "workload parameters differ" in warned
+    assert any("published figures" in t for t in texts(at, "info"))
+
+
+@pytest.mark.parametrize("ids, message", [
+    (["VALID", "999999"], "run 999999 does not exist"),
+    (["abc", "VALID"], "?run='abc' is not a run id"),
+])
+def test_compare_with_a_missing_or_bad_id(dash, ids, message):
+    ids = [str(dash.published) if i == "VALID" else i for i in ids]
+    at = dash.open("pages/compare.py", run=ids)
+    assert any(message in w for w in texts(at, "warning"))
+    assert any("at least two runs" in t for t in texts(at, "info"))
+    assert not at.error
+
+
+# --- import / export ----------------------------------------------------------------------
+
+def _upload(at: AppTest, files) -> AppTest:
+    at.file_uploader(key="uploads").set_value(files)
+    at.run()
+    at.button(key="do_import").click().run()
+    assert not at.exception
+    return at
+
+
+def _good() -> bytes:
+    return fmt.dumps(sweep_bundle(label="uploaded SYNTHETIC")).encode()
+
+
+def test_upload_imports_a_bundle_and_refuses_it_the_second_time(dash):
+    data = _good()
+    before = len(queries.runs_frame(dash.engine))
+    at = _upload(dash.open("pages/import_export.py"), ("run.json", data, "application/json"))
+    assert any("imported as run" in s for s in texts(at, "success"))
+    assert len(queries.runs_frame(dash.engine)) == before + 1
+    at = _upload(dash.open("pages/import_export.py"), ("again.json", data, "application/json"))
+    assert any("already imported as run" in t and "nothing added" in t
+               for t in texts(at, "info"))
+    assert len(queries.runs_frame(dash.engine)) == before + 1
+
+
+def _bad_uploads():
+    good = json.loads(_good())
+    wrong_format = {**good, "format": "something.else"}
+    wrong_version = {**good, "version": 99}
+    return [
+        ("notes.json", b"this is not json at all", "not valid JSON"),
+        ("cut.json", _good()[:300], "not valid JSON (truncated or corrupt?)"),
+        ("other.json", json.dumps(wrong_format).encode(), "wrong format 'something.else'"),
+        ("v99.json", json.dumps(wrong_version).encode(), "unsupported bundle version 99"),
+        ("big.json", b" " * (uploads.MAX_UPLOAD_BYTES + 1), "limited to 20 MB"),
+        ("bin.json", b"\xff\xfe\x00garbage", "not UTF-8"),
+        ("empty.json", b"", "is empty"),
+    ]
+
+
+@pytest.mark.parametrize("name, data, message", _bad_uploads(),
+                         ids=[b[0] for b in _bad_uploads()])
+def test_bad_uploads_get_a_clear_message_and_write_nothing(dash, name, data, message):
+    before = queries.data_version(dash.engine)
+    at = _upload(dash.open("pages/import_export.py"), (name, data, "application/json"))
+    errors = texts(at, "error")
+    assert len(errors) == 1 and message in errors[0] and name in errors[0], errors
+    assert queries.data_version(dash.engine) == before
+
+
+def test_one_bad_file_does_not_block_a_good_one(dash):
+    at = _upload(dash.open("pages/import_export.py"),
+                 [("bad.json", b"{", "application/json"),
+                  ("good.json", _good(), "application/json")])
+    assert len(texts(at, "error")) == 1 and len(texts(at, "success")) == 1
+
+
+def test_export_offers_bundle_csv_report_and_pngs_for_the_linked_run(dash):
+    rid = dash.add()
+    at = dash.open("pages/import_export.py", run=str(rid))
+    assert at.selectbox(key="export_run").value == rid
+    labels = {b.label for b in at.get("download_button")}
+    assert {"Bundle (.json)", "Points (.csv)", "Report (.html, opens offline)",
+            "speedup.png", "memory.png"} <= labels
+    at = dash.open("pages/import_export.py", run="nope")
+    assert any("?run='nope' is not a run id" in w for w in texts(at, "warning"))
