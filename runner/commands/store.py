@@ -112,10 +112,20 @@ def run_import(args: argparse.Namespace) -> int:
         # Validation names the field, not the file: say which file it was.
         raise fmt.BundleError(f"{args.file}: {e}") from None
     engine = open_engine(args.db)
-    try:
-        from db.store import import_bundle
+    from sqlalchemy.exc import SQLAlchemyError
 
+    from db.store import import_bundle
+
+    try:
         run_id, created = import_bundle(engine, doc)
+    except PermissionError as e:  # db.access.ReadOnlyError: a read-only share deployment
+        raise UsageError(str(e)) from None
+    except SQLAlchemyError as e:
+        # A value the format check let through but a column refuses (a label too long
+        # for PostgreSQL, an object where text belongs): the transaction rolled back.
+        first = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+        raise fmt.BundleError(f"{args.file}: the database refused the bundle, nothing "
+                              f"was imported: {first}") from None
     finally:
         engine.dispose()
     uuid = doc["run"]["uuid"]

@@ -1,0 +1,489 @@
+"""The command line: sweep, import, export, list, and every bad input they must refuse.
+
+Bad input: exit 2, exactly one line on stderr naming the value, nothing written (no
+database file, no bundle). Sweeps use a tiny CPU MLP so the whole file stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from runner import bundle as fmt
+from runner.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["--workload", "mlp", "--param", "depth=2", "--param", "width=16", "--quick",
+        "--device", "cpu"]
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        rc = main(list(argv))
+    except SystemExit as e:  # argparse's own errors
+        rc = e.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def count(url: str, table: str) -> int:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as c:
+            return c.execute(sa.text(f"select count(*) from {table}")).scalar()
+    finally:
+        engine.dispose()
+
+
+def db_file(url: str) -> Path:
+    return Path(url.removeprefix("sqlite:///"))
+
+
+@pytest.fixture(autouse=True)
+def default_db(tmp_path, monkeypatch) -> Path:
+    """Point the default database at a temp file, so no test can touch data/."""
+    path = tmp_path / "default.db"
+    monkeypatch.setenv("LAUNCHBENCH_DB", f"sqlite:///{path}")
+    monkeypatch.delenv("LAUNCHBENCH_READ_ONLY", raising=False)
+    return path
+
+
+def bundle_doc(**run) -> dict:
+    m = fmt.empty_measurement("eager", 8)
+    m.update(step_ms=1.5, samples=3, samples_ms=[1.4, 1.5, 1.7])
+    return fmt.make_bundle({"device": "cpu", "torch_version": "2.13.0"},
+                           {"uuid": str(uuid.uuid4()), "workload": "mlp",
+                            "created_at": fmt.now_iso(), "status": "done", **run}, [m])
+
+
+# --- sweep: bad input ------------------------------------------------------------------
+
+BAD_SWEEPS = [
+    # (flags replacing the defaults, text the error line must contain)
+    (["--batch-sizes", "1,abc"], "'abc'"),
+    (["--batch-sizes", "0"], "--batch-sizes: 0 "),
+    (["--batch-sizes", "4,-8"], "-8"),
+    (["--batch-sizes", "100000"], "100000"),
+    (["--batch-sizes", "1,8,1"], "1 appears twice"),
+    (["--batch-sizes", "1,,8"], "''"),
+    (["--batch-sizes", "1.5"], "'1.5'"),
+    (["--batch-sizes", "1,2,...,8"], "'...'"),
+    (["--batch-sizes", "1,2,4,...,100"], "does not reach 100"),
+    (["--batch-sizes", "1,2,3,...,65536"], "more than 256"),
+    (["--modes", "eager,turbo"], "'turbo'"),
+    (["--modes", "eager,eager"], "'eager' appears twice"),
+    (["--modes", ""], "''"),
+    (["--workload", "nosuch"], "'nosuch'"),
+    (["--workload", "no_such_module_xyz:make"], "no_such_module_xyz"),
+    (["--param", "depth"], "'depth'"),
+    (["--param", "=3"], "'=3'"),
+    (["--param", "depth=abc"], "'abc'"),
+    (["--param", "depth=0"], "'0'"),
+    (["--param", "colour=red"], "'colour'"),
+    (["--param", "width=16"], "'width' is given twice"),
+    (["--label", ""], "--label"),
+    (["--label", "a\nb"], "--label"),
+    (["--timing", "thorough"], "--timing thorough"),
+    (["--device", "gpu"], "'gpu'"),
+    (["--db", "bogus"], "'bogus'"),
+    (["--db", "mysql://x/y"], "'mysql'"),
+    (["--db", "sqlite:////no/such/dir/x.db"], "/no/such/dir"),
+    (["--no-db"], "--no-db without --out"),
+    (["--out", "/no/such/dir/run.json"], "/no/such/dir"),
+]
+
+
+@pytest.mark.parametrize("flags, expected", BAD_SWEEPS,
+                         ids=[" ".join(f) or "empty" for f, _ in BAD_SWEEPS])
+def test_sweep_refuses_bad_input(capsys, tmp_path, default_db, flags, expected):
+    url = f"sqlite:///{tmp_path / 'lb.db'}"
+    out = tmp_path / "run.json"
+    tiny = TINY
+    if flags[0] == "--param":  # the bad --param replaces depth=2
+        tiny = [a for a in TINY if a != "depth=2"]
+        tiny.remove("--param")
+    argv = ["sweep", *tiny, "--batch-sizes", "1,4", "--modes", "eager", "--db", url,
+            "--out", str(out)]
+    for i in range(0, len(flags), 2):  # a later flag wins in argparse; --param appends
+        argv += flags[i:i + 2]
+    if flags == ["--no-db"]:
+        argv = [a for a in argv if a not in ("--out", str(out), "--db", url)] + ["--no-db"]
+    rc, stdout, err = cli(capsys, *argv)
+    assert rc == 2
+    assert err.count("\n") == 1 and expected in err, err
+    assert "Traceback" not in err and stdout == ""
+    assert not db_file(url).exists() and not default_db.exists()
+    assert not out.exists()
+
+
+def test_sweep_out_is_a_directory(capsys, tmp_path):
+    url = f"sqlite:///{tmp_path / 'lb.db'}"
+    rc, _, err = cli(capsys, "sweep", *TINY, "--batch-sizes", "1", "--modes", "eager",
+                     "--db", url, "--out", str(tmp_path))
+    assert rc == 2 and "is a directory" in err and err.count("\n") == 1
+    assert not db_file(url).exists()
+
+
+def test_sweep_cuda_without_cuda(capsys, tmp_path, monkeypatch):
+    import torch
+
+    # The seam: this test means the same on a GPU host, where CUDA is there.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    url = f"sqlite:///{tmp_path / 'lb.db'}"
+    argv = [a for a in TINY if a not in ("--device", "cpu")]
+    rc, _, err = cli(capsys, "sweep", *argv, "--device", "cuda", "--batch-sizes", "1",
+                     "--modes", "eager", "--db", url)
+    assert rc == 2 and "--device cuda" in err and err.count("\n") == 1
+    assert not db_file(url).exists()
+
+
+def test_batch_size_series_expands(capsys):
+    from runner.commands.sweep import parse_batch_sizes
+
+    assert parse_batch_sizes("1,2,4,...,8192") == tuple(2 ** i for i in range(14))
+    assert parse_batch_sizes("8, 16, 24, ..., 64") == (8, 16, 24, 32, 40, 48, 56, 64)
+    assert parse_batch_sizes("1,3,9,...,81,100") == (1, 3, 9, 27, 81, 100)
+
+
+# --- sweep: real, tiny, through SQLite and back through a bundle ------------------------
+
+def test_sweep_roundtrip_through_db_and_bundle(capsys, tmp_path):
+    url1, url2 = (f"sqlite:///{tmp_path / n}" for n in ("one.db", "two.db"))
+    out = tmp_path / "run.json"
+    rc, stdout, err = cli(capsys, "sweep", *TINY, "--batch-sizes", "1,4", "--modes",
+                          "eager,cuda-graph", "--db", url1, "--out", str(out),
+                          "--label", "round trip")
+    assert rc == 0, err
+    lines = stdout.splitlines()
+    assert lines[0].startswith("run 1 done: 4 points (2 unsupported)"), stdout
+    assert f"bundle written to {out}" in stdout
+    table = lines[lines.index("bundle written to " + str(out)) + 1:]
+    assert table[0].split() == ["batch", "eager", "ms", "cuda-graph", "ms", "cuda-graph", "x"]
+    assert [r.split()[0] for r in table[1:]] == ["1", "4"]
+    assert all(r.split()[2] == "unsupported" and r.split()[3] == "-" for r in table[1:])
+    assert "sweep" in err  # the progress bar went to stderr
+
+    assert count(url1, "runs") == 1 and count(url1, "measurements") == 4
+    from db.engine import make_engine
+    from db.store import export_bundle
+
+    e1 = make_engine(url1)
+    stored = export_bundle(e1, 1)
+    e1.dispose()
+    run = stored["run"]
+    assert run["status"] == "done" and run["label"] == "round trip"
+    assert run["workload_params"]["depth"] == 2
+    # The recorded command parses back to the same sweep.
+    cmd = shlex.split(run["command"])
+    assert cmd[:4] == ["python", "-m", "runner", "sweep"]
+    again = build_parser().parse_args(cmd[3:])
+    assert (again.batch_sizes, again.modes, again.device) == ("1,4", "eager,cuda-graph", "cpu")
+    assert again.param == ["depth=2", "width=16"] and again.timing == "quick"
+    eager = [m for m in stored["measurements"] if m["mode"] == "eager"]
+    assert [m["status"] for m in eager] == ["ok", "ok"]
+    assert all(m["step_ms"] > 0 and m["samples_ms"] for m in eager)
+    graphs = [m for m in stored["measurements"] if m["mode"] == "cuda-graph"]
+    assert all(m["status"] == "unsupported" and m["message"] and m["step_ms"] is None
+               for m in graphs)
+    # The --out bundle holds the same points as the database.
+    written = fmt.read(out)
+    assert written["run"]["uuid"] == run["uuid"] and written["run"]["status"] == "done"
+    assert _figures(written) == _figures(stored)
+
+    # export -> import into another database -> the same figures.
+    exported = tmp_path / "exported.json"
+    rc, stdout, err = cli(capsys, "export", "1", "--out", str(exported), "--db", url1)
+    assert rc == 0, err
+    rc, stdout, err = cli(capsys, "import", str(exported), "--db", url2)
+    assert rc == 0 and stdout.startswith("imported run 1 "), (stdout, err)
+    e2 = make_engine(url2)
+    assert export_bundle(e2, 1) == stored
+    e2.dispose()
+    rc, stdout, _ = cli(capsys, "import", str(out), "--db", url2)  # same uuid: nothing new
+    assert rc == 0 and stdout.startswith("already imported: run 1")
+    assert count(url2, "runs") == 1 and count(url2, "measurements") == 4
+
+
+def _figures(doc: dict) -> list[dict]:
+    return sorted((json.loads(json.dumps(m)) for m in doc["measurements"]),
+                  key=lambda m: (m["mode"], m["batch_size"]))
+
+
+def test_sweep_default_db_and_compile(capsys, default_db):
+    """No --db: the run lands in $LAUNCHBENCH_DB; compile is measured and compared."""
+    rc, stdout, err = cli(capsys, "sweep", *TINY, "--batch-sizes", "2", "--modes",
+                          "eager,compile")
+    assert rc == 0, err
+    assert default_db.exists() and stdout.startswith("run 1 done: 2 points\n")
+    row = stdout.splitlines()[-1].split()
+    assert row[0] == "2" and float(row[1]) > 0 and float(row[2]) > 0
+    speedup = float(row[1]) / float(row[2])  # from the 3-decimal figures printed
+    assert row[3].endswith("x") and float(row[3][:-1]) == pytest.approx(speedup, rel=0.05)
+
+
+# --- import / export / list ---------------------------------------------------------------
+
+def test_import_is_idempotent_and_list_shows_runs(capsys, tmp_path):
+    url = f"sqlite:///{tmp_path / 'lb.db'}"
+    a = fmt.write(tmp_path / "a.json", bundle_doc(label="first run"))
+    gpu = bundle_doc()
+    gpu["environment"].update(device="cuda", gpu_name="NVIDIA H200", torch_version="2.11.0")
+    b = fmt.write(tmp_path / "b.json", gpu)
+    assert cli(capsys, "import", str(a), "--db", url)[1].startswith("imported run 1 ")
+    rc, stdout, _ = cli(capsys, "import", str(a), "--db", url)
+    assert rc == 0 and "already imported: run 1" in stdout
+    assert cli(capsys, "import", str(b), "--db", url)[1].startswith("imported run 2 ")
+    assert count(url, "runs") == 2 and count(url, "measurements") == 2
+    rc, stdout, _ = cli(capsys, "list", "--db", url)
+    lines = stdout.splitlines()
+    assert rc == 0 and len(lines) == 2
+    assert {ln.split()[0] for ln in lines} == {"1", "2"}
+    first = next(ln for ln in lines if ln.startswith("1 "))
+    second = next(ln for ln in lines if ln.startswith("2 "))
+    for text in ("mlp", " cpu ", "torch 2.13.0", "done", "first run"):
+        assert text in first
+    for text in ("NVIDIA H200", "torch 2.11.0"):
+        assert text in second
+
+
+def test_list_of_missing_database_writes_nothing(capsys, tmp_path):
+    url = f"sqlite:///{tmp_path / 'nope.db'}"
+    rc, stdout, err = cli(capsys, "list", "--db", url)
+    assert rc == 0 and stdout == "" and "does not exist" in err
+    assert not db_file(url).exists()
+
+
+def _truncated(tmp_path) -> Path:
+    text = fmt.dumps(bundle_doc())
+    p = tmp_path / "bad.json"
+    p.write_text(text[: len(text) // 2])
+    return p
+
+
+def _with(tmp_path, mutate) -> Path:
+    doc = bundle_doc()
+    mutate(doc)
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(doc))
+    return p
+
+
+BAD_IMPORTS = {
+    "missing": (lambda t: t / "nope.json", "does not exist"),
+    "non-json": (lambda t: (t / "bad.json").write_text("hello") and t / "bad.json",
+                 "not valid JSON"),
+    "truncated": (_truncated, "truncated"),
+    "wrong-format": (lambda t: _with(t, lambda d: d.update(format="other")),
+                     "wrong format 'other'"),
+    "wrong-version": (lambda t: _with(t, lambda d: d.update(version=99)), "version 99"),
+    "unknown-mode": (lambda t: _with(t, lambda d: d["measurements"][0].update(mode="fast")),
+                     "unknown mode 'fast'"),
+    "negative-time": (lambda t: _with(t, lambda d: d["measurements"][0].update(step_ms=-2.0)),
+                      "step_ms -2.0 is negative"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_IMPORTS)
+def test_import_refuses_bad_files(capsys, tmp_path, default_db, case):
+    make, expected = BAD_IMPORTS[case]
+    path = make(tmp_path)
+    url = f"sqlite:///{tmp_path / 'lb.db'}"
+    rc, stdout, err = cli(capsys, "import", str(path), "--db", url)
+    assert rc == 2 and err.count("\n") == 1 and expected in err, err
+    assert "bad.json" in err or "nope.json" in err  # the file is named
+    assert stdout == "" and not db_file(url).exists() and not default_db.exists()
+
+
+def test_import_refused_by_the_database_adds_nothing(capsys, tmp_path):
+    url = f"sqlite:///{tmp_path / 'lb.db'}"
+    good = fmt.write(tmp_path / "good.json", bundle_doc())
+    assert cli(capsys, "import", str(good), "--db", url)[0] == 0
+    # Passes the format check, but no column takes an object as a label.
+    bad = _with(tmp_path, lambda d: d["run"].update(label={"not": "text"}))
+    rc, _, err = cli(capsys, "import", str(bad), "--db", url)
+    assert rc == 2 and err.count("\n") == 1 and "nothing was imported" in err
+    assert count(url, "runs") == 1 and count(url, "measurements") == 1
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["export", "abc", "--out", "{t}/x.json"], "'abc'"),
+    (["export", "0", "--out", "{t}/x.json"], "'0'"),
+    (["export", "7", "--out", "{t}/x.json"], "run 7 does not exist"),
+    (["export", "1", "--out", "/no/such/dir/x.json"], "/no/such/dir"),
+    (["export", "1", "--out", "{t}/x.json", "--db", "sqlite:///{t}/other.db"], "other.db"),
+    (["import", "{t}/good.json", "--db", "bogus"], "'bogus'"),
+])
+def test_export_and_import_bad_arguments(capsys, tmp_path, argv, expected):
+    url = f"sqlite:///{tmp_path / 'lb.db'}"
+    assert cli(capsys, "import", str(fmt.write(tmp_path / "good.json", bundle_doc())),
+               "--db", url)[0] == 0
+    argv = [a.replace("{t}", str(tmp_path)) for a in argv]
+    if "--db" not in argv:
+        argv += ["--db", url]
+    rc, stdout, err = cli(capsys, *argv)
+    assert rc == 2 and err.count("\n") == 1 and expected in err, err
+    assert not (tmp_path / "x.json").exists() and not (tmp_path / "other.db").exists()
+
+
+# --- processes: a host without SQLAlchemy, Ctrl-C ---------------------------------------
+
+# Runs the CLI with SQLAlchemy unimportable, as on the lent GPU host.
+NO_SQLALCHEMY = ("import sys; sys.modules['sqlalchemy'] = None; "
+                 "from runner.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+def _env(tmp_path) -> dict:
+    return {**os.environ, "LAUNCHBENCH_DB": f"sqlite:///{tmp_path / 'default.db'}",
+            "PYTHONPATH": str(ROOT)}
+
+
+def test_sweep_without_sqlalchemy_writes_the_bundle(tmp_path):
+    out = tmp_path / "run.json"
+    p = subprocess.run([sys.executable, "-c", NO_SQLALCHEMY, "sweep", *TINY, "--batch-sizes",
+                        "1", "--modes", "eager", "--out", str(out)], cwd=tmp_path,
+                       env=_env(tmp_path), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "database was not written" in p.stderr and "SQLAlchemy" in p.stderr
+    assert fmt.read(out)["measurements"][0]["status"] == "ok"
+    assert not (tmp_path / "default.db").exists()
+    # Without --out there is nowhere to write: refused before measuring.
+    p = subprocess.run([sys.executable, "-c", NO_SQLALCHEMY, "sweep", *TINY, "--batch-sizes",
+                        "1", "--modes", "eager"], cwd=tmp_path, env=_env(tmp_path),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "SQLAlchemy" in p.stderr
+    p = subprocess.run([sys.executable, "-c", NO_SQLALCHEMY, "import", str(out)],
+                       cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "SQLAlchemy" in p.stderr
+
+
+class _Slow:
+    """A model slow enough per step that a sweep is still running when Ctrl-C comes."""
+
+    def __init__(self, fail_at: int | None = None):
+        import torch
+
+        self.linear = torch.nn.Linear(4, 4)
+        self.fail_at = fail_at
+
+    def __call__(self, x):
+        if x.shape[0] == self.fail_at:
+            raise RuntimeError(f"deliberate failure at batch {x.shape[0]}")
+        time.sleep(float(os.environ.get("LB_TEST_SLEEP", "0")))
+        return self.linear(x)
+
+
+def slow_model():
+    import torch
+
+    return _Slow(), lambda batch: torch.randn(batch, 4)
+
+
+def failing_model():
+    import torch
+
+    return _Slow(fail_at=3), lambda batch: torch.randn(batch, 4)
+
+
+def test_sweep_goes_on_past_a_failing_point(capsys, tmp_path):
+    url = f"sqlite:///{tmp_path / 'lb.db'}"
+    rc, stdout, err = cli(capsys, "sweep", "--workload", "tests.test_cli:failing_model",
+                          "--batch-sizes", "2,3,4", "--modes", "eager", "--quick",
+                          "--device", "cpu", "--db", url)
+    assert rc == 0, err
+    assert stdout.startswith("run 1 done: 3 points (1 error)")
+    assert "deliberate failure at batch 3" in err
+    from db.engine import make_engine
+    from db.store import export_bundle
+
+    engine = make_engine(url)
+    ms = {m["batch_size"]: m for m in export_bundle(engine, 1)["measurements"]}
+    engine.dispose()
+    assert ms[3]["status"] == "error" and "deliberate failure" in ms[3]["message"]
+    assert ms[2]["status"] == ms[4]["status"] == "ok"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupt_cancels_and_keeps_finished_points(tmp_path, sig):
+    url = f"sqlite:///{tmp_path / 'lb.db'}"
+    out = tmp_path / "run.json"
+    sizes = ",".join(str(n) for n in range(1, 41))
+    p = subprocess.Popen([sys.executable, "-m", "runner", "sweep", "--workload",
+                          "tests.test_cli:slow_model", "--batch-sizes", sizes, "--modes",
+                          "eager", "--quick", "--device", "cpu", "--db", url, "--out",
+                          str(out)], cwd=ROOT, env={**_env(tmp_path), "LB_TEST_SLEEP": "0.01"},
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and p.poll() is None:
+            if db_file(url).exists() and _points(url) >= 1:
+                break
+            time.sleep(0.2)
+        assert p.poll() is None, p.communicate()
+        p.send_signal(sig)
+        stdout, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    assert "Traceback" not in err
+    kept = _points(url)
+    assert 1 <= kept < 40
+    assert stdout.startswith(f"run 1 cancelled: {kept} points")
+    engine = sa.create_engine(url)
+    with engine.connect() as c:
+        assert c.execute(sa.text("select status from runs")).scalar() == "cancelled"
+    engine.dispose()
+    doc = fmt.read(out)
+    assert doc["run"]["status"] == "cancelled" and len(doc["measurements"]) == kept
+
+
+def _points(url: str) -> int:
+    try:
+        return count(url, "measurements")
+    except sa.exc.OperationalError:  # the schema is still being created
+        return 0
+
+
+# --- progress ------------------------------------------------------------------------------
+
+class _Stream(__import__("io").StringIO):
+    def __init__(self, tty: bool):
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize("tty", [False, True], ids=["log", "terminal"])
+def test_progress_shows_points_current_point_and_eta(tty):
+    from runner.commands.sweep import Progress
+
+    stream = _Stream(tty)
+    p = Progress(stream)
+    p(0, 3, ("eager", 1), None)
+    time.sleep(0.05)
+    failed = {"mode": "eager", "batch_size": 1, "status": "error", "message": "boom\nmore"}
+    p(1, 3, ("compile", 1), failed)
+    p(3, 3, None, None)
+    p.close()
+    text = stream.getvalue()
+    assert "compile batch 1" in text and "3/3" in text
+    assert "eager batch 1: error: boom" in text  # a failed point is said as it happens
+    if tty:
+        assert "\r" in text and "point/s" in text  # the tqdm bar, redrawn in place
+    else:
+        lines = text.splitlines()
+        assert lines[0].startswith("sweep 0/3 points") and "ETA ?" in lines[0]
+        assert lines[2].startswith("sweep 1/3 points") and "ETA " in lines[2]
