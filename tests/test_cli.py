@@ -335,6 +335,49 @@ def test_export_and_import_bad_arguments(capsys, tmp_path, argv, expected):
     assert not (tmp_path / "x.json").exists() and not (tmp_path / "other.db").exists()
 
 
+def test_database_failing_mid_sweep_keeps_the_bundle(capsys, tmp_path, monkeypatch):
+    from db import store
+
+    real = store.add_measurement
+    calls = []
+
+    def flaky(engine, run_id, m):
+        calls.append(m)
+        if len(calls) == 2:
+            raise sa.exc.OperationalError("INSERT", {}, Exception("disk I/O error"))
+        real(engine, run_id, m)
+
+    monkeypatch.setattr(store, "add_measurement", flaky)
+    url = f"sqlite:///{tmp_path / 'lb.db'}"
+    out = tmp_path / "run.json"
+    rc, _, err = cli(capsys, "sweep", *TINY, "--batch-sizes", "1,2,3", "--modes", "eager",
+                     "--db", url, "--out", str(out))
+    assert rc == 1 and "Traceback" not in err
+    assert "the database failed during the sweep: disk I/O error" in err
+    doc = fmt.read(out)
+    assert doc["run"]["status"] == "failed"
+    assert [m["batch_size"] for m in doc["measurements"]] == [1, 2]
+    engine = sa.create_engine(url)
+    with engine.connect() as c:  # the first point was committed, the run marked failed
+        assert c.execute(sa.text("select status from runs")).scalar() == "failed"
+    engine.dispose()
+    assert count(url, "measurements") == 1
+
+
+@pytest.mark.postgres
+def test_sweep_and_import_through_postgresql(capsys, tmp_path, pg_url):
+    rc, stdout, err = cli(capsys, "sweep", *TINY, "--batch-sizes", "1", "--modes", "eager",
+                          "--db", pg_url, "--label", "on postgres")
+    assert rc == 0 and stdout.startswith("run 1 done: 1 points"), err
+    rc, stdout, _ = cli(capsys, "list", "--db", pg_url)
+    assert rc == 0 and len(stdout.splitlines()) == 1 and "on postgres" in stdout
+    # PostgreSQL enforces column sizes the format check does not know: one line, no rows.
+    bad = _with(tmp_path, lambda d: d["run"].update(label="x" * 300))
+    rc, _, err = cli(capsys, "import", str(bad), "--db", pg_url)
+    assert rc == 2 and err.count("\n") == 1 and "nothing was imported" in err
+    assert count(pg_url, "runs") == 1 and count(pg_url, "environments") == 1
+
+
 # --- processes: a host without SQLAlchemy, Ctrl-C ---------------------------------------
 
 # Runs the CLI with SQLAlchemy unimportable, as on the lent GPU host.

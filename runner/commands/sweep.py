@@ -372,10 +372,22 @@ def run(args: argparse.Namespace) -> int:
                 status = memory.status or "cancelled"
                 if memory.status is None:
                     sink.finish(status)
-            except BaseException:
+            except Exception as e:
                 if memory.started and memory.status is None:
-                    sink.finish("failed")
-                raise
+                    try:
+                        sink.finish("failed")  # keeps the finished points in the bundle
+                    except Exception:  # noqa: BLE001 - the first error is the one to show
+                        pass
+                if not type(e).__module__.startswith("sqlalchemy"):
+                    raise  # a bug: the traceback is what a maintainer needs
+                # The database went away mid-sweep (server down, disk full): not a bug.
+                first = (str(getattr(e, "orig", None) or e).strip().splitlines() or [""])[0]
+                kept = (f"; the bundle {args.out} keeps the {len(memory.measurements)} "
+                        "finished points" if bundle_sink is not None and bundle_sink.written
+                        else "")
+                print(f"error: the database failed during the sweep: {first}{kept}",
+                      file=sys.stderr)
+                return 1
     finally:
         progress.close()
         if engine is not None:
