@@ -15,7 +15,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from runner.bundle import CUDAGRAPH_STATUSES, MODES, POINT_STATUSES, RUN_STATUSES, SOURCES
+from runner.bundle import (
+    CUDAGRAPH_STATUSES, MODES, POINT_STATUSES, RUN_KINDS, RUN_STATUSES, SOURCES,
+)
 
 
 def _one_of(column: str, values: tuple[str, ...]) -> str:
@@ -63,6 +65,8 @@ class Run(Base):
     label: Mapped[str | None] = mapped_column(String(200))
     source: Mapped[str] = mapped_column(String(16), default="measured")
     command: Mapped[str | None] = mapped_column(Text)
+    # What the run measured: a sweep (measurements) or a serve replay (serve_* tables).
+    kind: Mapped[str] = mapped_column(String(16), default="sweep", server_default="sweep")
 
     environment: Mapped[Environment] = relationship()
     measurements: Mapped[list[Measurement]] = relationship(
@@ -71,6 +75,7 @@ class Run(Base):
     __table_args__ = (
         CheckConstraint(_one_of("status", RUN_STATUSES), name="ck_run_status"),
         CheckConstraint(_one_of("source", SOURCES), name="ck_run_source"),
+        CheckConstraint(_one_of("kind", RUN_KINDS), name="ck_run_kind"),
         Index("ix_runs_created_at", "created_at"),
         Index("ix_runs_environment_id", "environment_id"),
     )
@@ -170,3 +175,87 @@ class Worker(Base):
     stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     __table_args__ = (Index("ix_workers_heartbeat_at", "heartbeat_at"),)
+
+
+# --- Serve runs (issue 5): a request stream replayed under each strategy ---------------
+# Vocabularies and field names come from runner/serve_record.py, the serve section of
+# the bundle; a serve run is a Run row with kind 'serve' and no measurements.
+
+SERVE_STATUSES = ("ok", "error", "unsupported")
+SERVE_KINDS = ("eager", "compile", "reduce-overhead", "buckets")
+
+
+class ServeConfig(Base):
+    """What was replayed: the distribution, the seed and the stream itself (so every
+    figure can be recomputed)."""
+
+    __tablename__ = "serve_configs"
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"),
+                                        primary_key=True)
+    batch_dist: Mapped[str] = mapped_column(String(1000))
+    requests: Mapped[int] = mapped_column(Integer)
+    seed: Mapped[int] = mapped_column(BigInteger)
+    strategies: Mapped[list[str]] = mapped_column(JSON, default=list)
+    stream: Mapped[list[int]] = mapped_column(JSON, default=list)
+
+    __table_args__ = (CheckConstraint("requests >= 1", name="ck_serve_config_requests"),)
+
+
+class ServeResult(Base):
+    """One strategy's replay of the stream."""
+
+    __tablename__ = "serve_results"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    strategy: Mapped[str] = mapped_column(String(2000))
+    kind: Mapped[str] = mapped_column(String(32))
+    buckets: Mapped[list[int]] = mapped_column(JSON, default=list)
+    status: Mapped[str] = mapped_column(String(16))
+    message: Mapped[str] = mapped_column(Text, default="")
+    execution: Mapped[str | None] = mapped_column(String(32))
+    requests: Mapped[int | None] = mapped_column(Integer)
+    real_rows: Mapped[int | None] = mapped_column(BigInteger)
+    latency_ms_mean: Mapped[float | None] = mapped_column(Float)
+    latency_ms_p50: Mapped[float | None] = mapped_column(Float)
+    latency_ms_p99: Mapped[float | None] = mapped_column(Float)
+    requests_per_s: Mapped[float | None] = mapped_column(Float)
+    rows_per_s: Mapped[float | None] = mapped_column(Float)
+    padding_waste: Mapped[float | None] = mapped_column(Float)
+    wasted_fraction: Mapped[float | None] = mapped_column(Float)
+    hit_rate: Mapped[float | None] = mapped_column(Float)
+    fallback_rate: Mapped[float | None] = mapped_column(Float)
+    graphs: Mapped[int | None] = mapped_column(Integer)
+    graph_pool_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    setup_s: Mapped[float | None] = mapped_column(Float)
+    host_launches_per_request: Mapped[float | None] = mapped_column(Float)
+    graph_launches_per_request: Mapped[float | None] = mapped_column(Float)
+    max_abs_err: Mapped[float | None] = mapped_column(Float)
+    correct: Mapped[bool | None] = mapped_column(Boolean)
+    latencies_ms: Mapped[list[float]] = mapped_column(default=list)
+    details: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+    __table_args__ = (
+        UniqueConstraint("run_id", "strategy", name="uq_serve_result_strategy"),
+        CheckConstraint(_one_of("status", SERVE_STATUSES), name="ck_serve_result_status"),
+        CheckConstraint(_one_of("kind", SERVE_KINDS), name="ck_serve_result_kind"),
+    )
+
+
+class ServeProfilePoint(Base):
+    """One candidate bucket size, measured alone: what the advisor chooses from."""
+
+    __tablename__ = "serve_profile"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    batch_size: Mapped[int] = mapped_column(Integer)
+    bucket_ms: Mapped[float | None] = mapped_column(Float)
+    eager_ms: Mapped[float | None] = mapped_column(Float)
+    pool_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    pool_extra_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    capture_s: Mapped[float | None] = mapped_column(Float)
+    execution: Mapped[str | None] = mapped_column(String(32))
+
+    __table_args__ = (
+        UniqueConstraint("run_id", "batch_size", name="uq_serve_profile_size"),
+        CheckConstraint("batch_size >= 1", name="ck_serve_profile_batch_size"),
+    )

@@ -8,6 +8,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, selectinload
 
@@ -31,9 +33,14 @@ def _environment(session: Session, env: dict[str, Any]) -> Environment:
     key = environment_key(env)
     row = session.scalar(select(Environment).where(Environment.key == key))
     if row is None:
-        row = Environment(key=key, **{f: env.get(f) for f in fmt.ENVIRONMENT_FIELDS})
-        session.add(row)
-        session.flush()
+        # Workers on one host start runs at the same moment: a plain INSERT after the
+        # SELECT above would hit the unique key when another one got there first.
+        dialect = session.get_bind().dialect.name
+        insert = pg_insert if dialect == "postgresql" else sqlite_insert
+        session.execute(insert(Environment).values(
+            key=key, **{f: env.get(f) for f in fmt.ENVIRONMENT_FIELDS})
+            .on_conflict_do_nothing(index_elements=["key"]))
+        row = session.scalar(select(Environment).where(Environment.key == key))
     return row
 
 
@@ -44,7 +51,7 @@ def _run_row(run: dict[str, Any], env_row: Environment) -> Run:
         created_at=fmt.parse_time(run["created_at"]),
         finished_at=fmt.parse_time(run.get("finished_at")),
         status=run["status"], label=run.get("label"), source=run.get("source") or "measured",
-        command=run.get("command"))
+        command=run.get("command"), kind=run.get("kind") or "sweep")
 
 
 def _measurement_row(m: dict[str, Any]) -> Measurement:
@@ -99,6 +106,10 @@ def import_bundle(engine: Engine, doc: dict[str, Any]) -> tuple[int, bool]:
         row.measurements = [_measurement_row(m) for m in doc["measurements"]]
         s.add(row)
         s.flush()
+        if doc.get("serve") is not None:  # a serve run (bundle version 2): same transaction
+            from db.serve import add_section
+
+            add_section(s, row.id, doc["serve"])
         return row.id, True
 
 
@@ -119,7 +130,12 @@ def export_bundle(engine: Engine, run_id: int) -> dict[str, Any]:
         run = {f: getattr(row, f) for f in fmt.RUN_FIELDS}
         run["created_at"], run["finished_at"] = _iso(row.created_at), _iso(row.finished_at)
         ms = [{f: getattr(m, f) for f in fmt.MEASUREMENT_FIELDS} for m in row.measurements]
-    return fmt.make_bundle(env, run, ms)
+        serve = None
+        if row.kind == "serve":
+            from db.serve import read_section
+
+            serve = read_section(s, row.id)
+    return fmt.make_bundle(env, run, ms, serve=serve)
 
 
 __all__ = ["BundleError", "RunNotFound", "add_measurement", "environment_key",

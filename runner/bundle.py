@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 FORMAT = "launchbench.run"
-VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+# Version 2 (serve runs) adds run.kind and an optional top-level "serve" section
+# (runner/serve_record.py); version 1 files read as sweeps.
+VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
 
 # Vocabularies are tables, not if-chains: the database CHECK constraints and the
 # dashboard read these same tuples.
@@ -25,6 +27,7 @@ RUN_STATUSES = ("queued", "running", "done", "failed", "cancelled")
 POINT_STATUSES = ("ok", "error", "unsupported", "skipped")
 CUDAGRAPH_STATUSES = ("replay", "partial", "skipped", "eager-fallback", "n/a")
 SOURCES = ("measured", "published")
+RUN_KINDS = ("sweep", "serve")
 DEVICES = ("cuda", "cpu")
 
 ENVIRONMENT_FIELDS = (
@@ -34,7 +37,7 @@ ENVIRONMENT_FIELDS = (
 )
 RUN_FIELDS = (
     "uuid", "workload", "workload_params", "dtype", "created_at", "finished_at", "status",
-    "label", "source", "command",
+    "label", "source", "command", "kind",
 )
 # Figures of one (mode, batch) point. Unknown is None, never 0.
 NUMBER_FIELDS = (
@@ -69,14 +72,19 @@ def empty_measurement(mode: str, batch_size: int) -> dict[str, Any]:
     return m
 
 
-def make_bundle(environment: dict, run: dict, measurements: list[dict]) -> dict[str, Any]:
-    return {
+def make_bundle(environment: dict, run: dict, measurements: list[dict],
+                serve: dict | None = None) -> dict[str, Any]:
+    doc = {
         "format": FORMAT,
         "version": VERSION,
         "environment": {f: environment.get(f) for f in ENVIRONMENT_FIELDS},
-        "run": {f: run.get(f) for f in RUN_FIELDS},
+        "run": {**{f: run.get(f) for f in RUN_FIELDS},
+                "kind": run.get("kind") or ("serve" if serve is not None else "sweep")},
         "measurements": [{f: m.get(f) for f in MEASUREMENT_FIELDS} for m in measurements],
     }
+    if serve is not None:
+        doc["serve"] = serve
+    return doc
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -133,6 +141,12 @@ def validate(doc: Any) -> dict[str, Any]:
                           f"{', '.join(SOURCES)}")
     if run.get("workload_params") is not None and not isinstance(run["workload_params"], dict):
         raise BundleError("run.workload_params must be an object")
+    kind = run.get("kind") or "sweep"
+    if kind not in RUN_KINDS:
+        raise BundleError(f"run.kind {kind!r} is not one of {', '.join(RUN_KINDS)}")
+    if doc["version"] == 1 and (kind != "sweep" or "serve" in doc):
+        raise BundleError("a version 1 bundle holds a sweep only (serve runs are version 2)")
+    serve = _validate_serve(doc.get("serve"), kind)
     seen = set()
     for i, m in enumerate(doc["measurements"]):
         _validate_measurement(i, m)
@@ -141,12 +155,12 @@ def validate(doc: Any) -> dict[str, Any]:
             raise BundleError(f"measurement {i}: duplicate point mode={key[0]!r} "
                               f"batch_size={key[1]}")
         seen.add(key)
-    return {
+    out = {
         "format": FORMAT,
         "version": doc["version"],
         "environment": {f: env.get(f) for f in ENVIRONMENT_FIELDS},
         "run": {**{f: run.get(f) for f in RUN_FIELDS},
-                "source": run.get("source") or "measured",
+                "source": run.get("source") or "measured", "kind": kind,
                 "workload_params": run.get("workload_params") or {}},
         "measurements": [{**{f: m.get(f) for f in MEASUREMENT_FIELDS},
                           "samples_ms": m.get("samples_ms") or [],
@@ -154,6 +168,25 @@ def validate(doc: Any) -> dict[str, Any]:
                           "message": m.get("message") or ""}
                          for m in doc["measurements"]],
     }
+    if serve is not None:
+        out["serve"] = serve
+    return out
+
+
+def _validate_serve(section: Any, kind: str) -> dict[str, Any] | None:
+    """A serve run carries its serve section and a sweep none (format version 2)."""
+    if section is None:
+        if kind == "serve":
+            raise BundleError("run.kind is 'serve' but the bundle has no 'serve' section")
+        return None
+    if kind != "serve":
+        raise BundleError(f"bundle has a 'serve' section but run.kind is {kind!r}")
+    from runner.serve_record import SectionError, validate_section  # stdlib-only module
+
+    try:
+        return validate_section(section)
+    except SectionError as e:
+        raise BundleError(str(e)) from None
 
 
 def _validate_measurement(i: int, m: Any) -> None:

@@ -40,7 +40,7 @@ def _one_line(e: pytest.ExceptionInfo) -> str:
 @pytest.mark.parametrize("mutate, expected", [
     (lambda d: d.update(format="something.else"), "wrong format 'something.else'"),
     (lambda d: d.pop("format"), "wrong format None"),
-    (lambda d: d.update(version=2), "unsupported bundle version 2"),
+    (lambda d: d.update(version=3), "unsupported bundle version 3"),
     (lambda d: d.update(version="1"), "unsupported bundle version '1'"),
     (lambda d: d.update(measurements={}), "'measurements' must be a list"),
     (lambda d: d["environment"].update(device="tpu"), "environment.device 'tpu'"),

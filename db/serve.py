@@ -1,0 +1,171 @@
+"""Serve runs in the database: written as they are measured, read back for bundles and
+for the dashboard's serve page (DataFrames; SQL only here, through select())."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from db import store
+from db.models import Environment, Run, ServeConfig, ServeProfilePoint, ServeResult
+from runner import serve_record as rec
+from runner.bundle import BundleError
+
+
+def _check(fn, *args) -> None:
+    try:
+        fn(*args)
+    except rec.SectionError as e:
+        raise BundleError(str(e)) from None
+
+
+def _result_row(run_id: int, r: dict[str, Any]) -> ServeResult:
+    values = {f: r.get(f) for f in rec.RESULT_FIELDS}
+    values.update(message=values["message"] or "", buckets=list(values["buckets"] or []),
+                  latencies_ms=list(values["latencies_ms"] or []),
+                  details=values["details"] or {})
+    return ServeResult(run_id=run_id, **values)
+
+
+def _profile_row(run_id: int, p: dict[str, Any]) -> ServeProfilePoint:
+    return ServeProfilePoint(run_id=run_id, **{f: p.get(f) for f in rec.PROFILE_FIELDS})
+
+
+# --- writing -----------------------------------------------------------------------------
+
+def start_serve_run(engine: Engine, environment: dict[str, Any], run: dict[str, Any],
+                    config: dict[str, Any]) -> int:
+    """The run header and what is replayed (distribution, seed, stream), in one
+    transaction, before the first strategy runs. Returns the run id."""
+    with Session(engine) as s, s.begin():
+        row = store._run_row({**run, "kind": "serve"}, store._environment(s, environment))
+        s.add(row)
+        s.flush()
+        s.add(ServeConfig(run_id=row.id, batch_dist=config["batch_dist"],
+                          requests=config["requests"], seed=config["seed"],
+                          strategies=list(config["strategies"]),
+                          stream=list(config["stream"])))
+        return row.id
+
+
+def add_result(engine: Engine, run_id: int, result: dict[str, Any]) -> None:
+    """Commit one strategy as soon as it finishes: a crash loses only the one in flight."""
+    with Session(engine) as s, s.begin():
+        cfg = s.get(ServeConfig, run_id)
+        if cfg is None:
+            raise store.RunNotFound(f"serve run {run_id} does not exist")
+        _check(rec.validate_result, result, cfg.requests, f"strategy {result.get('strategy')!r}")
+        s.add(_result_row(run_id, result))
+
+
+def add_profile(engine: Engine, run_id: int, points: list[dict[str, Any]]) -> None:
+    with Session(engine) as s, s.begin():
+        for i, p in enumerate(points):
+            _check(rec.validate_profile_point, p, f"profile point {i}")
+            s.add(_profile_row(run_id, p))
+
+
+def add_section(session: Session, run_id: int, section: dict[str, Any]) -> None:
+    """A validated bundle's serve section, inside import_bundle's transaction."""
+    session.add(ServeConfig(run_id=run_id, **{f: section[f] for f in (
+        "batch_dist", "requests", "seed", "strategies", "stream")}))
+    for r in section["results"]:
+        session.add(_result_row(run_id, r))
+    for p in section.get("profile") or []:
+        session.add(_profile_row(run_id, p))
+
+
+def read_section(session: Session, run_id: int) -> dict[str, Any]:
+    cfg = session.get(ServeConfig, run_id)
+    if cfg is None:
+        raise store.RunNotFound(f"run {run_id} is a serve run without its serve data")
+    results = session.scalars(select(ServeResult).where(ServeResult.run_id == run_id)
+                              .order_by(ServeResult.id)).all()
+    profile = session.scalars(select(ServeProfilePoint)
+                              .where(ServeProfilePoint.run_id == run_id)
+                              .order_by(ServeProfilePoint.batch_size)).all()
+    return rec.make_section(
+        cfg.batch_dist, cfg.requests, cfg.seed, list(cfg.strategies), list(cfg.stream),
+        [{f: getattr(r, f) for f in rec.RESULT_FIELDS} for r in results],
+        [{f: getattr(p, f) for f in rec.PROFILE_FIELDS} for p in profile])
+
+
+# --- reading for the dashboard -----------------------------------------------------------
+
+SERVE_RUN_COLUMNS = ("id", "uuid", "created_at", "workload", "workload_params", "status",
+                     "label", "command", "device", "gpu_name", "torch_version",
+                     "batch_dist", "requests", "seed")
+
+
+def _frame(rows, columns) -> pd.DataFrame:
+    df = pd.DataFrame([dict(r._mapping) for r in rows], columns=list(columns))
+    if "created_at" in df:
+        df["created_at"] = pd.to_datetime(df["created_at"], utc=True)  # stored as UTC
+    return df
+
+
+def _serve_runs_stmt():
+    return (select(Run.id, Run.uuid, Run.created_at, Run.workload, Run.workload_params,
+                   Run.status, Run.label, Run.command, Environment.device,
+                   Environment.gpu_name, Environment.torch_version, ServeConfig.batch_dist,
+                   ServeConfig.requests, ServeConfig.seed)
+            .join(Environment, Run.environment_id == Environment.id)
+            .join(ServeConfig, ServeConfig.run_id == Run.id)
+            .where(Run.kind == "serve"))
+
+
+def serve_runs(engine: Engine) -> pd.DataFrame:
+    """Every serve run, newest first."""
+    stmt = _serve_runs_stmt().order_by(Run.created_at.desc(), Run.id.desc())
+    with engine.connect() as c:
+        return _frame(c.execute(stmt), SERVE_RUN_COLUMNS)
+
+
+def serve_run(engine: Engine, run_id: int) -> dict[str, Any]:
+    """One serve run's header, environment and stream; RunNotFound when there is none."""
+    stmt = _serve_runs_stmt().add_columns(ServeConfig.strategies, ServeConfig.stream,
+                                          Environment.gpu_memory_bytes)
+    with engine.connect() as c:
+        row = c.execute(stmt.where(Run.id == run_id)).first()
+    if row is None:
+        raise store.RunNotFound(f"no serve run with id {run_id}")
+    return dict(row._mapping)
+
+
+def serve_results(engine: Engine, run_id: int) -> pd.DataFrame:
+    """One row per strategy, in the order they ran."""
+    cols = [getattr(ServeResult, f) for f in rec.RESULT_FIELDS]
+    stmt = select(*cols).where(ServeResult.run_id == run_id).order_by(ServeResult.id)
+    with engine.connect() as c:
+        return _frame(c.execute(stmt), rec.RESULT_FIELDS)
+
+
+def serve_profile(engine: Engine, run_id: int) -> pd.DataFrame:
+    cols = [getattr(ServeProfilePoint, f) for f in rec.PROFILE_FIELDS]
+    stmt = (select(*cols).where(ServeProfilePoint.run_id == run_id)
+            .order_by(ServeProfilePoint.batch_size))
+    with engine.connect() as c:
+        return _frame(c.execute(stmt), rec.PROFILE_FIELDS)
+
+
+def serve_requests(engine: Engine, run_id: int) -> pd.DataFrame:
+    """Long format, one row per (strategy, request): its batch size and latency."""
+    run = serve_run(engine, run_id)
+    results = serve_results(engine, run_id)
+    stream = list(run["stream"])
+    frames = [pd.DataFrame({"strategy": r.strategy, "request": range(len(stream)),
+                            "batch_size": stream, "latency_ms": list(r.latencies_ms)})
+              for r in results.itertuples() if len(r.latencies_ms or []) == len(stream)]
+    if not frames:
+        return pd.DataFrame(columns=["strategy", "request", "batch_size", "latency_ms"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def count_serve_runs(engine: Engine) -> int:
+    with engine.connect() as c:
+        return c.execute(select(func.count()).select_from(Run)
+                         .where(Run.kind == "serve")).scalar_one()

@@ -1,0 +1,243 @@
+"""`python -m runner serve`: replay a stream of requests of varying batch size under each
+strategy (eager, compile, reduce-overhead, bucketed CUDA graphs) and store the run.
+
+Every flag is checked, and the model built, before anything is written. torch and the
+database layer are imported inside run(): the parser imports this module everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import shlex
+import sys
+from typing import Any
+
+from runner import bundle as fmt
+from runner import serve_record
+from runner.buckets import MAX_REQUESTS, ServeInputError, parse_distribution, parse_strategies
+from runner.cli import UsageError
+from runner.commands.sweep import parse_label, parse_params
+
+DEFAULT_STRATEGIES = "eager,compile,reduce-overhead,buckets:8/16/32,buckets:pow2-256"
+MAX_SEED = 2**63 - 1
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "serve", help="replay requests of varying batch size under each strategy",
+        description="Replay a reproducible stream of requests whose batch sizes follow a "
+                    "distribution, under each strategy: eager, compile, reduce-overhead "
+                    "(a graph per new size), buckets:SIZES (one CUDA graph per bucket, "
+                    "requests padded up, eager above the largest). Stores latency, "
+                    "throughput, padding waste, hit/fallback rates and graph memory.")
+    p.add_argument("--workload", required=True, metavar="NAME",
+                   help="built-in workload (mlp) or module.path:factory")
+    p.add_argument("--strategies", default=DEFAULT_STRATEGIES, metavar="LIST",
+                   help="comma-separated from eager, compile, reduce-overhead, "
+                        f"buckets:8/16/32, buckets:pow2-N (default: {DEFAULT_STRATEGIES})")
+    p.add_argument("--requests", default="500", metavar="N",
+                   help=f"requests in the stream, 1..{MAX_REQUESTS} (default 500)")
+    p.add_argument("--batch-dist", default="uniform:1-64", metavar="DIST",
+                   help="uniform:A-B, list:1,5,11 or a file of sizes, one per line "
+                        "(default uniform:1-64)")
+    p.add_argument("--seed", default="0", metavar="N", help="stream seed (default 0)")
+    p.add_argument("--device", choices=fmt.DEVICES,
+                   help="default: cuda when available, else cpu")
+    p.add_argument("--quick", action="store_true", help="shorter profiling (tests)")
+    p.add_argument("--db", metavar="URL", help="database URL (default: $LAUNCHBENCH_DB, "
+                   "else sqlite:///data/launchbench.db)")
+    p.add_argument("--no-db", action="store_true", help="write only the --out bundle")
+    p.add_argument("--out", metavar="FILE.json", help="also write the run as a bundle file")
+    p.add_argument("--label", metavar="TEXT", help="a note shown beside the run")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="workload parameter, repeatable (e.g. --param depth=8)")
+    p.set_defaults(func=run)
+
+
+def _whole(text: str, flag: str, lo: int, hi: int) -> int:
+    if not re.fullmatch(r"\s*\d+\s*", text or ""):
+        raise UsageError(f"{flag}: {text!r} is not a whole number")
+    n = int(text)
+    if not lo <= n <= hi:
+        raise UsageError(f"{flag}: {n} is out of range ({lo} to {hi})")
+    return n
+
+
+def _device(requested: str | None) -> str:
+    try:
+        import torch
+    except ImportError:
+        raise UsageError("serve needs torch, which is not installed here") from None
+    if requested == "cpu":
+        return "cpu"
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise UsageError(f"--device cuda: CUDA is not available here (torch "
+                         f"{torch.__version__})")
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def command_line(workload: str, params: dict, strategies: str, requests: int, dist: str,
+                 seed: int, device: str, quick: bool, label: str | None) -> str:
+    parts = ["python", "-m", "runner", "serve", "--workload", workload, "--strategies",
+             strategies, "--requests", str(requests), "--batch-dist", dist, "--seed",
+             str(seed), "--device", device, *(["--quick"] if quick else [])]
+    for k, v in params.items():
+        parts += ["--param", f"{k}={v}"]
+    return shlex.join(parts + (["--label", label] if label else []))
+
+
+class Collect:
+    """Keeps the whole run; writes the bundle (when asked) and the database (when given)
+    as it goes: the header at start, each strategy as it finishes."""
+
+    def __init__(self, engine: Any = None, out: str | None = None) -> None:
+        self.engine, self.out = engine, out
+        self.environment: dict = {}
+        self.run: dict = {}
+        self.config: dict = {}
+        self.results: list[dict] = []
+        self.points: list[dict] = []
+        self.run_id: int | None = None
+        self.written = False
+
+    def start(self, environment: dict, run: dict, config: dict) -> None:
+        self.environment, self.run = copy.deepcopy(environment), copy.deepcopy(run)
+        self.config = copy.deepcopy(config)
+        if self.engine is not None:
+            from db.serve import start_serve_run
+
+            self.run_id = start_serve_run(self.engine, environment, run, config)
+
+    def result(self, r: dict) -> None:
+        self.results.append(copy.deepcopy(r))
+        if self.engine is not None:
+            from db.serve import add_result
+
+            add_result(self.engine, self.run_id, r)
+
+    def profile(self, points: list[dict]) -> None:
+        self.points = copy.deepcopy(points)
+        if self.engine is not None:
+            from db.serve import add_profile
+
+            add_profile(self.engine, self.run_id, points)
+
+    def finish(self, status: str) -> None:
+        self.run.update(status=status, finished_at=fmt.now_iso())
+        first: BaseException | None = None
+        if self.engine is not None and self.run_id is not None:
+            try:
+                from db.store import finish_run
+
+                finish_run(self.engine, self.run_id, status)
+            except Exception as e:  # noqa: BLE001 - the bundle must still be written
+                first = e
+        if self.out:
+            fmt.write(self.out, self.bundle())
+            self.written = True
+        if first is not None:
+            raise first
+
+    def bundle(self) -> dict:
+        c = self.config
+        section = serve_record.make_section(c["batch_dist"], c["requests"], c["seed"],
+                                            c["strategies"], c["stream"], self.results,
+                                            self.points)
+        return fmt.make_bundle(self.environment, self.run, [], serve=section)
+
+
+def _num(v: Any, f: str = "{:.1f}") -> str:
+    return "-" if v is None else f.format(v)
+
+
+def format_table(results: list[dict]) -> str:
+    header = ["strategy", "status", "req/s", "rows/s", "p50 ms", "p99 ms", "waste",
+              "fallback", "graphs", "pool MiB", "setup s", "correct"]
+    rows = [header]
+    for r in results:
+        pool = r.get("graph_pool_bytes")
+        rows.append([r["strategy"], r["status"], _num(r.get("requests_per_s")),
+                     _num(r.get("rows_per_s"), "{:.0f}"), _num(r.get("latency_ms_p50"), "{:.3f}"),
+                     _num(r.get("latency_ms_p99"), "{:.3f}"),
+                     _num(r.get("padding_waste"), "{:.0%}"),
+                     _num(r.get("fallback_rate"), "{:.0%}"), _num(r.get("graphs"), "{}"),
+                     _num(None if pool is None else pool / 2**20), _num(r.get("setup_s"), "{:.2f}"),
+                     _num(r.get("correct"), "{}")])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                               for i, (c, w) in enumerate(zip(row, widths, strict=True)))
+                     for row in rows)
+
+
+def run(args: argparse.Namespace) -> int:
+    from runner.commands.store import NO_SQLALCHEMY, open_engine, shown_url, sqlalchemy_available
+
+    # 1. Every flag, before anything is built, measured or written.
+    try:
+        strategies = parse_strategies(args.strategies)
+        dist = parse_distribution(args.batch_dist)
+    except ServeInputError as e:
+        raise UsageError(str(e)) from None
+    requests = _whole(args.requests, "--requests", 1, MAX_REQUESTS)
+    seed = _whole(args.seed, "--seed", 0, MAX_SEED)
+    params = parse_params(args.param)
+    label = parse_label(args.label)
+    if args.out:
+        fmt.check_writable(args.out)
+    if args.no_db and args.db:
+        raise UsageError(f"--no-db contradicts --db {args.db!r}: give one of them")
+    use_db, note = not args.no_db, None
+    if use_db and not sqlalchemy_available():
+        if args.db or not args.out:
+            raise UsageError(f"{NO_SQLALCHEMY}: install it, or write a bundle with --out "
+                             "FILE.json and import it where the database is")
+        use_db = False
+        note = (f"note: the database was not written: {NO_SQLALCHEMY}. Import the bundle "
+                f"where it is: python -m runner import {args.out}")
+    if not use_db and not args.out:
+        raise UsageError("--no-db without --out: the results would be written nowhere")
+    device = _device(args.device)
+
+    from runner import environment, serve
+    from runner.buckets import request_stream
+    from runner.workloads import resolve
+
+    workload = resolve(args.workload, params)
+    stream = request_stream(dist, requests, seed)
+    try:  # builds the model: a stateful or non-batch-first workload is refused here
+        ctx = serve.make_context(workload, device, stream, seed, args.quick)
+    except ServeInputError as e:
+        raise UsageError(str(e)) from None
+
+    # 2. The database last: opening a valid URL creates the file.
+    engine = open_engine(args.db) if use_db else None
+    names = ",".join(s.name for s in strategies)
+    cmd = command_line(workload.name, params, names, requests, dist.spec, seed, device,
+                       args.quick, label)
+    config = {"batch_dist": dist.spec, "requests": requests, "seed": seed,
+              "strategies": [s.name for s in strategies], "stream": stream,
+              "profile_sizes": serve.profile_sizes(stream, strategies)}
+    sink = Collect(engine, args.out)
+    try:
+        status = serve.run_serve(
+            ctx, strategies, sink, environment=environment.capture(device),
+            run=serve.new_run(workload, ctx, label, cmd), config=config,
+            progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    finally:
+        if engine is not None:
+            engine.dispose()
+
+    # 3. What happened, on stdout.
+    print(f"serve run {sink.run_id if sink.run_id is not None else sink.run['uuid']} "
+          f"{status}: {len(sink.results)} strategies, {requests} requests ({dist.spec}, "
+          f"seed {seed}) on {device}")
+    if engine is not None:
+        print(f"stored in {shown_url(str(engine.url))} (uuid {sink.run['uuid']})")
+    if sink.written:
+        print(f"bundle written to {args.out}")
+    print(format_table(sink.results))
+    if note:
+        print(note, file=sys.stderr)
+    return 0 if status == "done" else (130 if status == "cancelled" else 1)

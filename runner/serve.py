@@ -1,0 +1,439 @@
+"""Serving replay: one reproducible stream of requests under each strategy (issue 5).
+
+Imports torch and the standard library only (plus launchbench's own runner modules).
+
+Per strategy: setup (compile, record or capture; timed: what a server pays before its
+first request), a warm pass over every distinct size, then the timed replay: each request
+runs and is synchronised (a server hands its result back), so per-request latency is host
+wall time around it and throughput is requests over the replay's wall time. Then the
+sliced outputs are checked against eager on the real rows, and on CUDA a short profiled
+pass counts host and graph launches per request. Between strategies every compiled
+artefact and graph is dropped, so none inherits another's caches or pools.
+
+Last, a profile of candidate bucket sizes for the advisor (runner/advisor.py): eager and
+bucketed time per size, each size's graph pool captured alone, and what it adds when
+captured largest first into one shared pool, as the buckets strategy does.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from runner import advisor, buckets, memory, serve_record
+from runner.buckets import Strategy
+from runner.bundle import now_iso
+from runner.workloads import Workload, model_dtype
+
+WARM_CALLS = {"eager": 1, "compile": 1, "reduce-overhead": 3, "buckets": 1}
+PROFILE_CALLS = {True: 5, False: 25}  # quick, standard: synchronised calls per size
+PROFILED_REQUESTS = {True: 5, False: 20}
+# Outputs of padded or compiled runs may differ from eager by rounding (other kernels for
+# another row count): relative to the output's scale, per dtype.
+TOLERANCE = {"float32": 1e-4, "float16": 2e-2, "bfloat16": 5e-2}
+
+
+@dataclass
+class Context:
+    """What every strategy shares: the model, one input per distinct size, eager outputs."""
+
+    device: str
+    model: Any
+    make_input: Callable
+    stream: list[int]
+    quick: bool
+    inputs: dict[int, Any] = field(default_factory=dict)
+    refs: dict[int, Any] = field(default_factory=dict)
+    dtype: str = "float32"
+
+    @property
+    def cuda(self) -> bool:
+        return self.device.startswith("cuda")
+
+    def sync(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize()
+
+
+@dataclass
+class Executor:
+    serve: Callable[[Any], Any]  # one request's input -> its real rows
+    execution: str
+    graphs: int | None
+    details: dict = field(default_factory=dict)
+    count_graphs: Callable[[], int | None] | None = None  # reduce-overhead: recordings
+    keep: list = field(default_factory=list)  # graphs and static tensors, alive while used
+
+
+def make_context(workload: Workload, device: str, stream: list[int], seed: int,
+                 quick: bool) -> Context:
+    model, make_input = workload.build(device)
+    if hasattr(model, "prepare_batch"):
+        raise buckets.ServeInputError(
+            f"workload {workload.name!r} keeps per-batch state (prepare_batch: a KV cache "
+            "sized per batch); serve replays stateless models whose rows are independent")
+    ctx = Context(device, model, make_input, stream, quick,
+                  dtype=model_dtype(model) or workload.dtype)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for b in sorted(set(stream)):
+            x = make_input(b, gen)
+            y = model(x)
+            if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)
+                    and x.shape[:1] == (b,) and y.shape[:1] == (b,)):
+                raise buckets.ServeInputError(
+                    f"workload {workload.name!r}: serve needs one tensor in and one out, "
+                    "batch first")
+            ctx.inputs[b], ctx.refs[b] = x, y.detach().clone()
+    ctx.sync()
+    return ctx
+
+
+def reset(device: str) -> None:
+    """Drop compiled code, graph trees and cached blocks between strategies."""
+    torch._dynamo.reset()
+    try:
+        from torch._inductor.cudagraph_trees import reset_cudagraph_trees
+
+        reset_cudagraph_trees()
+    except ImportError:
+        pass
+    gc.collect()
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
+def _clear_cublas() -> None:
+    # cuBLAS keeps one workspace per stream. Cleared around each capture (as CUDA graph
+    # trees do) so a capture allocates its own inside its pool: pool bytes are then the
+    # same whichever strategy captured first.
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is not None:
+        clear()
+
+
+def capture(model, static_x, pool=None):
+    """Warm up on a side stream (lazy init must not happen during capture), then capture."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            model(static_x)
+    torch.cuda.current_stream().wait_stream(side)
+    _clear_cublas()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, pool=pool):
+        static_y = model(static_x)
+    _clear_cublas()
+    torch.cuda.synchronize()
+    return g, static_y
+
+
+# --- the strategies ----------------------------------------------------------------------
+
+def _eager(ctx: Context, s: Strategy) -> Executor:
+    return Executor(ctx.model, "eager", 0)
+
+
+def _compile(ctx: Context, s: Strategy) -> Executor:
+    # dynamic=None (the default): the second size recompiles with a dynamic batch
+    # dimension, which is what serving a new size every request needs.
+    return Executor(torch.compile(ctx.model), "inductor", 0)
+
+
+def _tree_nodes() -> int | None:
+    """CUDA graphs recorded by CUDA graph trees on this device (None when unreadable)."""
+    try:
+        from torch._inductor.cudagraph_trees import get_manager
+
+        mgr = get_manager(torch.cuda.current_device(), create_if_none_exists=False)
+        if mgr is None:
+            return 0
+        nodes, count = [n for roots in mgr.roots.values() for n in roots], 0
+        while nodes:
+            node = nodes.pop()
+            count += 1
+            nodes.extend(c for children in node.children.values() for c in children)
+        return count
+    except Exception:  # private API: a torch that moved it leaves the count unknown
+        return None
+
+
+def _reduce_overhead(ctx: Context, s: Strategy) -> Executor:
+    fn = torch.compile(ctx.model, mode="reduce-overhead")
+
+    def serve(x):
+        # A new "step" per request: the previous request's outputs are done with, so the
+        # trees may overwrite them (they are never held across requests here).
+        torch.compiler.cudagraph_mark_step_begin()
+        return fn(x)
+
+    return Executor(serve, "cudagraph-trees", None, count_graphs=_tree_nodes)
+
+
+def _buckets(ctx: Context, s: Strategy) -> Executor:
+    sizes, model = s.buckets, ctx.model
+    gen = torch.Generator().manual_seed(0)
+    static: dict[int, tuple] = {}
+    details: dict[str, Any] = {}
+    if ctx.cuda:
+        details.update(capture_order=[], pool_bytes_by_bucket={}, capture_s_by_bucket={})
+        pool = torch.cuda.graph_pool_handle()
+        before = memory.state(ctx.device)
+        old, prev = set(before.pools), 0
+        for b in reversed(sizes):  # largest first: the smaller graphs reuse its memory
+            t0 = time.perf_counter()
+            sx = ctx.make_input(b, gen)
+            g, sy = capture(model, sx, pool)
+            details["capture_s_by_bucket"][str(b)] = time.perf_counter() - t0
+            now = memory.state(ctx.device).private_bytes(old)
+            details["pool_bytes_by_bucket"][str(b)] = now - prev
+            details["capture_order"].append(b)
+            prev = now
+            static[b] = (g, sx, sy)
+    else:
+        for b in sizes:
+            static[b] = (None, ctx.make_input(b, gen), None)
+
+    def serve(x):
+        n = x.shape[0]
+        b = buckets.choose_bucket(n, sizes)
+        if b is None:
+            return model(x)  # above the largest bucket: eager
+        g, sx, sy = static[b]
+        sx[:n].copy_(x)  # rows n..b keep whatever they held: padding is never read back
+        if g is None:
+            return model(sx)[:n]
+        g.replay()
+        return sy[:n]
+
+    if not ctx.cuda:
+        details["note"] = ("no CUDA: each bucket ran eagerly at its padded size (padding "
+                           "cost measured, no graphs captured)")
+    return Executor(serve, "cuda-graph" if ctx.cuda else "eager-padded",
+                    len(sizes) if ctx.cuda else 0, details, keep=[static])
+
+
+STRATEGIES: dict[str, Callable[[Context, Strategy], Executor]] = {
+    "eager": _eager, "compile": _compile, "reduce-overhead": _reduce_overhead,
+    "buckets": _buckets,
+}
+
+
+# --- measuring one strategy --------------------------------------------------------------
+
+def _compiles() -> int:
+    return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
+
+
+def _replay(ctx: Context, serve) -> tuple[list[float], float]:
+    """Each request timed on the host around the call and its synchronise."""
+    lat: list[float] = []
+    gc_was = gc.isenabled()
+    gc.disable()  # a collection inside the replay would land on one request's latency
+    try:
+        ctx.sync()
+        start = time.perf_counter()
+        for b in ctx.stream:
+            x = ctx.inputs[b]
+            t = time.perf_counter()
+            serve(x)
+            ctx.sync()
+            lat.append((time.perf_counter() - t) * 1e3)
+        wall = time.perf_counter() - start
+    finally:
+        if gc_was:
+            gc.enable()
+    return lat, wall
+
+
+def _check(ctx: Context, serve) -> tuple[float, bool]:
+    """Max abs error of the real rows against eager, over every distinct size."""
+    worst, ok = 0.0, True
+    tol = TOLERANCE.get(ctx.dtype, 1e-4)
+    for b, x in ctx.inputs.items():
+        y = serve(x).detach().clone().float()  # clone: a graph overwrites its output
+        ref = ctx.refs[b].float()
+        err = float((y - ref).abs().max()) if y.shape == ref.shape else float("inf")
+        worst = max(worst, err)
+        ok = ok and err <= tol * max(1.0, float(ref.abs().max()))
+    return worst, ok
+
+
+def _launches(ctx: Context, serve) -> dict:
+    from runner.profiling import profile_step
+
+    n = PROFILED_REQUESTS[ctx.quick]
+    order = iter(ctx.stream * (1 + (n + 3) // len(ctx.stream)))
+    return profile_step(lambda: serve(ctx.inputs[next(order)]), n)
+
+
+def measure(ctx: Context, s: Strategy) -> dict[str, Any]:
+    """One strategy's result record (runner/serve_record.py RESULT_FIELDS)."""
+    r = serve_record.empty_result(s.name)
+    stream = ctx.stream
+    r.update(requests=len(stream), real_rows=sum(stream))
+    if s.kind == "reduce-overhead" and not ctx.cuda:
+        r.update(status="unsupported", message="reduce-overhead records CUDA graphs, which "
+                 f"exist on CUDA devices only; this run is on {ctx.device}")
+        return r
+    st = buckets.bucket_stats(stream, s.buckets) if s.kind == "buckets" else None
+    r.update(padding_waste=st.padding_waste if st else 0.0,
+             wasted_fraction=st.wasted_fraction if st else 0.0,
+             hit_rate=st.hit_rate if st else None,
+             fallback_rate=st.fallback_rate if st else None)
+    with torch.no_grad():
+        m0 = memory.state(ctx.device) if ctx.cuda else None
+        c0 = _compiles()
+        t0 = time.perf_counter()
+        exe = STRATEGIES[s.kind](ctx, s)
+        for b in sorted(set(stream)):  # compile, record or first-touch every size
+            for _ in range(WARM_CALLS[s.kind]):
+                exe.serve(ctx.inputs[b])
+        ctx.sync()
+        setup_s = time.perf_counter() - t0
+        m1 = memory.state(ctx.device) if ctx.cuda else None
+        c1, g1 = _compiles(), exe.count_graphs() if exe.count_graphs else exe.graphs
+        lat, wall = _replay(ctx, exe.serve)
+        m2 = memory.state(ctx.device) if ctx.cuda else None
+        c2, g2 = _compiles(), exe.count_graphs() if exe.count_graphs else exe.graphs
+        err, ok = _check(ctx, exe.serve)
+        launches = _launches(ctx, exe.serve) if ctx.cuda else None
+    r.update(execution=exe.execution, graphs=g2, setup_s=setup_s, latencies_ms=lat,
+             **buckets.latency_summary(lat), requests_per_s=len(stream) / wall,
+             rows_per_s=sum(stream) / wall, max_abs_err=err, correct=ok)
+    details = {**exe.details, "replay_wall_s": wall, "compiles_in_setup": c1 - c0,
+               "compiles_in_replay": c2 - c1}
+    if g1 is not None and g2 is not None:
+        details["graphs_recorded_in_replay"] = g2 - g1
+    if m0 is not None:
+        old = set(m0.pools)
+        r["graph_pool_bytes"] = max(m1.private_bytes(old), m2.private_bytes(old))
+        details.update(memory={"m0": m0.as_dict(), "m1": m1.as_dict(), "m2": m2.as_dict()},
+                       device_used_delta_bytes=m1.device_used - m0.device_used)
+        if g2:
+            details["pool_bytes_per_graph"] = r["graph_pool_bytes"] / g2
+    if launches is not None:
+        r.update(host_launches_per_request=launches["host_launches_per_step"],
+                 graph_launches_per_request=launches["graph_launches_per_step"])
+        details["profile"] = {k: v for k, v in launches.items() if k not in (
+            "host_launches_per_step", "graph_launches_per_step")}
+    if not ok:
+        r["message"] = f"sliced outputs differ from eager (max abs error {err:.3g})"
+    r["details"] = details
+    del exe
+    return r
+
+
+# --- the advisor's profile ---------------------------------------------------------------
+
+def _median_ms(ctx: Context, fn, calls: int) -> float:
+    for _ in range(2):
+        fn()
+    times = []
+    for _ in range(calls):
+        ctx.sync()
+        t = time.perf_counter()
+        fn()
+        ctx.sync()
+        times.append((time.perf_counter() - t) * 1e3)
+    return buckets.percentile(times, 50)
+
+
+def profile(ctx: Context, sizes: list[int]) -> list[dict[str, Any]]:
+    """Per candidate size: eager time, bucketed time and pool (alone), and the extra pool
+    bytes when captured largest first into one shared pool."""
+    calls, model = PROFILE_CALLS[ctx.quick], ctx.model
+    gen = torch.Generator().manual_seed(1)
+    points = []
+    with torch.no_grad():
+        for b in sizes:
+            x = ctx.make_input(b, gen)
+            p = {"batch_size": b, "eager_ms": _median_ms(ctx, lambda x=x: model(x), calls),
+                 "execution": "cuda-graph" if ctx.cuda else "eager-padded",
+                 "pool_bytes": None, "pool_extra_bytes": None, "capture_s": None}
+            if ctx.cuda:
+                old = set(memory.state(ctx.device).pools)
+                t0 = time.perf_counter()
+                sx = x.clone()
+                g, _sy = capture(model, sx)
+                p["capture_s"] = time.perf_counter() - t0
+                p["pool_bytes"] = memory.state(ctx.device).private_bytes(old)
+
+                def replay(g=g, sx=sx, x=x):
+                    sx.copy_(x)
+                    g.replay()
+                p["bucket_ms"] = _median_ms(ctx, replay, calls)
+                del g, sx, _sy, replay
+                reset(ctx.device)
+            else:
+                sx = x.clone()
+                p["bucket_ms"] = _median_ms(ctx, lambda sx=sx, x=x: model(sx.copy_(x)), calls)
+            points.append(p)
+        if ctx.cuda:
+            pool, keep = torch.cuda.graph_pool_handle(), []
+            old = set(memory.state(ctx.device).pools)
+            prev = 0
+            for p in reversed(points):
+                sx = ctx.make_input(p["batch_size"], gen)
+                keep.append((sx, *capture(model, sx, pool)))
+                now = memory.state(ctx.device).private_bytes(old)
+                p["pool_extra_bytes"], prev = now - prev, now
+            del keep
+            reset(ctx.device)
+    return points
+
+
+# --- the run -----------------------------------------------------------------------------
+
+def run_serve(ctx: Context, strategies: tuple[Strategy, ...], sink, *, environment: dict,
+              run: dict, config: dict, progress: Callable[[str], None] | None = None) -> str:
+    """Replay under each strategy, then profile; each strategy goes to the sink as soon as
+    it finishes. A strategy that fails is recorded as `error` and the run goes on."""
+    say = progress or (lambda _msg: None)
+    sink.start(environment, run, config)
+    try:
+        for i, s in enumerate(strategies, 1):
+            say(f"[{i}/{len(strategies)}] {s.name}")
+            try:
+                r = measure(ctx, s)
+            except Exception as e:  # noqa: BLE001 - OOM, capture or compile error: recorded
+                r = serve_record.empty_result(s.name)
+                r.update(status="error", message=f"{type(e).__name__}: "
+                         f"{(str(e).strip().splitlines() or [''])[0][:500]}")
+            finally:
+                reset(ctx.device)
+            sink.result(r)
+        say(f"profiling {len(config['profile_sizes'])} candidate bucket sizes")
+        try:
+            sink.profile(profile(ctx, config["profile_sizes"]))
+        except Exception as e:  # noqa: BLE001 - the strategies are stored; say why not this
+            say(f"profile failed: {type(e).__name__}: {str(e)[:300]}")
+        finally:
+            reset(ctx.device)
+    except KeyboardInterrupt:
+        sink.finish("cancelled")
+        return "cancelled"
+    except BaseException:
+        sink.finish("failed")
+        raise
+    sink.finish("done")
+    return "done"
+
+
+def new_run(workload: Workload, ctx: Context, label: str | None, command: str | None) -> dict:
+    return {"uuid": str(uuid.uuid4()), "workload": workload.name,
+            "workload_params": dict(workload.params), "dtype": ctx.dtype,
+            "created_at": now_iso(), "finished_at": None, "status": "running",
+            "label": label, "source": "measured", "command": command, "kind": "serve"}
+
+
+def profile_sizes(stream: list[int], strategies: tuple[Strategy, ...]) -> list[int]:
+    return advisor.profile_sizes(stream, [s.buckets for s in strategies if s.buckets])

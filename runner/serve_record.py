@@ -1,0 +1,189 @@
+"""The `serve` section of a result bundle (format version 2): one serve run's figures.
+
+Standard library only, like runner/bundle.py, which calls validate_section() when a
+bundle carries the section. Unknown figures are None, never 0.
+
+    "serve": {
+      "batch_dist": "uniform:1-64", "requests": 500, "seed": 0,
+      "strategies": ["eager", "buckets:8/16/32", ...],   # as asked, in order
+      "stream": [50, 54, 6, ...],                        # batch size of each request
+      "results": [{strategy figures, RESULT_FIELDS}, ...],
+      "profile": [{PROFILE_FIELDS}, ...]                 # per candidate size, for the advisor
+    }
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from runner.buckets import (
+    MAX_BATCH_SIZE,
+    MAX_REQUESTS,
+    STRATEGY_KINDS,
+    ServeInputError,
+    parse_distribution,
+    parse_strategy,
+)
+
+STATUSES = ("ok", "error", "unsupported")
+# How a strategy's requests actually ran: graphs, or eager standing in for them (no CUDA).
+EXECUTIONS = ("eager", "inductor", "cudagraph-trees", "cuda-graph", "eager-padded")
+
+RESULT_NUMBER_FIELDS = (
+    "requests", "real_rows", "latency_ms_mean", "latency_ms_p50", "latency_ms_p99",
+    "requests_per_s", "rows_per_s", "padding_waste", "wasted_fraction", "hit_rate",
+    "fallback_rate", "graphs", "graph_pool_bytes", "setup_s", "host_launches_per_request",
+    "graph_launches_per_request", "max_abs_err",
+)
+RESULT_FIELDS = ("strategy", "kind", "buckets", "status", "message", "execution",
+                 *RESULT_NUMBER_FIELDS, "correct", "latencies_ms", "details")
+# Counts and bytes: whole numbers.
+INTEGER_FIELDS = ("requests", "real_rows", "graphs", "graph_pool_bytes", "pool_bytes",
+                  "pool_extra_bytes")
+PROFILE_NUMBER_FIELDS = ("bucket_ms", "eager_ms", "pool_bytes", "pool_extra_bytes",
+                         "capture_s")
+PROFILE_FIELDS = ("batch_size", *PROFILE_NUMBER_FIELDS, "execution")
+SECTION_FIELDS = ("batch_dist", "requests", "seed", "strategies", "stream", "results",
+                  "profile")
+
+
+class SectionError(ValueError):
+    """A serve section that does not follow the format; bundle.py re-raises it as a
+    BundleError (this module cannot import that one: bundle.py imports this module)."""
+
+
+def empty_result(strategy: str) -> dict[str, Any]:
+    s = parse_strategy(strategy)
+    r: dict[str, Any] = {f: None for f in RESULT_FIELDS}
+    r.update(strategy=s.name, kind=s.kind, buckets=list(s.buckets), status="ok",
+             message="", latencies_ms=[], details={})
+    return r
+
+
+def make_section(batch_dist: str, requests: int, seed: int, strategies: list[str],
+                 stream: list[int], results: list[dict], profile: list[dict]) -> dict:
+    return {"batch_dist": batch_dist, "requests": requests, "seed": seed,
+            "strategies": list(strategies), "stream": list(stream),
+            "results": [{f: r.get(f) for f in RESULT_FIELDS} for r in results],
+            "profile": [{f: p.get(f) for f in PROFILE_FIELDS} for p in profile]}
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _int(v: Any, lo: int, hi: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+def validate_section(sec: Any) -> dict[str, Any]:
+    """Check a serve section; return it normalised or raise SectionError naming the value."""
+    if not isinstance(sec, dict):
+        raise SectionError(f"serve must be an object, got {type(sec).__name__}")
+    try:
+        parse_distribution(str(sec.get("batch_dist") or ""), allow_files=False)
+    except ServeInputError:
+        # A file distribution is recorded by its path, which need not exist here.
+        if not isinstance(sec.get("batch_dist"), str) or not sec["batch_dist"].strip():
+            raise SectionError(f"serve.batch_dist {sec.get('batch_dist')!r} must be a "
+                               "distribution (e.g. uniform:1-64)") from None
+    if not _int(sec.get("requests"), 1, MAX_REQUESTS):
+        raise SectionError(f"serve.requests {sec.get('requests')!r} must be an integer "
+                           f"from 1 to {MAX_REQUESTS}")
+    if not _int(sec.get("seed"), -(2**63), 2**63 - 1):
+        raise SectionError(f"serve.seed {sec.get('seed')!r} must be an integer")
+    stream = sec.get("stream")
+    if (not isinstance(stream, list) or len(stream) != sec["requests"]
+            or not all(_int(b, 1, MAX_BATCH_SIZE) for b in stream)):
+        raise SectionError(f"serve.stream must list {sec['requests']} batch sizes "
+                           f"(integers 1 to {MAX_BATCH_SIZE})")
+    names = sec.get("strategies")
+    if not isinstance(names, list) or not names:
+        raise SectionError("serve.strategies must be a non-empty list")
+    for n in names:
+        try:
+            parse_strategy(str(n))
+        except ServeInputError as e:
+            raise SectionError(f"serve.strategies: {e}") from None
+    results = sec.get("results")
+    if not isinstance(results, list):
+        raise SectionError("serve.results must be a list")
+    seen: set[str] = set()
+    for i, r in enumerate(results):
+        validate_result(r, len(stream), f"serve.results[{i}]")
+        if r["strategy"] in seen:
+            raise SectionError(f"serve.results[{i}]: duplicate strategy {r['strategy']!r}")
+        seen.add(r["strategy"])
+    profile = sec.get("profile") or []
+    if not isinstance(profile, list):
+        raise SectionError("serve.profile must be a list")
+    sizes: set[int] = set()
+    for i, p in enumerate(profile):
+        validate_profile_point(p, f"serve.profile[{i}]")
+        if p["batch_size"] in sizes:
+            raise SectionError(f"serve.profile[{i}]: duplicate batch_size {p['batch_size']}")
+        sizes.add(p["batch_size"])
+    return {**{f: sec.get(f) for f in SECTION_FIELDS},
+            "results": [_normal_result(r) for r in results],
+            "profile": [{f: p.get(f) for f in PROFILE_FIELDS} for p in profile]}
+
+
+def _normal_result(r: dict) -> dict:
+    out = {f: r.get(f) for f in RESULT_FIELDS}
+    out.update(message=r.get("message") or "", latencies_ms=r.get("latencies_ms") or [],
+               details=r.get("details") or {}, buckets=r.get("buckets") or [])
+    return out
+
+
+def validate_result(r: Any, requests: int, where: str = "serve result") -> None:
+    """One strategy's figures; raises SectionError naming the bad value."""
+    if not isinstance(r, dict):
+        raise SectionError(f"{where}: expected an object, got {type(r).__name__}")
+    try:
+        s = parse_strategy(str(r.get("strategy")))
+    except ServeInputError as e:
+        raise SectionError(f"{where}: {e}") from None
+    if r.get("kind") != s.kind or list(r.get("buckets") or []) != list(s.buckets):
+        raise SectionError(f"{where}: kind/buckets do not match strategy {s.name!r}")
+    if r.get("kind") not in STRATEGY_KINDS:
+        raise SectionError(f"{where}: kind {r.get('kind')!r} is unknown")
+    if r.get("status") not in STATUSES:
+        raise SectionError(f"{where}: status {r.get('status')!r} is not one of "
+                           f"{', '.join(STATUSES)}")
+    if r.get("execution") is not None and r["execution"] not in EXECUTIONS:
+        raise SectionError(f"{where}: execution {r['execution']!r} is not one of "
+                           f"{', '.join(EXECUTIONS)}")
+    for f in RESULT_NUMBER_FIELDS:
+        v = r.get(f)
+        if v is not None and (not _finite(v) or v < 0):
+            raise SectionError(f"{where}: {f} {v!r} must be a non-negative finite number")
+        if v is not None and f in INTEGER_FIELDS and not isinstance(v, int):
+            raise SectionError(f"{where}: {f} {v!r} must be a whole number")
+    if r.get("correct") not in (None, True, False):
+        raise SectionError(f"{where}: correct {r.get('correct')!r} must be true, false or null")
+    lat = r.get("latencies_ms") or []
+    if not isinstance(lat, list) or not all(_finite(v) and v >= 0 for v in lat):
+        raise SectionError(f"{where}: latencies_ms must be a list of non-negative numbers")
+    if lat and len(lat) != requests:
+        raise SectionError(f"{where}: latencies_ms has {len(lat)} entries for {requests} "
+                           "requests")
+    if r.get("details") is not None and not isinstance(r["details"], dict):
+        raise SectionError(f"{where}: details must be an object")
+
+
+def validate_profile_point(p: Any, where: str = "serve profile point") -> None:
+    if not isinstance(p, dict):
+        raise SectionError(f"{where}: expected an object, got {type(p).__name__}")
+    if not _int(p.get("batch_size"), 1, MAX_BATCH_SIZE):
+        raise SectionError(f"{where}: batch_size {p.get('batch_size')!r} must be an integer "
+                           f"from 1 to {MAX_BATCH_SIZE}")
+    for f in PROFILE_NUMBER_FIELDS:
+        v = p.get(f)
+        if v is not None and (not _finite(v) or v < 0):
+            raise SectionError(f"{where}: {f} {v!r} must be a non-negative finite number")
+        if v is not None and f in INTEGER_FIELDS and not isinstance(v, int):
+            raise SectionError(f"{where}: {f} {v!r} must be a whole number")
+    if p.get("execution") is not None and p["execution"] not in EXECUTIONS:
+        raise SectionError(f"{where}: execution {p['execution']!r} is not one of "
+                           f"{', '.join(EXECUTIONS)}")
