@@ -511,7 +511,7 @@ class _Stream(__import__("io").StringIO):
 
 @pytest.mark.parametrize("tty", [False, True], ids=["log", "terminal"])
 def test_progress_shows_points_current_point_and_eta(tty):
-    from runner.commands.sweep import Progress
+    from runner.progress import Progress
 
     stream = _Stream(tty)
     p = Progress(stream)
