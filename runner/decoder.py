@@ -40,6 +40,13 @@ class DecoderLayer(nn.Module):
                                    dtype=torch.float32).to(ref.dtype)
         self.v_cache = torch.randn(shape, generator=generator, device=ref.device,
                                    dtype=torch.float32).to(ref.dtype)
+        # Buffers of a user module are not static inputs by default: CUDA graph trees
+        # would copy the whole cache into the graph's placeholders on every replay.
+        # mark_static_address is torch's own answer for KV caches.
+        mark = getattr(torch._dynamo, "mark_static_address", None)
+        if mark is not None:
+            mark(self.k_cache)
+            mark(self.v_cache)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, d = x.shape

@@ -23,6 +23,7 @@ class MemState:
     reserved: int
     device_used: int  # total - free from the driver: includes graph objects, workspaces
     pools: dict[tuple[int, int], int] = field(default_factory=dict)  # pool -> reserved
+    private_segments: tuple[int, ...] = ()  # sizes of private-pool segments (diagnosis)
 
     def private_bytes(self, exclude: set | frozenset = frozenset()) -> int:
         return sum(b for p, b in self.pools.items() if p != DEFAULT_POOL and p not in exclude)
@@ -31,7 +32,8 @@ class MemState:
         return {"allocated_bytes": self.allocated, "reserved_bytes": self.reserved,
                 "device_used_bytes": self.device_used,
                 "private_pool_bytes": self.private_bytes(),
-                "private_pools": len([p for p in self.pools if p != DEFAULT_POOL])}
+                "private_pools": len([p for p in self.pools if p != DEFAULT_POOL]),
+                "private_segments": list(self.private_segments)}
 
 
 def pool_bytes(snapshot: list[dict]) -> dict[tuple[int, int], int]:
@@ -49,10 +51,13 @@ def state(device: str) -> MemState:
 
     torch.cuda.synchronize(device)
     free, total = torch.cuda.mem_get_info(device)
+    snap = torch.cuda.memory_snapshot()
+    private = tuple(sorted(int(s.get("total_size", 0)) for s in snap
+                           if tuple(s.get("segment_pool_id") or DEFAULT_POOL) != DEFAULT_POOL))
     return MemState(allocated=torch.cuda.memory_allocated(device),
                     reserved=torch.cuda.memory_reserved(device),
-                    device_used=total - free,
-                    pools=pool_bytes(torch.cuda.memory_snapshot()))
+                    device_used=total - free, pools=pool_bytes(snap),
+                    private_segments=private)
 
 
 def reset_peak(device: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import sys
 import time
 import traceback
 from contextlib import contextmanager
@@ -55,11 +56,14 @@ def reset_state(device: str) -> None:
     """Back to as-if-fresh: no compiled code, no graph trees, no pools, no cached blocks."""
     import torch
 
-    try:
-        torch._dynamo.reset()
-    except Exception:  # a reset that fails leaves state behind; the next M0 shows it
-        logging.getLogger(__name__).warning("torch._dynamo.reset failed", exc_info=True)
-    if device.startswith("cuda"):
+    # Only what was loaded can hold state; importing Dynamo just to reset it would
+    # charge seconds of import to an eager-only sweep.
+    if "torch._dynamo" in sys.modules:
+        try:
+            torch._dynamo.reset()
+        except Exception:  # a reset that fails leaves state behind; the next M0 shows it
+            logging.getLogger(__name__).warning("torch._dynamo.reset failed", exc_info=True)
+    if device.startswith("cuda") and "torch._inductor.cudagraph_trees" in sys.modules:
         try:  # torch < 2.5's dynamo reset does not clear the graph trees itself
             from torch._inductor.cudagraph_trees import reset_cudagraph_trees
 
@@ -69,7 +73,21 @@ def reset_state(device: str) -> None:
     gc.collect()
     if device.startswith("cuda"):
         torch.cuda.synchronize()
+        clear_cublas_workspaces()
         torch.cuda.empty_cache()
+
+
+def clear_cublas_workspaces() -> None:
+    """cuBLAS keeps one workspace (~32 MiB on Hopper) per handle and stream, allocated
+    from whatever pool was current: one made during a capture pins that graph's pool
+    after the graph is gone, and one left from an earlier point changes what the next
+    point's setup allocates. Seen on the H200: a leftover 34 MiB private pool at the
+    next point's M0, and graph pools of 34 or 94 MiB for the same shape by history."""
+    import torch
+
+    fn = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if fn is not None:
+        fn()
 
 
 def _measure(m, phases, workload, mode, batch_size, device, config) -> None:
@@ -97,9 +115,14 @@ def _measure(m, phases, workload, mode, batch_size, device, config) -> None:
         reference = modes.clone_output(model(_fresh(x_check)))
         phases["reference"] = time.perf_counter() - t0
         if cuda:
+            t0 = time.perf_counter()
             d["clocks_before"] = _clocks(device)
+            # The reference run just made a workspace: drop it so that every mode's
+            # setup starts from the same state and allocates its own where it runs.
+            clear_cublas_workspaces()
             m0 = memory.state(device)
             memory.reset_peak(device)
+            phases["snapshots"] = time.perf_counter() - t0
         with _compile_watch() as watch:
             t0 = time.perf_counter()
             prepared = modes.prepare(mode, model, x, device)
@@ -107,7 +130,9 @@ def _measure(m, phases, workload, mode, batch_size, device, config) -> None:
             m["setup_s"] = prepared.setup_s
             d["setup_calls_s"] = prepared.setup_calls_s
             if cuda:
+                t0 = time.perf_counter()
                 m1 = memory.state(device)
+                phases["snapshots"] += time.perf_counter() - t0
             with _no_recompiles(mode):
                 t0 = time.perf_counter()
                 out = prepared.run(_fresh(x_check))
@@ -136,7 +161,9 @@ def _measure(m, phases, workload, mode, batch_size, device, config) -> None:
                         phases["profile"] = time.perf_counter() - t0
                     d.update(launches.pop("details"))
                     m.update(launches)
+                    t0 = time.perf_counter()
                     d["clocks_after"] = _clocks(device)
+                    phases["snapshots"] += time.perf_counter() - t0
         d["compile"] = watch
     status, reason = cudagraph_status(mode, m["graph_launches_per_step"], watch)
     m["cudagraph_status"] = status

@@ -28,6 +28,17 @@ def test_count_splits_host_launches_graph_launches_and_kernels():
     assert c["details"]["host_copies_per_step"] == 0.5
 
 
+def test_gpu_annotations_are_not_kernels():
+    # ProfilerStep#N and Inductor's "## Call CompiledFxGraph ##" ranges sit on the GPU
+    # timeline spanning the step's kernels; counted as work they double the busy time.
+    events = [ev("cudaLaunchKernel"), ev("k", True, 0, 2),
+              ev("ProfilerStep#4", True, 0, 50), Event("## Call CompiledFxGraph f ##",
+                                                         True, 0, 40),
+              Event("my_range", True, 0, 30, annotation=True)]
+    c = count(events, steps=1)
+    assert c["gpu_kernels_per_step"] == 1 and c["gpu_busy_ms"] == pytest.approx(0.002)
+
+
 def test_a_trace_without_kernels_is_an_error_not_zero():
     with pytest.raises(ProfilingError):
         count([ev("cudaLaunchKernel"), ev("Memcpy HtoD", True, 0, 1)], steps=1)

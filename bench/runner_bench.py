@@ -1,0 +1,199 @@
+"""Bench the runner itself on a GPU: is what it reports what the GPU does?
+
+Prints, for the `mlp` seed workload (32 x Linear(256)+ReLU, fp32):
+  (a) harness overhead = sweep wall time / (setup time + timed work), target <= 1.3.
+      "timed work" = every phase that runs the step to measure it: warm-up, timed
+      blocks, per-call latency calls, the profiled pass. Everything else (model build,
+      eager reference, correctness check, memory snapshots, resets) is harness. A strict
+      variant (setup + timed blocks only) is printed beside it.
+  (b) fidelity = cuda-graph step time / GPU busy time at batch 8, target <= 1.15.
+  (c) agreement of each mode's step time with a minimal, independent CUDA-event loop
+      (its own model, compile and capture code, in this process), within 5%.
+
+usage: python bench/runner_bench.py [--batches 8,8192] [--out FILE.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from runner.sweep import SweepSpec, run_sweep  # noqa: E402
+
+MODES = ("eager", "compile", "reduce-overhead", "cuda-graph")
+WORK_PHASES = ("setup", "warmup", "timed", "latency", "profile")
+
+
+class ListSink:
+    def __init__(self):
+        self.points: list[dict] = []
+
+    def start(self, environment, run):
+        self.env = environment
+
+    def point(self, m):
+        self.points.append(m)
+        print(f"  point {m['mode']} b={m['batch_size']}: {m['status']} step_ms "
+              f"{m['step_ms']} setup_s {m['setup_s']} wall_s "
+              f"{m['details'].get('point_wall_s', 0):.1f} {m['message'][:80]}", flush=True)
+
+    def finish(self, status):
+        self.status = status
+
+
+def independent_step_ms(mode: str, batch: int) -> float:
+    """The same step timed with nothing of the runner: 15 blocks of ~20 ms, median."""
+    import torch
+    from torch import nn
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    layers: list[nn.Module] = []
+    for _ in range(32):
+        layers += [nn.Linear(256, 256), nn.ReLU()]
+    model = nn.Sequential(*layers).cuda().eval()
+    x = torch.randn(batch, 256, device="cuda")
+    with torch.no_grad():
+        if mode == "eager":
+            def f():
+                return model(x)
+        elif mode in ("compile", "reduce-overhead"):
+            c = torch.compile(model, dynamic=False,
+                              mode="reduce-overhead" if mode == "reduce-overhead" else None)
+
+            def f():
+                return c(x)
+        else:
+            sx = x.clone()
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for _ in range(3):
+                    model(sx)
+            torch.cuda.current_stream().wait_stream(s)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                model(sx)
+
+            def f():
+                sx.copy_(x)
+                g.replay()
+        for _ in range(5):
+            f()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(50):
+            f()
+        torch.cuda.synchronize()
+        n = max(1, int(0.02 / ((time.perf_counter() - t0) / 50)))
+        res = []
+        for _ in range(15):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            for _ in range(n):
+                f()
+            b.record()
+            b.synchronize()
+            res.append(a.elapsed_time(b) / n)
+    del f
+    torch._dynamo.reset()
+    return statistics.median(res)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batches", default="8,8192")
+    ap.add_argument("--timing", default="standard")
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    batches = tuple(int(b) for b in args.batches.split(","))
+
+    # Before any profiler or compile has touched this process: the reference for
+    # "does anything the runner leaves behind slow later launches down?".
+    pristine = independent_step_ms("eager", 8)
+    sink = ListSink()
+    t0 = time.perf_counter()
+    run_sweep(SweepSpec("mlp", {}, batches, MODES, "cuda", args.timing), sink)
+    wall = time.perf_counter() - t0
+    phase = {p: sum(m["details"]["phase_s"].get(p, 0.0) for m in sink.points)
+             for p in ("build", "reference", "setup", "correctness", "warmup", "timed",
+                       "latency", "memory", "profile", "cleanup")}
+    work = sum(phase[p] for p in WORK_PHASES)
+    strict = phase["setup"] + phase["timed"]
+    overhead = wall / work
+    by = {(m["mode"], m["batch_size"]): m for m in sink.points}
+    cg8 = by.get(("cuda-graph", 8))
+    fidelity = (cg8["step_ms"] / cg8["gpu_busy_ms"]
+                if cg8 and cg8.get("step_ms") and cg8.get("gpu_busy_ms") else None)
+
+    agree = []
+    for b in batches:
+        for mode in MODES:
+            m = by[(mode, b)]
+            if m["status"] != "ok":
+                agree.append({"mode": mode, "batch": b, "runner_ms": None,
+                              "independent_ms": None, "rel_diff": None,
+                              "note": m["message"]})
+                continue
+            ind = independent_step_ms(mode, b)
+            agree.append({"mode": mode, "batch": b, "runner_ms": m["step_ms"],
+                          "independent_ms": ind, "rel_diff": m["step_ms"] / ind - 1})
+
+    env = sink.env
+    after = next((a["independent_ms"] for a in agree
+                  if a["mode"] == "eager" and a["batch"] == 8), None)
+    outside = wall - sum(m["details"].get("point_wall_s", 0.0) for m in sink.points)
+    print(f"GPU {env['gpu_name']}, torch {env['torch_version']}, "
+          f"CPU {env['cpu_model']}")
+    print(f"\n(a) harness overhead: wall {wall:.1f} s / (setup {phase['setup']:.1f} s + "
+          f"timed work {work - phase['setup']:.1f} s) = {overhead:.3f} (target <= 1.3); "
+          f"strict wall/(setup + timed blocks) = {wall / strict:.3f}")
+    print("    phases (s): " + ", ".join(f"{k} {v:.2f}" for k, v in phase.items())
+          + f"; outside points {outside:.2f}")
+    if after is not None:
+        print(f"    independent eager b=8 before the sweep {pristine:.4f} ms, after it "
+              f"{after:.4f} ms ({after / pristine - 1:+.1%}): residue of profiling/compile")
+    if fidelity is not None:
+        print(f"(b) fidelity: cuda-graph step {cg8['step_ms']:.4f} ms / GPU busy "
+              f"{cg8['gpu_busy_ms']:.4f} ms = {fidelity:.3f} (target <= 1.15)")
+    else:
+        print("(b) fidelity: no cuda-graph point at batch 8")
+    print("(c) runner vs independent event loop (target within 5%):")
+    for a in agree:
+        if a["runner_ms"] is None:
+            print(f"    {a['mode']:>16} b={a['batch']:<5} n/a: {a['note']}")
+            continue
+        ok = "ok" if abs(a["rel_diff"]) <= 0.05 else "OFF"
+        print(f"    {a['mode']:>16} b={a['batch']:<5} runner {a['runner_ms']:.4f} ms  "
+              f"independent {a['independent_ms']:.4f} ms  diff {a['rel_diff']:+.1%} {ok}")
+    print("\nmode             batch  step_ms  p10     p90     latency  busy_ms  host_l  "
+          "graph_l  kernels  pool_MiB  setup_s  cg_status")
+    for m in sink.points:
+        def f(k, fmt="{:.4f}", m=m):
+            return fmt.format(m[k]) if m.get(k) is not None else "-"
+        pool = (f"{m['graph_pool_bytes'] / 2**20:.1f}"
+                if m.get("graph_pool_bytes") is not None else "-")
+        print(f"{m['mode']:<16} {m['batch_size']:>5}  {f('step_ms')}  {f('step_ms_p10')}  "
+              f"{f('step_ms_p90')}  {f('latency_ms')}   {f('gpu_busy_ms')}   "
+              f"{f('host_launches_per_step', '{:.0f}')}      "
+              f"{f('graph_launches_per_step', '{:.0f}')}        "
+              f"{f('gpu_kernels_per_step', '{:.0f}')}      {pool:>7}  "
+              f"{f('setup_s', '{:.2f}')}   {m['cudagraph_status']} {m['status']} "
+              f"{m['message'][:60]}")
+    if args.out:
+        Path(args.out).write_text(json.dumps({
+            "environment": env, "wall_s": wall, "phase_s": phase, "overhead": overhead,
+            "overhead_strict": wall / strict, "fidelity": fidelity, "agreement": agree,
+            "pristine_eager_b8_ms": pristine, "outside_points_s": outside,
+            "points": sink.points}, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

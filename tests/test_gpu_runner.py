@@ -1,0 +1,126 @@
+"""The runner on a real GPU (run on the lent H200: pytest -m gpu tests/test_gpu_runner.py).
+
+Small models keep compile time down; what is asserted is what the figures must show
+whatever the GPU: graph launches where graphs run and none where they do not, outputs
+equal to eager, graph memory in private pools, isolation between points, and skips
+reported with their reason.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.sweep import SweepSpec, run_sweep
+
+pytestmark = pytest.mark.gpu
+
+SMALL = {"depth": "4", "width": "64"}
+MODES = ("eager", "compile", "reduce-overhead", "cuda-graph")
+
+
+class ListSink:
+    def __init__(self):
+        self.points: list[dict] = []
+
+    def start(self, environment, run):
+        self.env, self.run = environment, run
+
+    def point(self, measurement):
+        self.points.append(measurement)
+
+    def finish(self, status):
+        self.status = status
+
+
+def sweep(**kw) -> ListSink:
+    base = dict(workload="mlp", params=SMALL, batch_sizes=(8,), modes=MODES,
+                device="cuda", timing="quick")
+    sink = ListSink()
+    assert run_sweep(SweepSpec(**{**base, **kw}), sink) == "done"
+    return sink
+
+
+@pytest.fixture(scope="module")
+def four_modes():
+    sink = sweep()
+    return sink, {m["mode"]: m for m in sink.points}
+
+
+def test_environment_names_the_gpu(four_modes):
+    env = four_modes[0].env
+    assert env["device"] == "cuda" and env["gpu_name"] and env["sm_count"] > 0
+    assert env["gpu_memory_bytes"] > 0 and env["torch_version"]
+
+
+def test_every_mode_measures_and_matches_eager(four_modes):
+    for mode, m in four_modes[1].items():
+        assert m["status"] == "ok", (mode, m["message"], m["details"].get("traceback"))
+        assert m["correct"] is True, (mode, m["max_abs_err"])
+        assert m["max_abs_err"] < 1e-3
+        assert m["step_ms"] > 0 and m["latency_ms"] > 0 and m["gpu_busy_ms"] > 0
+        assert m["gpu_kernels_per_step"] >= 8  # 4 x (matmul + relu), fused or not
+        assert m["details"]["clocks_before"] and m["details"]["clocks_after"]
+
+
+def test_graph_launches_only_where_graphs_run(four_modes):
+    ms = four_modes[1]
+    assert ms["eager"]["graph_launches_per_step"] == 0
+    assert ms["eager"]["host_launches_per_step"] >= 8
+    assert ms["compile"]["graph_launches_per_step"] == 0
+    for mode in ("reduce-overhead", "cuda-graph"):
+        assert ms[mode]["graph_launches_per_step"] >= 1, mode
+        assert ms[mode]["cudagraph_status"] == "replay", (mode, ms[mode]["message"])
+        # The graph replaces the per-kernel launches: at most the input copy remains.
+        assert ms[mode]["host_launches_per_step"] < ms["eager"]["host_launches_per_step"]
+
+
+def test_graph_memory_is_attributed_to_private_pools(four_modes):
+    ms = four_modes[1]
+    for mode in ("reduce-overhead", "cuda-graph"):
+        assert ms[mode]["graph_pool_bytes"] > 0, mode
+    for mode in ("eager", "compile"):
+        assert ms[mode]["graph_pool_bytes"] == 0, mode
+    for m in ms.values():
+        assert m["peak_allocated_bytes"] > 0
+        # Every point starts with no pool left over from the one before.
+        assert m["details"]["leftover_private_pools_at_m0"] == 0, m["mode"]
+
+
+def test_twelfth_size_agrees_with_a_fresh_compile():
+    """The recompile-limit trap: through one compiled callable, sizes past the 8th fall
+    back to eager. Each point is isolated, so size 12 must look like a fresh compile."""
+    params = {"depth": "2", "width": "32"}
+    swept = sweep(params=params, batch_sizes=tuple(range(1, 13)), modes=("reduce-overhead",))
+    assert [m["status"] for m in swept.points] == ["ok"] * 12
+    fresh = sweep(params=params, batch_sizes=(12,), modes=("reduce-overhead",)).points[0]
+    last = swept.points[-1]
+    for m in (last, fresh):
+        assert m["cudagraph_status"] == "replay", m["message"]
+        assert m["details"]["compile"]["unique_graphs"] >= 1  # compiled, not fallen back
+        assert m["details"]["leftover_private_pools_at_m0"] == 0
+    for key in ("graph_launches_per_step", "host_launches_per_step",
+                "gpu_kernels_per_step"):
+        assert last[key] == fresh[key], key
+    assert last["step_ms"] == pytest.approx(fresh["step_ms"], rel=0.5)
+    assert last["graph_pool_bytes"] == pytest.approx(fresh["graph_pool_bytes"], rel=0.25)
+
+
+def test_mutated_input_is_reported_skipped_with_the_reason():
+    m = sweep(workload="tests.gpu_models:mutated_input", params={},
+              modes=("reduce-overhead",)).points[0]
+    assert m["status"] == "ok", m["message"]
+    assert m["cudagraph_status"] == "skipped"
+    assert m["graph_launches_per_step"] == 0
+    assert "mutat" in m["message"].lower(), m["message"]
+    assert m["correct"] is True
+
+
+def test_oom_is_an_error_point_and_the_sweep_goes_on():
+    # A 65536-token KV cache for 4096 sequences is hundreds of GiB: the allocation
+    # fails on any GPU. The next point (1 sequence) must still run.
+    params = {"layers": "1", "kv_len": "65536", "dtype": "float32"}
+    pts = sweep(workload="transformer-decode", params=params, batch_sizes=(4096, 1),
+                modes=("eager",)).points
+    assert pts[0]["status"] == "error"
+    assert "out of memory" in pts[0]["message"].lower(), pts[0]["message"]
+    assert pts[1]["status"] == "ok" and pts[1]["correct"] is True, pts[1]["message"]
