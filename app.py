@@ -15,23 +15,25 @@ from pages.common import ui
 
 HERE = Path(__file__).resolve().parent
 
-# (file, title, icon, url path). The first is the default page at "/". launch and serve
+# (file, title, icon, url path, in the menu). The first is the default page at "/". The
+# run page needs ?run=ID, so it is reached through links, not the menu. launch and serve
 # come from other parts of the project and appear once their files exist.
 PAGES = (
-    ("pages/runs.py", "Runs", ":material/list:", ""),
-    ("pages/run.py", "Run", ":material/monitoring:", "run"),
-    ("pages/compare.py", "Compare", ":material/compare_arrows:", "compare"),
-    ("pages/launch.py", "Launch", ":material/rocket_launch:", "launch"),
-    ("pages/serve.py", "Serve", ":material/dynamic_feed:", "serve"),
-    ("pages/import_export.py", "Import / export", ":material/swap_vert:", "import"),
+    ("pages/runs.py", "Runs", ":material/list:", "", True),
+    ("pages/run.py", "Run", ":material/monitoring:", "run", False),
+    ("pages/compare.py", "Compare", ":material/compare_arrows:", "compare", True),
+    ("pages/launch.py", "Launch", ":material/rocket_launch:", "launch", True),
+    ("pages/serve.py", "Serve", ":material/dynamic_feed:", "serve", True),
+    ("pages/import_export.py", "Import / export", ":material/swap_vert:", "import", True),
 )
 
-st.set_page_config(page_title="launchbench", page_icon="⏱️", layout="wide")
+st.set_page_config(page_title="launchbench", page_icon=":material/timer:", layout="wide")
 
 nav = st.navigation([
     st.Page(HERE / file, title=title, icon=icon, default=True) if not path else
-    st.Page(HERE / file, title=title, icon=icon, url_path=path)
-    for file, title, icon, path in PAGES if (HERE / file).is_file()
+    st.Page(HERE / file, title=title, icon=icon, url_path=path,
+            visibility="visible" if listed else "hidden")
+    for file, title, icon, path, listed in PAGES if (HERE / file).is_file()
 ])
 
 with st.sidebar:

@@ -6,6 +6,8 @@ import streamlit as st
 
 from pages.common import analysis, charts, links, ui
 
+ui.ensure_frame()
+
 st.title("Compare runs")
 
 # --- settings: ids from the URL; the picker below rewrites the URL ------------------------
@@ -33,11 +35,11 @@ points = ui.points(found)
 
 # --- show -------------------------------------------------------------------------------
 for line in analysis.comparability(headers):
-    st.warning(f"⚠️ {line} The curves below measure different things.")
+    st.warning(f"{line} The curves below measure different things.", icon=":material/warning:")
 published = headers[headers["source"] == "published"]["id"].tolist()
 if published:
-    st.info(f"📄 Run(s) {', '.join(map(str, published))}: published figures from the cited "
-            "article, not measured here.")
+    st.info(f"Run(s) {', '.join(map(str, published))}: published figures from the cited "
+            "article, not measured here.", icon=":material/article:")
 
 chart = charts.compare_chart(analysis.compare_speedups(points, headers))
 if chart is None:

@@ -8,12 +8,15 @@ from db.store import RunNotFound, export_bundle
 from pages.common import analysis, charts, links, report, ui, uploads
 from runner import bundle as fmt
 
+ui.ensure_frame()
+
 st.title("Import and export")
 
 # --- import -----------------------------------------------------------------------------
 st.subheader("Import bundles")
 if read_only():
-    st.info("🔒 Read-only share mode: importing is disabled on this deployment.")
+    st.info("Read-only share mode: importing is disabled on this deployment.",
+            icon=":material/lock:")
 else:
     files = st.file_uploader(
         "Bundle files (.json from `python -m runner sweep --out` or `export`)",
@@ -30,8 +33,8 @@ else:
         for r in results:
             if r.ok:
                 st.success(r.message)
-                st.page_link(ui.PAGES["run"], label=f"Open run {r.run_id}", icon="📈",
-                             query_params={"run": r.run_id})
+                st.page_link(ui.PAGES["run"], label=f"Open run {r.run_id}",
+                             icon=":material/monitoring:", query_params={"run": r.run_id})
             elif r.run_id is not None:
                 st.info(r.message)
             else:

@@ -7,6 +7,8 @@ import streamlit as st
 from pages.common import charts, links, report, ui
 from runner.bundle import ENVIRONMENT_FIELDS
 
+ui.ensure_frame()
+
 # --- settings: the run id comes from the URL only, so the link is the whole state --------
 run_id = ui.run_id_from_url()
 
@@ -14,7 +16,7 @@ run_id = ui.run_id_from_url()
 headers = ui.headers([run_id])
 if headers.empty:
     st.error(links.missing_runs([run_id], [])[0])
-    st.page_link(ui.PAGES["runs"], label="Back to the runs", icon="📋")
+    st.page_link(ui.PAGES["runs"], label="Back to the runs", icon=":material/list:")
     st.stop()
 header = {k: (None if not isinstance(v, (dict, list)) and pd.isna(v) else v)
           for k, v in headers.iloc[0].to_dict().items()}
@@ -47,7 +49,8 @@ bad = int((~table["Status"].astype(str).str.startswith("ok")).sum()) if len(tabl
 if bad:
     st.caption(f"{bad} point(s) did not produce a measurement: marked in the Status column "
                "with their message.")
-st.dataframe(table, hide_index=True, key="points_table")
+st.dataframe(table, hide_index=True, key="points_table",
+             column_config={"Status": st.column_config.TextColumn(width="large")})
 
 left, right = st.columns(2)
 with left:
@@ -67,6 +70,6 @@ with right:
     st.subheader("Share")
     ui.share_link(links.run_url(ui.app_url(), run_id))
     st.page_link(ui.PAGES["import"], label="Download: bundle, CSV, HTML report, PNG charts",
-                 icon="📦", query_params={"run": run_id})
-    st.page_link(ui.PAGES["compare"], label="Compare with other runs", icon="⚖️",
-                 query_params={"run": run_id})
+                 icon=":material/download:", query_params={"run": run_id})
+    st.page_link(ui.PAGES["compare"], label="Compare with other runs",
+                 icon=":material/compare_arrows:", query_params={"run": run_id})

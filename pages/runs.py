@@ -5,6 +5,8 @@ import streamlit as st
 
 from pages.common import analysis, links, ui
 
+ui.ensure_frame()
+
 st.title("Runs")
 
 # --- settings ---------------------------------------------------------------------------
@@ -25,12 +27,12 @@ if runs.empty:
     else:
         st.info("No runs yet. Measure one with `python -m runner sweep --workload mlp "
                 "--batch-sizes 1,8,64,512` or upload a bundle on the Import page.")
-        st.page_link(ui.PAGES["import"], label="Import a bundle", icon="📥")
+        st.page_link(ui.PAGES["import"], label="Import a bundle", icon=":material/upload:")
     st.stop()
 
 published = int((runs["source"] == "published").sum())
 st.caption(f"{len(runs)} run(s)" + (f", {published} of them published figures "
-                                     "(📄, not measured here)" if published else "")
+                                     "(not measured here)" if published else "")
            + ". Select rows to open or compare them.")
 
 event = st.dataframe(
@@ -43,12 +45,12 @@ event = st.dataframe(
 chosen = [int(table.iloc[i]["id"]) for i in event.selection.rows]
 
 if len(chosen) == 1:
-    st.page_link(ui.PAGES["run"], label=f"Open run {chosen[0]}", icon="📈",
+    st.page_link(ui.PAGES["run"], label=f"Open run {chosen[0]}", icon=":material/monitoring:",
                  query_params={"run": chosen[0]})
 elif len(chosen) > 1:
     shown = chosen[:links.MAX_COMPARE]
     st.page_link(ui.PAGES["compare"], label=f"Compare runs {', '.join(map(str, shown))}",
-                 icon="⚖️", query_params={"run": [str(i) for i in shown]})
+                 icon=":material/compare_arrows:", query_params={"run": [str(i) for i in shown]})
     if len(chosen) > links.MAX_COMPARE:
         st.caption(f"Compare shows at most {links.MAX_COMPARE} runs.")
 

@@ -194,7 +194,7 @@ def test_page_urls_replace_the_current_page_and_repeat_params():
 def test_measure_command_for_a_run_without_one():
     cmd = links.measure_command({"workload": "mlp", "workload_params": {"width": 256,
                                                                         "depth": 32}},
-                                [8192, 8, 8], ["eager", "compile", "eager"])
+                                [8192, 8, 8], ["compile", "eager", "eager"])
     assert cmd == ("python -m runner sweep --workload mlp --param depth=32 --param width=256 "
                    "--batch-sizes 8,8192 --modes eager,compile")
 
@@ -299,6 +299,6 @@ def test_runs_table_marks_published_and_cpu(sqlite_engine):
     seed_if_empty(sqlite_engine)
     import_bundle(sqlite_engine, sweep_bundle(device="cpu"))
     t = analysis.runs_table(queries.runs_frame(sqlite_engine)).set_index("GPU")
-    assert t.at["NVIDIA L40S", "source"] == "📄 published"
+    assert t.at["NVIDIA L40S", "source"] == "published"
     assert t.at["cpu", "source"] == "measured"
     assert t.at["cpu", "link"].startswith("run?run=")

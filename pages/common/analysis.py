@@ -295,7 +295,7 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({
         "id": runs["id"].astype(int),
         "created": runs["created_at"].dt.strftime("%Y-%m-%d %H:%M"),
-        "source": runs["source"].map({"published": "📄 published"}).fillna("measured"),
+        "source": runs["source"].map({"published": "published"}).fillna("measured"),
         "GPU": runs["gpu_name"].fillna("cpu"),
         "torch": runs["torch_version"].fillna("—"),
         "workload": runs["workload"],

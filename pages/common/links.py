@@ -10,6 +10,8 @@ import shlex
 from collections.abc import Iterable
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
+from runner.bundle import MODES
+
 # Page url paths, the contract of DESIGN.md ("Dashboard URLs").
 RUNS, RUN, COMPARE, IMPORT = "", "run", "compare", "import"
 MAX_COMPARE = 12  # more curves than this are unreadable in one chart
@@ -100,5 +102,5 @@ def measure_command(header: dict, batch_sizes: Iterable[int], modes: Iterable[st
     for k in sorted(params):
         argv += ["--param", f"{k}={params[k]}"]
     argv += ["--batch-sizes", ",".join(str(b) for b in sorted(set(batch_sizes))),
-             "--modes", ",".join(dict.fromkeys(modes))]
+             "--modes", ",".join(m for m in MODES if m in set(modes))]
     return shlex.join(argv)

@@ -59,6 +59,7 @@ def headline(points: pd.DataFrame) -> list[str]:
         lines.append("Break-even: unknown (needs compile and reduce-overhead at the same "
                      "batch size).")
     pay = analysis.payback(points)
+    unknown = []
     for _, r in best.iterrows():
         row = pay[(pay["mode"] == r["mode"]) & (pay["batch_size"] == r["batch_size"])]
         if row.empty:
@@ -68,11 +69,13 @@ def headline(points: pd.DataFrame) -> list[str]:
             lines.append(f"{r['mode']}: saves nothing per step at batch "
                          f"{int(r['batch_size']):,}, so its setup never pays back.")
         elif pd.isna(p["payback_steps"]):
-            lines.append(f"{r['mode']}: payback unknown (setup time not recorded).")
+            unknown.append(r["mode"])
         else:
             lines.append(f"{r['mode']}: its {format_value('setup_s', p['setup_s'])} setup pays "
                          f"back after {p['payback_steps']:,.0f} steps at batch "
                          f"{int(r['batch_size']):,}.")
+    if unknown:
+        lines.append(f"Payback unknown for {', '.join(unknown)} (setup time not recorded).")
     return lines
 
 

@@ -26,6 +26,19 @@ PAGES = {"runs": "pages/runs.py", "run": "pages/run.py", "compare": "pages/compa
          "import": "pages/import_export.py"}
 
 
+def ensure_frame() -> None:
+    """Call first in every page script. With a pages/ folder beside app.py, streamlit's
+    legacy multipage mode runs a page file on its own (without app.py: no sidebar, no
+    seeding) when the very first request a server gets is a share link such as /run?run=3.
+    Calling st.navigation switches that mode off for the process; until the frame has
+    done so, leave the mode now and rerun through app.py (same URL, same page)."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False  # exactly what st.navigation does
+        st.rerun()
+
+
 def db_url() -> str:
     return default_url()
 
@@ -125,7 +138,7 @@ def run_id_from_url(param: str = "run") -> int:
         return links.parse_run_id(values[0] if values else None, param)
     except links.LinkError as e:
         st.error(str(e))
-        st.page_link(PAGES["runs"], label="Pick a run on the Runs page", icon="📋")
+        st.page_link(PAGES["runs"], label="Pick a run on the Runs page", icon=":material/list:")
         st.stop()
 
 
@@ -177,4 +190,5 @@ def published_banner(header) -> None:
     if header.get("source") == "published":
         from pages.common.report import PUBLISHED_NOTE
 
-        st.info(f"📄 {PUBLISHED_NOTE} Source: {header.get('label') or 'unknown'}")
+        st.info(f"{PUBLISHED_NOTE} Source: {header.get('label') or 'unknown'}",
+                icon=":material/article:")

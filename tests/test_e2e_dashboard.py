@@ -1,0 +1,113 @@
+"""The dashboard in a real browser: Debian's chromium through Playwright against a real
+`streamlit run app.py` (one server for the module, a fresh browser context per test)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from db import queries
+from db.engine import make_engine
+from db.store import import_bundle
+from runner import bundle as fmt
+from tests.synthetic import sweep_bundle
+
+# The fixtures (dashboard server, browser, page) live in tests/e2e_support.py; pytest
+# imports it as a plugin, so it is not imported here at module level (that would make
+# pytest warn that it cannot rewrite its asserts).
+pytest_plugins = ("tests.e2e_support",)
+pytestmark = pytest.mark.e2e
+
+
+def wait_for_app(page, text=None):
+    from tests.e2e_support import wait_for_app as wait
+
+    wait(page, text)
+
+
+def rendered_charts(page) -> int:
+    from tests.e2e_support import rendered_charts as count
+
+    return count(page)
+ROOT = Path(__file__).resolve().parents[1]
+SCREENSHOT = ROOT / "docs" / "screenshot-run.png"
+
+
+@pytest.fixture(scope="module")
+def db(dashboard):
+    engine = make_engine(dashboard.db_url)
+    yield engine
+    engine.dispose()
+
+
+def _sample_run(db) -> int:
+    """The run for the README screenshot: a measured sample when one is shipped (more
+    charts), else the published figures. Never synthetic test data."""
+    runs = queries.runs_frame(db)
+    measured = runs[runs["source"] == "measured"]
+    return int((measured if len(measured) else runs).iloc[0]["id"])
+
+
+def _expect_charts(page, at_least: int) -> None:
+    page.wait_for_function(
+        "n => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] canvas, "
+        "[data-testid='stVegaLiteChart'] svg.marks\").length >= n", arg=at_least)
+
+
+def test_run_share_link_shows_its_charts_in_a_fresh_browser(dashboard, db, page):
+    rid = _sample_run(db)
+    page.goto(dashboard.url(f"run?run={rid}"))
+    wait_for_app(page, "Headline")
+    _expect_charts(page, 2)
+    header = queries.run_header(db, rid)
+    page.get_by_text(f"Run {rid}: {header['workload']}").first.wait_for()
+    # The share link (in a copyable code block) names this very URL.
+    page.locator("[data-testid='stCode']").filter(
+        has_text=dashboard.url(f"run?run={rid}")).first.wait_for()
+    # The first request of a fresh server went through the frame: the sidebar is there.
+    page.get_by_text("Database:").first.wait_for()
+    assert "Traceback" not in page.content()
+    # Streamlit scrolls inside its main container, so grow the window to the whole page
+    # before the screenshot (full_page alone would only capture the first screen).
+    height = page.evaluate("document.querySelector(\"[data-testid='stMain']\").scrollHeight")
+    page.set_viewport_size({"width": 1400, "height": min(int(height) + 40, 8000)})
+    page.wait_for_timeout(500)  # let Vega redraw at the new size
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    assert SCREENSHOT.stat().st_size > 10_000
+
+
+def test_compare_link_overlays_runs(dashboard, db, page):
+    published = int(queries.runs_frame(db).query("source == 'published'")["id"].iloc[0])
+    other, _ = import_bundle(db, sweep_bundle(gpu="Synthetic GPU (e2e)", batches=(8, 8192),
+                                              params={"depth": 32, "width": 256}))
+    page.goto(dashboard.url(f"compare?run={published}&run={other}"))
+    wait_for_app(page, "Per batch size")
+    _expect_charts(page, 1)
+    assert page.get_by_text("Environment differences").count() == 1
+    assert "Traceback" not in page.content()
+
+
+def test_bad_run_link_shows_one_clear_line(dashboard, page):
+    page.goto(dashboard.url("run?run=abc"))
+    wait_for_app(page, "is not a run id")
+    assert "Traceback" not in page.content()
+    assert rendered_charts(page) == 0
+
+
+def test_upload_a_bundle(dashboard, db, page, tmp_path):
+    doc = sweep_bundle(label="SYNTHETIC upload (e2e)")
+    path = fmt.write(tmp_path / "upload.json", doc)
+    page.goto(dashboard.url("import"))
+    wait_for_app(page, "Import bundles")
+    page.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(str(path))
+    page.get_by_role("button", name="Import 1 file(s)").click()
+    page.get_by_text("imported as run").first.wait_for()
+    runs = queries.runs_frame(db)
+    assert doc["run"]["uuid"] in set(runs["uuid"])
+    # Its run page opens from the link the import shows.
+    rid = int(runs.set_index("uuid").at[doc["run"]["uuid"], "id"])
+    page.get_by_text(f"Open run {rid}").click()
+    wait_for_app(page, "Headline")
+    _expect_charts(page, 4)
