@@ -1,0 +1,193 @@
+"""`enqueue`, `jobs`, `cancel`, `worker`: the job queue from the command line.
+
+`enqueue` takes `sweep`'s flags (parsed by the same functions) plus --target. A queued job
+may only name a registered workload: whichever worker claims it runs it, so a user
+factory (module:factory) stays a `sweep`-only thing. torch is imported by `worker` alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from runner import bundle as fmt
+from runner.cli import UsageError
+from runner.commands import sweep as sweep_cmd
+
+DB_HELP = "database URL (default: $LAUNCHBENCH_DB, else sqlite:///data/launchbench.db)"
+
+
+def register(sub) -> None:
+    p = sub.add_parser("enqueue", help="queue a sweep for a worker; prints the job id",
+                       description="Queue a sweep (same flags as `sweep`) for a worker to "
+                                   "claim; prints the job id.")
+    p.add_argument("--workload", required=True, metavar="NAME",
+                   help="registered workload (mlp, transformer-decode)")
+    p.add_argument("--batch-sizes", required=True, metavar="LIST",
+                   help="comma-separated, e.g. 1,8,64 or 1,2,4,...,8192")
+    p.add_argument("--modes", default=",".join(fmt.MODES), metavar="LIST",
+                   help=f"comma-separated from {', '.join(fmt.MODES)} (default: all)")
+    p.add_argument("--device", choices=fmt.DEVICES,
+                   help="default: the worker's (cuda when it has a GPU, else cpu)")
+    p.add_argument("--timing", choices=sweep_cmd.TIMINGS, help="timing preset (default: "
+                                                                "standard)")
+    p.add_argument("--quick", action="store_true", help="same as --timing quick")
+    p.add_argument("--label", metavar="TEXT", help="a note shown beside the run")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="workload parameter, repeatable (e.g. --param depth=8)")
+    p.add_argument("--target", metavar="NAME",
+                   help="only a worker of this name or GPU name (e.g. 'NVIDIA H200') runs it")
+    p.add_argument("--db", metavar="URL", help=DB_HELP)
+    p.set_defaults(func=run_enqueue)
+
+    p = sub.add_parser("jobs", help="list queued, running and finished jobs",
+                       description="One line per job, newest first.")
+    p.add_argument("--limit", type=int, default=50, metavar="N", help="at most N (50)")
+    p.add_argument("--db", metavar="URL", help=DB_HELP)
+    p.set_defaults(func=run_jobs)
+
+    p = sub.add_parser("cancel", help="cancel a queued or running job",
+                       description="A queued job is cancelled at once; a running one stops "
+                                   "after the point in flight, keeping finished points.")
+    p.add_argument("job", metavar="JOB", help="job id (see `jobs`)")
+    p.add_argument("--db", metavar="URL", help=DB_HELP)
+    p.set_defaults(func=run_cancel)
+
+    p = sub.add_parser("worker", help="claim and run queued jobs",
+                       description="Register this host (GPU, torch), then claim queued jobs "
+                                   "one at a time, run them, store each point as it "
+                                   "finishes and heartbeat.")
+    p.add_argument("--db", metavar="URL", help=DB_HELP)
+    p.add_argument("--name", metavar="NAME", help="worker name jobs may --target "
+                                                  "(default: host name)")
+    p.add_argument("--once", action="store_true",
+                   help="run at most one job, then exit (at once when none is queued)")
+    p.add_argument("--idle-exit", type=float, metavar="SECONDS",
+                   help="exit after this long without a job (default: run forever)")
+    p.add_argument("--heartbeat", type=float, default=None, metavar="SECONDS",
+                   help=argparse.SUPPRESS)  # tests: faster beats
+    p.add_argument("--lost-after", type=float, default=None, metavar="SECONDS",
+                   help=argparse.SUPPRESS)
+    p.set_defaults(func=run_worker)
+
+
+def _engine(url: str | None):
+    from runner.commands.store import open_engine
+
+    return open_engine(url)
+
+
+def _known(fn, *args):
+    """db.jobs' own errors are bad input here: one line, exit 2."""
+    from db.access import ReadOnlyError
+    from db.jobs import JobFinished, JobNotFound, JobSpecError
+
+    try:
+        return fn(*args)
+    except (JobSpecError, JobNotFound, JobFinished, ReadOnlyError) as e:
+        raise UsageError(str(e)) from None
+
+
+def run_enqueue(args: argparse.Namespace) -> int:
+    from db import jobs
+
+    spec = {"workload": args.workload, "params": sweep_cmd.parse_params(args.param),
+            "batch_sizes": list(sweep_cmd.parse_batch_sizes(args.batch_sizes)),
+            "modes": list(sweep_cmd.parse_modes(args.modes)),
+            "device": args.device or "auto", "timing": sweep_cmd.parse_timing(args),
+            "label": sweep_cmd.parse_label(args.label)}
+    target = None
+    if args.target is not None:
+        target = args.target.strip()
+        if not target or len(target) > 200 or any(ord(c) < 32 for c in target):
+            raise UsageError(f"--target {args.target!r} must be 1..200 printable characters")
+    _known(jobs.check_spec, spec)  # before the database: a bad flag writes nothing
+    engine = _engine(args.db)
+    try:
+        job_id = _known(jobs.enqueue, engine, spec, target)
+    finally:
+        engine.dispose()
+    print(job_id)
+    return 0
+
+
+def _when(t) -> str:
+    return t.strftime("%Y-%m-%d %H:%M:%S") if t else "-"
+
+
+def format_job(job: dict) -> str:
+    s = job["spec"]
+    total = job["points_total"]
+    parts = [f"{job['id']:>5}", f"{job['status']:<9}", _when(job["created_at"]),
+             s.get("workload", "?"), job["device"],
+             f"{job['points_done']}/{total if total is not None else '?'}",
+             f"target={job['target']}" if job["target"] else "any",
+             f"worker={job['worker_name']}" if job["worker_name"] else "-",
+             f"run={job['run_id']}" if job["run_id"] else "-"]
+    if job["label"]:
+        parts.append(repr(job["label"]))
+    if job["message"]:
+        parts.append(f"({job['message']})")
+    return "  ".join(parts)
+
+
+def run_jobs(args: argparse.Namespace) -> int:
+    from db import jobs
+
+    if not 1 <= args.limit <= 100_000:
+        raise UsageError(f"--limit {args.limit} must be from 1 to 100000")
+    engine = _engine(args.db)
+    try:
+        rows = jobs.list_jobs(engine, limit=args.limit)
+    finally:
+        engine.dispose()
+    if not rows:
+        print("no jobs", file=sys.stderr)
+    for job in rows:
+        print(format_job(job))
+    return 0
+
+
+def run_cancel(args: argparse.Namespace) -> int:
+    from db import jobs
+
+    try:
+        job_id = int(args.job)
+        if job_id < 1:
+            raise ValueError
+    except ValueError:
+        raise UsageError(f"job id {args.job!r} is not a positive whole number") from None
+    engine = _engine(args.db)
+    try:
+        status = _known(jobs.cancel, engine, job_id)
+    finally:
+        engine.dispose()
+    print(f"job {job_id} cancelled" if status == "cancelled" else
+          f"job {job_id} is running: it stops after the point in flight")
+    return 0
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    from db import jobs
+
+    for flag, value in (("--idle-exit", args.idle_exit), ("--heartbeat", args.heartbeat),
+                        ("--lost-after", args.lost_after)):
+        if value is not None and not 0 <= value <= 7 * 24 * 3600:
+            raise UsageError(f"{flag} {value:g} must be from 0 to 604800 seconds")
+    if args.name is not None and (not args.name.strip() or len(args.name) > 200):
+        raise UsageError(f"--name {args.name!r} must be 1..200 characters")
+    try:
+        import torch  # noqa: F401 - a worker measures: fail here, before registering
+    except ImportError:
+        raise UsageError("worker needs torch, which is not installed here") from None
+    from runner.worker import Worker
+
+    engine = _engine(args.db)
+    try:
+        worker = Worker(engine, args.name and args.name.strip(),
+                        heartbeat_s=args.heartbeat or jobs.HEARTBEAT_S,
+                        lost_after_s=args.lost_after or jobs.LOST_AFTER_S,
+                        log=lambda line: print(line, flush=True))
+        return worker.serve(once=args.once, idle_exit_s=args.idle_exit)
+    finally:
+        engine.dispose()

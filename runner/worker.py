@@ -1,0 +1,253 @@
+"""The worker: claims queued jobs one at a time, runs each as a sweep, heartbeats.
+
+torch is imported only when a worker starts (identity) or runs a job, never at import:
+the launch page imports `ensure_local_worker` from here on machines that may lack torch.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from db import jobs
+
+ROOT = Path(__file__).resolve().parents[1]
+POLL_S = 1.0
+LOCAL_IDLE_EXIT_S = 600.0  # a worker the dashboard started goes away when left idle
+
+
+def identity() -> dict[str, Any]:
+    """What claim_next matches jobs against: GPU name and whether CUDA is there."""
+    import torch
+
+    has_cuda = torch.cuda.is_available()
+    return {"hostname": socket.gethostname(), "pid": os.getpid(), "has_cuda": has_cuda,
+            "gpu_name": torch.cuda.get_device_name(0) if has_cuda else None,
+            "torch_version": torch.__version__}
+
+
+class _JobSink:
+    """The database sink, plus the job -> run link as soon as the run row exists."""
+
+    def __init__(self, engine, job_id: int) -> None:
+        from runner.sinks import DbSink
+
+        self.engine, self.job_id, self.db = engine, job_id, DbSink(engine)
+
+    def start(self, environment: dict[str, Any], run: dict[str, Any]) -> None:
+        self.db.start(environment, run)
+        jobs.link_run(self.engine, self.job_id, self.db.run_id)
+
+    def point(self, measurement: dict[str, Any]) -> None:
+        self.db.point(measurement)
+
+    def finish(self, status: str) -> None:
+        self.db.finish(status)
+
+
+class _Heartbeat(threading.Thread):
+    """Beats every `every_s` in the background, so a long point (a compile) does not make
+    the worker look lost; remembers when its job was asked to stop."""
+
+    def __init__(self, engine, worker_id: int, every_s: float) -> None:
+        super().__init__(daemon=True, name="launchbench-heartbeat")
+        self.engine, self.worker_id, self.every_s = engine, worker_id, every_s
+        self.job_id: int | None = None
+        # The job told to stop. An id, not a flag: a beat for a job that just ended (not
+        # running any more, so "stop") must not stop the next one.
+        self.stopped_job: int | None = None
+        self._done = threading.Event()
+
+    def beat(self, progress: tuple[int, int, str | None] | None = None) -> None:
+        job_id = self.job_id
+        if jobs.heartbeat(self.engine, self.worker_id, job_id, progress=progress) and job_id:
+            self.stopped_job = job_id
+
+    def run(self) -> None:
+        while not self._done.wait(self.every_s):
+            try:
+                self.beat()
+            except Exception as e:  # noqa: BLE001 - a database hiccup: try again next beat
+                print(f"heartbeat failed: {str(e).splitlines()[0]}", file=sys.stderr)
+
+    def close(self) -> None:
+        self._done.set()
+
+
+class Worker:
+    def __init__(self, engine, name: str | None = None, *, heartbeat_s: float =
+                 jobs.HEARTBEAT_S, lost_after_s: float = jobs.LOST_AFTER_S,
+                 poll_s: float = POLL_S, log: Callable[[str], None] = print) -> None:
+        self.engine, self.log = engine, log
+        self.heartbeat_s, self.lost_after_s, self.poll_s = heartbeat_s, lost_after_s, poll_s
+        self.info = identity()
+        self.info["name"] = name or self.info["hostname"]
+        self.info["id"] = jobs.register_worker(
+            engine, **{k: self.info[k] for k in ("name", "hostname", "pid", "gpu_name",
+                                                 "has_cuda", "torch_version")})
+
+    def serve(self, *, once: bool = False, idle_exit_s: float | None = None) -> int:
+        """Claim and run jobs until there are none (`once`: after one job, or at once
+        when the queue is empty) or the queue stayed empty for `idle_exit_s`."""
+        beat = _Heartbeat(self.engine, self.info["id"], self.heartbeat_s)
+        beat.start()
+        gpu = self.info["gpu_name"] or "no CUDA"
+        self.log(f"worker {self.info['name']} (id {self.info['id']}) on "
+                 f"{self.info['hostname']}: {gpu}, torch {self.info['torch_version']}")
+        idle_since = time.monotonic()
+        try:
+            while True:
+                # Every worker sweeps up after lost ones: no separate janitor to run.
+                for job_id in jobs.reap_lost(self.engine, self.lost_after_s):
+                    self.log(f"job {job_id} failed: worker lost")
+                job = jobs.claim_next(self.engine, self.info)
+                if job is None:
+                    if once or (idle_exit_s is not None
+                                and time.monotonic() - idle_since >= idle_exit_s):
+                        return 0
+                    time.sleep(self.poll_s)
+                    continue
+                self.run_job(job, beat)
+                if once:
+                    return 0
+                idle_since = time.monotonic()
+        except KeyboardInterrupt:
+            return 130
+        finally:
+            beat.close()
+            jobs.stop_worker(self.engine, self.info["id"])
+
+    def run_job(self, job: dict[str, Any], beat: _Heartbeat) -> str:
+        from runner.commands.sweep import command_line
+        from runner.sweep import SweepSpec, run_sweep, validate_spec
+
+        job_id = job["id"]
+        self.log(f"claimed job {job_id}")
+        beat.job_id = job_id
+        sink = _JobSink(self.engine, job_id)
+        status, message, crashed, spec = "failed", "", False, None
+        try:
+            s = jobs.check_spec(job["spec"])  # the row may come from anywhere: check again
+            device = s["device"] if s["device"] != "auto" else (
+                "cuda" if self.info["has_cuda"] else "cpu")
+            spec = SweepSpec(workload=s["workload"], params=s["params"],
+                             batch_sizes=tuple(s["batch_sizes"]), modes=tuple(s["modes"]),
+                             device=device, timing=s["timing"], label=s["label"])
+            validate_spec(spec, allow_import=False)
+
+            def progress(done: int, total: int, current, _last) -> None:
+                point = f"{current[0]} batch {current[1]}" if current else None
+                beat.beat((done, total, point))
+
+            def should_stop() -> bool:
+                beat.beat()  # a fresh look at the cancel flag between points
+                return beat.stopped_job == job_id
+
+            status = run_sweep(spec, sink, progress=progress, should_stop=should_stop,
+                               command=command_line(spec))
+            message = "cancelled between points" if status == "cancelled" else ""
+        except KeyboardInterrupt:
+            self._end(job_id, sink, "cancelled", "worker interrupted", crashed=True)
+            raise
+        except Exception as e:  # noqa: BLE001 - any failure ends this job, not the worker
+            status, message = "failed", f"{type(e).__name__}: {str(e).strip()[:500]}"
+            crashed = True
+        finally:
+            beat.job_id = None
+        self._end(job_id, sink, status, message, crashed)
+        self._settle(spec.device if spec is not None else "cpu")
+        run = sink.db.run_id
+        self.log(f"job {job_id} {status}" + (f": run {run}" if run else "")
+                 + (f" ({message})" if message else ""))
+        return status
+
+    @staticmethod
+    def _settle(device: str) -> None:
+        """After a job: drop its compiled state, then freeze what is left (torch, Dynamo
+        and every module the job loaded, all living as long as the process), so the
+        collector stops rescanning it at each point's reset: gc.collect there drops from
+        ~0.1 s to milliseconds. The next job's garbage is created after the freeze and is
+        collected as usual; nothing a job leaves behind is frozen, the reset freed it."""
+        from runner.point import reset_state
+
+        reset_state(device)
+        gc.freeze()
+
+    def _end(self, job_id: int, sink: _JobSink, status: str, message: str,
+             crashed: bool = False) -> None:
+        if crashed and sink.db.run_id is not None:
+            try:  # run_sweep finishes its run itself, unless it raised before it could
+                sink.db.finish(status)
+            except Exception:  # noqa: BLE001 - the job's own status below still tells
+                pass
+        jobs.finish(self.engine, job_id, status, message)
+
+
+# --- starting a local worker from the dashboard ------------------------------------------
+
+def _state_path(db_url: str, suffix: str) -> Path:
+    key = hashlib.sha256(db_url.encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"launchbench-worker-{key}.{suffix}"
+
+
+def _alive(pid: int) -> bool:
+    """Is `pid` a running (not zombie) worker process of ours?"""
+    proc = Path(f"/proc/{pid}")
+    if proc.exists():
+        try:
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError):
+            return False
+        return state not in ("Z", "X") and b"runner" in cmdline and b"worker" in cmdline
+    try:
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    return sys.platform != "linux"
+
+
+_spawned: dict[int, subprocess.Popen] = {}  # reaped here so they never linger as zombies
+
+
+def ensure_local_worker(engine, job: dict[str, Any], db_url: str,
+                        idle_exit_s: float = LOCAL_IDLE_EXIT_S) -> int | None:
+    """Start `python -m runner worker` on this machine unless a live worker can serve
+    `job`, or one this function started is still alive. Returns the new pid, or None.
+
+    The process runs in its own session, so it outlives the browser session, page reruns
+    and even a restart of the dashboard; it exits after `idle_exit_s` without a job."""
+    from db.access import require_writable
+
+    require_writable("start a worker")
+    for pid, proc in list(_spawned.items()):
+        if proc.poll() is not None:
+            del _spawned[pid]
+    if any(jobs.can_serve(w, job) for w in jobs.live_workers(engine)):
+        return None
+    pidfile = _state_path(db_url, "pid")
+    try:
+        if _alive(int(pidfile.read_text())):
+            return None  # still starting (torch import) or idling: it will claim the job
+    except (OSError, ValueError):
+        pass
+    env = {k: v for k, v in os.environ.items() if k != "LAUNCHBENCH_READ_ONLY"}
+    env["LAUNCHBENCH_DB"] = db_url  # not on the command line: ps would show a password
+    with open(_state_path(db_url, "log"), "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "runner", "worker", "--idle-exit", f"{idle_exit_s:g}"],
+            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            start_new_session=True)
+    _spawned[proc.pid] = proc
+    pidfile.write_text(str(proc.pid))
+    return proc.pid
