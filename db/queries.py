@@ -28,7 +28,7 @@ def list_runs(engine: Engine) -> list[dict[str, Any]]:
 # the unique (run_id, mode, batch_size) constraint, whose index leads with run_id, for a
 # run's points. bench/dashboard_bench.py times them at 1,000 runs / 100,000 points.
 
-RUN_COLUMNS = ("id", "uuid", "workload", "workload_params", "dtype", "created_at",
+RUN_COLUMNS = ("id", "uuid", "kind", "workload", "workload_params", "dtype", "created_at",
                "finished_at", "status", "label", "source", "command")
 CPU = "cpu"  # what a run without a GPU shows and filters as, in the GPU column
 

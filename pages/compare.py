@@ -13,6 +13,7 @@ st.title("Compare runs")
 # --- settings: ids from the URL; the picker below rewrites the URL ------------------------
 asked = ui.run_ids_from_url()
 all_runs = ui.runs()
+all_runs = all_runs[all_runs["kind"] == "sweep"]  # serve runs have no speedup curves
 names = analysis.run_names(all_runs) if not all_runs.empty else {}
 labels = dict(zip(all_runs["id"].astype(int), all_runs["label"].fillna(""), strict=True))
 found = [i for i in asked if i in names]

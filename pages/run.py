@@ -20,6 +20,13 @@ if headers.empty:
     st.stop()
 header = {k: (None if not isinstance(v, (dict, list)) and pd.isna(v) else v)
           for k, v in headers.iloc[0].to_dict().items()}
+if header.get("kind") == "serve":
+    st.info(f"Run {run_id} is a serve run (a replay of dynamic batch sizes): its figures "
+            "are on the Serve page.", icon=":material/dynamic_feed:")
+    if ui.has_page("serve"):
+        st.page_link(ui.PAGES["serve"], label=f"Open serve run {run_id}",
+                     icon=":material/dynamic_feed:", query_params={"run": run_id})
+    st.stop()
 points = ui.points([run_id])
 
 # --- show -------------------------------------------------------------------------------
@@ -62,11 +69,12 @@ with left:
 with right:
     st.subheader("Reproduce")
     if header.get("command"):
-        st.code(header["command"], language="bash")
+        st.code(header["command"], language="bash", wrap_lines=True)
     else:
         st.caption("This run carries no command. To measure the same workload on your GPU:")
         st.code(links.measure_command(header, points["batch_size"].tolist(),
-                                      points["mode"].tolist()), language="bash")
+                                      points["mode"].tolist()), language="bash",
+                wrap_lines=True)
     st.subheader("Share")
     ui.share_link(links.run_url(ui.app_url(), run_id))
     st.page_link(ui.PAGES["import"], label="Download: bundle, CSV, HTML report, PNG charts",

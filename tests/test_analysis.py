@@ -125,7 +125,7 @@ def test_time_split_busy_fraction_and_idle():
 # --- several runs -------------------------------------------------------------------------
 
 def headers(*rows):
-    base = {"workload": "mlp", "workload_params": {"depth": 2}, "dtype": "float32",
+    base = {"kind": "sweep", "workload": "mlp", "workload_params": {"depth": 2}, "dtype": "float32",
             "source": "measured", "gpu_name": "G", "torch_version": "2.0"}
     return pd.DataFrame([{**base, **r} for r in rows])
 
@@ -302,3 +302,24 @@ def test_runs_table_marks_published_and_cpu(sqlite_engine):
     assert t.at["NVIDIA L40S", "source"] == "published"
     assert t.at["cpu", "source"] == "measured"
     assert t.at["cpu", "link"].startswith("run?run=")
+
+
+def test_dashboard_queries_on_sqlite_and_postgresql(any_url):
+    from db.engine import make_engine
+
+    engine = make_engine(any_url)
+    try:
+        seed_if_empty(engine)
+        gpu, _ = import_bundle(engine, sweep_bundle(gpu="A", failing={("eager", 8): "x"}))
+        cpu, _ = import_bundle(engine, sweep_bundle(device="cpu"))
+        df = queries.runs_frame(engine, gpus=["A", "cpu"])
+        assert set(df["id"]) == {gpu, cpu}
+        assert df.set_index("id").at[gpu, "ok_points"] == 19
+        assert "NVIDIA L40S" in queries.run_filter_options(engine)["gpu"]
+        p = queries.runs_points(engine, [gpu, cpu])
+        assert len(p) == 40 and p["step_ms"].dtype.kind == "f"
+        h = queries.runs_headers(engine, [cpu, gpu])
+        assert list(h["id"]) == [cpu, gpu] and pd.isna(h.iloc[0]["gpu_name"])
+        assert analysis.speedups(p).query("mode == 'compile'")["speedup"].gt(1).all()
+    finally:
+        engine.dispose()

@@ -288,3 +288,21 @@ def test_export_offers_bundle_csv_report_and_pngs_for_the_linked_run(dash):
             "speedup.png", "memory.png"} <= labels
     at = dash.open("pages/import_export.py", run="nope")
     assert any("?run='nope' is not a run id" in w for w in texts(at, "warning"))
+
+
+def test_serve_run_points_to_the_serve_page(dash):
+    from db.serve import start_serve_run
+
+    doc = sweep_bundle()
+    rid = start_serve_run(dash.engine, doc["environment"], doc["run"],
+                          {"batch_dist": "uniform:1-64", "requests": 3, "seed": 0,
+                           "strategies": ["eager"], "stream": [1, 5, 11]})
+    at = dash.open("pages/run.py", run=str(rid))
+    assert any(f"Run {rid} is a serve run" in t for t in texts(at, "info"))
+    assert charts(at) == [] and not at.error
+    table = dash.open().dataframe[0].value.set_index("id")
+    assert (table.at[rid, "kind"], table.at[rid, "link"]) == ("serve", f"serve?run={rid}")
+    at = dash.open("pages/compare.py", run=[str(rid), str(dash.published)])
+    options = at.multiselect[0].options
+    assert any(o.startswith(f"#{dash.published} ") for o in options)
+    assert not any(o.startswith(f"#{rid} ") for o in options) and not at.exception

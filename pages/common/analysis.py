@@ -23,7 +23,7 @@ BREAK_EVEN_GAIN = 1.1
 GRAPH_MODES = tuple(m for m in MODES if m != "eager")
 MODE_ORDER = {m: i for i, m in enumerate(MODES)}
 # What makes two runs' curves comparable: the same model at the same size and precision.
-COMPARABLE_FIELDS = ("workload", "workload_params", "dtype")
+COMPARABLE_FIELDS = ("kind", "workload", "workload_params", "dtype")
 
 
 def _num(v: Any) -> float | None:
@@ -288,14 +288,15 @@ def status_marks(points: pd.DataFrame) -> pd.Series:
 def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
     """The Runs page's table: one row per run, published runs marked, a relative link to
     each run page (relative, so it works under any base URL)."""
-    cols = ["id", "created", "source", "GPU", "torch", "workload", "parameters", "dtype",
-            "status", "points", "label", "link"]
+    cols = ["id", "created", "source", "kind", "GPU", "torch", "workload", "parameters",
+            "dtype", "status", "points", "label", "link"]
     if runs.empty:
         return pd.DataFrame(columns=cols)
     out = pd.DataFrame({
         "id": runs["id"].astype(int),
         "created": runs["created_at"].dt.strftime("%Y-%m-%d %H:%M"),
-        "source": runs["source"].map({"published": "published"}).fillna("measured"),
+        "source": runs["source"],
+        "kind": runs["kind"],
         "GPU": runs["gpu_name"].fillna("cpu"),
         "torch": runs["torch_version"].fillna("—"),
         "workload": runs["workload"],
@@ -305,6 +306,8 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
         "points": [f"{int(o)}/{int(p)} ok"
                    for o, p in zip(runs["ok_points"], runs["points"], strict=True)],
         "label": runs["label"].fillna(""),
-        "link": [f"run?run={int(i)}" for i in runs["id"]],
+        # Serve runs (dynamic batch sizes) have their own page.
+        "link": [f"{'serve' if k == 'serve' else 'run'}?run={int(i)}"
+                 for i, k in zip(runs["id"], runs["kind"], strict=True)],
     })
     return out[cols].reset_index(drop=True)

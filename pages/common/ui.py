@@ -6,6 +6,7 @@ no SQL (db.queries).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -23,7 +24,14 @@ from pages.common import links
 # elsewhere. (Its name must not start with "_": st.cache_data does not hash those.)
 CACHE_TTL_S = 60
 PAGES = {"runs": "pages/runs.py", "run": "pages/run.py", "compare": "pages/compare.py",
-         "import": "pages/import_export.py"}
+         "import": "pages/import_export.py", "launch": "pages/launch.py",
+         "serve": "pages/serve.py"}
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def has_page(name: str) -> bool:
+    """launch and serve are built by other parts of the project: link them once present."""
+    return (ROOT / PAGES[name]).is_file()
 
 
 def ensure_frame() -> None:
