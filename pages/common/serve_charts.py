@@ -1,0 +1,235 @@
+"""Serve runs for the dashboard: tables, charts, the advisor's comparison and the worked
+8/16/32 example, as pure functions of the frames db/serve.py returns (no streamlit).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from pages.common.metrics import MISSING
+from runner import advisor, buckets
+
+MIB = 2**20
+WIDTH, HEIGHT = 520, 280
+KIND_COLORS = {"eager": "#7f7f7f", "compile": "#1f77b4", "reduce-overhead": "#d62728",
+               "buckets": "#2ca02c"}
+OUTCOMES = {"exact": "#2ca02c", "padded": "#ff7f0e", "eager fallback": "#d62728"}
+
+
+def _v(x: Any) -> Any:
+    """NaN/NaT (what pandas makes of SQL NULL) back to None: unknown stays unknown."""
+    if x is None or isinstance(x, (list, dict, tuple)):
+        return x
+    try:
+        return None if pd.isna(x) else x
+    except (TypeError, ValueError):
+        return x
+
+
+def _fmt(x: Any, f: str) -> str:
+    x = _v(x)
+    return MISSING if x is None else f.format(x)
+
+
+def records(df: pd.DataFrame) -> list[dict]:
+    return [{k: _v(v) for k, v in row.items()} for row in df.to_dict("records")]
+
+
+def summary_table(results: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for r in records(results):
+        note = r["message"] or (r.get("details") or {}).get("note") or ""
+        rows.append({
+            "Strategy": r["strategy"], "Status": r["status"], "Ran as": r["execution"] or MISSING,
+            "Requests/s": _fmt(r["requests_per_s"], "{:,.0f}"),
+            "Rows/s": _fmt(r["rows_per_s"], "{:,.0f}"),
+            "p50 ms": _fmt(r["latency_ms_p50"], "{:.3f}"),
+            "p99 ms": _fmt(r["latency_ms_p99"], "{:.3f}"),
+            "Padding waste": _fmt(r["padding_waste"], "{:.0%}"),
+            "Hit": _fmt(r["hit_rate"], "{:.0%}"), "Fallback": _fmt(r["fallback_rate"], "{:.0%}"),
+            "Graphs": _fmt(r["graphs"], "{:.0f}"),
+            "Pool MiB": _fmt(None if r["graph_pool_bytes"] is None
+                             else r["graph_pool_bytes"] / MIB, "{:,.1f}"),
+            "Setup s": _fmt(r["setup_s"], "{:.2f}"),
+            "Matches eager": _fmt(r["correct"], "{}"), "Note": note})
+    return pd.DataFrame(rows)
+
+
+def memory_throughput_chart(results: pd.DataFrame) -> alt.Chart | None:
+    """Graph pool against real rows/s, one point per strategy: up and left is better."""
+    rows = [r for r in records(results) if r["status"] == "ok" and r["rows_per_s"]
+            and r["graph_pool_bytes"] is not None]
+    if not rows:
+        return None
+    df = pd.DataFrame({"strategy": [r["strategy"] for r in rows],
+                       "kind": [r["kind"] for r in rows],
+                       "pool_mib": [r["graph_pool_bytes"] / MIB for r in rows],
+                       "rows_per_s": [r["rows_per_s"] for r in rows],
+                       "graphs": [r["graphs"] for r in rows]})
+    base = alt.Chart(df).encode(
+        x=alt.X("pool_mib:Q", title="Graph pool (MiB)"),
+        y=alt.Y("rows_per_s:Q", title="Throughput (real rows/s)"),
+        color=alt.Color("kind:N", title="Strategy kind",
+                        scale=alt.Scale(domain=list(KIND_COLORS),
+                                        range=list(KIND_COLORS.values()))),
+        tooltip=["strategy:N", alt.Tooltip("pool_mib:Q", format=",.1f", title="Pool MiB"),
+                 alt.Tooltip("rows_per_s:Q", format=",.0f", title="Rows/s"), "graphs:Q"])
+    return (base.mark_point(size=90, filled=True)
+            + base.mark_text(align="left", dx=8).encode(text="strategy:N")).properties(
+        width=WIDTH, height=HEIGHT, title="Memory against throughput")
+
+
+def waste_frame(stream: list[int], results: pd.DataFrame) -> pd.DataFrame:
+    """Per bucket strategy and distinct batch size: its bucket, the waste, fallback, and
+    how many requests of the stream had that size."""
+    counts = pd.Series(stream).value_counts()
+    rows = []
+    for r in records(results):
+        if r["kind"] != "buckets":
+            continue
+        for w in buckets.waste_by_batch(stream, r["buckets"]):
+            outcome = ("eager fallback" if w["fallback"] else
+                       "exact" if w["bucket"] == w["batch_size"] else "padded")
+            rows.append({"strategy": r["strategy"], **w, "outcome": outcome,
+                         "requests": int(counts[w["batch_size"]])})
+    return pd.DataFrame(rows)
+
+
+def waste_chart(waste: pd.DataFrame) -> alt.Chart | None:
+    if waste.empty:
+        return None
+    return alt.Chart(waste).mark_bar().encode(
+        x=alt.X("batch_size:O", title="Batch size"),
+        y=alt.Y("requests:Q", title="Requests"),
+        color=alt.Color("outcome:N", title="Request", scale=alt.Scale(
+            domain=list(OUTCOMES), range=list(OUTCOMES.values()))),
+        opacity=alt.Opacity("wasted_fraction:Q", title="Rows wasted", legend=None,
+                            scale=alt.Scale(domain=[0, 1], range=[1, 0.35])),
+        row=alt.Row("strategy:N", title=None),
+        tooltip=["batch_size:Q", "bucket:Q", "outcome:N", "requests:Q",
+                 alt.Tooltip("wasted_fraction:Q", format=".0%", title="Rows wasted"),
+                 alt.Tooltip("padding_waste:Q", format=".0%", title="Extra rows")],
+    ).properties(width=WIDTH, height=110, title="Padding and fallback by batch size")
+
+
+def latency_chart(requests: pd.DataFrame) -> alt.Chart | None:
+    """Median measured latency per batch size, one line per strategy."""
+    if requests.empty:
+        return None
+    med = requests.groupby(["strategy", "batch_size"], as_index=False)["latency_ms"].median()
+    return alt.Chart(med).mark_line(point=True).encode(
+        x=alt.X("batch_size:Q", title="Batch size"),
+        y=alt.Y("latency_ms:Q", title="Median latency (ms)"),
+        color=alt.Color("strategy:N", title="Strategy"),
+        tooltip=["strategy:N", "batch_size:Q",
+                 alt.Tooltip("latency_ms:Q", format=".3f", title="ms")],
+    ).properties(width=WIDTH, height=HEIGHT, title="Latency by batch size (measured)")
+
+
+# --- the advisor -------------------------------------------------------------------------
+
+def profile_points(profile: pd.DataFrame) -> list[advisor.ProfilePoint]:
+    return [advisor.ProfilePoint(int(p["batch_size"]), p["bucket_ms"], p["eager_ms"],
+                                 None if p["pool_bytes"] is None else int(p["pool_bytes"]),
+                                 None if p["pool_extra_bytes"] is None
+                                 else int(p["pool_extra_bytes"]))
+            for p in records(profile)]
+
+
+def budget_bounds(profile: pd.DataFrame) -> tuple[int, int, int] | None:
+    """(min, max, default) memory budget in whole MiB for the slider; None when the
+    profile has no pool sizes (a CPU run)."""
+    pts = [p for p in profile_points(profile) if p.pool_bytes is not None
+           and p.pool_extra_bytes is not None]
+    if not pts:
+        return None
+    top = max(p.pool_bytes for p in pts) + sum(p.pool_extra_bytes for p in pts)
+    hi = max(1, math.ceil(top / MIB))
+    return 0, hi, max(1, math.ceil(max(p.pool_bytes for p in pts) / MIB))
+
+
+def _plan_row(name: str, plan: advisor.Plan | None, measured: dict | None = None) -> dict:
+    if plan is None:
+        return {"Plan": name, "Buckets": MISSING, "Graphs": MISSING, "Rows/s (model)": MISSING,
+                "Pool MiB (model)": MISSING, "Padding waste": MISSING, "Fallback": MISSING,
+                "Rows/s (measured)": MISSING, "Pool MiB (measured)": MISSING}
+    m = measured or {}
+    return {"Plan": name, "Buckets": "/".join(map(str, plan.buckets)) or "none (all eager)",
+            "Graphs": str(len(plan.buckets)), "Rows/s (model)": f"{plan.rows_per_s:,.0f}",
+            "Pool MiB (model)": _fmt(None if plan.pool_bytes is None
+                                     else plan.pool_bytes / MIB, "{:,.1f}"),
+            "Padding waste": f"{plan.padding_waste:.0%}", "Fallback": f"{plan.fallback_rate:.0%}",
+            "Rows/s (measured)": _fmt(m.get("rows_per_s"), "{:,.0f}"),
+            "Pool MiB (measured)": _fmt(None if m.get("graph_pool_bytes") is None
+                                        else m["graph_pool_bytes"] / MIB, "{:,.1f}")}
+
+
+def advice(stream: list[int], profile: pd.DataFrame, results: pd.DataFrame,
+           budget_mib: float | None) -> tuple[advisor.Advice, pd.DataFrame]:
+    """The advisor's proposal within the budget, beside powers of two and the bucket sets
+    this run measured (the model's figures next to the measured ones, to judge it by)."""
+    pts = profile_points(profile)
+    pmf = buckets.empirical_pmf(stream)
+    budget = None if budget_mib is None else int(budget_mib * MIB)
+    adv = advisor.advise(pmf, pts, budget_bytes=budget)
+    model = advisor.Model(pmf, pts)
+    rows = [_plan_row("advisor: recommended", adv.recommended),
+            _plan_row("advisor: highest throughput", adv.best),
+            _plan_row("powers of two (best within budget)", adv.pow2)]
+    for r in records(results):
+        if r["kind"] == "buckets" and r["status"] == "ok":
+            try:
+                plan = model.plan(r["buckets"])
+            except ValueError:
+                plan = None
+            rows.append(_plan_row(f"measured: {r['strategy']}", plan, r))
+    return adv, pd.DataFrame(rows)
+
+
+# --- the worked example ------------------------------------------------------------------
+
+def _median(requests: pd.DataFrame, strategy: str, batch: int) -> float | None:
+    sel = requests[(requests["strategy"] == strategy) & (requests["batch_size"] == batch)]
+    return None if sel.empty else float(sel["latency_ms"].median())
+
+
+def example_lines(stream: list[int], results: pd.DataFrame,
+                  requests: pd.DataFrame) -> list[str]:
+    """The 8/16/32 example of the issue, told with this run's own numbers (or with its
+    first bucket strategy when it did not measure 8/16/32)."""
+    rs = [r for r in records(results) if r["kind"] == "buckets"]
+    if not rs:
+        return []
+    r = next((x for x in rs if list(x["buckets"]) == [8, 16, 32]), rs[0])
+    bs, top, name = list(r["buckets"]), r["buckets"][-1], r["strategy"]
+    sizes = sorted(set(stream))
+    padded = [x for x in sizes if (buckets.choose_bucket(x, bs) or x) != x]
+    falls = [x for x in sizes if x > top]
+    st = buckets.bucket_stats(stream, bs)
+    lines = [f"**{name}**: {st.hits} of {st.requests} requests ({st.hit_rate:.0%}) ran in a "
+             f"graph, {st.exact} of them with no padding; {st.fallbacks} "
+             f"({st.fallback_rate:.0%}) were above {top} and ran eager. Rows computed: "
+             f"{st.executed_rows:,} for {st.real_rows:,} asked for, a padding waste of "
+             f"{st.padding_waste:.0%} ({st.wasted_fraction:.0%} of the rows computed were "
+             "thrown away)."]
+    if padded:
+        x = 11 if 11 in padded else max(padded, key=lambda b: 1 - b / buckets.choose_bucket(b, bs))
+        b = buckets.choose_bucket(x, bs)
+        line = (f"Batch {x} pads to {b}: {b - x} of its {b} rows ({1 - x / b:.0%}) are "
+                f"padding, computed and thrown away ({b / x - 1:.0%} more rows than asked).")
+        t, e = _median(requests, name, x), _median(requests, "eager", x)
+        if t is not None and e is not None:
+            line += f" Measured: {t:.3f} ms in the {b} graph against {e:.3f} ms eager."
+        lines.append(line)
+    if falls:
+        x = 40 if 40 in falls else falls[0]
+        line = f"Batch {x} matches no bucket (the largest is {top}): it falls back to eager."
+        t, e = _median(requests, name, x), _median(requests, "eager", x)
+        if t is not None and e is not None:
+            line += f" Measured: {t:.3f} ms, against {e:.3f} ms for plain eager."
+        lines.append(line)
+    return lines

@@ -1,0 +1,105 @@
+"""Serve (/serve?run=ID): a stream of requests of varying batch size under each strategy.
+Memory against throughput, padding and fallback by batch size, the bucket advisor with a
+memory budget, and the 8/16/32 example told with the run's own numbers."""
+
+import streamlit as st
+
+from db import serve as dbserve
+from db.store import RunNotFound
+from pages.common import serve_charts as sc
+from pages.common import ui
+
+ui.ensure_frame()
+
+
+@st.cache_data(ttl=ui.CACHE_TTL_S, show_spinner=False, max_entries=16)
+def serve_runs(url: str, data_v: tuple):
+    return dbserve.serve_runs(ui.engine())
+
+
+@st.cache_data(ttl=ui.CACHE_TTL_S, show_spinner=False, max_entries=64)
+def load(url: str, data_v: tuple, run_id: int):
+    engine = ui.engine()
+    return (dbserve.serve_run(engine, run_id), dbserve.serve_results(engine, run_id),
+            dbserve.serve_profile(engine, run_id), dbserve.serve_requests(engine, run_id))
+
+
+# --- settings: ?run=ID, else the newest serve run ----------------------------------------
+st.title("Serving dynamic batch sizes")
+runs = serve_runs(ui.db_url(), ui.version())
+if runs.empty:
+    st.info("No serve run stored yet. Measure one on a GPU host, e.g. `python -m runner serve "
+            "--workload mlp --strategies eager,compile,reduce-overhead,buckets:8/16/32,"
+            "buckets:pow2-256 --requests 500 --batch-dist uniform:1-64`, then import it.")
+    st.stop()
+ids = [int(i) for i in runs["id"]]
+run_id = ui.run_id_from_url() if st.query_params.get_all("run") else ids[0]
+if run_id not in ids:
+    st.error(f"Run {run_id} is not a serve run (or does not exist): pick one below.")
+    run_id = ids[0]
+names = {int(r.id): f"#{r.id} {r.workload} on {r.gpu_name or 'cpu'}, {r.batch_dist}, "
+         f"{r.requests} requests, {r.created_at:%Y-%m-%d %H:%M}" for r in runs.itertuples()}
+run_id = st.selectbox("Serve run", ids, index=ids.index(run_id), format_func=names.get)
+st.query_params["run"] = str(run_id)
+
+# --- load --------------------------------------------------------------------------------
+try:
+    run, results, profile, requests = load(ui.db_url(), ui.version(), run_id)
+except RunNotFound as e:
+    st.error(str(e))
+    st.stop()
+stream = list(run["stream"])
+
+# --- show --------------------------------------------------------------------------------
+st.caption(f"{run['workload']} {run['workload_params']} on {run['gpu_name'] or 'cpu'}, "
+           f"torch {run['torch_version']}: {run['requests']} requests drawn from "
+           f"`{run['batch_dist']}` (seed {run['seed']}), status {run['status']}"
+           + (f". {run['label']}" if run["label"] else ""))
+if run["status"] != "done":
+    st.warning(f"Run status **{run['status']}**: some strategies may be missing.")
+
+st.subheader("Strategies")
+st.dataframe(sc.summary_table(results), hide_index=True, key="summary")
+st.caption("Latency: one request, synchronised (a server hands its result back). Padding "
+           "waste: rows computed / rows asked for - 1. Setup: compile, record or capture "
+           "before the first request.")
+
+chart = sc.memory_throughput_chart(results)
+if chart is not None:
+    st.altair_chart(chart, key="mem_chart")
+else:
+    st.info("No graph memory figures: this run had no CUDA, so no graph was captured "
+            "(bucket strategies ran eagerly at their padded sizes).")
+
+st.subheader("What padding costs: the worked example")
+for line in sc.example_lines(stream, results, requests):
+    st.markdown(f"- {line}")
+for name, figure in (("waste", sc.waste_chart(sc.waste_frame(stream, results))),
+                     ("latency", sc.latency_chart(requests))):
+    if figure is not None:
+        st.altair_chart(figure, key=f"{name}_chart")
+
+st.subheader("Bucket advisor")
+if profile.empty:
+    st.info("This run has no per-size profile, so the advisor has nothing to choose from.")
+    st.stop()
+bounds = sc.budget_bounds(profile)
+if bounds is None:
+    budget = None
+    st.caption("Graph memory is unknown on this run's device: the advisor ranks by time "
+               "alone, and on a CPU padding only ever costs.")
+else:
+    lo, hi, default = bounds
+    budget = st.slider("Memory budget for graph pools (MiB)", lo, hi, default, key="budget")
+advice, table = sc.advice(stream, profile, results, budget)
+rec = advice.recommended
+st.markdown(
+    f"Capture **{'/'.join(map(str, rec.buckets)) or 'nothing (eager only)'}**: "
+    f"{rec.rows_per_s:,.0f} rows/s by the model, {len(rec.buckets)} graph(s)"
+    + (f", {rec.pool_bytes / sc.MIB:,.1f} MiB" if rec.pool_bytes is not None else "")
+    + (f"; powers of two within the budget give {advice.pow2.rows_per_s:,.0f} rows/s "
+       f"({'/'.join(map(str, advice.pow2.buckets))})." if advice.pow2 else "."))
+st.dataframe(table, hide_index=True, key="advice")
+st.caption("The model: each size's measured bucket time and eager time, weighted by how "
+           "often the stream asked for it; pool = the largest graph alone plus what each "
+           "smaller one added in a shared pool. The measured rows show how close it lands.")
