@@ -1,0 +1,159 @@
+"""The launch form's logic, free of streamlit: what the fields offer, their defaults, and
+turning what was typed into a job spec with one clear message per bad field.
+
+Only registered workloads can be chosen, every parameter is bounded by its ParamSpec, and
+nothing typed here can name an import path, a shell command or a file: the form builds
+data that db.jobs.check_spec checks once more where it is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.bundle import MODES
+from runner.timing import TIMING_PRESETS
+from runner.workloads import WORKLOADS, WorkloadError, resolve
+
+DEVICES = {"auto": "auto (the worker's: cuda if it has one)", "cuda": "cuda", "cpu": "cpu"}
+BATCH_PRESETS = {
+    "powers of two 1..8192": "1,2,4,...,8192",
+    "powers of two 1..512": "1,2,4,...,512",
+    "small: 1, 8, 64": "1,8,64",
+}
+CUSTOM = "custom list"
+DEFAULTS = {"workload": "mlp", "modes": list(MODES), "batch_preset": next(iter(BATCH_PRESETS)),
+            "custom_batches": "1,8,64,512", "timing": "standard", "device": "auto",
+            "target": "", "label": ""}
+MAX_TEXT = 200
+
+
+@dataclass
+class Checked:
+    """A checked form: the spec to queue, or errors by field name (never both)."""
+
+    spec: dict[str, Any] | None = None
+    target: str | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def param_fields(workload: str) -> list[dict[str, Any]]:
+    """What a widget needs per parameter: kind, bounds, default, help."""
+    out = []
+    for p in WORKLOADS[workload].params.values():
+        out.append({"name": p.name, "kind": p.type, "default": p.default,
+                    "min": p.min, "max": p.max, "choices": list(p.choices or ()),
+                    "help": p.help})
+    return out
+
+
+def batch_sizes(preset: str, custom: str) -> list[int]:
+    """The sizes a preset (or the custom text) stands for; ValueError names the bad one."""
+    from runner.cli import UsageError
+    from runner.commands.sweep import parse_batch_sizes  # the CLI's parser: same rules
+
+    text = BATCH_PRESETS.get(preset) if preset != CUSTOM else custom
+    if text is None:
+        raise ValueError(f"unknown batch size preset {preset!r}")
+    if not text.strip():
+        raise ValueError("give at least one batch size, e.g. 1,8,64")
+    try:
+        return list(parse_batch_sizes(text))
+    except UsageError as e:
+        raise ValueError(str(e).removeprefix("--batch-sizes: ")) from None
+
+
+def _text(value: Any, what: str) -> str | None:
+    text = str(value or "").strip()
+    if len(text) > MAX_TEXT:
+        raise ValueError(f"{what} is {len(text)} characters long (at most {MAX_TEXT})")
+    if any(ord(c) < 32 for c in text):
+        raise ValueError(f"{what} {text!r} contains a control character")
+    return text or None
+
+
+def check(values: dict[str, Any]) -> Checked:
+    """`values`: workload, params (name -> value as the widget gave it), modes,
+    batch_preset, custom_batches, timing, device, target, label."""
+    errors: dict[str, str] = {}
+    workload = values.get("workload")
+    params: dict[str, str] = {}
+    if workload not in WORKLOADS:
+        errors["workload"] = f"unknown workload {workload!r}: choose one of " \
+                             f"{', '.join(WORKLOADS)}"
+    else:
+        raw = values.get("params") or {}
+        for p in WORKLOADS[workload].params.values():
+            if p.name in raw and raw[p.name] is not None:
+                v = raw[p.name]
+                # A whole float from a number widget is still an int parameter's value.
+                params[p.name] = str(int(v)) if isinstance(v, float) and v.is_integer() \
+                    and p.type == "int" else str(v)
+            try:
+                p.parse(params.get(p.name, p.default), workload)
+            except WorkloadError as e:
+                errors[f"param.{p.name}"] = str(e)
+        if not errors:
+            try:
+                resolve(workload, params, allow_import=False)
+            except WorkloadError as e:
+                errors["params"] = str(e)
+    modes = list(values.get("modes") or [])
+    if not modes:
+        errors["modes"] = "choose at least one mode"
+    elif any(m not in MODES for m in modes):
+        errors["modes"] = f"unknown mode {next(m for m in modes if m not in MODES)!r}"
+    try:
+        sizes = batch_sizes(values.get("batch_preset") or "", values.get("custom_batches")
+                            or "")
+    except ValueError as e:
+        errors["batch_sizes"] = f"batch sizes: {e}"
+        sizes = []
+    timing = values.get("timing")
+    if timing not in TIMING_PRESETS:
+        errors["timing"] = f"timing {timing!r} is not one of {', '.join(TIMING_PRESETS)}"
+    device = values.get("device")
+    if device not in DEVICES:
+        errors["device"] = f"device {device!r} is not one of {', '.join(DEVICES)}"
+    texts: dict[str, str | None] = {}
+    for name in ("target", "label"):
+        try:
+            texts[name] = _text(values.get(name), name)
+        except ValueError as e:
+            errors[name] = str(e)
+    if errors:
+        return Checked(errors=errors)
+    spec = {"workload": workload, "params": params, "batch_sizes": sizes, "modes": modes,
+            "device": device, "timing": timing, "label": texts["label"]}
+    return Checked(spec=spec, target=texts["target"])
+
+
+def describe_point(job: dict[str, Any]) -> str:
+    """'eager batch 64' while running, else the job's status."""
+    return job.get("current_point") or job.get("status") or ""
+
+
+def format_seconds(s: float | None) -> str:
+    if s is None:
+        return "—"
+    s = int(round(s))
+    return f"{s // 3600}h {s % 3600 // 60:02d}m" if s >= 3600 else (
+        f"{s // 60}m {s % 60:02d}s" if s >= 60 else f"{s}s")
+
+
+def queue_rows(queue: list[dict[str, Any]], base_url: str | None) -> list[dict[str, Any]]:
+    """The queue table: one row per job, a link to its run once there is one."""
+    from pages.common.links import run_url
+
+    return [{"job": j["id"], "status": j["status"], "workload": j["spec"].get("workload"),
+             "points": f"{j['points_done']}/{j['points_total']}",
+             "now": j["current_point"] or "", "device": j["device"],
+             "target": j["target"] or "any", "worker": j["worker_name"] or "",
+             "label": j["label"] or "",
+             "run": run_url(base_url, j["run_id"]) if j["run_id"] else None}
+            for j in queue]
+
+
+def worker_rows(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"worker": w["name"], "host": w["hostname"], "GPU": w["gpu_name"] or "none (cpu)",
+             "torch": w["torch_version"], "pid": w["pid"]} for w in workers]

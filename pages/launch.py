@@ -1,0 +1,137 @@
+"""Launch (/launch): queue a sweep, watch it run live, cancel it, see queue and workers.
+The job followed lives in the URL (?job=ID), so a reload or a shared link shows it too."""
+
+import streamlit as st
+
+from db import jobs
+from db.access import ReadOnlyError, read_only
+from pages.common import launch_form as lf
+from pages.common import ui
+from runner.worker import ensure_local_worker
+
+st.title("Launch a sweep")
+engine = ui.engine()
+locked = read_only()
+
+
+def param_widget(f: dict, key: str):
+    label, kw = f["name"], {"help": f["help"] or None, "key": key}
+    if f["kind"] == "choice":
+        return st.selectbox(label, f["choices"], index=f["choices"].index(f["default"]), **kw)
+    if f["kind"] == "int":
+        return st.number_input(label, int(f["min"]), int(f["max"]), int(f["default"]), 1, **kw)
+    if f["kind"] == "float":
+        return st.number_input(label, f["min"], f["max"], float(f["default"]), **kw)
+    return st.text_input(label, str(f["default"]), max_chars=lf.MAX_TEXT, **kw)
+
+
+# --- settings: the form -----------------------------------------------------------------
+if locked:
+    st.info("Read-only share mode: launching and cancelling are turned off here. Queue "
+            "sweeps where the database is writable, or with `python -m runner enqueue`.")
+else:
+    workload = st.selectbox("Workload", list(lf.WORKLOADS), key="lf_workload",
+                            index=list(lf.WORKLOADS).index(lf.DEFAULTS["workload"]))
+    st.caption(lf.WORKLOADS[workload].description)
+    with st.form("launch"):
+        fields, params = lf.param_fields(workload), {}
+        for f, col in zip(fields, st.columns(len(fields)), strict=True):
+            with col:  # keyed per workload: switching workloads brings its defaults
+                params[f["name"]] = param_widget(f, f"lf_p_{workload}_{f['name']}")
+        modes = st.multiselect("Modes", list(lf.MODES), lf.DEFAULTS["modes"], key="lf_modes")
+        c1, c2 = st.columns(2)
+        preset = c1.radio("Batch sizes", [*lf.BATCH_PRESETS, lf.CUSTOM], key="lf_preset")
+        custom = c2.text_input("Custom batch sizes (comma-separated, `...` continues a "
+                               "series)", lf.DEFAULTS["custom_batches"], key="lf_custom")
+        c1, c2, c3 = st.columns(3)
+        timing = c1.radio("Timing", list(lf.TIMING_PRESETS), horizontal=True,
+                          index=list(lf.TIMING_PRESETS).index("standard"), key="lf_timing")
+        device = c2.selectbox("Device", list(lf.DEVICES), format_func=lf.DEVICES.get,
+                              key="lf_device")
+        target = c3.text_input("Target (worker or GPU name; empty: any)", key="lf_target",
+                               max_chars=lf.MAX_TEXT)
+        label = st.text_input("Label", key="lf_label", max_chars=lf.MAX_TEXT)
+        submitted = st.form_submit_button("Launch", type="primary")
+    if submitted:
+        checked = lf.check({"workload": workload, "params": params, "modes": modes,
+                            "batch_preset": preset, "custom_batches": custom,
+                            "timing": timing, "device": device, "target": target,
+                            "label": label})
+        for message in checked.errors.values():
+            st.error(message)
+        if checked.spec is not None:
+            try:
+                job_id = jobs.enqueue(engine, checked.spec, checked.target)
+                pid = ensure_local_worker(engine, jobs.get_job(engine, job_id), ui.db_url())
+            except (ValueError, ReadOnlyError, OSError) as e:
+                st.error(str(e))
+            else:
+                st.query_params["job"] = str(job_id)
+                st.success(f"Queued job {job_id}" + (
+                    " and started a worker on this machine." if pid else "."))
+
+
+# --- load + show, live ------------------------------------------------------------------
+def followed_job() -> int | None:
+    raw = st.query_params.get("job")
+    if raw is None:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        st.warning(f"?job={raw!r} is not a job id")
+        return None
+    return int(raw)
+
+
+@st.fragment(run_every=1.0)
+def live() -> None:
+    if not locked:
+        jobs.reap_lost(engine)  # a dead worker's job must not look 'running' forever
+    job_id, now = followed_job(), jobs.db_now(engine)
+    if job_id is not None:
+        try:
+            job = jobs.get_job(engine, job_id)
+        except jobs.JobNotFound as e:
+            st.warning(str(e))
+            job = None
+        if job is not None:
+            show_job(job, jobs.progress(job, now))
+    st.subheader("Queue")
+    queue = jobs.list_jobs(engine, limit=20)
+    st.dataframe(lf.queue_rows(queue, ui.app_url()), hide_index=True,
+                 column_config={"run": st.column_config.LinkColumn("run", display_text=
+                                                                   r"run=(\d+)")})
+    st.subheader("Live workers")
+    workers = jobs.live_workers(engine)
+    if workers:
+        st.dataframe(lf.worker_rows(workers), hide_index=True)
+    else:
+        st.caption("No live worker. Launching starts one on this machine; GPU hosts run "
+                   "`python -m runner worker` against this database.")
+
+
+def show_job(job: dict, p: dict) -> None:
+    st.subheader(f"Job {job['id']}: {job['status']}")
+    total = p["total"] or 0
+    st.progress(p["fraction"] or 0.0, text=f"{p['done']} of {total} points · "
+                f"{lf.describe_point(job)}")
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Elapsed", lf.format_seconds(p["elapsed_s"]))
+    c2.metric("Estimated time left", lf.format_seconds(p["remaining_s"]))
+    c3.metric("Worker", job["worker_name"] or "waiting for one")
+    if job["message"]:
+        st.caption(job["message"])
+    if job["status"] in ("queued", "running") and not locked:
+        if job["cancel_requested"]:
+            st.caption("Cancel requested: it stops after the point in flight.")
+        elif st.button("Cancel", key=f"cancel_{job['id']}"):
+            try:
+                jobs.cancel(engine, job["id"])
+            except (jobs.JobFinished, ReadOnlyError) as e:
+                st.warning(str(e))
+            st.rerun(scope="fragment")
+    if job["run_id"] is not None and job["status"] in jobs.FINISHED:
+        st.page_link(ui.PAGES["run"], label=f"Open run {job['run_id']}",
+                     icon=":material/monitoring:", query_params={"run": job["run_id"]})
+
+
+live()

@@ -1,0 +1,133 @@
+"""The launch page through streamlit's AppTest: defaults that queue a valid job, every bad
+field refused with its message and nothing queued, read-only mode, the followed job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from db import jobs
+from db.engine import make_engine
+from pages.common import launch_form as lf
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+@pytest.fixture
+def engine(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'lb.db'}"
+    monkeypatch.setenv("LAUNCHBENCH_DB", url)
+    monkeypatch.delenv("LAUNCHBENCH_READ_ONLY", raising=False)
+    e = make_engine(url)
+    # A live CPU worker: submitting must not start a real one from inside the test.
+    jobs.register_worker(e, name="test-worker", hostname="here", pid=1, gpu_name=None,
+                         has_cuda=False, torch_version="2.x")
+    yield e
+    e.dispose()
+
+
+def open_launch(**params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("pages/launch.py")
+    at.query_params = params
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(at: AppTest, kind: str) -> list[str]:
+    return [str(e.value) for e in getattr(at, kind)]
+
+
+def submit(at: AppTest) -> AppTest:
+    at.button[0].click()  # the form's Launch button comes first
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_defaults_queue_a_valid_job(engine):
+    at = open_launch()
+    at.text_input(key="lf_label").set_value("from the form")
+    at.radio(key="lf_timing").set_value("quick")
+    submit(at)
+    [job] = jobs.list_jobs(engine)
+    assert job["status"] == "queued" and job["label"] == "from the form"
+    assert job["spec"]["workload"] == "mlp" and job["spec"]["params"]["depth"] == "32"
+    assert job["spec"]["batch_sizes"][-1] == 8192 and job["spec"]["timing"] == "quick"
+    assert any(f"Queued job {job['id']}" in t for t in texts(at, "success"))
+    assert at.query_params["job"] in (str(job["id"]), [str(job["id"])])
+    assert f"Job {job['id']}: queued" in texts(at, "subheader")
+    assert "test-worker" in str(at.dataframe[-1].value)  # the live workers table
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("lf_custom", "1,0,8", "out of range"),
+    ("lf_custom", "1,eight", "'eight' is not a whole number"),
+    ("lf_custom", "", "give at least one batch size"),
+    ("lf_label", "two\nlines", "control character"),
+    ("lf_target", "gpu\tbox", "control character"),
+])
+def test_bad_fields_are_named_and_nothing_is_queued(engine, key, value, message):
+    at = open_launch()
+    at.radio(key="lf_preset").set_value(lf.CUSTOM)
+    at.text_input(key=key).set_value(value)
+    submit(at)
+    assert any(message in t for t in texts(at, "error")), texts(at, "error")
+    assert jobs.list_jobs(engine) == []
+
+
+def test_no_mode_is_refused(engine):
+    at = open_launch()
+    at.multiselect(key="lf_modes").set_value([])
+    submit(at)
+    assert "choose at least one mode" in texts(at, "error")
+    assert jobs.list_jobs(engine) == []
+
+
+def test_switching_workload_shows_its_bounded_parameters(engine):
+    at = open_launch()
+    at.selectbox(key="lf_workload").set_value("transformer-decode").run()
+    kv = at.number_input(key="lf_p_transformer-decode_kv_len")
+    assert kv.value == 128 and kv.max == 65536 and kv.min == 1
+
+
+def test_followed_job_shows_progress_cancel_and_run_link(engine):
+    job_id = jobs.enqueue(engine, {"workload": "mlp", "batch_sizes": [1, 2], "modes":
+                                   ["eager"], "device": "cpu", "timing": "quick"})
+    at = open_launch(job=str(job_id))
+    assert f"Job {job_id}: queued" in texts(at, "subheader")
+    at.button(key=f"cancel_{job_id}").click().run()
+    assert jobs.get_job(engine, job_id)["status"] == "cancelled"
+    at = open_launch(job="abc")
+    assert "?job='abc' is not a job id" in texts(at, "warning")
+    at = open_launch(job="999")
+    assert "job 999 does not exist" in texts(at, "warning")
+
+
+def test_read_only_mode_has_no_form_and_no_cancel(engine, monkeypatch):
+    job_id = jobs.enqueue(engine, {"workload": "mlp", "batch_sizes": [1], "modes":
+                                   ["eager"], "device": "cpu", "timing": "quick"})
+    monkeypatch.setenv("LAUNCHBENCH_READ_ONLY", "1")
+    at = open_launch(job=str(job_id))
+    assert any("Read-only share mode" in t for t in texts(at, "info"))
+    assert not [b for b in at.button if b.label in ("Launch", "Cancel")]
+    assert f"Job {job_id}: queued" in texts(at, "subheader")  # reading still works
+    assert jobs.get_job(engine, job_id)["status"] == "queued"
+
+
+def test_form_check_is_pure_and_never_accepts_import_paths():
+    good = {"workload": "mlp", "params": {"depth": 2, "width": 16, "dtype": "float32"},
+            "modes": ["eager"], "batch_preset": lf.CUSTOM, "custom_batches": "1,2,4,...,64",
+            "timing": "quick", "device": "cpu", "target": " NVIDIA H200 ", "label": ""}
+    checked = lf.check(good)
+    assert checked.errors == {} and checked.target == "NVIDIA H200"
+    assert checked.spec["batch_sizes"] == [1, 2, 4, 8, 16, 32, 64]
+    assert checked.spec["params"] == {"depth": "2", "width": "16", "dtype": "float32"}
+    bad = lf.check({**good, "workload": "os:system", "device": "tpu", "timing": "x"})
+    assert set(bad.errors) == {"workload", "device", "timing"} and bad.spec is None
+    assert "at most 200" in lf.check({**good, "label": "x" * 201}).errors["label"]
+    bad = lf.check({**good, "params": {"depth": 0, "width": 16, "dtype": "float32"}})
+    assert "outside" in bad.errors["param.depth"]
