@@ -12,12 +12,15 @@ st.title("Compare runs")
 
 # --- settings: ids from the URL; the picker below rewrites the URL ------------------------
 asked = ui.run_ids_from_url()
-all_runs = ui.runs()
-all_runs = all_runs[all_runs["kind"] == "sweep"]  # serve runs have no speedup curves
+every_run = ui.runs()
+all_runs = every_run[every_run["kind"] == "sweep"]  # serve runs have no speedup curves
 names = analysis.run_names(all_runs) if not all_runs.empty else {}
 labels = dict(zip(all_runs["id"].astype(int), all_runs["label"].fillna(""), strict=True))
 found = [i for i in asked if i in names]
-for line in links.missing_runs(asked, names):
+for rid in sorted(set(asked) - set(names) & set(every_run["id"].astype(int))):
+    st.warning(f"run {rid} is a serve run: it has no speedup curves to compare (open it "
+               "on the Serve page)")
+for line in links.missing_runs(asked, every_run["id"]):
     st.warning(line)
 
 picked = st.multiselect("Runs to compare", list(names), default=found,

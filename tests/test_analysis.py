@@ -142,12 +142,18 @@ def test_comparability_names_each_differing_field_and_run():
 
 def test_ratio_table_is_baseline_over_run_and_keeps_gaps():
     h = headers({"id": 1, "gpu_name": "A"}, {"id": 2, "gpu_name": "B"})
-    p = pd.concat([pts([("eager", 8, 2.0), ("eager", 64, 4.0)], run_id=1),
-                   pts([("eager", 8, 1.0), ("eager", 64, None)], run_id=2)])
-    t = analysis.ratio_table(p, h, baseline=1).set_index("batch_size")
+    h3 = headers({"id": 1, "gpu_name": "A"}, {"id": 2, "gpu_name": "B"},
+                 {"id": 3, "gpu_name": "C"})
+    p = pd.concat([pts([("eager", 8, 2.0), ("eager", 64, 4.0), ("eager", 512, 5.0)], run_id=1),
+                   pts([("eager", 8, 1.0), ("eager", 64, None)], run_id=2),
+                   pts([("eager", 64, 8.0)], run_id=3)])
+    t = analysis.ratio_table(p, h3, baseline=1).set_index("batch_size")
     col = "#2 B · torch 2.0 vs #1"
     assert t.at[8, col] == 2.0
     assert pd.isna(t.at[64, col])
+    assert t.at[64, "#3 C · torch 2.0 vs #1"] == 0.5  # run 3 takes twice as long
+    assert 512 not in t.index  # one run only: no ratio to show
+    assert list(analysis.ratio_table(p, h, baseline=2).columns)[-1] == "#1 A · torch 2.0 vs #2"
 
 
 def test_environment_diff_lists_only_differences():

@@ -74,8 +74,9 @@ def test_navigation_url_paths_and_sidebar(dash):
     assert {"": "runs.py", "run": "run.py", "compare": "compare.py",
             "import": "import_export.py"}.items() <= paths.items()
     assert paths.get("launch", "launch.py") == "launch.py"
-    side = " ".join(texts(at, "caption"))
+    side = " ".join(texts(at.sidebar, "caption"))
     assert dash.url.split("///")[1] in side
+    assert not any("read-only" in m for m in texts(at.sidebar, "markdown"))
 
 
 def test_a_page_opened_first_still_runs_through_the_frame(dash):
@@ -108,6 +109,7 @@ def test_read_only_empty_database_shows_no_runs_and_writes_nothing(tmp_path, mon
     at = AppTest.from_file(str(APP), default_timeout=60).run()
     assert not at.exception
     assert any("No runs yet" in t for t in texts(at, "info"))
+    assert any("read-only share mode" in m for m in texts(at.sidebar, "markdown"))
     assert queries.runs_frame(make_engine(url)).empty  # read-only: not even the samples
     at.switch_page("pages/import_export.py").run()
     assert not at.exception and len(at.file_uploader) == 0
@@ -303,6 +305,21 @@ def test_serve_run_points_to_the_serve_page(dash):
     table = dash.open().dataframe[0].value.set_index("id")
     assert (table.at[rid, "kind"], table.at[rid, "link"]) == ("serve", f"serve?run={rid}")
     at = dash.open("pages/compare.py", run=[str(rid), str(dash.published)])
+    assert any(f"run {rid} is a serve run" in w for w in texts(at, "warning"))
     options = at.multiselect[0].options
     assert any(o.startswith(f"#{dash.published} ") for o in options)
     assert not any(o.startswith(f"#{rid} ") for o in options) and not at.exception
+
+
+def test_selecting_runs_offers_open_and_compare_links(dash):
+    a = dash.add(gpu="Synthetic GPU A")
+    at = dash.open()
+    ids = list(at.dataframe[0].value["id"])
+    at.session_state["runs_table"] = {"selection": {"rows": [ids.index(a)], "columns": []}}
+    at.run()
+    links_ = at.get("page_link")
+    assert [p.label for p in links_] == [f"Open run {a}"], [p.label for p in links_]
+    at.session_state["runs_table"] = {"selection": {"rows": [0, 1], "columns": []}}
+    at.run()
+    labels = [p.label for p in at.get("page_link")]
+    assert labels == [f"Compare runs {ids[0]}, {ids[1]}"]

@@ -227,8 +227,9 @@ def compare_speedups(points: pd.DataFrame, headers: pd.DataFrame) -> pd.DataFram
 def ratio_table(points: pd.DataFrame, headers: pd.DataFrame,
                 baseline: int | None = None) -> pd.DataFrame:
     """Per (mode, batch): each run's step time, and how many times faster each run is than
-    the baseline run (baseline ms / run ms; > 1 means faster). Rows where a run has no ok
-    point keep NaN for it."""
+    the baseline run (baseline ms / run ms; > 1 means faster). Only (mode, batch) pairs
+    that at least two runs measured are kept (a ratio needs two); a run without an ok
+    point there keeps NaN."""
     ok = usable(points)
     if ok.empty or headers.empty:
         return pd.DataFrame(columns=["mode", "batch_size"])
@@ -237,6 +238,7 @@ def ratio_table(points: pd.DataFrame, headers: pd.DataFrame,
     base = ids[0] if baseline is None else int(baseline)
     wide = ok.pivot_table(index=["mode", "batch_size"], columns="run_id", values="step_ms",
                           aggfunc="first")
+    wide = wide[wide.notna().sum(axis=1) >= 2]
     out = pd.DataFrame(index=wide.index)
     for rid in ids:
         out[f"{names[rid]} ms"] = wide[rid] if rid in wide else float("nan")

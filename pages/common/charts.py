@@ -21,9 +21,10 @@ MODE_COLORS = {"eager": "#7f7f7f", "compile": "#1f77b4", "reduce-overhead": "#d6
 WIDTH, HEIGHT = 520, 300
 
 
-def _mode_color() -> alt.Color:
+def _mode_color(legend: bool = True) -> alt.Color:
     return alt.Color("mode:N", title="Mode", sort=list(MODES),
-                     scale=alt.Scale(domain=list(MODES), range=list(MODE_COLORS.values())))
+                     scale=alt.Scale(domain=list(MODES), range=list(MODE_COLORS.values())),
+                     **({} if legend else {"legend": None}))
 
 
 def _batch_x() -> alt.X:
@@ -80,7 +81,7 @@ def step_time_chart(points: pd.DataFrame) -> alt.Chart | None:
         band = alt.Chart(banded).mark_area(opacity=0.2).encode(
             x=_batch_x(), y=alt.Y("step_ms_p10:Q", title=title("step_ms"),
                                   scale=alt.Scale(type="log")),
-            y2="step_ms_p90:Q", color=_mode_color())
+            y2="step_ms_p90:Q", color=_mode_color(legend=False))
         layers.insert(0, band)
     return alt.layer(*layers).properties(
         width=WIDTH, height=HEIGHT, title="Step time, median with p10-p90 band (lower is better)")
@@ -150,11 +151,14 @@ def compare_chart(speedups: pd.DataFrame) -> alt.FacetChart | None:
     modes = [m for m in MODES if m in set(df["mode"])]
     return alt.Chart(df).mark_line(point=True).encode(
         x=_batch_x(), y=alt.Y("speedup:Q", title=title("speedup")),
-        color=alt.Color("series:N", title="GPU · torch"),
+        # An explicit categorical scheme: the host app's theme would otherwise pick shades
+        # of one hue, and GPUs must be told apart at a glance.
+        color=alt.Color("series:N", title="GPU · torch", scale=alt.Scale(scheme="category10"),
+                        legend=alt.Legend(orient="bottom", columns=2, labelLimit=400)),
         detail="run:N",
         tooltip=[alt.Tooltip("run:N", title="Run"), _mode_tip(), _batch_tip(),
                  _tip("speedup"), _tip("step_ms"), _tip("eager_ms")],
-    ).properties(width=300, height=260).facet(
+    ).properties(width=240, height=240).facet(
         column=alt.Column("mode:N", title=None, sort=modes)
     ).properties(title="Speedup over eager by mode")
 
