@@ -111,3 +111,25 @@ def test_upload_a_bundle(dashboard, db, page, tmp_path):
     page.get_by_text(f"Open run {rid}").click()
     wait_for_app(page, "Headline")
     _expect_charts(page, 4)
+
+
+def test_html_report_downloads_and_opens_offline(dashboard, db, browser, page, tmp_path):
+    rid = _sample_run(db)
+    page.goto(dashboard.url(f"import?run={rid}"))
+    wait_for_app(page, "Export a run")
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Report (.html, opens offline)").click()
+    path = tmp_path / "report.html"
+    dl.value.save_as(path)
+    # Open it with every network request refused: it must still show its charts.
+    offline = browser.new_context(offline=True)
+    try:
+        view = offline.new_page()
+        asked = []
+        view.on("request", lambda r: asked.append(r.url))
+        view.goto(path.as_uri())
+        assert view.locator("div.chart svg").count() >= 2
+        assert view.get_by_text(f"Run {rid}:").count() >= 1
+        assert [u for u in asked if not u.startswith("file:")] == []
+    finally:
+        offline.close()
