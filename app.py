@@ -11,29 +11,20 @@ import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
 from db.engine import DatabaseError
-from pages.common import ui
+from pages.common import links, ui
 
 HERE = Path(__file__).resolve().parent
 
-# (file, title, icon, url path, in the menu). The first is the default page at "/". The
-# run page needs ?run=ID, so it is reached through links, not the menu. launch and serve
-# come from other parts of the project and appear once their files exist.
-PAGES = (
-    ("pages/runs.py", "Runs", ":material/list:", "", True),
-    ("pages/run.py", "Run", ":material/monitoring:", "run", False),
-    ("pages/compare.py", "Compare", ":material/compare_arrows:", "compare", True),
-    ("pages/launch.py", "Launch", ":material/rocket_launch:", "launch", True),
-    ("pages/serve.py", "Serve", ":material/dynamic_feed:", "serve", True),
-    ("pages/import_export.py", "Import / export", ":material/swap_vert:", "import", True),
-)
-
 st.set_page_config(page_title="launchbench", page_icon=":material/timer:", layout="wide")
 
+# The pages table lives in pages.common.links (pages link to each other through it). The
+# page at url path "" is the default page at "/"; a page whose file is not there yet
+# (launch and serve come from other parts of the project) is left out.
 nav = st.navigation([
-    st.Page(HERE / file, title=title, icon=icon, default=True) if not path else
-    st.Page(HERE / file, title=title, icon=icon, url_path=path,
-            visibility="visible" if listed else "hidden")
-    for file, title, icon, path, listed in PAGES if (HERE / file).is_file()
+    st.Page(HERE / p.file, title=p.title, icon=p.icon, default=True) if not p.url_path else
+    st.Page(HERE / p.file, title=p.title, icon=p.icon, url_path=p.url_path,
+            visibility="visible" if p.listed else "hidden")
+    for p in links.PAGES.values() if (HERE / p.file).is_file()
 ])
 
 with st.sidebar:

@@ -8,12 +8,36 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable
+from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from runner.bundle import MODES
 
-# Page url paths, the contract of DESIGN.md ("Dashboard URLs").
-RUNS, RUN, COMPARE, IMPORT = "", "run", "compare", "import"
+
+@dataclass(frozen=True)
+class PageSpec:
+    file: str        # relative to the repository root
+    title: str
+    icon: str
+    url_path: str    # the share-link contract of DESIGN.md ("Dashboard URLs")
+    listed: bool     # in the menu; the run page needs ?run=ID, so only links lead there
+
+
+# The one table of pages: app.py builds the navigation from it (a page whose file is not
+# there yet is left out), pages link to each other through it. launch and serve are built
+# by other parts of the project.
+PAGES = {
+    "runs": PageSpec("pages/runs.py", "Runs", ":material/list:", "", True),
+    "run": PageSpec("pages/run.py", "Run", ":material/monitoring:", "run", False),
+    "compare": PageSpec("pages/compare.py", "Compare", ":material/compare_arrows:",
+                        "compare", True),
+    "launch": PageSpec("pages/launch.py", "Launch", ":material/rocket_launch:", "launch",
+                       True),
+    "serve": PageSpec("pages/serve.py", "Serve", ":material/dynamic_feed:", "serve", True),
+    "import": PageSpec("pages/import_export.py", "Import / export", ":material/swap_vert:",
+                       "import", True),
+}
+RUNS, RUN, COMPARE, IMPORT = (PAGES[n].url_path for n in ("runs", "run", "compare", "import"))
 MAX_COMPARE = 12  # more curves than this are unreadable in one chart
 
 
@@ -78,7 +102,7 @@ def page_url(base: str | None, page: str, params: dict[str, object] | None = Non
     parts = urlsplit(base)
     prefix = parts.path.rstrip("/")
     # Strip the page segment the base URL may carry (st.context.url names the page).
-    for known in (RUN, COMPARE, IMPORT, "launch", "serve"):
+    for known in (p.url_path for p in PAGES.values()):
         if known and prefix.endswith("/" + known):
             prefix = prefix[: -len(known) - 1]
             break

@@ -23,9 +23,7 @@ from pages.common import links
 # already invalidates them as soon as anything is written, by this process or by a worker
 # elsewhere. (Its name must not start with "_": st.cache_data does not hash those.)
 CACHE_TTL_S = 60
-PAGES = {"runs": "pages/runs.py", "run": "pages/run.py", "compare": "pages/compare.py",
-         "import": "pages/import_export.py", "launch": "pages/launch.py",
-         "serve": "pages/serve.py"}
+PAGES = {name: spec.file for name, spec in links.PAGES.items()}  # for st.page_link
 ROOT = Path(__file__).resolve().parents[2]
 
 
