@@ -10,14 +10,13 @@ sliced outputs are checked against eager on the real rows, and on CUDA a short p
 pass counts host and graph launches per request. Between strategies every compiled
 artefact and graph is dropped, so none inherits another's caches or pools.
 
-Last, a profile of candidate bucket sizes for the advisor (runner/advisor.py): eager and
-bucketed time per size, each size's graph pool captured alone, and what it adds when
-captured largest first into one shared pool, as the buckets strategy does.
+Last, a profile of candidate bucket sizes for the advisor (runner/serve_profile.py).
 """
 
 from __future__ import annotations
 
 import gc
+import math
 import time
 import uuid
 from collections.abc import Callable
@@ -29,10 +28,10 @@ import torch
 from runner import advisor, buckets, memory, serve_record
 from runner.buckets import Strategy
 from runner.bundle import now_iso
+from runner.point import clear_cublas_workspaces, reset_state
 from runner.workloads import Workload, model_dtype
 
 WARM_CALLS = {"eager": 1, "compile": 1, "reduce-overhead": 3, "buckets": 1}
-PROFILE_CALLS = {True: 5, False: 25}  # quick, standard: synchronised calls per size
 PROFILED_REQUESTS = {True: 5, False: 20}
 # Outputs of padded or compiled runs may differ from eager by rounding (other kernels for
 # another row count): relative to the output's scale, per dtype.
@@ -96,27 +95,16 @@ def make_context(workload: Workload, device: str, stream: list[int], seed: int,
 
 
 def reset(device: str) -> None:
-    """Drop compiled code, graph trees and cached blocks between strategies."""
-    torch._dynamo.reset()
-    try:
-        from torch._inductor.cudagraph_trees import reset_cudagraph_trees
-
-        reset_cudagraph_trees()
-    except ImportError:
-        pass
-    gc.collect()
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
+    """Drop compiled code, graph trees, cuBLAS workspaces and cached blocks between
+    strategies (the sweep's own isolation, runner/point.py)."""
+    reset_state(device)
 
 
 def _clear_cublas() -> None:
     # cuBLAS keeps one workspace per stream. Cleared around each capture (as CUDA graph
-    # trees do) so a capture allocates its own inside its pool: pool bytes are then the
-    # same whichever strategy captured first.
-    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
-    if clear is not None:
-        clear()
+    # trees do) so a capture allocates its own inside its pool, and a later one can reuse
+    # that memory: pool bytes are then the same whichever strategy captured first.
+    clear_cublas_workspaces()
 
 
 def capture(model, static_x, pool=None):
@@ -233,6 +221,12 @@ def _compiles() -> int:
     return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
 
 
+def _skips() -> int:
+    """CUDA graph trees' skip count ("skipping cudagraphs due to ..."): the profiler's
+    graph launches are the truth, this says why there were none."""
+    return int(torch._dynamo.utils.counters["inductor"]["cudagraph_skips"])
+
+
 def _replay(ctx: Context, serve) -> tuple[list[float], float]:
     """Each request timed on the host around the call and its synchronise."""
     lat: list[float] = []
@@ -255,13 +249,15 @@ def _replay(ctx: Context, serve) -> tuple[list[float], float]:
 
 
 def _check(ctx: Context, serve) -> tuple[float, bool]:
-    """Max abs error of the real rows against eager, over every distinct size."""
+    """Max abs error of the real rows against eager, over every distinct size (inf when
+    the shape is wrong or an output is not finite)."""
     worst, ok = 0.0, True
     tol = TOLERANCE.get(ctx.dtype, 1e-4)
     for b, x in ctx.inputs.items():
         y = serve(x).detach().clone().float()  # clone: a graph overwrites its output
         ref = ctx.refs[b].float()
-        err = float((y - ref).abs().max()) if y.shape == ref.shape else float("inf")
+        err = float((y - ref).abs().max()) if y.shape == ref.shape else math.inf
+        err = err if math.isfinite(err) else math.inf  # NaN must not compare as small
         worst = max(worst, err)
         ok = ok and err <= tol * max(1.0, float(ref.abs().max()))
     return worst, ok
@@ -291,12 +287,19 @@ def measure(ctx: Context, s: Strategy) -> dict[str, Any]:
              fallback_rate=st.fallback_rate if st else None)
     with torch.no_grad():
         m0 = memory.state(ctx.device) if ctx.cuda else None
-        c0 = _compiles()
+        c0, k0 = _compiles(), _skips()
         t0 = time.perf_counter()
         exe = STRATEGIES[s.kind](ctx, s)
-        for b in sorted(set(stream)):  # compile, record or first-touch every size
-            for _ in range(WARM_CALLS[s.kind]):
-                exe.serve(ctx.inputs[b])
+        # Two passes over every size. The first compiles: Dynamo specialises the first
+        # size and recompiles with a dynamic batch on the second, and from then on the
+        # dynamic graph also takes sizes the static one served. The second pass then
+        # records (graph trees: warm-up, record, replay) each size where it will run, so
+        # nothing is compiled or recorded while timing (checked below).
+        sizes = sorted(set(stream))
+        for calls in (1, WARM_CALLS[s.kind]):
+            for b in sizes:
+                for _ in range(calls):
+                    exe.serve(ctx.inputs[b])
         ctx.sync()
         setup_s = time.perf_counter() - t0
         m1 = memory.state(ctx.device) if ctx.cuda else None
@@ -308,9 +311,10 @@ def measure(ctx: Context, s: Strategy) -> dict[str, Any]:
         launches = _launches(ctx, exe.serve) if ctx.cuda else None
     r.update(execution=exe.execution, graphs=g2, setup_s=setup_s, latencies_ms=lat,
              **buckets.latency_summary(lat), requests_per_s=len(stream) / wall,
-             rows_per_s=sum(stream) / wall, max_abs_err=err, correct=ok)
+             rows_per_s=sum(stream) / wall, correct=ok,
+             max_abs_err=err if math.isfinite(err) else None)
     details = {**exe.details, "replay_wall_s": wall, "compiles_in_setup": c1 - c0,
-               "compiles_in_replay": c2 - c1}
+               "compiles_in_replay": c2 - c1, "cudagraph_skips": _skips() - k0}
     if g1 is not None and g2 is not None:
         details["graphs_recorded_in_replay"] = g2 - g1
     if m0 is not None:
@@ -327,68 +331,9 @@ def measure(ctx: Context, s: Strategy) -> dict[str, Any]:
             "host_launches_per_step", "graph_launches_per_step")}
     if not ok:
         r["message"] = f"sliced outputs differ from eager (max abs error {err:.3g})"
-    r["details"] = details
+    r["details"] = serve_record.finite(details)
     del exe
     return r
-
-
-# --- the advisor's profile ---------------------------------------------------------------
-
-def _median_ms(ctx: Context, fn, calls: int) -> float:
-    for _ in range(2):
-        fn()
-    times = []
-    for _ in range(calls):
-        ctx.sync()
-        t = time.perf_counter()
-        fn()
-        ctx.sync()
-        times.append((time.perf_counter() - t) * 1e3)
-    return buckets.percentile(times, 50)
-
-
-def profile(ctx: Context, sizes: list[int]) -> list[dict[str, Any]]:
-    """Per candidate size: eager time, bucketed time and pool (alone), and the extra pool
-    bytes when captured largest first into one shared pool."""
-    calls, model = PROFILE_CALLS[ctx.quick], ctx.model
-    gen = torch.Generator().manual_seed(1)
-    points = []
-    with torch.no_grad():
-        for b in sizes:
-            x = ctx.make_input(b, gen)
-            p = {"batch_size": b, "eager_ms": _median_ms(ctx, lambda x=x: model(x), calls),
-                 "execution": "cuda-graph" if ctx.cuda else "eager-padded",
-                 "pool_bytes": None, "pool_extra_bytes": None, "capture_s": None}
-            if ctx.cuda:
-                old = set(memory.state(ctx.device).pools)
-                t0 = time.perf_counter()
-                sx = x.clone()
-                g, _sy = capture(model, sx)
-                p["capture_s"] = time.perf_counter() - t0
-                p["pool_bytes"] = memory.state(ctx.device).private_bytes(old)
-
-                def replay(g=g, sx=sx, x=x):
-                    sx.copy_(x)
-                    g.replay()
-                p["bucket_ms"] = _median_ms(ctx, replay, calls)
-                del g, sx, _sy, replay
-                reset(ctx.device)
-            else:
-                sx = x.clone()
-                p["bucket_ms"] = _median_ms(ctx, lambda sx=sx, x=x: model(sx.copy_(x)), calls)
-            points.append(p)
-        if ctx.cuda:
-            pool, keep = torch.cuda.graph_pool_handle(), []
-            old = set(memory.state(ctx.device).pools)
-            prev = 0
-            for p in reversed(points):
-                sx = ctx.make_input(p["batch_size"], gen)
-                keep.append((sx, *capture(model, sx, pool)))
-                now = memory.state(ctx.device).private_bytes(old)
-                p["pool_extra_bytes"], prev = now - prev, now
-            del keep
-            reset(ctx.device)
-    return points
 
 
 # --- the run -----------------------------------------------------------------------------
@@ -413,6 +358,8 @@ def run_serve(ctx: Context, strategies: tuple[Strategy, ...], sink, *, environme
             sink.result(r)
         say(f"profiling {len(config['profile_sizes'])} candidate bucket sizes")
         try:
+            from runner.serve_profile import profile
+
             sink.profile(profile(ctx, config["profile_sizes"]))
         except Exception as e:  # noqa: BLE001 - the strategies are stored; say why not this
             say(f"profile failed: {type(e).__name__}: {str(e)[:300]}")

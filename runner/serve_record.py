@@ -53,6 +53,17 @@ class SectionError(ValueError):
     BundleError (this module cannot import that one: bundle.py imports this module)."""
 
 
+def finite(obj: Any) -> Any:
+    """A copy with every non-finite float (NaN, inf) as None: JSON has no such numbers."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
+
+
 def empty_result(strategy: str) -> dict[str, Any]:
     s = parse_strategy(strategy)
     r: dict[str, Any] = {f: None for f in RESULT_FIELDS}
