@@ -29,6 +29,7 @@ MAX_BATCH_SIZE = 65536
 MAX_POINTS = 512  # modes x batch sizes: bounds what one queued job can ask for
 MAX_TEXT = 200
 FINISHED = ("done", "failed", "cancelled")
+MAX_ID = 2**31 - 1  # an INTEGER key: a larger id cannot exist (and PostgreSQL would refuse it)
 
 
 class JobSpecError(ValueError):
@@ -140,20 +141,8 @@ def db_now(engine: Engine) -> datetime:
         return _aware(c.scalar(select(func.now())))
 
 
-_JOB_COLUMNS = ("id", "spec", "device", "target", "label", "status", "cancel_requested",
-                "worker_id", "worker_name", "run_id", "created_at", "started_at",
-                "finished_at", "heartbeat_at", "points_done", "points_total",
-                "current_point", "message")
-_WORKER_COLUMNS = ("id", "name", "hostname", "pid", "gpu_name", "has_cuda", "torch_version",
-                   "started_at", "heartbeat_at", "stopped_at")
-
-
-def _row(row: Any, columns: tuple[str, ...]) -> dict[str, Any]:
-    d = {c: getattr(row, c) for c in columns}
-    for c in columns:
-        if c.endswith("_at"):
-            d[c] = _aware(d[c])
-    return d
+def _row(row: Any) -> dict[str, Any]:
+    return {k: _aware(v) if isinstance(v, datetime) else v for k, v in row._mapping.items()}
 
 
 # --- queueing (browser-reachable writes: guarded) --------------------------------------
@@ -177,6 +166,7 @@ def cancel(engine: Engine, job_id: int) -> str:
     """A queued job is cancelled at once; a running one is asked to stop, and its worker
     stops between points. Returns the job's status afterwards ("cancelled" or "running")."""
     require_writable("cancel a job")
+    _check_id(job_id)
     with engine.begin() as c:
         done = c.execute(update(Job).where(Job.id == job_id, Job.status == "queued")
                          .values(status="cancelled", cancel_requested=True,
@@ -194,22 +184,25 @@ def cancel(engine: Engine, job_id: int) -> str:
     raise JobFinished(f"job {job_id} already ended ({status}): nothing to cancel")
 
 
+def _check_id(job_id: int) -> None:
+    if not 1 <= job_id <= MAX_ID:
+        raise JobNotFound(f"job {job_id} does not exist")
+
+
 def get_job(engine: Engine, job_id: int) -> dict[str, Any]:
+    _check_id(job_id)
     with engine.connect() as c:
         row = c.execute(select(Job.__table__).where(Job.id == job_id)).first()
     if row is None:
         raise JobNotFound(f"job {job_id} does not exist")
-    return _row(row, _JOB_COLUMNS)
+    return _row(row)
 
 
-def list_jobs(engine: Engine, *, limit: int = 50,
-              statuses: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+def list_jobs(engine: Engine, *, limit: int = 50) -> list[dict[str, Any]]:
     """Newest first."""
     stmt = select(Job.__table__).order_by(Job.id.desc()).limit(limit)
-    if statuses:
-        stmt = stmt.where(Job.status.in_(statuses))
     with engine.connect() as c:
-        return [_row(r, _JOB_COLUMNS) for r in c.execute(stmt)]
+        return [_row(r) for r in c.execute(stmt)]
 
 
 # --- workers ----------------------------------------------------------------------------
@@ -236,7 +229,7 @@ def live_workers(engine: Engine, timeout_s: float = LOST_AFTER_S) -> list[dict[s
         cutoff = _now(c) - timedelta(seconds=timeout_s)
         rows = c.execute(select(Worker.__table__).where(
             Worker.stopped_at.is_(None), Worker.heartbeat_at >= cutoff).order_by(Worker.id))
-        return [_row(r, _WORKER_COLUMNS) for r in rows]
+        return [_row(r) for r in rows]
 
 
 def can_serve(worker: dict[str, Any], job: dict[str, Any]) -> bool:
@@ -266,7 +259,7 @@ def claim_next(engine: Engine, worker: dict[str, Any]) -> dict[str, Any] | None:
                                 worker_name=worker["name"], started_at=now,
                                 heartbeat_at=now)
                         .returning(*Job.__table__.c)).first()
-    return _row(row, _JOB_COLUMNS) if row else None
+    return _row(row) if row else None
 
 
 def heartbeat(engine: Engine, worker_id: int, job_id: int | None = None, *,

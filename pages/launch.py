@@ -1,6 +1,8 @@
 """Launch (/launch): queue a sweep, watch it run live, cancel it, see queue and workers.
 The job followed lives in the URL (?job=ID), so a reload or a shared link shows it too."""
 
+import re
+
 import streamlit as st
 
 from db import jobs
@@ -76,7 +78,7 @@ def followed_job() -> int | None:
     raw = st.query_params.get("job")
     if raw is None:
         return None
-    if not raw.isdigit() or int(raw) < 1:
+    if not re.fullmatch(r"[0-9]{1,12}", raw) or int(raw) < 1:
         st.warning(f"?job={raw!r} is not a job id")
         return None
     return int(raw)

@@ -86,6 +86,8 @@ def test_cancel_queued_running_and_finished(engine):
         jobs.cancel(engine, running)
     with pytest.raises(jobs.JobNotFound, match="job 999 does not exist"):
         jobs.cancel(engine, 999)
+    with pytest.raises(jobs.JobNotFound, match="does not exist"):
+        jobs.get_job(engine, 10**15)  # past the INTEGER key: PostgreSQL must not be asked
 
 
 def test_reap_lost_keeps_points_and_fails_run(engine):
@@ -201,12 +203,22 @@ def test_cli_enqueue_list_cancel(sqlite_url, capsys):
     (["worker", "--idle-exit", "-1"], "--idle-exit -1"),
     (["jobs", "--limit", "0"], "--limit 0"),
 ])
-def test_cli_bad_input_one_line_exit_2(sqlite_url, capsys, argv, match):
+def test_cli_bad_input_one_line_exit_2(sqlite_engine, sqlite_url, capsys, argv, match):
     from runner.cli import main
 
     assert main([*argv, "--db", sqlite_url]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and match in err and "Traceback" not in err
+
+
+def test_cli_on_a_missing_database_creates_nothing(tmp_path, capsys):
+    from runner.cli import main
+
+    url = f"sqlite:///{tmp_path / 'none.db'}"
+    for argv in (["jobs"], ["cancel", "1"]):
+        assert main([*argv, "--db", url]) == 2
+        assert "does not exist" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_cli_in_a_process_read_only_and_bad_flag(sqlite_url):

@@ -105,6 +105,8 @@ def test_followed_job_shows_progress_cancel_and_run_link(engine):
     assert "?job='abc' is not a job id" in texts(at, "warning")
     at = open_launch(job="999")
     assert "job 999 does not exist" in texts(at, "warning")
+    at = open_launch(job="²")
+    assert "?job='²' is not a job id" in texts(at, "warning")
 
 
 def test_read_only_mode_has_no_form_and_no_cancel(engine, monkeypatch):

@@ -71,10 +71,10 @@ def register(sub) -> None:
     p.set_defaults(func=run_worker)
 
 
-def _engine(url: str | None):
+def _engine(url: str | None, *, must_exist: bool = False):
     from runner.commands.store import open_engine
 
-    return open_engine(url)
+    return open_engine(url, must_exist=must_exist)
 
 
 def _known(fn, *args):
@@ -136,7 +136,7 @@ def run_jobs(args: argparse.Namespace) -> int:
 
     if not 1 <= args.limit <= 100_000:
         raise UsageError(f"--limit {args.limit} must be from 1 to 100000")
-    engine = _engine(args.db)
+    engine = _engine(args.db, must_exist=True)  # listing must not leave an empty file
     try:
         rows = jobs.list_jobs(engine, limit=args.limit)
     finally:
@@ -157,7 +157,7 @@ def run_cancel(args: argparse.Namespace) -> int:
             raise ValueError
     except ValueError:
         raise UsageError(f"job id {args.job!r} is not a positive whole number") from None
-    engine = _engine(args.db)
+    engine = _engine(args.db, must_exist=True)
     try:
         status = _known(jobs.cancel, engine, job_id)
     finally:
