@@ -10,7 +10,7 @@ sliced outputs are checked against eager on the real rows, and on CUDA a short p
 pass counts host and graph launches per request. Between strategies every compiled
 artefact and graph is dropped, so none inherits another's caches or pools.
 
-Last, a profile of candidate bucket sizes for the advisor (runner/serve_profile.py).
+First, a profile of candidate bucket sizes for the advisor (runner/serve_profile.py).
 """
 
 from __future__ import annotations
@@ -340,11 +340,21 @@ def measure(ctx: Context, s: Strategy) -> dict[str, Any]:
 
 def run_serve(ctx: Context, strategies: tuple[Strategy, ...], sink, *, environment: dict,
               run: dict, config: dict, progress: Callable[[str], None] | None = None) -> str:
-    """Replay under each strategy, then profile; each strategy goes to the sink as soon as
-    it finishes. A strategy that fails is recorded as `error` and the run goes on."""
+    """Profile the candidate sizes (quick, and what the advisor needs), then replay under
+    each strategy; each part goes to the sink as soon as it is done. A strategy that fails
+    is recorded as `error` and the run goes on."""
+    from runner.serve_profile import profile
+
     say = progress or (lambda _msg: None)
     sink.start(environment, run, config)
     try:
+        say(f"profiling {len(config['profile_sizes'])} candidate bucket sizes")
+        try:
+            sink.profile(profile(ctx, config["profile_sizes"]))
+        except Exception as e:  # noqa: BLE001 - the strategies still run; say why not this
+            say(f"profile failed: {type(e).__name__}: {str(e)[:300]}")
+        finally:
+            reset(ctx.device)
         for i, s in enumerate(strategies, 1):
             say(f"[{i}/{len(strategies)}] {s.name}")
             try:
@@ -356,15 +366,6 @@ def run_serve(ctx: Context, strategies: tuple[Strategy, ...], sink, *, environme
             finally:
                 reset(ctx.device)
             sink.result(r)
-        say(f"profiling {len(config['profile_sizes'])} candidate bucket sizes")
-        try:
-            from runner.serve_profile import profile
-
-            sink.profile(profile(ctx, config["profile_sizes"]))
-        except Exception as e:  # noqa: BLE001 - the strategies are stored; say why not this
-            say(f"profile failed: {type(e).__name__}: {str(e)[:300]}")
-        finally:
-            reset(ctx.device)
     except KeyboardInterrupt:
         sink.finish("cancelled")
         return "cancelled"

@@ -174,6 +174,26 @@ def test_a_failing_strategy_is_recorded_and_the_run_goes_on(tmp_path, monkeypatc
     assert res[1]["status"] == "ok"
 
 
+def test_ctrl_c_keeps_the_finished_strategies(tmp_path, monkeypatch):
+    from runner import serve
+
+    real = serve.measure
+
+    def measure(ctx, s):
+        if s.name == "buckets:4":
+            raise KeyboardInterrupt
+        return real(ctx, s)
+
+    monkeypatch.setattr(serve, "measure", measure)
+    out = tmp_path / "r.json"
+    assert main(["serve", *TINY, "--requests", "6", "--strategies", "eager,buckets:4,compile",
+                 "--no-db", "--out", str(out)]) == 130
+    doc = fmt.read(out)
+    assert doc["run"]["status"] == "cancelled"
+    assert [r["strategy"] for r in doc["serve"]["results"]] == ["eager"]
+    assert doc["serve"]["profile"]  # profiled first, kept
+
+
 def test_sliced_outputs_are_checked_against_eager():
     import torch
 

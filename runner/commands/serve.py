@@ -116,6 +116,7 @@ class Collect:
             from db.serve import add_result
 
             add_result(self.engine, self.run_id, r)
+        self._checkpoint()
 
     def profile(self, points: list[dict]) -> None:
         self.points = copy.deepcopy(points)
@@ -123,6 +124,13 @@ class Collect:
             from db.serve import add_profile
 
             add_profile(self.engine, self.run_id, points)
+        self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        # The bundle is rewritten (atomically) after each part: a run killed from outside
+        # (a time limit, a lost host) still leaves what finished, as status "running".
+        if self.out:
+            fmt.write(self.out, self.bundle())
 
     def finish(self, status: str) -> None:
         self.run.update(status=status, finished_at=fmt.now_iso())
