@@ -10,6 +10,7 @@ from pathlib import Path
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
+from db.access import read_only
 from db.engine import DatabaseError
 from pages.common import links, ui
 
@@ -31,7 +32,7 @@ with st.sidebar:
     st.caption("What CUDA Graphs buy, per model, GPU and batch size, and what they cost "
                "in memory.")
     st.caption(f"Database: `{ui.shown_url()}`")
-    if ui.read_only():
+    if read_only():
         st.badge("read-only share mode", icon=":material/lock:", color="orange")
 
 try:

@@ -12,6 +12,7 @@ from sqlalchemy import exists, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from db.access import read_only
 from db.models import Run
 from db.store import import_bundle
 from runner import bundle as fmt
@@ -36,9 +37,10 @@ def seed_if_empty(engine: Engine, folder: str | Path = SAMPLES) -> SeedResult:
 
     Idempotent: a database with any run is left alone, and each bundle is keyed by its
     uuid, so two dashboards starting at once import each sample once. A bad file is
-    reported and skipped; it never stops the others."""
+    reported and skipped; it never stops the others. A read-only share deployment writes
+    nothing, samples included."""
     result = SeedResult()
-    if not is_empty(engine):
+    if read_only() or not is_empty(engine):
         result.skipped = True
         return result
     folder = Path(folder)

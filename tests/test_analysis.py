@@ -259,6 +259,12 @@ def test_seed_imports_samples_once_and_reports_bad_files(sqlite_engine, tmp_path
     assert len(queries.runs_frame(sqlite_engine)) == 1
 
 
+def test_seed_writes_nothing_in_read_only_mode(sqlite_engine, monkeypatch):
+    monkeypatch.setenv("LAUNCHBENCH_READ_ONLY", "1")
+    assert seed_if_empty(sqlite_engine).skipped
+    assert queries.runs_frame(sqlite_engine).empty
+
+
 def test_seed_leaves_a_database_with_runs_alone(sqlite_engine):
     import_bundle(sqlite_engine, sweep_bundle())
     assert seed_if_empty(sqlite_engine).skipped

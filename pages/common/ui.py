@@ -14,7 +14,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from db import queries
-from db.access import read_only
 from db.engine import default_url, make_engine
 from db.samples import SAMPLES, SeedResult, seed_if_empty
 from pages.common import links
@@ -71,8 +70,6 @@ def engine():
 @st.cache_resource(show_spinner="Importing the sample runs...")
 def _seed(url: str, folder: str) -> SeedResult:
     # Once per server process and database: a database emptied later is not refilled.
-    if read_only():
-        return SeedResult(skipped=True)
     return seed_if_empty(_engine(url), folder)
 
 
