@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError
+
 from db import jobs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,10 +110,15 @@ class Worker:
         idle_since = time.monotonic()
         try:
             while True:
-                # Every worker sweeps up after lost ones: no separate janitor to run.
-                for job_id in jobs.reap_lost(self.engine, self.lost_after_s):
-                    self.log(f"job {job_id} failed: worker lost")
-                job = jobs.claim_next(self.engine, self.info)
+                try:
+                    # Every worker sweeps up after lost ones: no separate janitor to run.
+                    for job_id in jobs.reap_lost(self.engine, self.lost_after_s):
+                        self.log(f"job {job_id} failed: worker lost")
+                    job = jobs.claim_next(self.engine, self.info)
+                except DBAPIError as e:  # the shared database restarting: wait it out
+                    self.log(f"database unavailable: {str(e.orig).strip().splitlines()[0]}")
+                    time.sleep(self.poll_s)
+                    continue
                 if job is None:
                     if once or (idle_exit_s is not None
                                 and time.monotonic() - idle_since >= idle_exit_s):
@@ -136,7 +143,7 @@ class Worker:
         self.log(f"claimed job {job_id}")
         beat.job_id = job_id
         sink = _JobSink(self.engine, job_id)
-        status, message, crashed, spec = "failed", "", False, None
+        status, message, crashed, spec, interrupted = "failed", "", False, None, False
         try:
             s = jobs.check_spec(job["spec"])  # the row may come from anywhere: check again
             device = s["device"] if s["device"] != "auto" else (
@@ -156,7 +163,12 @@ class Worker:
 
             status = run_sweep(spec, sink, progress=progress, should_stop=should_stop,
                                command=command_line(spec))
-            message = "cancelled between points" if status == "cancelled" else ""
+            if status == "cancelled" and beat.stopped_job != job_id:
+                # run_sweep took a Ctrl-C / SIGTERM meant for the worker: stop it too.
+                interrupted = True
+                message = "worker interrupted"
+            elif status == "cancelled":
+                message = "cancelled between points"
         except KeyboardInterrupt:
             self._end(job_id, sink, "cancelled", "worker interrupted", crashed=True)
             raise
@@ -170,6 +182,8 @@ class Worker:
         run = sink.db.run_id
         self.log(f"job {job_id} {status}" + (f": run {run}" if run else "")
                  + (f" ({message})" if message else ""))
+        if interrupted:
+            raise KeyboardInterrupt
         return status
 
     @staticmethod

@@ -323,3 +323,19 @@ def test_cancel_is_honoured_between_points(any_url):
     assert 1 <= len(doc["measurements"]) < 24  # stopped early, finished points kept
     assert {m["status"] for m in doc["measurements"]} == {"ok"}
     engine.dispose()
+
+
+def test_sigterm_stops_the_worker_and_its_job_cleanly(sqlite_url):
+    engine = make_engine(sqlite_url)
+    job_id, queued = _long_job(engine), jobs.enqueue(engine, TINY)
+    proc = _start_worker(sqlite_url)
+    _wait_for(lambda: jobs.get_job(engine, job_id)["points_done"] >= 1, 90, "a point")
+    proc.send_signal(signal.SIGTERM)
+    out = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 130, out
+    job = jobs.get_job(engine, job_id)
+    assert (job["status"], job["message"]) == ("cancelled", "worker interrupted")
+    assert store.export_bundle(engine, job["run_id"])["run"]["status"] == "cancelled"
+    assert jobs.get_job(engine, queued)["status"] == "queued"  # left for another worker
+    assert jobs.live_workers(engine) == []
+    engine.dispose()

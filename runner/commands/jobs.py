@@ -188,6 +188,9 @@ def run_worker(args: argparse.Namespace) -> int:
                         heartbeat_s=args.heartbeat or jobs.HEARTBEAT_S,
                         lost_after_s=args.lost_after or jobs.LOST_AFTER_S,
                         log=lambda line: print(line, flush=True))
-        return worker.serve(once=args.once, idle_exit_s=args.idle_exit)
+        # `kill` stops a worker like Ctrl-C: the job in flight ends cancelled with its
+        # finished points, the worker says goodbye, the exit status is 130.
+        with sweep_cmd._sigterm_as_interrupt():
+            return worker.serve(once=args.once, idle_exit_s=args.idle_exit)
     finally:
         engine.dispose()
