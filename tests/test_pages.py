@@ -91,6 +91,14 @@ def test_a_page_opened_first_still_runs_through_the_frame(dash):
     assert "[published]" in at.title[0].value
 
 
+def test_unusable_database_url_is_one_line_not_a_traceback(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAUNCHBENCH_DB", f"sqlite:///{tmp_path / 'missing-dir' / 'x.db'}")
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    assert not at.exception
+    errors = texts(at, "error")
+    assert len(errors) == 1 and "missing-dir" in errors[0] and "LAUNCHBENCH_DB" in errors[0]
+
+
 def test_first_start_seeds_an_empty_database(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
     monkeypatch.setenv("LAUNCHBENCH_DB", url)
