@@ -1,7 +1,8 @@
 #!/bin/bash
 # One device call: GPU tests, the runner bench, then (optionally) shipped-CLI sample
 # sweeps. Results under $OUT. usage (on the GPU host):
-#   bash bench/device_check.sh TESTS_S BENCH_S "WORKLOAD..." SWEEP_S
+#   [PYTEST_K=expr] [BENCH_ARGS=--drift] bash bench/device_check.sh TESTS_S BENCH_S \
+#     "WORKLOAD..." SWEEP_S      (0 seconds skips a part)
 set -u
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 OUT=${OUT:-/tmp/lb-out}; mkdir -p "$OUT"
@@ -15,13 +16,13 @@ torch.version.cuda, torch.cuda.get_device_name(0), 'python', platform.python_ver
 if [ "$T_TESTS" -gt 0 ]; then
   stamp tests
   timeout "$T_TESTS" python3 -m pytest -q -m gpu -p no:cacheprovider \
-    tests/test_gpu_runner.py \
+    tests/test_gpu_runner.py ${PYTEST_K:+-k "$PYTEST_K"} \
     -o addopts="--strict-markers -ra" > "$OUT/pytest.log" 2>&1
   echo "pytest rc=$?"
 fi
 if [ "$T_BENCH" -gt 0 ]; then
   stamp bench
-  timeout "$T_BENCH" python3 bench/runner_bench.py --out "$OUT/bench.json" > "$OUT/bench.log" 2>&1
+  timeout "$T_BENCH" python3 bench/runner_bench.py ${BENCH_ARGS:-} --out "$OUT/bench.json" > "$OUT/bench.log" 2>&1
   echo "bench rc=$?"
 fi
 for w in $SAMPLES; do

@@ -47,8 +47,10 @@ class ListSink:
         self.status = status
 
 
-def independent_step_ms(mode: str, batch: int) -> float:
+def independent_step_ms(mode: str, batch: int, gc_off: bool = True) -> float:
     """The same step timed with nothing of the runner: 15 blocks of ~20 ms, median."""
+    import gc
+
     import torch
     from torch import nn
 
@@ -93,6 +95,9 @@ def independent_step_ms(mode: str, batch: int) -> float:
         torch.cuda.synchronize()
         n = max(1, int(0.02 / ((time.perf_counter() - t0) / 50)))
         res = []
+        gc.collect()
+        if gc_off:
+            gc.disable()
         for _ in range(15):
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             a.record()
@@ -101,9 +106,30 @@ def independent_step_ms(mode: str, batch: int) -> float:
             b.record()
             b.synchronize()
             res.append(a.elapsed_time(b) / n)
+        gc.enable()
     del f
     torch._dynamo.reset()
     return statistics.median(res)
+
+
+def drift_probe() -> dict:
+    """Eager b=8 (launch-bound) step time as the process accumulates state."""
+    import torch
+
+    from runner.profiling import profile_step
+
+    out = {"pristine_gc_on": independent_step_ms("eager", 8, gc_off=False),
+           "pristine": independent_step_ms("eager", 8)}
+    x = torch.randn(8, 256, device="cuda")
+    lin = torch.nn.Linear(256, 256).cuda()
+    with torch.no_grad():
+        profile_step(lambda: lin(x), 3)
+    out["after_profiler"] = independent_step_ms("eager", 8)
+    out["after_compile"] = independent_step_ms("compile", 8) and independent_step_ms("eager", 8)
+    independent_step_ms("cuda-graph", 8)
+    out["after_capture"] = independent_step_ms("eager", 8)
+    out["after_capture_gc_on"] = independent_step_ms("eager", 8, gc_off=False)
+    return out
 
 
 def main() -> int:
@@ -111,31 +137,24 @@ def main() -> int:
     ap.add_argument("--batches", default="8,8192")
     ap.add_argument("--timing", default="standard")
     ap.add_argument("--out")
+    ap.add_argument("--drift", action="store_true",
+                    help="first time an eager loop before/after a profiler session, a "
+                         "compile and a capture (does the process slow down?)")
     args = ap.parse_args()
     batches = tuple(int(b) for b in args.batches.split(","))
 
-    # Before any profiler or compile has touched this process: the reference for
-    # "does anything the runner leaves behind slow later launches down?".
-    pristine = independent_step_ms("eager", 8)
+    drift = drift_probe() if args.drift else None
+    # (c) pairs each runner point with the independent loop right after it, so both
+    # see the same process state (compiled code, profiler sessions, heap).
     sink = ListSink()
-    t0 = time.perf_counter()
-    run_sweep(SweepSpec("mlp", {}, batches, MODES, "cuda", args.timing), sink)
-    wall = time.perf_counter() - t0
-    phase = {p: sum(m["details"]["phase_s"].get(p, 0.0) for m in sink.points)
-             for p in ("build", "reference", "setup", "correctness", "warmup", "timed",
-                       "latency", "memory", "profile", "cleanup")}
-    work = sum(phase[p] for p in WORK_PHASES)
-    strict = phase["setup"] + phase["timed"]
-    overhead = wall / work
-    by = {(m["mode"], m["batch_size"]): m for m in sink.points}
-    cg8 = by.get(("cuda-graph", 8))
-    fidelity = (cg8["step_ms"] / cg8["gpu_busy_ms"]
-                if cg8 and cg8.get("step_ms") and cg8.get("gpu_busy_ms") else None)
-
+    wall = 0.0
     agree = []
     for b in batches:
         for mode in MODES:
-            m = by[(mode, b)]
+            t0 = time.perf_counter()
+            run_sweep(SweepSpec("mlp", {}, (b,), (mode,), "cuda", args.timing), sink)
+            wall += time.perf_counter() - t0
+            m = sink.points[-1]
             if m["status"] != "ok":
                 agree.append({"mode": mode, "batch": b, "runner_ms": None,
                               "independent_ms": None, "rel_diff": None,
@@ -144,10 +163,18 @@ def main() -> int:
             ind = independent_step_ms(mode, b)
             agree.append({"mode": mode, "batch": b, "runner_ms": m["step_ms"],
                           "independent_ms": ind, "rel_diff": m["step_ms"] / ind - 1})
+    phase = {p: sum(m["details"]["phase_s"].get(p, 0.0) for m in sink.points)
+             for p in ("build", "reference", "setup", "correctness", "snapshots", "warmup",
+                       "timed", "latency", "memory", "profile", "cleanup")}
+    work = sum(phase[p] for p in WORK_PHASES)
+    strict = phase["setup"] + phase["timed"]
+    overhead = wall / work
+    by = {(m["mode"], m["batch_size"]): m for m in sink.points}
+    cg8 = by.get(("cuda-graph", 8))
+    fidelity = (cg8["step_ms"] / cg8["gpu_busy_ms"]
+                if cg8 and cg8.get("step_ms") and cg8.get("gpu_busy_ms") else None)
 
     env = sink.env
-    after = next((a["independent_ms"] for a in agree
-                  if a["mode"] == "eager" and a["batch"] == 8), None)
     outside = wall - sum(m["details"].get("point_wall_s", 0.0) for m in sink.points)
     print(f"GPU {env['gpu_name']}, torch {env['torch_version']}, "
           f"CPU {env['cpu_model']}")
@@ -156,9 +183,10 @@ def main() -> int:
           f"strict wall/(setup + timed blocks) = {wall / strict:.3f}")
     print("    phases (s): " + ", ".join(f"{k} {v:.2f}" for k, v in phase.items())
           + f"; outside points {outside:.2f}")
-    if after is not None:
-        print(f"    independent eager b=8 before the sweep {pristine:.4f} ms, after it "
-              f"{after:.4f} ms ({after / pristine - 1:+.1%}): residue of profiling/compile")
+    print(f"    ({len(sink.points)} one-point sweeps, each paired with its independent loop)")
+    if drift:
+        print("    drift of an independent eager b=8 loop through one process (ms): "
+              + ", ".join(f"{k} {v:.4f}" for k, v in drift.items()))
     if fidelity is not None:
         print(f"(b) fidelity: cuda-graph step {cg8['step_ms']:.4f} ms / GPU busy "
               f"{cg8['gpu_busy_ms']:.4f} ms = {fidelity:.3f} (target <= 1.15)")
@@ -190,7 +218,7 @@ def main() -> int:
         Path(args.out).write_text(json.dumps({
             "environment": env, "wall_s": wall, "phase_s": phase, "overhead": overhead,
             "overhead_strict": wall / strict, "fidelity": fidelity, "agreement": agree,
-            "pristine_eager_b8_ms": pristine, "outside_points_s": outside,
+            "drift_eager_b8_ms": drift, "outside_points_s": outside,
             "points": sink.points}, indent=1, default=str))
     return 0
 

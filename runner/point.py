@@ -278,9 +278,14 @@ def _compile_watch():
                 return sum(a.values()) - sum(b.values())
             return a.get(key, 0) - b.get(key, 0)
 
+        # FX graph cache hits say the compile was warm (on-disk caches survive the
+        # in-process reset): a cold compile autotunes, and on CUDA its benchmarking
+        # buffer (the L2 size) lands in a reduce-overhead graph's pool.
         watch.update(unique_graphs=delta("stats", "unique_graphs"),
                      graph_breaks=delta("graph_break"),
                      cudagraph_skips=delta("inductor", "cudagraph_skips"),
+                     fxgraph_cache_hit=delta("inductor", "fxgraph_cache_hit"),
+                     fxgraph_cache_miss=delta("inductor", "fxgraph_cache_miss"),
                      skip_messages=handler.messages[:5],
                      torch_version=torch.__version__)
 

@@ -88,21 +88,34 @@ def test_graph_memory_is_attributed_to_private_pools(four_modes):
 
 def test_twelfth_size_agrees_with_a_fresh_compile():
     """The recompile-limit trap: through one compiled callable, sizes past the 8th fall
-    back to eager. Each point is isolated, so size 12 must look like a fresh compile."""
+    back to eager. Each point is isolated, so size 12 must look like a fresh compile.
+
+    On-disk caches (FX graph, autotuning) survive in-process resets by design, and a
+    cold compile's autotuning leaves an L2-sized benchmarking buffer in the graph pool
+    (seen on the H200: 94 MiB cold vs 34 MiB warm). So size 12 is compiled once first,
+    and both compared points are warm.
+    """
     params = {"depth": "2", "width": "32"}
+    one = dict(params=params, batch_sizes=(12,), modes=("reduce-overhead",))
+    sweep(**one)  # size 12 into the on-disk caches
     swept = sweep(params=params, batch_sizes=tuple(range(1, 13)), modes=("reduce-overhead",))
     assert [m["status"] for m in swept.points] == ["ok"] * 12
-    fresh = sweep(params=params, batch_sizes=(12,), modes=("reduce-overhead",)).points[0]
+    fresh = sweep(**one).points[0]
     last = swept.points[-1]
     for m in (last, fresh):
         assert m["cudagraph_status"] == "replay", m["message"]
         assert m["details"]["compile"]["unique_graphs"] >= 1  # compiled, not fallen back
         assert m["details"]["leftover_private_pools_at_m0"] == 0
+    for m in swept.points:  # every size compiled: no recompile-limit fallback
+        assert m["details"]["compile"]["unique_graphs"] >= 1, m["batch_size"]
+        assert m["graph_launches_per_step"] >= 1, m["batch_size"]
     for key in ("graph_launches_per_step", "host_launches_per_step",
                 "gpu_kernels_per_step"):
         assert last[key] == fresh[key], key
     assert last["step_ms"] == pytest.approx(fresh["step_ms"], rel=0.5)
-    assert last["graph_pool_bytes"] == pytest.approx(fresh["graph_pool_bytes"], rel=0.25)
+    assert last["graph_pool_bytes"] == fresh["graph_pool_bytes"], (
+        last["details"]["m1"], fresh["details"]["m1"], last["details"]["compile"],
+        fresh["details"]["compile"])
 
 
 def test_mutated_input_is_reported_skipped_with_the_reason():
