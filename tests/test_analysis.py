@@ -133,6 +133,9 @@ def headers(*rows):
 def test_comparability_names_each_differing_field_and_run():
     same = headers({"id": 1}, {"id": 2})
     assert analysis.comparability(same) == []
+    # dtype recorded among the parameters on one side only is not a difference.
+    assert analysis.comparability(headers({"id": 1}, {"id": 2, "workload_params": {
+        "depth": 2, "dtype": "float32"}})) == []
     diff = headers({"id": 1}, {"id": 2, "workload_params": {"depth": 4}, "dtype": "bfloat16"})
     w = analysis.comparability(diff)
     assert len(w) == 2

@@ -331,3 +331,14 @@ def test_selecting_runs_offers_open_and_compare_links(dash):
     at.run()
     labels = [p.label for p in at.get("page_link")]
     assert labels == [f"Compare runs {ids[0]}, {ids[1]}"]
+
+
+def test_shipped_samples_compare_without_a_false_alarm(dash):
+    # A newcomer's first comparison: every shipped sweep sample against the published
+    # L40S figures. Same model, parameters and dtype: no "not comparable" warning.
+    runs = queries.runs_frame(dash.engine)
+    sweeps = [str(i) for i in runs[runs["kind"] == "sweep"]["id"]]
+    assert len(sweeps) >= 2, "data/samples/ should ship a measured sweep beside the article's"
+    at = dash.open("pages/compare.py", run=sweeps)
+    assert not at.warning, texts(at, "warning")
+    assert len(charts(at)) == 1

@@ -199,6 +199,16 @@ def _canon(v: Any) -> str:
     return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
 
 
+def _comparable_value(header, field: str) -> Any:
+    """The runner records the dtype among the workload parameters too; it is compared
+    once, as dtype, so a bundle that leaves it out of its parameters still compares."""
+    value = header[field]
+    if field == "workload_params" and isinstance(value, dict) and \
+            value.get("dtype") in (None, header.get("dtype")):
+        value = {k: v for k, v in value.items() if k != "dtype"}
+    return value
+
+
 def comparability(headers: pd.DataFrame) -> list[str]:
     """One warning line per field that differs between the runs (workload, parameters,
     dtype): their curves then measure different things."""
@@ -206,7 +216,8 @@ def comparability(headers: pd.DataFrame) -> list[str]:
     if len(headers) < 2:
         return warnings
     for field in COMPARABLE_FIELDS:
-        values = {int(h["id"]): _canon(h[field]) for _, h in headers.iterrows()}
+        values = {int(h["id"]): _canon(_comparable_value(h, field))
+                  for _, h in headers.iterrows()}
         if len(set(values.values())) > 1:
             listed = "; ".join(f"run {rid}: {v}" for rid, v in values.items())
             what = field.replace("workload_params", "workload parameters")
