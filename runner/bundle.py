@@ -106,6 +106,27 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+# Text columns and their sizes in the database (db/models.py): checked here, so a bundle
+# the database would refuse is refused up front with the field named.
+ENVIRONMENT_TEXT_LIMITS = {
+    "device": 8, "gpu_name": 200, "driver_version": 100, "cuda_version": 100,
+    "torch_version": 100, "triton_version": 100, "python_version": 100, "hostname": 255,
+    "cpu_model": 255,
+}
+RUN_TEXT_LIMITS = {"uuid": 64, "workload": 200, "dtype": 32, "label": 200, "command": 10_000}
+
+
+def _check_text_fields(where: str, obj: dict, limits: dict[str, int]) -> None:
+    for f, limit in limits.items():
+        v = obj.get(f)
+        if v is None:
+            continue
+        if not isinstance(v, str):
+            raise BundleError(f"{where}.{f} {v!r} must be text or null")
+        if len(v) > limit:
+            raise BundleError(f"{where}.{f} {v[:40]!r}... is longer than {limit} characters")
+
+
 def validate(doc: Any) -> dict[str, Any]:
     """Check a parsed bundle; return it normalised, or raise BundleError naming the value."""
     if not isinstance(doc, dict):
@@ -122,6 +143,12 @@ def validate(doc: Any) -> dict[str, Any]:
     if not isinstance(doc.get("measurements"), list):
         raise BundleError("bundle field 'measurements' must be a list")
     env, run = doc["environment"], doc["run"]
+    _check_text_fields("environment", env, ENVIRONMENT_TEXT_LIMITS)
+    _check_text_fields("run", run, RUN_TEXT_LIMITS)
+    for f in ("gpu_count", "sm_count", "gpu_memory_bytes"):
+        v = env.get(f)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            raise BundleError(f"environment.{f} {v!r} must be a non-negative integer or null")
     if env.get("device") not in DEVICES:
         raise BundleError(f"environment.device {env.get('device')!r} is not one of "
                           f"{', '.join(DEVICES)}")
@@ -200,6 +227,8 @@ def _validate_measurement(i: int, m: Any) -> None:
     if not isinstance(b, int) or isinstance(b, bool) or not 1 <= b <= MAX_BATCH_SIZE:
         raise BundleError(f"{where}: batch_size {b!r} must be an integer from 1 to "
                           f"{MAX_BATCH_SIZE}")
+    if m.get("message") is not None and not isinstance(m["message"], str):
+        raise BundleError(f"{where}: message {m['message']!r} must be text")
     if m.get("status") not in POINT_STATUSES:
         raise BundleError(f"{where}: status {m.get('status')!r} is not one of "
                           f"{', '.join(POINT_STATUSES)}")

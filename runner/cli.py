@@ -52,7 +52,7 @@ def _known_errors() -> tuple[type[BaseException], ...]:
 
     errors: list[type[BaseException]] = [UsageError, BundleError]
     for mod, cls in (("runner.workloads", "WorkloadError"), ("db.engine", "DatabaseError"),
-                     ("db.store", "RunNotFound")):
+                     ("db.store", "RunNotFound"), ("db.access", "ReadOnlyError")):
         try:
             errors.append(getattr(importlib.import_module(mod), cls))
         except (ImportError, AttributeError):

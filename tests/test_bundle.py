@@ -112,3 +112,20 @@ def test_check_writable(tmp_path):
         fmt.check_writable(tmp_path)
     with pytest.raises(fmt.BundleError, match="does not exist"):
         fmt.check_writable(tmp_path / "no" / "x.json")
+
+
+def test_text_fields_the_database_would_refuse_are_named():
+    from runner import bundle as fmt
+
+    doc = fmt.make_bundle({"device": "cpu"}, {"uuid": "u-long-label", "workload": "mlp",
+                          "created_at": fmt.now_iso(), "status": "done",
+                          "label": "x" * 201}, [])
+    with pytest.raises(fmt.BundleError, match=r"run.label .* longer than 200"):
+        fmt.validate(doc)
+    doc["run"]["label"] = {"not": "text"}
+    with pytest.raises(fmt.BundleError, match="run.label .* must be text"):
+        fmt.validate(doc)
+    doc["run"]["label"] = None
+    doc["environment"]["gpu_count"] = -1
+    with pytest.raises(fmt.BundleError, match="environment.gpu_count -1"):
+        fmt.validate(doc)
