@@ -163,6 +163,9 @@ def test_environment_diff_lists_only_differences():
     h = headers({"id": 1, "gpu_name": "A"}, {"id": 2, "gpu_name": "B", "source": "published"})
     d = analysis.environment_diff(h)
     assert set(d["field"]) == {"gpu_name", "source"}
+    counts = analysis.environment_diff(
+        headers({"id": 1, "sm_count": 132.0}, {"id": 2, "sm_count": float("nan")}))
+    assert list(counts.iloc[0, 1:3]) == ["132", "—"]
     assert len(analysis.environment_diff(h, only_differences=False)) > len(d)
 
 

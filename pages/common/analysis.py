@@ -196,7 +196,11 @@ def run_names(headers: pd.DataFrame) -> dict[int, str]:
 def _canon(v: Any) -> str:
     if isinstance(v, dict):
         return ", ".join(f"{k}={v[k]}" for k in sorted(v))
-    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))  # a count that pandas widened to float beside a missing value
+    return str(v)
 
 
 def _comparable_value(header, field: str) -> Any:
