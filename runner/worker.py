@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import importlib.util
 import os
 import socket
 import subprocess
@@ -274,6 +275,8 @@ def ensure_local_worker(engine, job: dict[str, Any], db_url: str,
         return None
     if local_worker_pid(db_url) is not None:
         return None  # still starting (torch import) or idling: it will claim the job
+    if importlib.util.find_spec("torch") is None:
+        return None  # a dashboard-only host: the job waits for a GPU host's worker
     if idle_exit_s is None:
         try:
             idle_exit_s = float(os.environ.get(IDLE_EXIT_VAR) or LOCAL_IDLE_EXIT_S)
