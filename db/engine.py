@@ -47,8 +47,9 @@ def make_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
     try:
         parsed = make_url(url)
     except ArgumentError:
-        raise DatabaseError(f"bad database URL {shown!r}: expected e.g. "
-                            "sqlite:///data/launchbench.db or postgresql+psycopg://host/db") from None
+        raise DatabaseError(
+            f"bad database URL {shown!r}: expected e.g. sqlite:///data/launchbench.db "
+            "or postgresql+psycopg://host/db") from None
     backend = parsed.get_backend_name()
     if backend not in ("sqlite", "postgresql"):
         raise DatabaseError(f"unsupported database {backend!r} in URL {shown!r}: "

@@ -10,13 +10,28 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    JSON, BigInteger, Boolean, CheckConstraint, DateTime, Float, ForeignKey, Index, Integer,
-    String, Text, UniqueConstraint,
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from runner.bundle import (
-    CUDAGRAPH_STATUSES, MODES, POINT_STATUSES, RUN_KINDS, RUN_STATUSES, SOURCES,
+    CUDAGRAPH_STATUSES,
+    MODES,
+    POINT_STATUSES,
+    RUN_KINDS,
+    RUN_STATUSES,
+    SOURCES,
 )
 
 

@@ -11,6 +11,7 @@ from pages.common import launch_form as lf
 from pages.common import ui
 from runner.worker import ensure_local_worker
 
+ui.ensure_frame()
 st.title("Launch a sweep")
 engine = ui.engine()
 locked = read_only()
