@@ -5,6 +5,7 @@ no SQL (db.queries).
 
 from __future__ import annotations
 
+import runpy
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from db import queries
 from db.engine import default_url, make_engine
 from db.samples import SAMPLES, SeedResult, seed_if_empty
 from pages.common import links
+
+APP_PATH = Path(__file__).resolve().parents[2] / "app.py"
 
 # Query results live this long at most; data_v (queries.data_version) in each cache key
 # already invalidates them as soon as anything is written, by this process or by a worker
@@ -41,7 +44,11 @@ def ensure_frame() -> None:
 
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False  # exactly what st.navigation does
-        st.rerun()
+        # Run the frame inside this same script run rather than st.rerun(): a rerun would
+        # drop this run's widget events (a click would be lost). app.py calls
+        # st.navigation and runs this page again, now in the frame; then stop here.
+        runpy.run_path(str(APP_PATH), run_name="__main__")
+        st.stop()
 
 
 def db_url() -> str:
