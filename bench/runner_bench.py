@@ -164,7 +164,7 @@ def main() -> int:
             agree.append({"mode": mode, "batch": b, "runner_ms": m["step_ms"],
                           "independent_ms": ind, "rel_diff": m["step_ms"] / ind - 1})
     phase = {p: sum(m["details"]["phase_s"].get(p, 0.0) for m in sink.points)
-             for p in ("build", "reference", "setup", "correctness", "snapshots", "warmup",
+             for p in ("build", "reference", "setup", "correctness", "snapshots", "gc", "warmup",
                        "timed", "latency", "memory", "profile", "cleanup")}
     work = sum(phase[p] for p in WORK_PHASES)
     strict = phase["setup"] + phase["timed"]

@@ -23,6 +23,7 @@ from runner.bundle import empty_measurement
 from runner.timing import Measurement, TimingConfig, time_step
 from runner.workloads import Workload
 
+COMPILED_MODES = ("compile", "reduce-overhead")
 # Relative tolerance of max_abs_err against max |reference|, per output dtype.
 TOLERANCE = {"float32": 1e-4, "float64": 1e-9, "float16": 1e-2, "bfloat16": 3e-2}
 
@@ -123,7 +124,7 @@ def _measure(m, phases, workload, mode, batch_size, device, config) -> None:
             m0 = memory.state(device)
             memory.reset_peak(device)
             phases["snapshots"] = time.perf_counter() - t0
-        with _compile_watch() as watch:
+        with _compile_watch(mode in COMPILED_MODES) as watch:
             t0 = time.perf_counter()
             prepared = modes.prepare(mode, model, x, device)
             phases["setup"] = time.perf_counter() - t0
@@ -164,7 +165,8 @@ def _measure(m, phases, workload, mode, batch_size, device, config) -> None:
                     t0 = time.perf_counter()
                     d["clocks_after"] = _clocks(device)
                     phases["snapshots"] += time.perf_counter() - t0
-        d["compile"] = watch
+        if mode in COMPILED_MODES:
+            d["compile"] = watch
     status, reason = cudagraph_status(mode, m["graph_launches_per_step"], watch)
     m["cudagraph_status"] = status
     if reason:
@@ -244,8 +246,14 @@ def _counters() -> dict:
 
 
 @contextmanager
-def _compile_watch():
-    """Yield a dict filled on exit with counter deltas and the first skip message."""
+def _compile_watch(active: bool = True):
+    """Yield a dict filled on exit with counter deltas and the first skip message.
+
+    Inactive for modes that compile nothing: importing Inductor to watch an eager point
+    cost 8 s of harness time on the H200 host's first point."""
+    if not active:
+        yield {}
+        return
     import torch
 
     for mod in ("torch._inductor.cudagraph_utils", "torch._inductor.compile_fx",

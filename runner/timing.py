@@ -143,10 +143,12 @@ def time_step(step: Callable[[], object], device: str, config: TimingConfig,
     m = measurement or Measurement()
     clock = _Clock(device)
     was_enabled = gc.isenabled()
-    gc.collect()
+    t_gc = time.perf_counter()
+    gc.collect()  # garbage of setup is collected now, not during a block
     gc.disable()
     try:
         t0 = time.perf_counter()
+        m.phase_s["gc"] = t0 - t_gc
         # Warm up for at least warmup_ms (and 3 steps); the rate it shows sizes a block.
         clock.sync()
         n, deadline = 0, t0 + config.warmup_ms / 1e3

@@ -59,7 +59,7 @@ def test_time_step_on_cpu_measures_a_known_step_with_gc_off():
     assert 4 <= m.iters_per_block <= 6  # ~5 ms blocks of ~1 ms steps
     assert 0.95 <= m.stats.median <= 1.5
     assert m.stats.p10 <= m.stats.median <= m.stats.p90
-    assert set(m.phase_s) == {"warmup", "timed", "latency"}
+    assert set(m.phase_s) == {"gc", "warmup", "timed", "latency"}
 
 
 def test_time_step_caps_iterations_of_a_no_op():
