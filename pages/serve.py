@@ -91,7 +91,7 @@ if bounds is None:
 else:
     lo, hi, default = bounds
     budget = st.slider("Memory budget for graph pools (MiB)", lo, hi, default, key="budget")
-advice, table = sc.advice(stream, profile, results, budget)
+advice, table = sc.advice(stream, profile, results, budget, requests)
 rec = advice.recommended
 st.markdown(
     f"Capture **{'/'.join(map(str, rec.buckets)) or 'nothing (eager only)'}**: "
@@ -100,6 +100,8 @@ st.markdown(
     + (f"; powers of two within the budget give {advice.pow2.rows_per_s:,.0f} rows/s "
        f"({'/'.join(map(str, advice.pow2.buckets))})." if advice.pow2 else "."))
 st.dataframe(table, hide_index=True, key="advice")
-st.caption("The model: each size's measured bucket time and eager time, weighted by how "
-           "often the stream asked for it; pool = the largest graph alone plus what each "
-           "smaller one added in a shared pool. The measured rows show how close it lands.")
+st.caption("The model: each size's measured bucket time (profile) and eager time (the "
+           "eager replay, else the profile), weighted by how often the stream asked for it; "
+           "pool = the largest graph alone plus what each smaller one added in a shared "
+           "pool. Plans within 5% are ties: fewer graphs, then less padding, win. The "
+           "measured rows show how close the model lands.")

@@ -140,8 +140,23 @@ def test_unknown_run_falls_back_to_the_newest_and_says_so(db):
 
 
 def test_no_serve_run_yet(db):
+    sweep = fmt.make_bundle({"device": "cpu"}, {"uuid": str(uuid.uuid4()), "workload": "mlp",
+                                                "created_at": fmt.now_iso(), "status": "done"},
+                            [])
+    import_bundle(db, sweep)  # a database with runs is not seeded with the samples
     at = open_page()
     assert any("No serve run stored yet" in str(e.value) for e in at.info)
+
+
+def test_the_shipped_h200_sample_shows_on_a_fresh_database(db):
+    at = open_page()  # the app seeds data/samples/ into the empty database
+    assert "NVIDIA H200" in at.selectbox[0].options[0]
+    text = _text(at)
+    assert "Batch 11 pads to 16: 5 of its 16 rows (31%)" in text and "Measured:" in text
+    summary = at.dataframe[0].value.set_index("Strategy")
+    assert summary.loc["buckets:pow2-256", "Ran as"] == "cuda-graph"
+    assert summary.loc["reduce-overhead", "Graphs"] != "—"
+    assert at.slider(key="budget").max > 0
 
 
 def test_waste_frame_and_example_without_8_16_32():
@@ -155,3 +170,15 @@ def test_waste_frame_and_example_without_8_16_32():
     assert "2 of 5 requests (40%) ran in a graph" in lines[0]
     assert lines[1].startswith("Batch 5 pads to 8: 3 of its 8 rows (38%)")
     assert lines[2].startswith("Batch 9 matches no bucket (the largest is 8)")
+
+
+def test_advisor_takes_eager_times_from_the_eager_replay():
+    requests = pd.DataFrame({"strategy": ["eager"] * 3 + ["buckets:8"] * 3,
+                             "request": [0, 1, 2] * 2, "batch_size": [4, 4, 40] * 2,
+                             "latency_ms": [1.0, 3.0, 5.0, 0.1, 0.1, 9.0]})
+    assert sc.eager_from_replay(requests) == {4: 2.0, 40: 5.0}
+    profile = pd.DataFrame([{"batch_size": 8, "bucket_ms": 0.2, "eager_ms": 7.0,
+                             "pool_bytes": None, "pool_extra_bytes": None}])
+    pts = {p.batch_size: p for p in sc.profile_points(profile, sc.eager_from_replay(requests))}
+    assert pts[8].eager_ms == 7.0 and pts[8].bucket_ms == 0.2  # no replay figure at 8
+    assert pts[40].eager_ms == 5.0 and pts[40].bucket_ms is None  # eager-only point

@@ -132,12 +132,27 @@ def latency_chart(requests: pd.DataFrame) -> alt.Chart | None:
 
 # --- the advisor -------------------------------------------------------------------------
 
-def profile_points(profile: pd.DataFrame) -> list[advisor.ProfilePoint]:
-    return [advisor.ProfilePoint(int(p["batch_size"]), p["bucket_ms"], p["eager_ms"],
-                                 None if p["pool_bytes"] is None else int(p["pool_bytes"]),
-                                 None if p["pool_extra_bytes"] is None
-                                 else int(p["pool_extra_bytes"]))
-            for p in records(profile)]
+def profile_points(profile: pd.DataFrame,
+                   eager_ms: dict[int, float] | None = None) -> list[advisor.ProfilePoint]:
+    """The run's profile as the advisor's input; `eager_ms` (per size) replaces the
+    profile's eager figure where given, and adds eager-only points for other sizes."""
+    eager = dict(eager_ms or {})
+    pts = [advisor.ProfilePoint(int(p["batch_size"]), p["bucket_ms"],
+                                eager.pop(int(p["batch_size"]), p["eager_ms"]),
+                                None if p["pool_bytes"] is None else int(p["pool_bytes"]),
+                                None if p["pool_extra_bytes"] is None
+                                else int(p["pool_extra_bytes"]))
+           for p in records(profile)]
+    return pts + [advisor.ProfilePoint(b, None, t) for b, t in sorted(eager.items())]
+
+
+def eager_from_replay(requests: pd.DataFrame) -> dict[int, float]:
+    """Median latency per batch size of the run's eager replay. Eager is host-bound, and
+    on the H200's slow host it ran 40% slower in the profile (first, alone per size) than
+    in the replay: the replay is the same condition as the strategies it is compared to."""
+    eager = requests[requests["strategy"] == "eager"]
+    return {int(b): float(t) for b, t in eager.groupby("batch_size")["latency_ms"].median()
+            .items()}
 
 
 def budget_bounds(profile: pd.DataFrame) -> tuple[int, int, int] | None:
@@ -169,10 +184,13 @@ def _plan_row(name: str, plan: advisor.Plan | None, measured: dict | None = None
 
 
 def advice(stream: list[int], profile: pd.DataFrame, results: pd.DataFrame,
-           budget_mib: float | None) -> tuple[advisor.Advice, pd.DataFrame]:
+           budget_mib: float | None, requests: pd.DataFrame | None = None,
+           ) -> tuple[advisor.Advice, pd.DataFrame]:
     """The advisor's proposal within the budget, beside powers of two and the bucket sets
-    this run measured (the model's figures next to the measured ones, to judge it by)."""
-    pts = profile_points(profile)
+    this run measured (the model's figures next to the measured ones, to judge it by).
+    Eager times come from the eager replay when the run has one (see eager_from_replay)."""
+    replay = eager_from_replay(requests) if requests is not None and len(requests) else {}
+    pts = profile_points(profile, replay)
     pmf = buckets.empirical_pmf(stream)
     budget = None if budget_mib is None else int(budget_mib * MIB)
     adv = advisor.advise(pmf, pts, budget_bytes=budget)
