@@ -48,6 +48,9 @@ SECTION_FIELDS = ("batch_dist", "requests", "seed", "strategies", "stream", "res
                   "profile")
 
 
+MAX_DIST_TEXT = 1000  # serve_configs.batch_dist
+
+
 class SectionError(ValueError):
     """A serve section that does not follow the format; bundle.py re-raises it as a
     BundleError (this module cannot import that one: bundle.py imports this module)."""
@@ -99,6 +102,9 @@ def validate_section(sec: Any) -> dict[str, Any]:
         if not isinstance(sec.get("batch_dist"), str) or not sec["batch_dist"].strip():
             raise SectionError(f"serve.batch_dist {sec.get('batch_dist')!r} must be a "
                                "distribution (e.g. uniform:1-64)") from None
+    if len(str(sec.get("batch_dist"))) > MAX_DIST_TEXT:
+        raise SectionError(f"serve.batch_dist is longer than {MAX_DIST_TEXT} characters "
+                           "(the database column)")
     if not _int(sec.get("requests"), 1, MAX_REQUESTS):
         raise SectionError(f"serve.requests {sec.get('requests')!r} must be an integer "
                            f"from 1 to {MAX_REQUESTS}")

@@ -129,6 +129,7 @@ def test_version_1_bundles_still_import_and_re_export(tmp_path, sqlite_engine):
     (lambda d: d["serve"]["results"][3].update(buckets=[4, 8]), "kind/buckets do not match"),
     (lambda d: d["serve"]["results"][0].update(graphs=1.5), "graphs 1.5 must be a whole"),
     (lambda d: d["serve"]["profile"][0].update(batch_size=0), "batch_size 0"),
+    (lambda d: d["serve"].update(batch_dist="x" * 1001), "longer than 1000 characters"),
 ])
 def test_bad_serve_sections_refused_one_line(served, mutate, match):
     doc = json.loads(Path(served[1]).read_text())
