@@ -96,20 +96,26 @@ def _reduce_overhead(model, x, device: str) -> Prepared:
                     setup_s=sum(calls), setup_calls_s=calls)
 
 
+def warm_up_on_side_stream(model, static_x, calls: int = 3) -> None:
+    """Warm up on a side stream, as torch.cuda.graphs documents: lazy init (cuBLAS
+    handles, workspaces) must happen before capture, and not on the capture stream."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(calls):
+            model(static_x)
+    torch.cuda.current_stream().wait_stream(side)
+
+
 def _cuda_graph(model, x, device: str) -> Prepared:
     import torch
 
     static_x = x.clone()
     _sync(device)
     t0 = time.perf_counter()
-    # Warm up on a side stream, as torch.cuda.graphs documents: lazy init (cuBLAS
-    # handles, workspaces) must happen before capture, and not on the capture stream.
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            model(static_x)
-    torch.cuda.current_stream().wait_stream(side)
+    warm_up_on_side_stream(model, static_x)
     _sync(device)
     t1 = time.perf_counter()
     graph = torch.cuda.CUDAGraph()

@@ -28,6 +28,7 @@ import torch
 from runner import advisor, buckets, memory, serve_record
 from runner.buckets import Strategy
 from runner.bundle import now_iso
+from runner.modes import warm_up_on_side_stream
 from runner.point import clear_cublas_workspaces, reset_state
 from runner.workloads import Workload, model_dtype
 
@@ -109,12 +110,7 @@ def _clear_cublas() -> None:
 
 def capture(model, static_x, pool=None):
     """Warm up on a side stream (lazy init must not happen during capture), then capture."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            model(static_x)
-    torch.cuda.current_stream().wait_stream(side)
+    warm_up_on_side_stream(model, static_x)
     _clear_cublas()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g, pool=pool):

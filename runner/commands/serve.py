@@ -18,7 +18,7 @@ from runner import bundle as fmt
 from runner import serve_record
 from runner.buckets import MAX_REQUESTS, ServeInputError, parse_distribution, parse_strategies
 from runner.cli import UsageError
-from runner.commands.sweep import parse_label, parse_params
+from runner.commands.sweep import parse_label, parse_params, storage_choice
 
 DEFAULT_STRATEGIES = "eager,compile,reduce-overhead,buckets:8/16/32,buckets:pow2-256"
 MAX_SEED = 2**63 - 1
@@ -180,7 +180,7 @@ def format_table(results: list[dict]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runner.commands.store import NO_SQLALCHEMY, open_engine, shown_url, sqlalchemy_available
+    from runner.commands.store import open_engine, shown_url
 
     # 1. Every flag, before anything is built, measured or written.
     try:
@@ -192,20 +192,7 @@ def run(args: argparse.Namespace) -> int:
     seed = _whole(args.seed, "--seed", 0, MAX_SEED)
     params = parse_params(args.param)
     label = parse_label(args.label)
-    if args.out:
-        fmt.check_writable(args.out)
-    if args.no_db and args.db:
-        raise UsageError(f"--no-db contradicts --db {args.db!r}: give one of them")
-    use_db, note = not args.no_db, None
-    if use_db and not sqlalchemy_available():
-        if args.db or not args.out:
-            raise UsageError(f"{NO_SQLALCHEMY}: install it, or write a bundle with --out "
-                             "FILE.json and import it where the database is")
-        use_db = False
-        note = (f"note: the database was not written: {NO_SQLALCHEMY}. Import the bundle "
-                f"where it is: python -m runner import {args.out}")
-    if not use_db and not args.out:
-        raise UsageError("--no-db without --out: the results would be written nowhere")
+    use_db, note = storage_choice(args)
     device = _device(args.device)
 
     from runner import environment, serve

@@ -227,6 +227,28 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 # --- the command -------------------------------------------------------------------------
 
+def storage_choice(args: argparse.Namespace) -> tuple[bool, str | None]:
+    """From --db, --no-db and --out: (write the database?, a note for the user). Checks
+    everything up front, so bad flags fail before anything is measured."""
+    from runner.commands.store import NO_SQLALCHEMY, sqlalchemy_available
+
+    if args.out:
+        fmt.check_writable(args.out)
+    if args.no_db and args.db:
+        raise UsageError(f"--no-db contradicts --db {args.db!r}: give one of them")
+    use_db, note = not args.no_db, None
+    if use_db and not sqlalchemy_available():
+        if args.db or not args.out:
+            raise UsageError(f"{NO_SQLALCHEMY}: install it, or write a bundle with --out "
+                             "FILE.json and import it where the database is")
+        use_db = False
+        note = (f"note: the database was not written: {NO_SQLALCHEMY}. Import the bundle "
+                f"where it is: python -m runner import {args.out}")
+    if not use_db and not args.out:
+        raise UsageError("--no-db without --out: the results would be written nowhere")
+    return use_db, note
+
+
 def _check_device(requested: str | None) -> str:
     try:
         import torch
@@ -243,7 +265,7 @@ def _check_device(requested: str | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runner.commands.store import NO_SQLALCHEMY, open_engine, shown_url, sqlalchemy_available
+    from runner.commands.store import open_engine, shown_url
 
     # 1. Every flag, before anything is measured or written.
     sizes = parse_batch_sizes(args.batch_sizes)
@@ -251,21 +273,7 @@ def run(args: argparse.Namespace) -> int:
     params = parse_params(args.param)
     timing = parse_timing(args)
     label = parse_label(args.label)
-    if args.out:
-        fmt.check_writable(args.out)
-    note = None
-    use_db = not args.no_db
-    if args.no_db and args.db:
-        raise UsageError(f"--no-db contradicts --db {args.db!r}: give one of them")
-    if use_db and not sqlalchemy_available():
-        if args.db or not args.out:
-            raise UsageError(f"{NO_SQLALCHEMY}: install it, or write a bundle with --out "
-                             "FILE.json and import it where the database is")
-        use_db = False
-        note = (f"note: the database was not written: {NO_SQLALCHEMY}. Import the bundle "
-                f"where it is: python -m runner import {args.out}")
-    if not use_db and not args.out:
-        raise UsageError("--no-db without --out: the results would be written nowhere")
+    use_db, note = storage_choice(args)
     device = _check_device(args.device)
 
     from runner.sweep import SweepSpec, run_sweep, validate_spec
