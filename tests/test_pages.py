@@ -334,11 +334,21 @@ def test_selecting_runs_offers_open_and_compare_links(dash):
 
 
 def test_shipped_samples_compare_without_a_false_alarm(dash):
-    # A newcomer's first comparison: every shipped sweep sample against the published
-    # L40S figures. Same model, parameters and dtype: no "not comparable" warning.
+    # A newcomer's first comparison: every shipped mlp sweep against the published L40S
+    # figures. Same model, parameters and dtype: no "not comparable" warning.
     runs = queries.runs_frame(dash.engine)
-    sweeps = [str(i) for i in runs[runs["kind"] == "sweep"]["id"]]
+    mlp = runs[(runs["kind"] == "sweep") & (runs["workload"] == "mlp")]
+    sweeps = [str(i) for i in mlp["id"]]
     assert len(sweeps) >= 2, "data/samples/ should ship a measured sweep beside the article's"
     at = dash.open("pages/compare.py", run=sweeps)
     assert not at.warning, texts(at, "warning")
     assert len(charts(at)) == 1
+
+
+def test_shipped_samples_of_different_workloads_warn_when_compared(dash):
+    runs = queries.runs_frame(dash.engine)
+    sweeps = runs[(runs["kind"] == "sweep") & (runs["source"] == "measured")]
+    if sweeps["workload"].nunique() < 2:
+        pytest.fail("data/samples/ should ship measured sweeps of two workloads")
+    at = dash.open("pages/compare.py", run=[str(i) for i in sweeps["id"]])
+    assert any("comparable" in w for w in texts(at, "warning")), texts(at, "warning")
