@@ -44,6 +44,14 @@ def sqlite_url(tmp_path) -> str:
 
 
 @pytest.fixture
+def app_db_url(sqlite_url, monkeypatch):
+    """A temp SQLite file the dashboard (AppTest) uses, in writable mode."""
+    monkeypatch.setenv("LAUNCHBENCH_DB", sqlite_url)
+    monkeypatch.delenv("LAUNCHBENCH_READ_ONLY", raising=False)
+    return sqlite_url
+
+
+@pytest.fixture
 def sqlite_engine(sqlite_url):
     from db.engine import make_engine
 

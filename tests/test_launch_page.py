@@ -16,11 +16,8 @@ APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
 
 @pytest.fixture
-def engine(tmp_path, monkeypatch):
-    url = f"sqlite:///{tmp_path / 'lb.db'}"
-    monkeypatch.setenv("LAUNCHBENCH_DB", url)
-    monkeypatch.delenv("LAUNCHBENCH_READ_ONLY", raising=False)
-    e = make_engine(url)
+def engine(app_db_url):
+    e = make_engine(app_db_url)
     # A live CPU worker: submitting must not start a real one from inside the test.
     jobs.register_worker(e, name="test-worker", hostname="here", pid=1, gpu_name=None,
                          has_cuda=False, torch_version="2.x")

@@ -47,11 +47,8 @@ class Dash:
 
 
 @pytest.fixture
-def dash(tmp_path, monkeypatch):
-    url = f"sqlite:///{tmp_path / 'lb.db'}"
-    monkeypatch.setenv("LAUNCHBENCH_DB", url)
-    monkeypatch.delenv("LAUNCHBENCH_READ_ONLY", raising=False)
-    d = Dash(url)
+def dash(app_db_url):
+    d = Dash(app_db_url)
     yield d
     d.engine.dispose()
 

@@ -71,11 +71,8 @@ def serve_bundle(cuda: bool = True, requests: int = 120) -> dict:
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch):
-    url = f"sqlite:///{tmp_path / 'lb.db'}"
-    monkeypatch.setenv("LAUNCHBENCH_DB", url)
-    monkeypatch.delenv("LAUNCHBENCH_READ_ONLY", raising=False)
-    engine = make_engine(url)
+def db(app_db_url):
+    engine = make_engine(app_db_url)
     yield engine
     engine.dispose()
 
