@@ -6,7 +6,7 @@
 set -u
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 OUT=${OUT:-/tmp/lb-out}; mkdir -p "$OUT"
-T_TESTS=${1:-150}; T_BENCH=${2:-170}; SAMPLES=${3:-}; T_SWEEP=${4:-300}
+T_TESTS=${1:-150}; T_BENCH=${2:-420}; SAMPLES=${3:-}; T_SWEEP=${4:-300}
 start=$(date +%s)
 stamp() { echo "== $1 at +$(( $(date +%s) - start ))s"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu \
@@ -16,7 +16,7 @@ torch.version.cuda, torch.cuda.get_device_name(0), 'python', platform.python_ver
 if [ "$T_TESTS" -gt 0 ]; then
   stamp tests
   timeout "$T_TESTS" python3 -m pytest -q -m gpu -p no:cacheprovider \
-    tests/test_gpu_runner.py ${PYTEST_K:+-k "$PYTEST_K"} \
+    tests/test_gpu_runner.py tests/test_gpu_serve.py ${PYTEST_K:+-k "$PYTEST_K"} \
     -o addopts="--strict-markers -ra" > "$OUT/pytest.log" 2>&1
   echo "pytest rc=$?"
 fi
@@ -37,4 +37,4 @@ done
 stamp done
 [ -f "$OUT/pytest.log" ] && { echo "---- pytest"; grep -v DEBUG "$OUT/pytest.log" | tail -25; }
 for w in $SAMPLES; do echo "---- sweep $w"; tail -17 "$OUT/sweep-$w.log"; done
-[ -f "$OUT/bench.log" ] && { echo "---- bench"; grep -v Warning "$OUT/bench.log" | grep -v "^  warn\|_warn_once" | tail -40; }
+[ -f "$OUT/bench.log" ] && { echo "---- bench"; grep -v Warning "$OUT/bench.log" | grep -v "^  warn\|_warn_once" | tail -90; }
