@@ -53,19 +53,42 @@ class ListSink:
         self.status = status
 
 
+def bare_mlp():
+    """The `mlp` workload's model, built without the runner: 32 x Linear(256)+ReLU, fp32."""
+    from torch import nn
+
+    layers: list[nn.Module] = []
+    for _ in range(32):
+        layers += [nn.Linear(256, 256), nn.ReLU()]
+    return nn.Sequential(*layers).cuda().eval()
+
+
+def event_blocks_ms(f, iters: int, blocks: int = 15) -> list[float]:
+    """Per-step ms of `blocks` back-to-back blocks of `iters` calls, CUDA events only."""
+    import torch
+
+    res = []
+    torch.cuda.synchronize()
+    for _ in range(blocks):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(iters):
+            f()
+        b.record()
+        b.synchronize()
+        res.append(a.elapsed_time(b) / iters)
+    return res
+
+
 def independent_step_ms(mode: str, batch: int, gc_off: bool = True) -> float:
     """The same step timed with nothing of the runner: 15 blocks of ~20 ms, median."""
     import gc
 
     import torch
-    from torch import nn
 
     torch._dynamo.reset()
     torch.manual_seed(0)
-    layers: list[nn.Module] = []
-    for _ in range(32):
-        layers += [nn.Linear(256, 256), nn.ReLU()]
-    model = nn.Sequential(*layers).cuda().eval()
+    model = bare_mlp()
     x = torch.randn(batch, 256, device="cuda")
     with torch.no_grad():
         if mode == "eager":
@@ -100,18 +123,10 @@ def independent_step_ms(mode: str, batch: int, gc_off: bool = True) -> float:
             f()
         torch.cuda.synchronize()
         n = max(1, int(0.02 / ((time.perf_counter() - t0) / 50)))
-        res = []
         gc.collect()
         if gc_off:
             gc.disable()
-        for _ in range(15):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            for _ in range(n):
-                f()
-            b.record()
-            b.synchronize()
-            res.append(a.elapsed_time(b) / n)
+        res = event_blocks_ms(f, n)
         gc.enable()
     del f
     torch._dynamo.reset()
