@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from runner.sweep import SweepSpec, run_sweep  # noqa: E402
 
 MODES = ("eager", "compile", "reduce-overhead", "cuda-graph")
-WORK_PHASES = ("setup", "warmup", "timed", "latency", "profile")
+WORK_PHASES = ("setup", "warmup", "rounds", "latency", "profile")
 
 
 class ListSink:
@@ -217,9 +217,9 @@ def main() -> int:
 
     phase = {p: sum(m["details"]["phase_s"].get(p, 0.0) for m in sink.points)
              for p in ("build", "reference", "setup", "correctness", "snapshots", "gc", "warmup",
-                       "timed", "latency", "memory", "profile", "cleanup")}
+                       "rounds", "latency", "memory", "profile", "cleanup")}
     work = sum(phase[p] for p in WORK_PHASES)
-    strict = phase["setup"] + phase["timed"]
+    strict = phase["setup"] + phase["rounds"]
     overhead = wall / work
     by = {(m["mode"], m["batch_size"]): m for m in sink.points}
     cg8 = by.get(("cuda-graph", 8))

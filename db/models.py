@@ -32,6 +32,7 @@ from runner.bundle import (
     RUN_KINDS,
     RUN_STATUSES,
     SOURCES,
+    STOP_REASONS,
 )
 
 
@@ -122,7 +123,18 @@ class Measurement(Base):
     cudagraph_status: Mapped[str] = mapped_column(String(16), default="n/a")
     correct: Mapped[bool | None] = mapped_column(Boolean)
     max_abs_err: Mapped[float | None] = mapped_column(Float)
+    # Intervals over interleaved rounds (bundle version 3); null for older runs.
+    step_ms_ci_low: Mapped[float | None] = mapped_column(Float)
+    step_ms_ci_high: Mapped[float | None] = mapped_column(Float)
+    speedup: Mapped[float | None] = mapped_column(Float)
+    speedup_ci_low: Mapped[float | None] = mapped_column(Float)
+    speedup_ci_high: Mapped[float | None] = mapped_column(Float)
+    launch_us: Mapped[float | None] = mapped_column(Float)
+    stop_reason: Mapped[str | None] = mapped_column(String(16))
+    noisy: Mapped[bool | None] = mapped_column(Boolean)
+    host_unstable: Mapped[bool | None] = mapped_column(Boolean)
     samples_ms: Mapped[list[float]] = mapped_column(default=list)
+    launch_us_rounds: Mapped[list[float]] = mapped_column(default=list)
     details: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
     run: Mapped[Run] = relationship(back_populates="measurements")
@@ -135,6 +147,8 @@ class Measurement(Base):
                         name="ck_measurement_cudagraph_status"),
         CheckConstraint("batch_size >= 1", name="ck_measurement_batch_size"),
         CheckConstraint("step_ms IS NULL OR step_ms >= 0", name="ck_measurement_step_ms"),
+        CheckConstraint("stop_reason IS NULL OR " + _one_of("stop_reason", STOP_REASONS),
+                        name="ck_measurement_stop_reason"),
     )
 
 

@@ -65,11 +65,22 @@ def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
                limit: int | None = None) -> pd.DataFrame:
     """Runs with their environment and point counts, newest first. An empty filter list
     means no filter on that field; ``cpu`` in `gpus` matches runs without a GPU."""
+    # The noise counts the Runs page badges (pages/common/analysis.noise_counts computes
+    # the same from points): summed here so listing runs never loads every point.
+    measured = (Measurement.status == "ok") & Measurement.step_ms.is_not(None)
+    flags = {
+        "ok_points": Measurement.status == "ok",
+        "interval_points": measured & Measurement.step_ms_ci_low.is_not(None)
+        & Measurement.step_ms_ci_high.is_not(None),
+        "noisy_points": measured & Measurement.noisy.is_(True),
+        "unstable_points": measured & Measurement.host_unstable.is_(True),
+    }
     counts = (select(Measurement.run_id, func.count().label("points"),
-                     func.sum(case((Measurement.status == "ok", 1), else_=0)).label("ok_points"))
+                     *(func.sum(case((cond, 1), else_=0)).label(name)
+                       for name, cond in flags.items()))
               .group_by(Measurement.run_id).subquery())
     stmt = (select(*_run_env_columns(), func.coalesce(counts.c.points, 0).label("points"),
-                   func.coalesce(counts.c.ok_points, 0).label("ok_points"))
+                   *(func.coalesce(counts.c[name], 0).label(name) for name in flags))
             .join(Environment, Run.environment_id == Environment.id)
             .outerjoin(counts, counts.c.run_id == Run.id)
             .order_by(Run.created_at.desc(), Run.id.desc()))
@@ -85,7 +96,7 @@ def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
         stmt = stmt.where(Environment.torch_version.in_(list(torches)))
     if limit is not None:
         stmt = stmt.limit(limit)
-    columns = [*RUN_COLUMNS, *ENVIRONMENT_FIELDS, "points", "ok_points"]
+    columns = [*RUN_COLUMNS, *ENVIRONMENT_FIELDS, "points", *flags]
     with engine.connect() as c:
         return _frame(c.execute(stmt), columns)
 
@@ -136,7 +147,8 @@ def runs_points(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
     # with NaN for unknown so the maths stays vectorised (never 0 for unknown).
     for f in MEASUREMENT_FIELDS:
         if f not in ("mode", "status", "message", "cudagraph_status", "correct",
-                     "samples_ms", "details"):
+                     "stop_reason", "noisy", "host_unstable", "samples_ms",
+                     "launch_us_rounds", "details"):
             df[f] = pd.to_numeric(df[f], errors="coerce")
     return df
 

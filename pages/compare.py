@@ -58,20 +58,24 @@ baseline = st.selectbox("Baseline run (ratios are baseline time / run time: > 1 
                         "faster than the baseline)", found, format_func=base_names.get,
                         key="baseline")
 ratios = analysis.ratio_table(points, headers, baseline)
+st.caption("95%: a conservative interval of the ratio from both runs' step-time intervals "
+           "(low / high .. high / low). It is within noise where it includes 1.0, that is "
+           "where the two runs' intervals overlap; runs measured before intervals show no "
+           "interval.")
 st.dataframe(ratios, hide_index=True, key="ratio_table",
              column_config={c: st.column_config.NumberColumn(c, format="%.3f")
                             for c in ratios.columns if c.endswith(" ms")}
              | {c: st.column_config.NumberColumn(c, format="%.2fx")
-                for c in ratios.columns if " vs #" in c})
+                for c in ratios.columns if c.endswith(f" vs #{baseline}")})
 
 st.subheader("Environment differences")
-diff = analysis.environment_diff(headers)
+diff = analysis.environment_diff(headers, points=points)
 if diff.empty:
     st.caption("The runs' environments and workloads are identical.")
 else:
     st.dataframe(diff.drop(columns="differs"), hide_index=True, key="env_diff")
 with st.expander("All fields"):
-    st.dataframe(analysis.environment_diff(headers, only_differences=False), hide_index=True,
-                 key="env_all")
+    st.dataframe(analysis.environment_diff(headers, only_differences=False, points=points),
+                 hide_index=True, key="env_all")
 
 ui.share_link(links.compare_url(ui.app_url(), found))

@@ -4,7 +4,7 @@ environment, the reproducing command and a share link."""
 import pandas as pd
 import streamlit as st
 
-from pages.common import charts, links, report, ui
+from pages.common import analysis, charts, links, report, ui
 from runner.bundle import ENVIRONMENT_FIELDS
 
 ui.ensure_frame()
@@ -42,6 +42,13 @@ if points.empty:
     st.info("This run has no points yet.")
 else:
     st.markdown("\n".join(f"- {line}" for line in report.headline(points)))
+    counts = analysis.noise_counts(points)
+    level, text = analysis.noise_summary(counts.iloc[0] if len(counts) else {})
+    ui.noise_badge(level, text)
+    cost = analysis.launch_cost(points)
+    st.caption("Host launch cost (one trivial kernel launch, a property of the host, not "
+               "the GPU): " + (f"median {cost.text()} over {cost.points} points." if cost
+                              else "not measured in this run."))
 
 figures = charts.run_charts(points)
 if not figures and not points.empty:

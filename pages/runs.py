@@ -33,7 +33,9 @@ if runs.empty:
 published = int((runs["source"] == "published").sum())
 st.caption(f"{len(runs)} run(s)" + (f", {published} of them published figures "
                                      "(not measured here)" if published else "")
-           + ". Select rows to open or compare them.")
+           + ". Select rows to open or compare them. Noise: how many points ended on "
+             "their time budget with a wide interval (noisy), saw the host's launch cost "
+             "move (host unstable), or predate intervals (no interval).")
 
 event = st.dataframe(
     table, key="runs_table", hide_index=True, on_select="rerun", selection_mode="multi-row",

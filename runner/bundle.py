@@ -16,9 +16,12 @@ from typing import Any
 
 FORMAT = "launchbench.run"
 # Version 2 (serve runs) adds run.kind and an optional top-level "serve" section
-# (runner/serve_record.py); version 1 files read as sweeps.
-VERSION = 2
-SUPPORTED_VERSIONS = (1, 2)
+# (runner/serve_record.py); version 1 files read as sweeps. Version 3 (interleaved rounds)
+# adds the interval fields below: samples_ms holds one figure per round, aligned by index
+# across the modes of one batch size, and launch_us_rounds the host's launch cost in each
+# round. Older bundles read with those fields null: "no interval".
+VERSION = 3
+SUPPORTED_VERSIONS = (1, 2, 3)
 
 # Vocabularies are tables, not if-chains: the database CHECK constraints and the
 # dashboard read these same tuples.
@@ -29,6 +32,8 @@ CUDAGRAPH_STATUSES = ("replay", "partial", "skipped", "eager-fallback", "n/a")
 SOURCES = ("measured", "published")
 RUN_KINDS = ("sweep", "serve")
 DEVICES = ("cuda", "cpu")
+# Why a point's rounds ended: every interval under its target, or the time budget spent.
+STOP_REASONS = ("converged", "budget")
 
 ENVIRONMENT_FIELDS = (
     "device", "gpu_name", "gpu_count", "sm_count", "gpu_memory_bytes", "driver_version",
@@ -45,16 +50,22 @@ NUMBER_FIELDS = (
     "host_launches_per_step", "graph_launches_per_step", "gpu_kernels_per_step",
     "gpu_busy_ms", "graph_pool_bytes", "peak_allocated_bytes", "reserved_delta_bytes",
     "max_abs_err",
+    # Version 3: 95% intervals over rounds. step_ms_ci_* bound the median step time;
+    # speedup is the median of the per-round paired ratio eager / this mode, with its
+    # interval; launch_us is the host's median cost of one trivial kernel launch over the
+    # point's rounds.
+    "step_ms_ci_low", "step_ms_ci_high", "speedup", "speedup_ci_low", "speedup_ci_high",
+    "launch_us",
 )
 # reserved_delta_bytes may be negative (setup can free cached blocks); the rest cannot.
 SIGNED_FIELDS = ("reserved_delta_bytes",)
 MEASUREMENT_FIELDS = (
     "mode", "batch_size", "status", "message", *NUMBER_FIELDS, "cudagraph_status",
-    "correct",
+    "correct", "stop_reason", "noisy", "host_unstable",
     # Beyond the contract's list: raw per-step samples (ms, one per timed block) so any
     # statistic can be recomputed, and a free-form dict of details (clocks, setup split,
     # skip reason, host time per step...).
-    "samples_ms", "details",
+    "samples_ms", "launch_us_rounds", "details",
 )
 
 MAX_BATCH_SIZE = 1 << 20
@@ -68,7 +79,7 @@ def empty_measurement(mode: str, batch_size: int) -> dict[str, Any]:
     """A measurement with every figure unknown; the runner fills in what it measured."""
     m: dict[str, Any] = {f: None for f in MEASUREMENT_FIELDS}
     m.update(mode=mode, batch_size=batch_size, status="ok", message="",
-             cudagraph_status="n/a", samples_ms=[], details={})
+             cudagraph_status="n/a", samples_ms=[], launch_us_rounds=[], details={})
     return m
 
 
@@ -191,6 +202,7 @@ def validate(doc: Any) -> dict[str, Any]:
                 "workload_params": run.get("workload_params") or {}},
         "measurements": [{**{f: m.get(f) for f in MEASUREMENT_FIELDS},
                           "samples_ms": m.get("samples_ms") or [],
+                          "launch_us_rounds": m.get("launch_us_rounds") or [],
                           "details": m.get("details") or {},
                           "message": m.get("message") or ""}
                          for m in doc["measurements"]],
@@ -244,11 +256,16 @@ def _validate_measurement(i: int, m: Any) -> None:
             raise BundleError(f"{where}: {f} {v!r} is not a finite number")
         if v < 0 and f not in SIGNED_FIELDS:
             raise BundleError(f"{where}: {f} {v!r} is negative")
-    if m.get("correct") not in (None, True, False):
-        raise BundleError(f"{where}: correct {m.get('correct')!r} must be true, false or null")
-    samples = m.get("samples_ms") or []
-    if not isinstance(samples, list) or not all(_is_number(s) and s >= 0 for s in samples):
-        raise BundleError(f"{where}: samples_ms must be a list of non-negative numbers")
+    for f in ("correct", "noisy", "host_unstable"):
+        if m.get(f) not in (None, True, False):
+            raise BundleError(f"{where}: {f} {m.get(f)!r} must be true, false or null")
+    if m.get("stop_reason") not in (None, *STOP_REASONS):
+        raise BundleError(f"{where}: stop_reason {m.get('stop_reason')!r} is not one of "
+                          f"{', '.join(STOP_REASONS)} or null")
+    for f in ("samples_ms", "launch_us_rounds"):
+        xs = m.get(f) or []
+        if not isinstance(xs, list) or not all(_is_number(s) and s >= 0 for s in xs):
+            raise BundleError(f"{where}: {f} must be a list of non-negative numbers")
     if m.get("details") is not None and not isinstance(m["details"], dict):
         raise BundleError(f"{where}: details must be an object")
 

@@ -1,5 +1,9 @@
 """A sweep: one workload over batch sizes x modes, each point handed to a sink as it ends.
 
+Batch sizes run one after another, each isolated from the last (runner/point.py); the
+modes of one batch size are prepared together and timed in interleaved rounds, so their
+speedups compare like with like.
+
 The sweep is declared as data (SweepSpec, frozen) and run by one function; where results
 go (database, bundle file, a list in a test) is the sink's business. A point that fails
 is stored as "error" and the sweep goes on; Ctrl-C or should_stop() ends it "cancelled"
@@ -21,6 +25,9 @@ from runner.workloads import Workload, WorkloadError, resolve
 
 MAX_BATCH = 65536
 MAX_LABEL = 200
+# Each extra process costs a process start, a CUDA context and a warm compile per batch
+# size; more than a handful buys little over the rounds' own interval.
+MAX_PROCESSES = 16
 
 
 class SpecError(WorkloadError):
@@ -37,6 +44,9 @@ class SweepSpec:
     device: str = "cpu"
     timing: str = "standard"
     label: str | None = None
+    # Fresh processes the timed phase of each batch size runs in, rounds pooled
+    # (runner/repeat.py). 1 by default: see bench/repeatability.py for why.
+    processes: int = 1
 
 
 class Sink(Protocol):
@@ -85,6 +95,9 @@ def validate_spec(spec: SweepSpec, allow_import: bool = True) -> Workload:
     if spec.label is not None and (len(spec.label) > MAX_LABEL or "\n" in spec.label):
         raise SpecError(f"label {spec.label[:40]!r}... must be one line of at most "
                         f"{MAX_LABEL} characters")
+    p = spec.processes
+    if not isinstance(p, int) or isinstance(p, bool) or not 1 <= p <= MAX_PROCESSES:
+        raise SpecError(f"processes {p!r} must be an integer from 1 to {MAX_PROCESSES}")
     _check_device(spec.device)
     return workload
 
@@ -114,7 +127,7 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
               command: str | None = None) -> str:
     """Run the sweep; return the final run status (done | cancelled)."""
     from runner import environment
-    from runner.point import measure, reset_state
+    from runner.point import measure_batch, reset_state
 
     workload = validate_spec(spec)
     config = TIMING_PRESETS[spec.timing]
@@ -126,22 +139,29 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
         "label": spec.label, "source": "measured", "command": command,
     }
     sink.start(env, run)
-    todo = points(spec)
+    total = len(points(spec))
+    doing = spec.modes[0] if len(spec.modes) == 1 else f"{len(spec.modes)} modes"
     last: dict | None = None
-    status, i = "done", 0
+    status, done = "done", 0
     try:
         reset_state(spec.device)  # whatever ran in this process before is not charged
         gc.freeze()
-        for i, (mode, batch) in enumerate(todo):
+        for batch in spec.batch_sizes:
             if should_stop is not None and should_stop():
                 status = "cancelled"
                 break
             if progress is not None:
-                progress(i, len(todo), (mode, batch), last)
+                progress(done, total, (doing, batch), last)
             t0 = time.perf_counter()
-            last = measure(workload, mode, batch, spec.device, config)
-            last["details"]["point_wall_s"] = time.perf_counter() - t0
-            sink.point(last)
+            measured = measure_batch(workload, spec.modes, batch, spec.device, config,
+                                     extra_rounds=_repeats(spec, workload, batch))
+            wall = time.perf_counter() - t0
+            for last in measured:
+                last["details"]["point_wall_s"] = wall / len(measured)
+                sink.point(last)
+                done += 1
+                if progress is not None and last["status"] == "error" and done < total:
+                    progress(done, total, (doing, batch), last)
             # What survives a point's cleanup (torch, Dynamo and Inductor modules, the
             # sink) lives on: freeze it so each later gc.collect (cleanup, and before
             # timing) scans only new objects. Seen on the H200: ~0.3 s of collection per
@@ -155,6 +175,22 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
     finally:
         gc.unfreeze()  # hand the objects back to the collector for whatever runs next
     if progress is not None:
-        progress(len(todo) if status == "done" else i, len(todo), None, last)
+        progress(total if status == "done" else done, total, None, last)
     sink.finish(status)
     return status
+
+
+def _repeats(spec: SweepSpec, workload: Workload, batch: int) -> Callable | None:
+    """The extra processes' rounds for one batch size, or None with --processes 1."""
+    if spec.processes <= 1:
+        return None
+
+    def extra(prepared_modes: tuple[str, ...]) -> list:
+        from runner.repeat import in_fresh_process
+
+        request = {"workload": spec.workload, "params": dict(spec.params or {}),
+                   "modes": list(prepared_modes), "batch_size": batch,
+                   "device": spec.device, "timing": spec.timing}
+        return [in_fresh_process(request) for _ in range(spec.processes - 1)]
+
+    return extra

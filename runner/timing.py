@@ -1,12 +1,13 @@
-"""Steady-state timing of one step callable: back-to-back blocks, raw samples kept.
+"""Timing primitives: presets, the block clock, warm-up and per-call latency.
 
-The statistics (Stats, Measurement, percentile) are torch-free so the database layer and
-tests can use them; time_step() imports torch only when it times a CUDA device.
+The statistics are torch-free (runner/stats.py) so the database layer and tests can use
+them; the clock imports torch only when it times a CUDA device. The rounds that time
+several modes against each other are runner/rounds.py's.
 
 Why blocks: one CUDA step of a launch-bound model lasts microseconds, below the events'
-useful resolution, so a block runs `iters` steps between two events and a sample is the
-block's time / iters. Why median and p10/p90: a stray context switch or clock dip
-skews a mean, not a median; the spread says how much to trust it.
+useful resolution, so a block runs `iters` steps between two events and a figure is the
+block's time / iters. Why medians: a stray context switch or clock dip skews a mean, not
+a median.
 """
 
 from __future__ import annotations
@@ -15,39 +16,37 @@ import gc
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from runner.stats import percentile
 
 
 @dataclass(frozen=True)
 class TimingConfig:
-    warmup_ms: float  # steady-state warm-up after setup (MEASUREMENT.md: >= ~200 ms)
-    min_block_ms: float  # a block lasts at least this long
-    blocks: int  # timed blocks = samples
+    warmup_ms: float  # steady-state warm-up per mode after setup (MEASUREMENT.md: ~200 ms)
+    min_block_ms: float  # one mode's block in a round lasts at least this long
+    min_rounds: int  # rounds before adaptive stopping may end the point
+    max_rounds: int  # rounds at most, whatever the intervals say
+    round_budget_s: float  # timed rounds may last this long per mode of the batch size
     latency_calls: int  # synchronized single calls for per-call latency
     profile_steps: int  # steps in the profiler's active window
+    target_half_width: float = 0.02  # stop once every speedup's 95% CI is within +-2%
+    probe_launches: int = 200  # trivial launches per round for the host's launch cost
     max_iters: int = 100_000  # per block, so a no-op step cannot spin for ages
 
 
 TIMING_PRESETS: dict[str, TimingConfig] = {
-    # For tests and smoke runs: figures are real but noisy.
-    "quick": TimingConfig(warmup_ms=10, min_block_ms=2, blocks=5, latency_calls=10,
-                          profile_steps=3),
-    "standard": TimingConfig(warmup_ms=200, min_block_ms=20, blocks=20, latency_calls=100,
-                             profile_steps=10),
-    "thorough": TimingConfig(warmup_ms=500, min_block_ms=50, blocks=50, latency_calls=300,
-                             profile_steps=20),
+    # For tests and smoke runs: figures are real but noisy, intervals wide.
+    "quick": TimingConfig(warmup_ms=10, min_block_ms=2, min_rounds=6, max_rounds=12,
+                          round_budget_s=0.05, latency_calls=10, profile_steps=3),
+    # Budget per mode 0.6 s of rounds against the 0.4 s of blocks timed per point before
+    # rounds existed: a sweep costs at most ~1.3x what it did (bench/repeatability.py).
+    "standard": TimingConfig(warmup_ms=200, min_block_ms=10, min_rounds=10, max_rounds=400,
+                             round_budget_s=0.6, latency_calls=100, profile_steps=10),
+    "thorough": TimingConfig(warmup_ms=500, min_block_ms=20, min_rounds=20, max_rounds=2000,
+                             round_budget_s=2.0, latency_calls=300, profile_steps=20),
 }
-
-
-def percentile(samples: Sequence[float], q: float) -> float:
-    """Linear-interpolation percentile (numpy's default), q in 0..100."""
-    if not samples:
-        raise ValueError("percentile of no samples")
-    xs = sorted(samples)
-    pos = (len(xs) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
 @dataclass(frozen=True)
@@ -70,39 +69,9 @@ class Stats:
         return (self.p90 - self.p10) / self.median if self.median > 0 else math.inf
 
 
-@dataclass
-class Measurement:
-    """Raw samples of one point; every statistic is derived from them."""
-
-    samples_ms: list[float] = field(default_factory=list)  # per-step time, one per block
-    host_ms: list[float] = field(default_factory=list)  # host issue time per step, per block
-    latency_ms: list[float] = field(default_factory=list)  # one synchronized call each
-    iters_per_block: int = 0
-    warmup_steps: int = 0
-    phase_s: dict[str, float] = field(default_factory=dict)  # wall time of each phase
-
-    @property
-    def stats(self) -> Stats | None:
-        return Stats.of(self.samples_ms)
-
-    @property
-    def latency(self) -> Stats | None:
-        return Stats.of(self.latency_ms)
-
-    @property
-    def host(self) -> Stats | None:
-        return Stats.of(self.host_ms)
-
-    def __str__(self) -> str:
-        s = self.stats
-        if s is None:
-            return "Measurement(no samples)"
-        return (f"{s.median:.4f} ms/step (p10 {s.p10:.4f}, p90 {s.p90:.4f}, "
-                f"{s.n} blocks x {self.iters_per_block} steps)")
-
-
-class _Clock:
-    """How a block is timed: CUDA events on a GPU, perf_counter on the CPU."""
+class Clock:
+    """How a block is timed: CUDA events on a GPU, perf_counter on the CPU. Tests pass
+    their own object with the same three methods (now, sync, block)."""
 
     def __init__(self, device: str):
         self.cuda = device.startswith("cuda")
@@ -110,6 +79,9 @@ class _Clock:
             import torch
 
             self.torch = torch
+
+    def now(self) -> float:
+        return time.perf_counter()
 
     def sync(self) -> None:
         if self.cuda:
@@ -132,51 +104,71 @@ class _Clock:
         end.synchronize()
         return start.elapsed_time(end) / iters, host / iters
 
+    def launch_probe(self, launches: int) -> Callable[[], float]:
+        """A probe of the host's launch cost: us per launch of a one-element in-place
+        add, issued `launches` times without a sync between (the queue never fills at
+        a few hundred). On the CPU it times the same op's dispatch."""
+        import torch
 
-def time_step(step: Callable[[], object], device: str, config: TimingConfig,
-              *, measurement: Measurement | None = None) -> Measurement:
-    """Warm up, then time back-to-back blocks and synchronized single calls.
+        t = torch.zeros(1, device="cuda" if self.cuda else "cpu")
 
-    The garbage collector is off during warm-up and blocks: a collection in the middle of
-    a block would be charged to the step. It is restored afterwards.
-    """
-    m = measurement or Measurement()
-    clock = _Clock(device)
+        def probe() -> float:
+            self.sync()
+            t0 = time.perf_counter()
+            for _ in range(launches):
+                t.add_(1.0)
+            host = time.perf_counter() - t0
+            self.sync()
+            return host * 1e6 / launches
+
+        return probe
+
+
+@contextmanager
+def gc_paused():
+    """The garbage collector off while timing: a collection in the middle of a block
+    would be charged to the step. Garbage made before is collected first."""
     was_enabled = gc.isenabled()
-    t_gc = time.perf_counter()
-    gc.collect()  # garbage of setup is collected now, not during a block
+    gc.collect()
     gc.disable()
     try:
-        t0 = time.perf_counter()
-        m.phase_s["gc"] = t0 - t_gc
-        # Warm up for at least warmup_ms (and 3 steps); the rate it shows sizes a block.
-        clock.sync()
-        n, deadline = 0, t0 + config.warmup_ms / 1e3
-        while n < 3 or time.perf_counter() < deadline:
-            step()
-            n += 1
-            if n % 8 == 0:
-                clock.sync()  # keep the host from racing far ahead of the device
-        clock.sync()
-        per_step_ms = max((time.perf_counter() - t0) * 1e3 / n, 1e-4)
-        m.warmup_steps = n
-        m.iters_per_block = max(1, min(config.max_iters,
-                                       math.ceil(config.min_block_ms / per_step_ms)))
-        t1 = time.perf_counter()
-        m.phase_s["warmup"] = t1 - t0
-        for _ in range(config.blocks):
-            dev_ms, host_ms = clock.block(step, m.iters_per_block)
-            m.samples_ms.append(dev_ms)
-            m.host_ms.append(host_ms)
-        t2 = time.perf_counter()
-        m.phase_s["timed"] = t2 - t1
-        for _ in range(config.latency_calls):
-            c0 = time.perf_counter()
-            step()
-            clock.sync()
-            m.latency_ms.append((time.perf_counter() - c0) * 1e3)
-        m.phase_s["latency"] = time.perf_counter() - t2
+        yield
     finally:
         if was_enabled:
             gc.enable()
-    return m
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    steps: int
+    iters_per_block: int  # steps per block, so a block lasts about min_block_ms
+    seconds: float
+
+
+def warm_up(step: Callable[[], object], clock, config: TimingConfig) -> WarmUp:
+    """Run the step for at least warmup_ms (and 3 steps); the rate it shows sizes a
+    block. Call under gc_paused()."""
+    clock.sync()
+    t0 = clock.now()
+    n, deadline = 0, t0 + config.warmup_ms / 1e3
+    while n < 3 or clock.now() < deadline:
+        step()
+        n += 1
+        if n % 8 == 0:
+            clock.sync()  # keep the host from racing far ahead of the device
+    clock.sync()
+    elapsed = clock.now() - t0
+    per_step_ms = max(elapsed * 1e3 / n, 1e-4)
+    iters = max(1, min(config.max_iters, math.ceil(config.min_block_ms / per_step_ms)))
+    return WarmUp(steps=n, iters_per_block=iters, seconds=elapsed)
+
+
+def latency(step: Callable[[], object], clock, calls: int) -> list[float]:
+    """Per-call latency (ms): one call, then a sync, `calls` times."""
+    out = []
+    for _ in range(calls):
+        c0 = clock.now()
+        step()
+        clock.sync()
+        out.append((clock.now() - c0) * 1e3)
+    return out

@@ -3,6 +3,10 @@
 The figures follow a made-up launch-bound model (fixed host cost per launch plus a kernel
 time that grows with batch size) so curves have a plausible shape. They are not
 measurements, are labelled SYNTHETIC wherever they appear, and never go to data/samples/.
+
+By default points carry interval fields as bundle version 3 does (rounds, 95% intervals,
+paired speedup, host launch cost); `intervals=False` gives old-style points (version 2)
+where all of those are unknown, as in the shipped older samples.
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ from runner import bundle as fmt
 
 SYNTHETIC = "SYNTHETIC test data"
 MIB = 1024 * 1024
+ROUNDS = 8
+# Relative half-widths of the made-up intervals: step time +-1%, speedup +-2%.
+STEP_HALF, SPEEDUP_HALF = 0.01, 0.02
 
 # mode -> (fixed ms per step, kernel time factor, host launches, graph launches, setup s)
 _SHAPE = {
@@ -31,17 +38,38 @@ def environment(gpu: str | None = "Synthetic GPU", torch: str = "0.0+synthetic",
     return env
 
 
-def point(mode: str, batch: int, *, scale: float = 1.0, device: str = "cuda") -> dict:
+def _step(mode: str, batch: int, scale: float) -> tuple[float, float]:
+    fixed, factor, *_ = _SHAPE[mode]
+    kernel = (0.10 + 0.0002 * batch) * factor * scale
+    return fixed * scale + kernel, kernel
+
+
+def _wiggle(value: float, i: int, rel: float) -> float:
+    """A deterministic per-round spread (no random numbers: tests stay reproducible)."""
+    return value * (1 + rel * ((i % 3) - 1))
+
+
+def point(mode: str, batch: int, *, scale: float = 1.0, device: str = "cuda",
+          intervals: bool = True, launch_us: float = 10.0) -> dict:
     m = fmt.empty_measurement(mode, batch)
     if device == "cpu" and mode in ("reduce-overhead", "cuda-graph"):
         m.update(status="unsupported", message=f"{mode} needs CUDA; this run is on cpu")
         return m
-    fixed, factor, host, graph, setup = _SHAPE[mode]
-    kernel = (0.10 + 0.0002 * batch) * factor * scale
-    step = fixed * scale + kernel
+    _, _, host, graph, setup = _SHAPE[mode]
+    step, kernel = _step(mode, batch, scale)
     m.update(step_ms=step, step_ms_p10=step * 0.97, step_ms_p90=step * 1.05, samples=20,
              latency_ms=step * 1.1, setup_s=setup, samples_ms=[step] * 5,
              details={"note": SYNTHETIC})
+    if intervals:
+        m.update(samples=ROUNDS, samples_ms=[_wiggle(step, i, 0.01) for i in range(ROUNDS)],
+                 step_ms_ci_low=step * (1 - STEP_HALF), step_ms_ci_high=step * (1 + STEP_HALF),
+                 launch_us=launch_us,
+                 launch_us_rounds=[_wiggle(launch_us, i, 0.02) for i in range(ROUNDS)],
+                 stop_reason="converged", noisy=False, host_unstable=False)
+        if mode != "eager":
+            sp = _step("eager", batch, scale)[0] / step
+            m.update(speedup=sp, speedup_ci_low=sp * (1 - SPEEDUP_HALF),
+                     speedup_ci_high=sp * (1 + SPEEDUP_HALF))
     if device == "cuda":
         pool = (32 * MIB + batch * 4096) if graph else 0
         m.update(host_launches_per_step=host, graph_launches_per_step=graph,
@@ -57,9 +85,12 @@ def sweep_bundle(*, gpu: str | None = "Synthetic GPU", torch: str = "0.0+synthet
                  dtype: str = "float32", batches=(1, 8, 64, 512, 4096),
                  modes=fmt.MODES, scale: float = 1.0, failing: dict | None = None,
                  uuid: str | None = None, label: str | None = None,
-                 created_at: str = "2026-01-01T00:00:00+00:00") -> dict:
-    """A complete synthetic run. `failing` maps (mode, batch) to an error message."""
-    failing = failing or {}
+                 created_at: str = "2026-01-01T00:00:00+00:00", intervals: bool = True,
+                 launch_us: float = 10.0, overrides: dict | None = None) -> dict:
+    """A complete synthetic run. `failing` maps (mode, batch) to an error message;
+    `overrides` maps (mode, batch) to fields that replace the made-up ones (a noisy point,
+    a chosen interval). `intervals=False`: an old-style (version 2) run without any."""
+    failing, overrides = failing or {}, overrides or {}
     ms = []
     for mode in modes:
         for b in batches:
@@ -67,11 +98,16 @@ def sweep_bundle(*, gpu: str | None = "Synthetic GPU", torch: str = "0.0+synthet
                 m = fmt.empty_measurement(mode, b)
                 m.update(status="error", message=failing[(mode, b)])
             else:
-                m = point(mode, b, scale=scale, device=device)
+                m = point(mode, b, scale=scale, device=device, intervals=intervals,
+                          launch_us=launch_us)
+            m.update(overrides.get((mode, b), {}))
             ms.append(m)
     run = {"uuid": uuid or uuidlib.uuid4().hex, "workload": workload,
            "workload_params": params if params is not None else {"depth": 2, "width": 16},
            "dtype": dtype, "created_at": created_at, "finished_at": created_at,
            "status": "done", "label": label or f"{SYNTHETIC} ({gpu or device})",
            "source": "measured", "command": "python -m runner sweep --workload mlp (synthetic)"}
-    return fmt.make_bundle(environment(gpu, torch, device), run, ms)
+    doc = fmt.make_bundle(environment(gpu, torch, device), run, ms)
+    if not intervals:
+        doc["version"] = 2  # what an older runner wrote
+    return doc

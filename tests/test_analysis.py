@@ -156,7 +156,8 @@ def test_ratio_table_is_baseline_over_run_and_keeps_gaps():
     assert pd.isna(t.at[64, col])
     assert t.at[64, "#3 C · torch 2.0 vs #1"] == 0.5  # run 3 takes twice as long
     assert 512 not in t.index  # one run only: no ratio to show
-    assert list(analysis.ratio_table(p, h, baseline=2).columns)[-1] == "#1 A · torch 2.0 vs #2"
+    assert "#1 A · torch 2.0 vs #2" in list(analysis.ratio_table(p, h, baseline=2).columns)
+    assert t.at[8, f"{col} 95%"] == "no interval"  # no step-time intervals in these points
 
 
 def test_environment_diff_lists_only_differences():
@@ -178,6 +179,158 @@ def test_series_name_marks_published_runs():
 def test_status_marks_show_message():
     p = pts([("eager", 8, 1.0), ("compile", 8, None)])
     assert list(analysis.status_marks(p)) == ["ok", "✖ error: boom"]
+
+
+# --- intervals and noise -------------------------------------------------------------------
+
+def ci(sp, lo, hi, **extra):
+    """Interval fields of one non-eager point (speedup and its bounds)."""
+    return {"speedup": sp, "speedup_ci_low": lo, "speedup_ci_high": hi, **extra}
+
+
+# cuda-graph over eager: batch 4 is a spike (12.9x) whose interval is wide; batch 8's lead
+# is the one to be sure of. Eager 1.0 ms everywhere.
+SPIKE = [("eager", b, 1.0) for b in (1, 4, 8, 16, 32)] + [
+    ("cuda-graph", 1, 0.24, ci(4.1, 4.0, 4.2)),
+    ("cuda-graph", 4, 0.078, ci(12.9, 6.0, 20.0)),
+    ("cuda-graph", 8, 0.125, ci(8.0, 7.8, 8.2)),
+    ("cuda-graph", 16, 0.13, ci(7.7, 7.0, 8.5)),
+    ("cuda-graph", 32, 0.2, ci(5.0, 4.9, 5.1))]
+
+
+def test_speedups_use_the_stored_paired_ratio_and_its_interval():
+    p = pts([("eager", 8, 2.0), ("compile", 8, 1.0, ci(1.9, 1.8, 2.05)), ("cuda-graph", 8, 0.5)])
+    sp = analysis.speedups(p).set_index("mode")
+    assert sp.at["compile", "speedup"] == 1.9  # the paired median, not 2.0 / 1.0
+    assert (sp.at["compile", "speedup_ci_low"], sp.at["compile", "speedup_ci_high"]) == (1.8, 2.05)
+    assert sp.at["cuda-graph", "speedup"] == 4.0  # no stored figure: ratio of medians
+    assert pd.isna(sp.at["cuda-graph", "speedup_ci_low"])  # and no invented interval
+    assert sp.at["eager", "speedup"] == 1.0 and pd.isna(sp.at["eager", "speedup_ci_high"])
+
+
+def test_largest_speedup_ranks_by_lower_bound_and_reports_ties():
+    best = analysis.largest_speedups(pts(SPIKE)).set_index("mode")
+    # By median batch 4 (12.9x) would win; its lower bound (6.0) is below batch 8's (7.8).
+    assert best.at["cuda-graph", "batch_size"] == 8
+    assert best.at["cuda-graph", "speedup"] == 8.0
+    # 8.0x lies inside batch 4's and batch 16's intervals, not batch 1's or 32's.
+    assert best.at["cuda-graph", "ties"] == (4, 8, 16)
+    assert analysis.batch_span((4, 8, 16), [1, 4, 8, 16, 32]) == "batches 4-16"
+    assert analysis.batch_span((4, 16), [1, 4, 8, 16, 32]) == "batches 4, 16"
+    assert analysis.batch_span((8,), [1, 8]) == "batch 8"
+
+
+def test_largest_speedup_without_intervals_keeps_the_median_ranking():
+    p = pd.DataFrame(fmt.validate(sweep_bundle(intervals=False))["measurements"]).assign(
+        run_id=1)
+    best = analysis.largest_speedups(p).set_index("mode")
+    sp = analysis.speedups(p)
+    graph = sp[sp["mode"] == "cuda-graph"]
+    assert best.at["cuda-graph", "speedup"] == graph["speedup"].max()
+    assert best["speedup_ci_low"].isna().all() and best["speedup_ci_high"].isna().all()
+    assert all(len(t) == 1 for t in best["ties"])
+
+
+def test_ratio_interval_and_within_noise_verdict():
+    assert analysis.ratio_interval(1.9, 2.1, 0.95, 1.05) == pytest.approx((1.9 / 1.05,
+                                                                           2.1 / 0.95))
+    assert analysis.ratio_interval(1.0, None, 1.0, 1.0) is None
+    assert analysis.ratio_verdict((1.81, 2.21)) == "faster"
+    assert analysis.ratio_verdict((0.4, 0.6)) == "slower"
+    assert analysis.ratio_verdict((0.97, 1.08)) == "within noise"
+    assert analysis.ratio_verdict(None) == "no interval"
+    # Two runs whose step-time intervals overlap: their ratio interval includes 1.0.
+    overlap = analysis.ratio_interval(1.00, 1.10, 1.05, 1.20)
+    assert overlap[0] <= 1 <= overlap[1]
+
+
+def test_ratio_table_marks_ratios_within_noise():
+    h = headers({"id": 1, "gpu_name": "A"}, {"id": 2, "gpu_name": "B"})
+    iv = lambda lo, hi: {"step_ms_ci_low": lo, "step_ms_ci_high": hi}  # noqa: E731
+    p = pd.concat([pts([("eager", 8, 2.0, iv(1.9, 2.1)), ("eager", 64, 1.0, iv(0.95, 1.05)),
+                        ("eager", 512, 1.0)], run_id=1),
+                   pts([("eager", 8, 1.0, iv(0.95, 1.05)), ("eager", 64, 0.97, iv(0.9, 1.02)),
+                        ("eager", 512, 1.0)], run_id=2)])
+    t = analysis.ratio_table(p, h, baseline=1).set_index("batch_size")
+    col = "#2 B · torch 2.0 vs #1 95%"
+    assert t.at[8, col] == "faster (1.81-2.21x)"
+    assert t.at[64, col].startswith("within noise (")  # 1.03x, but the intervals overlap
+    assert t.at[512, col] == "no interval"
+
+
+def test_point_badges_and_run_noise_summary():
+    p = pd.DataFrame(fmt.validate(sweep_bundle(
+        batches=(1, 8), overrides={("cuda-graph", 8): {"noisy": True, "stop_reason": "budget"},
+                                   ("compile", 1): {"host_unstable": True}},
+        failing={("eager", 8): "boom"}))["measurements"]).assign(run_id=3)
+    keys = zip(p["mode"], p["batch_size"], strict=True)
+    badges = dict(zip(keys, analysis.point_badges(p), strict=True))
+    assert badges[("cuda-graph", 8)] == "noisy"
+    assert badges[("compile", 1)] == "host unstable"
+    assert badges[("eager", 8)] == "" and badges[("eager", 1)] == "ok"
+    counts = analysis.noise_counts(p)
+    assert counts.loc[3].to_dict() == {"ok_points": 7, "interval_points": 7,
+                                       "noisy_points": 1, "unstable_points": 1}
+    assert analysis.noise_summary(counts.loc[3]) == (
+        "noisy", "1 of 7 points noisy, 1 of 7 points host unstable")
+    clean = pd.DataFrame(fmt.validate(sweep_bundle(batches=(8,)))["measurements"])
+    assert analysis.noise_summary(analysis.noise_counts(clean.assign(run_id=1)).loc[1])[0] \
+        == "ok"
+    # Flags read back from the database as 1.0 / NaN beside nulls count the same.
+    assert list(analysis.point_badges(clean.assign(run_id=1, noisy=1.0)))[0] == "noisy"
+
+
+@pytest.mark.parametrize("doc", [fmt.read(PUBLISHED), sweep_bundle(intervals=False)],
+                         ids=["published-v1", "synthetic-v2"])
+def test_old_runs_have_no_interval_badge(doc):
+    p = pd.DataFrame(fmt.validate(doc)["measurements"]).assign(run_id=1)
+    assert set(analysis.point_badges(p)) <= {"no interval", ""}
+    assert "no interval" in set(analysis.point_badges(p))
+    assert analysis.noise_summary(analysis.noise_counts(p).loc[1]) == ("no interval",
+                                                                       "no interval")
+    assert analysis.launch_cost(p) is None
+
+
+def test_launch_cost_time_split_and_environment_diff_row():
+    a = pd.DataFrame(fmt.validate(sweep_bundle(batches=(1, 8), launch_us=12.0, overrides={
+        ("compile", 8): {"launch_us": 19.0}, ("eager", 1): {"launch_us": 7.0}}))
+        ["measurements"]).assign(run_id=1)
+    cost = analysis.launch_cost(a)
+    assert (cost.median, cost.low, cost.high, cost.points) == (12.0, 7.0, 19.0, 8)
+    ts = analysis.time_split(a).set_index(["mode", "batch_size"])
+    # eager: 64 launches x 12 us = 0.768 ms of host launch time per step.
+    assert ts.at[("eager", 8), "host_launch_ms"] == pytest.approx(64 * 12.0 / 1000)
+    b = pd.DataFrame(fmt.validate(sweep_bundle(batches=(8,), intervals=False))
+                     ["measurements"]).assign(run_id=2)
+    assert analysis.time_split(b)["host_launch_ms"].isna().all()  # unknown, not 0
+    h = headers({"id": 1, "gpu_name": "A"}, {"id": 2, "gpu_name": "B"})
+    diff = analysis.environment_diff(h, points=pd.concat([a, b])).set_index("field")
+    row = diff.loc[analysis.LAUNCH_FIELD]
+    assert list(row.iloc[:2]) == ["12.0 us (7.0-19.0)", "—"] and row["differs"]
+    assert analysis.LAUNCH_FIELD not in set(analysis.environment_diff(h)["field"])
+
+
+def test_break_even_prefers_the_paired_ratio_over_compile():
+    vs = {"details": {"vs_compile": {"median": 1.05, "ci_low": 1.0, "ci_high": 1.1}}}
+    p = pts([("compile", 8, 3.0), ("reduce-overhead", 8, 1.0),
+             ("compile", 64, 1.2), ("reduce-overhead", 64, 1.0, vs)])
+    be = analysis.break_even(p)
+    assert dict(be.ratios) == {8: 3.0, 64: 1.05}
+    assert (be.status, be.batch_size) == ("crosses", 64)
+
+
+def test_runs_table_noise_column():
+    runs = pd.DataFrame([{"id": 1, "created_at": pd.Timestamp("2026-01-01", tz="UTC"),
+                          "source": "measured", "kind": "sweep", "gpu_name": "A",
+                          "torch_version": "2", "workload": "mlp", "workload_params": {},
+                          "dtype": "float32", "status": "done", "points": 40,
+                          "ok_points": 40, "label": None}])
+    noise = pd.DataFrame({"ok_points": [40], "interval_points": [40], "noisy_points": [3],
+                          "unstable_points": [0]}, index=pd.Index([1], name="run_id"))
+    assert analysis.runs_table(runs, noise).at[0, "noise"] == "3 of 40 points noisy"
+    assert analysis.runs_table(runs).at[0, "noise"] == "—"
+    assert analysis.runs_table(runs.assign(**noise.iloc[0])).at[0, "noise"] == \
+        "3 of 40 points noisy"
 
 
 # --- links --------------------------------------------------------------------------------
@@ -212,6 +365,13 @@ def test_measure_command_for_a_run_without_one():
 
 
 # --- metrics table --------------------------------------------------------------------------
+
+def test_metrics_format_interval():
+    assert metrics.format_interval("speedup", 6.5, 7.6) == "6.50-7.60x"
+    assert metrics.format_interval("step_ms", 1.23, 1.3) == "1.230-1.300 ms"
+    assert metrics.format_interval("speedup", None, 7.6) == metrics.NO_INTERVAL
+    assert metrics.format_interval("speedup", float("nan"), 7.6) == metrics.NO_INTERVAL
+
 
 def test_metrics_format_units_and_unknown():
     assert metrics.format_value("step_ms", 1.23456) == "1.235 ms"

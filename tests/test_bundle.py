@@ -40,7 +40,11 @@ def _one_line(e: pytest.ExceptionInfo) -> str:
 @pytest.mark.parametrize("mutate, expected", [
     (lambda d: d.update(format="something.else"), "wrong format 'something.else'"),
     (lambda d: d.pop("format"), "wrong format None"),
-    (lambda d: d.update(version=3), "unsupported bundle version 3"),
+    (lambda d: d.update(version=4), "unsupported bundle version 4"),
+    (lambda d: d["measurements"][0].update(stop_reason="tired"), "stop_reason 'tired'"),
+    (lambda d: d["measurements"][0].update(noisy="yes"), "noisy 'yes'"),
+    (lambda d: d["measurements"][0].update(launch_us_rounds=[1, -2]), "launch_us_rounds must"),
+    (lambda d: d["measurements"][0].update(speedup_ci_low=float("inf")), "speedup_ci_low"),
     (lambda d: d.update(version="1"), "unsupported bundle version '1'"),
     (lambda d: d.update(measurements={}), "'measurements' must be a list"),
     (lambda d: d["environment"].update(device="tpu"), "environment.device 'tpu'"),

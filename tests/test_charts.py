@@ -41,6 +41,85 @@ def _encodings(spec):
     return found
 
 
+def _layers(spec):
+    """(mark type, encoding) of every unit chart in a spec."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "mark" in node and "encoding" in node:
+                mark = node["mark"]
+                found.append((mark["type"] if isinstance(mark, dict) else mark,
+                              node["encoding"]))
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(spec)
+    return found
+
+
+def _error_bars(spec):
+    return [e for mark, e in _layers(spec) if mark == "errorbar"]
+
+
+@pytest.fixture(scope="module")
+def old_points():
+    return frame(sweep_bundle(intervals=False))
+
+
+def test_speedup_chart_draws_the_interval_as_error_bars(points, old_points):
+    spec = charts.speedup_chart(analysis.speedups(points)).to_dict()
+    bars = _error_bars(spec)
+    assert len(bars) == 1
+    assert (bars[0]["y"]["field"], bars[0]["y2"]["field"]) == ("speedup_ci_low",
+                                                               "speedup_ci_high")
+    rows = [r for d in spec["datasets"].values() for r in d if "speedup_ci_low" in r]
+    bar_rows = [r for r in rows if r["speedup_ci_low"] is not None]
+    assert {r["mode"] for r in bar_rows} == {"compile", "reduce-overhead", "cuda-graph"}
+    old = charts.speedup_chart(analysis.speedups(old_points)).to_dict()
+    assert _error_bars(old) == []  # no interval measured: none drawn
+
+
+def test_step_time_chart_error_bars_and_band_for_old_runs(points, old_points):
+    spec = charts.step_time_chart(points).to_dict()
+    bars = _error_bars(spec)
+    assert [(b["y"]["field"], b["y2"]["field"]) for b in bars] == [("step_ms_ci_low",
+                                                                    "step_ms_ci_high")]
+    assert bars[0]["y"]["scale"]["type"] == "log"
+    assert "95% interval" in spec["title"]
+    old = charts.step_time_chart(old_points).to_dict()
+    assert _error_bars(old) == [] and "no interval" in old["title"]
+    assert [e["y2"]["field"] for m, e in _layers(old) if m == "area"] == ["step_ms_p90"]
+
+
+def test_compare_chart_has_error_bars_where_known(points, old_points):
+    h = pd.DataFrame([{"id": 1, "gpu_name": "A", "torch_version": "2.1", "source": "measured"},
+                      {"id": 2, "gpu_name": "B", "torch_version": "2.1", "source": "measured"}])
+    sp = analysis.compare_speedups(pd.concat([points, old_points.assign(run_id=2)]), h)
+    spec = charts.compare_chart(sp).to_dict()
+    bars = _error_bars(spec)
+    assert len(bars) == 1 and bars[0]["y2"]["field"] == "speedup_ci_high"
+    assert bars[0]["color"]["field"] == "series"
+    report.chart_svg(charts.compare_chart(sp))  # the filtered layer compiles
+    only_old = analysis.compare_speedups(old_points, h.iloc[:1])
+    assert _error_bars(charts.compare_chart(only_old).to_dict()) == []
+
+
+def test_time_split_puts_eager_host_launch_time_beside_gpu_busy(points, old_points):
+    spec = charts.time_split_chart(analysis.time_split(points)).to_dict()
+    assert any(c.get("title") == "Eager: host launch time vs GPU busy time"
+               for c in spec["hconcat"])
+    rows = [r for d in spec["datasets"].values() for r in d if "figure" in r]
+    launch = [r for r in rows if r["figure"] == "Host launch time" and r["batch_size"] == 8]
+    assert launch[0]["ms"] == pytest.approx(64 * 10.0 / 1000)  # launches x launch_us
+    assert {"GPU busy time", "Step time"} <= {r["figure"] for r in rows}
+    old = charts.time_split_chart(analysis.time_split(old_points)).to_dict()
+    assert len(old["hconcat"]) == 2  # no launch cost measured: no such panel
+
+
 def test_speedup_chart_log2_batch_axis_units_and_tooltips(points):
     spec = charts.speedup_chart(analysis.speedups(points)).to_dict()
     enc = _encodings(spec)[0]
@@ -53,10 +132,9 @@ def test_speedup_chart_log2_batch_axis_units_and_tooltips(points):
     assert ("compile", 64) not in {(r["mode"], r["batch_size"]) for r in rows}
 
 
-def test_step_time_chart_is_log_log_with_band(points):
+def test_step_time_chart_is_log_log(points):
     spec = charts.step_time_chart(points).to_dict()
     encs = _encodings(spec)
-    assert any("y2" in e for e in encs), "p10-p90 band missing"
     line = [e for e in encs if "y2" not in e][0]
     assert line["y"]["scale"]["type"] == "log" and line["x"]["scale"]["type"] == "log"
     assert line["y"]["title"] == "Step time (ms)"
@@ -148,7 +226,51 @@ def test_headline_sentences_for_published_figures():
     p = frame(fmt.read(SAMPLES / "published-l40s-day25.json"))
     lines = report.headline(p)
     assert lines[0].startswith("compile: up to 1.41x over eager, at batch 8,192")
+    assert lines[0].endswith("; no interval")  # published figures carry none
     assert any(line.startswith("reduce-overhead: up to 9.45x") for line in lines)
     assert any("from batch 8,192 on" in line for line in lines)
     assert lines[-1] == ("Payback unknown for compile, reduce-overhead, cuda-graph (setup "
                          "time not recorded).")
+
+
+def test_headline_quotes_the_interval_ranks_by_lower_bound_and_names_ties():
+    # cuda-graph at batch 64: a spike (20x) whose interval is wide; batch 8's lower bound is
+    # the highest, and its median lies inside batch 1's and batch 64's intervals.
+    ci = lambda sp, lo, hi: {"speedup": sp, "speedup_ci_low": lo,  # noqa: E731
+                             "speedup_ci_high": hi}
+    p = frame(sweep_bundle(overrides={("cuda-graph", 1): ci(10.0, 9.0, 11.0),
+                                      ("cuda-graph", 8): ci(10.5, 10.0, 11.0),
+                                      ("cuda-graph", 64): ci(20.0, 8.0, 40.0),
+                                      ("cuda-graph", 512): ci(6.0, 5.8, 6.2)}))
+    line = [x for x in report.headline(p) if x.startswith("cuda-graph:")][0]
+    assert line.startswith("cuda-graph: up to 10.50x (10.00-11.00x) over eager, at batch 8 (")
+    assert line.endswith("; batches 1-64 within noise")
+    assert "20.00x" not in line
+    assert any(x.startswith("Host launch cost: 10.0 us per launch") for x in report.headline(p))
+
+
+def test_old_run_headline_says_no_interval(old_points):
+    lines = report.headline(old_points)
+    assert all(x.endswith("; no interval") for x in lines if " over eager" in x)
+    assert not any(x.startswith("Host launch cost") for x in lines)
+
+
+def test_points_table_shows_intervals_and_noise_badges(old_points):
+    p = frame(sweep_bundle(batches=(8,), overrides={("compile", 8): {"noisy": True}}))
+    t = report.points_table(p).set_index("Mode")
+    assert t.at["compile", "Noise"] == "noisy" and t.at["eager", "Noise"] == "ok"
+    assert t.at["cuda-graph", "Speedup over eager 95% CI"].endswith("x")
+    assert t.at["eager", "Speedup over eager 95% CI"] == "—"  # the baseline has none
+    assert t.at["eager", "Step time 95% CI"].endswith(" ms")
+    assert t.at["eager", "Host launch cost (us)"] == "10.0 us"
+    old = report.points_table(old_points)
+    assert set(old["Noise"]) == {"no interval"}
+    assert set(old["Step time 95% CI"]) == {"no interval"}
+
+
+def test_html_report_carries_intervals_and_noise(points):
+    header = {"id": 1, "workload": "mlp", "status": "done", "source": "measured",
+              "gpu_name": "G", "torch_version": "2.1", "uuid": "u"}
+    html = report.html_report(header, points)
+    assert "<b>Noise:</b> ok: all 19 points within target" in html
+    assert "95% interval" in html

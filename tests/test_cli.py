@@ -92,6 +92,9 @@ BAD_SWEEPS = [
     (["--param", "colour=red"], "'colour'"),
     (["--param", "width=16"], "'width' is given twice"),
     (["--label", ""], "--label"),
+    (["--processes", "0"], "--processes 0 is out of range"),
+    (["--processes", "two"], "--processes 'two' is not a whole number"),
+    (["--processes", "99"], "--processes 99 is out of range (1 to 16)"),
     (["--label", "a\nb"], "--label"),
     (["--timing", "thorough"], "--timing thorough"),
     (["--device", "gpu"], "'gpu'"),
@@ -169,8 +172,10 @@ def test_sweep_roundtrip_through_db_and_bundle(capsys, tmp_path):
     assert f"bundle written to {out}" in stdout
     table = lines[lines.index("bundle written to " + str(out)) + 1:]
     assert table[0].split() == ["batch", "eager", "ms", "cuda-graph", "ms", "cuda-graph", "x"]
-    assert [r.split()[0] for r in table[1:]] == ["1", "4"]
-    assert all(r.split()[2] == "unsupported" and r.split()[3] == "-" for r in table[1:])
+    rows = [r for r in table[1:] if r.split()[0].rstrip("!").isdigit()]
+    assert [r.split()[0].rstrip("!") for r in rows] == ["1", "4"]
+    assert all(r.split()[2] == "unsupported" and r.split()[3] == "-" for r in rows)
+    assert any(line.startswith("host launch cost: ") for line in table)
     assert "sweep" in err  # the progress bar went to stderr
 
     assert count(url1, "runs") == 1 and count(url1, "measurements") == 4
@@ -225,10 +230,20 @@ def test_sweep_default_db_and_compile(capsys, default_db):
                           "eager,compile")
     assert rc == 0, err
     assert default_db.exists() and stdout.startswith("run 1 done: 2 points\n")
-    row = stdout.splitlines()[-1].split()
-    assert row[0] == "2" and float(row[1]) > 0 and float(row[2]) > 0
-    speedup = float(row[1]) / float(row[2])  # from the 3-decimal figures printed
-    assert row[3].endswith("x") and float(row[3][:-1]) == pytest.approx(speedup, rel=0.05)
+    lines = stdout.splitlines()
+    row = next(r for r in lines if r.split()[0].rstrip("!") == "2").split()
+    assert float(row[1].rstrip("*")) > 0 and float(row[2].rstrip("*")) > 0
+    # The paired speedup and its 95% interval, as stored.
+    from sqlalchemy import create_engine, text
+
+    e = create_engine(f"sqlite:///{default_db}")
+    with e.connect() as c:
+        sp, low, high = c.execute(text("select speedup, speedup_ci_low, speedup_ci_high "
+                                       "from measurements where mode = 'compile'")).one()
+    e.dispose()
+    assert low <= sp <= high
+    assert row[3] == f"{sp:.2f}x" if sp >= 0.1 else row[3].endswith("x")
+    assert row[4].rstrip("*") == f"({low:.2f}-{high:.2f})"
 
 
 # --- import / export / list ---------------------------------------------------------------
@@ -530,3 +545,23 @@ def test_progress_shows_points_current_point_and_eta(tty):
         lines = text.splitlines()
         assert lines[0].startswith("sweep 0/3 points") and "ETA ?" in lines[0]
         assert lines[2].startswith("sweep 1/3 points") and "ETA " in lines[2]
+
+
+def test_table_prints_intervals_marks_and_falls_back_for_old_runs():
+    from runner.commands.sweep import format_table
+    from tests.synthetic import sweep_bundle
+
+    noisy = {"noisy": True, "host_unstable": True, "speedup": 7.1, "speedup_ci_low": 6.5,
+             "speedup_ci_high": 7.6}
+    new = sweep_bundle(batches=(8,), modes=("eager", "cuda-graph"),
+                       overrides={("cuda-graph", 8): noisy})["measurements"]
+    text = format_table(new, ("eager", "cuda-graph"))
+    row = text.splitlines()[1].split()
+    assert row[0] == "8!" and row[2].endswith("*") and row[3:] == ["7.10x", "(6.50-7.60)*"]
+    assert "host launch cost: 10.0 us" in text and "* noisy" in text and "! host" in text
+    old = sweep_bundle(batches=(8,), modes=("eager", "cuda-graph"),
+                       intervals=False)["measurements"]
+    e, g = (m["step_ms"] for m in old)
+    text = format_table(old, ("eager", "cuda-graph"))
+    assert text.splitlines()[1].split()[-1] == f"{e / g:.2f}x"  # no interval to print
+    assert len(text.splitlines()) == 2  # and no footnotes about intervals

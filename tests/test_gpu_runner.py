@@ -137,3 +137,48 @@ def test_oom_is_an_error_point_and_the_sweep_goes_on():
     assert pts[0]["status"] == "error"
     assert "out of memory" in pts[0]["message"].lower(), pts[0]["message"]
     assert pts[1]["status"] == "ok" and pts[1]["correct"] is True, pts[1]["message"]
+
+
+def test_interleaved_modes_run_their_own_code_as_if_alone(four_modes):
+    """Four modes prepared side by side on one model and timed in rounds: each still runs
+    its own code. Kernel counts and graph launches equal a point measured alone, GPU busy
+    time is close, and a graph mode's (GPU-bound) step agrees within a few percent."""
+    together = four_modes[1]
+    for mode in MODES:
+        alone = sweep(modes=(mode,)).points[0]
+        t = together[mode]
+        assert alone["status"] == t["status"] == "ok", (mode, alone["message"], t["message"])
+        for key in ("gpu_kernels_per_step", "graph_launches_per_step",
+                    "host_launches_per_step"):
+            assert t[key] == alone[key], (mode, key, t[key], alone[key])
+        assert t["cudagraph_status"] == alone["cudagraph_status"], mode
+        assert t["gpu_busy_ms"] == pytest.approx(alone["gpu_busy_ms"], rel=0.10), mode
+        if mode in ("reduce-overhead", "cuda-graph"):
+            assert t["graph_pool_bytes"] == alone["graph_pool_bytes"], mode
+        else:
+            assert t["graph_pool_bytes"] == alone["graph_pool_bytes"] == 0, mode
+
+
+def test_rounds_carry_intervals_and_the_host_launch_cost(four_modes):
+    ms = four_modes[1]
+    n = {m["samples"] for m in ms.values()}
+    assert len(n) == 1 and n.pop() >= 6  # every mode timed in the same rounds
+    for mode, m in ms.items():
+        assert m["step_ms_ci_low"] <= m["step_ms"] <= m["step_ms_ci_high"], mode
+        assert m["launch_us"] > 0 and len(m["launch_us_rounds"]) == m["samples"]
+        assert m["stop_reason"] in ("converged", "budget")
+        if mode != "eager":
+            assert m["speedup_ci_low"] <= m["speedup"] <= m["speedup_ci_high"], mode
+    assert ms["reduce-overhead"]["details"]["vs_compile"]["median"] > 0
+
+
+def test_graph_step_agrees_with_the_same_mode_timed_alone_in_its_own_rounds():
+    """GPU-bound figures need no pairing: at a batch size where the graph step is GPU
+    bound, cuda-graph's median under interleaving equals its median alone within 1%."""
+    params = {"depth": "8", "width": "1024"}
+    kw = dict(params=params, batch_sizes=(4096,), timing="standard")
+    together = {m["mode"]: m for m in sweep(modes=("eager", "cuda-graph"), **kw).points}
+    alone = sweep(modes=("cuda-graph",), **kw).points[0]
+    assert together["cuda-graph"]["step_ms"] == pytest.approx(alone["step_ms"], rel=0.01)
+    assert together["cuda-graph"]["speedup_ci_high"] / together["cuda-graph"]["speedup"] \
+        - 1 <= 0.02  # GPU-bound: the speedup's interval is tight

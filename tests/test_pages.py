@@ -176,6 +176,36 @@ def test_cpu_run_with_unsupported_points_and_run_with_only_errors(dash):
     assert any("No chart" in t for t in texts(at, "info"))
 
 
+def test_run_page_quotes_intervals_noise_and_launch_cost(dash):
+    ci = lambda sp, lo, hi: {"speedup": sp, "speedup_ci_low": lo,  # noqa: E731
+                             "speedup_ci_high": hi}
+    rid = dash.add(launch_us=12.5, overrides={
+        ("cuda-graph", 1): ci(10.0, 9.0, 11.0), ("cuda-graph", 8): ci(10.5, 10.0, 11.0),
+        ("cuda-graph", 64): ci(20.0, 8.0, 40.0),  # a spike inside noise: not the headline
+        ("compile", 8): {"noisy": True, "stop_reason": "budget"}})
+    at = dash.open("pages/run.py", run=str(rid))
+    md = texts(at, "markdown")
+    head = md[0]
+    assert ("cuda-graph: up to 10.50x (10.00-11.00x) over eager, at batch 8" in head
+            and "batches 1-64 within noise" in head), head
+    assert any("Noise: 1 of 20 points noisy" in m for m in md), md
+    assert any("median 12.5 us (12.5-12.5) over 20 points" in c for c in texts(at, "caption"))
+    table = at.dataframe[0].value.set_index(["Mode", "Batch size"])
+    assert table.at[("compile", 8), "Noise"] == "noisy"
+    assert table.at[("cuda-graph", 64), "Speedup over eager 95% CI"] == "8.00-40.00x"
+
+
+def test_old_run_page_says_no_interval(dash):
+    rid = dash.add(intervals=False)
+    at = dash.open("pages/run.py", run=str(rid))
+    md = texts(at, "markdown")
+    assert "no interval" in md[0] and "(" in md[0]
+    assert any("Noise: no interval" in m for m in md), md
+    assert any("Host launch cost" in c and "not measured" in c for c in texts(at, "caption"))
+    assert set(at.dataframe[0].value["Noise"]) == {"no interval"}
+    assert len(charts(at)) == 4  # every chart still draws, without error bars
+
+
 @pytest.mark.parametrize("params, message", [
     ({"run": "abc"}, "?run='abc' is not a run id"),
     ({"run": "999999"}, "run 999999 does not exist"),
@@ -204,6 +234,37 @@ def test_compare_overlays_runs_with_ratio_table_and_environment_diff(dash):
     diff = at.dataframe[1].value
     assert {"gpu_name", "torch_version"} <= set(diff["field"])
     assert any(c.endswith(f"/compare?run={a}&run={b}") for c in texts(at, "code"))
+
+
+def test_compare_marks_ratios_within_noise_and_diffs_launch_cost(dash):
+    a = dash.add(gpu="Synthetic GPU A", launch_us=8.0)
+    # B: the same figures 1% slower (inside the +-1% intervals) except eager at batch 8,
+    # twice as slow; on a host whose launch cost is 20 us.
+    b = dash.add(gpu="Synthetic GPU B", launch_us=20.0, scale=1.01, overrides={
+        ("eager", 8): {"step_ms": 2.8, "step_ms_ci_low": 2.77, "step_ms_ci_high": 2.83}})
+    old = dash.add(gpu="Synthetic GPU C", intervals=False)
+    at = dash.open("pages/compare.py", run=[str(a), str(b), str(old)])
+    ratios = at.dataframe[0].value
+    col_b = [c for c in ratios.columns if c.startswith(f"#{b} ") and c.endswith(" 95%")][0]
+    col_old = [c for c in ratios.columns if c.startswith(f"#{old} ") and c.endswith(" 95%")][0]
+    assert ratios[col_b].str.startswith("within noise (").any()
+    slower = ratios[ratios[col_b].str.startswith("slower (")]
+    assert list(zip(slower["mode"], slower["batch_size"], strict=True)) == [("eager", 8)]
+    assert set(ratios[col_old]) == {"no interval"}
+    diff = at.dataframe[1].value.set_index("field")
+    row = diff.loc["host launch cost (us, median and range)"]
+    assert [v for k, v in row.items() if k.startswith("#")] == ["8.0 us (8.0-8.0)",
+                                                                "20.0 us (20.0-20.0)", "—"]
+
+
+def test_runs_page_carries_noise_badges(dash):
+    noisy = dash.add(overrides={("compile", 8): {"noisy": True},
+                                ("cuda-graph", 8): {"noisy": True}})
+    old = dash.add(intervals=False)
+    table = dash.open().dataframe[0].value.set_index("id")
+    assert table.at[noisy, "noise"] == "2 of 20 points noisy"
+    assert table.at[old, "noise"] == "no interval"
+    assert table.at[dash.published, "noise"] == "no interval"
 
 
 def test_compare_warns_when_runs_are_not_comparable(dash):

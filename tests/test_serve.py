@@ -33,7 +33,7 @@ def served(tmp_path_factory):
 def test_cli_run_is_stored_in_sqlite_and_the_bundle(served):
     url, out = served
     doc = fmt.read(out)
-    assert doc["version"] == 2 and doc["run"]["kind"] == "serve" and doc["measurements"] == []
+    assert doc["version"] == fmt.VERSION and doc["run"]["kind"] == "serve" and doc["measurements"] == []
     sec = doc["serve"]
     assert sec["requests"] == 30 and len(sec["stream"]) == 30 and sec["seed"] == 3
     assert max(sec["stream"]) <= 20
@@ -108,7 +108,7 @@ def test_version_1_bundles_still_import_and_re_export(tmp_path, sqlite_engine):
     run_id, created = store.import_bundle(sqlite_engine, doc)
     assert created
     out = store.export_bundle(sqlite_engine, run_id)
-    assert out["version"] == 2 and out["run"]["kind"] == "sweep" and "serve" not in out
+    assert out["version"] == fmt.VERSION and out["run"]["kind"] == "sweep" and "serve" not in out
     assert out["measurements"][0]["samples_ms"] == [1.2, 1.3]
     written = fmt.write(tmp_path / "again.json", out)
     assert store.import_bundle(sqlite_engine, fmt.read(written)) == (run_id, False)
@@ -153,7 +153,7 @@ def test_migration_keeps_existing_runs_and_their_measurements(tmp_path):
                        "cudagraph_status, samples_ms, details) values (1, 'eager', 8, 'ok', "
                        "'', 'n/a', '[]', '{}')"))
     migrate.upgrade(engine)
-    assert migrate.current(engine) == migrate.head() == "0003_serve"
+    assert migrate.current(engine) == migrate.head() == "0004_intervals"
     with engine.connect() as c:
         assert c.scalar(select(Run.kind)) == "sweep"
         assert c.scalar(select(func.count()).select_from(Measurement)) == 1

@@ -58,3 +58,37 @@ def test_sqlite_pragmas(sqlite_engine):
     with sqlite_engine.connect() as c:
         assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert c.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+
+
+def test_intervals_and_rounds_round_trip_and_count_per_run(any_url):
+    """Version 3 fields (rounds, intervals, noise flags) survive database and bundle; an
+    older bundle imports with every one of them unknown, and the runs list counts both."""
+    from db import queries
+    from tests.synthetic import sweep_bundle
+
+    engine = make_engine(any_url)
+    noisy = {"noisy": True, "stop_reason": "budget", "host_unstable": True}
+    new = sweep_bundle(batches=(1, 8), modes=("eager", "cuda-graph"),
+                       overrides={("cuda-graph", 8): noisy})
+    old = sweep_bundle(batches=(1, 8), modes=("eager", "cuda-graph"), intervals=False)
+    assert new["version"] == fmt.VERSION == 3 and old["version"] == 2
+    new_id, _ = store.import_bundle(engine, new)
+    old_id, _ = store.import_bundle(engine, old)
+    back = store.export_bundle(engine, new_id)
+    want = {(m["mode"], m["batch_size"]): m for m in new["measurements"]}
+    for m in back["measurements"]:
+        w = want[(m["mode"], m["batch_size"])]
+        for f in ("samples_ms", "launch_us_rounds", "step_ms_ci_low", "step_ms_ci_high",
+                  "speedup", "speedup_ci_low", "speedup_ci_high", "launch_us",
+                  "stop_reason", "noisy", "host_unstable"):
+            assert m[f] == (pytest.approx(w[f]) if isinstance(w[f], float) else w[f]), f
+    for m in store.export_bundle(engine, old_id)["measurements"]:
+        assert m["speedup"] is None and m["step_ms_ci_low"] is None and m["noisy"] is None
+        assert m["launch_us_rounds"] == [] and m["stop_reason"] is None
+    runs = queries.runs_frame(engine).set_index("id")
+    assert runs.loc[new_id, ["ok_points", "interval_points", "noisy_points",
+                             "unstable_points"]].tolist() == [4, 4, 1, 1]
+    assert runs.loc[old_id, ["ok_points", "interval_points", "noisy_points"]].tolist() == [4, 0, 0]
+    pts = queries.run_points(engine, new_id)
+    assert pts["speedup"].dtype.kind == "f" and pts["stop_reason"].tolist().count("budget") == 1
+    engine.dispose()

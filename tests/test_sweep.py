@@ -52,18 +52,26 @@ def test_quick_cpu_sweep_measures_eager_and_compile_and_refuses_graphs():
         assert m["status"] == "ok", m["message"]
         assert m["batch_size"] == 2 and m["step_ms"] > 0 and m["latency_ms"] > 0
         assert m["step_ms_p10"] <= m["step_ms"] <= m["step_ms_p90"]
-        assert m["samples"] == len(m["samples_ms"]) == 5
+        # One figure per interleaved round, the same rounds for both modes.
+        assert m["samples"] == len(m["samples_ms"]) == len(m["launch_us_rounds"])
+        assert 6 <= m["samples"] <= 12 and m["stop_reason"] in ("converged", "budget")
+        assert m["step_ms_ci_low"] <= m["step_ms"] <= m["step_ms_ci_high"]
+        assert m["launch_us"] > 0 and m["host_unstable"] in (True, False)
+        assert m["noisy"] in (True, False)
         assert m["correct"] is True and m["max_abs_err"] < 1e-4
         # Launch and memory figures need CUDA: unknown on the CPU, never 0.
         assert m["gpu_kernels_per_step"] is None and m["graph_pool_bytes"] is None
     assert by_mode["compile"]["setup_s"] > 0
+    assert by_mode["eager"]["samples"] == by_mode["compile"]["samples"]
+    c = by_mode["compile"]
+    assert c["speedup_ci_low"] <= c["speedup"] <= c["speedup_ci_high"]
+    assert by_mode["eager"]["speedup"] is None  # eager over itself says nothing
     for mode in ("reduce-overhead", "cuda-graph"):
         assert by_mode[mode]["status"] == "unsupported"
         assert "CUDA" in by_mode[mode]["message"] and by_mode[mode]["step_ms"] is None
-    # Progress: one call before each point, a last one with no current point.
-    assert [s[:3] for s in seen] == [(0, 4, ("eager", 2)), (1, 4, ("compile", 2)),
-                                     (2, 4, ("reduce-overhead", 2)),
-                                     (3, 4, ("cuda-graph", 2)), (4, 4, None)]
+    # Progress: one call before each batch size (all its modes at once), a last one
+    # with no current point.
+    assert [s[:3] for s in seen] == [(0, 4, ("4 modes", 2)), (4, 4, None)]
     assert seen[-1][3]["mode"] == "cuda-graph"
     validate(make_bundle(sink.env, {**sink.run, "status": status}, sink.points))
 
@@ -121,6 +129,9 @@ def test_a_failing_sink_marks_the_run_failed_and_raises():
     (dict(device="tpu"), "unknown device 'tpu'"),
     (dict(timing="slow"), "unknown timing preset 'slow'"),
     (dict(label="x" * 201), "label"),
+    (dict(processes=0), "processes 0"),
+    (dict(processes=17), "processes 17"),
+    (dict(processes=True), "processes True"),
     (dict(workload="nope"), "unknown workload 'nope'"),
     (dict(params={"depth": "-1"}), "'-1'"),
 ])
@@ -145,3 +156,29 @@ def test_factories_refused_where_imports_are_not_allowed():
     with pytest.raises(WorkloadError, match="command line only"):
         validate_spec(spec(workload="tests.gpu_models:failing", params={}),
                       allow_import=False)
+
+
+def test_processes_pool_rounds_from_fresh_processes():
+    """--processes 2: the second process's rounds join the first's (a real child
+    process, python -m runner.repeat)."""
+    one, two = ListSink(), ListSink()
+    run_sweep(spec(batch_sizes=(2,), modes=("eager", "compile")), one)
+    run_sweep(spec(batch_sizes=(2,), modes=("eager", "compile"), processes=2), two)
+    for m in two.points:
+        assert m["status"] == "ok", m["message"]
+        assert m["details"]["processes"] == 2
+        assert m["samples"] == len(m["launch_us_rounds"]) >= 12  # 6 rounds at least each
+    assert one.points[0]["details"]["processes"] == 1
+
+
+def test_a_failing_repeat_process_is_an_error_naming_it(monkeypatch):
+    from runner import repeat
+
+    def broken(request):
+        raise repeat.RepeatError("repeat process exited 1: boom")
+
+    monkeypatch.setattr(repeat, "in_fresh_process", broken)
+    sink = ListSink()
+    assert run_sweep(spec(batch_sizes=(2, 4), processes=2), sink) == "done"
+    assert [m["status"] for m in sink.points] == ["error", "error"]
+    assert "repeat process exited 1: boom" in sink.points[0]["message"]

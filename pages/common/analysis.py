@@ -1,5 +1,6 @@
 """The dashboard's maths as pure pandas functions: speedups, break-even, payback, busy
-fraction, comparability, cross-run ratios, environment diffs.
+fraction, comparability, cross-run ratios, environment diffs, and what the intervals say
+(noise badges, ties within noise, host launch cost).
 
 Every function takes the DataFrames db.queries returns (a points frame has one row per
 (run_id, mode, batch_size)) and returns a new frame or a small value. Unknown figures stay
@@ -24,6 +25,20 @@ GRAPH_MODES = tuple(m for m in MODES if m != "eager")
 MODE_ORDER = {m: i for i, m in enumerate(MODES)}
 # What makes two runs' curves comparable: the same model at the same size and precision.
 COMPARABLE_FIELDS = ("kind", "workload", "workload_params", "dtype")
+
+
+def _flag(v: Any) -> bool | None:
+    """A stored yes/no that pandas may hand back as bool, 1.0/0.0 or NaN."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    return bool(v)
+
+
+def _col(df: pd.DataFrame, name: str) -> pd.Series:
+    """A numeric column, NaN where the frame predates it (points of older bundles)."""
+    if name in df:
+        return pd.to_numeric(df[name], errors="coerce")
+    return pd.Series(float("nan"), index=df.index)
 
 
 def _num(v: Any) -> float | None:
@@ -53,13 +68,19 @@ def _eager_reference(row: pd.Series) -> float | None:
     return None
 
 
-def speedups(points: pd.DataFrame) -> pd.DataFrame:
-    """Speedup over eager per (run, mode, batch): eager step time / mode step time.
+SPEEDUP_COLUMNS = ["run_id", "mode", "batch_size", "step_ms", "eager_ms", "speedup",
+                   "speedup_ci_low", "speedup_ci_high", "step_ms_ci_low", "step_ms_ci_high"]
 
-    Columns: run_id, mode, batch_size, step_ms, eager_ms, speedup. Points without an ok
-    eager point at the same batch (or without their own reference) are left out; eager
-    itself is included at 1.0 so a chart shows the baseline."""
-    cols = ["run_id", "mode", "batch_size", "step_ms", "eager_ms", "speedup"]
+
+def speedups(points: pd.DataFrame) -> pd.DataFrame:
+    """Speedup over eager per (run, mode, batch).
+
+    Where the runner measured it (bundle version 3) this is the stored median of the
+    per-round paired ratio eager / mode with its 95% interval; otherwise eager step time /
+    mode step time with no interval (NaN bounds). Columns: SPEEDUP_COLUMNS. Points without
+    an ok eager point at the same batch (or without their own reference) are left out;
+    eager itself is included at 1.0 so a chart shows the baseline."""
+    cols = SPEEDUP_COLUMNS
     ok = usable(points)
     if ok.empty:
         return pd.DataFrame(columns=cols)
@@ -68,8 +89,13 @@ def speedups(points: pd.DataFrame) -> pd.DataFrame:
     out = ok.join(eager, on=["run_id", "batch_size"])
     own = out.apply(_eager_reference, axis=1).astype(float)
     out["eager_ms"] = own.where(own.notna(), out["eager_ms"])
-    out = out[out["eager_ms"].notna()].copy()
-    out["speedup"] = out["eager_ms"] / out["step_ms"]
+    stored = _col(out, "speedup")
+    for c in cols[6:]:
+        out[c] = _col(out, c)
+    out["speedup"] = stored.where(stored.notna(), out["eager_ms"] / out["step_ms"])
+    # A paired interval belongs to the stored median only; eager's 1.0 has none.
+    out.loc[stored.isna(), ["speedup_ci_low", "speedup_ci_high"]] = float("nan")
+    out = out[out["eager_ms"].notna() | stored.notna()].copy()
     return _ordered(out[cols])
 
 
@@ -82,15 +108,43 @@ def _ordered(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def largest_speedups(points: pd.DataFrame) -> pd.DataFrame:
-    """Per non-eager mode: its largest speedup over eager and the batch size where.
-    Columns: mode, speedup, batch_size, step_ms, eager_ms."""
+    """Per non-eager mode: the speedup over eager one can be most sure of, and where.
+
+    Points are ranked by their interval's lower bound (what is 95% sure), not by the
+    median, so a spike whose lead lies inside noise is not quoted as the maximum. A point
+    without an interval ranks by its median. `ties` holds the batch sizes (the chosen one
+    included) whose interval contains the chosen median: within noise of it.
+    Columns: mode, speedup, speedup_ci_low, speedup_ci_high, batch_size, step_ms, eager_ms,
+    ties."""
     sp = speedups(points)
     sp = sp[sp["mode"] != "eager"]
-    cols = ["mode", "speedup", "batch_size", "step_ms", "eager_ms"]
+    cols = ["mode", "speedup", "speedup_ci_low", "speedup_ci_high", "batch_size", "step_ms",
+            "eager_ms", "ties"]
     if sp.empty:
         return pd.DataFrame(columns=cols)
-    best = sp.loc[sp.groupby("mode")["speedup"].idxmax()]
-    return _ordered(best.assign(run_id=0))[cols]
+    sp = sp.assign(_rank=sp["speedup_ci_low"].where(sp["speedup_ci_low"].notna(),
+                                                    sp["speedup"]))
+    rows = []
+    for _, group in sp.groupby("mode"):
+        best = group.loc[group["_rank"].idxmax()].copy()
+        holds = ((group["speedup_ci_low"] <= best["speedup"])
+                 & (group["speedup_ci_high"] >= best["speedup"]))
+        ties = set(group.loc[holds, "batch_size"].astype(int)) | {int(best["batch_size"])}
+        best["ties"] = tuple(sorted(ties))
+        rows.append(best)
+    return _ordered(pd.DataFrame(rows).assign(run_id=0))[cols]
+
+
+def batch_span(chosen: tuple[int, ...], measured) -> str:
+    """Batch sizes in words: 'batches 4-16' when they are neighbours among the measured
+    ones, else 'batches 4, 64'."""
+    order = sorted({int(b) for b in measured} | set(chosen))
+    idx = [order.index(b) for b in sorted(chosen)]
+    if len(chosen) == 1:
+        return f"batch {chosen[0]:,}"
+    if idx == list(range(idx[0], idx[0] + len(idx))):
+        return f"batches {order[idx[0]]:,}-{order[idx[-1]]:,}"
+    return "batches " + ", ".join(f"{b:,}" for b in sorted(chosen))
 
 
 @dataclass(frozen=True)
@@ -114,7 +168,14 @@ def break_even(points: pd.DataFrame, threshold: float = BREAK_EVEN_GAIN) -> Brea
     both = sorted(set(c.index) & set(r.index))
     if not both:
         return BreakEven("unknown", threshold=threshold)
-    ratios = tuple((int(b), float(c[b] / r[b])) for b in both)
+    paired = {}
+    for _, row in ok[ok["mode"] == "reduce-overhead"].iterrows():
+        vs = row.get("details").get("vs_compile") if isinstance(row.get("details"), dict) \
+            else None
+        if isinstance(vs, dict) and _num(vs.get("median")) is not None:
+            paired[row["batch_size"]] = float(vs["median"])
+    # The paired per-round ratio where the runner measured it; else ratio of medians.
+    ratios = tuple((int(b), paired.get(b, float(c[b] / r[b]))) for b in both)
     # Scan from the largest batch down: the break-even is where the tail of "below
     # threshold" batches starts. One noisy batch in the middle does not move it.
     first_below = None
@@ -162,10 +223,12 @@ def payback(points: pd.DataFrame) -> pd.DataFrame:
 
 def time_split(points: pd.DataFrame) -> pd.DataFrame:
     """Where the step time goes, per (mode, batch): GPU busy (sum of kernel time), idle
-    (launch gaps = step - busy) and the busy fraction; 1.0 means no launch gap is left."""
+    (launch gaps = step - busy) and the busy fraction; 1.0 means no launch gap is left.
+    host_launch_ms = host launches per step x the host's launch cost (launch_us): what the
+    CPU spends launching, the part a CUDA graph removes; NaN where either is unknown."""
     cols = ["run_id", "mode", "batch_size", "step_ms", "gpu_busy_ms", "idle_ms",
             "busy_fraction", "host_launches_per_step", "graph_launches_per_step",
-            "gpu_kernels_per_step"]
+            "gpu_kernels_per_step", "launch_us", "host_launch_ms"]
     ok = usable(points)
     if ok.empty:
         return pd.DataFrame(columns=cols)
@@ -173,7 +236,119 @@ def time_split(points: pd.DataFrame) -> pd.DataFrame:
     ok["busy_fraction"] = ok["gpu_busy_ms"] / ok["step_ms"]
     # Busy can exceed the step by timing noise; idle time is never negative.
     ok["idle_ms"] = (ok["step_ms"] - ok["gpu_busy_ms"]).clip(lower=0)
+    ok["launch_us"] = _col(ok, "launch_us")
+    ok["host_launch_ms"] = _col(ok, "host_launches_per_step") * ok["launch_us"] / 1000.0
     return _ordered(ok[cols])
+
+
+# --- Noise: intervals, badges, host launch cost -------------------------------------------
+
+NOISE_LEVELS = ("ok", "noisy", "host unstable", "no interval")
+
+
+def _flags(points: pd.DataFrame, name: str) -> pd.Series:
+    """A yes/no column as bools (the database may hand back 1.0 / NaN beside nulls)."""
+    if name not in points:
+        return pd.Series(False, index=points.index)
+    return points[name].map(lambda v: bool(_flag(v))).astype(bool)
+
+
+def point_badges(points: pd.DataFrame) -> pd.Series:
+    """One noise badge per point: 'noisy' (ended on budget with an interval wider than
+    target), 'host unstable' (launch cost moved during its rounds), both, 'no interval'
+    (measured before intervals existed), or 'ok'. Points without a figure get ''.
+    Vectorised: the Runs page counts badges over every listed run's points."""
+    if points.empty:
+        return pd.Series([], dtype=object)
+    measured = points["status"].eq("ok") & _col(points, "step_ms").notna()
+    noisy, unstable = _flags(points, "noisy"), _flags(points, "host_unstable")
+    has_ci = _col(points, "step_ms_ci_low").notna() & _col(points, "step_ms_ci_high").notna()
+    out = pd.Series("ok", index=points.index, dtype=object)
+    out[~has_ci] = "no interval"
+    out[noisy] = "noisy"
+    out[unstable] = "host unstable"
+    out[noisy & unstable] = "noisy, host unstable"
+    out[~measured] = ""
+    return out
+
+
+NOISE_COUNT_COLUMNS = ("ok_points", "interval_points", "noisy_points", "unstable_points")
+
+
+def noise_counts(points: pd.DataFrame) -> pd.DataFrame:
+    """Per run (index run_id): ok points, those with an interval, noisy, host unstable."""
+    if points.empty:
+        return pd.DataFrame(columns=list(NOISE_COUNT_COLUMNS)).rename_axis("run_id")
+    b = point_badges(points)
+    ok = b.ne("")
+    df = pd.DataFrame({"run_id": points["run_id"].astype(int), "ok_points": ok,
+                       "interval_points": ok & _col(points, "step_ms_ci_low").notna()
+                       & _col(points, "step_ms_ci_high").notna(),
+                       "noisy_points": b.str.contains("noisy"),
+                       "unstable_points": b.str.contains("host unstable")})
+    return df.groupby("run_id").sum().astype(int)
+
+
+def noise_summary(counts: dict | pd.Series) -> tuple[str, str]:
+    """(level, text) of one run from its noise counts: level is one of NOISE_LEVELS (the
+    worst that applies), text e.g. '3 of 40 points noisy, 1 host unstable'."""
+    ok = int(counts.get("ok_points") or 0)
+    if ok == 0:
+        return "no interval", "no measured point"
+    with_ci = int(counts.get("interval_points") or 0)
+    noisy, unstable = int(counts.get("noisy_points") or 0), int(counts.get("unstable_points")
+                                                                or 0)
+    if with_ci == 0 and not noisy and not unstable:
+        return "no interval", "no interval"
+    parts = []
+    if noisy:
+        parts.append(f"{noisy} of {ok} points noisy")
+    if unstable:
+        parts.append(f"{unstable} of {ok} points host unstable")
+    if with_ci < ok:
+        parts.append(f"{ok - with_ci} of {ok} points without interval")
+    level = ("noisy" if noisy else "host unstable" if unstable
+             else "no interval" if with_ci < ok else "ok")
+    return level, (", ".join(parts) if parts else f"ok: all {ok} points within target")
+
+
+@dataclass(frozen=True)
+class LaunchCost:
+    """The host's cost of one trivial kernel launch over a run's points (us)."""
+    median: float
+    low: float
+    high: float
+    points: int
+
+    def text(self) -> str:
+        return f"{self.median:.1f} us ({self.low:.1f}-{self.high:.1f})"
+
+
+def launch_cost(points: pd.DataFrame) -> LaunchCost | None:
+    """Median and range of the points' launch cost; None when no point measured it."""
+    us = _col(usable(points), "launch_us").dropna() if not points.empty else pd.Series([])
+    if us.empty:
+        return None
+    return LaunchCost(float(us.median()), float(us.min()), float(us.max()), len(us))
+
+
+def ratio_interval(num_low: Any, num_high: Any, den_low: Any,
+                   den_high: Any) -> tuple[float, float] | None:
+    """A conservative interval for num / den from each side's own 95% interval:
+    num_low / den_high .. num_high / den_low. None when a bound is unknown."""
+    a, b, c, d = (_num(v) for v in (num_low, num_high, den_low, den_high))
+    if None in (a, b, c, d) or c <= 0 or d <= 0:
+        return None
+    return a / d, b / c
+
+
+def ratio_verdict(interval: tuple[float, float] | None) -> str:
+    """'faster' / 'slower' when the whole ratio interval lies above / below 1.0, else
+    'within noise' (it includes 1.0: the two intervals overlap); 'no interval' if None."""
+    if interval is None:
+        return "no interval"
+    lo, hi = interval
+    return "faster" if lo > 1 else "slower" if hi < 1 else "within noise"
 
 
 # --- Several runs -----------------------------------------------------------------------
@@ -251,33 +426,68 @@ def ratio_table(points: pd.DataFrame, headers: pd.DataFrame,
     names = run_names(headers)
     ids = [int(i) for i in headers["id"]]
     base = ids[0] if baseline is None else int(baseline)
-    wide = ok.pivot_table(index=["mode", "batch_size"], columns="run_id", values="step_ms",
-                          aggfunc="first")
-    wide = wide[wide.notna().sum(axis=1) >= 2]
+    ok = ok.assign(step_ms_ci_low=_col(ok, "step_ms_ci_low"),
+                   step_ms_ci_high=_col(ok, "step_ms_ci_high"))
+    every = ok.pivot_table(index=["mode", "batch_size"], columns="run_id",
+                           values=["step_ms", "step_ms_ci_low", "step_ms_ci_high"],
+                           aggfunc="first", dropna=False)
+    wide = every["step_ms"]
+    keep = wide.notna().sum(axis=1) >= 2
+    wide = wide[keep]
+    lows, highs = every["step_ms_ci_low"][keep], every["step_ms_ci_high"][keep]
     out = pd.DataFrame(index=wide.index)
     for rid in ids:
         out[f"{names[rid]} ms"] = wide[rid] if rid in wide else float("nan")
     for rid in ids:
         if rid == base:
             continue
+        col = f"{names[rid]} vs #{base}"
         if rid in wide and base in wide:
-            out[f"{names[rid]} vs #{base}"] = wide[base] / wide[rid]
+            out[col] = wide[base] / wide[rid]
+            out[f"{col} 95%"] = [
+                _verdict_text(ratio_interval(lows.at[k, base], highs.at[k, base],
+                                             lows.at[k, rid], highs.at[k, rid]), r)
+                for k, r in zip(wide.index, out[col], strict=True)]
         else:
-            out[f"{names[rid]} vs #{base}"] = float("nan")
+            out[col] = float("nan")
+            out[f"{col} 95%"] = "—"
     out = out.reset_index()
     key = out["mode"].map(MODE_ORDER)
     return (out.assign(_k=key).sort_values(["_k", "batch_size"]).drop(columns="_k")
             .reset_index(drop=True))
 
 
-def environment_diff(headers: pd.DataFrame, only_differences: bool = True) -> pd.DataFrame:
+def _verdict_text(interval: tuple[float, float] | None, ratio: float) -> str:
+    if _num(ratio) is None:
+        return "—"
+    verdict = ratio_verdict(interval)
+    if interval is None:
+        return verdict
+    return f"{verdict} ({interval[0]:.2f}-{interval[1]:.2f}x)"
+
+
+LAUNCH_FIELD = "host launch cost (us, median and range)"
+
+
+def environment_diff(headers: pd.DataFrame, only_differences: bool = True,
+                     points: pd.DataFrame | None = None) -> pd.DataFrame:
     """Environment and workload fields side by side, one column per run. With
-    `only_differences`, only the fields whose values are not all equal."""
+    `only_differences`, only the fields whose values are not all equal. Given the runs'
+    points, a row for the host's launch cost too: it is a property of the host (CPU,
+    driver), so two GPUs on different hosts differ in it as much as in the GPU."""
     fields = [*COMPARABLE_FIELDS, "source", *ENVIRONMENT_FIELDS]
     names = run_names(headers)
+    launch = {}
+    if points is not None:
+        fields.append(LAUNCH_FIELD)
+        for _, h in headers.iterrows():
+            lc = launch_cost(points[points["run_id"] == h["id"]]) if not points.empty \
+                else None
+            launch[int(h["id"])] = lc.text() if lc else "—"
     rows = []
     for f in fields:
-        values = [_canon(h.get(f)) for _, h in headers.iterrows()]
+        values = [launch[int(h["id"])] if f == LAUNCH_FIELD else _canon(h.get(f))
+                  for _, h in headers.iterrows()]
         differs = len(set(values)) > 1
         if differs or not only_differences:
             cells = dict(zip(names.values(), values, strict=True))
@@ -302,13 +512,30 @@ def status_marks(points: pd.DataFrame) -> pd.Series:
     return points.apply(mark, axis=1)
 
 
-def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """The Runs page's table: one row per run, published runs marked, a relative link to
-    each run page (relative, so it works under any base URL)."""
+def has_noise_counts(runs: pd.DataFrame) -> bool:
+    return all(c in runs for c in NOISE_COUNT_COLUMNS)
+
+
+def runs_table(runs: pd.DataFrame, noise: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The Runs page's table: one row per run, published runs marked, a noise badge, a
+    relative link to each run page (relative, so it works under any base URL).
+
+    The badge reads the runs frame's noise counts (NOISE_COUNT_COLUMNS) where it has them,
+    else `noise` (noise_counts' frame); without either it shows a dash."""
     cols = ["id", "created", "source", "kind", "GPU", "torch", "workload", "parameters",
-            "dtype", "status", "points", "label", "link"]
+            "dtype", "status", "points", "noise", "label", "link"]
     if runs.empty:
         return pd.DataFrame(columns=cols)
+    if has_noise_counts(runs):
+        noise = runs.set_index(runs["id"].astype(int))[list(NOISE_COUNT_COLUMNS)]
+    badges = []
+    for rid, kind in zip(runs["id"].astype(int), runs["kind"], strict=True):
+        if kind != "sweep" or noise is None:
+            badges.append("—")
+        elif rid in noise.index:
+            badges.append(noise_summary(noise.loc[rid])[1])
+        else:
+            badges.append(noise_summary({})[1])
     out = pd.DataFrame({
         "id": runs["id"].astype(int),
         "created": runs["created_at"].dt.strftime("%Y-%m-%d %H:%M"),
@@ -322,6 +549,7 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
         "status": runs["status"],
         "points": [f"{int(o)}/{int(p)} ok"
                    for o, p in zip(runs["ok_points"], runs["points"], strict=True)],
+        "noise": badges,
         "label": runs["label"].fillna(""),
         # Serve runs (dynamic batch sizes) have their own page.
         "link": [f"{'serve' if k == 'serve' else 'run'}?run={int(i)}"

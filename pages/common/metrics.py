@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MISSING = "—"  # what an unknown figure looks like; never 0
+NO_INTERVAL = "no interval"  # a figure measured before intervals existed (bundle < 3)
 
 
 @dataclass(frozen=True)
@@ -33,10 +34,17 @@ METRICS: dict[str, Metric] = {
     "step_ms": Metric("Step time", "ms", "lower", "{:.3f}"),
     "step_ms_p10": Metric("Step time p10", "ms", "lower", "{:.3f}"),
     "step_ms_p90": Metric("Step time p90", "ms", "lower", "{:.3f}"),
+    "step_ms_ci_low": Metric("Step time 95% CI low", "ms", "lower", "{:.3f}"),
+    "step_ms_ci_high": Metric("Step time 95% CI high", "ms", "lower", "{:.3f}"),
     "latency_ms": Metric("Latency per call", "ms", "lower", "{:.3f}"),
     "eager_ms": Metric("Eager step time", "ms", "lower", "{:.3f}"),
     "speedup": Metric("Speedup over eager", "x", "higher", "{:.2f}x"),
+    "speedup_ci_low": Metric("Speedup 95% CI low", "x", "higher", "{:.2f}x"),
+    "speedup_ci_high": Metric("Speedup 95% CI high", "x", "higher", "{:.2f}x"),
     "ratio": Metric("Speed ratio", "x", "higher", "{:.2f}x"),
+    # A host property (the CPU, driver and Python), not a GPU one: one trivial launch.
+    "launch_us": Metric("Host launch cost", "us", "lower", "{:.1f}"),
+    "host_launch_ms": Metric("Host launch time", "ms", None, "{:.3f}"),
     "setup_s": Metric("Setup (compile + capture)", "s", "lower", "{:.2f}"),
     "payback_steps": Metric("Steps to pay back setup", "steps", "lower", "{:,.0f}"),
     "saving_ms": Metric("Saving per step", "ms", "higher", "{:.3f}"),
@@ -75,6 +83,19 @@ def shown(name: str, value: Any) -> float | None:
     if is_missing(value):
         return None
     return float(value) * metric(name).scale
+
+
+def format_interval(name: str, low: Any, high: Any) -> str:
+    """A 95% interval as text, e.g. '6.50-7.60x' or '1.230-1.300 ms'; unknown bounds
+    read 'no interval' (never a made-up one)."""
+    lo, hi = shown(name, low), shown(name, high)
+    if lo is None or hi is None:
+        return NO_INTERVAL
+    m = metric(name)
+    a, b = m.fmt.format(lo), m.fmt.format(hi)
+    if m.unit == "x":
+        return f"{a.removesuffix('x')}-{b}"
+    return f"{a}-{b} {m.unit}" if m.unit else f"{a}-{b}"
 
 
 def format_value(name: str, value: Any) -> str:

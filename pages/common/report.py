@@ -17,8 +17,15 @@ import pandas as pd
 import vl_convert as vlc
 
 from pages.common import analysis, charts
-from pages.common.metrics import MISSING, format_value, title
-from runner.bundle import ENVIRONMENT_FIELDS, NUMBER_FIELDS
+from pages.common.metrics import (
+    MISSING,
+    NO_INTERVAL,
+    format_interval,
+    format_value,
+    metric,
+    title,
+)
+from runner.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
 
 PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not measured by "
                   "launchbench; figures the article does not give are empty.")
@@ -32,14 +39,25 @@ def run_title(header: dict) -> str:
 
 
 def headline(points: pd.DataFrame) -> list[str]:
-    """The run's answer in a few sentences: best speedup per mode and where, the
-    break-even batch size, and how many steps pay back the setup."""
+    """The run's answer in a few sentences: best speedup per mode and where, with its 95%
+    interval and the batch sizes within noise of it (analysis.largest_speedups ranks by the
+    interval's lower bound), the break-even batch size, how many steps pay back the setup,
+    and the host's launch cost."""
     lines = []
     best = analysis.largest_speedups(points)
+    measured = analysis.speedups(points)
     for _, r in best.iterrows():
-        lines.append(f"{r['mode']}: up to {format_value('speedup', r['speedup'])} over eager, "
-                     f"at batch {int(r['batch_size']):,} ({format_value('step_ms', r['step_ms'])}"
-                     f" vs {format_value('step_ms', r['eager_ms'])})")
+        ci = format_interval("speedup", r["speedup_ci_low"], r["speedup_ci_high"])
+        line = (f"{r['mode']}: up to {format_value('speedup', r['speedup'])}"
+                f"{'' if ci == NO_INTERVAL else f' ({ci})'} over eager, at batch "
+                f"{int(r['batch_size']):,} ({format_value('step_ms', r['step_ms'])} vs "
+                f"{format_value('step_ms', r['eager_ms'])})")
+        if ci == NO_INTERVAL:
+            line += f"; {NO_INTERVAL}"
+        elif len(r["ties"]) > 1:
+            batches = measured.loc[measured["mode"] == r["mode"], "batch_size"]
+            line += f"; {analysis.batch_span(r['ties'], batches)} within noise"
+        lines.append(line)
     if best.empty:
         lines.append("No speedup to show: no mode has an ok point beside an ok eager point.")
     be = analysis.break_even(points)
@@ -76,19 +94,34 @@ def headline(points: pd.DataFrame) -> list[str]:
                          f"{int(r['batch_size']):,}.")
     if unknown:
         lines.append(f"Payback unknown for {', '.join(unknown)} (setup time not recorded).")
+    cost = analysis.launch_cost(points)
+    if cost is not None:
+        lines.append(f"Host launch cost: {cost.median:.1f} us per launch (median; "
+                     f"{cost.low:.1f}-{cost.high:.1f} us over {cost.points} points).")
     return lines
 
 
-POINT_COLUMNS = ("step_ms", "step_ms_p10", "step_ms_p90", "speedup", "latency_ms", "setup_s",
-                 "host_launches_per_step", "graph_launches_per_step", "gpu_busy_ms",
-                 "busy_fraction", "graph_pool_bytes", "peak_allocated_bytes",
-                 "reserved_delta_bytes", "max_abs_err")
+# (column, interval bounds or None): an interval column follows its figure.
+POINT_COLUMNS = (("step_ms", ("step_ms_ci_low", "step_ms_ci_high")), ("step_ms_p10", None),
+                 ("step_ms_p90", None), ("speedup", ("speedup_ci_low", "speedup_ci_high")),
+                 ("latency_ms", None), ("setup_s", None), ("launch_us", None),
+                 ("host_launches_per_step", None), ("graph_launches_per_step", None),
+                 ("gpu_busy_ms", None), ("busy_fraction", None), ("graph_pool_bytes", None),
+                 ("peak_allocated_bytes", None), ("reserved_delta_bytes", None),
+                 ("max_abs_err", None))
+SPEEDUP_FIELDS = ("speedup", "speedup_ci_low", "speedup_ci_high")
 
 
 def points_with_speedup(points: pd.DataFrame) -> pd.DataFrame:
-    sp = analysis.speedups(points).set_index(["run_id", "mode", "batch_size"])["speedup"]
-    out = points.join(sp, on=["run_id", "mode", "batch_size"])
+    """Points with analysis.speedups' figure (the stored paired one where measured, else
+    the ratio of medians) in place of the stored columns."""
+    sp = (analysis.speedups(points).set_index(["run_id", "mode", "batch_size"])
+          [list(SPEEDUP_FIELDS)])
+    out = points.drop(columns=[c for c in SPEEDUP_FIELDS if c in points])
+    out = out.join(sp, on=["run_id", "mode", "batch_size"])
     out["busy_fraction"] = pd.to_numeric(out["gpu_busy_ms"]) / pd.to_numeric(out["step_ms"])
+    for c in ("step_ms_ci_low", "step_ms_ci_high", "launch_us"):
+        out[c] = analysis._col(out, c)
     return out
 
 
@@ -99,9 +132,16 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["Mode", "Batch size", "Status"])
     p = analysis._ordered(points_with_speedup(points))
     out = pd.DataFrame({"Mode": p["mode"], "Batch size": p["batch_size"].astype(int),
-                        "Status": analysis.status_marks(p).values})
-    for c in POINT_COLUMNS:
+                        "Status": analysis.status_marks(p).values,
+                        "Noise": analysis.point_badges(p).values})
+    for c, bounds in POINT_COLUMNS:
         out[title(c)] = [format_value(c, v) for v in p[c]]
+        if bounds:
+            lo, hi = p[bounds[0]], p[bounds[1]]
+            known = p[c].notna() & p["mode"].ne("eager") if c == "speedup" else p[c].notna()
+            out[f"{metric(c).label} 95% CI"] = [
+                format_interval(c, a, b) if k else MISSING
+                for a, b, k in zip(lo, hi, known, strict=True)]
     out["CUDA graph"] = p["cudagraph_status"].values
     out["Correct"] = [MISSING if v is None or (isinstance(v, float) and math.isnan(v))
                       else ("yes" if v else "NO") for v in p["correct"]]
@@ -111,8 +151,8 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
 def points_csv(points: pd.DataFrame) -> str:
     """Raw figures, one row per point; column names carry their units."""
     p = analysis._ordered(points_with_speedup(points)) if not points.empty else points
-    cols = ["run_id", "mode", "batch_size", "status", "message", *NUMBER_FIELDS, "speedup",
-            "cudagraph_status", "correct"]
+    cols = ["run_id", *(f for f in MEASUREMENT_FIELDS
+                        if f not in ("samples_ms", "launch_us_rounds", "details"))]
     out = p.reindex(columns=cols).copy()
     out["details"] = [json.dumps(d, sort_keys=True) if isinstance(d, dict) else ""
                       for d in p.get("details", pd.Series([None] * len(p)))]
@@ -167,6 +207,10 @@ def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None
         parts.append(f"<p class='published'>{esc(PUBLISHED_NOTE)}</p>")
     parts.append("<h2>Headline</h2><ul>" + "".join(f"<li>{esc(s)}</li>"
                                                    for s in headline(points)) + "</ul>")
+    if not points.empty:
+        counts = analysis.noise_counts(points)
+        row = counts.iloc[0] if len(counts) else {}
+        parts.append(f"<p><b>Noise:</b> {esc(analysis.noise_summary(row)[1])}</p>")
     for name, chart in charts.run_charts(points).items():
         parts.append(f"<div class='chart' id='chart-{esc(name)}'>{chart_svg(chart)}</div>")
     parts.append("<h2>Points</h2>" + _frame_html(points_table(points)))

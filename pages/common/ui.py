@@ -196,6 +196,18 @@ def share_link(url: str) -> None:
     st.code(url, language=None)
 
 
+# One colour and icon per noise level (analysis.NOISE_LEVELS), for run and point badges.
+NOISE_BADGES = {"ok": ("green", ":material/check_circle:"),
+                "noisy": ("orange", ":material/graphic_eq:"),
+                "host unstable": ("red", ":material/warning:"),
+                "no interval": ("gray", ":material/remove:")}
+
+
+def noise_badge(level: str, text: str) -> None:
+    color, icon = NOISE_BADGES.get(level, NOISE_BADGES["no interval"])
+    st.badge(f"Noise: {text}", icon=icon, color=color)
+
+
 def published_banner(header) -> None:
     if header.get("source") == "published":
         from pages.common.report import PUBLISHED_NOTE

@@ -18,12 +18,14 @@ from typing import Any
 
 from runner import bundle as fmt
 from runner.cli import UsageError
+from runner.sweep import MAX_PROCESSES  # one limit for the CLI and the spec
 
 MAX_BATCH_SIZE = 65536
 # More sizes than this is a typo (or a runaway `...`), not a sweep anyone waits for.
 MAX_BATCH_SIZES = 256
 TIMINGS = ("quick", "standard", "thorough")
 MAX_LABEL = 200  # the runs.label column
+
 PARAM_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
 ELLIPSIS = ("...", "\u2026")
 CANCELLED_EXIT = 130  # what a shell reports for a process ended by Ctrl-C
@@ -55,6 +57,10 @@ def register(sub) -> None:
     p.add_argument("--label", metavar="TEXT", help="a note shown beside the run")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="workload parameter, repeatable (e.g. --param depth=8)")
+    p.add_argument("--processes", default="1", metavar="K",
+                   help="repeat each batch size's timed rounds in K fresh processes and "
+                        "pool them, so host states that last a process are covered "
+                        f"(1..{MAX_PROCESSES}, default 1)")
     p.set_defaults(func=run)
 
 
@@ -156,6 +162,15 @@ def parse_label(text: str | None) -> str | None:
     return text.strip()
 
 
+def parse_processes(text: str) -> int:
+    if not re.fullmatch(r"\s*[+-]?\d+\s*", text or ""):
+        raise UsageError(f"--processes {text!r} is not a whole number")
+    n = int(text)
+    if not 1 <= n <= MAX_PROCESSES:
+        raise UsageError(f"--processes {n} is out of range (1 to {MAX_PROCESSES})")
+    return n
+
+
 def parse_timing(args: argparse.Namespace) -> str:
     if args.quick and args.timing not in (None, "quick"):
         raise UsageError(f"--quick contradicts --timing {args.timing}: give one of them")
@@ -171,6 +186,8 @@ def command_line(spec: Any) -> str:
              "--timing", spec.timing]
     for key, value in spec.params.items():
         parts += ["--param", f"{key}={value}"]
+    if getattr(spec, "processes", 1) > 1:
+        parts += ["--processes", str(spec.processes)]
     if spec.label:
         parts += ["--label", spec.label]
     return shlex.join(parts)
@@ -183,15 +200,28 @@ def _cell(m: dict[str, Any] | None) -> str:
         return "-"
     if m.get("step_ms") is None:
         return m.get("status") or "?"
-    return f"{m['step_ms']:.3f}"
+    return f"{m['step_ms']:.3f}" + ("*" if m.get("noisy") else "")
 
 
-def _speedup(x: float) -> str:
-    return f"{x:.2f}x" if x >= 0.1 else f"{x:.2g}x"  # 0.0012x, not a misleading 0.00x
+def _x(x: float) -> str:
+    return f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"  # 0.0012x, not a misleading 0.00x
+
+
+def _speedup_cell(m: dict[str, Any] | None, eager: dict[str, Any] | None) -> str:
+    """The paired speedup with its 95% interval; a ratio of medians for an older run,
+    which has no interval."""
+    m = m or {}
+    if m.get("speedup") is not None:
+        low, high = m.get("speedup_ci_low"), m.get("speedup_ci_high")
+        band = f" ({_x(low)}-{_x(high)})" if low is not None and high is not None else ""
+        return f"{_x(m['speedup'])}x{band}" + ("*" if m.get("noisy") else "")
+    e, t = (eager or {}).get("step_ms"), m.get("step_ms")
+    return f"{_x(e / t)}x" if e and t else "-"
 
 
 def format_table(measurements: list[dict[str, Any]], modes: tuple[str, ...]) -> str:
-    """Step ms per mode and speedup over eager per batch size, as aligned text."""
+    """Step ms per mode and speedup over eager (95% interval) per batch size, as aligned
+    text, with the host's launch cost and what the marks mean below."""
     by_point = {(m["mode"], m["batch_size"]): m for m in measurements}
     batches = sorted({m["batch_size"] for m in measurements})
     others = [m for m in modes if m != "eager"] if "eager" in modes else []
@@ -199,13 +229,35 @@ def format_table(measurements: list[dict[str, Any]], modes: tuple[str, ...]) -> 
     rows = [header]
     for b in batches:
         row = [str(b), *(_cell(by_point.get((m, b))) for m in modes)]
-        eager = (by_point.get(("eager", b)) or {}).get("step_ms")
-        for m in others:
-            t = (by_point.get((m, b)) or {}).get("step_ms")
-            row.append(_speedup(eager / t) if eager and t else "-")
+        eager = by_point.get(("eager", b))
+        row += [_speedup_cell(by_point.get((m, b)), eager) for m in others]
+        if any(m.get("host_unstable") for m in measurements if m["batch_size"] == b):
+            row[0] += "!"
         rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
+    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    lines += _footnotes(measurements)
+    return "\n".join(lines)
+
+
+def _footnotes(measurements: list[dict[str, Any]]) -> list[str]:
+    from runner import stats
+
+    launch = [m["launch_us"] for m in measurements if m.get("launch_us") is not None]
+    notes = []
+    if launch:
+        notes.append(f"host launch cost: {stats.percentile(launch, 50):.1f} us per kernel "
+                     f"launch (median over points; {min(launch):.1f}-{max(launch):.1f})")
+    if any(m.get("speedup") is not None for m in measurements):
+        notes.append("speedups: median of per-round paired ratios, 95% interval in "
+                     "brackets")
+    if any(m.get("noisy") for m in measurements):
+        notes.append("* noisy: the time budget ran out before the interval was within "
+                     "the target")
+    if any(m.get("host_unstable") for m in measurements):
+        notes.append("! host unstable: the launch cost moved during that batch size's "
+                     "rounds")
+    return notes
 
 
 @contextmanager
@@ -273,6 +325,7 @@ def run(args: argparse.Namespace) -> int:
     params = parse_params(args.param)
     timing = parse_timing(args)
     label = parse_label(args.label)
+    processes = parse_processes(args.processes)
     use_db, note = storage_choice(args)
     device = _check_device(args.device)
 
@@ -280,7 +333,8 @@ def run(args: argparse.Namespace) -> int:
     from runner.workloads import WorkloadError
 
     spec = SweepSpec(workload=args.workload, params=params, batch_sizes=sizes, modes=modes,
-                     device=device, timing=timing, label=label)
+                     device=device, timing=timing, label=label,
+                     processes=processes)
     try:
         validate_spec(spec)
     except WorkloadError:

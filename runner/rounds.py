@@ -1,0 +1,129 @@
+"""Interleaved rounds: every mode of one batch size timed in turn, until the intervals
+are tight or the time budget is spent.
+
+Why rounds: on a host whose launch cost drifts and flips between states (MEASUREMENT.md,
+"The host is part of the measurement"), timing eager for a second and then the graph for
+a second compares two host states, not two modes. A round runs one short block of each
+mode back to back, so whatever the host does hits every mode of that round alike; the
+speedup is the median of the per-round paired ratios (runner/stats.py). The order
+rotates each round (ABCD, BCDA, ...) so no mode always runs first after the probe or
+last before it. This is what PyTorch's compiler benchmark runner (eager and compiled
+alternated per repetition) and asv (interleaved rounds) do, for the same reason.
+
+Why adaptive stopping (nvbench's noise threshold): a quiet point is done in a few rounds,
+a noisy one gets more; each point records whether it converged or spent its budget.
+
+Each round also times a short loop of trivial kernel launches: the host's launch cost
+in that round, the figure that says whether the host changed state under the point.
+
+Torch-free: the clock and the probe are parameters (runner/timing.Clock on real
+hardware; tests pass a synthetic clock with drift and two-level noise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from runner import stats
+from runner.timing import TimingConfig
+
+REFERENCE = "eager"
+
+
+@dataclass
+class Rounds:
+    """The raw figures of one batch size's rounds; every interval derives from them."""
+
+    samples_ms: dict[str, list[float]] = field(default_factory=dict)  # mode -> per round
+    host_ms: dict[str, list[float]] = field(default_factory=dict)  # host issue ms per step
+    launch_us: list[float] = field(default_factory=list)  # probe per round
+    order: list[tuple[str, ...]] = field(default_factory=list)  # modes in each round
+    failed: dict[str, str] = field(default_factory=dict)  # mode -> error during rounds
+    stop_reason: str | None = None  # converged | budget
+    seconds: float = 0.0
+
+    @property
+    def n(self) -> int:
+        return len(self.order)
+
+    def extend(self, other: Rounds) -> None:
+        """Pool another process's rounds of the same modes (`--processes`)."""
+        for mode in self.samples_ms:
+            if mode in other.samples_ms and len(other.samples_ms[mode]) == other.n:
+                self.samples_ms[mode].extend(other.samples_ms[mode])
+                self.host_ms[mode].extend(other.host_ms[mode])
+            else:  # a mode that failed there: its rounds would no longer pair
+                self.failed.setdefault(mode, other.failed.get(mode, "missing in a process"))
+        self.launch_us.extend(other.launch_us)
+        self.order.extend(other.order)
+        self.seconds += other.seconds
+
+
+def rotation(modes: tuple[str, ...], r: int) -> tuple[str, ...]:
+    """Round r's order: the modes rotated left by r."""
+    k = r % len(modes) if modes else 0
+    return modes[k:] + modes[:k]
+
+
+def intervals(rounds: Rounds) -> dict[str, dict[str, stats.Interval | None]]:
+    """Per mode: the step-time interval and, against eager when it ran, the speedup's."""
+    ref = rounds.samples_ms.get(REFERENCE) if REFERENCE not in rounds.failed else None
+    out = {}
+    for mode, xs in rounds.samples_ms.items():
+        if mode in rounds.failed:
+            continue
+        out[mode] = {"step": stats.median_interval(xs),
+                     "speedup": (stats.ratio_interval(ref, xs)
+                                 if ref and mode != REFERENCE else None)}
+    return out
+
+
+def converged(rounds: Rounds, target: float) -> bool:
+    """Every speedup over eager within +-target; without eager (or eager alone), every
+    step time."""
+    ivs = intervals(rounds)
+    if not ivs:
+        return True  # nothing left to time
+    speedups = [v["speedup"] for v in ivs.values() if v["speedup"] is not None]
+    widths = speedups or [v["step"] for v in ivs.values()]
+    return all(iv is not None and iv.half_width <= target for iv in widths)
+
+
+def run_rounds(steps: dict[str, Callable[[], object]], iters: dict[str, int], clock,
+               config: TimingConfig, *, probe: Callable[[], float] | None = None) -> Rounds:
+    """Time the modes in rotated rounds until converged or out of budget.
+
+    A mode whose step raises is dropped from later rounds (its error recorded) and the
+    rest go on: one broken mode must not cost the batch size's other figures."""
+    modes = tuple(steps)
+    r = Rounds(samples_ms={m: [] for m in modes}, host_ms={m: [] for m in modes})
+    budget_s = config.round_budget_s * max(1, len(modes))
+    t0 = clock.now()
+    while True:
+        active = tuple(m for m in modes if m not in r.failed)
+        order = rotation(active, r.n)
+        figures = {}
+        for mode in order:
+            try:
+                figures[mode] = clock.block(steps[mode], iters[mode])
+            except Exception as e:  # noqa: BLE001 - recorded per mode
+                r.failed[mode] = f"{type(e).__name__}: {e}"[:500]
+        for mode in modes:  # a failed mode's earlier rounds stay, unpaired from now on
+            if mode in figures and mode not in r.failed:
+                r.samples_ms[mode].append(figures[mode][0])
+                r.host_ms[mode].append(figures[mode][1])
+        if probe is not None:
+            r.launch_us.append(probe())
+        r.order.append(order)
+        r.seconds = clock.now() - t0
+        if len(r.failed) == len(modes):
+            r.stop_reason = "budget"
+            break
+        if r.n >= config.min_rounds and converged(r, config.target_half_width):
+            r.stop_reason = "converged"
+            break
+        if r.n >= config.max_rounds or r.seconds >= budget_s:
+            r.stop_reason = "budget"
+            break
+    return r
