@@ -1,6 +1,7 @@
 """Do the figures hold up on a second run? Sweeps in fresh processes, then coverage.
 
   run:    python bench/repeatability.py run --out DIR [--runs 3] [--baseline TREE]
+          [--processes K]
           sweeps `mlp` and `transformer-decode` (all four modes) --runs times, each in a
           fresh process through the CLI, writing DIR/<workload>-<i>.json and each sweep's
           wall time to DIR/walls.json. --baseline TREE also sweeps the same points once
@@ -36,12 +37,14 @@ MODES = "eager,compile,reduce-overhead,cuda-graph"
 GPU_BOUND = 0.8
 
 
-def sweep(workload: str, sizes: str, out: Path, tree: Path, timing: str) -> float:
+def sweep(workload: str, sizes: str, out: Path, tree: Path, timing: str,
+          processes: int = 1) -> float:
     env = {**os.environ, "PYTHONPATH": str(tree)}
+    extra = ["--processes", str(processes)] if processes > 1 else []
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "runner", "sweep", "--workload", workload,
                         "--batch-sizes", sizes, "--modes", MODES, "--timing", timing,
-                        "--no-db", "--out", str(out),
+                        "--no-db", "--out", str(out), *extra,
                         "--label", f"repeatability bench ({workload}, {out.stem})"],
                        cwd=tree, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -69,7 +72,8 @@ def cmd_run(args) -> None:
                                 args.timing)
         for i in range(args.first, args.first + args.runs):
             name = f"{workload}-{i}.json"
-            walls[name] = sweep(workload, sizes[workload], out / name, ROOT, args.timing)
+            walls[name] = sweep(workload, sizes[workload], out / name, ROOT, args.timing,
+                                args.processes)
         walls_file.write_text(json.dumps(walls, indent=1))
 
 
@@ -143,6 +147,7 @@ def main() -> int:
     r.add_argument("--sizes", action="append", metavar="WORKLOAD=LIST")
     r.add_argument("--timing", default="standard")
     r.add_argument("--baseline", metavar="TREE")
+    r.add_argument("--processes", type=int, default=1, help="sweep's --processes")
     r.set_defaults(func=cmd_run)
     p = sub.add_parser("report")
     p.add_argument("dirs", nargs="+")

@@ -148,13 +148,13 @@ class _Batch:
                 r = self.time_rounds()
                 if rounds_only:
                     return r
-                processes = 1
                 if extra_rounds is not None:
                     for other in extra_rounds(tuple(self.prepared)):
                         r.extend(other)
-                        processes += 1
                 for mode in self.prepared:
-                    self.ms[mode]["details"]["processes"] = processes
+                    self.ms[mode]["details"]["processes"] = r.processes
+                    if r.processes > 1:  # which process timed each round: the clusters
+                        self.ms[mode]["details"]["round_process"] = list(r.process)
                 self.store_rounds(r)
                 for mode in list(self.prepared):
                     self.after_rounds(mode, self.ms[mode])
@@ -265,7 +265,7 @@ class _Batch:
                      host_ms_per_step=stats.percentile(host, 50))
             if mode == "reduce-overhead" and compile_:
                 # The graphs' own gain: compiled code with and without graph trees.
-                iv = stats.ratio_interval(compile_, xs)
+                iv = stats.ratio_interval(compile_, xs, r.process)
                 if iv is not None:
                     d["vs_compile"] = {"median": iv.median, "low": iv.low, "high": iv.high}
 

@@ -1,11 +1,18 @@
-"""`--processes K`: the timed phase of one batch size, repeated in a fresh process.
+"""`--processes K`: the timed rounds of every batch size, repeated in K - 1 fresh processes.
 
-Why (pyperf's reason): some host states last as long as a process does (where its memory
-landed, which core it started on, the allocator's and the driver's layout). Rounds inside
-one process cannot see past them; a fresh process draws a new one. A child builds the
-workload, prepares every mode (warm from the on-disk compile caches the parent filled),
-warms up, times its own rounds and prints them as JSON; the parent pools them with its
-own (Rounds.extend) before computing the intervals.
+Why (pyperf's reason, measured on the lent H200): some host states last as long as a
+process, or tens of seconds of one (the launch cost sat at ~11 us in one process and at
+~8 us in the next), and two processes in the same state still differed by ~3%. Rounds
+inside one process cannot see past that; a fresh process draws a new state.
+
+Why whole passes, run before the sweep's own: each child runs every batch size of the
+sweep in turn (one process start and one torch import per pass, not per point), so the
+K samples of one batch size lie a pass apart in time (the slow host episodes seen there
+last ~5-30 s) rather than back to back. A child builds the workload, prepares every mode
+(warm from the on-disk compile caches), warms up, times its rounds and prints them, one
+JSON line per batch size. The sweep's own process then measures each batch size as
+always (memory, profile, latency come from it alone) and pools the children's rounds with
+its own before computing the intervals, each process a cluster (runner/stats.py).
 
 The child is `python -m runner.repeat` with the request as JSON on stdin: a plain
 subprocess, so nothing of the parent's CUDA context, Dynamo caches or allocator leaks in.
@@ -18,6 +25,8 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from runner.rounds import Rounds
@@ -34,38 +43,89 @@ def to_json(r: Rounds) -> dict:
 
 
 def from_json(doc: dict) -> Rounds:
+    order = [tuple(o) for o in doc["order"]]
     return Rounds(samples_ms={k: list(v) for k, v in doc["samples_ms"].items()},
                   host_ms={k: list(v) for k, v in doc["host_ms"].items()},
-                  launch_us=list(doc["launch_us"]),
-                  order=[tuple(o) for o in doc["order"]], failed=dict(doc["failed"]),
-                  stop_reason=doc["stop_reason"], seconds=float(doc["seconds"]))
+                  launch_us=list(doc["launch_us"]), order=order,
+                  process=list(doc.get("process") or [0] * len(order)),
+                  failed=dict(doc["failed"]), stop_reason=doc["stop_reason"],
+                  seconds=float(doc["seconds"]))
 
 
-def in_fresh_process(request: dict) -> Rounds:
-    """Run one child for `request` (workload, params, modes, batch_size, device,
-    timing) and return its rounds."""
+def _child(request: dict, stderr) -> subprocess.Popen:
     root = str(Path(__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (root, os.environ.get("PYTHONPATH")) if p)}
-    proc = subprocess.run([sys.executable, "-m", "runner.repeat"], input=json.dumps(request),
-                          capture_output=True, text=True, env=env, timeout=CHILD_TIMEOUT_S)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RepeatError(f"repeat process exited {proc.returncode}: {tail[:300]}")
-    return from_json(json.loads(lines[-1]))
+    proc = subprocess.Popen([sys.executable, "-m", "runner.repeat"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=stderr, text=True,
+                            env=env)
+    proc.stdin.write(json.dumps(request))
+    proc.stdin.close()
+    return proc
+
+
+def passes(request: dict, k: int, *, on_batch: Callable[[int, int], None] | None = None,
+           should_stop: Callable[[], bool] | None = None) -> dict[int, list]:
+    """Run k - 1 child passes over request["batch_sizes"], one after the other.
+
+    Returns batch size -> one entry per pass: its Rounds, or a RepeatError saying why that
+    pass has none for this batch size. on_batch(pass, batch) is called before each batch
+    size a child starts (progress); should_stop() ends the children early."""
+    out: dict[int, list] = {b: [] for b in request["batch_sizes"]}
+    for i in range(1, k):
+        if should_stop is not None and should_stop():
+            break
+        # stderr to a file, not a pipe: compile warnings could fill a pipe nobody
+        # reads while the child's stdout is being read, and both would wait forever.
+        err = tempfile.TemporaryFile("w+")
+        proc = _child(request, err)
+        seen: set[int] = set()
+        try:
+            if on_batch is not None:
+                on_batch(i, request["batch_sizes"][0])
+            for line in proc.stdout:
+                doc = json.loads(line)
+                b = int(doc["batch_size"])
+                seen.add(b)
+                out[b].append(from_json(doc["rounds"]) if "rounds" in doc
+                              else RepeatError(f"repeat process {i}: {doc['error']}"))
+                rest = [x for x in request["batch_sizes"] if x not in seen]
+                if rest and on_batch is not None:
+                    on_batch(i, rest[0])
+                if should_stop is not None and should_stop():
+                    proc.terminate()
+                    break
+            proc.wait(timeout=CHILD_TIMEOUT_S)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        err.seek(0)
+        tail = (err.read().strip().splitlines() or ["no output"])[-1]
+        err.close()
+        for b in request["batch_sizes"]:
+            if b not in seen:
+                out[b].append(RepeatError(
+                    f"repeat process {i} exited {proc.returncode}: {tail[:300]}"))
+    return out
 
 
 def main() -> int:
     from runner.point import time_batch_rounds
-    from runner.timing import TIMING_PRESETS
+    from runner.timing import TIMING_PRESETS, for_processes
     from runner.workloads import resolve
 
     req = json.loads(sys.stdin.read())
     workload = resolve(req["workload"], dict(req["params"]))
-    r = time_batch_rounds(workload, tuple(req["modes"]), int(req["batch_size"]),
-                          req["device"], TIMING_PRESETS[req["timing"]])
-    print(json.dumps(to_json(r)), flush=True)
+    config = for_processes(TIMING_PRESETS[req["timing"]], int(req.get("processes", 1)))
+    for batch in req["batch_sizes"]:
+        try:
+            r = time_batch_rounds(workload, tuple(req["modes"]), int(batch), req["device"],
+                                  config)
+            line = {"batch_size": batch, "rounds": to_json(r)}
+        except Exception as e:  # noqa: BLE001 - this batch size only; the pass goes on
+            line = {"batch_size": batch, "error": f"{type(e).__name__}: {e}"[:300]}
+        print(json.dumps(line), flush=True)
     return 0
 
 

@@ -39,6 +39,7 @@ class Rounds:
     host_ms: dict[str, list[float]] = field(default_factory=dict)  # host issue ms per step
     launch_us: list[float] = field(default_factory=list)  # probe per round
     order: list[tuple[str, ...]] = field(default_factory=list)  # modes in each round
+    process: list[int] = field(default_factory=list)  # which process timed each round
     failed: dict[str, str] = field(default_factory=dict)  # mode -> error during rounds
     stop_reason: str | None = None  # converged | budget
     seconds: float = 0.0
@@ -48,7 +49,9 @@ class Rounds:
         return len(self.order)
 
     def extend(self, other: Rounds) -> None:
-        """Pool another process's rounds of the same modes (`--processes`)."""
+        """Pool another process's rounds of the same modes (`--processes`); they stay
+        tagged with their process, so the intervals treat each process as a cluster."""
+        first = max(self.process, default=-1) + 1
         for mode in self.samples_ms:
             if mode in other.samples_ms and len(other.samples_ms[mode]) == other.n:
                 self.samples_ms[mode].extend(other.samples_ms[mode])
@@ -57,7 +60,12 @@ class Rounds:
                 self.failed.setdefault(mode, other.failed.get(mode, "missing in a process"))
         self.launch_us.extend(other.launch_us)
         self.order.extend(other.order)
+        self.process.extend(first + p for p in (other.process or [0] * other.n))
         self.seconds += other.seconds
+
+    @property
+    def processes(self) -> int:
+        return len(set(self.process)) or 1
 
 
 def rotation(modes: tuple[str, ...], r: int) -> tuple[str, ...]:
@@ -73,8 +81,8 @@ def intervals(rounds: Rounds) -> dict[str, dict[str, stats.Interval | None]]:
     for mode, xs in rounds.samples_ms.items():
         if mode in rounds.failed:
             continue
-        out[mode] = {"step": stats.median_interval(xs),
-                     "speedup": (stats.ratio_interval(ref, xs)
+        out[mode] = {"step": stats.clustered_interval(xs, rounds.process),
+                     "speedup": (stats.ratio_interval(ref, xs, rounds.process)
                                  if ref and mode != REFERENCE else None)}
     return out
 
@@ -116,6 +124,7 @@ def run_rounds(steps: dict[str, Callable[[], object]], iters: dict[str, int], cl
         if probe is not None:
             r.launch_us.append(probe())
         r.order.append(order)
+        r.process.append(0)
         r.seconds = clock.now() - t0
         if len(r.failed) == len(modes):
             r.stop_reason = "budget"

@@ -15,7 +15,14 @@ slows one round slows all modes of that round alike. The per-round ratio eager /
 cancels what the modes share, and its median is the speedup the tool reports.
 
 What no interval over one process's rounds can see is a host state that lasts the whole
-process: that is what `--processes` (fresh processes, rounds pooled) is for.
+process. Measured on the lent H200 (bench/repeatability.py, three one-process `mlp`
+sweeps): another run's median fell inside a run's interval in 24% of checks, because the
+host's launch cost sat at ~11 us in one process and ~8 us in the next for tens of
+seconds, and even at the same launch cost two processes differed by ~3%. So rounds from
+`--processes K` fresh processes are clusters, not independent samples: `clustered_interval`
+widens the interval by the spread between the processes' own medians (a t interval over
+K cluster medians, the textbook treatment of a few clusters), never narrowing the
+within-process one.
 """
 
 from __future__ import annotations
@@ -97,6 +104,46 @@ def median_interval(samples: Sequence[float], level: float = LEVEL) -> Interval 
     return Interval(med, xs[k - 1], xs[n - k], n)
 
 
+# Student's t, two-sided 95% (0.975 quantile), by degrees of freedom: standard tables.
+# Past 30 the normal's 1.96 is within 2%.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201,
+         2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+         2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def t975(df: int) -> float:
+    return _T975[df - 1] if 1 <= df <= len(_T975) else 1.96
+
+
+def clustered_interval(samples: Sequence[float], clusters: Sequence[int] | None = None,
+                       level: float = LEVEL) -> Interval | None:
+    """The median of all samples, with an interval that also covers the spread between
+    clusters (one cluster = the rounds of one process).
+
+    One cluster: the order-statistic interval. K >= 2 clusters: the union of that
+    interval and mean +- t(K-1) * sd / sqrt(K) of the K cluster medians. The t term is
+    what says how far another process's figure may land; with K = 2 it is wide (t = 12.7),
+    which is the honest price of two processes."""
+    if level != LEVEL:
+        raise ValueError("only 95% intervals are tabulated")
+    within = median_interval(samples, level)
+    if within is None or not clusters or len(set(clusters)) < 2:
+        return within
+    if len(clusters) != len(samples):
+        raise ValueError(f"{len(clusters)} cluster ids for {len(samples)} samples")
+    groups: dict[int, list[float]] = {}
+    for x, c in zip(samples, clusters, strict=True):
+        groups.setdefault(c, []).append(x)
+    meds = [percentile(g, 50) for g in groups.values()]
+    k = len(meds)
+    mean = sum(meds) / k
+    sd = math.sqrt(sum((m - mean) ** 2 for m in meds) / (k - 1))
+    half = t975(k - 1) * sd / math.sqrt(k)
+    lows = [mean - half] + ([within.low] if within.low is not None else [])
+    highs = [mean + half] + ([within.high] if within.high is not None else [])
+    return Interval(within.median, max(0.0, min(lows)), max(highs), within.n)
+
+
 def paired_ratios(numerator: Sequence[float], denominator: Sequence[float]) -> list[float]:
     """Per-round ratios numerator[i] / denominator[i] (rounds are aligned by index)."""
     if len(numerator) != len(denominator):
@@ -106,9 +153,14 @@ def paired_ratios(numerator: Sequence[float], denominator: Sequence[float]) -> l
 
 
 def ratio_interval(numerator: Sequence[float], denominator: Sequence[float],
+                   clusters: Sequence[int] | None = None,
                    level: float = LEVEL) -> Interval | None:
     """The median paired ratio and its interval: the speedup of `denominator`'s mode
-    over `numerator`'s when both are step times."""
+    over `numerator`'s when both are step times. `clusters` gives each round's process."""
+    if clusters is not None:
+        kept = [(a / b, c) for a, b, c in zip(numerator, denominator, clusters, strict=True)
+                if a > 0 and b > 0]
+        return clustered_interval([r for r, _ in kept], [c for _, c in kept], level)
     return median_interval(paired_ratios(numerator, denominator), level)
 
 

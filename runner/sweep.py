@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from runner.bundle import MODES, now_iso
-from runner.timing import TIMING_PRESETS
+from runner.timing import TIMING_PRESETS, for_processes
 from runner.workloads import Workload, WorkloadError, resolve
 
 MAX_BATCH = 65536
@@ -130,7 +130,7 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
     from runner.point import measure_batch, reset_state
 
     workload = validate_spec(spec)
-    config = TIMING_PRESETS[spec.timing]
+    config = for_processes(TIMING_PRESETS[spec.timing], spec.processes)
     env = environment.capture(spec.device)
     run: dict[str, Any] = {
         "uuid": str(uuid.uuid4()), "workload": workload.name,
@@ -144,6 +144,7 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
     last: dict | None = None
     status, done = "done", 0
     try:
+        repeats = _repeat_passes(spec, progress, should_stop)  # a stop here: next check
         reset_state(spec.device)  # whatever ran in this process before is not charged
         gc.freeze()
         for batch in spec.batch_sizes:
@@ -154,7 +155,7 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
                 progress(done, total, (doing, batch), last)
             t0 = time.perf_counter()
             measured = measure_batch(workload, spec.modes, batch, spec.device, config,
-                                     extra_rounds=_repeats(spec, workload, batch))
+                                     extra_rounds=_pooled(repeats, batch))
             wall = time.perf_counter() - t0
             for last in measured:
                 last["details"]["point_wall_s"] = wall / len(measured)
@@ -180,17 +181,36 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
     return status
 
 
-def _repeats(spec: SweepSpec, workload: Workload, batch: int) -> Callable | None:
-    """The extra processes' rounds for one batch size, or None with --processes 1."""
+def _repeat_passes(spec: SweepSpec, progress, should_stop) -> dict[int, list] | None:
+    """With --processes K: K - 1 passes over every batch size in fresh processes, before
+    this process's own (runner/repeat.py says why whole passes)."""
     if spec.processes <= 1:
+        return None
+    from runner import repeat
+
+    def on_batch(i: int, batch: int) -> None:
+        if progress is not None:
+            progress(0, len(points(spec)), (f"repeat pass {i}/{spec.processes - 1}", batch),
+                     None)
+
+    request = {"workload": spec.workload, "params": dict(spec.params or {}),
+               "modes": list(spec.modes), "batch_sizes": list(spec.batch_sizes),
+               "device": spec.device, "timing": spec.timing, "processes": spec.processes}
+    return repeat.passes(request, spec.processes, on_batch=on_batch,
+                         should_stop=should_stop)
+
+
+def _pooled(repeats: dict[int, list] | None, batch: int) -> Callable | None:
+    """The repeat passes' rounds of one batch size, for measure_batch to pool; a pass that
+    failed there makes the batch size's points errors that name it."""
+    if repeats is None:
         return None
 
     def extra(prepared_modes: tuple[str, ...]) -> list:
-        from runner.repeat import in_fresh_process
-
-        request = {"workload": spec.workload, "params": dict(spec.params or {}),
-                   "modes": list(prepared_modes), "batch_size": batch,
-                   "device": spec.device, "timing": spec.timing}
-        return [in_fresh_process(request) for _ in range(spec.processes - 1)]
+        got = repeats.get(batch, [])
+        for r in got:
+            if isinstance(r, Exception):
+                raise r
+        return got
 
     return extra

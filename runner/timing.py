@@ -12,6 +12,7 @@ a median.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
 import time
@@ -47,6 +48,14 @@ TIMING_PRESETS: dict[str, TimingConfig] = {
     "thorough": TimingConfig(warmup_ms=500, min_block_ms=20, min_rounds=20, max_rounds=2000,
                              round_budget_s=2.0, latency_calls=300, profile_steps=20),
 }
+
+
+def for_processes(config: TimingConfig, processes: int) -> TimingConfig:
+    """The preset for one of `processes` processes that pool their rounds: each gets an
+    equal share of the rounds budget, so K processes cost K set-ups, not K x the timing."""
+    if processes <= 1:
+        return config
+    return dataclasses.replace(config, round_budget_s=config.round_budget_s / processes)
 
 
 @dataclass(frozen=True)

@@ -82,8 +82,11 @@ def test_graph_memory_is_attributed_to_private_pools(four_modes):
         assert ms[mode]["graph_pool_bytes"] == 0, mode
     for m in ms.values():
         assert m["peak_allocated_bytes"] > 0
-        # Every point starts with no pool left over from the one before.
-        assert m["details"]["leftover_private_pools_at_m0"] == 0, m["mode"]
+    # The batch size starts with no pool left over from the one before; within it, the
+    # graph modes prepared earlier keep theirs (they are timed side by side), and
+    # graph_pool_bytes counts only pools that did not exist at the mode's own M0.
+    leftover = [ms[m]["details"]["leftover_private_pools_at_m0"] for m in MODES]
+    assert leftover == [0, 0, 0, 1], leftover
 
 
 def test_twelfth_size_agrees_with_a_fresh_compile():
@@ -139,11 +142,14 @@ def test_oom_is_an_error_point_and_the_sweep_goes_on():
     assert pts[1]["status"] == "ok" and pts[1]["correct"] is True, pts[1]["message"]
 
 
-def test_interleaved_modes_run_their_own_code_as_if_alone(four_modes):
+def test_interleaved_modes_run_their_own_code_as_if_alone(four_modes):  # after: warm
     """Four modes prepared side by side on one model and timed in rounds: each still runs
     its own code. Kernel counts and graph launches equal a point measured alone, GPU busy
     time is close, and a graph mode's (GPU-bound) step agrees within a few percent."""
-    together = four_modes[1]
+    # Measured again rather than taken from the fixture: the fixture compiled first in
+    # this process, and a cold compile autotunes inside the graph tree's pool (a 60 MiB
+    # L2-sized scratch buffer, seen on the H200), which a warm one does not.
+    together = {m["mode"]: m for m in sweep().points}
     for mode in MODES:
         alone = sweep(modes=(mode,)).points[0]
         t = together[mode]

@@ -112,6 +112,7 @@ def test_rounds_of_several_processes_pool_and_travel_as_json():
     assert b.order[0] == ("eager", "cuda-graph") and b.n == 30
     a.extend(b)
     assert a.n == 60 and len(a.samples_ms["eager"]) == len(a.launch_us) == 60
+    assert a.process == [0] * 30 + [1] * 30 and a.processes == 2  # clusters kept
     # A process in which a mode failed: that mode's rounds no longer pair.
     c = _run(SimClock(BASE, seed=3), modes=("eager",))
     c.failed["cuda-graph"] = "RuntimeError: out of memory"

@@ -168,17 +168,24 @@ def test_processes_pool_rounds_from_fresh_processes():
         assert m["status"] == "ok", m["message"]
         assert m["details"]["processes"] == 2
         assert m["samples"] == len(m["launch_us_rounds"]) >= 12  # 6 rounds at least each
+        procs = m["details"]["round_process"]
+        assert len(procs) == m["samples"] and set(procs) == {0, 1}
     assert one.points[0]["details"]["processes"] == 1
 
 
 def test_a_failing_repeat_process_is_an_error_naming_it(monkeypatch):
+    import subprocess
+    import sys
+
     from runner import repeat
 
-    def broken(request):
-        raise repeat.RepeatError("repeat process exited 1: boom")
+    def broken(request, stderr):  # a real child that dies before printing any rounds
+        return subprocess.Popen([sys.executable, "-c", "import sys; sys.stderr.write("
+                                 "'warming up\\nboom\\n'); sys.exit(1)"],
+                                stdout=subprocess.PIPE, stderr=stderr, text=True)
 
-    monkeypatch.setattr(repeat, "in_fresh_process", broken)
+    monkeypatch.setattr(repeat, "_child", broken)
     sink = ListSink()
     assert run_sweep(spec(batch_sizes=(2, 4), processes=2), sink) == "done"
     assert [m["status"] for m in sink.points] == ["error", "error"]
-    assert "repeat process exited 1: boom" in sink.points[0]["message"]
+    assert "repeat process 1 exited 1: boom" in sink.points[0]["message"]
