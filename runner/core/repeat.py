@@ -7,7 +7,7 @@ workload, prepares every mode (warm from the on-disk compile caches the parent f
 warms up, times its own rounds and prints them as JSON; the parent pools them with its
 own (Rounds.extend) before computing the intervals.
 
-The child is `python -m runner.repeat` with the request as JSON on stdin: a plain
+The child is `python -m runner.core.repeat` with the request as JSON on stdin: a plain
 subprocess, so nothing of the parent's CUDA context, Dynamo caches or allocator leaks in.
 """
 
@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runner.rounds import Rounds
+from runner.core.rounds import Rounds
 
 CHILD_TIMEOUT_S = 1800
 
@@ -44,10 +44,10 @@ def from_json(doc: dict) -> Rounds:
 def in_fresh_process(request: dict) -> Rounds:
     """Run one child for `request` (workload, params, modes, batch_size, device,
     timing) and return its rounds."""
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])  # the repository: where -m resolves
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (root, os.environ.get("PYTHONPATH")) if p)}
-    proc = subprocess.run([sys.executable, "-m", "runner.repeat"], input=json.dumps(request),
+    proc = subprocess.run([sys.executable, "-m", "runner.core.repeat"], input=json.dumps(request),
                           capture_output=True, text=True, env=env, timeout=CHILD_TIMEOUT_S)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
@@ -57,9 +57,9 @@ def in_fresh_process(request: dict) -> Rounds:
 
 
 def main() -> int:
-    from runner.point import time_batch_rounds
-    from runner.timing import TIMING_PRESETS
-    from runner.workloads import resolve
+    from runner.core.point import time_batch_rounds
+    from runner.core.timing import TIMING_PRESETS
+    from runner.core.workloads import resolve
 
     req = json.loads(sys.stdin.read())
     workload = resolve(req["workload"], dict(req["params"]))
