@@ -253,7 +253,17 @@ def finish(engine: Engine, job_id: int, status: str, message: str = "") -> bool:
 
 def reap_lost(engine: Engine, timeout_s: float = LOST_AFTER_S) -> list[int]:
     """Mark running jobs whose heartbeat is older than `timeout_s` failed ("worker lost"),
-    and their runs too. Their finished points stay: only statuses change."""
+    and their runs too. Their finished points stay: only statuses change.
+
+    The Launch page calls this every second in every open tab, so the common case (no
+    lost job) is one read: the write transaction (SQLite's file lock) only when needed."""
+    with engine.connect() as c:
+        now = _now(c)
+        stale = c.execute(select(Job.id).where(
+            Job.status == "running", Job.heartbeat_at < now - timedelta(seconds=timeout_s))
+            .limit(1)).first()
+    if stale is None:
+        return []
     with engine.begin() as c:
         now = _now(c)
         lost = c.execute(update(Job).where(

@@ -51,7 +51,7 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from runner.format.bundle import BundleError
 
     errors: list[type[BaseException]] = [UsageError, BundleError]
-    for mod, cls in (("runner.core.workloads", "WorkloadError"), ("db.engine", "DatabaseError"),
+    for mod, cls in (("runner.format.catalog", "WorkloadError"), ("db.engine", "DatabaseError"),
                      ("db.store", "RunNotFound"), ("db.access", "ReadOnlyError")):
         try:
             errors.append(getattr(importlib.import_module(mod), cls))
@@ -68,3 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         print(f"error: {msg}", file=sys.stderr)
         return 2
+
+
+def console() -> None:
+    """The `launchbench` console script: the same as `python -m runner`."""
+    sys.exit(main())

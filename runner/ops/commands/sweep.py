@@ -226,6 +226,16 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 # --- the command -------------------------------------------------------------------------
 
+def _database_errors() -> tuple[type[BaseException], ...]:
+    """SQLAlchemy's error class, or none on a GPU host without SQLAlchemy (no database
+    is written there, so no database error can happen)."""
+    try:
+        from sqlalchemy.exc import SQLAlchemyError
+    except ImportError:
+        return ()
+    return (SQLAlchemyError,)
+
+
 def storage_choice(args: argparse.Namespace) -> tuple[bool, str | None]:
     """From --db, --no-db and --out: (write the database?, a note for the user). Checks
     everything up front, so bad flags fail before anything is measured."""
@@ -325,7 +335,7 @@ def run(args: argparse.Namespace) -> int:
                         sink.finish("failed")  # keeps the finished points in the bundle
                     except Exception:  # noqa: BLE001 - the first error is the one to show
                         pass
-                if not type(e).__module__.startswith("sqlalchemy"):
+                if not isinstance(e, _database_errors()):
                     raise  # a bug: the traceback is what a maintainer needs
                 # The database went away mid-sweep (server down, disk full): not a bug.
                 first = (str(getattr(e, "orig", None) or e).strip().splitlines() or [""])[0]
