@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runner.sweep import SweepSpec, run_sweep  # noqa: E402
+from runner.core.sweep import SweepSpec, run_sweep  # noqa: E402
 
 MODES = ("eager", "compile", "reduce-overhead", "cuda-graph")
 WORK_PHASES = ("setup", "warmup", "rounds", "latency", "profile")
@@ -137,7 +137,7 @@ def drift_probe() -> dict:
     """Eager b=8 (launch-bound) step time as the process accumulates state."""
     import torch
 
-    from runner.profiling import profile_step
+    from runner.core.profiling import profile_step
 
     out = {"pristine_gc_on": independent_step_ms("eager", 8, gc_off=False),
            "pristine": independent_step_ms("eager", 8)}

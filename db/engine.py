@@ -32,10 +32,12 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cur.close()
 
 
-def _redact(url: str) -> str:
+def shown_url(url: str) -> str:
+    """The URL as a user may see it: the password as ***. The one redaction: the CLI and
+    the sidebar call this too."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # a URL we cannot parse is shown as given
         return url
 
 
@@ -43,7 +45,7 @@ def make_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
     """Create an engine for `url` (default: $LAUNCHBENCH_DB or the local SQLite file),
     check that it answers, and bring its schema to the latest version."""
     url = url or default_url()
-    shown = _redact(url)
+    shown = shown_url(url)
     try:
         parsed = make_url(url)
     except ArgumentError:

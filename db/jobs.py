@@ -19,16 +19,15 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from db.access import require_writable
-from db.models import JOB_DEVICES, JOB_STATUSES, Job, Run, Worker
-from runner.bundle import MODES
-from runner.timing import TIMING_PRESETS
+from db.models import JOB_STATUSES, Job, Run, Worker
+from runner.format.limits import MAX_JOB_POINTS
+from runner.format.specs import SpecError, check_sweep, check_text
+from runner.format.vocab import FINISHED_STATUSES as FINISHED
 
 HEARTBEAT_S = 5.0  # how often a worker says it is alive
 LOST_AFTER_S = 60.0  # silence after which a worker (and its running job) counts as lost
-MAX_BATCH_SIZE = 65536
-MAX_POINTS = 512  # modes x batch sizes: bounds what one queued job can ask for
-MAX_TEXT = 200
-FINISHED = ("done", "failed", "cancelled")
+# The fields of a queued job's spec: sweep's flags as data, no more.
+JOB_FIELDS = {"workload", "params", "batch_sizes", "modes", "device", "timing", "label"}
 MAX_ID = 2**31 - 1  # an INTEGER key: a larger id cannot exist (and PostgreSQL would refuse it)
 
 
@@ -46,75 +45,27 @@ class JobFinished(ValueError):
 
 # --- the spec -------------------------------------------------------------------------
 
-def _text(value: Any, what: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise JobSpecError(f"{what} {value!r} must be text")
-    value = value.strip()
-    if len(value) > MAX_TEXT:
-        raise JobSpecError(f"{what} {value[:40]!r}... is longer than {MAX_TEXT} characters")
-    if any(ord(c) < 32 for c in value):
-        raise JobSpecError(f"{what} {value!r} contains control characters")
-    return value or None
-
-
-def _ints(values: Any, what: str) -> list[int]:
-    if not isinstance(values, (list, tuple)) or not values:
-        raise JobSpecError(f"{what} {values!r}: expected a non-empty list")
-    out: list[int] = []
-    for v in values:
-        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_BATCH_SIZE:
-            raise JobSpecError(f"batch size {v!r} must be an integer from 1 to {MAX_BATCH_SIZE}")
-        if v in out:
-            raise JobSpecError(f"batch size {v} is given twice")
-        out.append(v)
-    return out
-
-
 def check_spec(spec: Any) -> dict[str, Any]:
     """Normalise a queued sweep's spec (sweep's flags as data) or raise JobSpecError.
 
-    Only registered workloads: a queued job runs on whichever worker claims it, so it may
-    never name a Python import path (`module:factory` is for the `sweep` CLI alone)."""
-    from runner.workloads import resolve  # torch-free at import
-
+    The leaf's one check (runner/format/specs.py), as a queued job: only registered
+    workloads (a job runs on whichever worker claims it, so it may never name a Python
+    import path) and device "auto" allowed."""
     if not isinstance(spec, dict):
         raise JobSpecError(f"job spec must be an object, got {type(spec).__name__}")
-    unknown = set(spec) - {"workload", "params", "batch_sizes", "modes", "device", "timing",
-                           "label"}
+    unknown = set(spec) - JOB_FIELDS
     if unknown:
         raise JobSpecError(f"unknown job spec field {sorted(unknown)[0]!r}")
-    name = spec.get("workload")
-    if not isinstance(name, str):
-        raise JobSpecError(f"workload {name!r} must be a registered workload name")
-    params = spec.get("params") or {}
-    if not isinstance(params, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in params.items()):
-        raise JobSpecError(f"workload params {params!r} must map names to text values")
-    # Raises WorkloadError naming the bad name or parameter; never imports user code.
-    name = resolve(name, params, allow_import=False).name
-    modes = spec.get("modes")
-    if not isinstance(modes, (list, tuple)) or not modes:
-        raise JobSpecError(f"modes {modes!r}: expected a non-empty list")
-    for m in modes:
-        if m not in MODES:
-            raise JobSpecError(f"unknown mode {m!r} (known: {', '.join(MODES)})")
-    if len(set(modes)) != len(modes):
-        raise JobSpecError(f"modes {list(modes)!r} name a mode twice")
-    batch_sizes = _ints(spec.get("batch_sizes"), "batch sizes")
-    if len(batch_sizes) * len(modes) > MAX_POINTS:
-        raise JobSpecError(f"{len(batch_sizes)} batch sizes x {len(modes)} modes is more "
-                           f"than {MAX_POINTS} points for one job")
-    device = spec.get("device") or "auto"
-    if device not in JOB_DEVICES:
-        raise JobSpecError(f"device {device!r} is not one of {', '.join(JOB_DEVICES)}")
-    timing = spec.get("timing") or "standard"
-    if timing not in TIMING_PRESETS:
-        raise JobSpecError(f"timing {timing!r} is not one of {', '.join(TIMING_PRESETS)}")
-    return {"workload": name, "params": dict(params), "batch_sizes": batch_sizes,
-            "modes": list(modes), "device": device, "timing": timing,
-            "label": _text(spec.get("label"), "label")}
+    try:
+        s = check_sweep(spec, queued=True)
+    except SpecError as e:
+        raise JobSpecError(str(e)) from None
+    if len(s.batch_sizes) * len(s.modes) > MAX_JOB_POINTS:
+        raise JobSpecError(f"{len(s.batch_sizes)} batch sizes x {len(s.modes)} modes is "
+                           f"more than {MAX_JOB_POINTS} points for one job")
+    return {"workload": s.workload, "params": dict(s.params),
+            "batch_sizes": list(s.batch_sizes), "modes": list(s.modes), "device": s.device,
+            "timing": s.timing, "label": s.label}
 
 
 # --- helpers ----------------------------------------------------------------------------
@@ -152,7 +103,10 @@ def enqueue(engine: Engine, spec: dict[str, Any], target: str | None = None,
     """Queue a sweep; returns the job id. `label` overrides the spec's label."""
     require_writable("queue a job")
     spec = check_spec({**spec, **({"label": label} if label is not None else {})})
-    target = _text(target, "target")
+    try:
+        target = check_text(target, "target")
+    except SpecError as e:
+        raise JobSpecError(str(e)) from None
     with engine.begin() as c:
         return c.execute(
             Job.__table__.insert().values(
@@ -299,7 +253,17 @@ def finish(engine: Engine, job_id: int, status: str, message: str = "") -> bool:
 
 def reap_lost(engine: Engine, timeout_s: float = LOST_AFTER_S) -> list[int]:
     """Mark running jobs whose heartbeat is older than `timeout_s` failed ("worker lost"),
-    and their runs too. Their finished points stay: only statuses change."""
+    and their runs too. Their finished points stay: only statuses change.
+
+    The Launch page calls this every second in every open tab, so the common case (no
+    lost job) is one read: the write transaction (SQLite's file lock) only when needed."""
+    with engine.connect() as c:
+        now = _now(c)
+        stale = c.execute(select(Job.id).where(
+            Job.status == "running", Job.heartbeat_at < now - timedelta(seconds=timeout_s))
+            .limit(1)).first()
+    if stale is None:
+        return []
     with engine.begin() as c:
         now = _now(c)
         lost = c.execute(update(Job).where(

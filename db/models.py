@@ -1,7 +1,7 @@
 """SQLAlchemy 2 typed models: environments, runs, measurements.
 
-The vocabularies (modes, statuses) come from runner.bundle, the one place that defines the
-result format; CHECK constraints make the database refuse anything outside them.
+The vocabularies (modes, statuses) come from runner/format/ (vocab.py, limits.py), the one place
+that defines the result format; CHECK constraints make the database refuse anything outside them.
 """
 
 from __future__ import annotations
@@ -25,14 +25,19 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from runner.bundle import (
+from runner.format.limits import ENVIRONMENT_TEXT_LIMITS as ENV_TEXT
+from runner.format.limits import MAX_DIST_TEXT, MAX_LABEL, RUN_TEXT_LIMITS
+from runner.format.serve_record import STATUSES as SERVE_STATUSES
+from runner.format.vocab import (
     CUDAGRAPH_STATUSES,
+    JOB_DEVICES,
     MODES,
     POINT_STATUSES,
     RUN_KINDS,
     RUN_STATUSES,
     SOURCES,
     STOP_REASONS,
+    STRATEGY_KINDS,
 )
 
 
@@ -53,32 +58,32 @@ class Environment(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     key: Mapped[str] = mapped_column(String(64), unique=True)
     device: Mapped[str] = mapped_column(String(8))
-    gpu_name: Mapped[str | None] = mapped_column(String(200))
+    gpu_name: Mapped[str | None] = mapped_column(String(ENV_TEXT["gpu_name"]))
     gpu_count: Mapped[int | None] = mapped_column(Integer)
     sm_count: Mapped[int | None] = mapped_column(Integer)
     gpu_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
-    driver_version: Mapped[str | None] = mapped_column(String(100))
-    cuda_version: Mapped[str | None] = mapped_column(String(100))
-    torch_version: Mapped[str | None] = mapped_column(String(100))
-    triton_version: Mapped[str | None] = mapped_column(String(100))
-    python_version: Mapped[str | None] = mapped_column(String(100))
-    hostname: Mapped[str | None] = mapped_column(String(255))
-    cpu_model: Mapped[str | None] = mapped_column(String(255))
+    driver_version: Mapped[str | None] = mapped_column(String(ENV_TEXT["driver_version"]))
+    cuda_version: Mapped[str | None] = mapped_column(String(ENV_TEXT["cuda_version"]))
+    torch_version: Mapped[str | None] = mapped_column(String(ENV_TEXT["torch_version"]))
+    triton_version: Mapped[str | None] = mapped_column(String(ENV_TEXT["triton_version"]))
+    python_version: Mapped[str | None] = mapped_column(String(ENV_TEXT["python_version"]))
+    hostname: Mapped[str | None] = mapped_column(String(ENV_TEXT["hostname"]))
+    cpu_model: Mapped[str | None] = mapped_column(String(ENV_TEXT["cpu_model"]))
     __table_args__ = (CheckConstraint("device IN ('cuda', 'cpu')", name="ck_env_device"),)
 
 
 class Run(Base):
     __tablename__ = "runs"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    uuid: Mapped[str] = mapped_column(String(64), unique=True)
+    uuid: Mapped[str] = mapped_column(String(RUN_TEXT_LIMITS["uuid"]), unique=True)
     environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"))
-    workload: Mapped[str] = mapped_column(String(200))
+    workload: Mapped[str] = mapped_column(String(RUN_TEXT_LIMITS["workload"]))
     workload_params: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    dtype: Mapped[str | None] = mapped_column(String(32))
+    dtype: Mapped[str | None] = mapped_column(String(RUN_TEXT_LIMITS["dtype"]))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     status: Mapped[str] = mapped_column(String(16))
-    label: Mapped[str | None] = mapped_column(String(200))
+    label: Mapped[str | None] = mapped_column(String(MAX_LABEL))
     source: Mapped[str] = mapped_column(String(16), default="measured")
     command: Mapped[str | None] = mapped_column(Text)
     # What the run measured: a sweep (measurements) or a serve replay (serve_* tables).
@@ -156,7 +161,6 @@ class Measurement(Base):
 # workers. A job's spec is exactly what `sweep`'s flags say, kept as JSON.
 
 JOB_STATUSES = RUN_STATUSES  # a job ends with the status of the run it produced
-JOB_DEVICES = ("auto", "cuda", "cpu")  # auto: the worker's default (cuda if it has one)
 
 
 class Job(Base):
@@ -165,8 +169,8 @@ class Job(Base):
     spec: Mapped[dict[str, Any]] = mapped_column(default=dict)
     # Copied out of spec because claiming filters on them in SQL.
     device: Mapped[str] = mapped_column(String(8), default="auto")
-    target: Mapped[str | None] = mapped_column(String(200))
-    label: Mapped[str | None] = mapped_column(String(200))
+    target: Mapped[str | None] = mapped_column(String(MAX_LABEL))
+    label: Mapped[str | None] = mapped_column(String(MAX_LABEL))
     status: Mapped[str] = mapped_column(String(16), default="queued")
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     worker_id: Mapped[int | None] = mapped_column(ForeignKey("workers.id", ondelete="SET NULL"))
@@ -207,11 +211,10 @@ class Worker(Base):
 
 
 # --- Serve runs (issue 5): a request stream replayed under each strategy ---------------
-# Vocabularies and field names come from runner/serve_record.py, the serve section of
+# Vocabularies and field names come from runner/format/serve_record.py, the serve section of
 # the bundle; a serve run is a Run row with kind 'serve' and no measurements.
 
-SERVE_STATUSES = ("ok", "error", "unsupported")
-SERVE_KINDS = ("eager", "compile", "reduce-overhead", "buckets")
+SERVE_KINDS = STRATEGY_KINDS
 
 
 class ServeConfig(Base):
@@ -221,7 +224,7 @@ class ServeConfig(Base):
     __tablename__ = "serve_configs"
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"),
                                         primary_key=True)
-    batch_dist: Mapped[str] = mapped_column(String(1000))
+    batch_dist: Mapped[str] = mapped_column(String(MAX_DIST_TEXT))
     requests: Mapped[int] = mapped_column(Integer)
     seed: Mapped[int] = mapped_column(BigInteger)
     strategies: Mapped[list[str]] = mapped_column(JSON, default=list)

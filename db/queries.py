@@ -9,7 +9,7 @@ from sqlalchemy import case, func, select
 from sqlalchemy.engine import Engine
 
 from db.models import Environment, Measurement, Run
-from runner.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
+from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
 
 
 def list_runs(engine: Engine) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from db.access import read_only
 from db.models import Run
 from db.store import import_bundle
-from runner import bundle as fmt
+from runner.format import bundle as fmt
 
 SAMPLES = Path(__file__).resolve().parents[1] / "data" / "samples"
 

@@ -10,30 +10,10 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from db import store
+from db import rows
 from db.models import Environment, Run, ServeConfig, ServeProfilePoint, ServeResult
-from runner import serve_record as rec
-from runner.bundle import BundleError
-
-
-def _check(fn, *args) -> None:
-    try:
-        fn(*args)
-    except rec.SectionError as e:
-        raise BundleError(str(e)) from None
-
-
-def _result_row(run_id: int, r: dict[str, Any]) -> ServeResult:
-    values = {f: r.get(f) for f in rec.RESULT_FIELDS}
-    values.update(message=values["message"] or "", buckets=list(values["buckets"] or []),
-                  latencies_ms=list(values["latencies_ms"] or []),
-                  details=values["details"] or {})
-    return ServeResult(run_id=run_id, **values)
-
-
-def _profile_row(run_id: int, p: dict[str, Any]) -> ServeProfilePoint:
-    return ServeProfilePoint(run_id=run_id, **{f: p.get(f) for f in rec.PROFILE_FIELDS})
-
+from db.rows import RunNotFound, add_section, read_section  # noqa: F401 - part of this API
+from runner.format import serve_record as rec
 
 # --- writing -----------------------------------------------------------------------------
 
@@ -42,7 +22,7 @@ def start_serve_run(engine: Engine, environment: dict[str, Any], run: dict[str, 
     """The run header and what is replayed (distribution, seed, stream), in one
     transaction, before the first strategy runs. Returns the run id."""
     with Session(engine) as s, s.begin():
-        row = store._run_row({**run, "kind": "serve"}, store._environment(s, environment))
+        row = rows.run_row({**run, "kind": "serve"}, rows.environment_row(s, environment))
         s.add(row)
         s.flush()
         s.add(ServeConfig(run_id=row.id, batch_dist=config["batch_dist"],
@@ -57,41 +37,17 @@ def add_result(engine: Engine, run_id: int, result: dict[str, Any]) -> None:
     with Session(engine) as s, s.begin():
         cfg = s.get(ServeConfig, run_id)
         if cfg is None:
-            raise store.RunNotFound(f"serve run {run_id} does not exist")
-        _check(rec.validate_result, result, cfg.requests, f"strategy {result.get('strategy')!r}")
-        s.add(_result_row(run_id, result))
+            raise RunNotFound(f"serve run {run_id} does not exist")
+        rows.check_part(rec.validate_result, result, cfg.requests,
+                        f"strategy {result.get('strategy')!r}")
+        s.add(rows.result_row(run_id, result))
 
 
 def add_profile(engine: Engine, run_id: int, points: list[dict[str, Any]]) -> None:
     with Session(engine) as s, s.begin():
         for i, p in enumerate(points):
-            _check(rec.validate_profile_point, p, f"profile point {i}")
-            s.add(_profile_row(run_id, p))
-
-
-def add_section(session: Session, run_id: int, section: dict[str, Any]) -> None:
-    """A validated bundle's serve section, inside import_bundle's transaction."""
-    session.add(ServeConfig(run_id=run_id, **{f: section[f] for f in (
-        "batch_dist", "requests", "seed", "strategies", "stream")}))
-    for r in section["results"]:
-        session.add(_result_row(run_id, r))
-    for p in section.get("profile") or []:
-        session.add(_profile_row(run_id, p))
-
-
-def read_section(session: Session, run_id: int) -> dict[str, Any]:
-    cfg = session.get(ServeConfig, run_id)
-    if cfg is None:
-        raise store.RunNotFound(f"run {run_id} is a serve run without its serve data")
-    results = session.scalars(select(ServeResult).where(ServeResult.run_id == run_id)
-                              .order_by(ServeResult.id)).all()
-    profile = session.scalars(select(ServeProfilePoint)
-                              .where(ServeProfilePoint.run_id == run_id)
-                              .order_by(ServeProfilePoint.batch_size)).all()
-    return rec.make_section(
-        cfg.batch_dist, cfg.requests, cfg.seed, list(cfg.strategies), list(cfg.stream),
-        [{f: getattr(r, f) for f in rec.RESULT_FIELDS} for r in results],
-        [{f: getattr(p, f) for f in rec.PROFILE_FIELDS} for p in profile])
+            rows.check_part(rec.validate_profile_point, p, f"profile point {i}")
+            s.add(rows.profile_row(run_id, p))
 
 
 # --- reading for the dashboard -----------------------------------------------------------
@@ -132,7 +88,7 @@ def serve_run(engine: Engine, run_id: int) -> dict[str, Any]:
     with engine.connect() as c:
         row = c.execute(stmt.where(Run.id == run_id)).first()
     if row is None:
-        raise store.RunNotFound(f"no serve run with id {run_id}")
+        raise RunNotFound(f"no serve run with id {run_id}")
     return dict(row._mapping)
 
 

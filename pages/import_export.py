@@ -6,7 +6,7 @@ import streamlit as st
 from db.access import ReadOnlyError, read_only
 from db.store import RunNotFound, export_bundle
 from pages.common import analysis, charts, links, report, ui, uploads
-from runner import bundle as fmt
+from runner.format import bundle as fmt
 
 ui.ensure_frame()
 

@@ -9,7 +9,9 @@ from db import jobs
 from db.access import ReadOnlyError, read_only
 from pages.common import launch_form as lf
 from pages.common import ui
-from runner.worker import ensure_local_worker
+from runner.format.limits import MAX_LABEL
+from runner.format.vocab import TIMINGS
+from runner.ops.launcher import ensure_local_worker
 
 ui.ensure_frame()
 st.title("Launch a sweep")
@@ -25,7 +27,7 @@ def param_widget(f: dict, key: str):
         return st.number_input(label, int(f["min"]), int(f["max"]), int(f["default"]), 1, **kw)
     if f["kind"] == "float":
         return st.number_input(label, f["min"], f["max"], float(f["default"]), **kw)
-    return st.text_input(label, str(f["default"]), max_chars=lf.MAX_TEXT, **kw)
+    return st.text_input(label, str(f["default"]), max_chars=MAX_LABEL, **kw)
 
 
 # --- settings: the form -----------------------------------------------------------------
@@ -47,13 +49,13 @@ else:
         custom = c2.text_input("Custom batch sizes (comma-separated, `...` continues a "
                                "series)", lf.DEFAULTS["custom_batches"], key="lf_custom")
         c1, c2, c3 = st.columns(3)
-        timing = c1.radio("Timing", list(lf.TIMING_PRESETS), horizontal=True,
-                          index=list(lf.TIMING_PRESETS).index("standard"), key="lf_timing")
+        timing = c1.radio("Timing", list(TIMINGS), horizontal=True,
+                          index=list(TIMINGS).index("standard"), key="lf_timing")
         device = c2.selectbox("Device", list(lf.DEVICES), format_func=lf.DEVICES.get,
                               key="lf_device")
         target = c3.text_input("Target (worker or GPU name; empty: any)", key="lf_target",
-                               max_chars=lf.MAX_TEXT)
-        label = st.text_input("Label", key="lf_label", max_chars=lf.MAX_TEXT)
+                               max_chars=MAX_LABEL)
+        label = st.text_input("Label", key="lf_label", max_chars=MAX_LABEL)
         submitted = st.form_submit_button("Launch", type="primary")
     if submitted:
         checked = lf.check({"workload": workload, "params": params, "modes": modes,

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import analysis, charts, links, report, ui
-from runner.bundle import ENVIRONMENT_FIELDS
+from runner.format.bundle import ENVIRONMENT_FIELDS
 
 ui.ensure_frame()
 

@@ -1,5 +1,3 @@
-import sys
+from runner.ops.cli import console
 
-from runner.cli import main
-
-sys.exit(main())
+console()

@@ -1,7 +1,7 @@
 """Model factories for the runner's tests (`--workload tests.gpu_models:NAME` style).
 
 Each factory returns (model, example_input_fn), the user-factory contract of
-runner/workloads.py. Built on whatever device the runner asks for.
+runner/core/workloads.py. Built on whatever device the runner asks for.
 """
 
 from __future__ import annotations

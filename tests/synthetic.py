@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid as uuidlib
 
-from runner import bundle as fmt
+from runner.format import bundle as fmt
 
 SYNTHETIC = "SYNTHETIC test data"
 MIB = 1024 * 1024

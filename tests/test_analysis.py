@@ -13,7 +13,7 @@ from db import queries
 from db.samples import SAMPLES, seed_if_empty
 from db.store import import_bundle
 from pages.common import analysis, links, metrics
-from runner import bundle as fmt
+from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
 
 PUBLISHED = SAMPLES / "published-l40s-day25.json"

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from runner import advisor as A
-from runner import buckets as B
+from runner.format import advisor as A
+from runner.format import buckets as B
 from tests.conftest import ROOT
 
 # --- bucket choice and padding -------------------------------------------------------------
@@ -142,8 +142,8 @@ def test_sizes_file_that_is_a_directory_and_files_refused_from_the_browser(tmp_p
 
 
 def test_pure_modules_do_not_import_torch():
-    code = ("import sys, runner.buckets, runner.advisor, runner.serve_record, "
-            "runner.commands.serve; sys.exit('torch' in sys.modules)")
+    code = ("import sys, runner.format.buckets, runner.format.advisor, runner.format.serve_record, "
+            "runner.ops.commands.serve; sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
 
 

@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from runner import bundle as fmt
+from runner.format import bundle as fmt
 
 
 def good_bundle(**run) -> dict:
@@ -119,7 +119,7 @@ def test_check_writable(tmp_path):
 
 
 def test_text_fields_the_database_would_refuse_are_named():
-    from runner import bundle as fmt
+    from runner.format import bundle as fmt
 
     doc = fmt.make_bundle({"device": "cpu"}, {"uuid": "u-long-label", "workload": "mlp",
                           "created_at": fmt.now_iso(), "status": "done",

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from pages.common import analysis, charts, report
-from runner import bundle as fmt
+from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from runner import bundle as fmt
-from runner.cli import build_parser, main
+from runner.format import bundle as fmt
+from runner.ops.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--workload", "mlp", "--param", "depth=2", "--param", "width=16", "--quick",
@@ -151,7 +151,7 @@ def test_sweep_cuda_without_cuda(capsys, tmp_path, monkeypatch):
 
 
 def test_batch_size_series_expands(capsys):
-    from runner.commands.sweep import parse_batch_sizes
+    from runner.ops.commands.sweep import parse_batch_sizes
 
     assert parse_batch_sizes("1,2,4,...,8192") == tuple(2 ** i for i in range(14))
     assert parse_batch_sizes("8, 16, 24, ..., 64") == (8, 16, 24, 32, 40, 48, 56, 64)
@@ -397,7 +397,7 @@ def test_sweep_and_import_through_postgresql(capsys, tmp_path, pg_url):
 
 # Runs the CLI with SQLAlchemy unimportable, as on the lent GPU host.
 NO_SQLALCHEMY = ("import sys; sys.modules['sqlalchemy'] = None; "
-                 "from runner.cli import main; sys.exit(main(sys.argv[1:]))")
+                 "from runner.ops.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
 def _env(tmp_path) -> dict:
@@ -526,7 +526,7 @@ class _Stream(__import__("io").StringIO):
 
 @pytest.mark.parametrize("tty", [False, True], ids=["log", "terminal"])
 def test_progress_shows_points_current_point_and_eta(tty):
-    from runner.progress import Progress
+    from runner.ops.progress import Progress
 
     stream = _Stream(tty)
     p = Progress(stream)
@@ -548,7 +548,7 @@ def test_progress_shows_points_current_point_and_eta(tty):
 
 
 def test_table_prints_intervals_marks_and_falls_back_for_old_runs():
-    from runner.commands.sweep import format_table
+    from runner.ops.commands.sweep import format_table
     from tests.synthetic import sweep_bundle
 
     noisy = {"noisy": True, "host_unstable": True, "speedup": 7.1, "speedup_ci_low": 6.5,

@@ -11,7 +11,7 @@ import pytest
 from db import queries
 from db.engine import make_engine
 from db.store import import_bundle
-from runner import bundle as fmt
+from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
 
 # The fixtures (dashboard server, browser, page) live in tests/e2e_support.py; pytest

@@ -29,7 +29,7 @@ def db(dashboard):
     engine = make_engine(dashboard.db_url)
     yield engine
     engine.dispose()
-    from runner.worker import local_worker_pid
+    from runner.ops.launcher import local_worker_pid
 
     pid = local_worker_pid(dashboard.db_url)
     if pid is not None:  # the worker the page started: ours to end, by its pid

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.sweep import SweepSpec, run_sweep
+from runner.core.sweep import SweepSpec, run_sweep
 
 pytestmark = pytest.mark.gpu
 

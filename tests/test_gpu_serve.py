@@ -8,8 +8,8 @@ pytestmark = pytest.mark.gpu
 
 @pytest.fixture
 def ctx_for():
-    from runner import serve
-    from runner.workloads import resolve
+    from runner.core.workloads import resolve
+    from runner.serve import scenario as serve
 
     w = resolve("mlp", {"depth": "4", "width": "64"})
 
@@ -23,8 +23,9 @@ def ctx_for():
 def test_bucketed_graphs_replay_and_match_eager(ctx_for):
     import torch
 
-    from runner import buckets, serve
-    from runner.profiling import profile_step
+    from runner.core.profiling import profile_step
+    from runner.format import buckets
+    from runner.serve import scenario as serve
 
     stream = [3, 11, 16, 40, 1, 9, 33, 8]
     ctx = ctx_for(stream)
@@ -50,7 +51,8 @@ def test_bucketed_graphs_replay_and_match_eager(ctx_for):
 
 
 def test_reduce_overhead_records_a_graph_per_new_size(ctx_for):
-    from runner import buckets, serve
+    from runner.format import buckets
+    from runner.serve import scenario as serve
 
     s = buckets.parse_strategy("reduce-overhead")
     few = serve.measure(ctx_for([8, 8, 24, 24]), s)
@@ -66,7 +68,7 @@ def test_reduce_overhead_records_a_graph_per_new_size(ctx_for):
 
 
 def test_profile_measures_pools_alone_and_shared(ctx_for):
-    from runner.serve_profile import profile
+    from runner.serve.profile import profile
 
     ctx = ctx_for([4, 16])
     pts = {p["batch_size"]: p for p in profile(ctx, [4, 16, 64])}

@@ -18,7 +18,7 @@ from db import jobs, store
 from db.access import ReadOnlyError
 from db.engine import make_engine
 from db.models import Measurement, Run
-from runner import bundle as fmt
+from runner.format import bundle as fmt
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {"workload": "mlp", "params": {"depth": "1", "width": "4"}, "batch_sizes": [1],
@@ -132,8 +132,8 @@ def test_live_workers_and_goodbye(engine):
     ({"modes": ["turbo"]}, "unknown mode 'turbo'"),
     ({"modes": []}, "non-empty"),
     ({"device": "tpu"}, "device 'tpu'"),
-    ({"timing": "forever"}, "timing 'forever'"),
-    ({"label": "x" * 201}, "longer than 200"),
+    ({"timing": "forever"}, "unknown timing preset 'forever'"),
+    ({"label": "x" * 201}, "at most 200"),
     ({"shell": "ls"}, "unknown job spec field 'shell'"),
 ])
 def test_bad_specs_write_nothing(sqlite_engine, change, match):
@@ -153,7 +153,7 @@ def test_read_only_refused_in_the_functions(engine, monkeypatch):
         jobs.cancel(engine, job_id)
     with pytest.raises(ReadOnlyError, match="import a run"):
         store.import_bundle(engine, doc)
-    from runner.worker import ensure_local_worker
+    from runner.ops.launcher import ensure_local_worker
 
     with pytest.raises(ReadOnlyError):
         ensure_local_worker(engine, jobs.get_job(engine, job_id), "sqlite:///x.db")
@@ -179,7 +179,7 @@ def test_progress_estimate():
 # --- the command line ------------------------------------------------------------------
 
 def test_cli_enqueue_list_cancel(sqlite_url, capsys):
-    from runner.cli import main
+    from runner.ops.cli import main
 
     assert main(["enqueue", "--db", sqlite_url, "--workload", "mlp", "--batch-sizes",
                  "1,2,4,...,64", "--modes", "eager", "--quick", "--param", "depth=2",
@@ -204,7 +204,7 @@ def test_cli_enqueue_list_cancel(sqlite_url, capsys):
     (["jobs", "--limit", "0"], "--limit 0"),
 ])
 def test_cli_bad_input_one_line_exit_2(sqlite_engine, sqlite_url, capsys, argv, match):
-    from runner.cli import main
+    from runner.ops.cli import main
 
     assert main([*argv, "--db", sqlite_url]) == 2
     err = capsys.readouterr().err
@@ -212,7 +212,7 @@ def test_cli_bad_input_one_line_exit_2(sqlite_engine, sqlite_url, capsys, argv, 
 
 
 def test_cli_on_a_missing_database_creates_nothing(tmp_path, capsys):
-    from runner.cli import main
+    from runner.ops.cli import main
 
     url = f"sqlite:///{tmp_path / 'none.db'}"
     for argv in (["jobs"], ["cancel", "1"]):
@@ -231,7 +231,7 @@ def test_cli_in_a_process_read_only_and_bad_flag(sqlite_url):
 
 
 def test_worker_and_form_modules_do_not_import_torch():
-    code = ("import sys, runner.worker, runner.commands.jobs, pages.common.launch_form, "
+    code = ("import sys, runner.ops.worker, runner.ops.commands.jobs, pages.common.launch_form, "
             "db.jobs; sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
 

@@ -15,7 +15,7 @@ from db.engine import make_engine
 from db.samples import seed_if_empty
 from db.store import import_bundle
 from pages.common import uploads
-from runner import bundle as fmt
+from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
 
 ROOT = Path(__file__).resolve().parents[1]

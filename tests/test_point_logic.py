@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from runner.memory import MemState, figures, pool_bytes
-from runner.point import compare, cudagraph_status
-from runner.profiling import Event, ProfilingError, count
+from runner.core.memory import MemState, figures, pool_bytes
+from runner.core.point import compare, cudagraph_status
+from runner.core.profiling import Event, ProfilingError, count
 
 
 def ev(name, gpu=False, start=0.0, end=0.0):

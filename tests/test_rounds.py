@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from runner import repeat, rounds, stats
-from runner.timing import TIMING_PRESETS
+from runner.core import repeat, rounds, stats
+from runner.core.timing import TIMING_PRESETS
 from tests.simclock import SimClock, SimStep
 
 BASE = {"eager": 1.0, "compile": 0.8, "cuda-graph": 0.125}  # true speedups 1.25x, 8x

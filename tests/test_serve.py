@@ -11,8 +11,8 @@ from db import serve as dbserve
 from db import store
 from db.engine import make_engine
 from db.models import Measurement, Run, ServeResult
-from runner import bundle as fmt
-from runner.cli import main
+from runner.format import bundle as fmt
+from runner.ops.cli import main
 
 TINY = ["--workload", "mlp", "--param", "depth=2", "--param", "width=16", "--device", "cpu",
         "--quick"]
@@ -162,7 +162,7 @@ def test_migration_keeps_existing_runs_and_their_measurements(tmp_path):
 
 
 def test_a_failing_strategy_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch):
-    from runner import serve
+    from runner.serve import scenario as serve
 
     def broken(ctx, s):
         raise RuntimeError("capture exploded\nsecond line")
@@ -177,7 +177,7 @@ def test_a_failing_strategy_is_recorded_and_the_run_goes_on(tmp_path, monkeypatc
 
 
 def test_ctrl_c_keeps_the_finished_strategies(tmp_path, monkeypatch):
-    from runner import serve
+    from runner.serve import scenario as serve
 
     real = serve.measure
 
@@ -199,8 +199,8 @@ def test_ctrl_c_keeps_the_finished_strategies(tmp_path, monkeypatch):
 def test_sliced_outputs_are_checked_against_eager():
     import torch
 
-    from runner import serve
-    from runner.workloads import resolve
+    from runner.core.workloads import resolve
+    from runner.serve import scenario as serve
 
     w = resolve("mlp", {"depth": "2", "width": "8"})
     ctx = serve.make_context(w, "cpu", [3, 5, 5], 0, True)

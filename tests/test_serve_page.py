@@ -17,9 +17,9 @@ from streamlit.testing.v1 import AppTest
 from db.engine import make_engine
 from db.store import import_bundle
 from pages.common import serve_charts as sc
-from runner import buckets as B
-from runner import bundle as fmt
-from runner import serve_record as rec
+from runner.format import buckets as B
+from runner.format import bundle as fmt
+from runner.format import serve_record as rec
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 MIB = 2**20

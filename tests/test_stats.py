@@ -1,4 +1,4 @@
-"""runner/stats.py: the order-statistic interval for a median, paired ratios, host flag."""
+"""runner/core/stats.py: the order-statistic interval for a median, paired ratios, host flag."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from statistics import NormalDist
 
 import pytest
 
-from runner import stats
+from runner.core import stats
 
 
 @pytest.mark.parametrize("n, k", [(5, None), (6, 1), (10, 2), (20, 6), (50, 18), (100, 40)])

@@ -7,7 +7,7 @@ from sqlalchemy import text
 
 from db import store
 from db.engine import DatabaseError, make_engine
-from runner import bundle as fmt
+from runner.format import bundle as fmt
 
 
 def _run(**kw):

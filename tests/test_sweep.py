@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from runner.bundle import make_bundle, validate
-from runner.sweep import SpecError, SweepSpec, run_sweep, validate_spec
-from runner.workloads import WorkloadError
+from runner.core.sweep import SpecError, SweepSpec, run_sweep, validate_spec
+from runner.core.workloads import WorkloadError
+from runner.format.bundle import make_bundle, validate
 
 TINY = {"depth": "2", "width": "16"}
 
@@ -160,7 +160,7 @@ def test_factories_refused_where_imports_are_not_allowed():
 
 def test_processes_pool_rounds_from_fresh_processes():
     """--processes 2: the second process's rounds join the first's (a real child
-    process, python -m runner.repeat)."""
+    process, python -m runner.core.repeat)."""
     one, two = ListSink(), ListSink()
     run_sweep(spec(batch_sizes=(2,), modes=("eager", "compile")), one)
     run_sweep(spec(batch_sizes=(2,), modes=("eager", "compile"), processes=2), two)
@@ -177,7 +177,7 @@ def test_a_failing_repeat_process_is_an_error_naming_it(monkeypatch):
     import subprocess
     import sys
 
-    from runner import repeat
+    from runner.core import repeat
 
     def broken(request, stderr):  # a real child that dies before printing any rounds
         return subprocess.Popen([sys.executable, "-c", "import sys; sys.stderr.write("

@@ -10,7 +10,7 @@ import gc
 
 import pytest
 
-from runner.timing import TIMING_PRESETS, Clock, Stats, gc_paused, latency, warm_up
+from runner.core.timing import TIMING_PRESETS, Clock, Stats, gc_paused, latency, warm_up
 from tests.simclock import SimClock, SimStep
 
 

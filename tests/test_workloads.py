@@ -7,12 +7,12 @@ import sys
 
 import pytest
 
-from runner.workloads import WORKLOADS, WorkloadError, resolve
+from runner.core.workloads import WORKLOADS, WorkloadError, resolve
 
 
 def test_registry_imports_without_torch():
     # The dashboard builds its launch form from the registry on machines without torch.
-    code = ("import sys; import runner.workloads as w; "
+    code = ("import sys; import runner.core.workloads as w; "
             "assert 'torch' not in sys.modules, 'torch imported'; print(sorted(w.WORKLOADS))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=str(__import__("pathlib").Path(__file__).parents[1]))

@@ -15,13 +15,12 @@ from typing import Any
 
 import pandas as pd
 
-from runner.bundle import ENVIRONMENT_FIELDS, MODES
+from runner.format.bundle import ENVIRONMENT_FIELDS, MODES
 
 # The issue's threshold: above this batch size reduce-overhead gains less than 1.1x over
 # compile, so the extra constraints of CUDA graphs (static shapes, a private pool) stop
 # paying for themselves.
 BREAK_EVEN_GAIN = 1.1
-GRAPH_MODES = tuple(m for m in MODES if m != "eager")
 MODE_ORDER = {m: i for i, m in enumerate(MODES)}
 # What makes two runs' curves comparable: the same model at the same size and precision.
 COMPARABLE_FIELDS = ("kind", "workload", "workload_params", "dtype")

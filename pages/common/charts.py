@@ -16,17 +16,16 @@ import pandas as pd
 
 from pages.common import analysis
 from pages.common.metrics import metric, title
-from runner.bundle import MODES
+from runner.format.vocab import MODE_TABLE, MODES
 
 # One colour per mode everywhere (charts, report), so a reader learns it once.
-MODE_COLORS = {"eager": "#7f7f7f", "compile": "#1f77b4", "reduce-overhead": "#d62728",
-               "cuda-graph": "#2ca02c"}
 WIDTH, HEIGHT = 520, 300
 
 
 def _mode_color(legend: bool = True) -> alt.Color:
     return alt.Color("mode:N", title="Mode", sort=list(MODES),
-                     scale=alt.Scale(domain=list(MODES), range=list(MODE_COLORS.values())),
+                     scale=alt.Scale(domain=list(MODES),
+                                     range=[MODE_TABLE[m].color for m in MODES]),
                      **({} if legend else {"legend": None}))
 
 

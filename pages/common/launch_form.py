@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.bundle import MODES
-from runner.timing import TIMING_PRESETS
-from runner.workloads import WORKLOADS, WorkloadError, resolve
+from runner.format.catalog import WORKLOADS, WorkloadError
+from runner.format.specs import SpecError, check_sweep, check_text, parse_batch_sizes
+from runner.format.vocab import MODES, TIMINGS
 
 DEVICES = {"auto": "auto (the worker's: cuda if it has one)", "cuda": "cuda", "cpu": "cpu"}
 BATCH_PRESETS = {
@@ -25,7 +25,6 @@ CUSTOM = "custom list"
 DEFAULTS = {"workload": "mlp", "modes": list(MODES), "batch_preset": next(iter(BATCH_PRESETS)),
             "custom_batches": "1,8,64,512", "timing": "standard", "device": "auto",
             "target": "", "label": ""}
-MAX_TEXT = 200
 
 
 @dataclass
@@ -48,28 +47,14 @@ def param_fields(workload: str) -> list[dict[str, Any]]:
 
 
 def batch_sizes(preset: str, custom: str) -> list[int]:
-    """The sizes a preset (or the custom text) stands for; ValueError names the bad one."""
-    from runner.cli import UsageError
-    from runner.commands.sweep import parse_batch_sizes  # the CLI's parser: same rules
-
+    """The sizes a preset (or the custom text) stands for; ValueError names the bad one.
+    The same parser as the CLI's --batch-sizes (runner/format/specs.py)."""
     text = BATCH_PRESETS.get(preset) if preset != CUSTOM else custom
     if text is None:
         raise ValueError(f"unknown batch size preset {preset!r}")
     if not text.strip():
         raise ValueError("give at least one batch size, e.g. 1,8,64")
-    try:
-        return list(parse_batch_sizes(text))
-    except UsageError as e:
-        raise ValueError(str(e).removeprefix("--batch-sizes: ")) from None
-
-
-def _text(value: Any, what: str) -> str | None:
-    text = str(value or "").strip()
-    if len(text) > MAX_TEXT:
-        raise ValueError(f"{what} is {len(text)} characters long (at most {MAX_TEXT})")
-    if any(ord(c) < 32 for c in text):
-        raise ValueError(f"{what} {text!r} contains a control character")
-    return text or None
+    return list(parse_batch_sizes(text))
 
 
 def check(values: dict[str, Any]) -> Checked:
@@ -93,16 +78,9 @@ def check(values: dict[str, Any]) -> Checked:
                 p.parse(params.get(p.name, p.default), workload)
             except WorkloadError as e:
                 errors[f"param.{p.name}"] = str(e)
-        if not errors:
-            try:
-                resolve(workload, params, allow_import=False)
-            except WorkloadError as e:
-                errors["params"] = str(e)
     modes = list(values.get("modes") or [])
     if not modes:
         errors["modes"] = "choose at least one mode"
-    elif any(m not in MODES for m in modes):
-        errors["modes"] = f"unknown mode {next(m for m in modes if m not in MODES)!r}"
     try:
         sizes = batch_sizes(values.get("batch_preset") or "", values.get("custom_batches")
                             or "")
@@ -110,22 +88,28 @@ def check(values: dict[str, Any]) -> Checked:
         errors["batch_sizes"] = f"batch sizes: {e}"
         sizes = []
     timing = values.get("timing")
-    if timing not in TIMING_PRESETS:
-        errors["timing"] = f"timing {timing!r} is not one of {', '.join(TIMING_PRESETS)}"
+    if timing not in TIMINGS:
+        errors["timing"] = f"timing {timing!r} is not one of {', '.join(TIMINGS)}"
     device = values.get("device")
     if device not in DEVICES:
         errors["device"] = f"device {device!r} is not one of {', '.join(DEVICES)}"
-    texts: dict[str, str | None] = {}
-    for name in ("target", "label"):
-        try:
-            texts[name] = _text(values.get(name), name)
-        except ValueError as e:
-            errors[name] = str(e)
+    target = None
+    try:
+        target = check_text(values.get("target"), "target")
+    except SpecError as e:
+        errors["target"] = str(e)
     if errors:
         return Checked(errors=errors)
-    spec = {"workload": workload, "params": params, "batch_sizes": sizes, "modes": modes,
-            "device": device, "timing": timing, "label": texts["label"]}
-    return Checked(spec=spec, target=texts["target"])
+    raw = {"workload": workload, "params": params, "batch_sizes": sizes, "modes": modes,
+           "device": device, "timing": timing,
+           "label": str(values.get("label") or "")}
+    try:  # the queue's own check, so the form refuses exactly what enqueue would
+        spec = check_sweep(raw, queued=True)
+    except SpecError as e:
+        return Checked(errors={e.field: str(e)})
+    except WorkloadError as e:
+        return Checked(errors={"params": str(e)})
+    return Checked(spec={**raw, "timing": spec.timing, "label": spec.label}, target=target)
 
 
 def describe_point(job: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from runner.bundle import MODES
+from runner.format.bundle import MODES
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from pages.common.metrics import (
     metric,
     title,
 )
-from runner.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
+from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
 
 PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not measured by "
                   "launchbench; figures the article does not give are empty.")

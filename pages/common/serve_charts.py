@@ -11,7 +11,7 @@ import altair as alt
 import pandas as pd
 
 from pages.common.metrics import MISSING
-from runner import advisor, buckets
+from runner.format import advisor, buckets
 
 MIB = 2**20
 WIDTH, HEIGHT = 520, 280

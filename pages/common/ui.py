@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 import streamlit as st
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from db import queries
 from db.engine import default_url, make_engine
+from db.engine import shown_url as engine_shown_url
 from db.samples import SAMPLES, SeedResult, seed_if_empty
 from pages.common import links
 
@@ -57,11 +57,7 @@ def db_url() -> str:
 
 def shown_url(url: str | None = None) -> str:
     """The database URL without its password, for the sidebar."""
-    url = url or db_url()
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - a URL we cannot parse is shown as given
-        return url
+    return engine_shown_url(url or db_url())
 
 
 @st.cache_resource(show_spinner=False)

@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 
 from db.access import require_writable
 from db.store import import_bundle
-from runner import bundle as fmt
+from runner.format import bundle as fmt
 
 MAX_UPLOAD_MB = 20
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024

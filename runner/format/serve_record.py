@@ -1,6 +1,6 @@
 """The `serve` section of a result bundle (format version 2): one serve run's figures.
 
-Standard library only, like runner/bundle.py, which calls validate_section() when a
+Standard library only, like runner/format/bundle.py, which calls validate_section() when a
 bundle carries the section. Unknown figures are None, never 0.
 
     "serve": {
@@ -14,17 +14,16 @@ bundle carries the section. Unknown figures are None, never 0.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from runner.buckets import (
-    MAX_BATCH_SIZE,
-    MAX_REQUESTS,
-    STRATEGY_KINDS,
+from runner.format.buckets import (
     ServeInputError,
     parse_distribution,
     parse_strategy,
 )
+from runner.format.limits import MAX_BATCH_SIZE, MAX_DIST_TEXT, MAX_REQUESTS
+from runner.format.numbers import is_number
+from runner.format.vocab import STRATEGY_KINDS
 
 STATUSES = ("ok", "error", "unsupported")
 # How a strategy's requests actually ran: graphs, or eager standing in for them (no CUDA).
@@ -48,23 +47,11 @@ SECTION_FIELDS = ("batch_dist", "requests", "seed", "strategies", "stream", "res
                   "profile")
 
 
-MAX_DIST_TEXT = 1000  # serve_configs.batch_dist
 
 
 class SectionError(ValueError):
     """A serve section that does not follow the format; bundle.py re-raises it as a
     BundleError (this module cannot import that one: bundle.py imports this module)."""
-
-
-def finite(obj: Any) -> Any:
-    """A copy with every non-finite float (NaN, inf) as None: JSON has no such numbers."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [finite(v) for v in obj]
-    return obj
 
 
 def empty_result(strategy: str) -> dict[str, Any]:
@@ -81,10 +68,6 @@ def make_section(batch_dist: str, requests: int, seed: int, strategies: list[str
             "strategies": list(strategies), "stream": list(stream),
             "results": [{f: r.get(f) for f in RESULT_FIELDS} for r in results],
             "profile": [{f: p.get(f) for f in PROFILE_FIELDS} for p in profile]}
-
-
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _int(v: Any, lo: int, hi: int) -> bool:
@@ -173,14 +156,14 @@ def validate_result(r: Any, requests: int, where: str = "serve result") -> None:
                            f"{', '.join(EXECUTIONS)}")
     for f in RESULT_NUMBER_FIELDS:
         v = r.get(f)
-        if v is not None and (not _finite(v) or v < 0):
+        if v is not None and (not is_number(v) or v < 0):
             raise SectionError(f"{where}: {f} {v!r} must be a non-negative finite number")
         if v is not None and f in INTEGER_FIELDS and not isinstance(v, int):
             raise SectionError(f"{where}: {f} {v!r} must be a whole number")
     if r.get("correct") not in (None, True, False):
         raise SectionError(f"{where}: correct {r.get('correct')!r} must be true, false or null")
     lat = r.get("latencies_ms") or []
-    if not isinstance(lat, list) or not all(_finite(v) and v >= 0 for v in lat):
+    if not isinstance(lat, list) or not all(is_number(v) and v >= 0 for v in lat):
         raise SectionError(f"{where}: latencies_ms must be a list of non-negative numbers")
     if lat and len(lat) != requests:
         raise SectionError(f"{where}: latencies_ms has {len(lat)} entries for {requests} "
@@ -197,7 +180,7 @@ def validate_profile_point(p: Any, where: str = "serve profile point") -> None:
                            f"from 1 to {MAX_BATCH_SIZE}")
     for f in PROFILE_NUMBER_FIELDS:
         v = p.get(f)
-        if v is not None and (not _finite(v) or v < 0):
+        if v is not None and (not is_number(v) or v < 0):
             raise SectionError(f"{where}: {f} {v!r} must be a non-negative finite number")
         if v is not None and f in INTEGER_FIELDS and not isinstance(v, int):
             raise SectionError(f"{where}: {f} {v!r} must be a whole number")

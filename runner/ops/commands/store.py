@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runner import bundle as fmt
-from runner.cli import UsageError
+from runner.format import bundle as fmt
+from runner.ops.cli import UsageError
 
 NO_SQLALCHEMY = ("SQLAlchemy is not installed here, so no database can be opened")
 
@@ -27,14 +27,10 @@ def sqlalchemy_available() -> bool:
 
 
 def shown_url(url: str) -> str:
-    """The URL as the user may see it: password hidden."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
+    """The URL as the user may see it: password hidden (db/engine.py's one redaction)."""
+    from db.engine import shown_url as redacted
 
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return url
+    return redacted(url)
 
 
 def _sqlite_file(url: str) -> Path | None:

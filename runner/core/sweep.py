@@ -1,6 +1,6 @@
 """A sweep: one workload over batch sizes x modes, each point handed to a sink as it ends.
 
-Batch sizes run one after another, each isolated from the last (runner/point.py); the
+Batch sizes run one after another, each isolated from the last (runner/core/point.py); the
 modes of one batch size are prepared together and timed in interleaved rounds, so their
 speedups compare like with like.
 
@@ -16,38 +16,14 @@ import gc
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from runner.bundle import MODES, now_iso
-from runner.timing import TIMING_PRESETS, for_processes
-from runner.workloads import Workload, WorkloadError, resolve
+from runner.core.timing import TIMING_PRESETS, for_processes
+from runner.core.workloads import Workload, resolve
+from runner.format.bundle import now_iso
+from runner.format.specs import SpecError, SweepSpec, check_sweep
 
-MAX_BATCH = 65536
-MAX_LABEL = 200
-# Each extra process costs a process start, a CUDA context and a warm compile per batch
-# size; more than a handful buys little over the rounds' own interval.
-MAX_PROCESSES = 16
-
-
-class SpecError(WorkloadError):
-    """A bad sweep spec. A WorkloadError, so every front end that reports bad workload
-    input as one line reports this the same way."""
-
-
-@dataclass(frozen=True)
-class SweepSpec:
-    workload: str
-    params: dict[str, str] = field(default_factory=dict)
-    batch_sizes: tuple[int, ...] = (1,)
-    modes: tuple[str, ...] = ("eager",)
-    device: str = "cpu"
-    timing: str = "standard"
-    label: str | None = None
-    # Fresh processes the timed phase of each batch size runs in, rounds pooled
-    # (runner/repeat.py). 1 by default: see bench/repeatability.py for why.
-    processes: int = 1
-
+__all__ = ["SpecError", "SweepSpec", "run_sweep", "validate_spec"]
 
 class Sink(Protocol):
     def start(self, environment: dict, run: dict) -> None: ...
@@ -69,35 +45,11 @@ def default_device() -> str:
 
 
 def validate_spec(spec: SweepSpec, allow_import: bool = True) -> Workload:
-    """Raise SpecError / WorkloadError (one line naming the bad value); return the
-    resolved workload."""
+    """The leaf's one check (runner/format/specs.py), then what needs this machine: the
+    workload resolved (a user factory imported) and the device present. Raise SpecError /
+    WorkloadError (one line naming the bad value); return the resolved workload."""
+    spec = check_sweep(spec, allow_import=allow_import)
     workload = resolve(spec.workload, dict(spec.params or {}), allow_import=allow_import)
-    sizes = spec.batch_sizes
-    if not sizes:
-        raise SpecError("no batch sizes given")
-    for b in sizes:
-        if not isinstance(b, int) or isinstance(b, bool) or not 1 <= b <= MAX_BATCH:
-            raise SpecError(f"batch size {b!r} must be an integer from 1 to {MAX_BATCH}")
-    dup = [b for i, b in enumerate(sizes) if b in sizes[:i]]
-    if dup:
-        raise SpecError(f"batch size {dup[0]} is given twice")
-    if not spec.modes:
-        raise SpecError("no modes given")
-    for mode in spec.modes:
-        if mode not in MODES:
-            raise SpecError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
-    dup_m = [m for i, m in enumerate(spec.modes) if m in spec.modes[:i]]
-    if dup_m:
-        raise SpecError(f"mode {dup_m[0]!r} is given twice")
-    if spec.timing not in TIMING_PRESETS:
-        raise SpecError(f"unknown timing preset {spec.timing!r} (known: "
-                        f"{', '.join(TIMING_PRESETS)})")
-    if spec.label is not None and (len(spec.label) > MAX_LABEL or "\n" in spec.label):
-        raise SpecError(f"label {spec.label[:40]!r}... must be one line of at most "
-                        f"{MAX_LABEL} characters")
-    p = spec.processes
-    if not isinstance(p, int) or isinstance(p, bool) or not 1 <= p <= MAX_PROCESSES:
-        raise SpecError(f"processes {p!r} must be an integer from 1 to {MAX_PROCESSES}")
     _check_device(spec.device)
     return workload
 
@@ -105,8 +57,6 @@ def validate_spec(spec: SweepSpec, allow_import: bool = True) -> Workload:
 def _check_device(device: str) -> None:
     if device == "cpu":
         return
-    if device != "cuda" and not (device.startswith("cuda:") and device[5:].isdigit()):
-        raise SpecError(f"unknown device {device!r} (use cuda, cuda:N or cpu)")
     if not cuda_available():
         raise SpecError(f"device {device!r}: no CUDA device is available on this machine")
     import torch
@@ -126,8 +76,8 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
               should_stop: Callable[[], bool] | None = None,
               command: str | None = None) -> str:
     """Run the sweep; return the final run status (done | cancelled)."""
-    from runner import environment
-    from runner.point import measure_batch, reset_state
+    from runner.core import environment
+    from runner.core.point import measure_batch, reset_state
 
     workload = validate_spec(spec)
     config = for_processes(TIMING_PRESETS[spec.timing], spec.processes)
@@ -183,10 +133,10 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
 
 def _repeat_passes(spec: SweepSpec, progress, should_stop) -> dict[int, list] | None:
     """With --processes K: K - 1 passes over every batch size in fresh processes, before
-    this process's own (runner/repeat.py says why whole passes)."""
+    this process's own (runner/core/repeat.py says why whole passes)."""
     if spec.processes <= 1:
         return None
-    from runner import repeat
+    from runner.core import repeat
 
     def on_batch(i: int, batch: int) -> None:
         if progress is not None:

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-GRAPH_MODES = ("reduce-overhead", "cuda-graph")
+from runner.format.vocab import CUDA_GRAPH_MODES
+
 CPU_MODES = ("eager", "compile")
 
 
@@ -62,7 +63,7 @@ def clone_output(out: Any) -> Any:
 def prepare(mode: str, model, x, device: str) -> Prepared:
     if mode not in _BUILDERS:
         raise ValueError(f"unknown mode {mode!r}")
-    if mode in GRAPH_MODES and not device.startswith("cuda"):
+    if mode in CUDA_GRAPH_MODES and not device.startswith("cuda"):
         raise Unsupported(f"{mode} needs CUDA graphs, which exist on CUDA devices only; "
                           f"this point runs on {device}")
     return _BUILDERS[mode](model, x, device)

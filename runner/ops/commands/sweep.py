@@ -1,7 +1,7 @@
 """`python -m runner sweep`: measure a workload over batch sizes and modes, store the run.
 
 Every flag is checked before anything is measured or written; the measuring itself is
-runner/sweep.py's. torch and the database layer are imported inside run(): the parser
+runner/core/sweep.py's. torch and the database layer are imported inside run(): the parser
 imports this module on machines that have neither.
 """
 
@@ -16,18 +16,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from runner import bundle as fmt
-from runner.cli import UsageError
-from runner.sweep import MAX_PROCESSES  # one limit for the CLI and the spec
-
-MAX_BATCH_SIZE = 65536
-# More sizes than this is a typo (or a runaway `...`), not a sweep anyone waits for.
-MAX_BATCH_SIZES = 256
-TIMINGS = ("quick", "standard", "thorough")
-MAX_LABEL = 200  # the runs.label column
+from runner.format import bundle as fmt
+from runner.format import specs
+from runner.format.limits import MAX_BATCH_SIZE, MAX_LABEL, MAX_PROCESSES
+from runner.format.vocab import TIMINGS
+from runner.ops.cli import UsageError
 
 PARAM_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
-ELLIPSIS = ("...", "\u2026")
 CANCELLED_EXIT = 130  # what a shell reports for a process ended by Ctrl-C
 
 
@@ -66,60 +61,12 @@ def register(sub) -> None:
 
 # --- parsing: each error is one line naming the flag and the value ---------------------
 
-def _batch_size(text: str) -> int:
-    if not re.fullmatch(r"[+-]?\d+", text):
-        raise UsageError(f"--batch-sizes: {text!r} is not a whole number")
-    n = int(text)
-    if not 1 <= n <= MAX_BATCH_SIZE:
-        raise UsageError(f"--batch-sizes: {n} is out of range (1 to {MAX_BATCH_SIZE})")
-    return n
-
-
-def _fill(before: list[int], end: int) -> list[int]:
-    """The sizes strictly between before[-1] and end, continuing the series that the
-    last three sizes before `...` set: constant ratio (1,2,4) or constant step (8,16,24)."""
-    if len(before) < 3:
-        raise UsageError("--batch-sizes: '...' needs three sizes before it (e.g. "
-                         "1,2,4,...,8192)")
-    a, b, c = before[-3:]
-    if a * c == b * b and b % a == 0 and b // a >= 2:
-        nxt = lambda x: x * (b // a)
-    elif b - a == c - b and b > a:
-        nxt = lambda x: x + (b - a)
-    else:
-        raise UsageError(f"--batch-sizes: {a},{b},{c},... is neither a doubling-like nor "
-                         "an evenly spaced series")
-    out, x = [], nxt(c)
-    while x < end:
-        out.append(x)
-        x = nxt(x)
-        if len(out) > MAX_BATCH_SIZES:
-            raise UsageError(f"--batch-sizes: {a},{b},{c},...,{end} is more than "
-                             f"{MAX_BATCH_SIZES} sizes")
-    if x != end:
-        raise UsageError(f"--batch-sizes: the series {a},{b},{c},... does not reach {end}")
-    return out
-
-
 def parse_batch_sizes(text: str) -> tuple[int, ...]:
-    items = [s.strip() for s in text.split(",")]
-    sizes: list[int] = []
-    for i, item in enumerate(items):
-        if item in ELLIPSIS:
-            if i + 1 >= len(items) or items[i + 1] in ELLIPSIS:
-                raise UsageError("--batch-sizes: '...' needs a last size after it")
-            sizes.extend(_fill(sizes, _batch_size(items[i + 1])))
-        else:
-            sizes.append(_batch_size(item))
-    seen: set[int] = set()
-    for n in sizes:
-        if n in seen:
-            raise UsageError(f"--batch-sizes: {n} appears twice")
-        seen.add(n)
-    if len(sizes) > MAX_BATCH_SIZES:
-        raise UsageError(f"--batch-sizes: {len(sizes)} sizes is too many (at most "
-                         f"{MAX_BATCH_SIZES})")
-    return tuple(sizes)
+    """The leaf's parser (the Launch form uses it too), its message under the flag."""
+    try:
+        return specs.parse_batch_sizes(text)
+    except specs.SpecError as e:
+        raise UsageError(f"--batch-sizes: {e}") from None
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
@@ -241,7 +188,7 @@ def format_table(measurements: list[dict[str, Any]], modes: tuple[str, ...]) -> 
 
 
 def _footnotes(measurements: list[dict[str, Any]]) -> list[str]:
-    from runner import stats
+    from runner.core import stats
 
     launch = [m["launch_us"] for m in measurements if m.get("launch_us") is not None]
     notes = []
@@ -279,10 +226,20 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 # --- the command -------------------------------------------------------------------------
 
+def _database_errors() -> tuple[type[BaseException], ...]:
+    """SQLAlchemy's error class, or none on a GPU host without SQLAlchemy (no database
+    is written there, so no database error can happen)."""
+    try:
+        from sqlalchemy.exc import SQLAlchemyError
+    except ImportError:
+        return ()
+    return (SQLAlchemyError,)
+
+
 def storage_choice(args: argparse.Namespace) -> tuple[bool, str | None]:
     """From --db, --no-db and --out: (write the database?, a note for the user). Checks
     everything up front, so bad flags fail before anything is measured."""
-    from runner.commands.store import NO_SQLALCHEMY, sqlalchemy_available
+    from runner.ops.commands.store import NO_SQLALCHEMY, sqlalchemy_available
 
     if args.out:
         fmt.check_writable(args.out)
@@ -317,7 +274,7 @@ def _check_device(requested: str | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runner.commands.store import open_engine, shown_url
+    from runner.ops.commands.store import open_engine, shown_url
 
     # 1. Every flag, before anything is measured or written.
     sizes = parse_batch_sizes(args.batch_sizes)
@@ -329,8 +286,8 @@ def run(args: argparse.Namespace) -> int:
     use_db, note = storage_choice(args)
     device = _check_device(args.device)
 
-    from runner.sweep import SweepSpec, run_sweep, validate_spec
-    from runner.workloads import WorkloadError
+    from runner.core.sweep import SweepSpec, run_sweep, validate_spec
+    from runner.core.workloads import WorkloadError
 
     spec = SweepSpec(workload=args.workload, params=params, batch_sizes=sizes, modes=modes,
                      device=device, timing=timing, label=label,
@@ -346,7 +303,7 @@ def run(args: argparse.Namespace) -> int:
     # is known good.
     engine = open_engine(args.db) if use_db else None
 
-    from runner.sinks import BundleSink, DbSink, MemorySink, Tee
+    from runner.ops.sinks import BundleSink, DbSink, MemorySink, Tee
 
     memory = MemorySink()
     sinks: list[Any] = [memory]
@@ -358,7 +315,7 @@ def run(args: argparse.Namespace) -> int:
         sinks.append(bundle_sink)
     sink = Tee(*sinks)
 
-    from runner.progress import Progress
+    from runner.ops.progress import Progress
 
     progress = Progress()
     try:
@@ -378,7 +335,7 @@ def run(args: argparse.Namespace) -> int:
                         sink.finish("failed")  # keeps the finished points in the bundle
                     except Exception:  # noqa: BLE001 - the first error is the one to show
                         pass
-                if not type(e).__module__.startswith("sqlalchemy"):
+                if not isinstance(e, _database_errors()):
                     raise  # a bug: the traceback is what a maintainer needs
                 # The database went away mid-sweep (server down, disk full): not a bug.
                 first = (str(getattr(e, "orig", None) or e).strip().splitlines() or [""])[0]

@@ -12,9 +12,9 @@ last ~5-30 s) rather than back to back. A child builds the workload, prepares ev
 (warm from the on-disk compile caches), warms up, times its rounds and prints them, one
 JSON line per batch size. The sweep's own process then measures each batch size as
 always (memory, profile, latency come from it alone) and pools the children's rounds with
-its own before computing the intervals, each process a cluster (runner/stats.py).
+its own before computing the intervals, each process a cluster (runner/core/stats.py).
 
-The child is `python -m runner.repeat` with the request as JSON on stdin: a plain
+The child is `python -m runner.core.repeat` with the request as JSON on stdin: a plain
 subprocess, so nothing of the parent's CUDA context, Dynamo caches or allocator leaks in.
 """
 
@@ -29,7 +29,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from runner.rounds import Rounds
+from runner.core.rounds import Rounds
 
 CHILD_TIMEOUT_S = 1800
 
@@ -53,10 +53,10 @@ def from_json(doc: dict) -> Rounds:
 
 
 def _child(request: dict, stderr) -> subprocess.Popen:
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])  # the repository: where -m resolves
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (root, os.environ.get("PYTHONPATH")) if p)}
-    proc = subprocess.Popen([sys.executable, "-m", "runner.repeat"], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "runner.core.repeat"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=stderr, text=True,
                             env=env)
     proc.stdin.write(json.dumps(request))
@@ -111,9 +111,9 @@ def passes(request: dict, k: int, *, on_batch: Callable[[int, int], None] | None
 
 
 def main() -> int:
-    from runner.point import time_batch_rounds
-    from runner.timing import TIMING_PRESETS, for_processes
-    from runner.workloads import resolve
+    from runner.core.point import time_batch_rounds
+    from runner.core.timing import TIMING_PRESETS, for_processes
+    from runner.core.workloads import resolve
 
     req = json.loads(sys.stdin.read())
     workload = resolve(req["workload"], dict(req["params"]))

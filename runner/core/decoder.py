@@ -1,6 +1,6 @@
 """The `transformer-decode` model: a small pre-norm decoder doing one-token decode steps.
 
-Imports torch: only runner.workloads' build function imports this module.
+Imports torch: only runner.core.workloads' build function imports this module.
 
 The KV cache is a set of buffers sized by prepare_batch(), read and never written inside
 forward(). A real decode loop appends the new token's K/V in place; here the new token is

@@ -1,6 +1,6 @@
 """`python -m runner ...`: the command line.
 
-Each sub-command lives in runner/commands/<noun>.py and exposes
+Each sub-command lives in runner/ops/commands/<noun>.py and exposes
 `register(subparsers) -> None`, which adds its parser(s) and sets `func=run` on them, where
 `run(args) -> int` returns the exit status. Validation errors are raised as `UsageError`
 (or BundleError / DatabaseError / WorkloadError): main() prints exactly one line on stderr
@@ -16,10 +16,10 @@ import sys
 # Sub-command modules, in --help order. Imported at parse time, so they must not import
 # torch at module level (import/export/list run on machines without it).
 COMMAND_MODULES = (
-    "runner.commands.sweep",
-    "runner.commands.store",
-    "runner.commands.jobs",
-    "runner.commands.serve",
+    "runner.ops.commands.sweep",
+    "runner.ops.commands.store",
+    "runner.ops.commands.jobs",
+    "runner.ops.commands.serve",
 )
 
 
@@ -48,10 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
-    from runner.bundle import BundleError
+    from runner.format.bundle import BundleError
 
     errors: list[type[BaseException]] = [UsageError, BundleError]
-    for mod, cls in (("runner.workloads", "WorkloadError"), ("db.engine", "DatabaseError"),
+    for mod, cls in (("runner.format.catalog", "WorkloadError"), ("db.engine", "DatabaseError"),
                      ("db.store", "RunNotFound"), ("db.access", "ReadOnlyError")):
         try:
             errors.append(getattr(importlib.import_module(mod), cls))
@@ -68,3 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         print(f"error: {msg}", file=sys.stderr)
         return 2
+
+
+def console() -> None:
+    """The `launchbench` console script: the same as `python -m runner`."""
+    sys.exit(main())

@@ -5,7 +5,7 @@ Why rounds: on a host whose launch cost drifts and flips between states (MEASURE
 "The host is part of the measurement"), timing eager for a second and then the graph for
 a second compares two host states, not two modes. A round runs one short block of each
 mode back to back, so whatever the host does hits every mode of that round alike; the
-speedup is the median of the per-round paired ratios (runner/stats.py). The order
+speedup is the median of the per-round paired ratios (runner/core/stats.py). The order
 rotates each round (ABCD, BCDA, ...) so no mode always runs first after the probe or
 last before it. This is what PyTorch's compiler benchmark runner (eager and compiled
 alternated per repetition) and asv (interleaved rounds) do, for the same reason.
@@ -16,7 +16,7 @@ a noisy one gets more; each point records whether it converged or spent its budg
 Each round also times a short loop of trivial kernel launches: the host's launch cost
 in that round, the figure that says whether the host changed state under the point.
 
-Torch-free: the clock and the probe are parameters (runner/timing.Clock on real
+Torch-free: the clock and the probe are parameters (runner/core/timing.Clock on real
 hardware; tests pass a synthetic clock with drift and two-level noise).
 """
 
@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runner import stats
-from runner.timing import TimingConfig
+from runner.core import stats
+from runner.core.timing import TimingConfig
 
 REFERENCE = "eager"
 

@@ -7,33 +7,34 @@ database layer (which must not import torch) can read one.
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from runner.format.limits import ENVIRONMENT_TEXT_LIMITS, MAX_BATCH_SIZE, RUN_TEXT_LIMITS
+from runner.format.numbers import is_number
+from runner.format.serve_record import SectionError, validate_section
+from runner.format.vocab import (
+    CUDAGRAPH_STATUSES,
+    DEVICES,
+    MODES,
+    POINT_STATUSES,
+    RUN_KINDS,
+    RUN_STATUSES,
+    SOURCES,
+    STOP_REASONS,
+)
+
 FORMAT = "launchbench.run"
 # Version 2 (serve runs) adds run.kind and an optional top-level "serve" section
-# (runner/serve_record.py); version 1 files read as sweeps. Version 3 (interleaved rounds)
+# (runner/format/serve_record.py); version 1 files read as sweeps. Version 3 (interleaved rounds)
 # adds the interval fields below: samples_ms holds one figure per round, aligned by index
 # across the modes of one batch size, and launch_us_rounds the host's launch cost in each
 # round. Older bundles read with those fields null: "no interval".
 VERSION = 3
 SUPPORTED_VERSIONS = (1, 2, 3)
-
-# Vocabularies are tables, not if-chains: the database CHECK constraints and the
-# dashboard read these same tuples.
-MODES = ("eager", "compile", "reduce-overhead", "cuda-graph")
-RUN_STATUSES = ("queued", "running", "done", "failed", "cancelled")
-POINT_STATUSES = ("ok", "error", "unsupported", "skipped")
-CUDAGRAPH_STATUSES = ("replay", "partial", "skipped", "eager-fallback", "n/a")
-SOURCES = ("measured", "published")
-RUN_KINDS = ("sweep", "serve")
-DEVICES = ("cuda", "cpu")
-# Why a point's rounds ended: every interval under its target, or the time budget spent.
-STOP_REASONS = ("converged", "budget")
 
 ENVIRONMENT_FIELDS = (
     "device", "gpu_name", "gpu_count", "sm_count", "gpu_memory_bytes", "driver_version",
@@ -67,8 +68,6 @@ MEASUREMENT_FIELDS = (
     # skip reason, host time per step...).
     "samples_ms", "launch_us_rounds", "details",
 )
-
-MAX_BATCH_SIZE = 1 << 20
 
 
 class BundleError(ValueError):
@@ -113,20 +112,6 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-# Text columns and their sizes in the database (db/models.py): checked here, so a bundle
-# the database would refuse is refused up front with the field named.
-ENVIRONMENT_TEXT_LIMITS = {
-    "device": 8, "gpu_name": 200, "driver_version": 100, "cuda_version": 100,
-    "torch_version": 100, "triton_version": 100, "python_version": 100, "hostname": 255,
-    "cpu_model": 255,
-}
-RUN_TEXT_LIMITS = {"uuid": 64, "workload": 200, "dtype": 32, "label": 200, "command": 10_000}
-
-
 def _check_text_fields(where: str, obj: dict, limits: dict[str, int]) -> None:
     for f, limit in limits.items():
         v = obj.get(f)
@@ -166,8 +151,6 @@ def validate(doc: Any) -> dict[str, Any]:
     for f in ("uuid", "workload", "created_at"):
         if not isinstance(run.get(f), str) or not run[f].strip():
             raise BundleError(f"run.{f} {run.get(f)!r} must be a non-empty string")
-    if len(run["uuid"]) > 64:
-        raise BundleError(f"run.uuid {run['uuid'][:70]!r}... is longer than 64 characters")
     for f in ("created_at", "finished_at"):
         if run.get(f) is not None and parse_time(run[f]) is None:
             raise BundleError(f"run.{f} {run[f]!r} is not an ISO 8601 date-time")
@@ -220,7 +203,6 @@ def _validate_serve(section: Any, kind: str) -> dict[str, Any] | None:
         return None
     if kind != "serve":
         raise BundleError(f"bundle has a 'serve' section but run.kind is {kind!r}")
-    from runner.serve_record import SectionError, validate_section  # stdlib-only module
 
     try:
         return validate_section(section)
@@ -252,7 +234,7 @@ def _validate_measurement(i: int, m: Any) -> None:
         v = m.get(f)
         if v is None:
             continue
-        if not _is_number(v):
+        if not is_number(v):
             raise BundleError(f"{where}: {f} {v!r} is not a finite number")
         if v < 0 and f not in SIGNED_FIELDS:
             raise BundleError(f"{where}: {f} {v!r} is negative")
@@ -264,7 +246,7 @@ def _validate_measurement(i: int, m: Any) -> None:
                           f"{', '.join(STOP_REASONS)} or null")
     for f in ("samples_ms", "launch_us_rounds"):
         xs = m.get(f) or []
-        if not isinstance(xs, list) or not all(_is_number(s) and s >= 0 for s in xs):
+        if not isinstance(xs, list) or not all(is_number(s) and s >= 0 for s in xs):
             raise BundleError(f"{where}: {f} must be a list of non-negative numbers")
     if m.get("details") is not None and not isinstance(m["details"], dict):
         raise BundleError(f"{where}: details must be an object")

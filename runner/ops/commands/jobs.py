@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from runner import bundle as fmt
-from runner.cli import UsageError
-from runner.commands import sweep as sweep_cmd
+from runner.format import bundle as fmt
+from runner.ops.cli import UsageError
+from runner.ops.commands import sweep as sweep_cmd
 
 DB_HELP = "database URL (default: $LAUNCHBENCH_DB, else sqlite:///data/launchbench.db)"
 
@@ -72,7 +72,7 @@ def register(sub) -> None:
 
 
 def _engine(url: str | None, *, must_exist: bool = False):
-    from runner.commands.store import open_engine
+    from runner.ops.commands.store import open_engine
 
     return open_engine(url, must_exist=must_exist)
 
@@ -180,7 +180,7 @@ def run_worker(args: argparse.Namespace) -> int:
         import torch  # noqa: F401 - a worker measures: fail here, before registering
     except ImportError:
         raise UsageError("worker needs torch, which is not installed here") from None
-    from runner.worker import Worker
+    from runner.ops.worker import Worker
 
     engine = _engine(args.db)
     try:

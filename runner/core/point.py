@@ -11,8 +11,8 @@ sweep agrees with a fresh compile at that size.
 Within a batch size the modes share one model and live side by side: each mode is
 prepared (compile, capture), checked against eager and warmed up in turn, with its own
 memory snapshots around that, so no mode's pool is counted as another's. Only then are
-they timed, in rounds (runner/rounds.py): the host's drift hits every mode alike and the
-speedup is a paired per-round ratio with a 95% interval (runner/stats.py). The profiled
+they timed, in rounds (runner/core/rounds.py): the host's drift hits every mode alike and the
+speedup is a paired per-round ratio with a 95% interval (runner/core/stats.py). The profiled
 pass and the per-call latency run per mode after the rounds, outside them.
 """
 
@@ -26,15 +26,15 @@ import traceback
 from contextlib import contextmanager
 from typing import Any
 
-from runner import memory, modes, profiling, stats
-from runner import rounds as rounds_mod
-from runner.bundle import empty_measurement
-from runner.timing import Clock, TimingConfig, gc_paused, latency, warm_up
-from runner.workloads import Workload
+from runner.core import memory, modes, profiling, stats
+from runner.core import rounds as rounds_mod
+from runner.core.timing import Clock, TimingConfig, gc_paused, latency, warm_up
+from runner.core.workloads import Workload
+from runner.format.bundle import empty_measurement
+from runner.format.limits import TOLERANCE
+from runner.format.vocab import COMPILED_MODES, CUDA_GRAPH_MODES
 
-COMPILED_MODES = ("compile", "reduce-overhead")
 # Relative tolerance of max_abs_err against max |reference|, per output dtype.
-TOLERANCE = {"float32": 1e-4, "float64": 1e-9, "float16": 1e-2, "bfloat16": 3e-2}
 # Phases that run for the batch size as a whole; each mode's phase_s carries an equal
 # share, so a run's phase totals still add up to its wall time.
 SHARED_PHASES = ("build", "reference", "rounds", "cleanup")
@@ -180,7 +180,7 @@ class _Batch:
     def prepare(self, mode: str, m: dict) -> None:
         """Setup, correctness, warm-up and memory of one mode, before any round."""
         phases, d = m["details"]["phase_s"], m["details"]
-        if mode in modes.GRAPH_MODES and not self.cuda:
+        if mode in CUDA_GRAPH_MODES and not self.cuda:
             raise modes.Unsupported(f"{mode} needs CUDA graphs, which exist on CUDA "
                                     f"devices only; this point runs on {self.device}")
         if self.cuda:
@@ -347,7 +347,7 @@ def _fresh(x):
 
 
 def _clocks(device: str) -> dict:
-    from runner.environment import read_clocks
+    from runner.core.environment import read_clocks
 
     return read_clocks(device)
 

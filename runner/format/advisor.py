@@ -23,7 +23,7 @@ import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from runner.buckets import choose_bucket, pow2_buckets
+from runner.format.buckets import choose_bucket, pow2_buckets
 
 MAX_GRAPHS = 16  # serving engines capture tens of sizes at most; also bounds the search
 FRONT_CAP = 12  # Pareto states kept per (size, graphs): enough, measured on 64 candidates

@@ -1,7 +1,7 @@
-"""Workloads: the models a sweep measures, as a registry the dashboard can read.
+"""Workloads: the models a sweep measures, built from the catalog's names
+(runner/format/catalog.py holds the names and parameters).
 
-Torch-free at import: the dashboard builds its launch form from WORKLOADS on a machine
-that may have no torch. torch is imported inside the build functions only.
+Torch-free at import; torch is imported inside the build functions only.
 
 A workload's model may define `prepare_batch(batch_size)`: the runner calls it once per
 point before anything is compiled or captured. It sizes static state (a KV cache) as
@@ -12,60 +12,17 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-DTYPES = ("float32", "float16", "bfloat16")
-PARAM_TYPES = ("int", "float", "str", "choice")
-
-
-class WorkloadError(ValueError):
-    """Bad workload name or parameter; str() is one line naming the bad value."""
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    name: str
-    type: str  # one of PARAM_TYPES
-    default: Any
-    min: float | None = None
-    max: float | None = None
-    choices: tuple[str, ...] | None = None
-    help: str = ""
-
-    def parse(self, raw: Any, workload: str) -> Any:
-        """One raw value (text from a CLI flag or a form) to its typed value."""
-        where = f"workload {workload!r} parameter {self.name!r}"
-        text = str(raw).strip()
-        if self.type == "choice":
-            if text not in (self.choices or ()):
-                raise WorkloadError(f"{where}: {text!r} is not one of "
-                                    f"{', '.join(self.choices or ())}")
-            return text
-        if self.type == "str":
-            return text
-        kind = "an integer" if self.type == "int" else "a number"
-        try:
-            value = int(text) if self.type == "int" else float(text)
-        except ValueError:
-            raise WorkloadError(f"{where}: {text!r} is not {kind}") from None
-        if self.type == "float" and not math.isfinite(value):
-            raise WorkloadError(f"{where}: {text!r} is not a finite number")
-        lo = self.min if self.min is not None else -math.inf
-        hi = self.max if self.max is not None else math.inf
-        if not lo <= value <= hi:
-            raise WorkloadError(f"{where}: {text!r} is outside {lo:g}..{hi:g}")
-        return value
-
-
-@dataclass(frozen=True)
-class WorkloadInfo:
-    name: str
-    description: str
-    params: dict[str, ParamSpec]
+from runner.format.catalog import (  # noqa: F401 - the catalog, re-exported for callers
+    WORKLOADS,
+    ParamSpec,
+    WorkloadError,
+    WorkloadInfo,
+    check_workload,
+)
 
 
 @dataclass(frozen=True)
@@ -114,7 +71,7 @@ def _build_mlp(w: Workload, device: str):
 def _build_decoder(w: Workload, device: str):
     import torch
 
-    from runner.decoder import Decoder
+    from runner.core.decoder import Decoder
 
     p = w.params
     if p["d_model"] % p["heads"]:
@@ -132,69 +89,18 @@ def _build_decoder(w: Workload, device: str):
     return model, make_input
 
 
-def _dtype_param(default: str = "float32") -> ParamSpec:
-    return ParamSpec("dtype", "choice", default, choices=DTYPES,
-                     help="parameter and activation dtype")
-
-
-WORKLOADS: dict[str, WorkloadInfo] = {
-    "mlp": WorkloadInfo(
-        "mlp",
-        "depth x (Linear(width, width) + ReLU): many tiny kernels, the classic "
-        "launch-bound case (the seed experiment: depth 32, width 256, fp32)",
-        {
-            "depth": ParamSpec("depth", "int", 32, 1, 1024, help="number of Linear+ReLU layers"),
-            "width": ParamSpec("width", "int", 256, 1, 65536, help="features per layer"),
-            "dtype": _dtype_param(),
-        },
-    ),
-    "transformer-decode": WorkloadInfo(
-        "transformer-decode",
-        "small decoder stack doing one-token decode steps against a static KV cache of "
-        "kv_len tokens per sequence; batch = sequences (an LLM decode loop)",
-        {
-            "layers": ParamSpec("layers", "int", 8, 1, 128, help="decoder layers"),
-            "d_model": ParamSpec("d_model", "int", 512, 8, 16384, help="model width"),
-            "heads": ParamSpec("heads", "int", 8, 1, 256, help="attention heads"),
-            "kv_len": ParamSpec("kv_len", "int", 128, 1, 65536,
-                                help="cached tokens per sequence (KV cache length)"),
-            "vocab": ParamSpec("vocab", "int", 4096, 2, 1_000_000, help="vocabulary size"),
-            "dtype": _dtype_param("bfloat16"),
-        },
-    ),
-}
-
 _BUILDERS = {"mlp": _build_mlp, "transformer-decode": _build_decoder}
-
-_FACTORY_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
-
 
 def resolve(name: str, params: dict[str, str] | None = None, *,
             allow_import: bool = True) -> Workload:
     """Validate a workload name and its raw parameters; return a buildable Workload."""
-    params = dict(params or {})
-    name = (name or "").strip()
-    if name in WORKLOADS:
-        info = WORKLOADS[name]
-        unknown = sorted(set(params) - set(info.params))
-        if unknown:
-            raise WorkloadError(f"workload {name!r} has no parameter {unknown[0]!r} (known: "
-                                f"{', '.join(info.params)})")
-        typed = {k: (spec.parse(params[k], name) if k in params else spec.default)
-                 for k, spec in info.params.items()}
+    name, typed = check_workload(name, params, allow_import=allow_import)
+    if name in _BUILDERS:
         return Workload(name, typed, typed["dtype"], _BUILDERS[name])
-    if ":" in name:
-        if not allow_import:
-            raise WorkloadError(f"workload {name!r}: user factories are accepted from the "
-                                "command line only")
-        return _resolve_factory(name, params)
-    raise WorkloadError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)}, or "
-                        "module.path:factory)")
+    return _resolve_factory(name, typed)
 
 
 def _resolve_factory(name: str, params: dict[str, str]) -> Workload:
-    if not _FACTORY_RE.match(name):
-        raise WorkloadError(f"workload {name!r} is not of the form module.path:factory")
     module_name, attr = name.split(":")
     try:
         module = importlib.import_module(module_name)

@@ -10,7 +10,7 @@ sliced outputs are checked against eager on the real rows, and on CUDA a short p
 pass counts host and graph launches per request. Between strategies every compiled
 artefact and graph is dropped, so none inherits another's caches or pools.
 
-First, a profile of candidate bucket sizes for the advisor (runner/serve_profile.py).
+First, a profile of candidate bucket sizes for the advisor (runner/serve/profile.py).
 """
 
 from __future__ import annotations
@@ -25,40 +25,22 @@ from typing import Any
 
 import torch
 
-from runner import advisor, buckets, memory, serve_record
-from runner.buckets import Strategy
-from runner.bundle import now_iso
-from runner.modes import warm_up_on_side_stream
-from runner.point import clear_cublas_workspaces, reset_state
-from runner.workloads import Workload, model_dtype
+from runner.core import memory
+from runner.core.workloads import Workload
+from runner.format import advisor, buckets, serve_record
+from runner.format.buckets import Strategy
+from runner.format.bundle import now_iso
+from runner.format.limits import TOLERANCE
+from runner.format.numbers import finite
+from runner.serve.context import (  # noqa: F401 - the scenario's API includes its context
+    Context,
+    capture,
+    make_context,
+    reset,
+)
 
 WARM_CALLS = {"eager": 1, "compile": 1, "reduce-overhead": 3, "buckets": 1}
 PROFILED_REQUESTS = {True: 5, False: 20}
-# Outputs of padded or compiled runs may differ from eager by rounding (other kernels for
-# another row count): relative to the output's scale, per dtype.
-TOLERANCE = {"float32": 1e-4, "float16": 2e-2, "bfloat16": 5e-2}
-
-
-@dataclass
-class Context:
-    """What every strategy shares: the model, one input per distinct size, eager outputs."""
-
-    device: str
-    model: Any
-    make_input: Callable
-    stream: list[int]
-    quick: bool
-    inputs: dict[int, Any] = field(default_factory=dict)
-    refs: dict[int, Any] = field(default_factory=dict)
-    dtype: str = "float32"
-
-    @property
-    def cuda(self) -> bool:
-        return self.device.startswith("cuda")
-
-    def sync(self) -> None:
-        if self.cuda:
-            torch.cuda.synchronize()
 
 
 @dataclass
@@ -69,55 +51,6 @@ class Executor:
     details: dict = field(default_factory=dict)
     count_graphs: Callable[[], int | None] | None = None  # reduce-overhead: recordings
     keep: list = field(default_factory=list)  # graphs and static tensors, alive while used
-
-
-def make_context(workload: Workload, device: str, stream: list[int], seed: int,
-                 quick: bool) -> Context:
-    model, make_input = workload.build(device)
-    if hasattr(model, "prepare_batch"):
-        raise buckets.ServeInputError(
-            f"workload {workload.name!r} keeps per-batch state (prepare_batch: a KV cache "
-            "sized per batch); serve replays stateless models whose rows are independent")
-    ctx = Context(device, model, make_input, stream, quick,
-                  dtype=model_dtype(model) or workload.dtype)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for b in sorted(set(stream)):
-            x = make_input(b, gen)
-            y = model(x)
-            if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)
-                    and x.shape[:1] == (b,) and y.shape[:1] == (b,)):
-                raise buckets.ServeInputError(
-                    f"workload {workload.name!r}: serve needs one tensor in and one out, "
-                    "batch first")
-            ctx.inputs[b], ctx.refs[b] = x, y.detach().clone()
-    ctx.sync()
-    return ctx
-
-
-def reset(device: str) -> None:
-    """Drop compiled code, graph trees, cuBLAS workspaces and cached blocks between
-    strategies (the sweep's own isolation, runner/point.py)."""
-    reset_state(device)
-
-
-def _clear_cublas() -> None:
-    # cuBLAS keeps one workspace per stream. Cleared around each capture (as CUDA graph
-    # trees do) so a capture allocates its own inside its pool, and a later one can reuse
-    # that memory: pool bytes are then the same whichever strategy captured first.
-    clear_cublas_workspaces()
-
-
-def capture(model, static_x, pool=None):
-    """Warm up on a side stream (lazy init must not happen during capture), then capture."""
-    warm_up_on_side_stream(model, static_x)
-    _clear_cublas()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, pool=pool):
-        static_y = model(static_x)
-    _clear_cublas()
-    torch.cuda.synchronize()
-    return g, static_y
 
 
 # --- the strategies ----------------------------------------------------------------------
@@ -260,7 +193,7 @@ def _check(ctx: Context, serve) -> tuple[float, bool]:
 
 
 def _launches(ctx: Context, serve) -> dict:
-    from runner.profiling import profile_step
+    from runner.core.profiling import profile_step
 
     n = PROFILED_REQUESTS[ctx.quick]
     order = iter(ctx.stream * (1 + (n + 3) // len(ctx.stream)))
@@ -268,7 +201,7 @@ def _launches(ctx: Context, serve) -> dict:
 
 
 def measure(ctx: Context, s: Strategy) -> dict[str, Any]:
-    """One strategy's result record (runner/serve_record.py RESULT_FIELDS)."""
+    """One strategy's result record (runner/format/serve_record.py RESULT_FIELDS)."""
     r = serve_record.empty_result(s.name)
     stream = ctx.stream
     r.update(requests=len(stream), real_rows=sum(stream))
@@ -327,7 +260,7 @@ def measure(ctx: Context, s: Strategy) -> dict[str, Any]:
             "host_launches_per_step", "graph_launches_per_step")}
     if not ok:
         r["message"] = f"sliced outputs differ from eager (max abs error {err:.3g})"
-    r["details"] = serve_record.finite(details)
+    r["details"] = finite(details)
     del exe
     return r
 
@@ -339,7 +272,7 @@ def run_serve(ctx: Context, strategies: tuple[Strategy, ...], sink, *, environme
     """Profile the candidate sizes (quick, and what the advisor needs), then replay under
     each strategy; each part goes to the sink as soon as it is done. A strategy that fails
     is recorded as `error` and the run goes on."""
-    from runner.serve_profile import profile
+    from runner.serve.profile import profile
 
     say = progress or (lambda _msg: None)
     sink.start(environment, run, config)

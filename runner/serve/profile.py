@@ -1,7 +1,7 @@
 """The advisor's profile of a serve run: per candidate bucket size, eager time, the time
 to serve one request through that size's bucket, the graph pool that size takes captured
 alone, and what it adds when captured largest first into one shared pool (as the buckets
-strategy captures). runner/advisor.py chooses bucket sets from these figures.
+strategy captures). runner/format/advisor.py chooses bucket sets from these figures.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from typing import Any
 
 import torch
 
-from runner import buckets, memory, serve_record
-from runner.serve import Context, capture, reset
+from runner.core import memory
+from runner.format.numbers import finite, percentile
+from runner.serve.context import Context, capture, reset
 
 PROFILE_CALLS = {True: 5, False: 25}  # quick, standard: synchronised calls per size
 
@@ -27,7 +28,7 @@ def _median_ms(ctx: Context, fn, calls: int) -> float:
         fn()
         ctx.sync()
         times.append((time.perf_counter() - t) * 1e3)
-    return buckets.percentile(times, 50)
+    return percentile(times, 50)
 
 
 def profile(ctx: Context, sizes: list[int]) -> list[dict[str, Any]]:
@@ -59,7 +60,7 @@ def profile(ctx: Context, sizes: list[int]) -> list[dict[str, Any]]:
             else:
                 sx = x.clone()
                 p["bucket_ms"] = _median_ms(ctx, lambda sx=sx, x=x: model(sx.copy_(x)), calls)
-            points.append(serve_record.finite(p))
+            points.append(finite(p))
         if ctx.cuda:
             pool, keep = torch.cuda.graph_pool_handle(), []
             old = set(memory.state(ctx.device).pools)

@@ -21,11 +21,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-MAX_BATCH_SIZE = 65536  # the sweep's limit too
-MAX_REQUESTS = 1_000_000
-MAX_BUCKETS = 256
-MAX_SIZES_FILE_BYTES = 10 << 20
-STRATEGY_KINDS = ("eager", "compile", "reduce-overhead", "buckets")
+from runner.format.limits import (
+    MAX_BATCH_SIZE,
+    MAX_BUCKETS,
+    MAX_REQUESTS,
+    MAX_SIZES_FILE_BYTES,
+)
+from runner.format.numbers import percentile
+
 _INT = re.compile(r"\d+\Z")
 
 
@@ -279,15 +282,6 @@ def latency_summary(latencies_ms: Sequence[float]) -> dict[str, float | None]:
     return {"latency_ms_mean": math.fsum(latencies_ms) / len(latencies_ms),
             "latency_ms_p50": percentile(latencies_ms, 50),
             "latency_ms_p99": percentile(latencies_ms, 99)}
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default), q in 0..100."""
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
 def empirical_pmf(stream: Iterable[int]) -> dict[int, float]:

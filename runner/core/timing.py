@@ -1,8 +1,8 @@
 """Timing primitives: presets, the block clock, warm-up and per-call latency.
 
-The statistics are torch-free (runner/stats.py) so the database layer and tests can use
+The statistics are torch-free (runner/core/stats.py) so the database layer and tests can use
 them; the clock imports torch only when it times a CUDA device. The rounds that time
-several modes against each other are runner/rounds.py's.
+several modes against each other are runner/core/rounds.py's.
 
 Why blocks: one CUDA step of a launch-bound model lasts microseconds, below the events'
 useful resolution, so a block runs `iters` steps between two events and a figure is the
@@ -20,7 +20,8 @@ from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from runner.stats import percentile
+from runner.core.stats import percentile
+from runner.format.vocab import TIMINGS
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ TIMING_PRESETS: dict[str, TimingConfig] = {
     "thorough": TimingConfig(warmup_ms=500, min_block_ms=20, min_rounds=20, max_rounds=2000,
                              round_budget_s=2.0, latency_calls=300, profile_steps=20),
 }
+# The names are the leaf's (the CLI, the form and the queue offer them); the figures here.
+assert tuple(TIMING_PRESETS) == TIMINGS, "runner/format/vocab.py TIMINGS is out of step"
 
 
 def for_processes(config: TimingConfig, processes: int) -> TimingConfig:

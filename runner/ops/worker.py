@@ -1,33 +1,25 @@
 """The worker: claims queued jobs one at a time, runs each as a sweep, heartbeats.
 
-torch is imported only when a worker starts (identity) or runs a job, never at import:
-the launch page imports `ensure_local_worker` from here on machines that may lack torch.
+torch is imported only when a worker starts (identity) or runs a job, never at import.
+Starting one from the dashboard is runner/ops/launcher.py's.
 """
 
 from __future__ import annotations
 
 import gc
-import hashlib
-import importlib.util
 import os
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 
 from db import jobs
 
-ROOT = Path(__file__).resolve().parents[1]
 POLL_S = 1.0
-LOCAL_IDLE_EXIT_S = 600.0  # a worker the dashboard started goes away when left idle
-IDLE_EXIT_VAR = "LAUNCHBENCH_LOCAL_WORKER_IDLE_EXIT"  # override (tests: seconds, not 10 min)
 
 
 def identity() -> dict[str, Any]:
@@ -44,7 +36,7 @@ class _JobSink:
     """The database sink, plus the job -> run link as soon as the run row exists."""
 
     def __init__(self, engine, job_id: int) -> None:
-        from runner.sinks import DbSink
+        from runner.ops.sinks import DbSink
 
         self.engine, self.job_id, self.db = engine, job_id, DbSink(engine)
 
@@ -137,8 +129,8 @@ class Worker:
             jobs.stop_worker(self.engine, self.info["id"])
 
     def run_job(self, job: dict[str, Any], beat: _Heartbeat) -> str:
-        from runner.commands.sweep import command_line
-        from runner.sweep import SweepSpec, run_sweep, validate_spec
+        from runner.core.sweep import SweepSpec, run_sweep, validate_spec
+        from runner.ops.commands.sweep import command_line
 
         job_id = job["id"]
         self.log(f"claimed job {job_id}")
@@ -194,7 +186,7 @@ class Worker:
         collector stops rescanning it at each point's reset: gc.collect there drops from
         ~0.1 s to milliseconds. The next job's garbage is created after the freeze and is
         collected as usual; nothing a job leaves behind is frozen, the reset freed it."""
-        from runner.point import reset_state
+        from runner.core.point import reset_state
 
         reset_state(device)
         gc.freeze()
@@ -207,88 +199,3 @@ class Worker:
             except Exception:  # noqa: BLE001 - the job's own status below still tells
                 pass
         jobs.finish(self.engine, job_id, status, message)
-
-
-# --- starting a local worker from the dashboard ------------------------------------------
-
-def _absolute(db_url: str) -> str:
-    """A relative SQLite path made absolute: the worker must open the dashboard's file
-    whatever directory either was started from."""
-    from sqlalchemy.engine import make_url
-
-    url = make_url(db_url)
-    if url.get_backend_name() == "sqlite" and url.database and not os.path.isabs(url.database):
-        return url.set(database=os.path.abspath(url.database)).render_as_string(
-            hide_password=False)
-    return db_url
-
-
-def _state_path(db_url: str, suffix: str) -> Path:
-    db_url = _absolute(db_url)
-    key = hashlib.sha256(db_url.encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"launchbench-worker-{key}.{suffix}"
-
-
-def _alive(pid: int) -> bool:
-    """Is `pid` a running (not zombie) worker process of ours?"""
-    proc = Path(f"/proc/{pid}")
-    if proc.exists():
-        try:
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
-        except (OSError, IndexError):
-            return False
-        return state not in ("Z", "X") and b"runner" in cmdline and b"worker" in cmdline
-    try:
-        os.kill(pid, 0)
-    except (OSError, ValueError):
-        return False
-    return sys.platform != "linux"
-
-
-_spawned: dict[int, subprocess.Popen] = {}  # reaped here so they never linger as zombies
-
-
-def local_worker_pid(db_url: str) -> int | None:
-    """The pid of the worker ensure_local_worker last started for `db_url`, if alive."""
-    try:
-        pid = int(_state_path(db_url, "pid").read_text())
-    except (OSError, ValueError):
-        return None
-    return pid if _alive(pid) else None
-
-
-def ensure_local_worker(engine, job: dict[str, Any], db_url: str,
-                        idle_exit_s: float | None = None) -> int | None:
-    """Start `python -m runner worker` on this machine unless a live worker can serve
-    `job`, or one this function started is still alive. Returns the new pid, or None.
-
-    The process runs in its own session, so it outlives the browser session, page reruns
-    and even a restart of the dashboard; it exits after `idle_exit_s` without a job."""
-    from db.access import require_writable
-
-    require_writable("start a worker")
-    for pid, proc in list(_spawned.items()):
-        if proc.poll() is not None:
-            del _spawned[pid]
-    if any(jobs.can_serve(w, job) for w in jobs.live_workers(engine)):
-        return None
-    if local_worker_pid(db_url) is not None:
-        return None  # still starting (torch import) or idling: it will claim the job
-    if importlib.util.find_spec("torch") is None:
-        return None  # a dashboard-only host: the job waits for a GPU host's worker
-    if idle_exit_s is None:
-        try:
-            idle_exit_s = float(os.environ.get(IDLE_EXIT_VAR) or LOCAL_IDLE_EXIT_S)
-        except ValueError:
-            idle_exit_s = LOCAL_IDLE_EXIT_S
-    env = {k: v for k, v in os.environ.items() if k != "LAUNCHBENCH_READ_ONLY"}
-    env["LAUNCHBENCH_DB"] = _absolute(db_url)  # not on the command line: ps would show a password
-    with open(_state_path(db_url, "log"), "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "runner", "worker", "--idle-exit", f"{idle_exit_s:g}"],
-            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-            start_new_session=True)
-    _spawned[proc.pid] = proc
-    _state_path(db_url, "pid").write_text(str(proc.pid))
-    return proc.pid

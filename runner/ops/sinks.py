@@ -1,7 +1,7 @@
 """Where a sweep's results go: the database, a bundle file, or both at once.
 
 A sink is anything with start(environment, run), point(measurement), finish(status); the
-sweep calls them in that order (runner/sweep.py). Standard library only at import: the
+sweep calls them in that order (runner/core/sweep.py). Standard library only at import: the
 database layer is imported by DbSink's caller, which hands it an engine, so a GPU host
 without SQLAlchemy can still write a bundle.
 """
@@ -12,7 +12,7 @@ import copy
 import os
 from typing import Any
 
-from runner import bundle as fmt
+from runner.format import bundle as fmt
 
 
 class MemorySink:

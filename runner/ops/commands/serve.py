@@ -14,11 +14,16 @@ import shlex
 import sys
 from typing import Any
 
-from runner import bundle as fmt
-from runner import serve_record
-from runner.buckets import MAX_REQUESTS, ServeInputError, parse_distribution, parse_strategies
-from runner.cli import UsageError
-from runner.commands.sweep import parse_label, parse_params, storage_choice
+from runner.format import bundle as fmt
+from runner.format import serve_record
+from runner.format.buckets import (
+    MAX_REQUESTS,
+    ServeInputError,
+    parse_distribution,
+    parse_strategies,
+)
+from runner.ops.cli import UsageError
+from runner.ops.commands.sweep import parse_label, parse_params, storage_choice
 
 DEFAULT_STRATEGIES = "eager,compile,reduce-overhead,buckets:8/16/32,buckets:pow2-256"
 MAX_SEED = 2**63 - 1
@@ -180,7 +185,7 @@ def format_table(results: list[dict]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runner.commands.store import open_engine, shown_url
+    from runner.ops.commands.store import open_engine, shown_url
 
     # 1. Every flag, before anything is built, measured or written.
     try:
@@ -195,9 +200,10 @@ def run(args: argparse.Namespace) -> int:
     use_db, note = storage_choice(args)
     device = _device(args.device)
 
-    from runner import environment, serve
-    from runner.buckets import request_stream
-    from runner.workloads import resolve
+    from runner.core import environment
+    from runner.core.workloads import resolve
+    from runner.format.buckets import request_stream
+    from runner.serve import scenario as serve
 
     workload = resolve(args.workload, params)
     stream = request_stream(dist, requests, seed)

@@ -1,0 +1,115 @@
+"""Rows from bundle dicts and back: what db/store.py (sweeps) and db/serve.py (serve runs)
+both write, in one place so neither imports the other."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from db.models import (
+    Environment,
+    Measurement,
+    Run,
+    ServeConfig,
+    ServeProfilePoint,
+    ServeResult,
+)
+from runner.format import bundle as fmt
+from runner.format import serve_record as rec
+from runner.format.bundle import BundleError
+
+
+class RunNotFound(LookupError):
+    pass
+
+
+def environment_key(env: dict[str, Any]) -> str:
+    """Identical environments share one row: the key hashes every field."""
+    canon = json.dumps({f: env.get(f) for f in fmt.ENVIRONMENT_FIELDS}, sort_keys=True)
+    return hashlib.sha256(canon.encode()).hexdigest()
+
+
+def environment_row(session: Session, env: dict[str, Any]) -> Environment:
+    key = environment_key(env)
+    row = session.scalar(select(Environment).where(Environment.key == key))
+    if row is None:
+        # Workers on one host start runs at the same moment: a plain INSERT after the
+        # SELECT above would hit the unique key when another one got there first.
+        dialect = session.get_bind().dialect.name
+        insert = pg_insert if dialect == "postgresql" else sqlite_insert
+        session.execute(insert(Environment).values(
+            key=key, **{f: env.get(f) for f in fmt.ENVIRONMENT_FIELDS})
+            .on_conflict_do_nothing(index_elements=["key"]))
+        row = session.scalar(select(Environment).where(Environment.key == key))
+    return row
+
+
+def run_row(run: dict[str, Any], env_row: Environment) -> Run:
+    return Run(
+        uuid=run["uuid"], environment=env_row, workload=run["workload"],
+        workload_params=run.get("workload_params") or {}, dtype=run.get("dtype"),
+        created_at=fmt.parse_time(run["created_at"]),
+        finished_at=fmt.parse_time(run.get("finished_at")),
+        status=run["status"], label=run.get("label"), source=run.get("source") or "measured",
+        command=run.get("command"), kind=run.get("kind") or "sweep")
+
+
+def measurement_row(m: dict[str, Any]) -> Measurement:
+    values = {f: m.get(f) for f in fmt.MEASUREMENT_FIELDS}
+    values["message"] = values["message"] or ""
+    values["cudagraph_status"] = values["cudagraph_status"] or "n/a"
+    values["samples_ms"] = values["samples_ms"] or []
+    values["details"] = values["details"] or {}
+    return Measurement(**values)
+
+
+def check_part(fn, *args) -> None:
+    try:
+        fn(*args)
+    except rec.SectionError as e:
+        raise BundleError(str(e)) from None
+
+
+def result_row(run_id: int, r: dict[str, Any]) -> ServeResult:
+    values = {f: r.get(f) for f in rec.RESULT_FIELDS}
+    values.update(message=values["message"] or "", buckets=list(values["buckets"] or []),
+                  latencies_ms=list(values["latencies_ms"] or []),
+                  details=values["details"] or {})
+    return ServeResult(run_id=run_id, **values)
+
+
+def profile_row(run_id: int, p: dict[str, Any]) -> ServeProfilePoint:
+    return ServeProfilePoint(run_id=run_id, **{f: p.get(f) for f in rec.PROFILE_FIELDS})
+
+
+# --- the serve section of a bundle, inside import_bundle's / export_bundle's session -----
+
+def add_section(session: Session, run_id: int, section: dict[str, Any]) -> None:
+    """A validated bundle's serve section, inside import_bundle's transaction."""
+    session.add(ServeConfig(run_id=run_id, **{f: section[f] for f in (
+        "batch_dist", "requests", "seed", "strategies", "stream")}))
+    for r in section["results"]:
+        session.add(result_row(run_id, r))
+    for p in section.get("profile") or []:
+        session.add(profile_row(run_id, p))
+
+
+def read_section(session: Session, run_id: int) -> dict[str, Any]:
+    cfg = session.get(ServeConfig, run_id)
+    if cfg is None:
+        raise RunNotFound(f"run {run_id} is a serve run without its serve data")
+    results = session.scalars(select(ServeResult).where(ServeResult.run_id == run_id)
+                              .order_by(ServeResult.id)).all()
+    profile = session.scalars(select(ServeProfilePoint)
+                              .where(ServeProfilePoint.run_id == run_id)
+                              .order_by(ServeProfilePoint.batch_size)).all()
+    return rec.make_section(
+        cfg.batch_dist, cfg.requests, cfg.seed, list(cfg.strategies), list(cfg.stream),
+        [{f: getattr(r, f) for f in rec.RESULT_FIELDS} for r in results],
+        [{f: getattr(p, f) for f in rec.PROFILE_FIELDS} for p in profile])

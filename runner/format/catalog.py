@@ -1,0 +1,132 @@
+"""The workloads' catalog: names, descriptions and typed parameters, torch-free.
+
+The dashboard builds its launch form from WORKLOADS and the queue checks a job's
+parameters against it on machines with no torch; the measuring core
+(runner/core/workloads.py) builds the models from the same names.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from runner.format.limits import MAX_BATCH_SIZE
+from runner.format.vocab import DTYPES
+
+PARAM_TYPES = ("int", "float", "str", "choice")
+
+
+class WorkloadError(ValueError):
+    """Bad workload name or parameter; str() is one line naming the bad value."""
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    type: str  # one of PARAM_TYPES
+    default: Any
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[str, ...] | None = None
+    help: str = ""
+
+    def parse(self, raw: Any, workload: str) -> Any:
+        """One raw value (text from a CLI flag or a form) to its typed value."""
+        where = f"workload {workload!r} parameter {self.name!r}"
+        text = str(raw).strip()
+        if self.type == "choice":
+            if text not in (self.choices or ()):
+                raise WorkloadError(f"{where}: {text!r} is not one of "
+                                    f"{', '.join(self.choices or ())}")
+            return text
+        if self.type == "str":
+            return text
+        kind = "an integer" if self.type == "int" else "a number"
+        try:
+            value = int(text) if self.type == "int" else float(text)
+        except ValueError:
+            raise WorkloadError(f"{where}: {text!r} is not {kind}") from None
+        if self.type == "float" and not math.isfinite(value):
+            raise WorkloadError(f"{where}: {text!r} is not a finite number")
+        lo = self.min if self.min is not None else -math.inf
+        hi = self.max if self.max is not None else math.inf
+        if not lo <= value <= hi:
+            raise WorkloadError(f"{where}: {text!r} is outside {lo:g}..{hi:g}")
+        return value
+
+
+@dataclass(frozen=True)
+class WorkloadInfo:
+    name: str
+    description: str
+    params: dict[str, ParamSpec]
+
+
+def _dtype_param(default: str = "float32") -> ParamSpec:
+    return ParamSpec("dtype", "choice", default, choices=DTYPES,
+                     help="parameter and activation dtype")
+
+
+WORKLOADS: dict[str, WorkloadInfo] = {
+    "mlp": WorkloadInfo(
+        "mlp",
+        "depth x (Linear(width, width) + ReLU): many tiny kernels, the classic "
+        "launch-bound case (the seed experiment: depth 32, width 256, fp32)",
+        {
+            "depth": ParamSpec("depth", "int", 32, 1, 1024, help="number of Linear+ReLU layers"),
+            "width": ParamSpec("width", "int", 256, 1, MAX_BATCH_SIZE, help="features per layer"),
+            "dtype": _dtype_param(),
+        },
+    ),
+    "transformer-decode": WorkloadInfo(
+        "transformer-decode",
+        "small decoder stack doing one-token decode steps against a static KV cache of "
+        "kv_len tokens per sequence; batch = sequences (an LLM decode loop)",
+        {
+            "layers": ParamSpec("layers", "int", 8, 1, 128, help="decoder layers"),
+            "d_model": ParamSpec("d_model", "int", 512, 8, 16384, help="model width"),
+            "heads": ParamSpec("heads", "int", 8, 1, 256, help="attention heads"),
+            "kv_len": ParamSpec("kv_len", "int", 128, 1, MAX_BATCH_SIZE,
+                                help="cached tokens per sequence (KV cache length)"),
+            "vocab": ParamSpec("vocab", "int", 4096, 2, 1_000_000, help="vocabulary size"),
+            "dtype": _dtype_param("bfloat16"),
+        },
+    ),
+}
+
+_FACTORY_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
+
+
+
+
+def is_factory(name: str) -> bool:
+    """A user factory's name (module.path:factory), which only the CLI may import."""
+    return ":" in name
+
+
+def check_workload(name: str, params: dict[str, str] | None = None, *,
+                   allow_import: bool = True) -> tuple[str, dict[str, Any]]:
+    """Check a workload name and its raw parameters; return (name, typed parameters with
+    defaults filled in). A user factory's parameters stay text: its signature is checked
+    where it is imported (runner/core/workloads.py)."""
+    params = dict(params or {})
+    name = (name or "").strip()
+    if name in WORKLOADS:
+        info = WORKLOADS[name]
+        unknown = sorted(set(params) - set(info.params))
+        if unknown:
+            raise WorkloadError(f"workload {name!r} has no parameter {unknown[0]!r} (known: "
+                                f"{', '.join(info.params)})")
+        return name, {k: (spec.parse(params[k], name) if k in params else spec.default)
+                      for k, spec in info.params.items()}
+    if is_factory(name):
+        if not allow_import:
+            raise WorkloadError(f"workload {name!r}: user factories are accepted from the "
+                                "command line only")
+        if not _FACTORY_RE.match(name):
+            raise WorkloadError(f"workload {name!r} is not of the form module.path:factory")
+        return name, {k: str(v) for k, v in params.items()}
+    raise WorkloadError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)}, or "
+                        "module.path:factory)")

@@ -1,0 +1,36 @@
+"""Every limit, stated once. The database columns (db/models.py), the bundle checks, the
+CLI, the Launch form and the queue all read these names."""
+
+from __future__ import annotations
+
+# One batch size: far above any size a graph is captured at, and a bundle, a queued job,
+# a serve stream and a CLI flag all refuse the same values.
+MAX_BATCH_SIZE = 65536
+# More sizes than this is a typo (or a runaway `...`), not a sweep anyone waits for.
+MAX_BATCH_SIZES = 256
+# modes x batch sizes: bounds what one queued job can ask for.
+MAX_JOB_POINTS = 512
+# A label, a worker target, a workload name: one line of this many characters
+# (runs.label, jobs.label, jobs.target).
+MAX_LABEL = 200
+# Each extra process costs a process start, a CUDA context and a warm compile per batch
+# size; more than a handful buys little over the rounds' own interval.
+MAX_PROCESSES = 16
+# Serve: requests in one stream, buckets in one strategy, a sizes file, the
+# distribution's text (serve_configs.batch_dist).
+MAX_REQUESTS = 1_000_000
+MAX_BUCKETS = 256
+MAX_SIZES_FILE_BYTES = 10 << 20
+MAX_DIST_TEXT = 1000
+# Text columns of the bundle and their sizes in the database.
+ENVIRONMENT_TEXT_LIMITS = {
+    "device": 8, "gpu_name": 200, "driver_version": 100, "cuda_version": 100,
+    "torch_version": 100, "triton_version": 100, "python_version": 100, "hostname": 255,
+    "cpu_model": 255,
+}
+RUN_TEXT_LIMITS = {"uuid": 64, "workload": 200, "dtype": 32, "label": MAX_LABEL,
+                   "command": 10_000}
+# Largest elementwise difference from eager that still counts as "correct", per dtype.
+# One table for sweeps and serve runs (padded serve batches and compiled kernels both
+# reorder reductions, so half precision needs the looser bound either way).
+TOLERANCE = {"float32": 1e-4, "float64": 1e-9, "float16": 2e-2, "bfloat16": 5e-2}

@@ -1,0 +1,172 @@
+"""What to measure, as data: SweepSpec, and the one function that checks it.
+
+The CLI (runner/ops/commands/sweep.py), the Launch form (pages/common/launch_form.py),
+the queue (db/jobs.py) and the worker all build a SweepSpec and call check_sweep(); what
+the checks need from the machine (a CUDA device, importing a user factory) is the
+measuring core's (runner/core/sweep.py validate_spec).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.format.catalog import WorkloadError, check_workload
+from runner.format.limits import MAX_BATCH_SIZE, MAX_BATCH_SIZES, MAX_LABEL, MAX_PROCESSES
+from runner.format.vocab import JOB_DEVICES, MODES, TIMINGS
+
+ELLIPSIS = ("...", "\u2026")
+_DEVICE = re.compile(r"cpu|cuda(:\d+)?\Z")
+
+
+class SpecError(WorkloadError):
+    """A bad sweep spec, one line naming the value. A WorkloadError, so every front end
+    that reports bad workload input as one line reports this the same way. `field` says
+    which part of the spec it is about (a form shows it beside that field)."""
+
+    def __init__(self, message: str, field: str = "spec"):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    workload: str
+    params: dict[str, str] = field(default_factory=dict)
+    batch_sizes: tuple[int, ...] = (1,)
+    modes: tuple[str, ...] = ("eager",)
+    device: str = "cpu"  # cpu, cuda, cuda:N; "auto" in a queued job (the worker's choice)
+    timing: str = "standard"
+    label: str | None = None
+    # Fresh processes the timed phase of each batch size runs in, rounds pooled
+    # (runner/core/repeat.py). 1 by default: see bench/repeatability.py for why.
+    processes: int = 1
+
+
+# --- text to values: each error names the value ------------------------------------------
+
+def _batch_size(text: str) -> int:
+    if not re.fullmatch(r"[+-]?\d+", text):
+        raise SpecError(f"{text!r} is not a whole number", "batch_sizes")
+    n = int(text)
+    if not 1 <= n <= MAX_BATCH_SIZE:
+        raise SpecError(f"{n} is out of range (1 to {MAX_BATCH_SIZE})", "batch_sizes")
+    return n
+
+
+def _fill(before: list[int], end: int) -> list[int]:
+    """The sizes strictly between before[-1] and end, continuing the series that the
+    last three sizes before `...` set: constant ratio (1,2,4) or constant step (8,16,24)."""
+    if len(before) < 3:
+        raise SpecError("'...' needs three sizes before it (e.g. 1,2,4,...,8192)",
+                        "batch_sizes")
+    a, b, c = before[-3:]
+    if a * c == b * b and b % a == 0 and b // a >= 2:
+        nxt = lambda x: x * (b // a)
+    elif b - a == c - b and b > a:
+        nxt = lambda x: x + (b - a)
+    else:
+        raise SpecError(f"{a},{b},{c},... is neither a doubling-like nor an evenly spaced "
+                        "series", "batch_sizes")
+    out, x = [], nxt(c)
+    while x < end:
+        out.append(x)
+        x = nxt(x)
+        if len(out) > MAX_BATCH_SIZES:
+            raise SpecError(f"{a},{b},{c},...,{end} is more than {MAX_BATCH_SIZES} sizes",
+                            "batch_sizes")
+    if x != end:
+        raise SpecError(f"the series {a},{b},{c},... does not reach {end}", "batch_sizes")
+    return out
+
+
+def parse_batch_sizes(text: str) -> tuple[int, ...]:
+    """'1,8,64' or '1,2,4,...,8192' to sizes; SpecError names the bad one."""
+    items = [s.strip() for s in text.split(",")]
+    sizes: list[int] = []
+    for i, item in enumerate(items):
+        if item in ELLIPSIS:
+            if i + 1 >= len(items) or items[i + 1] in ELLIPSIS:
+                raise SpecError("'...' needs a last size after it", "batch_sizes")
+            sizes.extend(_fill(sizes, _batch_size(items[i + 1])))
+        else:
+            sizes.append(_batch_size(item))
+    seen: set[int] = set()
+    for n in sizes:
+        if n in seen:
+            raise SpecError(f"{n} appears twice", "batch_sizes")
+        seen.add(n)
+    if len(sizes) > MAX_BATCH_SIZES:
+        raise SpecError(f"{len(sizes)} sizes is too many (at most {MAX_BATCH_SIZES})",
+                        "batch_sizes")
+    return tuple(sizes)
+
+
+def check_text(value: Any, what: str) -> str | None:
+    """One line of at most MAX_LABEL characters (a label, a worker target), or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise SpecError(f"{what} {value!r} must be text", what)
+    text = value.strip()
+    if len(text) > MAX_LABEL:
+        raise SpecError(f"{what} {text[:40]!r}... is {len(text)} characters long (at most "
+                        f"{MAX_LABEL})", what)
+    if any(ord(c) < 32 for c in text):
+        raise SpecError(f"{what} {text!r} contains a control character", what)
+    return text or None
+
+
+# --- the one check ------------------------------------------------------------------------
+
+def _distinct(values: Any, what: str, ok, bad: str) -> tuple:
+    if not isinstance(values, (list, tuple)) or not values:
+        raise SpecError(f"no {what} given: expected a non-empty list {values!r}",
+                        what.replace(" ", "_"))
+    for i, v in enumerate(values):
+        if not ok(v):
+            raise SpecError(bad(v), what.replace(" ", "_"))
+        if v in values[:i]:
+            raise SpecError(f"{what.rstrip('s')} {v!r} is given twice", what.replace(" ", "_"))
+    return tuple(values)
+
+
+def check_sweep(spec: SweepSpec | Mapping[str, Any], *, allow_import: bool = True,
+                queued: bool = False) -> SweepSpec:
+    """Check a sweep spec (a SweepSpec or the same fields as a dict) and return it
+    normalised, or raise SpecError / WorkloadError naming the bad value. `queued`: a job
+    for whichever worker claims it, so device "auto" is allowed and a user factory is not
+    (allow_import is then False)."""
+    raw = dict(spec) if isinstance(spec, Mapping) else spec.__dict__
+    params = raw.get("params") or {}
+    if not isinstance(params, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in params.items()):
+        raise SpecError(f"workload params {params!r} must map names to text values", "params")
+    name = raw.get("workload")
+    if not isinstance(name, str):
+        raise SpecError(f"workload {name!r} must be a registered workload name", "workload")
+    name, _ = check_workload(name, params, allow_import=allow_import and not queued)
+    sizes = _distinct(raw.get("batch_sizes"), "batch sizes",
+                      lambda b: isinstance(b, int) and not isinstance(b, bool)
+                      and 1 <= b <= MAX_BATCH_SIZE,
+                      lambda v: f"batch size {v!r} must be an integer from 1 to "
+                                f"{MAX_BATCH_SIZE}")
+    modes = _distinct(raw.get("modes"), "modes", lambda m: m in MODES,
+                      lambda v: f"unknown mode {v!r} (known: {', '.join(MODES)})")
+    timing = raw.get("timing") or "standard"
+    if timing not in TIMINGS:
+        raise SpecError(f"unknown timing preset {timing!r} (known: {', '.join(TIMINGS)})",
+                        "timing")
+    device = raw.get("device") or ("auto" if queued else "cpu")
+    if not (_DEVICE.match(str(device)) or (queued and device in JOB_DEVICES)):
+        use = ", ".join(JOB_DEVICES) if queued else "cuda, cuda:N or cpu"
+        raise SpecError(f"unknown device {device!r} (use {use})", "device")
+    p = raw.get("processes", 1)
+    if not isinstance(p, int) or isinstance(p, bool) or not 1 <= p <= MAX_PROCESSES:
+        raise SpecError(f"processes {p!r} must be an integer from 1 to {MAX_PROCESSES}",
+                        "processes")
+    return SweepSpec(workload=name, params=dict(params), batch_sizes=sizes, modes=modes,
+                     device=device, timing=timing, label=check_text(raw.get("label"), "label"),
+                     processes=p)

@@ -1,0 +1,49 @@
+"""Vocabularies as tables, not if-chains: the database CHECK constraints, the bundle
+checks, the runner and the dashboard read these same names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mode:
+    """What a mode is, in the facts the runner and the dashboard branch on."""
+
+    name: str
+    compiled: bool  # goes through torch.compile (Dynamo + Inductor)
+    graph: bool  # replays a CUDA graph, so it needs a CUDA device
+    color: str  # its colour on every chart
+
+
+MODE_TABLE: dict[str, Mode] = {m.name: m for m in (
+    Mode("eager", compiled=False, graph=False, color="#7f7f7f"),
+    Mode("compile", compiled=True, graph=False, color="#1f77b4"),
+    Mode("reduce-overhead", compiled=True, graph=True, color="#d62728"),
+    Mode("cuda-graph", compiled=False, graph=True, color="#2ca02c"),
+)}
+MODES = tuple(MODE_TABLE)
+# The baseline every speedup is over, and the modes compared against it.
+BASELINE_MODE = "eager"
+ALTERNATIVE_MODES = tuple(m for m in MODES if m != BASELINE_MODE)
+# Modes that capture a CUDA graph: on a CPU device they are "unsupported".
+CUDA_GRAPH_MODES = tuple(m.name for m in MODE_TABLE.values() if m.graph)
+COMPILED_MODES = tuple(m.name for m in MODE_TABLE.values() if m.compiled)
+
+RUN_STATUSES = ("queued", "running", "done", "failed", "cancelled")
+FINISHED_STATUSES = ("done", "failed", "cancelled")
+POINT_STATUSES = ("ok", "error", "unsupported", "skipped")
+CUDAGRAPH_STATUSES = ("replay", "partial", "skipped", "eager-fallback", "n/a")
+SOURCES = ("measured", "published")
+RUN_KINDS = ("sweep", "serve")
+DEVICES = ("cuda", "cpu")
+# Where a queued job may run: "auto" lets the worker choose (cuda if it has one).
+JOB_DEVICES = ("auto", *DEVICES)
+# Why a point's rounds ended: every interval under its target, or the time budget spent.
+STOP_REASONS = ("converged", "budget")
+# Timing presets by name; their figures are the measuring core's (runner/core/timing.py).
+TIMINGS = ("quick", "standard", "thorough")
+DTYPES = ("float32", "float16", "bfloat16")
+# Serve strategies: a mode for every request size, or captured buckets with padding.
+STRATEGY_KINDS = ("eager", "compile", "reduce-overhead", "buckets")

@@ -1,0 +1,105 @@
+"""Starting a local worker from the dashboard: the one operations entry pages import.
+
+Imports the queue (db/) and the standard library only, so the Launch page never pulls in
+the CLI, the worker loop or torch; the process it starts is `python -m runner worker`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from db import jobs
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository: where `-m runner` resolves
+LOCAL_IDLE_EXIT_S = 600.0  # a worker the dashboard started goes away when left idle
+IDLE_EXIT_VAR = "LAUNCHBENCH_LOCAL_WORKER_IDLE_EXIT"  # override (tests: seconds, not 10 min)
+
+
+def _absolute(db_url: str) -> str:
+    """A relative SQLite path made absolute: the worker must open the dashboard's file
+    whatever directory either was started from."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db_url)
+    if url.get_backend_name() == "sqlite" and url.database and not os.path.isabs(url.database):
+        return url.set(database=os.path.abspath(url.database)).render_as_string(
+            hide_password=False)
+    return db_url
+
+
+def _state_path(db_url: str, suffix: str) -> Path:
+    db_url = _absolute(db_url)
+    key = hashlib.sha256(db_url.encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"launchbench-worker-{key}.{suffix}"
+
+
+def _alive(pid: int) -> bool:
+    """Is `pid` a running (not zombie) worker process of ours?"""
+    proc = Path(f"/proc/{pid}")
+    if proc.exists():
+        try:
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError):
+            return False
+        return state not in ("Z", "X") and b"runner" in cmdline and b"worker" in cmdline
+    try:
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    return sys.platform != "linux"
+
+
+_spawned: dict[int, subprocess.Popen] = {}  # reaped here so they never linger as zombies
+
+
+def local_worker_pid(db_url: str) -> int | None:
+    """The pid of the worker ensure_local_worker last started for `db_url`, if alive."""
+    try:
+        pid = int(_state_path(db_url, "pid").read_text())
+    except (OSError, ValueError):
+        return None
+    return pid if _alive(pid) else None
+
+
+def ensure_local_worker(engine, job: dict[str, Any], db_url: str,
+                        idle_exit_s: float | None = None) -> int | None:
+    """Start `python -m runner worker` on this machine unless a live worker can serve
+    `job`, or one this function started is still alive. Returns the new pid, or None.
+
+    The process runs in its own session, so it outlives the browser session, page reruns
+    and even a restart of the dashboard; it exits after `idle_exit_s` without a job."""
+    from db.access import require_writable
+
+    require_writable("start a worker")
+    for pid, proc in list(_spawned.items()):
+        if proc.poll() is not None:
+            del _spawned[pid]
+    if any(jobs.can_serve(w, job) for w in jobs.live_workers(engine)):
+        return None
+    if local_worker_pid(db_url) is not None:
+        return None  # still starting (torch import) or idling: it will claim the job
+    if importlib.util.find_spec("torch") is None:
+        return None  # a dashboard-only host: the job waits for a GPU host's worker
+    if idle_exit_s is None:
+        try:
+            idle_exit_s = float(os.environ.get(IDLE_EXIT_VAR) or LOCAL_IDLE_EXIT_S)
+        except ValueError:
+            idle_exit_s = LOCAL_IDLE_EXIT_S
+    env = {k: v for k, v in os.environ.items() if k != "LAUNCHBENCH_READ_ONLY"}
+    env["LAUNCHBENCH_DB"] = _absolute(db_url)  # not on the command line: ps would show a password
+    with open(_state_path(db_url, "log"), "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "runner", "worker", "--idle-exit", f"{idle_exit_s:g}"],
+            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            start_new_session=True)
+    _spawned[proc.pid] = proc
+    _state_path(db_url, "pid").write_text(str(proc.pid))
+    return proc.pid
