@@ -33,7 +33,8 @@ def served(tmp_path_factory):
 def test_cli_run_is_stored_in_sqlite_and_the_bundle(served):
     url, out = served
     doc = fmt.read(out)
-    assert doc["version"] == fmt.VERSION and doc["run"]["kind"] == "serve" and doc["measurements"] == []
+    assert doc["version"] == fmt.VERSION and doc["run"]["kind"] == "serve"
+    assert doc["measurements"] == []
     sec = doc["serve"]
     assert sec["requests"] == 30 and len(sec["stream"]) == 30 and sec["seed"] == 3
     assert max(sec["stream"]) <= 20

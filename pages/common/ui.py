@@ -190,6 +190,12 @@ def multiselect_param(container, label: str, param: str, options: list[str]) -> 
     return chosen
 
 
+def chart(chart, key: str) -> None:
+    """An Altair chart stretched to its container (pages.common.charts builds single or
+    layered charts only, so every one can stretch)."""
+    st.altair_chart(chart, key=key, width="stretch")
+
+
 def share_link(url: str) -> None:
     """A copyable link (st.code has a copy button)."""
     st.caption("Share link: this URL shows the same view in any browser")
