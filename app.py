@@ -51,6 +51,11 @@ with st.sidebar:
     for line in seeded.errors:
         st.warning(f"Sample not imported: {line}")
 
+missing = ui.asked_page()
+if missing:
+    ui.no_such_page(missing)
+    st.stop()
+
 try:
     nav.run()
 except SQLAlchemyError as e:

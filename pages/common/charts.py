@@ -139,8 +139,7 @@ def speedup_chart(speedups: pd.DataFrame) -> alt.LayerChart | None:
                        _log_y("speedup_ci_low", _speedup_values(df), "speedup"), _mode_color())
     chart = alt.layer(*layers, *([bars] if bars is not None else []), _one_x_rule(), data=df)
     return chart.properties(width=WIDTH, height=HEIGHT,
-                            title="Speedup over eager, with 95% interval (above the 1x "
-                                  "line: faster than eager)")
+                            title="Speedup over eager, 95% interval (1x = eager)")
 
 
 def step_time_chart(points: pd.DataFrame) -> alt.LayerChart | None:
@@ -171,7 +170,7 @@ def step_time_chart(points: pd.DataFrame) -> alt.LayerChart | None:
     what = ("95% interval" if bars is not None and banded.empty else "p10-p90 band, no "
             "interval" if bars is None else "95% interval (p10-p90 band where none)")
     return alt.layer(*layers, data=df).properties(
-        width=WIDTH, height=HEIGHT, title=f"Step time, median with {what} (lower is better)")
+        width=WIDTH, height=HEIGHT, title=f"Step time: median, {what}")
 
 
 def memory_chart(points: pd.DataFrame) -> alt.Chart | None:
@@ -196,7 +195,7 @@ def memory_chart(points: pd.DataFrame) -> alt.Chart | None:
                  alt.Tooltip("MiB:Q", title="MiB", format=",.1f"),
                  alt.Tooltip("total_mib:Q", title="Total MiB", format=",.1f")],
     ).properties(width=WIDTH, height=HEIGHT,
-                 title="Memory a mode holds: graph pool (solid) + peak allocated (light)")
+                 title="Memory held: pool (solid) + peak (light)")
 
 
 def tradeoff_chart(costs: pd.DataFrame) -> alt.LayerChart | None:
@@ -237,7 +236,7 @@ def tradeoff_chart(costs: pd.DataFrame) -> alt.LayerChart | None:
         x=x, y=y, color=_mode_color(), text="label:N").transform_filter("datum.label")
     return alt.layer(marks, labels, _one_x_rule(), data=df).properties(
         width=WIDTH, height=HEIGHT,
-        title="What the memory buys: speedup against extra MiB (up and left is better)")
+        title="Speedup against extra MiB (up-left is better)")
 
 
 LAUNCH_VS_BUSY = ("step_ms", "gpu_busy_ms", "host_launch_ms")
