@@ -35,9 +35,13 @@ def db(dashboard):
     engine.dispose()
 
 
-def _shot(page, name: str) -> None:
+def _shot(page, name: str, charts: int = 0) -> None:
     if os.environ.get("UPDATE_SCREENSHOT") == "1":
-        page.wait_for_timeout(800)  # let Vega finish drawing
+        if charts:
+            page.wait_for_function(
+                "n => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] canvas, "
+                "[data-testid='stVegaLiteChart'] svg.marks\").length >= n", arg=charts)
+        page.wait_for_timeout(1500)  # let Vega and the data grids finish drawing
         page.screenshot(path=str(DOCS / name))
 
 
@@ -91,7 +95,8 @@ def test_compare_at_1280(dashboard, db, page):
     page.goto(dashboard.url("compare?" + "&".join(f"run={i}" for i in ids)))
     wait_for_app(page, "Memory held, side by side")
     assert "not medians" in _visible_text(page)
-    _shot(page, "screenshot-compare-1280.png")
+    page.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
+    _shot(page, "screenshot-compare-1280.png", charts=3)
 
 
 def test_unknown_path_says_no_such_page_with_links(dashboard, page):

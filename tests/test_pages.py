@@ -336,7 +336,7 @@ def _bad_uploads():
         ("cut.json", _good()[:300], "not valid JSON (truncated or corrupt?)"),
         ("other.json", json.dumps(wrong_format).encode(), "wrong format 'something.else'"),
         ("v99.json", json.dumps(wrong_version).encode(), "unsupported bundle version 99"),
-        ("big.json", b" " * (uploads.MAX_UPLOAD_BYTES + 1), "limited to 20 MB"),
+        ("big.json", b" " * (uploads.MAX_UPLOAD_BYTES + 1), "over the 20 MB limit"),
         ("bin.json", b"\xff\xfe\x00garbage", "not UTF-8"),
         ("empty.json", b"", "is empty"),
     ]
