@@ -16,7 +16,10 @@ from pages.common import links, ui
 
 HERE = Path(__file__).resolve().parent
 
-st.set_page_config(page_title="launchbench", page_icon=":material/timer:", layout="wide")
+# The favicon is a file shipped here: a material icon or an emoji as page_icon makes the
+# browser fetch the image from a CDN, which fails offline.
+FAVICON = HERE / "static" / "favicon.png"
+st.set_page_config(page_title="launchbench", page_icon=str(FAVICON), layout="wide")
 
 # The pages table lives in pages.common.links (pages link to each other through it). The
 # page at url path "" is the default page at "/"; a page whose file is not there yet
@@ -47,6 +50,11 @@ with st.sidebar:
         st.caption(f"First start: imported {len(seeded.imported)} sample run(s).")
     for line in seeded.errors:
         st.warning(f"Sample not imported: {line}")
+
+missing = ui.asked_page()
+if missing:
+    ui.no_such_page(missing)
+    st.stop()
 
 try:
     nav.run()

@@ -53,7 +53,7 @@ def add_profile(engine: Engine, run_id: int, points: list[dict[str, Any]]) -> No
 # --- reading for the dashboard -----------------------------------------------------------
 
 SERVE_RUN_COLUMNS = ("id", "uuid", "created_at", "workload", "workload_params", "status",
-                     "label", "command", "device", "gpu_name", "torch_version",
+                     "label", "command", "device", "gpu_name", "hostname", "torch_version",
                      "batch_dist", "requests", "seed")
 
 
@@ -67,7 +67,8 @@ def _frame(rows, columns) -> pd.DataFrame:
 def _serve_runs_stmt():
     return (select(Run.id, Run.uuid, Run.created_at, Run.workload, Run.workload_params,
                    Run.status, Run.label, Run.command, Environment.device,
-                   Environment.gpu_name, Environment.torch_version, ServeConfig.batch_dist,
+                   Environment.gpu_name, Environment.hostname, Environment.torch_version,
+                   ServeConfig.batch_dist,
                    ServeConfig.requests, ServeConfig.seed)
             .join(Environment, Run.environment_id == Environment.id)
             .join(ServeConfig, ServeConfig.run_id == Run.id)

@@ -4,7 +4,7 @@ where the runs measure different things."""
 
 import streamlit as st
 
-from pages.common import analysis, charts, links, ui
+from pages.common import analysis, charts, comparing, links, ui
 
 ui.ensure_frame()
 
@@ -44,13 +44,17 @@ published = headers[headers["source"] == "published"]["id"].tolist()
 if published:
     st.info(f"Run(s) {', '.join(map(str, published))}: published figures from the cited "
             "article, not measured here.", icon=":material/article:")
+for line in comparing.statistic_flags(headers, points):
+    st.warning(line, icon=":material/functions:")
 
-chart = charts.compare_chart(analysis.compare_speedups(points, headers))
-if chart is None:
+figures = charts.compare_charts(analysis.compare_speedups(points, headers))
+if not figures:
     st.info("No speedup to draw: none of these runs has an ok mode point beside an ok eager "
             "point at the same batch size.")
-else:
-    st.altair_chart(chart, key="compare_chart")
+for col, (mode, chart) in zip(st.columns(max(len(figures), 1)), figures.items(),
+                              strict=False):
+    with col:
+        ui.chart(chart, key=f"compare_chart_{mode}")
 
 st.subheader("Per batch size")
 base_names = analysis.run_names(headers)
@@ -67,6 +71,17 @@ st.dataframe(ratios, hide_index=True, key="ratio_table",
                             for c in ratios.columns if c.endswith(" ms")}
              | {c: st.column_config.NumberColumn(c, format="%.2fx")
                 for c in ratios.columns if c.endswith(f" vs #{baseline}")})
+
+st.subheader("Memory held, side by side")
+memory = comparing.memory_table(points, headers)
+if memory.empty:
+    st.caption("None of these runs measured memory (CPU runs and published figures have "
+               "none).")
+else:
+    st.caption("Graph pool + peak allocated (MiB) per mode and batch size.")
+    st.dataframe(memory, hide_index=True, key="memory_table",
+                 column_config={c: st.column_config.NumberColumn(c, format="%.1f")
+                                for c in memory.columns if c.endswith(" MiB")})
 
 st.subheader("Environment differences")
 diff = analysis.environment_diff(headers, points=points)

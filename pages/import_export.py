@@ -21,6 +21,9 @@ else:
     files = st.file_uploader(
         "Bundle files (.json from `python -m runner sweep --out` or `export`)",
         accept_multiple_files=True, max_upload_size=uploads.MAX_UPLOAD_MB, key="uploads")
+    # In words, not only the uploader's red mark: a larger file is refused in the browser.
+    st.caption(f"A file over the {uploads.MAX_UPLOAD_MB} MB limit is refused; export a run "
+               "per file, or import a large one with `python -m runner import FILE.json`.")
     if files and st.button(f"Import {len(files)} file(s)", type="primary", key="do_import"):
         try:
             results = uploads.import_uploads(ui.engine(), [(f.name, f.getvalue())

@@ -4,7 +4,7 @@ environment, the reproducing command and a share link."""
 import pandas as pd
 import streamlit as st
 
-from pages.common import analysis, charts, links, report, ui
+from pages.common import analysis, charts, cost, links, report, ui
 from runner.format.bundle import ENVIRONMENT_FIELDS
 
 ui.ensure_frame()
@@ -41,6 +41,9 @@ st.subheader("Headline")
 if points.empty:
     st.info("This run has no points yet.")
 else:
+    summary = cost.headline(points)
+    if summary:
+        st.markdown(f"#### {summary}")
     st.markdown("\n".join(f"- {line}" for line in report.headline(points)))
     counts = analysis.noise_counts(points)
     level, text = analysis.noise_summary(counts.iloc[0] if len(counts) else {})
@@ -54,8 +57,29 @@ figures = charts.run_charts(points)
 if not figures and not points.empty:
     st.info("No chart: no point of this run has a step time (every point failed, was "
             "skipped or is unsupported here; see the table below).")
-for name, chart in figures.items():
-    st.altair_chart(chart, key=f"chart_{name}")
+# Side by side in pairs, each chart stretched to its column.
+pairs = [("speedup", "step-time"), ("memory", "memory-tradeoff")]
+for pair in pairs:
+    shown = [n for n in pair if n in figures]
+    for col, name in zip(st.columns(len(shown)) if shown else [], shown, strict=True):
+        with col:
+            ui.chart(figures[name], key=f"chart_{name}")
+if "memory" in figures:
+    st.caption("Memory held = graph pool + peak allocated: the pool a CUDA graph keeps "
+               "reserved is part of what a mode costs (an upper bound: tensors living in "
+               "the pool while the peak is taken count in both). Diamonds: the modes no "
+               "other mode beats on both speed and memory at that batch size.")
+split = charts.time_split_charts(analysis.time_split(points))
+if split:
+    st.markdown("**Where the time goes**")
+    for col, (name, chart) in zip(st.columns(len(split)), split.items(), strict=True):
+        with col:
+            ui.chart(chart, key=f"chart_{name}")
+
+st.subheader("Speedup at a glance")
+st.caption("Speedup over eager (95% interval where measured) · extra memory over eager's "
+           "pool + peak, per batch size and mode.")
+st.dataframe(report.speedup_pivot(points), hide_index=True, key="speedup_pivot")
 
 st.subheader("Points")
 table = report.points_table(points)
@@ -64,7 +88,8 @@ if bad:
     st.caption(f"{bad} point(s) did not produce a measurement: marked in the Status column "
                "with their message.")
 st.dataframe(table, hide_index=True, key="points_table",
-             column_config={"Status": st.column_config.TextColumn(width="large")})
+             column_config={"Status": st.column_config.TextColumn(width="medium")})
+st.caption(report.RESERVED_NOTE)
 
 left, right = st.columns(2)
 with left:

@@ -8,6 +8,7 @@ from db import serve as dbserve
 from db.store import RunNotFound
 from pages.common import serve_charts as sc
 from pages.common import ui
+from pages.common.names import device_name
 
 ui.ensure_frame()
 
@@ -37,7 +38,7 @@ run_id = ui.run_id_from_url() if st.query_params.get_all("run") else ids[0]
 if run_id not in ids:
     st.error(f"Run {run_id} is not a serve run (or does not exist): pick one below.")
     run_id = ids[0]
-names = {int(r.id): f"#{r.id} {r.workload} on {r.gpu_name or 'cpu'}, {r.batch_dist}, "
+names = {int(r.id): f"#{r.id} {r.workload} on {device_name(r)}, {r.batch_dist}, "
          f"{r.requests} requests, {r.created_at:%Y-%m-%d %H:%M}" for r in runs.itertuples()}
 run_id = st.selectbox("Serve run", ids, index=ids.index(run_id), format_func=names.get)
 st.query_params["run"] = str(run_id)
@@ -51,7 +52,7 @@ except RunNotFound as e:
 stream = list(run["stream"])
 
 # --- show --------------------------------------------------------------------------------
-st.caption(f"{run['workload']} {run['workload_params']} on {run['gpu_name'] or 'cpu'}, "
+st.caption(f"{run['workload']} {run['workload_params']} on {device_name(run)}, "
            f"torch {run['torch_version']}: {run['requests']} requests drawn from "
            f"`{run['batch_dist']}` (seed {run['seed']}), status {run['status']}"
            + (f". {run['label']}" if run["label"] else ""))

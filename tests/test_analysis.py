@@ -173,7 +173,10 @@ def test_environment_diff_lists_only_differences():
 def test_series_name_marks_published_runs():
     assert analysis.series_name({"gpu_name": "NVIDIA L40S", "torch_version": "2.8.0",
                                  "source": "published"}) == "NVIDIA L40S · torch 2.8.0 (published)"
-    assert analysis.series_name({"gpu_name": None, "torch_version": "2.13"}) == "cpu · torch 2.13"
+    assert analysis.series_name({"gpu_name": None, "torch_version": "2.13"}) == "CPU · torch 2.13"
+    # pandas hands a missing gpu_name back as NaN, which is truthy: never "nan".
+    assert analysis.series_name({"gpu_name": float("nan"), "hostname": "box",
+                                 "torch_version": "2.13"}) == "CPU (box) · torch 2.13"
 
 
 def test_status_marks_show_message():
@@ -478,8 +481,10 @@ def test_runs_table_marks_published_and_cpu(sqlite_engine):
     import_bundle(sqlite_engine, sweep_bundle(device="cpu"))
     t = analysis.runs_table(queries.runs_frame(sqlite_engine)).set_index("GPU")
     assert t.at["NVIDIA L40S", "source"] == "published"
-    assert t.at["cpu", "source"] == "measured"
-    assert t.at["cpu", "link"].startswith("run?run=")
+    cpu = "CPU (synthetic-host)"
+    assert t.at[cpu, "source"] == "measured"
+    assert t.at[cpu, "link"].startswith("run?run=")
+    assert not t.astype(str).apply(lambda c: c.str.contains("nan")).any().any()
 
 
 def test_dashboard_queries_on_sqlite_and_postgresql(any_url):

@@ -101,7 +101,8 @@ def test_compare_chart_has_error_bars_where_known(points, old_points):
     sp = analysis.compare_speedups(pd.concat([points, old_points.assign(run_id=2)]), h)
     spec = charts.compare_chart(sp).to_dict()
     bars = _error_bars(spec)
-    assert len(bars) == 1 and bars[0]["y2"]["field"] == "speedup_ci_high"
+    # one per graph mode panel; the old run's points have no interval (filtered out)
+    assert len(bars) == 3 and bars[0]["y2"]["field"] == "speedup_ci_high"
     assert bars[0]["color"]["field"] == "series"
     report.chart_svg(charts.compare_chart(sp))  # the filtered layer compiles
     only_old = analysis.compare_speedups(old_points, h.iloc[:1])
@@ -122,7 +123,7 @@ def test_time_split_puts_eager_host_launch_time_beside_gpu_busy(points, old_poin
 
 def test_speedup_chart_log2_batch_axis_units_and_tooltips(points):
     spec = charts.speedup_chart(analysis.speedups(points)).to_dict()
-    enc = _encodings(spec)[0]
+    enc = [e for m, e in _layers(spec) if m == "point"][0]
     assert enc["x"]["scale"]["type"] == "log" and enc["x"]["scale"]["base"] == 2
     assert enc["y"]["title"] == "Speedup over eager (x)"
     tips = {t["title"] for t in enc["tooltip"]}
@@ -142,10 +143,12 @@ def test_step_time_chart_is_log_log(points):
 
 def test_memory_and_time_split_charts(points):
     mem = charts.memory_chart(points).to_dict()
-    assert _encodings(mem)[0]["y"]["title"] == "Memory (MiB)"
+    enc = _encodings(mem)[0]
+    assert enc["y"]["title"] == "Memory held: graph pool + peak allocated (MiB)"
+    assert enc["y"]["stack"] == "zero"  # the parts stacked, both visible
     rows = next(iter(mem["datasets"].values()))
-    assert {r["metric"] for r in rows} == {"Graph pool", "Peak allocated"}
-    pool = [r for r in rows if r["metric"] == "Graph pool" and r["mode"] == "cuda-graph"
+    assert {r["part"] for r in rows} == {"Graph pool", "Peak allocated"}
+    pool = [r for r in rows if r["part"] == "Graph pool" and r["mode"] == "cuda-graph"
             and r["batch_size"] == 8][0]
     assert pool["MiB"] == pytest.approx(32 + 8 * 4096 / 2**20)
     split = charts.time_split_chart(analysis.time_split(points)).to_dict()
@@ -170,11 +173,13 @@ def test_compare_chart_colours_by_gpu_and_facets_by_mode():
                       {"id": 2, "gpu_name": "B", "torch_version": "2.2",
                        "source": "published"}])
     sp = analysis.compare_speedups(pd.concat([a, b]), h)
-    spec = charts.compare_chart(sp).to_dict()
-    assert spec["facet"]["column"]["field"] == "mode"
+    panels = charts.compare_charts(sp)
+    assert list(panels) == ["compile", "reduce-overhead", "cuda-graph"]  # one per mode
+    spec = panels["compile"].to_dict()
+    assert "facet" not in spec and "hconcat" not in spec  # a single chart: it can stretch
     enc = _encodings(spec)[0]
     assert enc["color"]["field"] == "series"
-    series = {r["series"] for r in next(iter(spec["datasets"].values()))}
+    series = {r["series"] for d in spec["datasets"].values() for r in d if "series" in r}
     assert series == {"A · torch 2.1", "B · torch 2.2 (published)"}
 
 

@@ -565,3 +565,47 @@ def test_table_prints_intervals_marks_and_falls_back_for_old_runs():
     text = format_table(old, ("eager", "cuda-graph"))
     assert text.splitlines()[1].split()[-1] == f"{e / g:.2f}x"  # no interval to print
     assert len(text.splitlines()) == 2  # and no footnotes about intervals
+
+
+@pytest.mark.parametrize("command", [["list"], ["jobs"]])
+def test_a_closed_pipe_ends_list_and_jobs_quietly(tmp_path, command):
+    # `list | head -1`: the reader leaves before the writer is done. Closing our end
+    # before the command prints makes that deterministic (no reliance on timing).
+    url = f"sqlite:///{tmp_path / 'lb.db'}"
+    env = {**os.environ, "LAUNCHBENCH_DB": url}
+    doc = fmt.write(tmp_path / "b.json", bundle_doc())
+    subprocess.run([sys.executable, "-m", "runner", "import", str(doc)], cwd=ROOT, env=env,
+                   check=True, capture_output=True)
+    if command == ["jobs"]:
+        subprocess.run([sys.executable, "-m", "runner", "enqueue", "--workload", "mlp",
+                        "--batch-sizes", "1,2", "--modes", "eager", "--quick"], cwd=ROOT,
+                       env=env, check=True, capture_output=True)
+    r, w = os.pipe()
+    os.close(r)
+    proc = subprocess.run([sys.executable, "-m", "runner", *command], cwd=ROOT, env=env,
+                          stdout=w, stderr=subprocess.PIPE, text=True)
+    os.close(w)
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0
+
+
+def test_export_of_a_huge_id_is_the_one_line_not_found(capsys, tmp_path):
+    url = f"sqlite:///{tmp_path / 'lb.db'}"
+    assert cli(capsys, "import", str(fmt.write(tmp_path / "g.json", bundle_doc())),
+               "--db", url)[0] == 0
+    rc, _, err = cli(capsys, "export", "99999999999999999999", "--out",
+                     str(tmp_path / "x.json"), "--db", url)
+    assert rc == 2 and err == "error: run 99999999999999999999 does not exist\n"
+    assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.parametrize("tty", [False, True], ids=["log", "terminal"])
+def test_progress_says_cancelled_when_a_sweep_stops_early(tty):
+    from runner.ops.progress import Progress
+
+    stream = _Stream(tty)
+    p = Progress(stream)
+    p(0, 3, ("eager", 1), None)
+    p(1, 3, None, None)  # the sweep's last call after Ctrl-C: 1 of 3 points done
+    p.close()
+    assert "cancelled" in stream.getvalue() and "finished" not in stream.getvalue()

@@ -133,7 +133,7 @@ def test_runs_page_lists_and_filters_from_the_url(dash):
     assert len(table) == len(queries.runs_frame(dash.engine))
     assert "published" in set(table["source"])
     at = dash.open("pages/runs.py", gpu="cpu")
-    assert list(at.dataframe[0].value["GPU"]) == ["cpu"]
+    assert list(at.dataframe[0].value["GPU"]) == ["CPU (synthetic-host)"]
     assert at.query_params.get("gpu") == "cpu"
     assert any("/?gpu=cpu" in c for c in texts(at, "code"))
     at = dash.open("pages/runs.py", gpu="No such GPU")
@@ -146,10 +146,15 @@ def test_runs_page_lists_and_filters_from_the_url(dash):
 def test_run_page_headline_charts_table_environment_and_share_link(dash):
     rid = dash.add(failing={("compile", 64): "CUDA out of memory"})
     at = dash.open("pages/run.py", run=str(rid))
-    assert len(charts(at)) == 4
-    head = texts(at, "markdown")[0]
+    # speedup, step time, memory, memory trade-off, and the time split's three
+    assert len(charts(at)) == 7
+    md = texts(at, "markdown")
+    assert md[0].startswith("#### cuda-graph at batch ") and " for +" in md[0]
+    head = md[1]
     assert "reduce-overhead: up to" in head and "Break-even" in head
-    points = at.dataframe[0].value
+    pivot = at.dataframe[0].value
+    assert list(pivot.columns) == ["Batch size", "compile", "reduce-overhead", "cuda-graph"]
+    points = at.dataframe[1].value
     assert "✖ error: CUDA out of memory" in set(points["Status"])
     assert any(c.endswith(f"/run?run={rid}") for c in texts(at, "code"))
     assert any("synthetic" in c for c in texts(at, "code"))  # the command
@@ -168,7 +173,9 @@ def test_cpu_run_with_unsupported_points_and_run_with_only_errors(dash):
     at = dash.open("pages/run.py", run=str(cpu))
     assert len(charts(at)) == 2
     assert any(s.startswith("⊘ unsupported: reduce-overhead needs CUDA")
-               for s in at.dataframe[0].value["Status"])
+               for s in at.dataframe[1].value["Status"])
+    everything = " ".join([at.title[0].value, *texts(at, "markdown"), *texts(at, "caption")])
+    assert "CPU (synthetic-host)" in at.title[0].value and "nan" not in everything
     broken = dash.add(modes=("eager", "compile"), batches=(8,),
                       failing={("eager", 8): "boom", ("compile", 8): "bang"})
     at = dash.open("pages/run.py", run=str(broken))
@@ -185,12 +192,13 @@ def test_run_page_quotes_intervals_noise_and_launch_cost(dash):
         ("compile", 8): {"noisy": True, "stop_reason": "budget"}})
     at = dash.open("pages/run.py", run=str(rid))
     md = texts(at, "markdown")
-    head = md[0]
+    assert md[0] == "#### cuda-graph at batch 8: 10.5x (10.0-11.0) for +32 MiB"
+    head = md[1]
     assert ("cuda-graph: up to 10.50x (10.00-11.00x) over eager, at batch 8" in head
             and "batches 1-64 within noise" in head), head
     assert any("Noise: 1 of 20 points noisy" in m for m in md), md
     assert any("median 12.5 us (12.5-12.5) over 20 points" in c for c in texts(at, "caption"))
-    table = at.dataframe[0].value.set_index(["Mode", "Batch size"])
+    table = at.dataframe[1].value.set_index(["Mode", "Batch size"])
     assert table.at[("compile", 8), "Noise"] == "noisy"
     assert table.at[("cuda-graph", 64), "Speedup over eager 95% CI"] == "8.00-40.00x"
 
@@ -199,11 +207,11 @@ def test_old_run_page_says_no_interval(dash):
     rid = dash.add(intervals=False)
     at = dash.open("pages/run.py", run=str(rid))
     md = texts(at, "markdown")
-    assert "no interval" in md[0] and "(" in md[0]
+    assert "(no interval)" in md[0] and "no interval" in md[1]
     assert any("Noise: no interval" in m for m in md), md
     assert any("Host launch cost" in c and "not measured" in c for c in texts(at, "caption"))
-    assert set(at.dataframe[0].value["Noise"]) == {"no interval"}
-    assert len(charts(at)) == 4  # every chart still draws, without error bars
+    assert set(at.dataframe[1].value["Noise"]) == {"no interval"}
+    assert len(charts(at)) == 6  # every chart still draws (no launch cost: no such panel)
 
 
 @pytest.mark.parametrize("params, message", [
@@ -226,12 +234,16 @@ def test_compare_overlays_runs_with_ratio_table_and_environment_diff(dash):
     a = dash.add(gpu="Synthetic GPU A", torch="2.1")
     b = dash.add(gpu="Synthetic GPU B", torch="2.2", scale=0.5)
     at = dash.open("pages/compare.py", run=[str(a), str(b)])
-    assert len(charts(at)) == 1
+    assert len(charts(at)) == 3  # one panel per graph mode, each stretched to its column
     assert not at.warning  # same workload, params, dtype
     ratios = at.dataframe[0].value
     col = [c for c in ratios.columns if " vs #" in c][0]
+    assert list(ratios.columns).index(col) == 2  # the answer right after mode and batch
     assert ratios[col].dropna().gt(1).all()  # B (half the time) is faster everywhere
-    diff = at.dataframe[1].value
+    memory = at.dataframe[1].value
+    assert [c for c in memory.columns if c.endswith(" MiB")] == [
+        f"#{a} Synthetic GPU A · torch 2.1 MiB", f"#{b} Synthetic GPU B · torch 2.2 MiB"]
+    diff = at.dataframe[2].value
     assert {"gpu_name", "torch_version"} <= set(diff["field"])
     assert any(c.endswith(f"/compare?run={a}&run={b}") for c in texts(at, "code"))
 
@@ -251,7 +263,7 @@ def test_compare_marks_ratios_within_noise_and_diffs_launch_cost(dash):
     slower = ratios[ratios[col_b].str.startswith("slower (")]
     assert list(zip(slower["mode"], slower["batch_size"], strict=True)) == [("eager", 8)]
     assert set(ratios[col_old]) == {"no interval"}
-    diff = at.dataframe[1].value.set_index("field")
+    diff = at.dataframe[2].value.set_index("field")
     row = diff.loc["host launch cost (us, median and range)"]
     assert [v for k, v in row.items() if k.startswith("#")] == ["8.0 us (8.0-8.0)",
                                                                 "20.0 us (20.0-20.0)", "—"]
@@ -324,7 +336,7 @@ def _bad_uploads():
         ("cut.json", _good()[:300], "not valid JSON (truncated or corrupt?)"),
         ("other.json", json.dumps(wrong_format).encode(), "wrong format 'something.else'"),
         ("v99.json", json.dumps(wrong_version).encode(), "unsupported bundle version 99"),
-        ("big.json", b" " * (uploads.MAX_UPLOAD_BYTES + 1), "limited to 20 MB"),
+        ("big.json", b" " * (uploads.MAX_UPLOAD_BYTES + 1), "over the 20 MB limit"),
         ("bin.json", b"\xff\xfe\x00garbage", "not UTF-8"),
         ("empty.json", b"", "is empty"),
     ]
@@ -399,8 +411,11 @@ def test_shipped_samples_compare_without_a_false_alarm(dash):
     sweeps = [str(i) for i in mlp["id"]]
     assert len(sweeps) >= 2, "data/samples/ should ship a measured sweep beside the article's"
     at = dash.open("pages/compare.py", run=sweeps)
-    assert not at.warning, texts(at, "warning")
-    assert len(charts(at)) == 1
+    # No "not comparable" alarm; only the flag that the article gives means, not medians.
+    assert [w for w in texts(at, "warning") if "not medians" not in w] == []
+    assert any(w.startswith(f"#{dash.published} ") and "not medians" in w
+               for w in texts(at, "warning"))
+    assert len(charts(at)) == 3
 
 
 def test_shipped_samples_of_different_workloads_warn_when_compared(dash):

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from pages.common.names import device_name, known
 from runner.format.bundle import ENVIRONMENT_FIELDS, MODES
 
 # The issue's threshold: above this batch size reduce-overhead gains less than 1.1x over
@@ -354,9 +355,9 @@ def ratio_verdict(interval: tuple[float, float] | None) -> str:
 
 def series_name(header: dict | pd.Series) -> str:
     """How a run is named in a comparison: GPU and torch version, marked when published."""
-    gpu = header.get("gpu_name") or "cpu"
-    torch = header.get("torch_version")
-    name = f"{gpu} · torch {torch}" if torch else str(gpu)
+    gpu = device_name(header)
+    torch = known(header.get("torch_version"))
+    name = f"{gpu} · torch {torch}" if torch else gpu
     if header.get("source") == "published":
         name += " (published)"
     return name
@@ -450,7 +451,10 @@ def ratio_table(points: pd.DataFrame, headers: pd.DataFrame,
         else:
             out[col] = float("nan")
             out[f"{col} 95%"] = "—"
-    out = out.reset_index()
+    # The answer first: ratios and their verdicts, then each run's own time, so the ratio
+    # is on screen at 1280 px however many runs are compared.
+    ms = [c for c in out.columns if c.endswith(" ms")]
+    out = out[[c for c in out.columns if c not in ms] + ms].reset_index()
     key = out["mode"].map(MODE_ORDER)
     return (out.assign(_k=key).sort_values(["_k", "batch_size"]).drop(columns="_k")
             .reset_index(drop=True))
@@ -540,7 +544,7 @@ def runs_table(runs: pd.DataFrame, noise: pd.DataFrame | None = None) -> pd.Data
         "created": runs["created_at"].dt.strftime("%Y-%m-%d %H:%M"),
         "source": runs["source"],
         "kind": runs["kind"],
-        "GPU": runs["gpu_name"].fillna("cpu"),
+        "GPU": [device_name(r) for _, r in runs.iterrows()],
         "torch": runs["torch_version"].fillna("—"),
         "workload": runs["workload"],
         "parameters": runs["workload_params"].map(_canon),

@@ -1,6 +1,12 @@
 """Altair charts of a run and of a comparison. Each function takes the frames that
-pages.common.analysis returns and gives back a chart, or None when there is nothing to draw
-(a CPU run has no memory figures; a failed run has no ok point at all).
+pages.common.analysis (and pages.common.cost) return and gives back a chart, or None when
+there is nothing to draw (a CPU run has no memory figures; a failed run has no ok point).
+
+The same basics on every chart: one colour per mode (MODE_COLORS, the Serve page's too);
+speedup on a log axis with a 1x rule, so a slowdown is not squashed under 1; log time axes
+with 1-2-5 ticks; a series of fewer than MIN_LINE_POINTS points drawn as points, never a
+line joining batch sizes decades apart; single (layered) charts only, so the page can
+stretch each to its width (a facet or concat keeps fixed panel widths).
 
 Axis titles and tooltip formats come from pages.common.metrics, so units live in one place.
 Batch sizes are powers of two in practice: a log2 x axis spaces them evenly.
@@ -11,28 +17,58 @@ measured one (bundle version 3); points without one get no bar, never an invente
 
 from __future__ import annotations
 
+import math
+
 import altair as alt
 import pandas as pd
 
-from pages.common import analysis
+from pages.common import analysis, cost
 from pages.common.metrics import metric, title
 from runner.format.vocab import MODE_TABLE, MODES
 
-# One colour per mode everywhere (charts, report), so a reader learns it once.
+# One colour per mode everywhere (charts, report, the Serve page), so a reader learns it
+# once: the leaf's mode table holds them (colour-blind-safe hues; eager, the baseline,
+# is grey).
+MODE_COLORS = {m: MODE_TABLE[m].color for m in MODES}
+# Width is what the report's SVGs get; on a page st.altair_chart stretches a chart to the
+# container.
 WIDTH, HEIGHT = 520, 300
+# Fewer points than this in one series are drawn unjoined: the published L40S run has
+# batch 8 and 8192 only, and a line between them would invent three decades of curve.
+MIN_LINE_POINTS = 3
 
 
 def _mode_color(legend: bool = True) -> alt.Color:
     return alt.Color("mode:N", title="Mode", sort=list(MODES),
-                     scale=alt.Scale(domain=list(MODES),
-                                     range=[MODE_TABLE[m].color for m in MODES]),
-                     **({} if legend else {"legend": None}))
+                     scale=alt.Scale(domain=list(MODES), range=list(MODE_COLORS.values())),
+                     legend=alt.Legend(orient="top") if legend else None)
 
 
 def _batch_x() -> alt.X:
     return alt.X("batch_size:Q", title=title("batch_size"),
                  scale=alt.Scale(type="log", base=2, nice=False),
                  axis=alt.Axis(format=",d", labelOverlap=True))
+
+
+def log_ticks(values) -> list[float]:
+    """1-2-5 ticks covering the values (positive ones), one decade beyond at neither end:
+    vega's own log ticks drop the labels between decades and sometimes 1 itself."""
+    v = [float(x) for x in values if x is not None and not pd.isna(x) and float(x) > 0]
+    if not v:
+        return [1.0]
+    lo, hi = math.floor(math.log10(min(v))), math.ceil(math.log10(max(v)))
+    ticks = [round(m * 10.0 ** e, 12) for e in range(lo, hi + 1) for m in (1, 2, 5)]
+    inside = [t for t in ticks if min(v) / 1.0001 <= t <= max(v) * 1.0001]
+    below = [t for t in ticks if t < min(v)][-1:]
+    above = [t for t in ticks if t > max(v)][:1]
+    return below + inside + above
+
+
+def _log_y(field: str, values, name: str | None = None) -> alt.Y:
+    ticks = log_ticks(values)
+    return alt.Y(f"{field}:Q", title=title(name or field),
+                 scale=alt.Scale(type="log", domain=[ticks[0], ticks[-1]], nice=False),
+                 axis=alt.Axis(values=ticks, format="~g"))
 
 
 def _tip(name: str, fmt: str | None = None) -> alt.Tooltip:
@@ -50,6 +86,25 @@ def _batch_tip() -> alt.Tooltip:
     return alt.Tooltip("batch_size:Q", title="Batch size", format=",d")
 
 
+def _lines_and_points(x: alt.X, y: alt.Y, color: alt.Color, tooltip: list,
+                      by: list[str], **encoding) -> list[alt.Chart]:
+    """A line per series (grouped by `by`) that has MIN_LINE_POINTS points or more, and a
+    point for every row: short series stay unjoined. On the layer's shared data."""
+    n = "_series_points"
+    line = (alt.Chart().mark_line().encode(x=x, y=y, color=color, **encoding)
+            .transform_joinaggregate(**{n: "count()"}, groupby=by)
+            .transform_filter(f"datum.{n} >= {MIN_LINE_POINTS}"))
+    points = alt.Chart().mark_point(filled=True, size=50).encode(
+        x=x, y=y, color=color, tooltip=tooltip, **encoding)
+    return [line, points]
+
+
+def _one_x_rule() -> alt.Chart:
+    """The 1x line: above it a mode is faster than eager, below it slower."""
+    return alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(
+        strokeDash=[4, 4], color="#444").encode(y="y:Q")
+
+
 def _error_bars(df: pd.DataFrame, low: str, high: str, y: alt.Y, color: alt.Color,
                 **encoding) -> alt.Chart | None:
     """The 95% interval of each point that has one, as a vertical bar with ticks, on the
@@ -64,155 +119,223 @@ def _error_bars(df: pd.DataFrame, low: str, high: str, y: alt.Y, color: alt.Colo
 SPEEDUP_TIPS = ("speedup", "speedup_ci_low", "speedup_ci_high", "step_ms", "eager_ms")
 
 
+def _speedup_values(df: pd.DataFrame) -> list:
+    return [1.0, *df["speedup"], *df["speedup_ci_low"], *df["speedup_ci_high"]]
+
+
 def speedup_chart(speedups: pd.DataFrame) -> alt.LayerChart | None:
-    """Speedup over eager against batch size, one line per mode (eager is the 1.0 line),
-    with each point's 95% interval as an error bar."""
+    """Speedup over eager against batch size, one line per mode, on a log axis with the
+    1x rule (eager), with each point's 95% interval as an error bar."""
     if speedups.empty:
         return None
-    df = speedups[["mode", "batch_size", *SPEEDUP_TIPS]]
-    line = alt.Chart().mark_line(point=True).encode(
-        x=_batch_x(),
-        y=alt.Y("speedup:Q", title=title("speedup")),
-        color=_mode_color(),
-        tooltip=[_mode_tip(), _batch_tip(), *(_tip(n) for n in SPEEDUP_TIPS)])
+    df = speedups[speedups["mode"] != "eager"][["mode", "batch_size", *SPEEDUP_TIPS]]
+    if df.empty:
+        return None
+    y = _log_y("speedup", _speedup_values(df))
+    layers = _lines_and_points(_batch_x(), y, _mode_color(),
+                               [_mode_tip(), _batch_tip(), *(_tip(n) for n in SPEEDUP_TIPS)],
+                               by=["mode"])
     bars = _error_bars(df, "speedup_ci_low", "speedup_ci_high",
-                       alt.Y("speedup_ci_low:Q", title=title("speedup")), _mode_color())
-    chart = alt.layer(*(c for c in (line, bars) if c is not None), data=df)
+                       _log_y("speedup_ci_low", _speedup_values(df), "speedup"), _mode_color())
+    chart = alt.layer(*layers, *([bars] if bars is not None else []), _one_x_rule(), data=df)
     return chart.properties(width=WIDTH, height=HEIGHT,
-                            title="Speedup over eager, with 95% interval (higher is better)")
+                            title="Speedup over eager, 95% interval (1x = eager)")
 
 
 def step_time_chart(points: pd.DataFrame) -> alt.LayerChart | None:
-    """Median step time against batch size, log-log, with each point's 95% interval as
-    error bars; points without one (older runs) get their p10-p90 band instead."""
+    """Median step time against batch size, log-log with 1-2-5 ticks and a mode legend,
+    each point's 95% interval as error bars; points without one (older runs) get their
+    p10-p90 band instead."""
     ok = analysis.usable(points)
     if ok.empty:
         return None
     cols = ["step_ms", "step_ms_ci_low", "step_ms_ci_high", "step_ms_p10", "step_ms_p90"]
     df = ok[["mode", "batch_size"]].assign(**{c: analysis._col(ok, c) for c in cols})
-    y = alt.Y("step_ms:Q", title=title("step_ms"), scale=alt.Scale(type="log"))
-    line = alt.Chart().mark_line(point=True).encode(
-        x=_batch_x(), y=y, color=_mode_color(),
-        tooltip=[_mode_tip(), _batch_tip(), *(_tip(c) for c in cols)])
-    layers = [line]
+    values = df[cols].to_numpy().ravel()
+    y = _log_y("step_ms", values)
+    layers = _lines_and_points(_batch_x(), y, _mode_color(),
+                               [_mode_tip(), _batch_tip(), *(_tip(c) for c in cols)],
+                               by=["mode"])
     no_ci = df[df["step_ms_ci_low"].isna() | df["step_ms_ci_high"].isna()]
     banded = no_ci.dropna(subset=["step_ms_p10", "step_ms_p90"])
     if not banded.empty:
         band = alt.Chart(banded).mark_area(opacity=0.2).encode(
-            x=_batch_x(), y=alt.Y("step_ms_p10:Q", title=title("step_ms"),
-                                  scale=alt.Scale(type="log")),
+            x=_batch_x(), y=_log_y("step_ms_p10", values, "step_ms"),
             y2="step_ms_p90:Q", color=_mode_color())
         layers.insert(0, band)
     bars = _error_bars(df, "step_ms_ci_low", "step_ms_ci_high",
-                       alt.Y("step_ms_ci_low:Q", title=title("step_ms"),
-                             scale=alt.Scale(type="log")), _mode_color())
+                       _log_y("step_ms_ci_low", values, "step_ms"), _mode_color())
     if bars is not None:
         layers.append(bars)
     what = ("95% interval" if bars is not None and banded.empty else "p10-p90 band, no "
             "interval" if bars is None else "95% interval (p10-p90 band where none)")
     return alt.layer(*layers, data=df).properties(
-        width=WIDTH, height=HEIGHT, title=f"Step time, median with {what} (lower is better)")
+        width=WIDTH, height=HEIGHT, title=f"Step time: median, {what}")
 
 
-MEMORY_METRICS = ("graph_pool_bytes", "peak_allocated_bytes")
-
-
-def memory_chart(points: pd.DataFrame) -> alt.FacetChart | None:
-    """What the modes cost in memory: graph pool and peak allocated, in MiB, per mode."""
-    ok = analysis.usable(points)
-    if ok.empty:
-        return None
-    long = ok.melt(id_vars=["mode", "batch_size"], value_vars=list(MEMORY_METRICS),
-                   var_name="metric", value_name="bytes").dropna(subset=["bytes"])
+def memory_chart(points: pd.DataFrame) -> alt.Chart | None:
+    """What each mode holds: graph pool + peak allocated (MiB), stacked so both parts
+    stay visible, one bar per mode beside each other at every batch size."""
+    long = cost.stacked(cost.memory_cost(points))
     if long.empty:
         return None
-    long["MiB"] = long["bytes"] * metric("graph_pool_bytes").scale
-    long["metric"] = long["metric"].map(lambda n: metric(n).label)
-    return alt.Chart(long).mark_line(point=True).encode(
-        x=_batch_x(), y=alt.Y("MiB:Q", title="Memory (MiB)"), color=_mode_color(),
-        tooltip=[_mode_tip(), _batch_tip(), alt.Tooltip("metric:N", title="What"),
-                 alt.Tooltip("MiB:Q", title="MiB", format=",.1f")],
-    ).properties(width=WIDTH // 2 + 40, height=HEIGHT - 40).facet(
-        column=alt.Column("metric:N", title=None)
-    ).resolve_scale(y="independent").properties(title="Memory cost (lower is better)")
+    modes = [m for m in MODES if m in set(long["mode"])]
+    return alt.Chart(long).mark_bar().encode(
+        x=alt.X("batch_size:O", title=title("batch_size"), axis=alt.Axis(labelAngle=0)),
+        xOffset=alt.XOffset("mode:N", sort=modes),
+        y=alt.Y("MiB:Q", title="Memory held: graph pool + peak allocated (MiB)",
+                stack="zero"),
+        color=_mode_color(),
+        opacity=alt.Opacity("part:N", title="Part", sort=list(cost.PARTS.values()),
+                            scale=alt.Scale(domain=list(cost.PARTS.values()),
+                                            range=[1.0, 0.45]),
+                            legend=alt.Legend(orient="top")),
+        order=alt.Order("part:N", sort="descending"),
+        tooltip=[_mode_tip(), _batch_tip(), alt.Tooltip("part:N", title="Part"),
+                 alt.Tooltip("MiB:Q", title="MiB", format=",.1f"),
+                 alt.Tooltip("total_mib:Q", title="Total MiB", format=",.1f")],
+    ).properties(width=WIDTH, height=HEIGHT,
+                 title="Memory held: pool (solid) + peak (light)")
+
+
+def tradeoff_chart(costs: pd.DataFrame) -> alt.LayerChart | None:
+    """What the memory buys: speedup over eager (log, 1x rule) against extra MiB over
+    eager's total at the same batch size; one point per (mode, batch), labelled with the
+    batch; the Pareto-best modes of each batch (nothing faster for less) filled and large."""
+    df = costs.dropna(subset=["speedup", "extra_mib"]) if not costs.empty else costs
+    df = df[df["mode"] != "eager"] if not df.empty else df
+    if df.empty:
+        return None
+    df = df[["mode", "batch_size", "extra_mib", "total_mib", "speedup", "speedup_ci_low",
+             "speedup_ci_high", "pareto"]].assign(
+        best=df["pareto"].map({True: "Pareto-best at its batch", False: "dominated"}))
+    # One label per mode (its fastest Pareto-best point): labelling every point overlaps.
+    top = df[df["pareto"]].groupby("mode")["speedup"].idxmax()
+    df["label"] = ""
+    df.loc[top.values, "label"] = [f"{m} @ batch {int(b):,}" for m, b in
+                                   zip(df.loc[top.values, "mode"],
+                                       df.loc[top.values, "batch_size"], strict=True)]
+    x = alt.X("extra_mib:Q", title="Extra memory over eager at the same batch (MiB)")
+    y = _log_y("speedup", _speedup_values(df))
+    tips = [_mode_tip(), _batch_tip(), alt.Tooltip("extra_mib:Q", title="Extra MiB",
+                                                   format="+,.1f"),
+            alt.Tooltip("total_mib:Q", title="Total MiB", format=",.1f"),
+            *(_tip(n) for n in ("speedup", "speedup_ci_low", "speedup_ci_high")),
+            alt.Tooltip("best:N", title="Pareto")]
+    marks = alt.Chart().mark_point(filled=True).encode(
+        x=x, y=y, color=_mode_color(),
+        shape=alt.Shape("best:N", title=None, sort=["Pareto-best at its batch", "dominated"],
+                        scale=alt.Scale(range=["diamond", "circle"]),
+                        legend=alt.Legend(orient="top")),
+        size=alt.Size("best:N", scale=alt.Scale(domain=["Pareto-best at its batch",
+                                                        "dominated"], range=[160, 30]),
+                      legend=None),
+        opacity=alt.condition("datum.pareto", alt.value(1.0), alt.value(0.45)),
+        tooltip=tips)
+    labels = alt.Chart().mark_text(align="left", dx=7, dy=-6, fontSize=10).encode(
+        x=x, y=y, color=_mode_color(), text="label:N").transform_filter("datum.label")
+    return alt.layer(marks, labels, _one_x_rule(), data=df).properties(
+        width=WIDTH, height=HEIGHT,
+        title="Speedup against extra MiB (up-left is better)")
 
 
 LAUNCH_VS_BUSY = ("step_ms", "gpu_busy_ms", "host_launch_ms")
+SPLIT_TIPS = ("step_ms", "gpu_busy_ms", "idle_ms", "busy_fraction", "host_launches_per_step",
+              "graph_launches_per_step", "gpu_kernels_per_step", "launch_us", "host_launch_ms")
 
 
-def time_split_chart(split: pd.DataFrame) -> alt.HConcatChart | None:
-    """Where the time goes: GPU busy fraction of the step (1.0 = no launch gaps left),
-    host launches per step, per mode, and eager's host launch time (launches x the host's
-    launch cost) beside its GPU busy time: when the first exceeds the second, the step is
-    launch-bound, and that is what a CUDA graph removes."""
+def _split_tips() -> list:
+    fmt = {"busy_fraction": ".0%", "launch_us": ".1f"}
+    return [_mode_tip(), _batch_tip(),
+            *(_tip(n, fmt.get(n, ".1f" if "per_step" in n else None)) for n in SPLIT_TIPS)]
+
+
+def time_split_charts(split: pd.DataFrame) -> dict[str, alt.TopLevelMixin]:
+    """Where the time goes, as separate charts (each stretches to its column): the GPU
+    busy fraction of the step (1.0 = no launch gaps left), host launches per step, and
+    eager's host launch time (launches x the host's launch cost) beside its GPU busy time:
+    when the first exceeds the second, the step is launch-bound, and that is what a CUDA
+    graph removes."""
+    out: dict[str, alt.TopLevelMixin] = {}
     if split.empty:
-        return None
-    tips = [_mode_tip(), _batch_tip(), _tip("step_ms"), _tip("gpu_busy_ms"), _tip("idle_ms"),
-            _tip("busy_fraction", ".0%"), _tip("host_launches_per_step", ".1f"),
-            _tip("graph_launches_per_step", ".1f"), _tip("gpu_kernels_per_step", ".1f"),
-            _tip("launch_us", ".1f"), _tip("host_launch_ms")]
+        return out
     size = {"width": WIDTH // 2 + 40, "height": HEIGHT - 40}
-    charts = []
     busy = split.dropna(subset=["busy_fraction"])
     if not busy.empty:
-        line = alt.Chart(busy).mark_line(point=True).encode(
-            x=_batch_x(), y=alt.Y("busy_fraction:Q", title=title("busy_fraction"),
-                                  axis=alt.Axis(format="%")),
-            color=_mode_color(), tooltip=tips)
+        y = alt.Y("busy_fraction:Q", title=title("busy_fraction"), axis=alt.Axis(format="%"))
         rule = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(
             y="y:Q")
-        charts.append(alt.layer(line, rule).properties(**size, title="GPU busy / step time"))
+        layers = _lines_and_points(_batch_x(), y, _mode_color(), _split_tips(), by=["mode"])
+        out["busy"] = alt.layer(*layers, rule, data=busy).properties(
+            **size, title="GPU busy / step time")
     launches = split.dropna(subset=["host_launches_per_step"])
     if not launches.empty:
-        charts.append(alt.Chart(launches).mark_line(point=True).encode(
-            x=_batch_x(), y=alt.Y("host_launches_per_step:Q",
-                                  title=title("host_launches_per_step")),
-            color=_mode_color(), tooltip=tips,
-        ).properties(**size, title="Launches per step"))
+        y = alt.Y("host_launches_per_step:Q", title=title("host_launches_per_step"))
+        layers = _lines_and_points(_batch_x(), y, _mode_color(), _split_tips(), by=["mode"])
+        out["launches"] = alt.layer(*layers, data=launches).properties(
+            **size, title="Launches per step")
     eager = split[(split["mode"] == "eager")].dropna(subset=["host_launch_ms"])
     if not eager.empty:
         long = eager.melt(id_vars=["batch_size"], value_vars=list(LAUNCH_VS_BUSY),
                           var_name="figure", value_name="ms").dropna(subset=["ms"])
         long["figure"] = long["figure"].map(lambda n: metric(n).label)
-        charts.append(alt.Chart(long).mark_line(point=True).encode(
+        out["launch-vs-busy"] = alt.Chart(long).mark_line(point=True).encode(
             x=_batch_x(), y=alt.Y("ms:Q", title="Time per step (ms)"),
             color=alt.Color("figure:N", title="Eager",
                             sort=[metric(n).label for n in LAUNCH_VS_BUSY],
-                            legend=alt.Legend(orient="bottom")),
+                            legend=alt.Legend(orient="top")),
             strokeDash=alt.StrokeDash("figure:N", legend=None),
             tooltip=[_batch_tip(), alt.Tooltip("figure:N", title="What"),
                      alt.Tooltip("ms:Q", title="ms", format=".3f")],
-        ).properties(**size, title="Eager: host launch time vs GPU busy time"))
+        ).properties(**size, title="Eager: host launch time vs GPU busy time")
+    return out
+
+
+def time_split_chart(split: pd.DataFrame) -> alt.HConcatChart | None:
+    """time_split_charts side by side, for the HTML report and the PNG export."""
+    charts = time_split_charts(split)
     if not charts:
         return None
-    return alt.hconcat(*charts).properties(title="Where the time goes").resolve_scale(
+    return alt.hconcat(*charts.values()).properties(title="Where the time goes").resolve_scale(
         color="independent", strokeDash="independent")
 
 
-def compare_chart(speedups: pd.DataFrame) -> alt.FacetChart | None:
-    """Several runs' speedup curves, coloured by GPU and torch version, one panel per mode.
+def compare_charts(speedups: pd.DataFrame) -> dict[str, alt.LayerChart]:
+    """Several runs' speedup curves, one chart per graph mode (each stretches to its
+    column), coloured by GPU and torch version, log speedup axis with the 1x rule; a run's
+    series of fewer than MIN_LINE_POINTS points (published figures) drawn as points.
     `speedups` is analysis.compare_speedups' frame (columns run, series)."""
     df = speedups[speedups["mode"] != "eager"] if not speedups.empty else speedups
     if df.empty:
-        return None
+        return {}
     df = df[["run", "series", "mode", "batch_size", *SPEEDUP_TIPS]]
-    modes = [m for m in MODES if m in set(df["mode"])]
     # An explicit categorical scheme: the host app's theme would otherwise pick shades
-    # of one hue, and GPUs must be told apart at a glance.
-    color = alt.Color("series:N", title="GPU · torch", scale=alt.Scale(scheme="category10"),
-                      legend=alt.Legend(orient="bottom", columns=2, labelLimit=400))
-    y = alt.Y("speedup:Q", title=title("speedup"))
-    line = alt.Chart().mark_line(point=True).encode(
-        x=_batch_x(), y=y, color=color, detail="run:N",
-        tooltip=[alt.Tooltip("run:N", title="Run"), _mode_tip(), _batch_tip(),
-                 *(_tip(n) for n in SPEEDUP_TIPS)])
-    bars = _error_bars(df, "speedup_ci_low", "speedup_ci_high",
-                       alt.Y("speedup_ci_low:Q", title=title("speedup")), color,
-                       detail="run:N")
-    layers = [line] if bars is None else [line, bars]
-    return alt.layer(*layers, data=df).properties(width=240, height=240).facet(
-        column=alt.Column("mode:N", title=None, sort=modes)
-    ).properties(title="Speedup over eager by mode, with 95% interval")
+    # of one hue, and GPUs must be told apart at a glance. The same domain in every
+    # panel, so a run keeps its colour across them.
+    series = sorted(set(df["series"]))
+    color = alt.Color("series:N", title="GPU · torch",
+                      scale=alt.Scale(scheme="category10", domain=series),
+                      legend=alt.Legend(orient="bottom", columns=1, labelLimit=400))
+    y = _log_y("speedup", _speedup_values(df))
+    tips = [alt.Tooltip("run:N", title="Run"), _mode_tip(), _batch_tip(),
+            *(_tip(n) for n in SPEEDUP_TIPS)]
+    out = {}
+    for mode in (m for m in MODES if m in set(df["mode"])):
+        d = df[df["mode"] == mode]
+        layers = _lines_and_points(_batch_x(), y, color, tips, by=["run"], detail="run:N")
+        bars = _error_bars(d, "speedup_ci_low", "speedup_ci_high",
+                           _log_y("speedup_ci_low", _speedup_values(df), "speedup"), color,
+                           detail="run:N")
+        out[mode] = alt.layer(*layers, *([bars] if bars is not None else []), _one_x_rule(),
+                              data=d).properties(
+            width=WIDTH // 2 + 40, height=HEIGHT, title=f"{mode}: speedup over eager")
+    return out
+
+
+def compare_chart(speedups: pd.DataFrame) -> alt.HConcatChart | None:
+    """compare_charts side by side (for exports)."""
+    charts = compare_charts(speedups)
+    return alt.hconcat(*charts.values()) if charts else None
 
 
 def run_charts(points: pd.DataFrame) -> dict[str, alt.TopLevelMixin]:
@@ -222,6 +345,7 @@ def run_charts(points: pd.DataFrame) -> dict[str, alt.TopLevelMixin]:
         "speedup": speedup_chart(analysis.speedups(points)),
         "step-time": step_time_chart(points),
         "memory": memory_chart(points),
+        "memory-tradeoff": tradeoff_chart(cost.memory_cost(points)),
         "time-split": time_split_chart(analysis.time_split(points)),
     }
     return {k: v for k, v in charts.items() if v is not None}

@@ -41,6 +41,14 @@ RUNS, RUN, COMPARE, IMPORT = (PAGES[n].url_path for n in ("runs", "run", "compar
 MAX_COMPARE = 12  # more curves than this are unreadable in one chart
 
 
+def unknown_page(asked: str | None) -> str | None:
+    """The asked URL path when no page has it (/nosuchpage), else None. `asked` is the
+    page name the browser asked for ('' or None for the root)."""
+    name = (asked or "").strip("/")
+    known = {p.url_path for p in PAGES.values()}
+    return None if name in known else name
+
+
 class LinkError(ValueError):
     """A URL parameter that cannot be used. str() is the one line shown on the page."""
 

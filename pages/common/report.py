@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 import vl_convert as vlc
 
-from pages.common import analysis, charts
+from pages.common import analysis, charts, cost
 from pages.common.metrics import (
     MISSING,
     NO_INTERVAL,
@@ -25,6 +25,7 @@ from pages.common.metrics import (
     metric,
     title,
 )
+from pages.common.names import device_name, known
 from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
 
 PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not measured by "
@@ -32,8 +33,8 @@ PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not me
 
 
 def run_title(header: dict) -> str:
-    gpu = header.get("gpu_name") or "cpu"
-    torch = header.get("torch_version") or MISSING
+    gpu = device_name(header)
+    torch = known(header.get("torch_version")) or MISSING
     mark = " [published]" if header.get("source") == "published" else ""
     return f"Run {header['id']}: {header['workload']} on {gpu}, torch {torch}{mark}"
 
@@ -101,14 +102,19 @@ def headline(points: pd.DataFrame) -> list[str]:
     return lines
 
 
-# (column, interval bounds or None): an interval column follows its figure.
-POINT_COLUMNS = (("step_ms", ("step_ms_ci_low", "step_ms_ci_high")), ("step_ms_p10", None),
-                 ("step_ms_p90", None), ("speedup", ("speedup_ci_low", "speedup_ci_high")),
+# (column, interval bounds or None): an interval column follows its figure. The answer
+# columns come first (speedup, time, memory), so they are on screen without scrolling.
+POINT_COLUMNS = (("speedup", ("speedup_ci_low", "speedup_ci_high")),
+                 ("step_ms", ("step_ms_ci_low", "step_ms_ci_high")), ("total_mib", None),
+                 ("extra_mib", None), ("graph_pool_bytes", None),
+                 ("peak_allocated_bytes", None), ("step_ms_p10", None), ("step_ms_p90", None),
                  ("latency_ms", None), ("setup_s", None), ("launch_us", None),
                  ("host_launches_per_step", None), ("graph_launches_per_step", None),
-                 ("gpu_busy_ms", None), ("busy_fraction", None), ("graph_pool_bytes", None),
-                 ("peak_allocated_bytes", None), ("reserved_delta_bytes", None),
-                 ("max_abs_err", None))
+                 ("gpu_busy_ms", None), ("busy_fraction", None),
+                 ("reserved_delta_bytes", None), ("max_abs_err", None))
+RESERVED_NOTE = ("Reserved change in setup: how setup moved the allocator's reserve. It is "
+                 "negative where setup made the allocator release cached blocks; it is not "
+                 "a cost. What a mode holds is graph pool + peak allocated.")
 SPEEDUP_FIELDS = ("speedup", "speedup_ci_low", "speedup_ci_high")
 
 
@@ -122,7 +128,9 @@ def points_with_speedup(points: pd.DataFrame) -> pd.DataFrame:
     out["busy_fraction"] = pd.to_numeric(out["gpu_busy_ms"]) / pd.to_numeric(out["step_ms"])
     for c in ("step_ms_ci_low", "step_ms_ci_high", "launch_us"):
         out[c] = analysis._col(out, c)
-    return out
+    mem = cost.memory_cost(points).set_index(["run_id", "mode", "batch_size"])[
+        ["total_mib", "extra_mib"]]
+    return out.join(mem, on=["run_id", "mode", "batch_size"])
 
 
 def points_table(points: pd.DataFrame) -> pd.DataFrame:
@@ -131,10 +139,11 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
     if points.empty:
         return pd.DataFrame(columns=["Mode", "Batch size", "Status"])
     p = analysis._ordered(points_with_speedup(points))
-    out = pd.DataFrame({"Mode": p["mode"], "Batch size": p["batch_size"].astype(int),
-                        "Status": analysis.status_marks(p).values,
-                        "Noise": analysis.point_badges(p).values})
+    out = pd.DataFrame({"Mode": p["mode"], "Batch size": p["batch_size"].astype(int)})
     for c, bounds in POINT_COLUMNS:
+        if c == "step_ms_p10":  # after the answer columns: how each point went
+            out["Status"] = analysis.status_marks(p).values
+            out["Noise"] = analysis.point_badges(p).values
         out[title(c)] = [format_value(c, v) for v in p[c]]
         if bounds:
             lo, hi = p[bounds[0]], p[bounds[1]]
@@ -146,6 +155,31 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
     out["Correct"] = [MISSING if v is None or (isinstance(v, float) and math.isnan(v))
                       else ("yes" if v else "NO") for v in p["correct"]]
     return out
+
+
+def speedup_pivot(points: pd.DataFrame) -> pd.DataFrame:
+    """Batch size x graph mode at a glance: each cell the speedup over eager with its 95%
+    interval and the extra memory over eager, e.g. '7.1x (6.5-7.6) · +34 MiB'."""
+    sp = analysis.speedups(points)
+    sp = sp[sp["mode"] != "eager"]
+    if sp.empty:
+        return pd.DataFrame(columns=["Batch size"])
+    mem = cost.memory_cost(points).set_index(["run_id", "mode", "batch_size"])["extra_mib"]
+    sp = sp.join(mem, on=["run_id", "mode", "batch_size"])
+
+    def cell(r) -> str:
+        text = f"{r['speedup']:.1f}x"
+        if pd.notna(r["speedup_ci_low"]) and pd.notna(r["speedup_ci_high"]):
+            text += f" ({r['speedup_ci_low']:.1f}-{r['speedup_ci_high']:.1f})"
+        if pd.notna(r["extra_mib"]):
+            text += f" · {r['extra_mib']:+,.0f} MiB"
+        return text
+
+    sp["cell"] = sp.apply(cell, axis=1)
+    wide = sp.pivot_table(index="batch_size", columns="mode", values="cell", aggfunc="first")
+    wide = wide[[m for m in analysis.GRAPH_MODES if m in wide.columns]].fillna(MISSING)
+    return wide.rename_axis(columns=None).reset_index().rename(
+        columns={"batch_size": "Batch size"})
 
 
 def points_csv(points: pd.DataFrame) -> str:
@@ -189,7 +223,9 @@ CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;mar
 color:#222;max-width:1200px}h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em}
 .published{background:#fff4ce;border:1px solid #e0c050;padding:.6em 1em;border-radius:4px}
 table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ddd;padding:3px 6px;
-text-align:left}table.points td{white-space:nowrap}tr.bad td{background:#fdecea}
+text-align:left}tr.bad td{background:#fdecea}.answer{font-size:1.2em;font-weight:600}
+.wide{max-width:100%;overflow-x:auto}table.points{font-size:.72em;width:100%}
+table.points th,table.points td{padding:2px 3px;overflow-wrap:anywhere}.note{color:#555}
 .chart{margin:1em 0}code{background:#f4f4f4;padding:2px 4px;word-break:break-all}
 footer{margin-top:3em;color:#777;font-size:.8em}"""
 
@@ -205,6 +241,9 @@ def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None
         parts.append(f"<p><b>Label:</b> {esc(str(header['label']))}</p>")
     if header.get("source") == "published":
         parts.append(f"<p class='published'>{esc(PUBLISHED_NOTE)}</p>")
+    summary = cost.headline(points)
+    if summary:
+        parts.append(f"<p class='answer'>{esc(summary)}</p>")
     parts.append("<h2>Headline</h2><ul>" + "".join(f"<li>{esc(s)}</li>"
                                                    for s in headline(points)) + "</ul>")
     if not points.empty:
@@ -213,7 +252,8 @@ def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None
         parts.append(f"<p><b>Noise:</b> {esc(analysis.noise_summary(row)[1])}</p>")
     for name, chart in charts.run_charts(points).items():
         parts.append(f"<div class='chart' id='chart-{esc(name)}'>{chart_svg(chart)}</div>")
-    parts.append("<h2>Points</h2>" + _frame_html(points_table(points)))
+    parts.append("<h2>Points</h2><div class='wide'>" + _frame_html(points_table(points))
+                 + f"</div><p class='note'>{esc(RESERVED_NOTE)}</p>")
     run_rows = [("workload", header.get("workload")),
                 ("parameters", analysis._canon(header.get("workload_params"))),
                 ("dtype", header.get("dtype") or MISSING), ("status", header.get("status")),

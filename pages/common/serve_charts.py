@@ -10,13 +10,28 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from pages.common.charts import MODE_COLORS
 from pages.common.metrics import MISSING
 from runner.format import advisor, buckets
 
 MIB = 2**20
 WIDTH, HEIGHT = 520, 280
-KIND_COLORS = {"eager": "#7f7f7f", "compile": "#1f77b4", "reduce-overhead": "#d62728",
-               "buckets": "#2ca02c"}
+# The run pages' mode colours (pages.common.charts.MODE_COLORS): bucket strategies replay
+# manually captured CUDA graphs, so they take cuda-graph's colour; several bucket
+# strategies are told apart by their shape or dash, named in the legend.
+KIND_COLORS = {k: MODE_COLORS[k] for k in ("eager", "compile", "reduce-overhead")} | {
+    "buckets": MODE_COLORS["cuda-graph"]}
+
+
+def _kind_color() -> alt.Color:
+    return alt.Color("kind:N", title="Strategy kind",
+                     scale=alt.Scale(domain=list(KIND_COLORS), range=list(KIND_COLORS.values())),
+                     legend=alt.Legend(orient="top"))
+
+
+def kind_of(strategy: str) -> str:
+    """'buckets:8/16/32' -> 'buckets'; 'eager' -> 'eager'."""
+    return str(strategy).split(":", 1)[0]
 OUTCOMES = {"exact": "#2ca02c", "padded": "#ff7f0e", "eager fallback": "#d62728"}
 
 
@@ -70,17 +85,17 @@ def memory_throughput_chart(results: pd.DataFrame) -> alt.Chart | None:
                        "pool_mib": [r["graph_pool_bytes"] / MIB for r in rows],
                        "rows_per_s": [r["rows_per_s"] for r in rows],
                        "graphs": [r["graphs"] for r in rows]})
-    base = alt.Chart(df).encode(
+    # Strategies are named by shape in the legend, not by text beside the points: points
+    # close together (eager and compile both at 0 MiB) made the labels overlap.
+    return alt.Chart(df).mark_point(size=110, filled=True).encode(
         x=alt.X("pool_mib:Q", title="Graph pool (MiB)"),
         y=alt.Y("rows_per_s:Q", title="Throughput (real rows/s)"),
-        color=alt.Color("kind:N", title="Strategy kind",
-                        scale=alt.Scale(domain=list(KIND_COLORS),
-                                        range=list(KIND_COLORS.values()))),
+        color=_kind_color(),
+        shape=alt.Shape("strategy:N", title="Strategy", legend=alt.Legend(orient="right")),
         tooltip=["strategy:N", alt.Tooltip("pool_mib:Q", format=",.1f", title="Pool MiB"),
-                 alt.Tooltip("rows_per_s:Q", format=",.0f", title="Rows/s"), "graphs:Q"])
-    return (base.mark_point(size=90, filled=True)
-            + base.mark_text(align="left", dx=8).encode(text="strategy:N")).properties(
-        width=WIDTH, height=HEIGHT, title="Memory against throughput")
+                 alt.Tooltip("rows_per_s:Q", format=",.0f", title="Rows/s"), "graphs:Q"],
+    ).properties(width=WIDTH, height=HEIGHT,
+                 title="Memory against throughput (up and left is better)")
 
 
 def waste_frame(stream: list[int], results: pd.DataFrame) -> pd.DataFrame:
@@ -107,8 +122,9 @@ def waste_chart(waste: pd.DataFrame) -> alt.Chart | None:
         y=alt.Y("requests:Q", title="Requests"),
         color=alt.Color("outcome:N", title="Request", scale=alt.Scale(
             domain=list(OUTCOMES), range=list(OUTCOMES.values()))),
-        opacity=alt.Opacity("wasted_fraction:Q", title="Rows wasted", legend=None,
-                            scale=alt.Scale(domain=[0, 1], range=[1, 0.35])),
+        opacity=alt.Opacity("wasted_fraction:Q", title="Rows wasted (lighter: more)",
+                            scale=alt.Scale(domain=[0, 1], range=[1, 0.35]),
+                            legend=alt.Legend(format=".0%")),
         row=alt.Row("strategy:N", title=None),
         tooltip=["batch_size:Q", "bucket:Q", "outcome:N", "requests:Q",
                  alt.Tooltip("wasted_fraction:Q", format=".0%", title="Rows wasted"),
@@ -121,10 +137,13 @@ def latency_chart(requests: pd.DataFrame) -> alt.Chart | None:
     if requests.empty:
         return None
     med = requests.groupby(["strategy", "batch_size"], as_index=False)["latency_ms"].median()
+    med["kind"] = med["strategy"].map(kind_of)
     return alt.Chart(med).mark_line(point=True).encode(
         x=alt.X("batch_size:Q", title="Batch size"),
         y=alt.Y("latency_ms:Q", title="Median latency (ms)"),
-        color=alt.Color("strategy:N", title="Strategy"),
+        color=_kind_color(),
+        strokeDash=alt.StrokeDash("strategy:N", title="Strategy"),
+        detail="strategy:N",
         tooltip=["strategy:N", "batch_size:Q",
                  alt.Tooltip("latency_ms:Q", format=".3f", title="ms")],
     ).properties(width=WIDTH, height=HEIGHT, title="Latency by batch size (measured)")

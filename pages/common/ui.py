@@ -51,6 +51,27 @@ def ensure_frame() -> None:
         st.stop()
 
 
+def asked_page() -> str | None:
+    """The URL path the browser asked for, when it names no page (/nosuchpage); None
+    otherwise. Streamlit would quietly run the default page under that URL."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    manager = getattr(ctx, "pages_manager", None)
+    if manager is None or manager.intended_page_script_hash:
+        return None
+    return links.unknown_page(manager.intended_page_name)
+
+
+def no_such_page(name: str) -> None:
+    """A clear message and a link to every listed page, in place of the default page."""
+    st.title("No such page")
+    st.error(f"There is no page /{name[:80]} in this dashboard. Pick one of these:")
+    for key, spec in links.PAGES.items():
+        if spec.listed and has_page(key):
+            st.page_link(PAGES[key], label=spec.title, icon=spec.icon)
+
+
 def db_url() -> str:
     return default_url()
 
@@ -184,6 +205,12 @@ def multiselect_param(container, label: str, param: str, options: list[str]) -> 
     st.query_params[param] = chosen
     st.session_state[synced] = list(chosen)
     return chosen
+
+
+def chart(chart, key: str) -> None:
+    """An Altair chart stretched to its container (pages.common.charts builds single or
+    layered charts only, so every one can stretch)."""
+    st.altair_chart(chart, key=key, width="stretch")
 
 
 def share_link(url: str) -> None:

@@ -33,8 +33,8 @@ def read_upload(name: str, data: bytes) -> dict:
     """The validated bundle in an uploaded file, or BundleError naming the file."""
     shown = repr(name)
     if len(data) > MAX_UPLOAD_BYTES:
-        raise fmt.BundleError(f"{shown} is {len(data) / 1024 / 1024:.1f} MB: bundles are "
-                              f"limited to {MAX_UPLOAD_MB} MB")
+        raise fmt.BundleError(f"{shown} is {len(data) / 1024 / 1024:.1f} MB: over the "
+                              f"{MAX_UPLOAD_MB} MB limit for a bundle")
     if not data.strip():
         raise fmt.BundleError(f"{shown} is empty")
     try:

@@ -54,7 +54,12 @@ METRICS: dict[str, Metric] = {
     "busy_fraction": Metric("GPU busy fraction", "", "higher", "{:.0%}"),
     "graph_pool_bytes": Metric("Graph pool", "MiB", "lower", "{:,.1f}", _MIB_SCALE),
     "peak_allocated_bytes": Metric("Peak allocated", "MiB", "lower", "{:,.1f}", _MIB_SCALE),
-    "reserved_delta_bytes": Metric("Reserved by setup", "MiB", "lower", "{:,.1f}", _MIB_SCALE),
+    # Negative where setup made the allocator release cached blocks (empty_cache): it
+    # says what setup did to the reserve, not what the mode costs; pool + peak does that.
+    "reserved_delta_bytes": Metric("Reserved change in setup", "MiB", None, "{:+,.1f}",
+                                   _MIB_SCALE),
+    "total_mib": Metric("Memory held (pool + peak)", "MiB", "lower", "{:,.1f}"),
+    "extra_mib": Metric("Extra memory over eager", "MiB", "lower", "{:+,.1f}"),
     "max_abs_err": Metric("Max abs error vs eager", "", "lower", "{:.2e}"),
     "batch_size": Metric("Batch size", "", None, "{:,.0f}"),
 }

@@ -52,7 +52,10 @@ class Progress:
             first = ((last.get("message") or "").strip().splitlines() or [""])[0]
             self._write(f"{last.get('mode')} batch {last.get('batch_size')}: error: "
                         f"{first[:300]}")
-        now = f"{current[0]} batch {current[1]}" if current else "finished"
+        # The last call has no current point: all points done is "finished"; fewer is
+        # a sweep stopped early (Ctrl-C, kill, a cancelled job): "cancelled".
+        now = (f"{current[0]} batch {current[1]}" if current
+               else "finished" if done >= total else "cancelled")
         if self._tqdm is None:
             elapsed = time.monotonic() - self.t0
             # ETA from the average time per point so far: points differ a lot in cost
@@ -65,7 +68,7 @@ class Progress:
             self.bar = self._tqdm(total=total, unit="point", file=self.stream, smoothing=0,
                                   dynamic_ncols=True, desc="sweep")
         self.bar.total = total
-        self.bar.set_postfix_str(now if current else "", refresh=False)
+        self.bar.set_postfix_str("" if now == "finished" else now, refresh=False)
         self.bar.update(done - self.bar.n)
         self.bar.refresh()
 

@@ -132,6 +132,9 @@ def run_import(args: argparse.Namespace) -> int:
     return 0
 
 
+MAX_RUN_ID = 2**63 - 1  # the largest id a BIGINT / SQLite INTEGER column holds
+
+
 def parse_run_id(text: str) -> int:
     try:
         run_id = int(text.strip())
@@ -140,6 +143,10 @@ def parse_run_id(text: str) -> int:
                          "shows)") from None
     if run_id < 1:
         raise UsageError(f"RUN_ID {text!r} is not a run id (ids start at 1)")
+    if run_id > MAX_RUN_ID:
+        # Past a 64-bit integer no database can hold it (SQLite raised OverflowError):
+        # the same one line as any other id that is not there.
+        raise UsageError(f"run {run_id} does not exist")
     return run_id
 
 

@@ -1,0 +1,53 @@
+"""What Compare adds beside the curves: which runs report another statistic than the
+runner's median, and memory side by side. Pure pandas, like pages.common.analysis."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pages.common import analysis, cost
+
+RUNNER_STATISTIC = "median"
+
+
+def _statistic(details) -> str | None:
+    if isinstance(details, dict) and details.get("statistic"):
+        return str(details["statistic"])
+    return None
+
+
+def statistic_flags(headers: pd.DataFrame, points: pd.DataFrame) -> list[str]:
+    """One line per run whose points give another statistic than the runner's median
+    (the published article gives means of CUDA-event timings): its times and ratios are
+    not quite like for like with a measured run's."""
+    lines = []
+    names = analysis.run_names(headers)
+    for rid in names:
+        own = points[points["run_id"] == rid] if not points.empty else points
+        stats = {_statistic(d) for d in (own["details"] if "details" in own else [])}
+        stats.discard(None)
+        other = sorted(s for s in stats if not s.lower().startswith(RUNNER_STATISTIC))
+        if other:
+            lines.append(f"{names[rid]} gives {other[0].split(',')[0]}, not medians as "
+                         "launchbench measures: its times and ratios differ in statistic, "
+                         "not only in hardware.")
+    return lines
+
+
+def memory_table(points: pd.DataFrame, headers: pd.DataFrame) -> pd.DataFrame:
+    """Per (mode, batch): each run's memory held (graph pool + peak allocated, MiB), side
+    by side; only (mode, batch) pairs some run measured memory at. Empty when no run has
+    memory figures (CPU runs, published figures)."""
+    c = cost.memory_cost(points)
+    if c.empty:
+        return pd.DataFrame(columns=["mode", "batch_size"])
+    names = analysis.run_names(headers)
+    wide = c.pivot_table(index=["mode", "batch_size"], columns="run_id", values="total_mib",
+                         aggfunc="first")
+    out = pd.DataFrame(index=wide.index)
+    for rid, name in names.items():
+        out[f"{name} MiB"] = wide[rid] if rid in wide else float("nan")
+    out = out.reset_index()
+    key = out["mode"].map(analysis.MODE_ORDER)
+    return (out.assign(_k=key).sort_values(["_k", "batch_size"]).drop(columns="_k")
+            .reset_index(drop=True))

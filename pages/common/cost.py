@@ -1,0 +1,102 @@
+"""What a mode costs in memory, and what it buys for it: pure pandas.
+
+A mode's total is graph pool + peak allocated. "Peak allocated" alone hides the private
+pool a CUDA graph keeps reserved (reduce-overhead looked cheapest at 8 MiB while holding
+34-94 MiB of pool), so the two are shown stacked and traded against the speedup:
+extra MiB over eager at the same batch size against speedup over eager.
+
+The total is an upper bound of what a mode holds: tensors that live in the pool while the
+peak is taken count in both parts. It never understates a cost, which is the error that
+misled readers.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pages.common import analysis
+from runner.format.metrics import BYTES_PER_MIB
+
+COST_COLUMNS = ["run_id", "mode", "batch_size", "pool_mib", "peak_mib", "total_mib",
+                "extra_mib", "speedup", "speedup_ci_low", "speedup_ci_high", "pareto"]
+PARTS = {"pool_mib": "Graph pool", "peak_mib": "Peak allocated"}
+
+
+def memory_cost(points: pd.DataFrame) -> pd.DataFrame:
+    """Per (run, mode, batch) with a memory figure: graph pool and peak allocated (MiB),
+    their total, the extra over eager's total at the same batch (NaN without an eager
+    figure), the speedup over eager with its interval, and `pareto`: no other mode at
+    that batch is at least as fast for at most as much memory (and better on one).
+    A missing graph pool counts as 0 only for eager and compile, which capture no graph."""
+    ok = analysis.usable(points)
+    if ok.empty:
+        return pd.DataFrame(columns=COST_COLUMNS)
+    peak = analysis._col(ok, "peak_allocated_bytes") / BYTES_PER_MIB
+    pool = analysis._col(ok, "graph_pool_bytes") / BYTES_PER_MIB
+    pool = pool.where(pool.notna() | ~ok["mode"].isin(("eager", "compile")) | peak.isna(), 0.0)
+    df = ok[["run_id", "mode", "batch_size"]].assign(pool_mib=pool, peak_mib=peak)
+    df["total_mib"] = df["pool_mib"] + df["peak_mib"]
+    df = df.dropna(subset=["total_mib"])
+    if df.empty:
+        return pd.DataFrame(columns=COST_COLUMNS)
+    eager = (df[df["mode"] == "eager"].set_index(["run_id", "batch_size"])["total_mib"]
+             .rename("eager_mib"))
+    df = df.join(eager, on=["run_id", "batch_size"])
+    df["extra_mib"] = df["total_mib"] - df["eager_mib"]
+    sp = analysis.speedups(points).set_index(["run_id", "mode", "batch_size"])[
+        ["speedup", "speedup_ci_low", "speedup_ci_high"]]
+    df = df.join(sp, on=["run_id", "mode", "batch_size"])
+    df["pareto"] = _pareto(df)
+    return analysis._ordered(df[COST_COLUMNS])
+
+
+def _pareto(df: pd.DataFrame) -> pd.Series:
+    """True where no other mode of the same (run, batch) dominates: speedup >= and extra
+    MiB <= with one of them strictly better. Points without both figures are never best."""
+    out = pd.Series(False, index=df.index)
+    known = df.dropna(subset=["speedup", "extra_mib"])
+    for _, g in known.groupby(["run_id", "batch_size"]):
+        for i, r in g.iterrows():
+            others = g.drop(index=i)
+            dominated = ((others["speedup"] >= r["speedup"])
+                         & (others["extra_mib"] <= r["extra_mib"])
+                         & ((others["speedup"] > r["speedup"])
+                            | (others["extra_mib"] < r["extra_mib"]))).any()
+            out[i] = not dominated
+    return out
+
+
+def stacked(cost: pd.DataFrame) -> pd.DataFrame:
+    """The long frame a stacked bar reads: one row per (mode, batch, part) with its MiB,
+    and the total beside it for the tooltip."""
+    if cost.empty:
+        return pd.DataFrame(columns=["mode", "batch_size", "part", "MiB", "total_mib"])
+    long = cost.melt(id_vars=["mode", "batch_size", "total_mib"], value_vars=list(PARTS),
+                     var_name="part", value_name="MiB").dropna(subset=["MiB"])
+    long["part"] = long["part"].map(PARTS)
+    return long.reset_index(drop=True)
+
+
+def _x(v: float) -> str:
+    return f"{v:.1f}"
+
+
+def headline(points: pd.DataFrame) -> str | None:
+    """The run's answer in one line: the graph mode one can be most sure of (ranked by its
+    interval's lower bound, as analysis.largest_speedups does), where, its interval and
+    what it costs over eager, e.g. 'cuda-graph at batch 8: 7.1x (6.5-7.6) for +34 MiB'.
+    None when no mode has a speedup."""
+    best = analysis.largest_speedups(points)
+    if best.empty:
+        return None
+    rank = best["speedup_ci_low"].where(best["speedup_ci_low"].notna(), best["speedup"])
+    r = best.loc[rank.idxmax()]
+    lo, hi = r["speedup_ci_low"], r["speedup_ci_high"]
+    ci = f"({_x(lo)}-{_x(hi)})" if pd.notna(lo) and pd.notna(hi) else "(no interval)"
+    batch = int(r["batch_size"])
+    cost = memory_cost(points)
+    at = cost[(cost["mode"] == r["mode"]) & (cost["batch_size"] == batch)]
+    extra = at["extra_mib"].iloc[0] if len(at) else float("nan")
+    mem = (f"for {'+' if extra >= 0 else '-'}{abs(extra):,.0f} MiB"
+           if pd.notna(extra) else "memory not measured")
+    return f"{r['mode']} at batch {batch:,}: {_x(r['speedup'])}x {ci} {mem}"

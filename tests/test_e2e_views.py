@@ -1,0 +1,105 @@
+"""What a reader sees at 1280x720 in chromium: the answer columns on screen, no 'nan'
+for a CPU run, no request leaving the machine (favicon included), a clear page for an
+unknown path. With UPDATE_SCREENSHOT=1 it refreshes docs/ screenshots of Run and Compare."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from db import queries
+from db.engine import make_engine
+from db.store import import_bundle
+from tests.synthetic import sweep_bundle
+
+pytest_plugins = ("tests.e2e_support",)
+pytestmark = pytest.mark.e2e
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+SMALL = {"width": 1280, "height": 720}
+
+
+def wait_for_app(page, text=None):
+    from tests.e2e_support import wait_for_app as wait
+
+    wait(page, text)
+
+
+@pytest.fixture(scope="module")
+def db(dashboard):
+    engine = make_engine(dashboard.db_url)
+    yield engine
+    engine.dispose()
+
+
+def _shot(page, name: str, charts: int = 0) -> None:
+    if os.environ.get("UPDATE_SCREENSHOT") == "1":
+        if charts:
+            page.wait_for_function(
+                "n => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] canvas, "
+                "[data-testid='stVegaLiteChart'] svg.marks\").length >= n", arg=charts)
+        page.wait_for_timeout(1500)  # let Vega and the data grids finish drawing
+        page.screenshot(path=str(DOCS / name))
+
+
+def _visible_text(page) -> str:
+    return page.evaluate("document.querySelector(\"[data-testid='stMain']\").innerText")
+
+
+def test_run_page_answer_first_at_1280_and_nothing_fetched_from_outside(dashboard, db,
+                                                                         page):
+    hosts = set()
+    page.on("request", lambda r: hosts.add(urlsplit(r.url).hostname))
+    runs = queries.runs_frame(db)
+    rid = int(runs[(runs["kind"] == "sweep") & (runs["source"] == "measured")]["id"].iloc[0])
+    page.set_viewport_size(SMALL)
+    page.goto(dashboard.url(f"run?run={rid}"))
+    wait_for_app(page, "Speedup at a glance")
+    text = _visible_text(page)
+    assert " for +" in text and "MiB" in text.split("Headline")[1].splitlines()[1]
+    # The speedup pivot names the graph modes as its columns: each header cell lies
+    # inside the 1280 px window, not scrolled off to the right.
+    grid = page.locator("[data-testid='stDataFrame']").first
+    box = grid.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= SMALL["width"] + 1
+    _shot(page, "screenshot-run-1280.png")
+    # Nothing but this server: no font CDN for the favicon, no emoji CDN.
+    assert hosts <= {"127.0.0.1", "localhost"}, hosts
+
+
+def test_a_cpu_run_is_never_named_nan(dashboard, db, page):
+    cpu, _ = import_bundle(db, sweep_bundle(device="cpu", params={"depth": 32,
+                                                                  "width": 256}))
+    page.set_viewport_size(SMALL)
+    for path, wait in ((f"run?run={cpu}", "Speedup at a glance"), ("", "Runs"),
+                       (f"import?run={cpu}", "Export a run")):
+        page.goto(dashboard.url(path))
+        wait_for_app(page, wait)
+        page.wait_for_timeout(500)
+        text = _visible_text(page)
+        assert "nan" not in text.replace("nanosec", ""), (path, text[:400])
+    page.goto(dashboard.url(f"run?run={cpu}"))
+    wait_for_app(page, "CPU (synthetic-host)")
+
+
+def test_compare_at_1280(dashboard, db, page):
+    published = int(queries.runs_frame(db).query("source == 'published'")["id"].iloc[0])
+    runs = queries.runs_frame(db)
+    mlp = runs[(runs["kind"] == "sweep") & (runs["workload"] == "mlp")
+               & (runs["source"] == "measured")]
+    ids = [published, *map(int, mlp["id"].iloc[:1])]
+    page.set_viewport_size(SMALL)
+    page.goto(dashboard.url("compare?" + "&".join(f"run={i}" for i in ids)))
+    wait_for_app(page, "Memory held, side by side")
+    assert "not medians" in _visible_text(page)
+    page.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
+    _shot(page, "screenshot-compare-1280.png", charts=3)
+
+
+def test_unknown_path_says_no_such_page_with_links(dashboard, page):
+    page.goto(dashboard.url("nosuchpage"))
+    wait_for_app(page, "There is no page /nosuchpage")
+    page.locator("[data-testid='stPageLink']").nth(2).wait_for()  # Runs, Compare, ...
