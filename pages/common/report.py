@@ -27,6 +27,7 @@ from pages.common.metrics import (
 )
 from pages.common.names import device_name, known
 from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
+from runner.format.vocab import ALTERNATIVE_MODES
 
 PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not measured by "
                   "launchbench; figures the article does not give are empty.")
@@ -177,7 +178,7 @@ def speedup_pivot(points: pd.DataFrame) -> pd.DataFrame:
 
     sp["cell"] = sp.apply(cell, axis=1)
     wide = sp.pivot_table(index="batch_size", columns="mode", values="cell", aggfunc="first")
-    wide = wide[[m for m in analysis.GRAPH_MODES if m in wide.columns]].fillna(MISSING)
+    wide = wide[[m for m in ALTERNATIVE_MODES if m in wide.columns]].fillna(MISSING)
     return wide.rename_axis(columns=None).reset_index().rename(
         columns={"batch_size": "Batch size"})
 

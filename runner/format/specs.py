@@ -15,7 +15,7 @@ from typing import Any
 
 from runner.format.catalog import WorkloadError, check_workload
 from runner.format.limits import MAX_BATCH_SIZE, MAX_BATCH_SIZES, MAX_LABEL, MAX_PROCESSES
-from runner.format.vocab import JOB_DEVICES, MODES, TIMINGS
+from runner.format.vocab import DEFAULT_PROCESSES, JOB_DEVICES, MODES, TIMINGS
 
 ELLIPSIS = ("...", "\u2026")
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?\Z")
@@ -41,7 +41,7 @@ class SweepSpec:
     timing: str = "standard"
     label: str | None = None
     # Fresh processes the timed phase of each batch size runs in, rounds pooled
-    # (runner/core/repeat.py). 1 by default: see bench/repeatability.py for why.
+    # (runner/core/repeat.py). Front ends default to DEFAULT_PROCESSES[timing].
     processes: int = 1
 
 
@@ -163,7 +163,8 @@ def check_sweep(spec: SweepSpec | Mapping[str, Any], *, allow_import: bool = Tru
     if not (_DEVICE.match(str(device)) or (queued and device in JOB_DEVICES)):
         use = ", ".join(JOB_DEVICES) if queued else "cuda, cuda:N or cpu"
         raise SpecError(f"unknown device {device!r} (use {use})", "device")
-    p = raw.get("processes", 1)
+    p = raw.get("processes")
+    p = DEFAULT_PROCESSES[timing] if p is None else p
     if not isinstance(p, int) or isinstance(p, bool) or not 1 <= p <= MAX_PROCESSES:
         raise SpecError(f"processes {p!r} must be an integer from 1 to {MAX_PROCESSES}",
                         "processes")

@@ -44,6 +44,13 @@ JOB_DEVICES = ("auto", *DEVICES)
 STOP_REASONS = ("converged", "budget")
 # Timing presets by name; their figures are the measuring core's (runner/core/timing.py).
 TIMINGS = ("quick", "standard", "thorough")
+# Fresh processes per sweep when none is asked for, by preset. Measured on the lent H200
+# (bench/repeatability.py, three `mlp` sweeps of 8 batch sizes x 4 modes): with one
+# process another run's median fell inside a run's 95% interval in 24% of checks (host
+# states last a process), with three in 82%, for 2.2x the sweep's wall time (150 s against
+# 70 s before intervals). An interval that holds is worth the time; `quick` is a smoke
+# test and keeps one.
+DEFAULT_PROCESSES = {"quick": 1, "standard": 3, "thorough": 5}
 DTYPES = ("float32", "float16", "bfloat16")
 # Serve strategies: a mode for every request size, or captured buckets with padding.
 STRATEGY_KINDS = ("eager", "compile", "reduce-overhead", "buckets")

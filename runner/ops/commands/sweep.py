@@ -19,7 +19,7 @@ from typing import Any
 from runner.format import bundle as fmt
 from runner.format import specs
 from runner.format.limits import MAX_BATCH_SIZE, MAX_LABEL, MAX_PROCESSES
-from runner.format.vocab import TIMINGS
+from runner.format.vocab import DEFAULT_PROCESSES, TIMINGS
 from runner.ops.cli import UsageError
 
 PARAM_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
@@ -52,10 +52,11 @@ def register(sub) -> None:
     p.add_argument("--label", metavar="TEXT", help="a note shown beside the run")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="workload parameter, repeatable (e.g. --param depth=8)")
-    p.add_argument("--processes", default="1", metavar="K",
-                   help="repeat each batch size's timed rounds in K fresh processes and "
-                        "pool them, so host states that last a process are covered "
-                        f"(1..{MAX_PROCESSES}, default 1)")
+    p.add_argument("--processes", metavar="K",
+                   help="time each batch size's rounds in K fresh processes and pool them, "
+                        "so host states that last a process are covered "
+                        f"(1..{MAX_PROCESSES}; default by timing preset: "
+                        + ", ".join(f"{k} {v}" for k, v in DEFAULT_PROCESSES.items()) + ")")
     p.set_defaults(func=run)
 
 
@@ -109,7 +110,9 @@ def parse_label(text: str | None) -> str | None:
     return text.strip()
 
 
-def parse_processes(text: str) -> int:
+def parse_processes(text: str | None, timing: str) -> int:
+    if text is None:
+        return DEFAULT_PROCESSES[timing]
     if not re.fullmatch(r"\s*[+-]?\d+\s*", text or ""):
         raise UsageError(f"--processes {text!r} is not a whole number")
     n = int(text)
@@ -196,8 +199,12 @@ def _footnotes(measurements: list[dict[str, Any]]) -> list[str]:
         notes.append(f"host launch cost: {stats.percentile(launch, 50):.1f} us per kernel "
                      f"launch (median over points; {min(launch):.1f}-{max(launch):.1f})")
     if any(m.get("speedup") is not None for m in measurements):
+        k = max((m.get("details") or {}).get("processes") or 1 for m in measurements)
         notes.append("speedups: median of per-round paired ratios, 95% interval in "
-                     "brackets")
+                     "brackets" + (f" (rounds of {k} processes, the spread between them "
+                                   "included)" if k > 1 else
+                                   " (one process: states of the host that last a "
+                                   "process are not covered; see --processes)"))
     if any(m.get("noisy") for m in measurements):
         notes.append("* noisy: the time budget ran out before the interval was within "
                      "the target")
@@ -282,7 +289,7 @@ def run(args: argparse.Namespace) -> int:
     params = parse_params(args.param)
     timing = parse_timing(args)
     label = parse_label(args.label)
-    processes = parse_processes(args.processes)
+    processes = parse_processes(args.processes, timing)
     use_db, note = storage_choice(args)
     device = _check_device(args.device)
 
