@@ -157,6 +157,9 @@ class Measurement(Base):
 
 JOB_STATUSES = RUN_STATUSES  # a job ends with the status of the run it produced
 JOB_DEVICES = ("auto", "cuda", "cpu")  # auto: the worker's default (cuda if it has one)
+# local: any `runner worker` may claim it; slurm: only the batch job submitted for it
+# (`worker --job ID`), on a node of the GPU type asked for (runner/slurm.py).
+JOB_EXECUTORS = ("local", "slurm")
 
 
 class Job(Base):
@@ -180,10 +183,14 @@ class Job(Base):
     points_total: Mapped[int | None] = mapped_column(Integer)
     current_point: Mapped[str | None] = mapped_column(String(100))
     message: Mapped[str] = mapped_column(Text, default="")
+    executor: Mapped[str] = mapped_column(String(8), default="local", server_default="local")
+    gpu_type: Mapped[str | None] = mapped_column(String(64))
+    slurm_job_id: Mapped[str | None] = mapped_column(String(32))
 
     __table_args__ = (
         CheckConstraint(_one_of("status", JOB_STATUSES), name="ck_job_status"),
         CheckConstraint(_one_of("device", JOB_DEVICES), name="ck_job_device"),
+        CheckConstraint(_one_of("executor", JOB_EXECUTORS), name="ck_job_executor"),
         Index("ix_jobs_status", "status", "id"),
     )
 

@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "runner.commands.store",
     "runner.commands.jobs",
     "runner.commands.serve",
+    "runner.commands.slurm",
 )
 
 
@@ -52,7 +53,8 @@ def _known_errors() -> tuple[type[BaseException], ...]:
 
     errors: list[type[BaseException]] = [UsageError, BundleError]
     for mod, cls in (("runner.workloads", "WorkloadError"), ("db.engine", "DatabaseError"),
-                     ("db.store", "RunNotFound"), ("db.access", "ReadOnlyError")):
+                     ("db.store", "RunNotFound"), ("db.access", "ReadOnlyError"),
+                     ("runner.slurm", "SlurmError")):
         try:
             errors.append(getattr(importlib.import_module(mod), cls))
         except (ImportError, AttributeError):

@@ -33,7 +33,8 @@ def served(tmp_path_factory):
 def test_cli_run_is_stored_in_sqlite_and_the_bundle(served):
     url, out = served
     doc = fmt.read(out)
-    assert doc["version"] == fmt.VERSION and doc["run"]["kind"] == "serve" and doc["measurements"] == []
+    assert doc["version"] == fmt.VERSION and doc["run"]["kind"] == "serve"
+    assert doc["measurements"] == []
     sec = doc["serve"]
     assert sec["requests"] == 30 and len(sec["stream"]) == 30 and sec["seed"] == 3
     assert max(sec["stream"]) <= 20
@@ -153,7 +154,7 @@ def test_migration_keeps_existing_runs_and_their_measurements(tmp_path):
                        "cudagraph_status, samples_ms, details) values (1, 'eager', 8, 'ok', "
                        "'', 'n/a', '[]', '{}')"))
     migrate.upgrade(engine)
-    assert migrate.current(engine) == migrate.head() == "0004_intervals"
+    assert migrate.current(engine) == migrate.head() == "0005_slurm"
     with engine.connect() as c:
         assert c.scalar(select(Run.kind)) == "sweep"
         assert c.scalar(select(func.count()).select_from(Measurement)) == 1
