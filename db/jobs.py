@@ -325,7 +325,9 @@ def end_unfinished(engine: Engine, job_id: int, status: str, message: str) -> bo
                         .values(status=status, finished_at=now, current_point=None,
                                 message=message[:2000]).returning(Job.run_id)).first()
         if row is not None and row.run_id is not None:
-            c.execute(update(Run).where(Run.id == row.run_id, Run.status == "running")
+            # "cancelled" too: the sweep calls an interrupt it did not ask for a cancel.
+            c.execute(update(Run).where(Run.id == row.run_id,
+                                        Run.status.in_(("running", "cancelled")))
                       .values(status=status, finished_at=now))
     return row is not None
 

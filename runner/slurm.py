@@ -11,13 +11,15 @@ Bookkeeping:
   from `SLURM_JOB_ID`, so a script submitted by hand is followed too);
 - cancel also runs `scancel`;
 - a batch job that ends without finishing its job (TIMEOUT, NODE_FAIL, cancelled from
-  outside, a worker that died before claiming) fails the job with Slurm's reason. A
-  worker interrupted by Slurm says so itself (`interrupted`); one killed outright cannot,
-  so `reconcile` reads Slurm's verdict from `scontrol show job` (no sacct: clusters
-  without slurmdbd have none). There is no daemon to run it: it runs where lost workers
-  are already reaped, by writers: the Launch page while anyone watches the queue, every
-  worker before it claims, and the `jobs`/`cancel` commands. Slurm keeps an ended job
-  for MinJobAge (300 s by default); a job purged before anyone looked fails as "gone".
+  outside, a worker that died before claiming) fails the job with Slurm's reason, read
+  by `reconcile` from `scontrol show job` once the batch job has ended (no sacct:
+  clusters without slurmdbd have none). The worker cannot say it itself: while it runs,
+  Slurm shows its job COMPLETING, the reason comes after. There is no daemon to run
+  `reconcile`: it runs where lost workers are already reaped, by writers, just before
+  the reaping (so Slurm's precise reason wins over "worker lost"): the Launch page every
+  second while anyone watches it, every worker before it claims, and the `jobs`
+  command. Slurm keeps an ended job for MinJobAge (300 s by default); a job purged
+  before anyone looked fails as "gone" (or "worker lost").
 - nothing runs twice: `worker --job` claims only a queued job (db.jobs.claim_job), so a
   requeued batch job finds its job running or ended and exits.
 
@@ -349,27 +351,21 @@ def reconcile(engine) -> list[tuple[int, str]]:
     return ended
 
 
-def interrupted(engine, slurm_job_id: str | None):
-    """For Worker(interrupted=...): a SIGTERM in a batch job is Slurm ending it. The job
-    was cancelled if someone cancelled it through the queue; otherwise it failed, with
-    Slurm's reason (TIMEOUT, an outside scancel, ...)."""
+def interrupted(engine):
+    """For Worker(interrupted=...) in a batch job, where a SIGTERM is Slurm ending it.
+    Cancelled through the queue (then scancel): the job ends cancelled at once. Anything
+    else (time limit, an outside scancel): the job is left as it is, because Slurm says
+    why only once the batch job has ended (while the worker runs it shows COMPLETING);
+    `reconcile` then fails it with that reason."""
     from db import jobs
 
-    def decide(job_id: int) -> tuple[str, str]:
+    def decide(job_id: int) -> tuple[str, str] | None:
         try:
             if jobs.get_job(engine, job_id)["cancel_requested"]:
                 return "cancelled", "cancelled (scancel)"
-        except Exception:  # noqa: BLE001 - the database gone too: fail it, say why below
+        except Exception:  # noqa: BLE001 - the database gone too: reconcile settles it
             pass
-        if not slurm_job_id:
-            return "failed", "worker interrupted"
-        try:
-            info = show_job(slurm_job_id)
-        except SlurmError as e:
-            return "failed", f"Slurm job {slurm_job_id} interrupted the worker ({e})"
-        if info is not None and info.get("JobState") in ("RUNNING", "COMPLETING"):
-            return "failed", f"Slurm job {slurm_job_id} signalled the worker to stop"
-        return "failed", verdict(slurm_job_id, info)
+        return None
 
     return decide
 

@@ -92,10 +92,12 @@ class Worker:
     def __init__(self, engine, name: str | None = None, *, heartbeat_s: float =
                  jobs.HEARTBEAT_S, lost_after_s: float = jobs.LOST_AFTER_S,
                  poll_s: float = POLL_S, log: Callable[[str], None] = print,
-                 interrupted: Callable[[int], tuple[str, str]] | None = None) -> None:
+                 interrupted: Callable[[int], tuple[str, str] | None] | None = None) -> None:
         self.engine, self.log = engine, log
-        # What an interrupt nobody asked for through the queue means: (status, message)
-        # for the job. Under Slurm it is the scheduler's verdict (runner/slurm.py).
+        # What an interrupt (SIGTERM, Ctrl-C) means for the job in flight: (status,
+        # message), or None to leave the job to its executor's verdict: under Slurm the
+        # reason (TIMEOUT, an outside scancel) is known only once the batch job has ended
+        # (runner/slurm.py: interrupted, reconcile).
         self.interrupted = interrupted or (lambda _job_id: ("cancelled", "worker interrupted"))
         self.heartbeat_s, self.lost_after_s, self.poll_s = heartbeat_s, lost_after_s, poll_s
         self.info = identity()
@@ -112,7 +114,7 @@ class Worker:
 
         `job_id`: run that one job and exit (what a Slurm batch job does); 0 when it was
         run or was no longer queued (a requeued batch job must not run it twice), 2 when
-        it does not exist. `sweep_up`: called beside reap_lost before each claim."""
+        it does not exist. `sweep_up`: called before reap_lost, before each claim."""
         if job_id is not None:
             return self._serve_one(job_id, slurm_job_id, sweep_up)
         beat = _Heartbeat(self.engine, self.info["id"], self.heartbeat_s)
@@ -125,10 +127,10 @@ class Worker:
             while True:
                 try:
                     # Every worker sweeps up after lost ones: no separate janitor to run.
+                    if sweep_up is not None:  # first: an executor's reason beats "lost"
+                        sweep_up()
                     for lost in jobs.reap_lost(self.engine, self.lost_after_s):
                         self.log(f"job {lost} failed: worker lost")
-                    if sweep_up is not None:
-                        sweep_up()
                     job = jobs.claim_next(self.engine, self.info)
                 except DBAPIError as e:  # the shared database restarting: wait it out
                     self.log(f"database unavailable: {str(e.orig).strip().splitlines()[0]}")
@@ -155,9 +157,9 @@ class Worker:
         beat = _Heartbeat(self.engine, self.info["id"], self.heartbeat_s)
         beat.start()
         try:
-            jobs.reap_lost(self.engine, self.lost_after_s)
             if sweep_up is not None:
                 sweep_up()
+            jobs.reap_lost(self.engine, self.lost_after_s)
             job = jobs.claim_job(self.engine, self.info, job_id, slurm_job_id)
             if job is None:
                 try:
@@ -208,12 +210,17 @@ class Worker:
             if status == "cancelled" and beat.stopped_job != job_id:
                 # run_sweep took a Ctrl-C / SIGTERM meant for the worker: stop it too.
                 interrupted = True
-                status, message = self.interrupted(job_id)
-                crashed = status != "cancelled"  # the run gets that status too
+                verdict = self.interrupted(job_id)
+                if verdict is None:
+                    self.log(f"job {job_id} interrupted: left to the executor's verdict")
+                    raise KeyboardInterrupt
+                status, message = verdict
             elif status == "cancelled":
                 message = "cancelled between points"
         except KeyboardInterrupt:
-            self._end(job_id, sink, *self.interrupted(job_id), crashed=True)
+            verdict = None if interrupted else self.interrupted(job_id)
+            if verdict is not None:
+                self._end(job_id, sink, *verdict, crashed=True)
             raise
         except Exception as e:  # noqa: BLE001 - any failure ends this job, not the worker
             status, message = "failed", f"{type(e).__name__}: {str(e).strip()[:500]}"

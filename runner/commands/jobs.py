@@ -232,8 +232,7 @@ def run_worker(args: argparse.Namespace) -> int:
                         heartbeat_s=args.heartbeat or jobs.HEARTBEAT_S,
                         lost_after_s=args.lost_after or jobs.LOST_AFTER_S, log=log,
                         # In a batch job, a SIGTERM is Slurm's (time limit, scancel).
-                        interrupted=slurm.interrupted(engine, slurm_job_id)
-                        if slurm_job_id else None)
+                        interrupted=slurm.interrupted(engine) if slurm_job_id else None)
         # `kill` stops a worker like Ctrl-C: the job in flight ends cancelled with its
         # finished points, the worker says goodbye, the exit status is 130.
         with sweep_cmd._sigterm_as_interrupt():
