@@ -99,6 +99,9 @@ class Worker:
         # reason (TIMEOUT, an outside scancel) is known only once the batch job has ended
         # (runner/slurm.py: interrupted, reconcile).
         self.interrupted = interrupted or (lambda _job_id: ("cancelled", "worker interrupted"))
+        # Set (by a signal handler) to stop the job in flight between points, as cleanly
+        # as a cancel: a batch job's SIGTERM must not land inside a database call.
+        self.stopping = threading.Event()
         self.heartbeat_s, self.lost_after_s, self.poll_s = heartbeat_s, lost_after_s, poll_s
         self.info = identity()
         self.info["name"] = name or self.info["hostname"]
@@ -202,6 +205,8 @@ class Worker:
                 beat.beat((done, total, point))
 
             def should_stop() -> bool:
+                if self.stopping.is_set():
+                    return True
                 beat.beat()  # a fresh look at the cancel flag between points
                 return beat.stopped_job == job_id
 

@@ -242,6 +242,31 @@ def test_outside_scancel_fails_the_job_with_slurms_reason(on_slurm, cluster, tmp
     assert store.export_bundle(engine, job["run_id"])["run"]["status"] == "failed"
 
 
+def test_cancel_from_cli_and_dashboard_runs_scancel(on_slurm, cluster, tmp_path, capsys):
+    from streamlit.testing.v1 import AppTest
+
+    from runner.cli import main
+
+    engine, url = on_slurm
+    running, sid = slurm.submit(engine, LONG, "v100", url)
+    wait_for(lambda: _running(engine, running), "a point done under Slurm")
+    assert main(["cancel", str(running), "--db", url]) == 0
+    assert "is running: it stops" in capsys.readouterr().out
+    job = wait_for(lambda: settled(engine, running), "the cancelled job to end")
+    assert job["status"] == "cancelled", (job["message"], outputs(tmp_path))
+    assert wait_for(lambda: slurm_state(cluster, sid) == "CANCELLED", "Slurm's CANCELLED")
+    held = slurm.load_config(write_config(tmp_path / "held.toml", tmp_path))
+    held = dataclasses.replace(held, sbatch_flags=(*held.sbatch_flags, "--hold"))
+    queued, sid = slurm.submit(engine, TINY, "v100", url, held)  # stays pending
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("pages/launch.py")
+    at.query_params = {"job": str(queued)}
+    at.run()
+    at.button(key=f"cancel_{queued}").click().run()  # (AppTest cannot rerun a fragment)
+    assert jobs.get_job(engine, queued)["status"] == "cancelled"
+    assert wait_for(lambda: slurm_state(cluster, sid) == "CANCELLED", "scancel of the held")
+
+
 def test_time_limit_fails_the_job(on_slurm, cluster, tmp_path, monkeypatch):
     engine, url = on_slurm
     config = slurm.load_config(write_config(tmp_path / "limited.toml", tmp_path,

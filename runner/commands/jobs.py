@@ -8,7 +8,9 @@ factory (module:factory) stays a `sweep`-only thing. torch is imported by `worke
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
 
 from runner import bundle as fmt
@@ -197,6 +199,18 @@ def run_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _sigterm_stops(worker):
+    def handler(_signum, _frame):
+        worker.stopping.set()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_worker(args: argparse.Namespace) -> int:
     from db import jobs
 
@@ -234,8 +248,10 @@ def run_worker(args: argparse.Namespace) -> int:
                         # In a batch job, a SIGTERM is Slurm's (time limit, scancel).
                         interrupted=slurm.interrupted(engine) if slurm_job_id else None)
         # `kill` stops a worker like Ctrl-C: the job in flight ends cancelled with its
-        # finished points, the worker says goodbye, the exit status is 130.
-        with sweep_cmd._sigterm_as_interrupt():
+        # finished points, the worker says goodbye, the exit status is 130. In a batch
+        # job, Slurm's SIGTERM stops it between points instead (KillWait, 30 s by
+        # default, is the grace; then SIGKILL, and reconcile settles the job).
+        with (_sigterm_stops(worker) if slurm_job_id else sweep_cmd._sigterm_as_interrupt()):
             return worker.serve(once=args.once, idle_exit_s=args.idle_exit, job_id=job_id,
                                 slurm_job_id=slurm_job_id, sweep_up=sweep_up)
     finally:
