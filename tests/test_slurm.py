@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from db import jobs, store
 from db.engine import make_engine
-from db.models import Measurement, Run
+from db.models import Job, Measurement, Run
 from runner import slurm
 from tests.conftest import must_skip
 
@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 TINY = {"workload": "mlp", "params": {"depth": "1", "width": "4"}, "batch_sizes": [1],
         "modes": ["eager"], "device": "cpu", "timing": "quick"}
-# Long enough that Slurm ends it first (scancel, time limit); it is killed after a point.
-LONG = {**TINY, "batch_sizes": list(range(1, 301))}
+# Hundreds of points: Slurm ends it (scancel) long before it could finish.
+LONG = {**TINY, "batch_sizes": list(range(1, 501))}
 
 
 def write_config(path: Path, out_dir: Path, **settings) -> Path:
@@ -262,6 +262,7 @@ def test_cancel_from_cli_and_dashboard_runs_scancel(on_slurm, cluster, tmp_path,
     at.switch_page("pages/launch.py")
     at.query_params = {"job": str(queued)}
     at.run()
+    assert at.selectbox(key="lf_gpu_type").options == ["v100 · 0 running, 1 pending"]
     at.button(key=f"cancel_{queued}").click().run()  # (AppTest cannot rerun a fragment)
     assert jobs.get_job(engine, queued)["status"] == "cancelled"
     assert wait_for(lambda: slurm_state(cluster, sid) == "CANCELLED", "scancel of the held")
@@ -274,10 +275,16 @@ def test_time_limit_fails_the_job(on_slurm, cluster, tmp_path, monkeypatch):
     job_id, sid = slurm.submit(engine, LONG, "v100", url, config)
     wait_for(lambda: _running(engine, job_id), "a point done under Slurm")
     assert "TimeLimit=00:01:00" in cluster.run("scontrol", "show", "job", sid).stdout
-    # Slurm limits are whole minutes; moving the end time in is the admin's way to make
-    # the limit hit now (slurmctld still checks it only every few seconds).
-    cluster.run("scontrol", "update", f"JobId={sid}", "EndTime=now")
-    job = wait_for(lambda: settled(engine, job_id), "the time limit")
+    with engine.connect() as lock, lock.begin():
+        # Hold the job's row: the worker's next heartbeat waits on it, so the sweep
+        # outlasts the limit however fast this machine is (a hung worker, in effect).
+        assert lock.execute(select(Job.status).where(Job.id == job_id)
+                            .with_for_update()).scalar() == "running"
+        # Slurm limits are whole minutes; moving the end time in is the admin's way to
+        # make the limit hit now (slurmctld checks limits only every few seconds).
+        cluster.run("scontrol", "update", f"JobId={sid}", "EndTime=now")
+        wait_for(lambda: slurm_state(cluster, sid) == "TIMEOUT", "Slurm's TIMEOUT")
+    job = wait_for(lambda: settled(engine, job_id), "the job to fail")
     assert job["status"] == "failed", outputs(tmp_path)
     assert f"Slurm job {sid} ended TIMEOUT (TimeLimit)" in job["message"]
 
