@@ -22,12 +22,16 @@ setup: $(VENV)/.installed
 dashboard: setup
 	$(BIN)/streamlit run app.py --server.port $(PORT)
 
-# What the end-to-end and PostgreSQL tests need from Debian: chromium (driven by
-# Playwright, no browser download) and, when no PostgreSQL server answers on
-# 127.0.0.1:5432, the server binaries for a throwaway cluster the tests start themselves.
+# What the end-to-end, PostgreSQL and Slurm tests need from Debian: chromium (driven by
+# Playwright, no browser download); when no PostgreSQL server answers on 127.0.0.1:5432,
+# the server binaries for a throwaway cluster the tests start themselves; slurm-wlm and
+# munge for the one-node Slurm the tests start (tests/slurm_cluster.py).
 system-deps: setup
 	@command -v chromium >/dev/null 2>&1 || { \
 	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+	@PATH="$$PATH:/usr/sbin:/sbin"; command -v slurmctld >/dev/null 2>&1 && \
+	  command -v munged >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+	  $(SUDO) apt-get install -y -qq slurm-wlm munge >/dev/null; }
 	@$(BIN)/python -c "import socket; socket.create_connection(('127.0.0.1', 5432), 1)" \
 	  2>/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
 	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq postgresql >/dev/null; }

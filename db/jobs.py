@@ -23,6 +23,7 @@ from db.models import JOB_STATUSES, Job, Run, Worker
 from runner.format.limits import MAX_JOB_POINTS
 from runner.format.specs import SpecError, check_sweep, check_text
 from runner.format.vocab import FINISHED_STATUSES as FINISHED
+from runner.format.vocab import JOB_EXECUTORS
 
 HEARTBEAT_S = 5.0  # how often a worker says it is alive
 LOST_AFTER_S = 60.0  # silence after which a worker (and its running job) counts as lost
@@ -99,21 +100,28 @@ def _row(row: Any) -> dict[str, Any]:
 # --- queueing (browser-reachable writes: guarded) --------------------------------------
 
 def enqueue(engine: Engine, spec: dict[str, Any], target: str | None = None,
-            label: str | None = None) -> int:
-    """Queue a sweep; returns the job id. `label` overrides the spec's label."""
+            label: str | None = None, *, executor: str = "local",
+            gpu_type: str | None = None) -> int:
+    """Queue a sweep; returns the job id. `label` overrides the spec's label.
+
+    A "slurm" job is claimed only by `worker --job ID` (runner/ops/slurm.py submits that)."""
     require_writable("queue a job")
     spec = check_spec({**spec, **({"label": label} if label is not None else {})})
     try:
         target = check_text(target, "target")
+        gpu_type = check_text(gpu_type, "GPU type")
     except SpecError as e:
         raise JobSpecError(str(e)) from None
+    if executor not in JOB_EXECUTORS:
+        raise JobSpecError(f"executor {executor!r} is not one of {', '.join(JOB_EXECUTORS)}")
     with engine.begin() as c:
         return c.execute(
             Job.__table__.insert().values(
                 spec=spec, device=spec["device"], target=target, label=spec["label"],
                 status="queued", cancel_requested=False, created_at=_now(c),
                 points_done=0, points_total=len(spec["modes"]) * len(spec["batch_sizes"]),
-                message="").returning(Job.id)).scalar_one()
+                message="", executor=executor, gpu_type=gpu_type)
+            .returning(Job.id)).scalar_one()
 
 
 def cancel(engine: Engine, job_id: int) -> str:
@@ -200,7 +208,7 @@ def claim_next(engine: Engine, worker: dict[str, Any]) -> dict[str, Any] | None:
 
     `worker` is the registered worker: id, name, gpu_name, has_cuda."""
     names = [n.lower() for n in (worker["name"], worker.get("gpu_name")) if n]
-    serves = [Job.status == "queued",
+    serves = [Job.status == "queued", Job.executor == "local",
               or_(Job.target.is_(None), func.lower(Job.target).in_(names))]
     if not worker.get("has_cuda"):
         serves.append(Job.device != "cuda")
@@ -214,6 +222,70 @@ def claim_next(engine: Engine, worker: dict[str, Any]) -> dict[str, Any] | None:
                                 heartbeat_at=now)
                         .returning(*Job.__table__.c)).first()
     return _row(row) if row else None
+
+
+def claim_job(engine: Engine, worker: dict[str, Any], job_id: int,
+              slurm_job_id: str | None = None) -> dict[str, Any] | None:
+    """Take one named job (`worker --job ID`, what a Slurm batch job runs), whatever its
+    executor or target: the scheduler already placed it. None unless it was still queued,
+    so a requeued batch job (same job, second start) never runs it twice.
+
+    `slurm_job_id`: the batch job doing the claiming; recorded, so a job submitted by hand
+    from `slurm-script` is followed (cancel, reconciliation) like a submitted one."""
+    _check_id(job_id)
+    values: dict[str, Any] = {"status": "running", "worker_id": worker["id"],
+                              "worker_name": worker["name"]}
+    if slurm_job_id:
+        values["slurm_job_id"] = slurm_job_id
+    with engine.begin() as c:
+        now = _now(c)
+        row = c.execute(update(Job).where(Job.id == job_id, Job.status == "queued")
+                        .values(**values, started_at=now, heartbeat_at=now)
+                        .returning(*Job.__table__.c)).first()
+    return _row(row) if row else None
+
+
+def set_slurm_job(engine: Engine, job_id: int, slurm_job_id: str) -> None:
+    """Remember the batch job submitted for `job_id` (unless its worker already did)."""
+    with engine.begin() as c:
+        c.execute(update(Job).where(Job.id == job_id, Job.slurm_job_id.is_(None))
+                  .values(slurm_job_id=slurm_job_id))
+
+
+def withdraw(engine: Engine, job_id: int) -> None:
+    """Delete a Slurm job whose submission failed: nothing was submitted, nobody else may
+    claim it (executor slurm), so it leaves no trace, as bad input must not."""
+    with engine.begin() as c:
+        c.execute(Job.__table__.delete().where(Job.id == job_id, Job.status == "queued",
+                                               Job.slurm_job_id.is_(None)))
+
+
+def slurm_jobs_in_flight(engine: Engine) -> list[dict[str, Any]]:
+    """Queued or running jobs with a Slurm batch job: what reconciliation looks at."""
+    stmt = select(Job.id, Job.status, Job.slurm_job_id, Job.cancel_requested).where(
+        Job.status.in_(("queued", "running")), Job.slurm_job_id.is_not(None)).order_by(Job.id)
+    with engine.connect() as c:
+        return [dict(r._mapping) for r in c.execute(stmt)]
+
+
+def end_unfinished(engine: Engine, job_id: int, status: str, message: str) -> bool:
+    """End a job that is still queued or running because whatever ran it is gone (its
+    Slurm job ended): `status` failed or cancelled, and its run the same. False if it
+    had ended meanwhile: the verdict already given stands."""
+    if status not in ("failed", "cancelled"):
+        raise ValueError(f"status {status!r} must be failed or cancelled")
+    with engine.begin() as c:
+        now = _now(c)
+        row = c.execute(update(Job).where(Job.id == job_id,
+                                          Job.status.in_(("queued", "running")))
+                        .values(status=status, finished_at=now, current_point=None,
+                                message=message[:2000]).returning(Job.run_id)).first()
+        if row is not None and row.run_id is not None:
+            # "cancelled" too: the sweep calls an interrupt it did not ask for a cancel.
+            c.execute(update(Run).where(Run.id == row.run_id,
+                                        Run.status.in_(("running", "cancelled")))
+                      .values(status=status, finished_at=now))
+    return row is not None
 
 
 def heartbeat(engine: Engine, worker_id: int, job_id: int | None = None, *,
@@ -291,6 +363,8 @@ def progress(job: dict[str, Any], now: datetime) -> dict[str, Any]:
 
 
 __all__ = ["FINISHED", "HEARTBEAT_S", "JOB_STATUSES", "LOST_AFTER_S", "JobFinished",
-           "JobNotFound", "JobSpecError", "can_serve", "cancel", "check_spec", "claim_next",
-           "db_now", "enqueue", "finish", "get_job", "heartbeat", "link_run", "list_jobs",
-           "live_workers", "progress", "reap_lost", "register_worker", "stop_worker"]
+           "JobNotFound", "JobSpecError", "can_serve", "cancel", "check_spec", "claim_job",
+           "claim_next", "db_now", "end_unfinished", "enqueue", "finish", "get_job",
+           "heartbeat", "link_run", "list_jobs", "live_workers", "progress", "reap_lost",
+           "register_worker", "set_slurm_job", "slurm_jobs_in_flight", "stop_worker",
+           "withdraw"]

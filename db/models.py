@@ -31,6 +31,7 @@ from runner.format.serve_record import STATUSES as SERVE_STATUSES
 from runner.format.vocab import (
     CUDAGRAPH_STATUSES,
     JOB_DEVICES,
+    JOB_EXECUTORS,
     MODES,
     POINT_STATUSES,
     RUN_KINDS,
@@ -184,10 +185,14 @@ class Job(Base):
     points_total: Mapped[int | None] = mapped_column(Integer)
     current_point: Mapped[str | None] = mapped_column(String(100))
     message: Mapped[str] = mapped_column(Text, default="")
+    executor: Mapped[str] = mapped_column(String(8), default="local", server_default="local")
+    gpu_type: Mapped[str | None] = mapped_column(String(64))
+    slurm_job_id: Mapped[str | None] = mapped_column(String(32))
 
     __table_args__ = (
         CheckConstraint(_one_of("status", JOB_STATUSES), name="ck_job_status"),
         CheckConstraint(_one_of("device", JOB_DEVICES), name="ck_job_device"),
+        CheckConstraint(_one_of("executor", JOB_EXECUTORS), name="ck_job_executor"),
         Index("ix_jobs_status", "status", "id"),
     )
 

@@ -5,6 +5,7 @@ import re
 
 import streamlit as st
 
+import runner.ops.slurm as slurm
 from db import jobs
 from db.access import ReadOnlyError, read_only
 from pages.common import launch_form as lf
@@ -17,6 +18,11 @@ ui.ensure_frame()
 st.title("Launch a sweep")
 engine = ui.engine()
 locked = read_only()
+cluster, broken = None, None
+try:  # the admin's settings (environment, config file), never the browser's
+    cluster = slurm.load_config() if slurm.executor() == "slurm" else None
+except slurm.SlurmError as e:
+    broken = f"Launching is off: the Slurm executor is misconfigured: {e}"
 
 
 def param_widget(f: dict, key: str):
@@ -34,6 +40,8 @@ def param_widget(f: dict, key: str):
 if locked:
     st.info("Read-only share mode: launching and cancelling are turned off here. Queue "
             "sweeps where the database is writable, or with `python -m runner enqueue`.")
+elif broken:
+    st.error(broken)
 else:
     workload = st.selectbox("Workload", list(lf.WORKLOADS), key="lf_workload",
                             index=list(lf.WORKLOADS).index(lf.DEFAULTS["workload"]))
@@ -53,8 +61,14 @@ else:
                           index=list(TIMINGS).index("standard"), key="lf_timing")
         device = c2.selectbox("Device", list(lf.DEVICES), format_func=lf.DEVICES.get,
                               key="lf_device")
-        target = c3.text_input("Target (worker or GPU name; empty: any)", key="lf_target",
-                               max_chars=MAX_LABEL)
+        if cluster is None:
+            target = c3.text_input("Target (worker or GPU name; empty: any)",
+                                   key="lf_target", max_chars=MAX_LABEL)
+        else:  # only the configured types, each with its queue state from squeue
+            target, queue = "", slurm.queue_state(cluster)
+            gpu_type = c3.selectbox("GPU type (Slurm)", list(cluster.gpu_types),
+                                    format_func=lambda t: f"{t} · {queue[t]}",
+                                    key="lf_gpu_type")
         label = st.text_input("Label", key="lf_label", max_chars=MAX_LABEL)
         submitted = st.form_submit_button("Launch", type="primary")
     if submitted:
@@ -66,14 +80,20 @@ else:
             st.error(message)
         if checked.spec is not None:
             try:
-                job_id = jobs.enqueue(engine, checked.spec, checked.target)
-                pid = ensure_local_worker(engine, jobs.get_job(engine, job_id), ui.db_url())
-            except (ValueError, ReadOnlyError, OSError) as e:
+                if cluster is not None:
+                    job_id, sid = slurm.submit(engine, checked.spec, gpu_type, ui.db_url(),
+                                               cluster)
+                    done = f" as Slurm job {sid} (GPU type {gpu_type})."
+                else:
+                    job_id = jobs.enqueue(engine, checked.spec, checked.target)
+                    pid = ensure_local_worker(engine, jobs.get_job(engine, job_id),
+                                              ui.db_url())
+                    done = " and started a worker on this machine." if pid else "."
+            except (ValueError, ReadOnlyError, OSError, slurm.SlurmError) as e:
                 st.error(str(e))
             else:
                 st.query_params["job"] = str(job_id)
-                st.success(f"Queued job {job_id}" + (
-                    " and started a worker on this machine." if pid else "."))
+                st.success(f"Queued job {job_id}{done}")
 
 
 # --- load + show, live ------------------------------------------------------------------
@@ -90,6 +110,7 @@ def followed_job() -> int | None:
 @st.fragment(run_every=1.0)
 def live() -> None:
     if not locked:
+        slurm.reconcile(engine)  # a job whose Slurm job ended fails with Slurm's reason
         jobs.reap_lost(engine)  # a dead worker's job must not look 'running' forever
     job_id, now = followed_job(), jobs.db_now(engine)
     if job_id is not None:
@@ -109,6 +130,8 @@ def live() -> None:
     workers = jobs.live_workers(engine)
     if workers:
         st.dataframe(lf.worker_rows(workers), hide_index=True)
+    elif cluster is not None:
+        st.caption("No live worker. Slurm starts one per job, on a node of its GPU type.")
     else:
         st.caption("No live worker. Launching starts one on this machine; GPU hosts run "
                    "`python -m runner worker` against this database.")
@@ -122,7 +145,8 @@ def show_job(job: dict, p: dict) -> None:
     c1, c2, c3 = st.columns(3)
     c1.metric("Elapsed", lf.format_seconds(p["elapsed_s"]))
     c2.metric("Estimated time left", lf.format_seconds(p["remaining_s"]))
-    c3.metric("Worker", job["worker_name"] or "waiting for one")
+    waiting = f"Slurm job {job['slurm_job_id']}" if job.get("slurm_job_id") else "waiting for one"
+    c3.metric("Worker", job["worker_name"] or waiting)
     if job["message"]:
         st.caption(job["message"])
     if job["status"] in ("queued", "running") and not locked:
@@ -130,8 +154,8 @@ def show_job(job: dict, p: dict) -> None:
             st.caption("Cancel requested: it stops after the point in flight.")
         elif st.button("Cancel", key=f"cancel_{job['id']}"):
             try:
-                jobs.cancel(engine, job["id"])
-            except (jobs.JobFinished, ReadOnlyError) as e:
+                slurm.cancel(engine, job["id"])  # plus scancel for a Slurm job
+            except (jobs.JobFinished, ReadOnlyError, slurm.SlurmError) as e:
                 st.warning(str(e))
             st.rerun(scope="fragment")
     if job["run_id"] is not None and job["status"] in jobs.FINISHED:

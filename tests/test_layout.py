@@ -3,8 +3,9 @@
 Walks the AST of every module under runner/, db/ and pages/ (imports inside functions
 count too: a lazy import is still a dependency) and asserts
 - the leaf (runner/format/) imports nothing of ours outside itself, and no torch;
-- db/ and pages/ import only the leaf of runner/ (pages also the one operations entry,
-  runner/ops/launcher.py), never the measuring core, the serve scenario, the CLI or torch;
+- db/ and pages/ import only the leaf of runner/ (pages also the operations entries
+  runner/ops/launcher.py and, for a Slurm executor, runner/ops/slurm.py), never the
+  measuring core, the serve scenario, the CLI or torch;
 - the measuring core and the serve scenario never import db/, pages/ or operations;
 - no two modules import each other, directly or round a longer circle.
 """
@@ -18,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("runner", "db", "pages")
 LEAF = "runner.format"
 PAGES_ENTRY = "runner.ops.launcher"
+SLURM_ENTRY = "runner.ops.slurm"  # the Launch page queues through Slurm when configured
 
 
 def _module_name(path: Path) -> str:
@@ -84,13 +86,15 @@ def test_db_imports_only_the_leaf_of_runner():
     assert _offenders(("db",), lambda i: _in(i, "db", LEAF)) == []
 
 
-def test_pages_import_db_the_leaf_and_one_operations_entry():
-    assert _offenders(("pages",), lambda i: _in(i, "pages", "db", LEAF, PAGES_ENTRY)) == []
+def test_pages_import_db_the_leaf_and_the_operations_entries():
+    assert _offenders(("pages",), lambda i: _in(i, "pages", "db", LEAF, PAGES_ENTRY,
+                                                 SLURM_ENTRY)) == []
 
 
-def test_the_operations_entry_for_pages_stays_narrow():
-    # What pages reach through it must not drag in the CLI or the measuring core.
+def test_the_operations_entries_for_pages_stay_narrow():
+    # What pages reach through them must not drag in the CLI or the measuring core.
     assert _offenders((PAGES_ENTRY,), lambda i: _in(i, "db", LEAF)) == []
+    assert _offenders((SLURM_ENTRY,), lambda i: _in(i, "db", LEAF, PAGES_ENTRY)) == []
 
 
 def test_core_and_serve_never_reach_up():

@@ -134,6 +134,8 @@ def queue_rows(queue: list[dict[str, Any]], base_url: str | None) -> list[dict[s
              "now": j["current_point"] or "", "device": j["device"],
              "target": j["target"] or "any", "worker": j["worker_name"] or "",
              "label": j["label"] or "",
+             "slurm": f"{j['slurm_job_id']} ({j['gpu_type']})" if j.get("slurm_job_id")
+             else "",
              "run": run_url(base_url, j["run_id"]) if j["run_id"] else None}
             for j in queue]
 

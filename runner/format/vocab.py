@@ -40,6 +40,10 @@ RUN_KINDS = ("sweep", "serve")
 DEVICES = ("cuda", "cpu")
 # Where a queued job may run: "auto" lets the worker choose (cuda if it has one).
 JOB_DEVICES = ("auto", *DEVICES)
+# Who runs a queued job. local: any `runner worker` may claim it; slurm: only the batch
+# job submitted for it (`worker --job ID`), on a node of the GPU type asked for
+# (runner/ops/slurm.py).
+JOB_EXECUTORS = ("local", "slurm")
 # Why a point's rounds ended: every interval under its target, or the time budget spent.
 STOP_REASONS = ("converged", "budget")
 # Timing presets by name; their figures are the measuring core's (runner/core/timing.py).

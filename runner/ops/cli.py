@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "runner.ops.commands.store",
     "runner.ops.commands.jobs",
     "runner.ops.commands.serve",
+    "runner.ops.commands.slurm",
 )
 
 
@@ -53,7 +54,8 @@ def _known_errors() -> tuple[type[BaseException], ...]:
 
     errors: list[type[BaseException]] = [UsageError, BundleError]
     for mod, cls in (("runner.format.catalog", "WorkloadError"), ("db.engine", "DatabaseError"),
-                     ("db.store", "RunNotFound"), ("db.access", "ReadOnlyError")):
+                     ("db.store", "RunNotFound"), ("db.access", "ReadOnlyError"),
+                     ("runner.ops.slurm", "SlurmError")):
         try:
             errors.append(getattr(importlib.import_module(mod), cls))
         except (ImportError, AttributeError):

@@ -83,8 +83,17 @@ class _Heartbeat(threading.Thread):
 class Worker:
     def __init__(self, engine, name: str | None = None, *, heartbeat_s: float =
                  jobs.HEARTBEAT_S, lost_after_s: float = jobs.LOST_AFTER_S,
-                 poll_s: float = POLL_S, log: Callable[[str], None] = print) -> None:
+                 poll_s: float = POLL_S, log: Callable[[str], None] = print,
+                 interrupted: Callable[[int], tuple[str, str] | None] | None = None) -> None:
         self.engine, self.log = engine, log
+        # What an interrupt (SIGTERM, Ctrl-C) means for the job in flight: (status,
+        # message), or None to leave the job to its executor's verdict: under Slurm the
+        # reason (TIMEOUT, an outside scancel) is known only once the batch job has ended
+        # (runner/ops/slurm.py: interrupted, reconcile).
+        self.interrupted = interrupted or (lambda _job_id: ("cancelled", "worker interrupted"))
+        # Set (by a signal handler) to stop the job in flight between points, as cleanly
+        # as a cancel: a batch job's SIGTERM must not land inside a database call.
+        self.stopping = threading.Event()
         self.heartbeat_s, self.lost_after_s, self.poll_s = heartbeat_s, lost_after_s, poll_s
         self.info = identity()
         self.info["name"] = name or self.info["hostname"]
@@ -92,9 +101,17 @@ class Worker:
             engine, **{k: self.info[k] for k in ("name", "hostname", "pid", "gpu_name",
                                                  "has_cuda", "torch_version")})
 
-    def serve(self, *, once: bool = False, idle_exit_s: float | None = None) -> int:
+    def serve(self, *, once: bool = False, idle_exit_s: float | None = None,
+              job_id: int | None = None, slurm_job_id: str | None = None,
+              sweep_up: Callable[[], None] | None = None) -> int:
         """Claim and run jobs until there are none (`once`: after one job, or at once
-        when the queue is empty) or the queue stayed empty for `idle_exit_s`."""
+        when the queue is empty) or the queue stayed empty for `idle_exit_s`.
+
+        `job_id`: run that one job and exit (what a Slurm batch job does); 0 when it was
+        run or was no longer queued (a requeued batch job must not run it twice), 2 when
+        it does not exist. `sweep_up`: called before reap_lost, before each claim."""
+        if job_id is not None:
+            return self._serve_one(job_id, slurm_job_id, sweep_up)
         beat = _Heartbeat(self.engine, self.info["id"], self.heartbeat_s)
         beat.start()
         gpu = self.info["gpu_name"] or "no CUDA"
@@ -105,8 +122,10 @@ class Worker:
             while True:
                 try:
                     # Every worker sweeps up after lost ones: no separate janitor to run.
-                    for job_id in jobs.reap_lost(self.engine, self.lost_after_s):
-                        self.log(f"job {job_id} failed: worker lost")
+                    if sweep_up is not None:  # first: an executor's reason beats "lost"
+                        sweep_up()
+                    for lost in jobs.reap_lost(self.engine, self.lost_after_s):
+                        self.log(f"job {lost} failed: worker lost")
                     job = jobs.claim_next(self.engine, self.info)
                 except DBAPIError as e:  # the shared database restarting: wait it out
                     self.log(f"database unavailable: {str(e.orig).strip().splitlines()[0]}")
@@ -122,6 +141,33 @@ class Worker:
                 if once:
                     return 0
                 idle_since = time.monotonic()
+        except KeyboardInterrupt:
+            return 130
+        finally:
+            beat.close()
+            jobs.stop_worker(self.engine, self.info["id"])
+
+    def _serve_one(self, job_id: int, slurm_job_id: str | None,
+                   sweep_up: Callable[[], None] | None) -> int:
+        beat = _Heartbeat(self.engine, self.info["id"], self.heartbeat_s)
+        beat.start()
+        try:
+            if sweep_up is not None:
+                sweep_up()
+            jobs.reap_lost(self.engine, self.lost_after_s)
+            job = jobs.claim_job(self.engine, self.info, job_id, slurm_job_id)
+            if job is None:
+                try:
+                    seen = jobs.get_job(self.engine, job_id)
+                except jobs.JobNotFound:
+                    self.log(f"job {job_id} does not exist: nothing to run")
+                    return 2
+                by = f" by {seen['worker_name']}" if seen["worker_name"] else ""
+                self.log(f"job {job_id} is {seen['status']}{by}, not queued: refusing to "
+                         "claim it again (it runs at most once)")
+                return 0
+            self.run_job(job, beat)
+            return 0
         except KeyboardInterrupt:
             return 130
         finally:
@@ -151,6 +197,8 @@ class Worker:
                 beat.beat((done, total, point))
 
             def should_stop() -> bool:
+                if self.stopping.is_set():
+                    return True
                 beat.beat()  # a fresh look at the cancel flag between points
                 return beat.stopped_job == job_id
 
@@ -159,11 +207,17 @@ class Worker:
             if status == "cancelled" and beat.stopped_job != job_id:
                 # run_sweep took a Ctrl-C / SIGTERM meant for the worker: stop it too.
                 interrupted = True
-                message = "worker interrupted"
+                verdict = self.interrupted(job_id)
+                if verdict is None:
+                    self.log(f"job {job_id} interrupted: left to the executor's verdict")
+                    raise KeyboardInterrupt
+                status, message = verdict
             elif status == "cancelled":
                 message = "cancelled between points"
         except KeyboardInterrupt:
-            self._end(job_id, sink, "cancelled", "worker interrupted", crashed=True)
+            verdict = None if interrupted else self.interrupted(job_id)
+            if verdict is not None:
+                self._end(job_id, sink, *verdict, crashed=True)
             raise
         except Exception as e:  # noqa: BLE001 - any failure ends this job, not the worker
             status, message = "failed", f"{type(e).__name__}: {str(e).strip()[:500]}"

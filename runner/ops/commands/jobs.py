@@ -8,9 +8,13 @@ factory (module:factory) stays a `sweep`-only thing. torch is imported by `worke
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
 
 from runner.format import bundle as fmt
+from runner.ops import slurm
 from runner.ops.cli import UsageError
 from runner.ops.commands import sweep as sweep_cmd
 
@@ -37,6 +41,9 @@ def register(sub) -> None:
                    help="workload parameter, repeatable (e.g. --param depth=8)")
     p.add_argument("--target", metavar="NAME",
                    help="only a worker of this name or GPU name (e.g. 'NVIDIA H200') runs it")
+    p.add_argument("--gpu-type", metavar="TYPE",
+                   help="with LAUNCHBENCH_EXECUTOR=slurm: a GPU type from the Slurm config; "
+                        "the job is submitted to a node of that type")
     p.add_argument("--db", metavar="URL", help=DB_HELP)
     p.set_defaults(func=run_enqueue)
 
@@ -62,6 +69,9 @@ def register(sub) -> None:
                                                   "(default: host name)")
     p.add_argument("--once", action="store_true",
                    help="run at most one job, then exit (at once when none is queued)")
+    p.add_argument("--job", metavar="ID",
+                   help="run this queued job only, then exit (what a Slurm batch job runs); "
+                        "a job no longer queued is not run again")
     p.add_argument("--idle-exit", type=float, metavar="SECONDS",
                    help="exit after this long without a job (default: run forever)")
     p.add_argument("--heartbeat", type=float, default=None, metavar="SECONDS",
@@ -81,15 +91,17 @@ def _known(fn, *args):
     """db.jobs' own errors are bad input here: one line, exit 2."""
     from db.access import ReadOnlyError
     from db.jobs import JobFinished, JobNotFound, JobSpecError
+    from runner.ops.slurm import SlurmError
 
     try:
         return fn(*args)
-    except (JobSpecError, JobNotFound, JobFinished, ReadOnlyError) as e:
+    except (JobSpecError, JobNotFound, JobFinished, ReadOnlyError, SlurmError) as e:
         raise UsageError(str(e)) from None
 
 
 def run_enqueue(args: argparse.Namespace) -> int:
     from db import jobs
+    from db.engine import default_url
 
     spec = {"workload": args.workload, "params": sweep_cmd.parse_params(args.param),
             "batch_sizes": list(sweep_cmd.parse_batch_sizes(args.batch_sizes)),
@@ -102,9 +114,26 @@ def run_enqueue(args: argparse.Namespace) -> int:
         if not target or len(target) > 200 or any(ord(c) < 32 for c in target):
             raise UsageError(f"--target {args.target!r} must be 1..200 printable characters")
     _known(jobs.check_spec, spec)  # before the database: a bad flag writes nothing
+    config = None
+    if _known(slurm.executor) == "slurm":
+        if target is not None:
+            raise UsageError("--target is for local workers; with the slurm executor "
+                             "choose --gpu-type")
+        config = _known(slurm.load_config)
+        if args.gpu_type is None:
+            raise UsageError(f"--gpu-type is required with the slurm executor (configured: "
+                             f"{', '.join(config.gpu_types)})")
+        _known(config.gpu_type, args.gpu_type)
+    elif args.gpu_type is not None:
+        raise UsageError(f"--gpu-type {args.gpu_type!r} needs {slurm.EXECUTOR_VAR}=slurm")
     engine = _engine(args.db)
     try:
-        job_id = _known(jobs.enqueue, engine, spec, target)
+        if args.gpu_type is not None:
+            job_id, sid = _known(slurm.submit, engine, spec, args.gpu_type,
+                                 args.db or default_url(), config)
+            print(f"job {job_id} submitted as Slurm job {sid}", file=sys.stderr)
+        else:
+            job_id = _known(jobs.enqueue, engine, spec, target)
     finally:
         engine.dispose()
     print(job_id)
@@ -124,6 +153,8 @@ def format_job(job: dict) -> str:
              f"target={job['target']}" if job["target"] else "any",
              f"worker={job['worker_name']}" if job["worker_name"] else "-",
              f"run={job['run_id']}" if job["run_id"] else "-"]
+    if job.get("slurm_job_id"):
+        parts.append(f"slurm={job['slurm_job_id']}({job.get('gpu_type') or '?'})")
     if job["label"]:
         parts.append(repr(job["label"]))
     if job["message"]:
@@ -133,11 +164,14 @@ def format_job(job: dict) -> str:
 
 def run_jobs(args: argparse.Namespace) -> int:
     from db import jobs
+    from db.access import read_only
 
     if not 1 <= args.limit <= 100_000:
         raise UsageError(f"--limit {args.limit} must be from 1 to 100000")
     engine = _engine(args.db, must_exist=True)  # listing must not leave an empty file
     try:
+        if not read_only():  # a writer looking at the queue settles Slurm's verdicts
+            slurm.reconcile(engine)
         rows = jobs.list_jobs(engine, limit=args.limit)
     finally:
         engine.dispose()
@@ -149,8 +183,6 @@ def run_jobs(args: argparse.Namespace) -> int:
 
 
 def run_cancel(args: argparse.Namespace) -> int:
-    from db import jobs
-
     try:
         job_id = int(args.job)
         if job_id < 1:
@@ -159,12 +191,24 @@ def run_cancel(args: argparse.Namespace) -> int:
         raise UsageError(f"job id {args.job!r} is not a positive whole number") from None
     engine = _engine(args.db, must_exist=True)
     try:
-        status = _known(jobs.cancel, engine, job_id)
+        status = _known(slurm.cancel, engine, job_id)  # plus scancel for a Slurm job
     finally:
         engine.dispose()
     print(f"job {job_id} cancelled" if status == "cancelled" else
           f"job {job_id} is running: it stops after the point in flight")
     return 0
+
+
+@contextlib.contextmanager
+def _sigterm_stops(worker):
+    def handler(_signum, _frame):
+        worker.stopping.set()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def run_worker(args: argparse.Namespace) -> int:
@@ -176,6 +220,11 @@ def run_worker(args: argparse.Namespace) -> int:
             raise UsageError(f"{flag} {value:g} must be from 0 to 604800 seconds")
     if args.name is not None and (not args.name.strip() or len(args.name) > 200):
         raise UsageError(f"--name {args.name!r} must be 1..200 characters")
+    job_id = None
+    if args.job is not None:
+        if not args.job.isdigit() or not 1 <= int(args.job) <= jobs.MAX_ID:
+            raise UsageError(f"--job {args.job!r} is not a job id")
+        job_id = int(args.job)
     try:
         import torch  # noqa: F401 - a worker measures: fail here, before registering
     except ImportError:
@@ -183,14 +232,27 @@ def run_worker(args: argparse.Namespace) -> int:
     from runner.ops.worker import Worker
 
     engine = _engine(args.db)
+    slurm_job_id = os.environ.get("SLURM_JOB_ID") if job_id is not None else None
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+
+    def sweep_up() -> None:
+        for ended, message in slurm.reconcile(engine):
+            log(f"job {ended} ended: {message}")
+
     try:
         worker = Worker(engine, args.name and args.name.strip(),
                         heartbeat_s=args.heartbeat or jobs.HEARTBEAT_S,
-                        lost_after_s=args.lost_after or jobs.LOST_AFTER_S,
-                        log=lambda line: print(line, flush=True))
+                        lost_after_s=args.lost_after or jobs.LOST_AFTER_S, log=log,
+                        # In a batch job, a SIGTERM is Slurm's (time limit, scancel).
+                        interrupted=slurm.interrupted(engine) if slurm_job_id else None)
         # `kill` stops a worker like Ctrl-C: the job in flight ends cancelled with its
-        # finished points, the worker says goodbye, the exit status is 130.
-        with sweep_cmd._sigterm_as_interrupt():
-            return worker.serve(once=args.once, idle_exit_s=args.idle_exit)
+        # finished points, the worker says goodbye, the exit status is 130. In a batch
+        # job, Slurm's SIGTERM stops it between points instead (KillWait, 30 s by
+        # default, is the grace; then SIGKILL, and reconcile settles the job).
+        with (_sigterm_stops(worker) if slurm_job_id else sweep_cmd._sigterm_as_interrupt()):
+            return worker.serve(once=args.once, idle_exit_s=args.idle_exit, job_id=job_id,
+                                slurm_job_id=slurm_job_id, sweep_up=sweep_up)
     finally:
         engine.dispose()
