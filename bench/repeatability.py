@@ -85,6 +85,20 @@ def _speedups(doc: dict) -> dict:
     return out
 
 
+def _gpu_bound_steps(files) -> list[float]:
+    """Relative half-widths of graph-mode step times where the GPU is the limit: the
+    figures that should repeat whatever the host does."""
+    out = []
+    for f in files:
+        for m in json.loads(f.read_text())["measurements"]:
+            busy, step = m.get("gpu_busy_ms"), m.get("step_ms")
+            lo, hi = m.get("step_ms_ci_low"), m.get("step_ms_ci_high")
+            if (m["mode"] in ("reduce-overhead", "cuda-graph") and busy and step and lo
+                    and hi and busy / step >= GPU_BOUND):
+                out.append(max(step - lo, hi - step) / step)
+    return out
+
+
 def cmd_report(args) -> int:
     files = sorted(f for d in args.dirs for f in Path(d).glob("*.json")
                    if f.name != "walls.json" and not f.name.startswith("baseline-"))
@@ -122,6 +136,11 @@ def cmd_report(args) -> int:
                     half = max(m["speedup"] - m["speedup_ci_low"],
                                m["speedup_ci_high"] - m["speedup"]) / m["speedup"]
                     widest = max(widest, half)
+    steps = _gpu_bound_steps(files)
+    if steps:
+        print(f"GPU-bound graph step times ({len(steps)} points with GPU busy >= "
+              f"{GPU_BOUND:.0%} of the step): widest 95% half-width {max(steps):.1%}, "
+              f"median {sorted(steps)[len(steps) // 2]:.1%}")
     if total:
         print(f"\ncoverage: {covered}/{total} = {covered / total:.0%} of other runs' medians "
               "inside a run's 95% interval (target >= 80%)")
