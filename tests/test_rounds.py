@@ -119,3 +119,11 @@ def test_rounds_of_several_processes_pool_and_travel_as_json():
     a.extend(c)
     assert a.failed == {"cuda-graph": "RuntimeError: out of memory"}
     assert len(a.samples_ms["eager"]) == 90 and "cuda-graph" not in rounds.intervals(a)
+
+
+def test_a_spent_budget_still_gets_the_minimum_rounds():
+    """A host so slow that one round outlasts the whole budget: the point still gets
+    min_rounds rounds, so it has an interval (the budget is checked only past them)."""
+    config = dataclasses.replace(TIMING_PRESETS["quick"], round_budget_s=1e-9, min_rounds=6)
+    r = _run(SimClock(BASE), config=config)
+    assert r.n == 6 and r.stop_reason in ("budget", "converged")

@@ -132,7 +132,10 @@ def run_rounds(steps: dict[str, Callable[[], object]], iters: dict[str, int], cl
         if r.n >= config.min_rounds and converged(r, config.target_half_width):
             r.stop_reason = "converged"
             break
-        if r.n >= config.max_rounds or r.seconds >= budget_s:
+        # The budget ends a point only past min_rounds: fewer rounds give no interval
+        # at all (6 at least for 95%), and a busy host must not turn a point into one
+        # with no interval (nor a test that counts rounds red).
+        if r.n >= config.max_rounds or (r.n >= config.min_rounds and r.seconds >= budget_s):
             r.stop_reason = "budget"
             break
     return r
