@@ -79,7 +79,8 @@ def test_a_noisy_host_spends_its_budget_and_says_so():
     assert not rounds.converged(r, config.target_half_width)
     # The time budget ends a point too, whatever the round cap: per mode, so two modes
     # get twice the single mode's.
-    timed = dataclasses.replace(config, max_rounds=10_000, round_budget_s=0.05)
+    timed = dataclasses.replace(config, max_rounds=10_000, round_budget_s=0.05,
+                                min_rounds=2)
     r = _run(SimClock(BASE, jitter=0.3), config=timed)
     assert r.stop_reason == "budget" and 0.1 <= r.seconds < 0.1 + 0.02
 
