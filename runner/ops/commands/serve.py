@@ -9,24 +9,19 @@ from __future__ import annotations
 
 import argparse
 import copy
-import re
 import shlex
 import sys
 from typing import Any
 
 from runner.format import bundle as fmt
 from runner.format import serve_record
-from runner.format.buckets import (
-    MAX_REQUESTS,
-    ServeInputError,
-    parse_distribution,
-    parse_strategies,
-)
+from runner.format.buckets import ServeInputError
+from runner.format.limits import MAX_REQUESTS
+from runner.format.specs import SpecError, check_serve
 from runner.ops.cli import UsageError
 from runner.ops.commands.sweep import parse_label, parse_params, storage_choice
 
 DEFAULT_STRATEGIES = "eager,compile,reduce-overhead,buckets:8/16/32,buckets:pow2-256"
-MAX_SEED = 2**63 - 1
 
 
 def register(sub) -> None:
@@ -59,15 +54,6 @@ def register(sub) -> None:
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="workload parameter, repeatable (e.g. --param depth=8)")
     p.set_defaults(func=run)
-
-
-def _whole(text: str, flag: str, lo: int, hi: int) -> int:
-    if not re.fullmatch(r"\s*\d+\s*", text or ""):
-        raise UsageError(f"{flag}: {text!r} is not a whole number")
-    n = int(text)
-    if not lo <= n <= hi:
-        raise UsageError(f"{flag}: {n} is out of range ({lo} to {hi})")
-    return n
 
 
 def _device(requested: str | None) -> str:
@@ -188,15 +174,16 @@ def run(args: argparse.Namespace) -> int:
     from runner.ops.commands.store import open_engine, shown_url
 
     # 1. Every flag, before anything is built, measured or written.
-    try:
-        strategies = parse_strategies(args.strategies)
-        dist = parse_distribution(args.batch_dist)
-    except ServeInputError as e:
-        raise UsageError(str(e)) from None
-    requests = _whole(args.requests, "--requests", 1, MAX_REQUESTS)
-    seed = _whole(args.seed, "--seed", 0, MAX_SEED)
     params = parse_params(args.param)
     label = parse_label(args.label)
+    try:
+        spec = check_serve({"workload": args.workload, "params": params,
+                            "strategies": args.strategies, "batch_dist": args.batch_dist,
+                            "requests": args.requests, "seed": args.seed, "label": label})
+    except SpecError as e:
+        raise UsageError(f"--{e.field}: {e}" if e.field in ("requests", "seed")
+                         else str(e)) from None
+    strategies, dist, requests, seed = spec.strategies, spec.dist, spec.requests, spec.seed
     use_db, note = storage_choice(args)
     device = _device(args.device)
 
