@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from datetime import datetime, timezone
 from typing import Any
 
@@ -27,6 +26,7 @@ from pages.common.metrics import (
 )
 from pages.common.names import device_name, known
 from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
+from runner.format.numbers import is_missing
 from runner.format.vocab import ALTERNATIVE_MODES
 
 PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not measured by "
@@ -153,8 +153,7 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
                 format_interval(c, a, b) if k else MISSING
                 for a, b, k in zip(lo, hi, known, strict=True)]
     out["CUDA graph"] = p["cudagraph_status"].values
-    out["Correct"] = [MISSING if v is None or (isinstance(v, float) and math.isnan(v))
-                      else ("yes" if v else "NO") for v in p["correct"]]
+    out["Correct"] = [MISSING if is_missing(v) else ("yes" if v else "NO") for v in p["correct"]]
     return out
 
 
