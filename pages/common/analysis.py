@@ -17,6 +17,9 @@ import pandas as pd
 
 from pages.common.names import device_name, known
 from runner.format.bundle import ENVIRONMENT_FIELDS, MODES
+from runner.format.numbers import flag_or_none as _flag
+from runner.format.numbers import is_missing
+from runner.format.numbers import number_or_none as _num
 
 # The issue's threshold: above this batch size reduce-overhead gains less than 1.1x over
 # compile, so the extra constraints of CUDA graphs (static shapes, a private pool) stop
@@ -27,28 +30,11 @@ MODE_ORDER = {m: i for i, m in enumerate(MODES)}
 COMPARABLE_FIELDS = ("kind", "workload", "workload_params", "dtype")
 
 
-def _flag(v: Any) -> bool | None:
-    """A stored yes/no that pandas may hand back as bool, 1.0/0.0 or NaN."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return None
-    return bool(v)
-
-
 def _col(df: pd.DataFrame, name: str) -> pd.Series:
     """A numeric column, NaN where the frame predates it (points of older bundles)."""
     if name in df:
         return pd.to_numeric(df[name], errors="coerce")
     return pd.Series(float("nan"), index=df.index)
-
-
-def _num(v: Any) -> float | None:
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) or math.isinf(f) else f
 
 
 def usable(points: pd.DataFrame) -> pd.DataFrame:
@@ -371,7 +357,7 @@ def run_names(headers: pd.DataFrame) -> dict[int, str]:
 def _canon(v: Any) -> str:
     if isinstance(v, dict):
         return ", ".join(f"{k}={v[k]}" for k in sorted(v))
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    if is_missing(v):
         return "—"
     if isinstance(v, float) and v.is_integer():
         return str(int(v))  # a count that pandas widened to float beside a missing value

@@ -6,13 +6,14 @@ truthy, so `gpu_name or "cpu"` printed "nan". One function names the device inst
 
 from __future__ import annotations
 
-import math
 from typing import Any
+
+from runner.format.numbers import is_missing
 
 
 def known(v: Any) -> str | None:
     """A text field as text, None when missing (None, NaN, empty)."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    if is_missing(v):
         return None
     s = str(v).strip()
     return s or None

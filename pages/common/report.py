@@ -7,12 +7,11 @@ charts are inlined as SVG rendered here by vl-convert (no vega JavaScript, no ne
 
 from __future__ import annotations
 
-import html
 import json
-import math
 from datetime import datetime, timezone
-from typing import Any
+from pathlib import Path
 
+import jinja2
 import pandas as pd
 import vl_convert as vlc
 
@@ -27,6 +26,7 @@ from pages.common.metrics import (
 )
 from pages.common.names import device_name, known
 from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
+from runner.format.numbers import is_missing
 from runner.format.vocab import ALTERNATIVE_MODES
 
 PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not measured by "
@@ -153,8 +153,7 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
                 format_interval(c, a, b) if k else MISSING
                 for a, b, k in zip(lo, hi, known, strict=True)]
     out["CUDA graph"] = p["cudagraph_status"].values
-    out["Correct"] = [MISSING if v is None or (isinstance(v, float) and math.isnan(v))
-                      else ("yes" if v else "NO") for v in p["correct"]]
+    out["Correct"] = [MISSING if is_missing(v) else ("yes" if v else "NO") for v in p["correct"]]
     return out
 
 
@@ -202,22 +201,12 @@ def chart_svg(chart) -> str:
     return vlc.vegalite_to_svg(chart.to_dict())
 
 
-def _table(rows: list[tuple[str, Any]]) -> str:
-    body = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
-                   for k, v in rows)
-    return f"<table class='kv'>{body}</table>"
-
-
-def _frame_html(df: pd.DataFrame) -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-    rows = []
-    for _, r in df.iterrows():
-        bad = not str(r.get("Status", "ok")).startswith("ok")
-        cls = " class='bad'" if bad else ""
-        rows.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r)
-                    + "</tr>")
-    return f"<table class='points'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}" \
-           "</tbody></table>"
+def _rows(df: pd.DataFrame) -> dict:
+    """The points table for the template: column names, and each row's cells as text with
+    whether the point failed (its Status is not ok)."""
+    return {"columns": [str(c) for c in df.columns],
+            "rows": [(not str(r.get("Status", "ok")).startswith("ok"), [str(v) for v in r])
+                     for _, r in df.iterrows()]}
 
 
 CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;
@@ -231,45 +220,33 @@ table.points th,table.points td{padding:2px 3px;overflow-wrap:anywhere}.note{col
 footer{margin-top:3em;color:#777;font-size:.8em}"""
 
 
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=True, trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+
+
 def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None) -> str:
-    """One run as a single HTML file: headline, charts (inline SVG), points, environment,
-    the reproducing command. No script, no external resource: it opens offline."""
-    esc = html.escape
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'>"
-             f"<title>{esc(run_title(header))}</title><style>{CSS}</style></head><body>",
-             f"<h1>{esc(run_title(header))}</h1>"]
-    if header.get("label"):
-        parts.append(f"<p><b>Label:</b> {esc(str(header['label']))}</p>")
-    if header.get("source") == "published":
-        parts.append(f"<p class='published'>{esc(PUBLISHED_NOTE)}</p>")
-    summary = cost.headline(points)
-    if summary:
-        parts.append(f"<p class='answer'>{esc(summary)}</p>")
-    parts.append("<h2>Headline</h2><ul>" + "".join(f"<li>{esc(s)}</li>"
-                                                   for s in headline(points)) + "</ul>")
+    """One run as a single HTML file (templates/report.html): headline, charts (inline
+    SVG), points, environment, the reproducing command. No script, no external resource:
+    it opens offline."""
+    noise = None
     if not points.empty:
         counts = analysis.noise_counts(points)
-        row = counts.iloc[0] if len(counts) else {}
-        parts.append(f"<p><b>Noise:</b> {esc(analysis.noise_summary(row)[1])}</p>")
-    for name, chart in charts.run_charts(points).items():
-        parts.append(f"<div class='chart' id='chart-{esc(name)}'>{chart_svg(chart)}</div>")
-    parts.append("<h2>Points</h2><div class='wide'>" + _frame_html(points_table(points))
-                 + f"</div><p class='note'>{esc(RESERVED_NOTE)}</p>")
+        noise = analysis.noise_summary(counts.iloc[0] if len(counts) else {})[1]
     run_rows = [("workload", header.get("workload")),
                 ("parameters", analysis._canon(header.get("workload_params"))),
                 ("dtype", header.get("dtype") or MISSING), ("status", header.get("status")),
                 ("source", header.get("source")), ("created", header.get("created_at")),
                 ("finished", header.get("finished_at") or MISSING),
                 ("uuid", header.get("uuid"))]
-    parts.append("<h2>Run</h2>" + _table(run_rows))
     env_rows = [(f, MISSING if header.get(f) is None else header.get(f))
                 for f in ENVIRONMENT_FIELDS]
-    parts.append("<h2>Environment</h2>" + _table(env_rows))
-    if header.get("command"):
-        parts.append(f"<h2>Reproduce</h2><p><code>{esc(str(header['command']))}</code></p>")
-    if share_url:
-        parts.append(f"<p>Live view: <a href='{esc(share_url, quote=True)}'>"
-                     f"{esc(share_url)}</a></p>")
-    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    parts.append(f"<footer>launchbench report, generated {esc(stamp)}</footer></body></html>")
-    return "".join(parts)
+    return _TEMPLATES.get_template("report.html").render(
+        title=run_title(header), css=CSS, label=header.get("label"),
+        published=header.get("source") == "published", published_note=PUBLISHED_NOTE,
+        summary=cost.headline(points), headline=headline(points), noise=noise,
+        charts=[(name, chart_svg(chart)) for name, chart in charts.run_charts(points).items()],
+        points=_rows(points_table(points)), reserved_note=RESERVED_NOTE,
+        run_rows=run_rows, env_rows=env_rows, command=header.get("command"),
+        share_url=share_url,
+        stamp=datetime.now(timezone.utc).isoformat(timespec="seconds"))

@@ -21,14 +21,13 @@ from __future__ import annotations
 import gc
 import logging
 import sys
-import time
 import traceback
-from contextlib import contextmanager
 from typing import Any
 
 from runner.core import memory, modes, profiling, stats
 from runner.core import rounds as rounds_mod
-from runner.core.timing import Clock, TimingConfig, gc_paused, latency, warm_up
+from runner.core.compile_watch import compile_watch, cudagraph_status, no_recompiles
+from runner.core.timing import Clock, TimingConfig, gc_paused, latency, phase, warm_up
 from runner.core.workloads import Workload
 from runner.format.bundle import empty_measurement
 from runner.format.limits import TOLERANCE
@@ -68,9 +67,8 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
                 _fail(m, e)
     finally:
         batch.prepared.clear()
-        t0 = time.perf_counter()
-        reset_state(device)
-        shared["cleanup"] = time.perf_counter() - t0
+        with phase(shared, "cleanup"):
+            reset_state(device)
         for m in ms.values():
             phases = m["details"]["phase_s"]
             for k, v in shared.items():
@@ -129,11 +127,12 @@ class _Batch:
     def run(self, extra_rounds, rounds_only: bool = False) -> rounds_mod.Rounds | None:
         import torch
 
-        self.build()
+        with phase(self.shared, "build"):
+            self.build()
         # All under no_grad: grad mode is a guard, so warm-up and timing must share it.
         with torch.no_grad():
-            self.reference = modes.clone_output(self.model(_fresh(self.x_check)))
-            self.shared["reference"] = time.perf_counter() - self.t_ref
+            with phase(self.shared, "reference"):
+                self.reference = modes.clone_output(self.model(_fresh(self.x_check)))
             clocks = _clocks(self.device) if self.cuda else None
             for mode, m in self.ms.items():
                 m["details"]["clocks_before"] = clocks
@@ -144,7 +143,7 @@ class _Batch:
                     self.prepared.pop(mode, None)
             if not self.prepared:
                 return None
-            with _no_recompiles(any(m in COMPILED_MODES for m in self.prepared)):
+            with no_recompiles(any(m in COMPILED_MODES for m in self.prepared)):
                 r = self.time_rounds()
                 if rounds_only:
                     return r
@@ -163,7 +162,6 @@ class _Batch:
     def build(self) -> None:
         import torch
 
-        t0 = time.perf_counter()
         torch.manual_seed(0)  # same weights at every point: points are comparable
         model, make_input = self.workload.build(self.device)
         if hasattr(model, "prepare_batch"):
@@ -171,8 +169,6 @@ class _Batch:
         gen = torch.Generator().manual_seed(self.batch_size)
         self.model = model
         self.x, self.x_check = make_input(self.batch_size, gen), make_input(self.batch_size, gen)
-        self.t_ref = time.perf_counter()
-        self.shared["build"] = self.t_ref - t0
         for m in self.ms.values():
             m["details"].update(num_threads=torch.get_num_threads(),
                                 tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32))
@@ -191,22 +187,20 @@ class _Batch:
             m0 = memory.state(self.device)
             self.first_m0 = self.first_m0 or m0
             memory.reset_peak(self.device)
-        with _compile_watch(mode in COMPILED_MODES) as watch:
+        with compile_watch(mode in COMPILED_MODES) as watch:
             self.watch[mode] = watch
-            t0 = time.perf_counter()
-            prepared = modes.prepare(mode, self.model, self.x, self.device)
-            phases["setup"] = time.perf_counter() - t0
+            with phase(phases, "setup"):
+                prepared = modes.prepare(mode, self.model, self.x, self.device)
             m["setup_s"] = prepared.setup_s
             d["setup_calls_s"] = prepared.setup_calls_s
             m1 = memory.state(self.device) if self.cuda else None
-            with _no_recompiles(mode in COMPILED_MODES):
-                t0 = time.perf_counter()
-                out = prepared.run(_fresh(self.x_check))
-                err, tol, rel = compare(out, self.reference)
-                m.update(max_abs_err=err, correct=rel <= tol)
-                d.update(rel_err=rel, tolerance=tol)
-                del out
-                phases["correctness"] = time.perf_counter() - t0
+            with no_recompiles(mode in COMPILED_MODES):
+                with phase(phases, "correctness"):
+                    out = prepared.run(_fresh(self.x_check))
+                    err, tol, rel = compare(out, self.reference)
+                    m.update(max_abs_err=err, correct=rel <= tol)
+                    d.update(rel_err=rel, tolerance=tol)
+                    del out
                 if self.cuda:
                     memory.reset_peak(self.device)
                 clock = Clock(self.device)
@@ -221,13 +215,12 @@ class _Batch:
         if self.cuda:
             # Peak of this mode's steady state, less what the modes prepared before it
             # hold: as if it ran alone. M2 is taken now, before the next mode's setup.
-            t0 = time.perf_counter()
-            held = m0.allocated - self.first_m0.allocated
-            peak = memory.peak_allocated(self.device) - held
-            mem = memory.figures(m0, m1, memory.state(self.device), peak)
-            d.update(mem.pop("details"))
-            m.update(mem)
-            phases["memory"] = time.perf_counter() - t0
+            with phase(phases, "memory"):
+                held = m0.allocated - self.first_m0.allocated
+                peak = memory.peak_allocated(self.device) - held
+                mem = memory.figures(m0, m1, memory.state(self.device), peak)
+                d.update(mem.pop("details"))
+                m.update(mem)
 
     def time_rounds(self) -> rounds_mod.Rounds:
         clock = Clock(self.device)
@@ -275,18 +268,14 @@ class _Batch:
         phases, d = m["details"]["phase_s"], m["details"]
         prepared = self.prepared[mode]
         try:
-            t0 = time.perf_counter()
-            lat = latency(prepared.step, Clock(self.device), self.config.latency_calls)
-            phases["latency"] = time.perf_counter() - t0
+            with phase(phases, "latency"):
+                lat = latency(prepared.step, Clock(self.device), self.config.latency_calls)
             m["latency_ms"] = stats.percentile(lat, 50)
             d.update(latency_ms_p10=stats.percentile(lat, 10),
                      latency_ms_p90=stats.percentile(lat, 90))
             if self.cuda:
-                t0 = time.perf_counter()
-                try:
+                with phase(phases, "profile", on_error=True):
                     launches = profiling.profile_step(prepared.step, self.config.profile_steps)
-                finally:
-                    phases["profile"] = time.perf_counter() - t0
                 d.update(launches.pop("details"))
                 m.update(launches)
                 d["clocks_after"] = _clocks(self.device)
@@ -376,121 +365,3 @@ def compare(out, reference) -> tuple[float, float, float]:
         tol = max(tol, TOLERANCE.get(str(r.dtype).replace("torch.", ""), 0.0))
     rel = err / scale if scale > 0 else err
     return err, tol, rel
-
-
-# --- compile bookkeeping: counters, skip messages -----------------------------------
-
-class _SkipHandler(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.messages: list[str] = []
-
-    def emit(self, record):
-        try:
-            msg = record.getMessage()
-        except Exception:
-            return
-        if "skipping cudagraphs" in msg.lower() or "cudagraph" in msg.lower() and "skip" in msg:
-            self.messages.append(msg.strip())
-
-
-def _counters() -> dict:
-    from torch._dynamo.utils import counters
-
-    return {k: dict(v) for k, v in counters.items()}
-
-
-@contextmanager
-def _compile_watch(active: bool = True):
-    """Yield a dict filled on exit with counter deltas and the first skip message.
-
-    Inactive for modes that compile nothing: importing Inductor to watch an eager point
-    cost 8 s of harness time on the H200 host's first point."""
-    if not active:
-        yield {}
-        return
-    import torch
-
-    for mod in ("torch._inductor.cudagraph_utils", "torch._inductor.compile_fx",
-                "torch._inductor.cudagraph_trees"):
-        try:
-            __import__(mod)
-        except Exception:  # older or newer layouts: watch whatever exists
-            pass
-    handler = _SkipHandler()
-    # The skip message goes to an artifact logger (perf_hints before 2.5, cudagraphs
-    # after) that does not propagate while the artifact is off: attach to each.
-    names = [n for n in logging.root.manager.loggerDict
-             if n.startswith("torch._inductor") and ("cudagraph" in n or "perf_hints" in n
-                                                     or "compile_fx" in n)]
-    loggers = [logging.getLogger(n) for n in names]
-    for lg in loggers:
-        lg.addHandler(handler)
-    before = _counters()
-    watch: dict[str, Any] = {}
-    try:
-        yield watch
-    finally:
-        for lg in loggers:
-            lg.removeHandler(handler)
-        after = _counters()
-
-        def delta(group, key=None):
-            a, b = after.get(group, {}), before.get(group, {})
-            if key is None:
-                return sum(a.values()) - sum(b.values())
-            return a.get(key, 0) - b.get(key, 0)
-
-        # FX graph cache hits say the compile was warm (on-disk caches survive the
-        # in-process reset): a cold compile autotunes, and on CUDA its benchmarking
-        # buffer (the L2 size) lands in a reduce-overhead graph's pool.
-        watch.update(unique_graphs=delta("stats", "unique_graphs"),
-                     graph_breaks=delta("graph_break"),
-                     cudagraph_skips=delta("inductor", "cudagraph_skips"),
-                     fxgraph_cache_hit=delta("inductor", "fxgraph_cache_hit"),
-                     fxgraph_cache_miss=delta("inductor", "fxgraph_cache_miss"),
-                     skip_messages=handler.messages[:5],
-                     torch_version=torch.__version__)
-
-
-@contextmanager
-def _no_recompiles(active: bool):
-    """After setup a recompile would change what is measured: make it fail the point.
-    During the rounds two compiled wrappers of one model alternate; each finds its own
-    cache entry (Dynamo guards on the backend), so a recompile there is a real fault."""
-    if not active:
-        yield
-        return
-    import torch._dynamo.config as cfg
-
-    old = cfg.error_on_recompile
-    cfg.error_on_recompile = True
-    try:
-        yield
-    finally:
-        cfg.error_on_recompile = old
-
-
-def cudagraph_status(mode: str, graph_launches: float | None, watch: dict) -> tuple[str, str]:
-    """(status, reason). The profiler's cudaGraphLaunch count is the truth; the skip
-    counter and log miss some cases (recompile limit, graph breaks)."""
-    if mode == "eager":
-        return "n/a", ""
-    compiled = watch.get("unique_graphs", 0)
-    if mode in ("compile", "reduce-overhead") and compiled == 0:
-        return "eager-fallback", "Dynamo compiled no graph: the model ran eagerly"
-    if mode == "compile":
-        return "n/a", ""
-    if mode == "cuda-graph":
-        return "replay", ""
-    msgs = watch.get("skip_messages") or []
-    reason = msgs[0] if msgs else ""
-    if graph_launches is None:  # no profiler (should not happen on CUDA): trust counters
-        return ("skipped", reason) if watch.get("cudagraph_skips") else ("replay", "")
-    if graph_launches == 0:
-        return "skipped", reason or ("the profiler saw no cudaGraphLaunch in a step, and "
-                                     "no skip reason was logged")
-    if watch.get("cudagraph_skips") or watch.get("graph_breaks"):
-        why = reason or f"{watch.get('graph_breaks')} graph break(s): eager code between graphs"
-        return "partial", why
-    return "replay", ""

@@ -13,12 +13,11 @@ with the finished points kept.
 from __future__ import annotations
 
 import gc
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from runner.core.timing import TIMING_PRESETS, for_processes
+from runner.core.timing import TIMING_PRESETS, for_processes, phase
 from runner.core.workloads import Workload, resolve
 from runner.format.bundle import now_iso
 from runner.format.specs import SpecError, SweepSpec, check_sweep
@@ -103,10 +102,11 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
                 break
             if progress is not None:
                 progress(done, total, (doing, batch), last)
-            t0 = time.perf_counter()
-            measured = measure_batch(workload, spec.modes, batch, spec.device, config,
-                                     extra_rounds=_pooled(repeats, batch))
-            wall = time.perf_counter() - t0
+            spent: dict[str, float] = {}
+            with phase(spent, "point"):
+                measured = measure_batch(workload, spec.modes, batch, spec.device, config,
+                                         extra_rounds=_pooled(repeats, batch))
+            wall = spent["point"]
             for last in measured:
                 last["details"]["point_wall_s"] = wall / len(measured)
                 sink.point(last)

@@ -16,13 +16,27 @@ import dataclasses
 import gc
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from runner.core.stats import percentile
 from runner.format.vocab import TIMINGS
 
+
+@contextmanager
+def phase(into: dict, name: str, *, on_error: bool = False) -> Iterator[None]:
+    """`with phase(phases, "warmup"):` puts the block's wall seconds in phases["warmup"]
+    (the harness's own bookkeeping, details["phase_s"]; not a measurement). A block that
+    raises records nothing unless on_error."""
+    t0 = time.perf_counter()
+    ok = False
+    try:
+        yield
+        ok = True
+    finally:
+        if ok or on_error:
+            into[name] = time.perf_counter() - t0
 
 @dataclass(frozen=True)
 class TimingConfig:

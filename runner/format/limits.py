@@ -22,6 +22,8 @@ MAX_REQUESTS = 1_000_000
 MAX_BUCKETS = 256
 MAX_SIZES_FILE_BYTES = 10 << 20
 MAX_DIST_TEXT = 1000
+# A serve stream's seed: what a BIGINT column holds (serve_configs.seed).
+MAX_SEED = 2**63 - 1
 # Text columns of the bundle and their sizes in the database.
 ENVIRONMENT_TEXT_LIMITS = {
     "device": 8, "gpu_name": 200, "driver_version": 100, "cuda_version": 100,

@@ -1,4 +1,5 @@
-"""Small pure helpers stated once: a percentile and NaN -> None."""
+"""Small pure helpers stated once: a percentile and NaN -> None (is_missing is the one
+test for an unknown figure; the rest build on it)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,23 @@ def is_number(v: Any) -> bool:
 def is_missing(v: Any) -> bool:
     """None or a float NaN: what pandas hands back for an unknown figure."""
     return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def number_or_none(v: Any) -> float | None:
+    """Anything numeric (numpy and pandas scalars too) as a finite float; None for None,
+    a bool, text, NaN or inf: a figure a page can compute with, or none."""
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def flag_or_none(v: Any) -> bool | None:
+    """A stored yes/no that pandas may hand back as bool, 1.0/0.0 or NaN."""
+    return None if is_missing(v) else bool(v)
 
 
 def finite_or_none(v: Any) -> Any:

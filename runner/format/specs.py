@@ -1,9 +1,11 @@
-"""What to measure, as data: SweepSpec, and the one function that checks it.
+"""What to measure, as data: SweepSpec and ServeSpec, and the one function that checks
+each.
 
 The CLI (runner/ops/commands/sweep.py), the Launch form (pages/common/launch_form.py),
 the queue (db/jobs.py) and the worker all build a SweepSpec and call check_sweep(); what
 the checks need from the machine (a CUDA device, importing a user factory) is the
-measuring core's (runner/core/sweep.py validate_spec).
+measuring core's (runner/core/sweep.py validate_spec). The serve CLI
+(runner/ops/commands/serve.py) builds a ServeSpec with check_serve().
 """
 
 from __future__ import annotations
@@ -13,8 +15,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.format.buckets import (
+    Distribution,
+    ServeInputError,
+    Strategy,
+    parse_distribution,
+    parse_strategies,
+)
 from runner.format.catalog import WorkloadError, check_workload
-from runner.format.limits import MAX_BATCH_SIZE, MAX_BATCH_SIZES, MAX_LABEL, MAX_PROCESSES
+from runner.format.limits import (
+    MAX_BATCH_SIZE,
+    MAX_BATCH_SIZES,
+    MAX_LABEL,
+    MAX_PROCESSES,
+    MAX_REQUESTS,
+    MAX_SEED,
+)
 from runner.format.vocab import DEFAULT_PROCESSES, JOB_DEVICES, MODES, TIMINGS
 
 ELLIPSIS = ("...", "\u2026")
@@ -171,3 +187,67 @@ def check_sweep(spec: SweepSpec | Mapping[str, Any], *, allow_import: bool = Tru
     return SweepSpec(workload=name, params=dict(params), batch_sizes=sizes, modes=modes,
                      device=device, timing=timing, label=check_text(raw.get("label"), "label"),
                      processes=p)
+
+
+# --- serve: one stream of requests under each strategy -----------------------------------
+
+@dataclass(frozen=True)
+class ServeSpec:
+    workload: str
+    strategies: tuple[Strategy, ...]
+    dist: Distribution
+    params: dict[str, str] = field(default_factory=dict)
+    requests: int = 500
+    seed: int = 0
+    label: str | None = None
+
+
+def _whole(value: Any, what: str, lo: int, hi: int) -> int:
+    """A whole number from text (' 12 ') or an int; SpecError(field=what) names the value,
+    not the field (a front end puts its own name for the field in front)."""
+    if isinstance(value, str):
+        if not re.fullmatch(r"\s*\d+\s*", value):
+            raise SpecError(f"{value!r} is not a whole number", what)
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise SpecError(f"{value!r} is not a whole number", what)
+    if not lo <= value <= hi:
+        raise SpecError(f"{value} is out of range ({lo} to {hi})", what)
+    return value
+
+
+def _serve_input(parse, what: str, *args, **kwargs):
+    try:
+        return parse(*args, **kwargs)
+    except ServeInputError as e:
+        raise SpecError(str(e), what) from None
+
+
+def check_serve(spec: ServeSpec | Mapping[str, Any], *, allow_files: bool = True,
+                allow_import: bool = True) -> ServeSpec:
+    """Check a serve spec (a ServeSpec, or a dict whose strategies, batch_dist, requests
+    and seed may still be text) and return it parsed, or raise SpecError / WorkloadError
+    naming the bad value. Checked in the order the CLI has always reported: strategies,
+    distribution, requests, seed, label, workload. allow_files=False where the text comes
+    from a browser: a page never reads paths."""
+    raw = dict(spec) if isinstance(spec, Mapping) else dict(spec.__dict__)
+    strategies = raw.get("strategies")
+    if not (isinstance(strategies, tuple) and all(isinstance(s, Strategy) for s in strategies)):
+        text = strategies if isinstance(strategies, str) else ",".join(strategies or ())
+        strategies = _serve_input(parse_strategies, "strategies", text)
+    dist = raw.get("dist", raw.get("batch_dist"))
+    if not isinstance(dist, Distribution):
+        dist = _serve_input(parse_distribution, "batch_dist", dist, allow_files=allow_files)
+    requests = _whole(raw.get("requests", 500), "requests", 1, MAX_REQUESTS)
+    seed = _whole(raw.get("seed", 0), "seed", 0, MAX_SEED)
+    label = check_text(raw.get("label"), "label")
+    params = raw.get("params") or {}
+    if not isinstance(params, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in params.items()):
+        raise SpecError(f"workload params {params!r} must map names to text values", "params")
+    name = raw.get("workload")
+    if not isinstance(name, str):
+        raise SpecError(f"workload {name!r} must be a registered workload name", "workload")
+    name, _ = check_workload(name, params, allow_import=allow_import)
+    return ServeSpec(workload=name, strategies=strategies, dist=dist, params=dict(params),
+                     requests=requests, seed=seed, label=label)

@@ -13,38 +13,29 @@ import os
 import signal
 import sys
 
-from runner.format import bundle as fmt
 from runner.ops import slurm
 from runner.ops.cli import UsageError
+from runner.ops.commands import flags
 from runner.ops.commands import sweep as sweep_cmd
-
-DB_HELP = "database URL (default: $LAUNCHBENCH_DB, else sqlite:///data/launchbench.db)"
+from runner.ops.commands.flags import DB_HELP
 
 
 def register(sub) -> None:
     p = sub.add_parser("enqueue", help="queue a sweep for a worker; prints the job id",
                        description="Queue a sweep (same flags as `sweep`) for a worker to "
-                                   "claim; prints the job id.")
-    p.add_argument("--workload", required=True, metavar="NAME",
-                   help="registered workload (mlp, transformer-decode)")
-    p.add_argument("--batch-sizes", required=True, metavar="LIST",
-                   help="comma-separated, e.g. 1,8,64 or 1,2,4,...,8192")
-    p.add_argument("--modes", default=",".join(fmt.MODES), metavar="LIST",
-                   help=f"comma-separated from {', '.join(fmt.MODES)} (default: all)")
-    p.add_argument("--device", choices=fmt.DEVICES,
-                   help="default: the worker's (cuda when it has a GPU, else cpu)")
-    p.add_argument("--timing", choices=sweep_cmd.TIMINGS, help="timing preset (default: "
-                                                                "standard)")
-    p.add_argument("--quick", action="store_true", help="same as --timing quick")
-    p.add_argument("--label", metavar="TEXT", help="a note shown beside the run")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="workload parameter, repeatable (e.g. --param depth=8)")
+                                   "claim; prints the job id.",
+                       parents=[
+                           flags.workload_flags(
+                               "registered workload (mlp, transformer-decode)",
+                               "default: the worker's (cuda when it has a GPU, else cpu)"),
+                           flags.sweep_flags("comma-separated, e.g. 1,8,64 or 1,2,4,...,8192",
+                                             "same as --timing quick"),
+                           flags.db_flag()])
     p.add_argument("--target", metavar="NAME",
                    help="only a worker of this name or GPU name (e.g. 'NVIDIA H200') runs it")
     p.add_argument("--gpu-type", metavar="TYPE",
                    help="with LAUNCHBENCH_EXECUTOR=slurm: a GPU type from the Slurm config; "
                         "the job is submitted to a node of that type")
-    p.add_argument("--db", metavar="URL", help=DB_HELP)
     p.set_defaults(func=run_enqueue)
 
     p = sub.add_parser("jobs", help="list queued, running and finished jobs",

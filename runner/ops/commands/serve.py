@@ -9,24 +9,20 @@ from __future__ import annotations
 
 import argparse
 import copy
-import re
 import shlex
 import sys
 from typing import Any
 
 from runner.format import bundle as fmt
 from runner.format import serve_record
-from runner.format.buckets import (
-    MAX_REQUESTS,
-    ServeInputError,
-    parse_distribution,
-    parse_strategies,
-)
+from runner.format.buckets import ServeInputError
+from runner.format.limits import MAX_REQUESTS
+from runner.format.specs import SpecError, check_serve
 from runner.ops.cli import UsageError
+from runner.ops.commands import flags
 from runner.ops.commands.sweep import parse_label, parse_params, storage_choice
 
 DEFAULT_STRATEGIES = "eager,compile,reduce-overhead,buckets:8/16/32,buckets:pow2-256"
-MAX_SEED = 2**63 - 1
 
 
 def register(sub) -> None:
@@ -36,9 +32,10 @@ def register(sub) -> None:
                     "distribution, under each strategy: eager, compile, reduce-overhead "
                     "(a graph per new size), buckets:SIZES (one CUDA graph per bucket, "
                     "requests padded up, eager above the largest). Stores latency, "
-                    "throughput, padding waste, hit/fallback rates and graph memory.")
-    p.add_argument("--workload", required=True, metavar="NAME",
-                   help="built-in workload (mlp) or module.path:factory")
+                    "throughput, padding waste, hit/fallback rates and graph memory.",
+        parents=[flags.workload_flags("built-in workload (mlp) or module.path:factory",
+                                      "default: cuda when available, else cpu"),
+                 flags.storage_flags("write only the --out bundle")])
     p.add_argument("--strategies", default=DEFAULT_STRATEGIES, metavar="LIST",
                    help="comma-separated from eager, compile, reduce-overhead, "
                         f"buckets:8/16/32, buckets:pow2-N (default: {DEFAULT_STRATEGIES})")
@@ -48,26 +45,8 @@ def register(sub) -> None:
                    help="uniform:A-B, list:1,5,11 or a file of sizes, one per line "
                         "(default uniform:1-64)")
     p.add_argument("--seed", default="0", metavar="N", help="stream seed (default 0)")
-    p.add_argument("--device", choices=fmt.DEVICES,
-                   help="default: cuda when available, else cpu")
     p.add_argument("--quick", action="store_true", help="shorter profiling (tests)")
-    p.add_argument("--db", metavar="URL", help="database URL (default: $LAUNCHBENCH_DB, "
-                   "else sqlite:///data/launchbench.db)")
-    p.add_argument("--no-db", action="store_true", help="write only the --out bundle")
-    p.add_argument("--out", metavar="FILE.json", help="also write the run as a bundle file")
-    p.add_argument("--label", metavar="TEXT", help="a note shown beside the run")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="workload parameter, repeatable (e.g. --param depth=8)")
     p.set_defaults(func=run)
-
-
-def _whole(text: str, flag: str, lo: int, hi: int) -> int:
-    if not re.fullmatch(r"\s*\d+\s*", text or ""):
-        raise UsageError(f"{flag}: {text!r} is not a whole number")
-    n = int(text)
-    if not lo <= n <= hi:
-        raise UsageError(f"{flag}: {n} is out of range ({lo} to {hi})")
-    return n
 
 
 def _device(requested: str | None) -> str:
@@ -178,25 +157,23 @@ def format_table(results: list[dict]) -> str:
                      _num(r.get("fallback_rate"), "{:.0%}"), _num(r.get("graphs"), "{}"),
                      _num(None if pool is None else pool / 2**20), _num(r.get("setup_s"), "{:.2f}"),
                      _num(r.get("correct"), "{}")])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                               for i, (c, w) in enumerate(zip(row, widths, strict=True)))
-                     for row in rows)
+    return "\n".join(flags.table(rows, left=(0,)))
 
 
 def run(args: argparse.Namespace) -> int:
     from runner.ops.commands.store import open_engine, shown_url
 
     # 1. Every flag, before anything is built, measured or written.
-    try:
-        strategies = parse_strategies(args.strategies)
-        dist = parse_distribution(args.batch_dist)
-    except ServeInputError as e:
-        raise UsageError(str(e)) from None
-    requests = _whole(args.requests, "--requests", 1, MAX_REQUESTS)
-    seed = _whole(args.seed, "--seed", 0, MAX_SEED)
     params = parse_params(args.param)
     label = parse_label(args.label)
+    try:
+        spec = check_serve({"workload": args.workload, "params": params,
+                            "strategies": args.strategies, "batch_dist": args.batch_dist,
+                            "requests": args.requests, "seed": args.seed, "label": label})
+    except SpecError as e:
+        raise UsageError(f"--{e.field}: {e}" if e.field in ("requests", "seed")
+                         else str(e)) from None
+    strategies, dist, requests, seed = spec.strategies, spec.dist, spec.requests, spec.seed
     use_db, note = storage_choice(args)
     device = _device(args.device)
 

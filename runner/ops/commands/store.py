@@ -14,6 +14,7 @@ from typing import Any
 
 from runner.format import bundle as fmt
 from runner.ops.cli import UsageError
+from runner.ops.commands.flags import ALL, DB_HELP, table
 
 NO_SQLALCHEMY = ("SQLAlchemy is not installed here, so no database can be opened")
 
@@ -70,9 +71,7 @@ def open_engine(url: str | None, *, must_exist: bool = False):
 
 
 def _add_db(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", metavar="URL",
-                   help="database URL (default: $LAUNCHBENCH_DB, else "
-                        "sqlite:///data/launchbench.db)")
+    p.add_argument("--db", metavar="URL", help=DB_HELP)
 
 
 def register(sub) -> None:
@@ -176,11 +175,7 @@ def format_runs(runs: list[dict[str, Any]]) -> list[str]:
         torch = f"torch {r['torch_version']}" if r["torch_version"] else "torch ?"
         rows.append([str(r["id"]), date, r["workload"], where, torch, r["status"],
                      r["label"] or ""])
-    if not rows:
-        return []
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-            for row in rows]
+    return table(rows, left=ALL)
 
 
 def run_list(args: argparse.Namespace) -> int:

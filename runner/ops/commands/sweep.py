@@ -19,8 +19,9 @@ from typing import Any
 from runner.format import bundle as fmt
 from runner.format import specs
 from runner.format.limits import MAX_BATCH_SIZE, MAX_LABEL, MAX_PROCESSES
-from runner.format.vocab import DEFAULT_PROCESSES, TIMINGS
+from runner.format.vocab import DEFAULT_PROCESSES
 from runner.ops.cli import UsageError
+from runner.ops.commands import flags
 
 PARAM_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
 CANCELLED_EXIT = 130  # what a shell reports for a process ended by Ctrl-C
@@ -31,27 +32,16 @@ def register(sub) -> None:
         "sweep", help="measure a workload over batch sizes and modes",
         description="Measure a workload over batch sizes in each mode, show progress, "
                     "store the run in the database and/or a bundle file, print its id and "
-                    "a table of step times and speedups over eager.")
-    p.add_argument("--workload", required=True, metavar="NAME",
-                   help="built-in workload (mlp, transformer-decode) or module.path:factory")
-    p.add_argument("--batch-sizes", required=True, metavar="LIST",
-                   help="comma-separated, e.g. 1,8,64; `1,2,4,...,8192` fills in a "
-                        f"doubling (or even) series; each 1..{MAX_BATCH_SIZE}")
-    p.add_argument("--modes", default=",".join(fmt.MODES), metavar="LIST",
-                   help=f"comma-separated from {', '.join(fmt.MODES)} (default: all)")
-    p.add_argument("--device", choices=fmt.DEVICES,
-                   help="default: cuda when available, else cpu")
-    p.add_argument("--db", metavar="URL",
-                   help="database URL (default: $LAUNCHBENCH_DB, else "
-                        "sqlite:///data/launchbench.db)")
-    p.add_argument("--no-db", action="store_true",
-                   help="write only the --out bundle (a host with no route to the database)")
-    p.add_argument("--out", metavar="FILE.json", help="also write the run as a bundle file")
-    p.add_argument("--timing", choices=TIMINGS, help="timing preset (default: standard)")
-    p.add_argument("--quick", action="store_true", help="same as --timing quick (tests)")
-    p.add_argument("--label", metavar="TEXT", help="a note shown beside the run")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="workload parameter, repeatable (e.g. --param depth=8)")
+                    "a table of step times and speedups over eager.",
+        parents=[
+            flags.workload_flags("built-in workload (mlp, transformer-decode) or "
+                                 "module.path:factory",
+                                 "default: cuda when available, else cpu"),
+            flags.sweep_flags("comma-separated, e.g. 1,8,64; `1,2,4,...,8192` fills in a "
+                              f"doubling (or even) series; each 1..{MAX_BATCH_SIZE}",
+                              "same as --timing quick (tests)"),
+            flags.storage_flags("write only the --out bundle (a host with no route to the "
+                                "database)")])
     p.add_argument("--processes", metavar="K",
                    help="time each batch size's rounds in K fresh processes and pool them, "
                         "so host states that last a process are covered "
@@ -184,10 +174,7 @@ def format_table(measurements: list[dict[str, Any]], modes: tuple[str, ...]) -> 
         if any(m.get("host_unstable") for m in measurements if m["batch_size"] == b):
             row[0] += "!"
         rows.append(row)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    lines += _footnotes(measurements)
-    return "\n".join(lines)
+    return "\n".join(flags.table(rows) + _footnotes(measurements))
 
 
 def _footnotes(measurements: list[dict[str, Any]]) -> list[str]:

@@ -1,0 +1,74 @@
+"""What the commands share, stated once: argparse parent parsers for the flags that
+`sweep`, `enqueue` and `serve` have in common, and the aligned text table their printers
+(and `list`) write. Imported at parse time: no torch, no database here."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Container, Sequence
+
+from runner.format import bundle as fmt
+from runner.format.vocab import TIMINGS
+
+DB_HELP = "database URL (default: $LAUNCHBENCH_DB, else sqlite:///data/launchbench.db)"
+
+
+def _parent() -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(add_help=False)
+
+
+def workload_flags(workload_help: str, device_help: str) -> argparse.ArgumentParser:
+    """--workload, --device, --label, --param: what to run and how it is named."""
+    p = _parent()
+    p.add_argument("--workload", required=True, metavar="NAME", help=workload_help)
+    p.add_argument("--device", choices=fmt.DEVICES, help=device_help)
+    p.add_argument("--label", metavar="TEXT", help="a note shown beside the run")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="workload parameter, repeatable (e.g. --param depth=8)")
+    return p
+
+
+def sweep_flags(batch_sizes_help: str, quick_help: str) -> argparse.ArgumentParser:
+    """--batch-sizes, --modes, --timing, --quick: the points of a sweep (sweep, enqueue)."""
+    p = _parent()
+    p.add_argument("--batch-sizes", required=True, metavar="LIST", help=batch_sizes_help)
+    p.add_argument("--modes", default=",".join(fmt.MODES), metavar="LIST",
+                   help=f"comma-separated from {', '.join(fmt.MODES)} (default: all)")
+    p.add_argument("--timing", choices=TIMINGS, help="timing preset (default: standard)")
+    p.add_argument("--quick", action="store_true", help=quick_help)
+    return p
+
+
+def db_flag() -> argparse.ArgumentParser:
+    p = _parent()
+    p.add_argument("--db", metavar="URL", help=DB_HELP)
+    return p
+
+
+def storage_flags(no_db_help: str) -> argparse.ArgumentParser:
+    """--db, --no-db, --out: where a run measured here goes (sweep, serve)."""
+    p = _parent()
+    p.add_argument("--db", metavar="URL", help=DB_HELP)
+    p.add_argument("--no-db", action="store_true", help=no_db_help)
+    p.add_argument("--out", metavar="FILE.json", help="also write the run as a bundle file")
+    return p
+
+
+class _All:
+    def __contains__(self, _column: object) -> bool:
+        return True
+
+
+ALL = _All()
+
+
+def table(rows: Sequence[Sequence[str]], *, left: Container[int] = ()) -> list[str]:
+    """Rows of cells as lines: each column as wide as its widest cell, columns two spaces
+    apart, the columns in `left` (indices, or ALL) padded on the right and the others on
+    the left (numbers line up), trailing blanks stripped."""
+    if not rows:
+        return []
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) if i in left else c.rjust(w)
+                      for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+            for row in rows]
