@@ -159,3 +159,61 @@ def test_a_writer_cannot_store_an_unbounded_point(sqlite_engine):
     m["details"] = {"x": "\x00"}
     with pytest.raises(fmt.BundleError, match="U\\+0000"):
         add_measurement(sqlite_engine, rid, m)
+
+
+def _page(page: str, **params):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at.switch_page(page)
+    at.query_params = params
+    at.run()
+    assert not at.exception, [e.value for e in at.exception][:1]
+    return at
+
+
+def test_a_run_that_cannot_be_drawn_says_so_in_its_place(app_db_url, monkeypatch):
+    from pages.common import analysis, report
+
+    engine = make_engine(app_db_url)
+    rid = import_bundle(engine, sample())[0]
+    engine.dispose()
+
+    def broken(*_a, **_k):
+        raise ValueError("cannot draw this")
+
+    monkeypatch.setattr(report, "headline", broken)
+    monkeypatch.setattr(analysis, "time_split", broken)
+    at = _page("pages/run.py", run=str(rid))
+    errors = [str(e.value) for e in at.error]
+    assert any("The headline cannot be drawn" in e for e in errors), errors
+    assert any("The charts cannot be drawn" in e for e in errors), errors
+    assert any("Environment" in str(s.value) for s in at.subheader)  # the rest still shows
+
+
+def test_serve_run_without_eager_time_leaves_the_serve_page_standing(app_db_url):
+    doc = json.loads((ROOT / "data" / "samples" / "h200-serve-mlp.json").read_text())
+    for p in doc["serve"]["profile"]:
+        p["eager_ms"] = None
+    for r in doc["serve"]["results"]:
+        if r["kind"] == "eager":
+            r["status"] = "error"
+    engine = make_engine(app_db_url)
+    import_bundle(engine, doc)
+    engine.dispose()
+    _page("pages/serve.py")  # the default page shows the newest serve run
+
+
+def test_delete_button_on_the_run_page(app_db_url, monkeypatch):
+    engine = make_engine(app_db_url)
+    rid = import_bundle(engine, sample())[0]
+    at = _page("pages/run.py", run=str(rid))
+    at.button(key="delete_run").click().run()
+    assert not at.exception
+    assert any(f"Deleted run {rid}" in str(s.value) for s in at.success)
+    assert snapshot(engine)["runs"][0] == 0
+    rid = import_bundle(engine, sample())[0]
+    monkeypatch.setenv("LAUNCHBENCH_READ_ONLY", "1")
+    at = _page("pages/run.py", run=str(rid))
+    assert not [b for b in at.button if b.key == "delete_run"]
+    engine.dispose()
