@@ -104,6 +104,32 @@ def import_bundle(engine: Engine, doc: dict[str, Any], name: str = "the bundle"
         return row.id, True
 
 
+def import_safely(engine: Engine, doc: dict[str, Any], name: str) -> tuple[int, bool]:
+    """import_bundle with every failure as one BundleError line naming `name` (read-only
+    mode stays db.access.ReadOnlyError): the CLI, /import and the fuzz test use this."""
+    from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+    try:
+        return import_bundle(engine, doc, name=repr(name))
+    except (PermissionError, BundleConflict):
+        raise
+    except BundleError as e:
+        raise BundleError(f"{name}: {e}") from None
+    except IntegrityError:
+        # The same uuid stored by someone else a moment ago: the transaction rolled back.
+        raise BundleError(f"{name}: run uuid {doc['run']['uuid']} was stored by another "
+                          "import at the same moment; nothing added") from None
+    except SQLAlchemyError as e:
+        # A value the format check let through but a column refuses, or the database
+        # going away: the transaction rolled back.
+        first = (str(getattr(e, "orig", None) or e).strip().splitlines() or ["?"])[0]
+        raise BundleError(f"{name}: the database refused the bundle, nothing was "
+                          f"imported: {first}") from None
+    except Exception as e:  # noqa: BLE001 - the promise is one line, whatever broke
+        raise BundleError(f"{name}: cannot import ({type(e).__name__}: {str(e)[:200]!r}); "
+                          "nothing was imported") from None
+
+
 def _same_or_conflict(engine: Engine, run_id: int, doc: dict[str, Any], name: str) -> None:
     try:
         stored = fmt.validate(export_bundle(engine, run_id))
@@ -166,4 +192,4 @@ def export_bundle(engine: Engine, run_id: int) -> dict[str, Any]:
 
 __all__ = ["BundleConflict", "BundleError", "RunNotFound", "add_measurement",
            "delete_run", "environment_key", "export_bundle", "fingerprint", "finish_run",
-           "import_bundle", "start_run"]
+           "import_bundle", "import_safely", "start_run"]

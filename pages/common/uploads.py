@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Engine
 
 from db.access import require_writable
+from db.store import import_safely
 from runner.format import bundle as fmt
 from runner.format.limits import MAX_BUNDLE_BYTES
-from runner.ops.cli import UsageError
-from runner.ops.commands.store import import_one
 
 MAX_UPLOAD_MB = MAX_BUNDLE_BYTES >> 20
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
@@ -67,8 +66,8 @@ def import_uploads(engine: Engine, files: Iterable[tuple[str, bytes]]) -> list[U
                                         f"({type(e).__name__}); nothing imported"))
             continue
         try:
-            run_id, created = import_one(engine, doc, name)
-        except (fmt.BundleError, UsageError) as e:  # one line each, never a traceback
+            run_id, created = import_safely(engine, doc, name)
+        except (fmt.BundleError, PermissionError) as e:  # one line each, never a traceback
             results.append(UploadResult(name, False, str(e)))
             continue
         if created:

@@ -128,33 +128,13 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def import_one(engine, doc: dict, name: str) -> tuple[int, bool]:
-    """import_bundle with every failure as one line (UsageError or BundleError), never a
-    traceback: the CLI and the /import page both come through here."""
-    from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-
-    from db.store import BundleConflict, import_bundle
+    """db.store.import_safely, with read-only mode as a UsageError: one line either way."""
+    from db.store import import_safely
 
     try:
-        return import_bundle(engine, doc, name=repr(name))
+        return import_safely(engine, doc, name)
     except PermissionError as e:  # db.access.ReadOnlyError: a read-only share deployment
         raise UsageError(str(e)) from None
-    except BundleConflict:
-        raise
-    except fmt.BundleError as e:
-        raise fmt.BundleError(f"{name}: {e}") from None
-    except IntegrityError:
-        # The same uuid stored by someone else a moment ago: the transaction rolled back.
-        raise fmt.BundleError(f"{name}: run uuid {doc['run']['uuid']} was stored by "
-                              "another import at the same moment; nothing added") from None
-    except SQLAlchemyError as e:
-        # A value the format check let through but a column refuses, or the database
-        # going away: the transaction rolled back.
-        first = (str(getattr(e, "orig", None) or e).strip().splitlines() or ["?"])[0]
-        raise fmt.BundleError(f"{name}: the database refused the bundle, nothing "
-                              f"was imported: {first}") from None
-    except Exception as e:  # noqa: BLE001 - the promise is one line, whatever broke
-        raise fmt.BundleError(f"{name}: cannot import ({type(e).__name__}: "
-                              f"{str(e)[:200]!r}); nothing was imported") from None
 
 
 def run_delete(args: argparse.Namespace) -> int:
