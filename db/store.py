@@ -28,6 +28,7 @@ def start_run(engine: Engine, environment: dict[str, Any], run: dict[str, Any]) 
 
 def add_measurement(engine: Engine, run_id: int, measurement: dict[str, Any]) -> None:
     """Commit one finished point, so a crash loses only the point in flight."""
+    fmt.check_measurement(measurement)  # BundleError: one line, nothing written
     with Session(engine) as s, s.begin():
         row = rows.measurement_row(measurement)
         row.run_id = run_id
@@ -46,16 +47,54 @@ def finish_run(engine: Engine, run_id: int, status: str,
         row.finished_at = finished_at or fmt.parse_time(fmt.now_iso())
 
 
-def import_bundle(engine: Engine, doc: dict[str, Any]) -> tuple[int, bool]:
+class BundleConflict(BundleError):
+    """A bundle whose uuid is stored already, with other content. str() names both."""
+
+
+def _canon(v: Any) -> Any:
+    """A value as it compares after a trip through either database: numbers as floats,
+    times as aware UTC, lists of points in a stable order."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, dict):
+        return {k: _canon(x) for k, x in v.items()}
+    return [_canon(x) for x in v]
+
+
+def fingerprint(doc: dict[str, Any]) -> str:
+    """The content of a validated bundle, independent of its format version."""
+    import json
+
+    run = dict(doc["run"])
+    for f in ("created_at", "finished_at"):
+        t = fmt.parse_time(run.get(f))
+        run[f] = t.astimezone(fmt.timezone.utc).isoformat() if t else None
+    ms = sorted(doc["measurements"], key=lambda m: (m["mode"], m["batch_size"]))
+    body: dict[str, Any] = {"environment": doc["environment"], "run": run,
+                            "measurements": ms}
+    if doc.get("serve") is not None:
+        serve = dict(doc["serve"])
+        serve["profile"] = sorted(serve.get("profile") or [], key=lambda p: p["batch_size"])
+        body["serve"] = serve
+    return json.dumps(_canon(body), sort_keys=True)
+
+
+def import_bundle(engine: Engine, doc: dict[str, Any], name: str = "the bundle"
+                  ) -> tuple[int, bool]:
     """Store a validated bundle in one transaction. Returns (run id, created); a bundle
-    whose uuid is already stored adds nothing (created is False)."""
+    whose uuid is already stored with the same content adds nothing (created is False);
+    with other content it is refused (BundleConflict names both)."""
     require_writable("import a run")  # read-only share mode: enforced here, not only in the UI
     doc = fmt.validate(doc)
     run = doc["run"]
-    with Session(engine) as s, s.begin():
+    with Session(engine) as s:
         existing = s.scalar(select(Run.id).where(Run.uuid == run["uuid"]))
-        if existing is not None:
-            return existing, False
+    if existing is not None:
+        _same_or_conflict(engine, existing, doc, name)
+        return existing, False
+    with Session(engine) as s, s.begin():
         row = rows.run_row(run, rows.environment_row(s, doc["environment"]))
         row.measurements = [rows.measurement_row(m) for m in doc["measurements"]]
         s.add(row)
@@ -63,6 +102,69 @@ def import_bundle(engine: Engine, doc: dict[str, Any]) -> tuple[int, bool]:
         if doc.get("serve") is not None:  # a serve run (bundle version 2): same transaction
             rows.add_section(s, row.id, doc["serve"])
         return row.id, True
+
+
+def import_safely(engine: Engine, doc: dict[str, Any], name: str) -> tuple[int, bool]:
+    """import_bundle with every failure as one BundleError line naming `name` (read-only
+    mode stays db.access.ReadOnlyError): the CLI, /import and the fuzz test use this."""
+    from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+    try:
+        return import_bundle(engine, doc, name=repr(name))
+    except (PermissionError, BundleConflict):
+        raise
+    except BundleError as e:
+        raise BundleError(f"{name}: {e}") from None
+    except IntegrityError:
+        # The same uuid stored by someone else a moment ago: the transaction rolled back.
+        raise BundleError(f"{name}: run uuid {doc['run']['uuid']} was stored by another "
+                          "import at the same moment; nothing added") from None
+    except SQLAlchemyError as e:
+        # A value the format check let through but a column refuses, or the database
+        # going away: the transaction rolled back.
+        first = (str(getattr(e, "orig", None) or e).strip().splitlines() or ["?"])[0]
+        raise BundleError(f"{name}: the database refused the bundle, nothing was "
+                          f"imported: {first}") from None
+    except Exception as e:  # noqa: BLE001 - the promise is one line, whatever broke
+        raise BundleError(f"{name}: cannot import ({type(e).__name__}: {str(e)[:200]!r}); "
+                          "nothing was imported") from None
+
+
+def _same_or_conflict(engine: Engine, run_id: int, doc: dict[str, Any], name: str) -> None:
+    try:
+        stored = fmt.validate(export_bundle(engine, run_id))
+        same = fingerprint(stored) == fingerprint(doc)
+    except (BundleError, RunNotFound):  # a stored run that no longer reads: not the same
+        same = False
+    if not same:
+        raise BundleConflict(
+            f"conflict: {name} has run uuid {doc['run']['uuid']}, already stored as run "
+            f"{run_id} with different content; nothing imported (delete run {run_id} "
+            "first to replace it)")
+
+
+def delete_run(engine: Engine, run_id: int) -> dict[str, Any]:
+    """Remove a run with its points and serve data; returns a few facts for the message.
+    Refused in read-only share mode; RunNotFound when there is no such run."""
+    require_writable("delete a run")
+    from sqlalchemy import delete, func, update
+
+    from db.models import Job, Measurement, ServeConfig, ServeProfilePoint, ServeResult
+
+    with Session(engine) as s, s.begin():
+        row = s.get(Run, run_id)
+        if row is None:
+            raise RunNotFound(f"run {run_id} does not exist")
+        facts = {"id": run_id, "uuid": row.uuid, "workload": row.workload,
+                 "points": s.scalar(select(func.count()).select_from(Measurement)
+                                    .where(Measurement.run_id == run_id))}
+        # Explicit deletes, not only ON DELETE CASCADE: SQLite enforces it only with the
+        # foreign_keys pragma, and a job keeps its row with the run link cleared.
+        s.execute(update(Job).where(Job.run_id == run_id).values(run_id=None))
+        for model in (Measurement, ServeResult, ServeProfilePoint, ServeConfig):
+            s.execute(delete(model).where(model.run_id == run_id))
+        s.execute(delete(Run).where(Run.id == run_id))
+    return facts
 
 
 def _iso(t: datetime | None) -> str | None:
@@ -88,5 +190,6 @@ def export_bundle(engine: Engine, run_id: int) -> dict[str, Any]:
     return fmt.make_bundle(env, run, ms, serve=serve)
 
 
-__all__ = ["BundleError", "RunNotFound", "add_measurement", "environment_key",
-           "export_bundle", "finish_run", "import_bundle", "start_run"]
+__all__ = ["BundleConflict", "BundleError", "RunNotFound", "add_measurement",
+           "delete_run", "environment_key", "export_bundle", "fingerprint", "finish_run",
+           "import_bundle", "import_safely", "start_run"]

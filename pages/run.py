@@ -38,57 +38,61 @@ if header["status"] != "done":
     st.warning(f"Run status: **{header['status']}**: its points may be incomplete.")
 
 st.subheader("Headline")
-if points.empty:
-    st.info("This run has no points yet.")
-else:
-    summary = cost.headline(points)
-    if summary:
-        st.markdown(f"#### {summary}")
-    st.markdown("\n".join(f"- {line}" for line in report.headline(points)))
-    counts = analysis.noise_counts(points)
-    level, text = analysis.noise_summary(counts.iloc[0] if len(counts) else {})
-    ui.noise_badge(level, text)
-    cost = analysis.launch_cost(points)
-    st.caption("Host launch cost (one trivial kernel launch, a property of the host, not "
-               "the GPU): " + (f"median {cost.text()} over {cost.points} points." if cost
-                              else "not measured in this run."))
+with ui.drawn('The headline'):
+    if points.empty:
+        st.info("This run has no points yet.")
+    else:
+        summary = cost.headline(points)
+        if summary:
+            st.markdown(f"#### {summary}")
+        st.markdown("\n".join(f"- {line}" for line in report.headline(points)))
+        counts = analysis.noise_counts(points)
+        level, text = analysis.noise_summary(counts.iloc[0] if len(counts) else {})
+        ui.noise_badge(level, text)
+        cost = analysis.launch_cost(points)
+        st.caption("Host launch cost (one trivial kernel launch, a property of the host, not "
+                   "the GPU): " + (f"median {cost.text()} over {cost.points} points." if cost
+                                  else "not measured in this run."))
 
-figures = charts.run_charts(points)
-if not figures and not points.empty:
-    st.info("No chart: no point of this run has a step time (every point failed, was "
-            "skipped or is unsupported here; see the table below).")
-# Side by side in pairs, each chart stretched to its column.
-pairs = [("speedup", "step-time"), ("memory", "memory-tradeoff")]
-for pair in pairs:
-    shown = [n for n in pair if n in figures]
-    for col, name in zip(st.columns(len(shown)) if shown else [], shown, strict=True):
-        with col:
-            ui.chart(figures[name], key=f"chart_{name}")
-if "memory" in figures:
-    st.caption("Memory held = graph pool + peak allocated: the pool a CUDA graph keeps "
-               "reserved is part of what a mode costs (an upper bound: tensors living in "
-               "the pool while the peak is taken count in both). Diamonds: the modes no "
-               "other mode beats on both speed and memory at that batch size.")
-split = charts.time_split_charts(analysis.time_split(points))
-if split:
-    st.markdown("**Where the time goes**")
-    for col, (name, chart) in zip(st.columns(len(split)), split.items(), strict=True):
-        with col:
-            ui.chart(chart, key=f"chart_{name}")
+with ui.drawn('The charts'):
+    figures = charts.run_charts(points)
+    if not figures and not points.empty:
+        st.info("No chart: no point of this run has a step time (every point failed, was "
+                "skipped or is unsupported here; see the table below).")
+    # Side by side in pairs, each chart stretched to its column.
+    pairs = [("speedup", "step-time"), ("memory", "memory-tradeoff")]
+    for pair in pairs:
+        shown = [n for n in pair if n in figures]
+        for col, name in zip(st.columns(len(shown)) if shown else [], shown, strict=True):
+            with col:
+                ui.chart(figures[name], key=f"chart_{name}")
+    if "memory" in figures:
+        st.caption("Memory held = graph pool + peak allocated: the pool a CUDA graph keeps "
+                   "reserved is part of what a mode costs (an upper bound: tensors living in "
+                   "the pool while the peak is taken count in both). Diamonds: the modes no "
+                   "other mode beats on both speed and memory at that batch size.")
+    split = charts.time_split_charts(analysis.time_split(points))
+    if split:
+        st.markdown("**Where the time goes**")
+        for col, (name, chart) in zip(st.columns(len(split)), split.items(), strict=True):
+            with col:
+                ui.chart(chart, key=f"chart_{name}")
 
 st.subheader("Speedup at a glance")
 st.caption("Speedup over eager (95% interval where measured) · extra memory over eager's "
            "pool + peak, per batch size and mode.")
-st.dataframe(report.speedup_pivot(points), hide_index=True, key="speedup_pivot")
+with ui.drawn("The speedup table"):
+    st.dataframe(report.speedup_pivot(points), hide_index=True, key="speedup_pivot")
 
 st.subheader("Points")
-table = report.points_table(points)
-bad = int((~table["Status"].astype(str).str.startswith("ok")).sum()) if len(table) else 0
-if bad:
-    st.caption(f"{bad} point(s) did not produce a measurement: marked in the Status column "
-               "with their message.")
-st.dataframe(table, hide_index=True, key="points_table",
-             column_config={"Status": st.column_config.TextColumn(width="medium")})
+with ui.drawn('The points table'):
+    table = report.points_table(points)
+    bad = int((~table["Status"].astype(str).str.startswith("ok")).sum()) if len(table) else 0
+    if bad:
+        st.caption(f"{bad} point(s) did not produce a measurement: marked in the Status column "
+                   "with their message.")
+    st.dataframe(table, hide_index=True, key="points_table",
+                 column_config={"Status": st.column_config.TextColumn(width="medium")})
 st.caption(report.RESERVED_NOTE)
 
 left, right = st.columns(2)
@@ -104,12 +108,14 @@ with right:
         st.code(header["command"], language="bash", wrap_lines=True)
     else:
         st.caption("This run carries no command. To measure the same workload on your GPU:")
-        st.code(links.measure_command(header, points["batch_size"].tolist(),
+        with ui.drawn("The command"):
+            st.code(links.measure_command(header, points["batch_size"].tolist(),
                                       points["mode"].tolist()), language="bash",
-                wrap_lines=True)
+                    wrap_lines=True)
     st.subheader("Share")
     ui.share_link(links.run_url(ui.app_url(), run_id))
     st.page_link(ui.PAGES["import"], label="Download: bundle, CSV, HTML report, PNG charts",
                  icon=":material/download:", query_params={"run": run_id})
     st.page_link(ui.PAGES["compare"], label="Compare with other runs",
                  icon=":material/compare_arrows:", query_params={"run": run_id})
+    ui.delete_run_button(run_id)

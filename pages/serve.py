@@ -49,6 +49,9 @@ try:
 except RunNotFound as e:
     st.error(str(e))
     st.stop()
+except Exception as e:  # noqa: BLE001 - a stored run that cannot be read: say so here
+    st.error(f"Serve run {run_id} cannot be read ({type(e).__name__}); pick another run.")
+    st.stop()
 stream = list(run["stream"])
 
 # --- show --------------------------------------------------------------------------------
@@ -84,23 +87,24 @@ st.subheader("Bucket advisor")
 if profile.empty:
     st.info("This run has no per-size profile, so the advisor has nothing to choose from.")
     st.stop()
-bounds = sc.budget_bounds(profile)
-if bounds is None:
-    budget = None
-    st.caption("Graph memory is unknown on this run's device: the advisor ranks by time "
-               "alone, and on a CPU padding only ever costs.")
-else:
-    lo, hi, default = bounds
-    budget = st.slider("Memory budget for graph pools (MiB)", lo, hi, default, key="budget")
-advice, table = sc.advice(stream, profile, results, budget, requests)
-rec = advice.recommended
-st.markdown(
-    f"Capture **{'/'.join(map(str, rec.buckets)) or 'nothing (eager only)'}**: "
-    f"{rec.rows_per_s:,.0f} rows/s by the model, {len(rec.buckets)} graph(s)"
-    + (f", {rec.pool_bytes / sc.MIB:,.1f} MiB" if rec.pool_bytes is not None else "")
-    + (f"; powers of two within the budget give {advice.pow2.rows_per_s:,.0f} rows/s "
-       f"({'/'.join(map(str, advice.pow2.buckets))})." if advice.pow2 else "."))
-st.dataframe(table, hide_index=True, key="advice")
+with ui.drawn("The bucket advisor"):
+    bounds = sc.budget_bounds(profile)
+    if bounds is None:
+        budget = None
+        st.caption("Graph memory is unknown on this run's device: the advisor ranks by time "
+                   "alone, and on a CPU padding only ever costs.")
+    else:
+        lo, hi, default = bounds
+        budget = st.slider("Memory budget for graph pools (MiB)", lo, hi, default, key="budget")
+    advice, table = sc.advice(stream, profile, results, budget, requests)
+    rec = advice.recommended
+    st.markdown(
+        f"Capture **{'/'.join(map(str, rec.buckets)) or 'nothing (eager only)'}**: "
+        f"{rec.rows_per_s:,.0f} rows/s by the model, {len(rec.buckets)} graph(s)"
+        + (f", {rec.pool_bytes / sc.MIB:,.1f} MiB" if rec.pool_bytes is not None else "")
+        + (f"; powers of two within the budget give {advice.pow2.rows_per_s:,.0f} rows/s "
+           f"({'/'.join(map(str, advice.pow2.buckets))})." if advice.pow2 else "."))
+    st.dataframe(table, hide_index=True, key="advice")
 st.caption("The model: each size's measured bucket time (profile) and eager time (the "
            "eager replay, else the profile), weighted by how often the stream asked for it; "
            "pool = the largest graph alone plus what each smaller one added in a shared "

@@ -59,7 +59,7 @@ def parse_run_id(text: str | None, param: str = "run") -> int:
         raise LinkError(f"no run given: add ?{param}=ID to the URL (a run id from the "
                         "Runs page)")
     s = str(text).strip()
-    if not s.isdigit() or len(s) > 12:
+    if not (s.isascii() and s.isdigit()) or len(s) > 12:
         raise LinkError(f"?{param}={s[:40]!r} is not a run id: expected a positive whole "
                         "number such as ?run=3")
     value = int(s)

@@ -5,6 +5,7 @@ no SQL (db.queries).
 
 from __future__ import annotations
 
+import contextlib
 import runpy
 from collections.abc import Sequence
 from pathlib import Path
@@ -150,6 +151,40 @@ def points(ids: Sequence[int]) -> pd.DataFrame:
 def clear_caches() -> None:
     """After a write in this process (import, launch): drop every cached query result."""
     st.cache_data.clear()
+
+
+@contextlib.contextmanager
+def drawn(what: str):
+    """Draw one part of a page; if this run's data breaks it, say so in its own place and
+    let the rest of the page (and every other run) carry on. st.stop() and reruns are
+    BaseExceptions and pass through."""
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001 - any stored run must leave the page standing
+        first = (str(e).strip().splitlines() or [""])[0][:200]
+        st.error(f"{what} cannot be drawn for this run ({type(e).__name__}"
+                 + (f": {first}" if first else "") + ")", icon=":material/broken_image:")
+
+
+def delete_run_button(run_id: int) -> None:
+    """Writable deployments only: delete this run (its points and sections) after a
+    confirmation. The write itself refuses read-only mode too (db.store.delete_run)."""
+    from db.access import read_only
+    from db.store import delete_run
+
+    if read_only():
+        return
+    with st.popover("Delete this run", icon=":material/delete:"):
+        st.caption("Removes the run, its points and its serve data from this database. "
+                   "Export its bundle first to keep a copy.")
+        if st.button(f"Delete run {run_id}", key="delete_run", type="primary"):
+            try:
+                facts = delete_run(engine(), run_id)
+            except (PermissionError, LookupError, SQLAlchemyError) as e:
+                st.error(str(e).strip().splitlines()[0])
+                return
+            clear_caches()
+            st.success(f"Deleted run {run_id} ({facts['points']} points).")
 
 
 # --- URL parameters -----------------------------------------------------------------------

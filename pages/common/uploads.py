@@ -11,13 +11,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
 
 from db.access import require_writable
-from db.store import import_bundle
+from db.store import import_safely
 from runner.format import bundle as fmt
+from runner.format.limits import MAX_BUNDLE_BYTES
 
-MAX_UPLOAD_MB = 20
+MAX_UPLOAD_MB = MAX_BUNDLE_BYTES >> 20
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
 
 
@@ -61,12 +61,14 @@ def import_uploads(engine: Engine, files: Iterable[tuple[str, bytes]]) -> list[U
         except fmt.BundleError as e:
             results.append(UploadResult(name, False, str(e)))
             continue
+        except Exception as e:  # noqa: BLE001 - the page shows one line, whatever broke
+            results.append(UploadResult(name, False, f"{name!r}: cannot read "
+                                        f"({type(e).__name__}); nothing imported"))
+            continue
         try:
-            run_id, created = import_bundle(engine, doc)
-        except IntegrityError:
-            # Someone imported the same uuid a moment ago; the transaction rolled back.
-            results.append(UploadResult(name, False, f"{name!r}: already imported (run uuid "
-                                        f"{doc['run']['uuid']}): nothing added"))
+            run_id, created = import_safely(engine, doc, name)
+        except (fmt.BundleError, PermissionError) as e:  # one line each, never a traceback
+            results.append(UploadResult(name, False, str(e)))
             continue
         if created:
             results.append(UploadResult(name, True, f"{name!r}: imported as run {run_id} "

@@ -7,13 +7,29 @@ database layer (which must not import torch) can read one.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from runner.format.limits import ENVIRONMENT_TEXT_LIMITS, MAX_BATCH_SIZE, RUN_TEXT_LIMITS
+from runner.format.limits import (
+    ENVIRONMENT_TEXT_LIMITS,
+    INT32_MAX,
+    INT64_MAX,
+    INT64_MIN,
+    MAX_BATCH_SIZE,
+    MAX_BUNDLE_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_LIST,
+    MAX_MESSAGE,
+    MAX_NODES,
+    MAX_POINTS,
+    MAX_STRING,
+    RUN_TEXT_LIMITS,
+)
 from runner.format.numbers import is_number
 from runner.format.serve_record import SectionError, validate_section
 from runner.format.vocab import (
@@ -60,6 +76,9 @@ NUMBER_FIELDS = (
 )
 # reserved_delta_bytes may be negative (setup can free cached blocks); the rest cannot.
 SIGNED_FIELDS = ("reserved_delta_bytes",)
+# Figures stored in integer columns: whole numbers within the column, never 1e30.
+INTEGER_FIELDS = {"samples": INT32_MAX, "graph_pool_bytes": INT64_MAX,
+                  "peak_allocated_bytes": INT64_MAX, "reserved_delta_bytes": INT64_MAX}
 MEASUREMENT_FIELDS = (
     "mode", "batch_size", "status", "message", *NUMBER_FIELDS, "cudagraph_status",
     "correct", "stop_reason", "noisy", "host_unstable",
@@ -72,6 +91,65 @@ MEASUREMENT_FIELDS = (
 
 class BundleError(ValueError):
     """A bundle that cannot be read or does not follow the format. str() is one line."""
+
+
+# C0 controls other than tab, newline and carriage return (PostgreSQL refuses NUL in text
+# and jsonb; the rest have no business in a label) and lone UTF-16 surrogates (no UTF-8
+# encoding exists for them, so they cannot be stored or sent to a browser).
+_BAD_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
+
+
+def _short(text: str) -> str:
+    return repr(text[:40]) + ("..." if len(text) > 40 else "")
+
+
+def check_plain(doc: Any, where: str = "bundle") -> None:
+    """Bounds on a whole parsed document, without recursion (a 5,000-deep list must not
+    raise RecursionError): depth, count of values, string length and characters, integers
+    within signed 64 bits, finite numbers, list lengths. BundleError names the path."""
+    stack: list[tuple[Any, int, str]] = [(doc, 1, where)]
+    nodes = 0
+    while stack:
+        v, depth, path = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            raise BundleError(f"{where} holds more than {MAX_NODES} values")
+        if isinstance(v, str):
+            _check_string(v, path)
+        elif isinstance(v, bool) or v is None:
+            continue
+        elif isinstance(v, int):
+            if not INT64_MIN <= v <= INT64_MAX:
+                raise BundleError(f"{path}: integer {_short(str(v))} is outside signed "
+                                  "64 bits")
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise BundleError(f"{path} {v!r} is not a finite number")
+        elif isinstance(v, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                raise BundleError(f"{path}: nested deeper than {MAX_JSON_DEPTH} levels")
+            if isinstance(v, dict):
+                for k, x in v.items():
+                    if not isinstance(k, str):
+                        raise BundleError(f"{path}: key {k!r} is not text")
+                    _check_string(k, f"{path} key")
+                    stack.append((x, depth + 1, f"{path}.{k[:40]}"))
+            else:
+                if len(v) > MAX_LIST:
+                    raise BundleError(f"{path}: {len(v)} items, more than {MAX_LIST}")
+                stack.extend((x, depth + 1, f"{path}[{i}]") for i, x in enumerate(v))
+        else:
+            raise BundleError(f"{path}: a {type(v).__name__} is not a JSON value")
+
+
+def _check_string(v: str, path: str) -> None:
+    if len(v) > MAX_STRING:
+        raise BundleError(f"{path}: text of {len(v)} characters, more than {MAX_STRING}")
+    bad = _BAD_CHARS.search(v)
+    if bad:
+        raise BundleError(f"{path}: text {_short(v)} holds the character "
+                          f"U+{ord(bad.group()):04X} (control characters and lone "
+                          "surrogates are refused)")
 
 
 def empty_measurement(mode: str, batch_size: int) -> dict[str, Any]:
@@ -128,9 +206,12 @@ def validate(doc: Any) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise BundleError(f"not a launchbench bundle: top level is {type(doc).__name__}, "
                           "expected an object")
+    check_plain(doc)
     if doc.get("format") != FORMAT:
-        raise BundleError(f"wrong format {doc.get('format')!r}: expected {FORMAT!r}")
-    if doc.get("version") not in SUPPORTED_VERSIONS:
+        shown = doc.get("format")
+        shown = _short(shown) if isinstance(shown, str) else repr(shown)
+        raise BundleError(f"wrong format {shown}: expected {FORMAT!r}")
+    if type(doc.get("version")) is not int or doc["version"] not in SUPPORTED_VERSIONS:
         raise BundleError(f"unsupported bundle version {doc.get('version')!r}: this "
                           f"launchbench reads {', '.join(map(str, SUPPORTED_VERSIONS))}")
     for key in ("environment", "run"):
@@ -138,6 +219,9 @@ def validate(doc: Any) -> dict[str, Any]:
             raise BundleError(f"bundle field {key!r} must be an object")
     if not isinstance(doc.get("measurements"), list):
         raise BundleError("bundle field 'measurements' must be a list")
+    if len(doc["measurements"]) > MAX_POINTS:
+        raise BundleError(f"bundle holds {len(doc['measurements'])} points, more than "
+                          f"{MAX_POINTS} (every mode at {MAX_POINTS // 4} batch sizes)")
     env, run = doc["environment"], doc["run"]
     _check_text_fields("environment", env, ENVIRONMENT_TEXT_LIMITS)
     _check_text_fields("run", run, RUN_TEXT_LIMITS)
@@ -223,6 +307,9 @@ def _validate_measurement(i: int, m: Any) -> None:
                           f"{MAX_BATCH_SIZE}")
     if m.get("message") is not None and not isinstance(m["message"], str):
         raise BundleError(f"{where}: message {m['message']!r} must be text")
+    if len(m.get("message") or "") > MAX_MESSAGE:
+        raise BundleError(f"{where}: message of {len(m['message'])} characters, more than "
+                          f"{MAX_MESSAGE}")
     if m.get("status") not in POINT_STATUSES:
         raise BundleError(f"{where}: status {m.get('status')!r} is not one of "
                           f"{', '.join(POINT_STATUSES)}")
@@ -238,6 +325,9 @@ def _validate_measurement(i: int, m: Any) -> None:
             raise BundleError(f"{where}: {f} {v!r} is not a finite number")
         if v < 0 and f not in SIGNED_FIELDS:
             raise BundleError(f"{where}: {f} {v!r} is negative")
+        top = INTEGER_FIELDS.get(f)
+        if top is not None and (not isinstance(v, int) or not -top - 1 <= v <= top):
+            raise BundleError(f"{where}: {f} {v!r} must be a whole number up to {top}")
     for f in ("correct", "noisy", "host_unstable"):
         if m.get(f) not in (None, True, False):
             raise BundleError(f"{where}: {f} {m.get(f)!r} must be true, false or null")
@@ -252,11 +342,26 @@ def _validate_measurement(i: int, m: Any) -> None:
         raise BundleError(f"{where}: details must be an object")
 
 
+def check_measurement(m: Any) -> None:
+    """One point as a writer (a sweep, a worker) is about to store it: the same bounds an
+    imported bundle meets, so what a run writes can always be exported and imported."""
+    check_plain(m, "measurement")
+    _validate_measurement(0, m)
+
+
 def loads(text: str, name: str = "bundle") -> dict[str, Any]:
+    if len(text) > MAX_BUNDLE_BYTES:
+        raise BundleError(f"{name} is {len(text) / 1024 / 1024:.1f} MB: over the "
+                          f"{MAX_BUNDLE_BYTES >> 20} MB limit for a bundle")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise BundleError(f"{name} is not valid JSON (truncated or corrupt?): {e}") from None
+    except RecursionError:
+        raise BundleError(f"{name}: JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError as e:  # an integer literal of thousands of digits
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise BundleError(f"{name} cannot be read as JSON: {first}") from None
     return validate(doc)
 
 
@@ -266,6 +371,9 @@ def read(path: str | os.PathLike) -> dict[str, Any]:
         raise BundleError(f"bundle file {str(p)!r} does not exist")
     if not p.is_file():
         raise BundleError(f"bundle file {str(p)!r} is not a file")
+    if p.stat().st_size > MAX_BUNDLE_BYTES:
+        raise BundleError(f"bundle file {str(p)!r} is {p.stat().st_size / 1024 / 1024:.1f} "
+                          f"MB: over the {MAX_BUNDLE_BYTES >> 20} MB limit for a bundle")
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:

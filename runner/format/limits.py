@@ -36,3 +36,15 @@ RUN_TEXT_LIMITS = {"uuid": 64, "workload": 200, "dtype": 32, "label": MAX_LABEL,
 # One table for sweeps and serve runs (padded serve batches and compiled kernels both
 # reorder reductions, so half precision needs the looser bound either way).
 TOLERANCE = {"float32": 1e-4, "float64": 1e-9, "float16": 2e-2, "bfloat16": 5e-2}
+# What any imported bundle may hold, checked once over the whole document
+# (runner/format/bundle.py, check_plain) before any field is read, so SQLite and
+# PostgreSQL see the same accepted values and a page never meets a monster.
+MAX_BUNDLE_BYTES = 20 << 20          # the whole file (the /import upload limit too)
+MAX_JSON_DEPTH = 16                  # nesting of objects and lists (samples use 8)
+MAX_STRING = 100_000                 # any one string, keys included
+MAX_MESSAGE = 10_000                 # a point's message
+MAX_LIST = 100_000                   # items in any one list (samples, a serve stream)
+MAX_NODES = 2_000_000                # values in the whole document
+MAX_POINTS = MAX_BATCH_SIZES * 4     # measurements: every mode at every batch size
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT32_MAX = 2**31 - 1                # an INTEGER column on PostgreSQL

@@ -40,6 +40,8 @@ RESULT_FIELDS = ("strategy", "kind", "buckets", "status", "message", "execution"
 # Counts and bytes: whole numbers.
 INTEGER_FIELDS = ("requests", "real_rows", "graphs", "graph_pool_bytes", "pool_bytes",
                   "pool_extra_bytes")
+# Stored in 32-bit INTEGER columns (the rest of INTEGER_FIELDS are 64-bit).
+INT32_FIELDS = ("requests", "graphs")
 PROFILE_NUMBER_FIELDS = ("bucket_ms", "eager_ms", "pool_bytes", "pool_extra_bytes",
                          "capture_s")
 PROFILE_FIELDS = ("batch_size", *PROFILE_NUMBER_FIELDS, "execution")
@@ -144,6 +146,8 @@ def validate_result(r: Any, requests: int, where: str = "serve result") -> None:
         s = parse_strategy(str(r.get("strategy")))
     except ServeInputError as e:
         raise SectionError(f"{where}: {e}") from None
+    if r.get("buckets") is not None and not isinstance(r["buckets"], list):
+        raise SectionError(f"{where}: buckets must be a list")
     if r.get("kind") != s.kind or list(r.get("buckets") or []) != list(s.buckets):
         raise SectionError(f"{where}: kind/buckets do not match strategy {s.name!r}")
     if r.get("kind") not in STRATEGY_KINDS:
@@ -160,6 +164,8 @@ def validate_result(r: Any, requests: int, where: str = "serve result") -> None:
             raise SectionError(f"{where}: {f} {v!r} must be a non-negative finite number")
         if v is not None and f in INTEGER_FIELDS and not isinstance(v, int):
             raise SectionError(f"{where}: {f} {v!r} must be a whole number")
+        if v is not None and f in INT32_FIELDS and v > 2**31 - 1:
+            raise SectionError(f"{where}: {f} {v!r} is more than {2**31 - 1}")
     if r.get("correct") not in (None, True, False):
         raise SectionError(f"{where}: correct {r.get('correct')!r} must be true, false or null")
     lat = r.get("latencies_ms") or []

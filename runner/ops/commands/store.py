@@ -89,6 +89,13 @@ def register(sub) -> None:
     _add_db(p)
     p.set_defaults(func=run_export)
 
+    p = sub.add_parser("delete", help="remove one run, its points and its serve data",
+                       description="Remove one stored run with its points and sections "
+                                   "(refused in read-only share mode).")
+    p.add_argument("run_id", metavar="RUN_ID", help="run id, as `list` shows it")
+    _add_db(p)
+    p.set_defaults(func=run_delete)
+
     p = sub.add_parser("list", help="one line per stored run",
                        description="One line per run, newest first: id, date (UTC), "
                                    "workload, GPU (or cpu), torch version, status, label.")
@@ -107,20 +114,8 @@ def run_import(args: argparse.Namespace) -> int:
         # Validation names the field, not the file: say which file it was.
         raise fmt.BundleError(f"{args.file}: {e}") from None
     engine = open_engine(args.db)
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from db.store import import_bundle
-
     try:
-        run_id, created = import_bundle(engine, doc)
-    except PermissionError as e:  # db.access.ReadOnlyError: a read-only share deployment
-        raise UsageError(str(e)) from None
-    except SQLAlchemyError as e:
-        # A value the format check let through but a column refuses (a label too long
-        # for PostgreSQL, an object where text belongs): the transaction rolled back.
-        first = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
-        raise fmt.BundleError(f"{args.file}: the database refused the bundle, nothing "
-                              f"was imported: {first}") from None
+        run_id, created = import_one(engine, doc, args.file)
     finally:
         engine.dispose()
     uuid = doc["run"]["uuid"]
@@ -131,11 +126,40 @@ def run_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def import_one(engine, doc: dict, name: str) -> tuple[int, bool]:
+    """db.store.import_safely, with read-only mode as a UsageError: one line either way."""
+    from db.store import import_safely
+
+    try:
+        return import_safely(engine, doc, name)
+    except PermissionError as e:  # db.access.ReadOnlyError: a read-only share deployment
+        raise UsageError(str(e)) from None
+
+
+def run_delete(args: argparse.Namespace) -> int:
+    run_id = parse_run_id(args.run_id)
+    engine = open_engine(args.db, must_exist=True)
+    try:
+        from db.store import delete_run
+
+        try:
+            facts = delete_run(engine, run_id)
+        except PermissionError as e:
+            raise UsageError(str(e)) from None
+    finally:
+        engine.dispose()
+    print(f"deleted run {run_id} (uuid {facts['uuid']}, {facts['workload']}, "
+          f"{facts['points']} points)")
+    return 0
+
+
 MAX_RUN_ID = 2**63 - 1  # the largest id a BIGINT / SQLite INTEGER column holds
 
 
 def parse_run_id(text: str) -> int:
     try:
+        if not text.strip().isascii() or not text.strip().isdigit():
+            raise ValueError(text)
         run_id = int(text.strip())
     except ValueError:
         raise UsageError(f"RUN_ID {text!r} is not a run id (a whole number, as `list` "
