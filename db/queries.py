@@ -215,6 +215,40 @@ def trend_runs(engine: Engine, workload: str, gpu: str) -> pd.DataFrame:
         return _frame(c.execute(stmt), TREND_RUN_COLUMNS)
 
 
+def past_durations(engine: Engine, workload: str, gpu: str | None = None,
+                   limit: int = 20) -> pd.DataFrame:
+    """The latest finished sweeps of `workload` (on GPU `gpu` when given; ``cpu``: runs
+    without a GPU), one row each: run_id, created_at, finished_at, points, point_wall_s
+    (the sum of the points' details["point_wall_s"]; NaN where no point recorded one).
+    What the Launch page estimates a new sweep's duration from."""
+    stmt = (select(Run.id.label("run_id"), Run.created_at, Run.finished_at)
+            .join(Environment, Run.environment_id == Environment.id)
+            .where(Run.kind == "sweep", Run.workload == workload, Run.status == "done",
+                   Run.source == "measured", Run.finished_at.is_not(None))
+            .order_by(Run.created_at.desc(), Run.id.desc()).limit(limit))
+    if gpu == CPU:
+        stmt = stmt.where(Environment.gpu_name.is_(None))
+    elif gpu:
+        stmt = stmt.where(func.lower(Environment.gpu_name) == gpu.lower())
+    cols = ["run_id", "created_at", "finished_at", "points", "point_wall_s"]
+    with engine.connect() as c:
+        runs = _frame(c.execute(stmt), ["run_id", "created_at", "finished_at"])
+        if runs.empty:
+            return pd.DataFrame(columns=cols)
+        pts = c.execute(select(Measurement.run_id, Measurement.details)
+                        .where(Measurement.run_id.in_([int(i) for i in runs["run_id"]])))
+        per: dict[int, list] = {}
+        for rid, details in pts:
+            wall = details.get("point_wall_s") if isinstance(details, dict) else None
+            per.setdefault(int(rid), []).append(wall)
+    runs["points"] = [len(per.get(int(r), [])) for r in runs["run_id"]]
+    runs["point_wall_s"] = [
+        float(sum(w for w in walls if isinstance(w, (int, float))))
+        if any(isinstance(w, (int, float)) for w in walls) else float("nan")
+        for walls in (per.get(int(r), []) for r in runs["run_id"])]
+    return runs[cols]
+
+
 def data_version(engine: Engine) -> tuple:
     """A cheap fingerprint that changes whenever a run or point is added or a run
     finishes: the dashboard keys its caches on it, so a worker's writes in another process
