@@ -8,7 +8,7 @@ import pandas as pd
 from sqlalchemy import case, func, select
 from sqlalchemy.engine import Engine
 
-from db.models import Environment, Measurement, Run
+from db.models import Environment, Measurement, Run, ServeResult
 from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
 
 
@@ -155,6 +155,98 @@ def runs_points(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
 
 def run_points(engine: Engine, run_id: int) -> pd.DataFrame:
     return runs_points(engine, [run_id])
+
+
+# What the Runs board's key figures and the Trends page need of each point: the speedup
+# with its interval, the graph pool, and details (a published point's own eager reference,
+# reduce-overhead's paired ratio over compile). Not the raw samples.
+KEY_POINT_COLUMNS = ("run_id", "mode", "batch_size", "status", "step_ms", "speedup",
+                     "speedup_ci_low", "speedup_ci_high", "graph_pool_bytes", "details")
+
+
+def key_points(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
+    """The points of the given runs, only the columns KEY_POINT_COLUMNS names."""
+    ids = [int(i) for i in run_ids]
+    if not ids:
+        return pd.DataFrame(columns=list(KEY_POINT_COLUMNS))
+    stmt = (select(*(getattr(Measurement, c) for c in KEY_POINT_COLUMNS))
+            .where(Measurement.run_id.in_(ids))
+            .order_by(Measurement.run_id, Measurement.mode, Measurement.batch_size))
+    with engine.connect() as c:
+        df = _frame(c.execute(stmt), KEY_POINT_COLUMNS)
+    for f in ("step_ms", "speedup", "speedup_ci_low", "speedup_ci_high", "graph_pool_bytes"):
+        df[f] = pd.to_numeric(df[f], errors="coerce")
+    return df
+
+
+SERVE_KEY_COLUMNS = ("run_id", "strategy", "status", "rows_per_s", "latency_ms_p99",
+                     "graph_pool_bytes")
+
+
+def serve_key_results(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
+    """Each strategy's headline figures for the given serve runs (the Runs board)."""
+    ids = [int(i) for i in run_ids]
+    if not ids:
+        return pd.DataFrame(columns=list(SERVE_KEY_COLUMNS))
+    stmt = (select(*(getattr(ServeResult, c) for c in SERVE_KEY_COLUMNS))
+            .where(ServeResult.run_id.in_(ids)).order_by(ServeResult.run_id, ServeResult.id))
+    with engine.connect() as c:
+        df = _frame(c.execute(stmt), SERVE_KEY_COLUMNS)
+    for f in ("rows_per_s", "latency_ms_p99", "graph_pool_bytes"):
+        df[f] = pd.to_numeric(df[f], errors="coerce")
+    return df
+
+
+TREND_RUN_COLUMNS = ("id", "created_at", "workload", "workload_params", "dtype", "source",
+                     "label", "torch_version", "gpu_name", "hostname", "device")
+
+
+def trend_runs(engine: Engine, workload: str, gpu: str) -> pd.DataFrame:
+    """Every sweep of `workload` on GPU `gpu` (``cpu``: runs without a GPU), oldest
+    first: the runs a Trends view follows over torch versions and dates."""
+    stmt = (select(*(getattr(Run, c) for c in TREND_RUN_COLUMNS[:7]),
+                   *(getattr(Environment, c) for c in TREND_RUN_COLUMNS[7:]))
+            .join(Environment, Run.environment_id == Environment.id)
+            .where(Run.kind == "sweep", Run.workload == workload)
+            .order_by(Run.created_at, Run.id))
+    stmt = stmt.where(Environment.gpu_name.is_(None) if gpu == CPU
+                      else Environment.gpu_name == gpu)
+    with engine.connect() as c:
+        return _frame(c.execute(stmt), TREND_RUN_COLUMNS)
+
+
+def past_durations(engine: Engine, workload: str, gpu: str | None = None,
+                   limit: int = 20) -> pd.DataFrame:
+    """The latest finished sweeps of `workload` (on GPU `gpu` when given; ``cpu``: runs
+    without a GPU), one row each: run_id, created_at, finished_at, points, point_wall_s
+    (the sum of the points' details["point_wall_s"]; NaN where no point recorded one).
+    What the Launch page estimates a new sweep's duration from."""
+    stmt = (select(Run.id.label("run_id"), Run.created_at, Run.finished_at)
+            .join(Environment, Run.environment_id == Environment.id)
+            .where(Run.kind == "sweep", Run.workload == workload, Run.status == "done",
+                   Run.source == "measured", Run.finished_at.is_not(None))
+            .order_by(Run.created_at.desc(), Run.id.desc()).limit(limit))
+    if gpu == CPU:
+        stmt = stmt.where(Environment.gpu_name.is_(None))
+    elif gpu:
+        stmt = stmt.where(func.lower(Environment.gpu_name) == gpu.lower())
+    cols = ["run_id", "created_at", "finished_at", "points", "point_wall_s"]
+    with engine.connect() as c:
+        runs = _frame(c.execute(stmt), ["run_id", "created_at", "finished_at"])
+        if runs.empty:
+            return pd.DataFrame(columns=cols)
+        pts = c.execute(select(Measurement.run_id, Measurement.details)
+                        .where(Measurement.run_id.in_([int(i) for i in runs["run_id"]])))
+        per: dict[int, list] = {}
+        for rid, details in pts:
+            wall = details.get("point_wall_s") if isinstance(details, dict) else None
+            per.setdefault(int(rid), []).append(wall)
+    runs["points"] = [len(per.get(int(r), [])) for r in runs["run_id"]]
+    runs["point_wall_s"] = [
+        float(sum(w for w in walls if isinstance(w, (int, float))))
+        if any(isinstance(w, (int, float)) for w in walls) else float("nan")
+        for walls in (per.get(int(r), []) for r in runs["run_id"])]
+    return runs[cols]
 
 
 def data_version(engine: Engine) -> tuple:

@@ -1,12 +1,13 @@
 """Launch (/launch): queue a sweep, watch it run live, cancel it, see queue and workers.
 The job followed lives in the URL (?job=ID), so a reload or a shared link shows it too."""
 
+import importlib.util
 import re
 
 import streamlit as st
 
 import runner.ops.slurm as slurm
-from db import jobs
+from db import jobs, queries
 from db.access import ReadOnlyError, read_only
 from pages.common import launch_form as lf
 from pages.common import ui
@@ -26,13 +27,15 @@ except slurm.SlurmError as e:
 
 
 def param_widget(f: dict, key: str):
-    label, kw = f["name"], {"help": f["help"] or None, "key": key}
+    label, kw = f["name"], {"help": lf.field_help(f), "key": key}
     if f["kind"] == "choice":
         return st.selectbox(label, f["choices"], index=f["choices"].index(f["default"]), **kw)
+    # No bounds on the widget: a browser would only redden an out-of-range value and send
+    # the old one; the check below says what is allowed, in words, beside the field.
     if f["kind"] == "int":
-        return st.number_input(label, int(f["min"]), int(f["max"]), int(f["default"]), 1, **kw)
+        return st.number_input(label, value=int(f["default"]), step=1, **kw)
     if f["kind"] == "float":
-        return st.number_input(label, f["min"], f["max"], float(f["default"]), **kw)
+        return st.number_input(label, value=float(f["default"]), **kw)
     return st.text_input(label, str(f["default"]), max_chars=MAX_LABEL, **kw)
 
 
@@ -46,38 +49,54 @@ else:
     workload = st.selectbox("Workload", list(lf.WORKLOADS), key="lf_workload",
                             index=list(lf.WORKLOADS).index(lf.DEFAULTS["workload"]))
     st.caption(lf.WORKLOADS[workload].description)
-    with st.form("launch"):
-        fields, params = lf.param_fields(workload), {}
-        for f, col in zip(fields, st.columns(len(fields)), strict=True):
-            with col:  # keyed per workload: switching workloads brings its defaults
-                params[f["name"]] = param_widget(f, f"lf_p_{workload}_{f['name']}")
-        modes = st.multiselect("Modes", list(lf.MODES), lf.DEFAULTS["modes"], key="lf_modes")
-        c1, c2 = st.columns(2)
-        preset = c1.radio("Batch sizes", [*lf.BATCH_PRESETS, lf.CUSTOM], key="lf_preset")
-        custom = c2.text_input("Custom batch sizes (comma-separated, `...` continues a "
-                               "series)", lf.DEFAULTS["custom_batches"], key="lf_custom")
-        c1, c2, c3 = st.columns(3)
-        timing = c1.radio("Timing", list(TIMINGS), horizontal=True,
-                          index=list(TIMINGS).index("standard"), key="lf_timing")
-        device = c2.selectbox("Device", list(lf.DEVICES), format_func=lf.DEVICES.get,
-                              key="lf_device")
-        if cluster is None:
-            target = c3.text_input("Target (worker or GPU name; empty: any)",
-                                   key="lf_target", max_chars=MAX_LABEL)
-        else:  # only the configured types, each with its queue state from squeue
-            target, queue = "", slurm.queue_state(cluster)
-            gpu_type = c3.selectbox("GPU type (Slurm)", list(cluster.gpu_types),
-                                    format_func=lambda t: f"{t} · {queue[t]}",
-                                    key="lf_gpu_type")
-        label = st.text_input("Label", key="lf_label", max_chars=MAX_LABEL)
-        submitted = st.form_submit_button("Launch", type="primary")
+    fields, params = lf.param_fields(workload), {}
+    columns = st.columns(len(fields))
+    for f, col in zip(fields, columns, strict=True):
+        with col:  # keyed per workload: switching workloads brings its defaults
+            params[f["name"]] = param_widget(f, f"lf_p_{workload}_{f['name']}")
+    modes = st.multiselect("Modes", list(lf.MODES), lf.DEFAULTS["modes"], key="lf_modes")
+    c1, c2 = st.columns(2)
+    preset = c1.radio("Batch sizes", [*lf.BATCH_PRESETS, lf.CUSTOM], key="lf_preset")
+    custom = c2.text_input("Custom batch sizes (comma-separated, `...` continues a "
+                           "series)", lf.DEFAULTS["custom_batches"], key="lf_custom")
+    c1, c2, c3 = st.columns(3)
+    timing = c1.radio("Timing", list(TIMINGS), horizontal=True,
+                      index=list(TIMINGS).index("standard"), key="lf_timing")
+    device = c2.selectbox("Device", list(lf.DEVICES), format_func=lf.DEVICES.get,
+                          key="lf_device")
+    if cluster is None:
+        target = c3.text_input("Target (worker or GPU name; empty: any)",
+                               key="lf_target", max_chars=MAX_LABEL)
+    else:  # only the configured types, each with its queue state from squeue
+        target, queue = "", slurm.queue_state(cluster)
+        gpu_type = c3.selectbox("GPU type (Slurm)", list(cluster.gpu_types),
+                                format_func=lambda t: f"{t} · {queue[t]}",
+                                key="lf_gpu_type")
+    label = st.text_input("Label", key="lf_label", max_chars=MAX_LABEL)
+    # Checked on every change, so a bad field says so beside it before Launch.
+    checked = lf.check({"workload": workload, "params": params, "modes": modes,
+                        "batch_preset": preset, "custom_batches": custom,
+                        "timing": timing, "device": device, "target": target,
+                        "label": label})
+    for name, message in lf.field_errors(checked.errors, [f["name"] for f in fields]).items():
+        columns[[f["name"] for f in fields].index(name)].error(message)
+    if checked.spec is not None:
+        workers = jobs.live_workers(engine)
+        gpu = gpu_type if cluster is not None else lf.history_gpu(device, checked.target,
+                                                                  workers)
+        history = queries.past_durations(engine, workload, gpu)
+        where = {None: "any GPU", "cpu": "CPU"}.get(gpu, gpu)
+        st.info(lf.estimate(checked.spec, history, where).text(), icon=":material/timer:")
+        reason = None if cluster is not None else lf.no_worker_reason(
+            workers, device, checked.target, importlib.util.find_spec("torch") is not None)
+        if reason:
+            st.warning(reason)
+    submitted = st.button("Launch", type="primary", key="lf_launch")
     if submitted:
-        checked = lf.check({"workload": workload, "params": params, "modes": modes,
-                            "batch_preset": preset, "custom_batches": custom,
-                            "timing": timing, "device": device, "target": target,
-                            "label": label})
-        for message in checked.errors.values():
-            st.error(message)
+        for key, message in checked.errors.items():
+            # A parameter's message already stands beside its field.
+            st.error("Not launched: fix the parameter marked above." if
+                     key.startswith("param.") else message)
         if checked.spec is not None:
             try:
                 if cluster is not None:

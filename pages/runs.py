@@ -3,7 +3,7 @@ The filters live in the URL (?gpu=...&workload=...&torch=...), so the view is sh
 
 import streamlit as st
 
-from pages.common import analysis, links, ui
+from pages.common import board, links, ui
 
 ui.ensure_frame()
 
@@ -18,7 +18,8 @@ torches = ui.multiselect_param(c3, "torch version", "torch", options["torch"])
 
 # --- load -------------------------------------------------------------------------------
 runs = ui.runs(gpus, workloads, torches)
-table = analysis.runs_table(runs)
+table = board.board(runs, ui.key_points(runs.loc[runs["kind"] == "sweep", "id"]),
+                    ui.serve_keys(runs.loc[runs["kind"] == "serve", "id"]))
 
 # --- show -------------------------------------------------------------------------------
 if runs.empty:
@@ -35,13 +36,18 @@ st.caption(f"{len(runs)} run(s)" + (f", {published} of them published figures "
                                      "(not measured here)" if published else "")
            + ". Select rows to open or compare them. Noise: how many points ended on "
              "their time budget with a wide interval (noisy), saw the host's launch cost "
-             "move (host unstable), or predate intervals (no interval).")
+             "move (host unstable), or predate intervals (no interval). Key figures: "
+             "each graph mode's best speedup over eager (ranked by its 95% lower bound), "
+             "its batch and graph pool; click a column header to sort.")
 
 event = st.dataframe(
     table, key="runs_table", hide_index=True, on_select="rerun", selection_mode="multi-row",
     column_config={
         "id": st.column_config.NumberColumn("id", format="%d"),
         "link": st.column_config.LinkColumn("open", display_text="open ↗"),
+        **{c: st.column_config.NumberColumn(c, format=board.key_format(c),
+                                            help=board.KEY_HELP.get(c))
+           for c in board.key_columns()},
     },
 )
 chosen = [int(table.iloc[i]["id"]) for i in event.selection.rows]
@@ -49,6 +55,10 @@ chosen = [int(table.iloc[i]["id"]) for i in event.selection.rows]
 if len(chosen) == 1:
     st.page_link(ui.PAGES["run"], label=f"Open run {chosen[0]}", icon=":material/monitoring:",
                  query_params={"run": chosen[0]})
+elif len(chosen) > 1 and (refused := board.compare_refusal(
+        runs[runs["id"].isin(chosen)])):
+    for reason in refused:
+        st.warning(reason)
 elif len(chosen) > 1:
     shown = chosen[:links.MAX_COMPARE]
     st.page_link(ui.PAGES["compare"], label=f"Compare runs {', '.join(map(str, shown))}",

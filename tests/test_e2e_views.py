@@ -1,6 +1,6 @@
 """What a reader sees at 1280x720 in chromium: the answer columns on screen, no 'nan'
 for a CPU run, no request leaving the machine (favicon included), a clear page for an
-unknown path. With UPDATE_SCREENSHOT=1 it refreshes docs/ screenshots of Run and Compare."""
+unknown path. With UPDATE_SCREENSHOT=1 it refreshes docs/ screenshots of Run, Compare and Trends."""
 
 from __future__ import annotations
 
@@ -103,3 +103,22 @@ def test_unknown_path_says_no_such_page_with_links(dashboard, page):
     page.goto(dashboard.url("nosuchpage"))
     wait_for_app(page, "There is no page /nosuchpage")
     page.locator("[data-testid='stPageLink']").nth(2).wait_for()  # Runs, Compare, ...
+
+
+def test_trends_at_1280_and_a_bad_query_string(dashboard, db, page):
+    up = {("cuda-graph", 8): {"speedup": 30.0, "speedup_ci_low": 29.0,
+                              "speedup_ci_high": 31.0}}
+    for i, torch in enumerate(("2.5.1", "2.6.0", "2.7.0")):
+        import_bundle(db, sweep_bundle(gpu="Trend GPU", torch=torch,
+                                       created_at=f"2026-0{i + 1}-01T00:00:00+00:00",
+                                       overrides=up if i == 2 else None))
+    page.set_viewport_size(SMALL)
+    page.goto(dashboard.url("trend?batch=%EF%BC%98"))  # a full-width digit eight
+    wait_for_app(page, "is not a batch size: expected a whole number in ASCII digits")
+    assert "Traceback" not in _visible_text(page)
+    page.goto(dashboard.url("trend?workload=mlp&gpu=Trend+GPU&batch=8&batch=512"))
+    wait_for_app(page, "cuda-graph at batch 8: faster")
+    wait_for_app(page, "Share link")
+    assert "/trend?workload=mlp&gpu=Trend+GPU&params=" in page.url
+    page.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
+    _shot(page, "screenshot-trend-1280.png", charts=2)

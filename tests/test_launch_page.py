@@ -88,7 +88,7 @@ def test_switching_workload_shows_its_bounded_parameters(engine):
     at = open_launch()
     at.selectbox(key="lf_workload").set_value("transformer-decode").run()
     kv = at.number_input(key="lf_p_transformer-decode_kv_len")
-    assert kv.value == 128 and kv.max == 65536 and kv.min == 1
+    assert kv.value == 128 and "allowed: 1 to 65,536" in kv.help
 
 
 def test_followed_job_shows_progress_cancel_and_run_link(engine):
@@ -130,3 +130,56 @@ def test_form_check_is_pure_and_never_accepts_import_paths():
     assert "at most 200" in lf.check({**good, "label": "x" * 201}).errors["label"]
     bad = lf.check({**good, "params": {"depth": 0, "width": 16, "dtype": "float32"}})
     assert "outside" in bad.errors["param.depth"]
+
+
+def test_estimate_before_launch_from_past_runs_else_a_rough_figure(engine):
+    at = open_launch()  # the shipped samples hold measured mlp sweeps
+    [info] = [t for t in texts(at, "info") if "point(s)" in t]
+    assert info.startswith("56 point(s) · about ") and "past run(s) of mlp on any GPU" in info
+    at.selectbox(key="lf_workload").set_value("transformer-decode").run()
+    at.text_input(key="lf_target").set_value("test-worker").run()
+    [info] = [t for t in texts(at, "info") if "point(s)" in t]
+    assert "rough: no past run of transformer-decode on CPU" in info or \
+        "rough: no past run of transformer-decode" in info
+
+
+def test_estimate_is_pure_arithmetic_over_past_runs():
+    import pandas as pd
+
+    t0 = pd.Timestamp("2026-01-01", tz="UTC")
+    history = pd.DataFrame([
+        {"points": 10, "point_wall_s": 50.0, "created_at": t0, "finished_at": t0},
+        {"points": 4, "point_wall_s": float("nan"), "created_at": t0,
+         "finished_at": t0 + pd.Timedelta(seconds=40)},
+        {"points": 0, "point_wall_s": float("nan"), "created_at": t0, "finished_at": t0}])
+    assert lf.per_point_s(history) == [5.0, 10.0]
+    est = lf.estimate({"workload": "mlp", "batch_sizes": [1, 8], "modes": ["eager"] * 3},
+                      history, "NVIDIA H200")
+    assert (est.points, est.seconds) == (6, 45.0)
+    assert est.text() == ("6 point(s) · about 45s (from 2 past run(s) of mlp on NVIDIA H200, "
+                          "7.5 s per point)")
+    rough = lf.estimate({"workload": "mlp", "batch_sizes": [1], "modes": ["eager"],
+                         "timing": "quick"}, history.iloc[0:0], "any GPU")
+    assert rough.seconds == lf.ROUGH_POINT_S["quick"] and "rough" in rough.basis
+
+
+def test_a_job_no_live_worker_can_serve_says_so_before_launch(engine):
+    at = open_launch()
+    assert not [w for w in texts(at, "warning") if "worker" in w]
+    at.selectbox(key="lf_device").set_value("cuda").run()
+    assert any(w.startswith("No live worker has CUDA. Start `python -m runner worker")
+               for w in texts(at, "warning")), texts(at, "warning")
+    at.selectbox(key="lf_device").set_value("auto").run()
+    at.text_input(key="lf_target").set_value("H100").run()
+    [w] = [w for w in texts(at, "warning") if "target" in w]
+    assert "No worker matches target 'H100' (live workers: test-worker (cpu))" in w
+    assert "--name H100" in w
+
+
+def test_an_out_of_range_parameter_is_named_beside_its_field(engine):
+    at = open_launch()
+    at.number_input(key="lf_p_mlp_depth").set_value(99999).run()
+    assert any("outside" in e and "99999" in e for e in texts(at, "error")), texts(at, "error")
+    submit(at)
+    assert "Not launched: fix the parameter marked above." in texts(at, "error")
+    assert jobs.list_jobs(engine) == []

@@ -397,10 +397,47 @@ def test_selecting_runs_offers_open_and_compare_links(dash):
     at.run()
     links_ = at.get("page_link")
     assert [p.label for p in links_] == [f"Open run {a}"], [p.label for p in links_]
-    at.session_state["runs_table"] = {"selection": {"rows": [0, 1], "columns": []}}
+    b = dash.add(gpu="Synthetic GPU B")  # the same model, size and dtype as a
+    at = dash.open()
+    ids = list(at.dataframe[0].value["id"])
+    at.session_state["runs_table"] = {"selection": {"rows": [ids.index(a), ids.index(b)],
+                                                    "columns": []}}
     at.run()
     labels = [p.label for p in at.get("page_link")]
-    assert labels == [f"Compare runs {ids[0]}, {ids[1]}"]
+    assert labels == [f"Compare runs {a}, {b}"]
+    assert not at.warning
+
+
+def test_runs_board_shows_key_figures_and_sorts_them_as_numbers(dash):
+    a = dash.add(gpu="Synthetic GPU A")
+    table = dash.open().dataframe[0].value.set_index("id")
+    assert list(table.columns[:4]) == ["GPU", "workload", "torch", "key figure"]
+    row = table.loc[a]
+    for mode in ("reduce-overhead", "cuda-graph"):
+        assert row[f"{mode} x"] > 1 and row[f"{mode} batch"] in (1, 8, 64, 512, 4096)
+        assert table[f"{mode} x"].dtype.kind == "f"
+    assert "x at batch" in row["key figure"] and row["points"] == "20/20 ok"
+
+
+def test_serve_run_on_the_board_and_a_refused_compare(dash):
+    from db.serve import start_serve_run
+
+    a = dash.add(gpu="Synthetic GPU A")
+    doc = sweep_bundle()
+    rid = start_serve_run(dash.engine, doc["environment"], doc["run"],
+                          {"batch_dist": "uniform:1-64", "requests": 3, "seed": 0,
+                           "strategies": ["eager"], "stream": [1, 5, 11]})
+    at = dash.open()
+    table = at.dataframe[0].value
+    row = table.set_index("id").loc[rid]
+    assert row["points"] == "0/0 strategies ok" and row["key figure"] == \
+        "no strategy finished"
+    ids = list(table["id"])
+    at.session_state["runs_table"] = {"selection": {"rows": [ids.index(a), ids.index(rid)],
+                                                    "columns": []}}
+    at.run()
+    assert [p.label for p in at.get("page_link")] == []
+    assert any(f"Run {rid} is a serve run" in w for w in texts(at, "warning"))
 
 
 def test_shipped_samples_compare_without_a_false_alarm(dash):

@@ -46,6 +46,14 @@ def param_fields(workload: str) -> list[dict[str, Any]]:
     return out
 
 
+def field_help(f: dict[str, Any]) -> str | None:
+    """A parameter's help with its allowed range in words."""
+    parts = [f["help"]] if f.get("help") else []
+    if f["kind"] in ("int", "float") and f.get("min") is not None and f.get("max") is not None:
+        parts.append(f"allowed: {f['min']:,} to {f['max']:,}")
+    return ". ".join(parts) or None
+
+
 def batch_sizes(preset: str, custom: str) -> list[int]:
     """The sizes a preset (or the custom text) stands for; ValueError names the bad one.
     The same parser as the CLI's --batch-sizes (runner/format/specs.py)."""
@@ -143,3 +151,109 @@ def queue_rows(queue: list[dict[str, Any]], base_url: str | None) -> list[dict[s
 def worker_rows(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"worker": w["name"], "host": w["hostname"], "GPU": w["gpu_name"] or "none (cpu)",
              "torch": w["torch_version"], "pid": w["pid"]} for w in workers]
+
+
+# --- before Launch: how long, and who will run it -------------------------------------------
+
+# A rough figure per point when no past run of the workload on the target says better:
+# the timing presets' order of magnitude for a small model (seconds, warm-up and fresh
+# processes included).
+ROUGH_POINT_S = {"quick": 3.0, "standard": 15.0, "thorough": 40.0}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    points: int
+    seconds: float
+    basis: str  # where the figure comes from, in words
+
+    def text(self) -> str:
+        return (f"{self.points} point(s) · about {format_seconds(self.seconds)} "
+                f"({self.basis})")
+
+
+def point_count(spec: dict[str, Any]) -> int:
+    return len(spec.get("batch_sizes") or ()) * len(spec.get("modes") or ())
+
+
+def per_point_s(history) -> list[float]:
+    """Seconds per point of each past run (queries.past_durations' frame): the sum of its
+    points' wall times where recorded, else finished_at - created_at over its points."""
+    out = []
+    for r in history.to_dict("records"):
+        n = r.get("points") or 0
+        if not n:
+            continue
+        wall = r.get("point_wall_s")
+        if wall is None or wall != wall:
+            start, end = r.get("created_at"), r.get("finished_at")
+            if start is None or end is None or end != end or start != start:
+                continue
+            wall = (end - start).total_seconds()
+        if wall > 0:
+            out.append(float(wall) / n)
+    return out
+
+
+def estimate(spec: dict[str, Any], history, where: str) -> Estimate:
+    """The point count and a duration: the median seconds per point of past runs of this
+    workload on `where` (the target) times the point count, else a rough figure."""
+    n = point_count(spec)
+    per = sorted(per_point_s(history)) if history is not None else []
+    timing = spec.get("timing") or "standard"
+    if per:
+        median = per[len(per) // 2] if len(per) % 2 else (per[len(per) // 2 - 1]
+                                                          + per[len(per) // 2]) / 2
+        return Estimate(n, median * n, f"from {len(per)} past run(s) of "
+                                       f"{spec.get('workload')} on {where}, "
+                                       f"{median:.1f} s per point")
+    return Estimate(n, ROUGH_POINT_S.get(timing, ROUGH_POINT_S["standard"]) * n,
+                    f"rough: no past run of {spec.get('workload')} on {where}; "
+                    f"~{ROUGH_POINT_S.get(timing, ROUGH_POINT_S['standard']):g} s per "
+                    f"{timing} point")
+
+
+def history_gpu(device: str, target: str | None, workers: list[dict[str, Any]]) -> str | None:
+    """Which GPU's past runs tell how long the job takes: the target's (a worker name
+    stands for that worker's GPU), 'cpu' for a CPU job, None for any."""
+    if device == "cpu":
+        return "cpu"
+    t = (target or "").strip().lower()
+    if not t:
+        return None
+    for w in workers:
+        if (w.get("name") or "").lower() == t:
+            return w.get("gpu_name") or "cpu"
+    return target
+
+
+def no_worker_reason(workers: list[dict[str, Any]], device: str, target: str | None,
+                     can_start_here: bool) -> str | None:
+    """Why no live worker can serve a job of `device` on `target`, with what to start;
+    None when one can (or, without a target, when Launch starts one on this machine)."""
+    from db.jobs import can_serve
+
+    job = {"device": device, "target": (target or "").strip() or None}
+    if any(can_serve(w, job) for w in workers):
+        return None
+    start = "`python -m runner worker --db URL`"
+    if job["target"]:
+        live = ", ".join(sorted({f"{w['name']} ({w.get('gpu_name') or 'cpu'})"
+                                 for w in workers})) or "none"
+        return (f"No worker matches target {job['target']!r} (live workers: {live}). Start "
+                f"`python -m runner worker --name {job['target']} --db URL` on that host, "
+                "or leave the target empty; the job waits in the queue until then.")
+    if device == "cuda":
+        if not workers and can_start_here:
+            return None  # Launch starts one here; it serves the job if this host has CUDA
+        return ("No live worker has CUDA. Start " + start + " on a GPU host against this "
+                "database; the job waits in the queue until then.")
+    if not workers and not can_start_here:
+        return ("No live worker, and this dashboard's host has no torch to start one. Start "
+                + start + " on a host with torch; the job waits in the queue until then.")
+    return None
+
+
+def field_errors(errors: dict[str, str], names: list[str]) -> dict[str, str]:
+    """Errors keyed by parameter name (the form shows each beside its field)."""
+    return {n: errors[f"param.{n}"] for n in names if f"param.{n}" in errors}

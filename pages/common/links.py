@@ -31,6 +31,7 @@ PAGES = {
     "run": PageSpec("pages/run.py", "Run", ":material/monitoring:", "run", False),
     "compare": PageSpec("pages/compare.py", "Compare", ":material/compare_arrows:",
                         "compare", True),
+    "trend": PageSpec("pages/trend.py", "Trends", ":material/trending_up:", "trend", True),
     "launch": PageSpec("pages/launch.py", "Launch", ":material/rocket_launch:", "launch",
                        True),
     "serve": PageSpec("pages/serve.py", "Serve", ":material/dynamic_feed:", "serve", True),

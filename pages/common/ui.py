@@ -131,6 +131,34 @@ def _points(url: str, data_v: tuple, ids: tuple) -> pd.DataFrame:
     return queries.runs_points(_engine(url), ids)
 
 
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=64)
+def _key_points(url: str, data_v: tuple, ids: tuple) -> pd.DataFrame:
+    return queries.key_points(_engine(url), ids)
+
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=64)
+def _serve_keys(url: str, data_v: tuple, ids: tuple) -> pd.DataFrame:
+    return queries.serve_key_results(_engine(url), ids)
+
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=64)
+def _trend_runs(url: str, data_v: tuple, workload: str, gpu: str) -> pd.DataFrame:
+    return queries.trend_runs(_engine(url), workload, gpu)
+
+
+def key_points(ids: Sequence[int]) -> pd.DataFrame:
+    """The points of many runs, without raw samples (the Runs board, Trends)."""
+    return _key_points(db_url(), version(), tuple(int(i) for i in ids))
+
+
+def serve_keys(ids: Sequence[int]) -> pd.DataFrame:
+    return _serve_keys(db_url(), version(), tuple(int(i) for i in ids))
+
+
+def trend_runs(workload: str, gpu: str) -> pd.DataFrame:
+    return _trend_runs(db_url(), version(), workload, gpu)
+
+
 def runs(gpus: Sequence[str] = (), workloads: Sequence[str] = (),
          torches: Sequence[str] = ()) -> pd.DataFrame:
     return _runs(db_url(), version(), tuple(gpus), tuple(workloads), tuple(torches))

@@ -1,0 +1,95 @@
+"""Trends (/trend?workload=mlp&gpu=...): one workload, parameter set and GPU over torch
+versions and dates; each mode's speedup at chosen batch sizes, changes outside the noise
+marked. The whole view lives in the URL, so the link reproduces it."""
+
+import streamlit as st
+
+from pages.common import links, trends, ui
+from runner.format.vocab import ALTERNATIVE_MODES
+
+ui.ensure_frame()
+st.title("Trends")
+
+# --- settings: the query string, checked before anything is drawn ------------------------
+options = ui.filter_options()
+asked = {k: st.query_params.get_all(k) for k in ("workload", "gpu", "params", "batch", "mode")}
+try:
+    q = trends.parse_query(asked, options["workload"], options["gpu"])
+except trends.TrendQueryError as e:
+    st.error(str(e))
+    st.page_link(ui.PAGES["trend"], label="Open Trends without parameters",
+                 icon=":material/trending_up:", query_params={})
+    st.stop()
+if not options["workload"]:
+    st.info("No runs yet: a trend needs sweeps of one workload on one GPU.")
+    st.stop()
+
+
+def pick(container, label, choices, wanted, key, **kw):
+    """A selectbox that starts at the URL's value (when it is one of the choices)."""
+    if key not in st.session_state or st.session_state.get(f"{key}_url") != wanted \
+            or st.session_state[key] not in choices:
+        st.session_state[key] = wanted if wanted in choices else choices[0]
+        st.session_state[f"{key}_url"] = wanted
+    return container.selectbox(label, choices, key=key, **kw)
+
+
+c1, c2, c3 = st.columns([1, 1, 2])
+workload = pick(c1, "Workload", options["workload"], q.workload, "tr_workload")
+gpu = pick(c2, "GPU", options["gpu"], q.gpu, "tr_gpu",
+           format_func=lambda g: "CPU" if g == "cpu" else g)
+runs = ui.trend_runs(workload, gpu)
+if runs.empty:
+    st.info(f"No sweep of {workload} on {gpu} yet. Pick another GPU or workload.")
+    st.stop()
+sets = trends.param_sets(runs)
+if q.params is not None and q.params not in sets:
+    st.warning(f"?params={q.params[:80]!r} matches no sweep of {workload} on {gpu}; "
+               "showing the parameter set with the most runs")
+chosen_set = pick(c3, "Parameter set (workload parameters · dtype)", list(sets), q.params,
+                  "tr_params")
+
+# --- load ---------------------------------------------------------------------------------
+runs = runs[runs["id"].isin(sets[chosen_set])]
+points = ui.key_points(runs["id"])
+measured = trends.measured_batches(points)
+c1, c2 = st.columns(2)
+wanted = [b for b in q.batches if b in measured] or trends.default_batches(points)
+missing = [b for b in q.batches if b not in measured]
+if missing:
+    st.warning(f"?batch={missing[0]} was not measured by these runs; measured: "
+               f"{', '.join(map(str, measured))}")
+batches = c1.multiselect("Batch sizes", measured, wanted, key=f"tr_b_{chosen_set}",
+                         max_selections=trends.MAX_BATCHES)
+modes = c2.multiselect("Modes", list(ALTERNATIVE_MODES), list(q.modes or ALTERNATIVE_MODES),
+                       key="tr_modes")
+st.query_params.from_dict({"workload": workload, "gpu": gpu, "params": chosen_set,
+                           "batch": [str(b) for b in batches], "mode": modes})
+table = trends.trend_table(runs, points, batches, modes)
+
+# --- show ---------------------------------------------------------------------------------
+st.caption(f"{len(runs)} run(s) of {workload} ({chosen_set}) on {gpu}, ordered by torch "
+           "version then date. A change is marked (triangle) only when the ratio of the two "
+           "speedups has a 95% interval wholly above or below 1 (Compare's rule); otherwise "
+           "it is within noise.")
+if table.empty:
+    st.info("No speedup measured at these batch sizes and modes.")
+else:
+    moved = trends.changes(table)
+    if moved.empty:
+        st.success("No change outside the noise between consecutive runs.")
+    for _, r in moved.iterrows():
+        st.markdown(f"- **{r['mode']}** at batch {int(r['batch_size']):,}: "
+                    f"{r['change vs previous']} in {r['run']}")
+    for b in batches:
+        chart = trends.trend_chart(table, b)
+        if chart is not None:
+            ui.chart(chart, key=f"trend_{b}")
+    st.dataframe(table.drop(columns=["order", "change"]), hide_index=True, column_config={
+        "speedup": st.column_config.NumberColumn("speedup", format="%.2fx"),
+        "speedup_ci_low": st.column_config.NumberColumn("95% low", format="%.2fx"),
+        "speedup_ci_high": st.column_config.NumberColumn("95% high", format="%.2fx")})
+
+ui.share_link(links.page_url(ui.app_url(), links.PAGES["trend"].url_path,
+                             dict(st.query_params.to_dict(),
+                                  batch=[str(b) for b in batches], mode=modes)))
