@@ -31,21 +31,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from runner.format.numbers import percentile
+
 LEVEL = 0.95
 # A point's launch cost moving more than this ((p90 - p10) / median over its rounds)
 # means the host changed state while it was timed: flagged "host unstable".
 HOST_UNSTABLE_SPREAD = 0.25
-
-
-def percentile(samples: Sequence[float], q: float) -> float:
-    """Linear-interpolation percentile (numpy's default), q in 0..100."""
-    if not samples:
-        raise ValueError("percentile of no samples")
-    xs = sorted(samples)
-    pos = (len(xs) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
 def _binom_cdf(k: int, n: int) -> float:
