@@ -42,7 +42,7 @@ try:
     ui.engine()
     seeded = ui.seed()
 except DatabaseError as e:
-    st.error(f"{e}. Set LAUNCHBENCH_DB to a usable database URL and restart.")
+    st.error(f"{e}. {e.advice}")
     st.stop()
 
 with st.sidebar:

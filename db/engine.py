@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 from sqlalchemy import create_engine, event
@@ -15,7 +16,18 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
 class DatabaseError(RuntimeError):
-    """A database URL that cannot be used. str() is one line naming the URL."""
+    """A database URL that cannot be used. str() is one line naming the URL; `advice` is
+    what the user can do about it (the dashboard shows both on one line)."""
+
+    advice = "Set LAUNCHBENCH_DB to a usable database URL and restart."
+
+
+class ReadOnlySchemaError(DatabaseError):
+    """Read-only mode met a database it may not fix: a missing file, no schema, or a schema
+    older (or newer) than this launchbench's. Nothing was written."""
+
+    advice = ("Open it once without LAUNCHBENCH_READ_ONLY (or run any writable launchbench "
+              "command on it) to create or upgrade its schema, then restart.")
 
 
 def default_url() -> str:
@@ -32,6 +44,49 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cur.close()
 
 
+def _sqlite_read_only_pragmas(dbapi_connection, _record) -> None:
+    # No journal_mode change (that is a write); query_only refuses writes even if the
+    # file's permissions would allow them.
+    cur = dbapi_connection.cursor()
+    cur.execute("PRAGMA query_only=ON")
+    cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cur.close()
+
+
+def _pg_read_only(dbapi_connection, _record) -> None:
+    # Every transaction of this session is READ ONLY. SET is transactional in PostgreSQL:
+    # commit it, or the pool's reset-on-return rollback would undo it.
+    cur = dbapi_connection.cursor()
+    cur.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+    cur.close()
+    dbapi_connection.commit()
+
+
+def _sqlite_read_only_creator(path: Path):
+    """Connections through SQLite's read-only URI: the file is never created or written."""
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+
+    def connect():
+        return sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
+                               check_same_thread=False)
+
+    return connect
+
+
+def _check_schema(engine: Engine, shown: str) -> None:
+    """Read-only: the schema must already be this launchbench's newest; never migrate."""
+    from db.migrate import current, head
+
+    have, want = current(engine), head()
+    if have is None:
+        raise ReadOnlySchemaError(f"database {shown!r} has no launchbench schema, and "
+                                  "read-only mode never creates one")
+    if have != want:
+        raise ReadOnlySchemaError(f"database {shown!r} has schema revision {have!r}, this "
+                                  f"launchbench needs {want!r}, and read-only mode never "
+                                  "migrates")
+
+
 def shown_url(url: str) -> str:
     """The URL as a user may see it: the password as ***. The one redaction: the CLI and
     the sidebar call this too."""
@@ -41,9 +96,19 @@ def shown_url(url: str) -> str:
         return url
 
 
-def make_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
+def make_engine(url: str | None = None, *, migrate: bool = True,
+                read_only: bool | None = None) -> Engine:
     """Create an engine for `url` (default: $LAUNCHBENCH_DB or the local SQLite file),
-    check that it answers, and bring its schema to the latest version."""
+    check that it answers, and bring its schema to the latest version.
+
+    read_only (default: $LAUNCHBENCH_READ_ONLY): open the database read-only (SQLite
+    through a read-only URI, PostgreSQL with READ ONLY transactions) and never create,
+    migrate or seed it; a missing file or a missing or other schema revision raises
+    ReadOnlySchemaError instead."""
+    if read_only is None:
+        from db.access import read_only as env_read_only
+
+        read_only = env_read_only()
     url = url or default_url()
     shown = shown_url(url)
     try:
@@ -62,11 +127,19 @@ def make_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
         if not db or db == ":memory:":
             raise DatabaseError(f"database URL {shown!r} names no file: launchbench keeps "
                                 "results in a SQLite file")
-        parent = Path(db).expanduser().resolve().parent
+        path = Path(db).expanduser()
+        parent = path.resolve().parent
         if not parent.is_dir():
             raise DatabaseError(f"database URL {shown!r}: directory {str(parent)!r} "
                                 "does not exist")
-        kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+        if read_only:
+            if not path.is_file():
+                raise ReadOnlySchemaError(f"database {shown!r} does not exist (no file "
+                                          f"{str(path)!r}), and read-only mode never "
+                                          "creates one")
+            kwargs["creator"] = _sqlite_read_only_creator(path)
+        else:
+            kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
     else:
         kwargs["pool_pre_ping"] = True
     try:
@@ -74,14 +147,22 @@ def make_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
     except (ArgumentError, NoSuchModuleError, ImportError) as e:
         raise DatabaseError(f"cannot use database URL {shown!r}: {e}") from None
     if backend == "sqlite":
-        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "connect",
+                     _sqlite_read_only_pragmas if read_only else _sqlite_pragmas)
+    elif read_only:
+        event.listen(engine, "connect", _pg_read_only)
     try:
         with engine.connect():
             pass
-        if migrate:
+        if read_only:
+            _check_schema(engine, shown)
+        elif migrate:
             from db.migrate import upgrade
 
             upgrade(engine)
+    except ReadOnlySchemaError:
+        engine.dispose()
+        raise
     except (OperationalError, SADatabaseError) as e:
         engine.dispose()
         first = str(e.orig if getattr(e, "orig", None) else e).strip().splitlines()[0]

@@ -109,6 +109,7 @@ def test_first_start_seeds_an_empty_database(tmp_path, monkeypatch):
 
 def test_read_only_empty_database_shows_no_runs_and_writes_nothing(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'ro.db'}"
+    make_engine(url, read_only=False).dispose()  # a current schema, no runs
     monkeypatch.setenv("LAUNCHBENCH_DB", url)
     monkeypatch.setenv("LAUNCHBENCH_READ_ONLY", "1")
     at = AppTest.from_file(str(APP), default_timeout=60).run()

@@ -83,9 +83,16 @@ def shown_url(url: str | None = None) -> str:
 
 
 @st.cache_resource(show_spinner=False)
+def _engine_for(url: str, read_only: bool):
+    # One engine (and connection pool) per database URL and mode for the whole server
+    # process. A read-only engine opens the database read-only and never migrates it.
+    return make_engine(url, read_only=read_only)
+
+
 def _engine(url: str):
-    # One engine (and connection pool) per database URL for the whole server process.
-    return make_engine(url)
+    from db.access import read_only
+
+    return _engine_for(url, read_only())
 
 
 def engine():
