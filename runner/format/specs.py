@@ -149,13 +149,8 @@ def _distinct(values: Any, what: str, ok, bad: str) -> tuple:
     return tuple(values)
 
 
-def check_sweep(spec: SweepSpec | Mapping[str, Any], *, allow_import: bool = True,
-                queued: bool = False) -> SweepSpec:
-    """Check a sweep spec (a SweepSpec or the same fields as a dict) and return it
-    normalised, or raise SpecError / WorkloadError naming the bad value. `queued`: a job
-    for whichever worker claims it, so device "auto" is allowed and a user factory is not
-    (allow_import is then False)."""
-    raw = dict(spec) if isinstance(spec, Mapping) else spec.__dict__
+def _workload(raw: Mapping, allow_import: bool) -> tuple[str, dict[str, str]]:
+    """The spec's workload name and parameters, checked (sweep and serve alike)."""
     params = raw.get("params") or {}
     if not isinstance(params, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in params.items()):
@@ -163,7 +158,18 @@ def check_sweep(spec: SweepSpec | Mapping[str, Any], *, allow_import: bool = Tru
     name = raw.get("workload")
     if not isinstance(name, str):
         raise SpecError(f"workload {name!r} must be a registered workload name", "workload")
-    name, _ = check_workload(name, params, allow_import=allow_import and not queued)
+    name, _ = check_workload(name, params, allow_import=allow_import)
+    return name, params
+
+
+def check_sweep(spec: SweepSpec | Mapping[str, Any], *, allow_import: bool = True,
+                queued: bool = False) -> SweepSpec:
+    """Check a sweep spec (a SweepSpec or the same fields as a dict) and return it
+    normalised, or raise SpecError / WorkloadError naming the bad value. `queued`: a job
+    for whichever worker claims it, so device "auto" is allowed and a user factory is not
+    (allow_import is then False)."""
+    raw = dict(spec) if isinstance(spec, Mapping) else spec.__dict__
+    name, params = _workload(raw, allow_import and not queued)
     sizes = _distinct(raw.get("batch_sizes"), "batch sizes",
                       lambda b: isinstance(b, int) and not isinstance(b, bool)
                       and 1 <= b <= MAX_BATCH_SIZE,
@@ -241,13 +247,6 @@ def check_serve(spec: ServeSpec | Mapping[str, Any], *, allow_files: bool = True
     requests = _whole(raw.get("requests", 500), "requests", 1, MAX_REQUESTS)
     seed = _whole(raw.get("seed", 0), "seed", 0, MAX_SEED)
     label = check_text(raw.get("label"), "label")
-    params = raw.get("params") or {}
-    if not isinstance(params, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in params.items()):
-        raise SpecError(f"workload params {params!r} must map names to text values", "params")
-    name = raw.get("workload")
-    if not isinstance(name, str):
-        raise SpecError(f"workload {name!r} must be a registered workload name", "workload")
-    name, _ = check_workload(name, params, allow_import=allow_import)
+    name, params = _workload(raw, allow_import)
     return ServeSpec(workload=name, strategies=strategies, dist=dist, params=dict(params),
                      requests=requests, seed=seed, label=label)
