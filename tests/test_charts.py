@@ -23,14 +23,14 @@ def points():
     return frame(sweep_bundle(failing={("compile", 64): "CUDA out of memory"}))
 
 
-def _encodings(spec):
-    """All encoding dicts in a (possibly layered / faceted / concatenated) spec."""
+def _units(spec):
+    """Every dict with an encoding in a (possibly layered / faceted / concatenated) spec."""
     found = []
 
     def walk(node):
         if isinstance(node, dict):
             if "encoding" in node:
-                found.append(node["encoding"])
+                found.append(node)
             for v in node.values():
                 walk(v)
         elif isinstance(node, list):
@@ -39,26 +39,17 @@ def _encodings(spec):
 
     walk(spec)
     return found
+
+
+def _encodings(spec):
+    """All encoding dicts in the spec."""
+    return [u["encoding"] for u in _units(spec)]
 
 
 def _layers(spec):
     """(mark type, encoding) of every unit chart in a spec."""
-    found = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "mark" in node and "encoding" in node:
-                mark = node["mark"]
-                found.append((mark["type"] if isinstance(mark, dict) else mark,
-                              node["encoding"]))
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(spec)
-    return found
+    return [(u["mark"]["type"] if isinstance(u["mark"], dict) else u["mark"], u["encoding"])
+            for u in _units(spec) if "mark" in u]
 
 
 def _error_bars(spec):
