@@ -64,6 +64,16 @@ def test_host_unstable_flags_a_launch_cost_that_moved():
     assert stats.host_unstable([8.0, 8.1, 12.0, 12.2, 8.0, 12.1]) is True
 
 
+def test_host_unstable_judges_each_process_on_its_own_rounds():
+    steady_apart = [8.0, 8.1, 7.9, 8.0, 8.1, 11.0, 11.1, 10.9, 11.0, 11.1]
+    procs = [0] * 5 + [1] * 5
+    assert stats.host_unstable(steady_apart) is True  # pooled, the two levels look unstable
+    assert stats.host_unstable(steady_apart, clusters=procs) is False
+    moved_within = [8.0, 8.1, 12.0, 12.2, 8.0, 8.0, 8.1, 7.9, 8.0, 8.1]
+    assert stats.host_unstable(moved_within, clusters=procs) is True
+    assert stats.host_unstable([8.0] * 6, clusters=[0, 0, 0, 1, 1, 1]) is None
+
+
 def test_one_cluster_is_the_order_statistic_interval():
     xs = [float(x) for x in range(1, 21)]
     assert stats.clustered_interval(xs, [0] * 20) == stats.median_interval(xs)

@@ -233,7 +233,7 @@ class _Batch:
 
     def store_rounds(self, r: rounds_mod.Rounds) -> None:
         ivs = rounds_mod.intervals(r)
-        unstable = stats.host_unstable(r.launch_us)
+        unstable = stats.host_unstable(r.launch_us, clusters=r.process)
         launch = stats.median_interval(r.launch_us)
         compile_ = r.samples_ms.get("compile") if "compile" not in r.failed else None
         for mode in list(self.prepared):

@@ -155,9 +155,19 @@ def ratio_interval(numerator: Sequence[float], denominator: Sequence[float],
     return median_interval(paired_ratios(numerator, denominator), level)
 
 
-def host_unstable(launch_us: Sequence[float],
-                  threshold: float = HOST_UNSTABLE_SPREAD) -> bool | None:
-    """Did the host's launch cost move more than `threshold` over these rounds?"""
+def host_unstable(launch_us: Sequence[float], threshold: float = HOST_UNSTABLE_SPREAD,
+                  clusters: Sequence[int] | None = None) -> bool | None:
+    """Did the host's launch cost move more than `threshold` over these rounds?
+
+    With `clusters` (each round's process), each process is judged on its own rounds:
+    processes settling at different launch costs is the between-process spread that the
+    clustered intervals already widen for, not a host changing state under one timing."""
+    if clusters is not None and len(clusters) == len(launch_us):  # else: no probe ran
+        verdicts = [host_unstable([x for x, c in zip(launch_us, clusters, strict=True)
+                                   if c == k], threshold)
+                    for k in sorted(set(clusters))]
+        known = [v for v in verdicts if v is not None]
+        return any(known) if known else None
     if len(launch_us) < 5:
         return None
     med = percentile(launch_us, 50)
