@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
 from sqlalchemy import case, func, select
 from sqlalchemy.engine import Engine
 
+from db import liveness
 from db.models import Environment, Measurement, Run, ServeResult
 from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
 
@@ -33,8 +35,11 @@ RUN_COLUMNS = ("id", "uuid", "kind", "workload", "workload_params", "dtype", "cr
 CPU = "cpu"  # what a run without a GPU shows and filters as, in the GPU column
 
 
-def _run_env_columns():
-    return ([getattr(Run, c) for c in RUN_COLUMNS]
+def _run_env_columns(c, now: datetime | None = None):
+    # status as readers show it: "lost" for a running run whose writer went silent
+    # (db/liveness.py), decided here at read time, so read-only mode shows it too.
+    shown = {"status": liveness.run_status(liveness.cutoff(c, now)).label("status")}
+    return ([shown.get(col, getattr(Run, col)) for col in RUN_COLUMNS]
             + [getattr(Environment, f) for f in ENVIRONMENT_FIELDS])
 
 
@@ -62,9 +67,10 @@ def run_filter_options(engine: Engine) -> dict[str, list[str]]:
 
 def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
                workloads: list[str] | tuple = (), torches: list[str] | tuple = (),
-               limit: int | None = None) -> pd.DataFrame:
+               limit: int | None = None, now: datetime | None = None) -> pd.DataFrame:
     """Runs with their environment and point counts, newest first. An empty filter list
-    means no filter on that field; ``cpu`` in `gpus` matches runs without a GPU."""
+    means no filter on that field; ``cpu`` in `gpus` matches runs without a GPU. `now`:
+    the time "lost" is decided at (default: the database's clock)."""
     # The noise counts the Runs page badges (pages/common/analysis.noise_counts computes
     # the same from points): summed here so listing runs never loads every point.
     measured = (Measurement.status == "ok") & Measurement.step_ms.is_not(None)
@@ -79,7 +85,8 @@ def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
                      *(func.sum(case((cond, 1), else_=0)).label(name)
                        for name, cond in flags.items()))
               .group_by(Measurement.run_id).subquery())
-    stmt = (select(*_run_env_columns(), func.coalesce(counts.c.points, 0).label("points"),
+    stmt = (select(*_run_env_columns(engine, now),
+                   func.coalesce(counts.c.points, 0).label("points"),
                    *(func.coalesce(counts.c[name], 0).label(name) for name in flags))
             .join(Environment, Run.environment_id == Environment.id)
             .outerjoin(counts, counts.c.run_id == Run.id)
@@ -101,12 +108,14 @@ def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
         return _frame(c.execute(stmt), columns)
 
 
-def runs_headers(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
+def runs_headers(engine: Engine, run_ids: list[int] | tuple,
+                 now: datetime | None = None) -> pd.DataFrame:
     """Header and environment of the given runs (those that exist), in the order asked."""
     ids = [int(i) for i in run_ids]
     if not ids:
         return pd.DataFrame(columns=[*RUN_COLUMNS, *ENVIRONMENT_FIELDS])
-    stmt = (select(*_run_env_columns()).join(Environment, Run.environment_id == Environment.id)
+    stmt = (select(*_run_env_columns(engine, now))
+            .join(Environment, Run.environment_id == Environment.id)
             .where(Run.id.in_(ids)))
     with engine.connect() as c:
         df = _frame(c.execute(stmt), [*RUN_COLUMNS, *ENVIRONMENT_FIELDS])
@@ -114,9 +123,10 @@ def runs_headers(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
     return df.sort_values("id", key=lambda s: s.map(order)).reset_index(drop=True)
 
 
-def run_header(engine: Engine, run_id: int) -> dict[str, Any] | None:
+def run_header(engine: Engine, run_id: int,
+               now: datetime | None = None) -> dict[str, Any] | None:
     """One run's header and environment as a dict; None when no run has this id."""
-    df = runs_headers(engine, [run_id])
+    df = runs_headers(engine, [run_id], now)
     if df.empty:
         return None
     row = df.iloc[0].to_dict()
@@ -256,4 +266,7 @@ def data_version(engine: Engine) -> tuple:
     with engine.connect() as c:
         runs = c.execute(select(func.max(Run.id), func.count(Run.finished_at))).one()
         points = c.execute(select(func.max(Measurement.id))).scalar()
-    return (runs[0], runs[1], points)
+        # A run going lost is no write at all: counted, so it shows without a ttl wait.
+        lost = c.execute(select(func.count()).select_from(Run).where(
+            liveness.run_is_lost(liveness.cutoff(c)))).scalar()
+    return (runs[0], runs[1], points, lost)
