@@ -225,6 +225,15 @@ def trend_runs(engine: Engine, workload: str, gpu: str) -> pd.DataFrame:
         return _frame(c.execute(stmt), TREND_RUN_COLUMNS)
 
 
+def gpu_memory(engine: Engine, gpu: str | None) -> int | None:
+    """The memory of GPU `gpu` as runs measured on it recorded it; None when unknown."""
+    if not gpu or gpu == CPU:
+        return None
+    with engine.connect() as c:
+        return c.scalar(select(func.max(Environment.gpu_memory_bytes))
+                        .where(func.lower(Environment.gpu_name) == gpu.lower()))
+
+
 def past_durations(engine: Engine, workload: str, gpu: str | None = None,
                    limit: int = 20) -> pd.DataFrame:
     """The latest finished sweeps of `workload` (on GPU `gpu` when given; ``cpu``: runs
