@@ -123,8 +123,8 @@ def enqueue(engine: Engine, spec: dict[str, Any], target: str | None = None,
     """Queue a sweep; returns the job id. `label` overrides the spec's label.
 
     A "slurm" job is claimed only by `worker --job ID` (runner/ops/slurm.py submits that).
-    `session`: the dashboard session queueing it, capped at MAX_QUEUED_PER_SESSION
-    waiting jobs; the whole queue is capped at MAX_QUEUED_JOBS (QueueFull). `memory_bytes`:
+    `session`: the dashboard session queueing it; refused (QueueFull) when that session
+    already has MAX_QUEUED_PER_SESSION waiting jobs or the queue MAX_QUEUED_JOBS. `memory_bytes`:
     the target's memory when known (default: DEFAULT_GPU_MEMORY_BYTES)."""
     require_writable("queue a job")
     spec = check_spec({**spec, **({"label": label} if label is not None else {})},
@@ -152,13 +152,14 @@ def enqueue(engine: Engine, spec: dict[str, Any], target: str | None = None,
                 points_done=0, points_total=len(spec["modes"]) * len(spec["batch_sizes"]),
                 message="", executor=executor, gpu_type=gpu_type, session=session)
             .returning(Job.id)).scalar_one()
-        # Counted after the insert, in the same transaction: raising rolls it back.
-        waiting = c.scalar(select(func.count()).select_from(Job)
-                           .where(Job.status == "queued"))
-        if waiting > MAX_QUEUED_JOBS:
-            raise QueueFull(f"not queued: the queue already holds {MAX_QUEUED_JOBS} "
-                            "waiting jobs; wait for some to run or cancel some")
+        # Counted after the insert, in the same transaction: raising rolls it back. Only
+        # a dashboard session is capped: the CLI's user can run sweeps directly anyway.
         if session is not None:
+            waiting = c.scalar(select(func.count()).select_from(Job)
+                               .where(Job.status == "queued"))
+            if waiting > MAX_QUEUED_JOBS:
+                raise QueueFull(f"not queued: the queue already holds {MAX_QUEUED_JOBS} "
+                                "waiting jobs; wait for some to run or cancel some")
             mine = c.scalar(select(func.count()).select_from(Job).where(
                 Job.status == "queued", Job.session == session))
             if mine > MAX_QUEUED_PER_SESSION:

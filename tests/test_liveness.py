@@ -310,4 +310,5 @@ def test_queue_caps_per_session_and_in_all(any_url, monkeypatch):
     # A job that runs frees its place.
     jobs.claim_next(engine, _worker(engine))
     jobs.enqueue(engine, TINY, session="tab-c")
+    jobs.enqueue(engine, TINY)  # the CLI (no session) is not capped
     engine.dispose()

@@ -287,8 +287,8 @@ def limits_text(memory_bytes: int | None, where: str) -> str:
     return (f"Limits: at most {MAX_JOB_POINTS} points (modes x batch sizes) and "
             f"{MAX_BATCH_SIZES} batch sizes of up to {MAX_BATCH_SIZE} per job; the "
             f"estimated peak memory must fit in {MEMORY_HEADROOM:.0%} of {whose}; at most "
-            f"{MAX_QUEUED_PER_SESSION} waiting jobs from this session and "
-            f"{MAX_QUEUED_JOBS} in the whole queue.")
+            f"{MAX_QUEUED_PER_SESSION} waiting jobs from this session, and none while "
+            f"the queue holds {MAX_QUEUED_JOBS}.")
 
 
 def cost(spec: dict[str, Any], memory_bytes: int | None) -> tuple[str, str | None]:

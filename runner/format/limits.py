@@ -53,9 +53,11 @@ INT32_MAX = 2**31 - 1                # an INTEGER column on PostgreSQL
 # jobs and workers: readers decide "lost" with it at read time, writers persist it.
 HEARTBEAT_S = 5.0
 LOST_AFTER_S = 60.0
-# The queue, which a writable dashboard opens to anyone who can reach it: jobs waiting at
-# once, in all and from one dashboard session. A full sweep takes minutes, so more than
-# this is a runaway script, not a user.
+# The queue, which a writable dashboard opens to anyone who can reach it: a dashboard
+# session may not queue while the queue holds MAX_QUEUED_JOBS waiting jobs, or while it
+# has MAX_QUEUED_PER_SESSION of its own. A full sweep takes minutes, so more than this is
+# a runaway script, not a user. (`runner enqueue` is not capped: its user has the
+# database and can run sweeps directly.)
 MAX_QUEUED_JOBS = 100
 MAX_QUEUED_PER_SESSION = 5
 # A job's memory bound: its estimated peak (runner/format/specs.py estimate_cost) must fit
