@@ -62,6 +62,16 @@ def job_status(limit):
     return case((job_is_lost(limit), literal(LOST)), else_=Job.status)
 
 
+def lost_runs(engine: Engine, now: datetime | None = None,
+              timeout_s: float = LOST_AFTER_S) -> list[int]:
+    """Ids of the runs readers show as lost (a read: nothing is written)."""
+    from sqlalchemy import select
+
+    with engine.connect() as c:
+        return list(c.execute(select(Run.id).where(run_is_lost(cutoff(c, now, timeout_s)))
+                              .order_by(Run.id)).scalars())
+
+
 def shown_job_status(job: dict[str, Any], now: datetime,
                      timeout_s: float = LOST_AFTER_S) -> str:
     """The same rule for a job already read (a dict from db/jobs.py)."""
@@ -74,5 +84,5 @@ def shown_job_status(job: dict[str, Any], now: datetime,
     return job.get("status") or ""
 
 
-__all__ = ["LOST", "cutoff", "job_is_lost", "job_status", "now_expr", "run_is_lost",
-           "run_status", "shown_job_status"]
+__all__ = ["LOST", "cutoff", "job_is_lost", "job_status", "lost_runs", "now_expr",
+           "run_is_lost", "run_status", "shown_job_status"]

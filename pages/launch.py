@@ -7,7 +7,7 @@ import re
 import streamlit as st
 
 import runner.ops.slurm as slurm
-from db import jobs, queries
+from db import jobs, liveness, queries
 from db.access import ReadOnlyError, read_only
 from pages.common import launch_form as lf
 from pages.common import ui
@@ -116,7 +116,8 @@ else:
             try:
                 if cluster is not None:
                     job_id, sid = slurm.submit(engine, checked.spec, gpu_type, ui.db_url(),
-                                               cluster)
+                                               cluster, session=session_id(),
+                                               memory_bytes=memory)
                     done = f" as Slurm job {sid} (GPU type {gpu_type})."
                 else:
                     job_id = jobs.enqueue(engine, checked.spec, checked.target,
@@ -161,10 +162,12 @@ def live() -> None:
     st.subheader("Queue")
     queue = jobs.list_jobs(engine, limit=20, now=now)
     lost = [j["id"] for j in queue if j["shown_status"] == "lost"]
-    if lost and not locked and st.button(
-            f"Mark {len(lost)} lost job(s) failed", key="reap_lost",
-            help="Their workers stopped heartbeating: record them (and their runs) as "
-                 "failed. Workers do this too, when one is running."):
+    lost_runs = [] if locked else liveness.lost_runs(engine, now)
+    if (lost or lost_runs) and not locked and st.button(
+            f"Mark {len(lost)} lost job(s) and {len(lost_runs)} lost run(s) failed",
+            key="reap_lost",
+            help="Their writers (a worker, a `runner sweep`) stopped heartbeating: record "
+                 "them as failed. Workers and `runner sweep` do this too when they run."):
         try:
             jobs.reap_lost(engine)
         except ReadOnlyError as e:
