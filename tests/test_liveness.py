@@ -230,6 +230,7 @@ def test_worker_keeps_points_in_a_bundle_when_the_database_stays_away(
     [kept] = tmp_path.glob(f"launchbench-job-{job_id}-*.json")
     doc = fmt.validate(json.loads(kept.read_text()))
     assert len(doc["measurements"]) == 2  # what was measured is not lost
+    assert doc["run"]["status"] == "done"  # the sweep's verdict, not the clean-up's
     # The job was never ended: it reads lost after the timeout, like a dead worker's.
     assert jobs.get_job(sqlite_engine, job_id, now=jobs.db_now(sqlite_engine) + LATER
                         )["shown_status"] == "lost"

@@ -103,7 +103,8 @@ class _JobSink:
         self.retry(lambda: self.db.point(measurement), "storing a point", idempotent=True)
 
     def finish(self, status: str) -> None:
-        self.memory.finish(status)
+        if self.memory.status is None:  # the sweep's own verdict, not a clean-up's
+            self.memory.finish(status)
         self.retry(lambda: self.db.finish(status), "finishing the run")
 
     def keep_unsent(self) -> str | None:
@@ -325,16 +326,19 @@ class Worker:
             if crashed and sink.db.run_id is not None:
                 try:  # run_sweep finishes its run itself, unless it raised before it could
                     sink.finish(status)
-                except DBAPIError:
-                    raise
                 except Exception:  # noqa: BLE001 - the job's own status below still tells
                     pass
-            self._retry(lambda: jobs.finish(self.engine, job_id, status, message),
-                        f"ending job {job_id}")
+            # Through the sink's retry: once the database was given up on, one try only.
+            sink.retry(lambda: jobs.finish(self.engine, job_id, status, message),
+                       f"ending job {job_id}")
         except DBAPIError as e:
-            path = sink.keep_unsent()
-            kept = f"; its points are kept in {path} (runner import)" if path else ""
+            why = (str(e.orig or e).strip().splitlines() or ["?"])[0]
+            try:
+                path = sink.keep_unsent()
+                kept = f"; its points are kept in {path} (runner import)" if path else ""
+            except OSError as oe:
+                kept = f"; its points could not be kept either: {oe}"
             self.log(f"job {job_id} {status} but the database stayed unavailable: "
-                     f"{(str(e.orig or e).strip().splitlines() or ['?'])[0]}{kept}")
+                     f"{why}{kept}")
         finally:
             sink.db.close()
