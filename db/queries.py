@@ -14,14 +14,16 @@ from db.models import Environment, Measurement, Run, ServeResult
 from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
 
 
-def list_runs(engine: Engine) -> list[dict[str, Any]]:
-    """Every run, newest first, with what tells runs apart: workload, GPU, torch, status."""
-    stmt = (select(Run.id, Run.uuid, Run.created_at, Run.workload, Run.status, Run.label,
-                   Run.source, Environment.device, Environment.gpu_name,
-                   Environment.torch_version)
-            .join(Environment, Run.environment_id == Environment.id)
-            .order_by(Run.created_at.desc(), Run.id.desc()))
+def list_runs(engine: Engine, now: datetime | None = None) -> list[dict[str, Any]]:
+    """Every run, newest first, with what tells runs apart: workload, GPU, torch, status
+    ("lost" for a running run whose writer went silent, see db/liveness.py)."""
     with engine.connect() as c:
+        status = liveness.run_status(liveness.cutoff(c, now)).label("status")
+        stmt = (select(Run.id, Run.uuid, Run.created_at, Run.workload, status, Run.label,
+                       Run.source, Environment.device, Environment.gpu_name,
+                       Environment.torch_version)
+                .join(Environment, Run.environment_id == Environment.id)
+                .order_by(Run.created_at.desc(), Run.id.desc()))
         return [dict(row._mapping) for row in c.execute(stmt)]
 
 
