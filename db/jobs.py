@@ -18,18 +18,26 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
+from db import liveness
 from db.access import require_writable
 from db.models import JOB_STATUSES, Job, Run, Worker
-from runner.format.limits import MAX_JOB_POINTS
-from runner.format.specs import SpecError, check_sweep, check_text
+from runner.format.limits import (
+    HEARTBEAT_S,
+    LOST_AFTER_S,
+    MAX_JOB_POINTS,
+    MAX_QUEUED_JOBS,
+    MAX_QUEUED_PER_SESSION,
+)
+from runner.format.specs import SpecError, check_sweep, check_text, estimate_cost
 from runner.format.vocab import FINISHED_STATUSES as FINISHED
 from runner.format.vocab import JOB_EXECUTORS
 
-HEARTBEAT_S = 5.0  # how often a worker says it is alive
-LOST_AFTER_S = 60.0  # silence after which a worker (and its running job) counts as lost
+# HEARTBEAT_S (how often a worker says it is alive) and LOST_AFTER_S (silence after which
+# a worker, its job or any run counts as lost) are runner/format/limits.py's, re-exported.
 # The fields of a queued job's spec: sweep's flags as data, no more.
 JOB_FIELDS = {"workload", "params", "batch_sizes", "modes", "device", "timing", "label"}
 MAX_ID = 2**31 - 1  # an INTEGER key: a larger id cannot exist (and PostgreSQL would refuse it)
+_QUEUE_LOCK = 0x6C62_7175  # PostgreSQL advisory lock key held while queueing ("lbqu")
 
 
 class JobSpecError(ValueError):
@@ -44,14 +52,19 @@ class JobFinished(ValueError):
     """Cancelling a job that already ended."""
 
 
+class QueueFull(JobSpecError):
+    """The queue holds as many waiting jobs as it may (in all, or from this session)."""
+
+
 # --- the spec -------------------------------------------------------------------------
 
-def check_spec(spec: Any) -> dict[str, Any]:
+def check_spec(spec: Any, memory_bytes: int | None = None) -> dict[str, Any]:
     """Normalise a queued sweep's spec (sweep's flags as data) or raise JobSpecError.
 
     The leaf's one check (runner/format/specs.py), as a queued job: only registered
     workloads (a job runs on whichever worker claims it, so it may never name a Python
-    import path) and device "auto" allowed."""
+    import path) and device "auto" allowed. Its cost is bounded too: the estimated peak
+    memory must fit `memory_bytes` (the target's memory; unknown: the default GPU's)."""
     if not isinstance(spec, dict):
         raise JobSpecError(f"job spec must be an object, got {type(spec).__name__}")
     unknown = set(spec) - JOB_FIELDS
@@ -64,6 +77,10 @@ def check_spec(spec: Any) -> dict[str, Any]:
     if len(s.batch_sizes) * len(s.modes) > MAX_JOB_POINTS:
         raise JobSpecError(f"{len(s.batch_sizes)} batch sizes x {len(s.modes)} modes is "
                            f"more than {MAX_JOB_POINTS} points for one job")
+    refusal = estimate_cost(s.workload, s.params, s.batch_sizes, s.modes).refusal(
+        memory_bytes)
+    if refusal:
+        raise JobSpecError(refusal)
     return {"workload": s.workload, "params": dict(s.params),
             "batch_sizes": list(s.batch_sizes), "modes": list(s.modes), "device": s.device,
             "timing": s.timing, "label": s.label}
@@ -101,27 +118,55 @@ def _row(row: Any) -> dict[str, Any]:
 
 def enqueue(engine: Engine, spec: dict[str, Any], target: str | None = None,
             label: str | None = None, *, executor: str = "local",
-            gpu_type: str | None = None) -> int:
+            gpu_type: str | None = None, session: str | None = None,
+            memory_bytes: int | None = None) -> int:
     """Queue a sweep; returns the job id. `label` overrides the spec's label.
 
-    A "slurm" job is claimed only by `worker --job ID` (runner/ops/slurm.py submits that)."""
+    A "slurm" job is claimed only by `worker --job ID` (runner/ops/slurm.py submits that).
+    `session`: the dashboard session queueing it; refused (QueueFull) when that session
+    already has MAX_QUEUED_PER_SESSION waiting jobs or the queue MAX_QUEUED_JOBS. `memory_bytes`:
+    the target's memory when known (default: DEFAULT_GPU_MEMORY_BYTES)."""
     require_writable("queue a job")
-    spec = check_spec({**spec, **({"label": label} if label is not None else {})})
+    spec = check_spec({**spec, **({"label": label} if label is not None else {})},
+                      memory_bytes)
     try:
         target = check_text(target, "target")
         gpu_type = check_text(gpu_type, "GPU type")
+        session = check_text(session, "session")
     except SpecError as e:
         raise JobSpecError(str(e)) from None
+    if session is not None and len(session) > 64:
+        raise JobSpecError(f"session {session[:20]!r}... is longer than 64 characters")
     if executor not in JOB_EXECUTORS:
         raise JobSpecError(f"executor {executor!r} is not one of {', '.join(JOB_EXECUTORS)}")
     with engine.begin() as c:
-        return c.execute(
+        if _is_pg(c):
+            # Concurrent enqueues must not both see room for one more job: one at a time
+            # (a transaction-scoped lock, released at commit). SQLite: the INSERT below
+            # takes the file's write lock before the count, which does the same.
+            c.execute(select(func.pg_advisory_xact_lock(_QUEUE_LOCK)))
+        job_id = c.execute(
             Job.__table__.insert().values(
                 spec=spec, device=spec["device"], target=target, label=spec["label"],
                 status="queued", cancel_requested=False, created_at=_now(c),
                 points_done=0, points_total=len(spec["modes"]) * len(spec["batch_sizes"]),
-                message="", executor=executor, gpu_type=gpu_type)
+                message="", executor=executor, gpu_type=gpu_type, session=session)
             .returning(Job.id)).scalar_one()
+        # Counted after the insert, in the same transaction: raising rolls it back. Only
+        # a dashboard session is capped: the CLI's user can run sweeps directly anyway.
+        if session is not None:
+            waiting = c.scalar(select(func.count()).select_from(Job)
+                               .where(Job.status == "queued"))
+            if waiting > MAX_QUEUED_JOBS:
+                raise QueueFull(f"not queued: the queue already holds {MAX_QUEUED_JOBS} "
+                                "waiting jobs; wait for some to run or cancel some")
+            mine = c.scalar(select(func.count()).select_from(Job).where(
+                Job.status == "queued", Job.session == session))
+            if mine > MAX_QUEUED_PER_SESSION:
+                raise QueueFull(f"not queued: this session already has "
+                                f"{MAX_QUEUED_PER_SESSION} waiting jobs; wait for them "
+                                "to run or cancel some")
+        return job_id
 
 
 def cancel(engine: Engine, job_id: int) -> str:
@@ -151,19 +196,28 @@ def _check_id(job_id: int) -> None:
         raise JobNotFound(f"job {job_id} does not exist")
 
 
-def get_job(engine: Engine, job_id: int) -> dict[str, Any]:
+def _shown(c: Connection, now: datetime | None):
+    """The job's status as readers show it ("lost" for a running job gone silent: see
+    db/liveness.py), beside the stored one."""
+    return liveness.job_status(liveness.cutoff(c, now)).label("shown_status")
+
+
+def get_job(engine: Engine, job_id: int, *, now: datetime | None = None) -> dict[str, Any]:
+    """The job's row, plus shown_status (decided at `now`, default the database's now)."""
     _check_id(job_id)
     with engine.connect() as c:
-        row = c.execute(select(Job.__table__).where(Job.id == job_id)).first()
+        row = c.execute(select(*Job.__table__.c, _shown(c, now))
+                        .where(Job.id == job_id)).first()
     if row is None:
         raise JobNotFound(f"job {job_id} does not exist")
     return _row(row)
 
 
-def list_jobs(engine: Engine, *, limit: int = 50) -> list[dict[str, Any]]:
-    """Newest first."""
-    stmt = select(Job.__table__).order_by(Job.id.desc()).limit(limit)
+def list_jobs(engine: Engine, *, limit: int = 50,
+              now: datetime | None = None) -> list[dict[str, Any]]:
+    """Newest first, each with shown_status (see get_job)."""
     with engine.connect() as c:
+        stmt = select(*Job.__table__.c, _shown(c, now)).order_by(Job.id.desc()).limit(limit)
         return [_row(r) for r in c.execute(stmt)]
 
 
@@ -323,30 +377,40 @@ def finish(engine: Engine, job_id: int, status: str, message: str = "") -> bool:
                                  message=message[:2000]).returning(Job.id)).first() is not None
 
 
-def reap_lost(engine: Engine, timeout_s: float = LOST_AFTER_S) -> list[int]:
-    """Mark running jobs whose heartbeat is older than `timeout_s` failed ("worker lost"),
-    and their runs too. Their finished points stay: only statuses change.
+def reap_lost(engine: Engine, timeout_s: float = LOST_AFTER_S, *,
+              now: datetime | None = None) -> list[int]:
+    """Persist what readers already show (db/liveness.py): running jobs whose heartbeat
+    is older than `timeout_s` become failed ("worker lost"), and their runs too; so do
+    running runs with no live writer of their own (a SIGKILLed `runner sweep`). Their
+    finished points stay: only statuses change. Returns the lost jobs' ids.
 
-    The Launch page calls this every second in every open tab, so the common case (no
-    lost job) is one read: the write transaction (SQLite's file lock) only when needed."""
+    Workers call this before each claim, `runner sweep` before it starts, and the Launch
+    page on its button only; the common case (nothing lost) is one read: the write
+    transaction (SQLite's file lock) only when needed."""
     with engine.connect() as c:
-        now = _now(c)
-        stale = c.execute(select(Job.id).where(
-            Job.status == "running", Job.heartbeat_at < now - timedelta(seconds=timeout_s))
-            .limit(1)).first()
-    if stale is None:
+        limit = liveness.cutoff(c, now, timeout_s)
+        stale = c.execute(select(Job.id).where(liveness.job_is_lost(limit)).limit(1)).first()
+        stale_run = c.execute(select(Run.id).where(liveness.run_is_lost(limit))
+                              .limit(1)).first()
+    if stale is None and stale_run is None:
         return []
+    require_writable("mark lost runs and jobs")
     with engine.begin() as c:
-        now = _now(c)
-        lost = c.execute(update(Job).where(
-            Job.status == "running", Job.heartbeat_at < now - timedelta(seconds=timeout_s))
-            .values(status="failed", finished_at=now, current_point=None,
-                    message="worker lost: no heartbeat for "
-                            f"{timeout_s:g} s").returning(Job.id, Job.run_id)).all()
+        at, limit = _now(c), liveness.cutoff(c, now, timeout_s)
+        lost = c.execute(update(Job).where(liveness.job_is_lost(limit))
+                         .values(status="failed", finished_at=at, current_point=None,
+                                 message="worker lost: no heartbeat for "
+                                         f"{timeout_s:g} s").returning(Job.id, Job.run_id)
+                         ).all()
         run_ids = [r.run_id for r in lost if r.run_id is not None]
         if run_ids:
             c.execute(update(Run).where(Run.id.in_(run_ids), Run.status == "running")
-                      .values(status="failed", finished_at=now))
+                      .values(status="failed", finished_at=at))
+        # A run's own heartbeat (a sweep writing it, in a worker or not): a job still
+        # running keeps its run (its worker beats both; the job's verdict comes first).
+        alive = select(Job.run_id).where(Job.status == "running", Job.run_id.is_not(None))
+        c.execute(update(Run).where(liveness.run_is_lost(limit), Run.id.not_in(alive))
+                  .values(status="failed", finished_at=at))
     return sorted(r.id for r in lost)
 
 
@@ -363,7 +427,8 @@ def progress(job: dict[str, Any], now: datetime) -> dict[str, Any]:
 
 
 __all__ = ["FINISHED", "HEARTBEAT_S", "JOB_STATUSES", "LOST_AFTER_S", "JobFinished",
-           "JobNotFound", "JobSpecError", "can_serve", "cancel", "check_spec", "claim_job",
+           "JobNotFound", "JobSpecError", "QueueFull", "can_serve", "cancel", "check_spec",
+           "claim_job",
            "claim_next", "db_now", "end_unfinished", "enqueue", "finish", "get_job",
            "heartbeat", "link_run", "list_jobs", "live_workers", "progress", "reap_lost",
            "register_worker", "set_slurm_job", "slurm_jobs_in_flight", "stop_worker",

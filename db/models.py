@@ -89,6 +89,9 @@ class Run(Base):
     command: Mapped[str | None] = mapped_column(Text)
     # What the run measured: a sweep (measurements) or a serve replay (serve_* tables).
     kind: Mapped[str] = mapped_column(String(16), default="sweep", server_default="sweep")
+    # Set while the run is being written (db/store.py heartbeat_run); a running run whose
+    # heartbeat is older than limits.LOST_AFTER_S reads as lost (db/liveness.py).
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     environment: Mapped[Environment] = relationship()
     measurements: Mapped[list[Measurement]] = relationship(
@@ -188,12 +191,15 @@ class Job(Base):
     executor: Mapped[str] = mapped_column(String(8), default="local", server_default="local")
     gpu_type: Mapped[str | None] = mapped_column(String(64))
     slurm_job_id: Mapped[str | None] = mapped_column(String(32))
+    # The dashboard session that queued it (None from the CLI): the per-session cap.
+    session: Mapped[str | None] = mapped_column(String(64))
 
     __table_args__ = (
         CheckConstraint(_one_of("status", JOB_STATUSES), name="ck_job_status"),
         CheckConstraint(_one_of("device", JOB_DEVICES), name="ck_job_device"),
         CheckConstraint(_one_of("executor", JOB_EXECUTORS), name="ck_job_executor"),
         Index("ix_jobs_status", "status", "id"),
+        Index("ix_jobs_session", "session", "status"),
     )
 
 

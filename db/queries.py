@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
 from sqlalchemy import case, func, select
 from sqlalchemy.engine import Engine
 
+from db import liveness
 from db.models import Environment, Measurement, Run, ServeResult
 from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
 
 
-def list_runs(engine: Engine) -> list[dict[str, Any]]:
-    """Every run, newest first, with what tells runs apart: workload, GPU, torch, status."""
-    stmt = (select(Run.id, Run.uuid, Run.created_at, Run.workload, Run.status, Run.label,
-                   Run.source, Environment.device, Environment.gpu_name,
-                   Environment.torch_version)
-            .join(Environment, Run.environment_id == Environment.id)
-            .order_by(Run.created_at.desc(), Run.id.desc()))
+def list_runs(engine: Engine, now: datetime | None = None) -> list[dict[str, Any]]:
+    """Every run, newest first, with what tells runs apart: workload, GPU, torch, status
+    ("lost" for a running run whose writer went silent, see db/liveness.py)."""
     with engine.connect() as c:
+        status = liveness.run_status(liveness.cutoff(c, now)).label("status")
+        stmt = (select(Run.id, Run.uuid, Run.created_at, Run.workload, status, Run.label,
+                       Run.source, Environment.device, Environment.gpu_name,
+                       Environment.torch_version)
+                .join(Environment, Run.environment_id == Environment.id)
+                .order_by(Run.created_at.desc(), Run.id.desc()))
         return [dict(row._mapping) for row in c.execute(stmt)]
 
 
@@ -33,8 +37,11 @@ RUN_COLUMNS = ("id", "uuid", "kind", "workload", "workload_params", "dtype", "cr
 CPU = "cpu"  # what a run without a GPU shows and filters as, in the GPU column
 
 
-def _run_env_columns():
-    return ([getattr(Run, c) for c in RUN_COLUMNS]
+def _run_env_columns(c, now: datetime | None = None):
+    # status as readers show it: "lost" for a running run whose writer went silent
+    # (db/liveness.py), decided here at read time, so read-only mode shows it too.
+    shown = {"status": liveness.run_status(liveness.cutoff(c, now)).label("status")}
+    return ([shown.get(col, getattr(Run, col)) for col in RUN_COLUMNS]
             + [getattr(Environment, f) for f in ENVIRONMENT_FIELDS])
 
 
@@ -62,9 +69,10 @@ def run_filter_options(engine: Engine) -> dict[str, list[str]]:
 
 def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
                workloads: list[str] | tuple = (), torches: list[str] | tuple = (),
-               limit: int | None = None) -> pd.DataFrame:
+               limit: int | None = None, now: datetime | None = None) -> pd.DataFrame:
     """Runs with their environment and point counts, newest first. An empty filter list
-    means no filter on that field; ``cpu`` in `gpus` matches runs without a GPU."""
+    means no filter on that field; ``cpu`` in `gpus` matches runs without a GPU. `now`:
+    the time "lost" is decided at (default: the database's clock)."""
     # The noise counts the Runs page badges (pages/common/analysis.noise_counts computes
     # the same from points): summed here so listing runs never loads every point.
     measured = (Measurement.status == "ok") & Measurement.step_ms.is_not(None)
@@ -79,7 +87,8 @@ def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
                      *(func.sum(case((cond, 1), else_=0)).label(name)
                        for name, cond in flags.items()))
               .group_by(Measurement.run_id).subquery())
-    stmt = (select(*_run_env_columns(), func.coalesce(counts.c.points, 0).label("points"),
+    stmt = (select(*_run_env_columns(engine, now),
+                   func.coalesce(counts.c.points, 0).label("points"),
                    *(func.coalesce(counts.c[name], 0).label(name) for name in flags))
             .join(Environment, Run.environment_id == Environment.id)
             .outerjoin(counts, counts.c.run_id == Run.id)
@@ -101,12 +110,14 @@ def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
         return _frame(c.execute(stmt), columns)
 
 
-def runs_headers(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
+def runs_headers(engine: Engine, run_ids: list[int] | tuple,
+                 now: datetime | None = None) -> pd.DataFrame:
     """Header and environment of the given runs (those that exist), in the order asked."""
     ids = [int(i) for i in run_ids]
     if not ids:
         return pd.DataFrame(columns=[*RUN_COLUMNS, *ENVIRONMENT_FIELDS])
-    stmt = (select(*_run_env_columns()).join(Environment, Run.environment_id == Environment.id)
+    stmt = (select(*_run_env_columns(engine, now))
+            .join(Environment, Run.environment_id == Environment.id)
             .where(Run.id.in_(ids)))
     with engine.connect() as c:
         df = _frame(c.execute(stmt), [*RUN_COLUMNS, *ENVIRONMENT_FIELDS])
@@ -114,9 +125,10 @@ def runs_headers(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
     return df.sort_values("id", key=lambda s: s.map(order)).reset_index(drop=True)
 
 
-def run_header(engine: Engine, run_id: int) -> dict[str, Any] | None:
+def run_header(engine: Engine, run_id: int,
+               now: datetime | None = None) -> dict[str, Any] | None:
     """One run's header and environment as a dict; None when no run has this id."""
-    df = runs_headers(engine, [run_id])
+    df = runs_headers(engine, [run_id], now)
     if df.empty:
         return None
     row = df.iloc[0].to_dict()
@@ -215,6 +227,15 @@ def trend_runs(engine: Engine, workload: str, gpu: str) -> pd.DataFrame:
         return _frame(c.execute(stmt), TREND_RUN_COLUMNS)
 
 
+def gpu_memory(engine: Engine, gpu: str | None) -> int | None:
+    """The memory of GPU `gpu` as runs measured on it recorded it; None when unknown."""
+    if not gpu or gpu == CPU:
+        return None
+    with engine.connect() as c:
+        return c.scalar(select(func.max(Environment.gpu_memory_bytes))
+                        .where(func.lower(Environment.gpu_name) == gpu.lower()))
+
+
 def past_durations(engine: Engine, workload: str, gpu: str | None = None,
                    limit: int = 20) -> pd.DataFrame:
     """The latest finished sweeps of `workload` (on GPU `gpu` when given; ``cpu``: runs
@@ -256,4 +277,7 @@ def data_version(engine: Engine) -> tuple:
     with engine.connect() as c:
         runs = c.execute(select(func.max(Run.id), func.count(Run.finished_at))).one()
         points = c.execute(select(func.max(Measurement.id))).scalar()
-    return (runs[0], runs[1], points)
+        # A run going lost is no write at all: counted, so it shows without a ttl wait.
+        lost = c.execute(select(func.count()).select_from(Run).where(
+            liveness.run_is_lost(liveness.cutoff(c)))).scalar()
+    return (runs[0], runs[1], points, lost)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, selectinload
 
-from db import rows
+from db import liveness, rows
 from db.access import require_writable
 from db.models import Run
 from db.rows import RunNotFound, environment_key  # noqa: F401 - part of this API
@@ -18,21 +18,35 @@ from runner.format.bundle import BundleError
 
 
 def start_run(engine: Engine, environment: dict[str, Any], run: dict[str, Any]) -> int:
-    """Store a run's header before its first point; returns the run id."""
+    """Store a run's header before its first point; returns the run id. Its first
+    heartbeat too: the writer then calls heartbeat_run until it finishes the run."""
     with Session(engine) as s, s.begin():
         row = rows.run_row(run, rows.environment_row(s, environment))
+        row.heartbeat_at = liveness.now_expr(engine)
         s.add(row)
         s.flush()
         return row.id
 
 
+def heartbeat_run(engine: Engine, run_id: int) -> bool:
+    """Say the run's writer is alive. False when the run is no longer running (reaped
+    as lost, say): the writer's beats change nothing then."""
+    with engine.begin() as c:
+        return c.execute(update(Run).where(Run.id == run_id, Run.status == "running")
+                         .values(heartbeat_at=liveness.now_expr(c))
+                         .returning(Run.id)).first() is not None
+
+
 def add_measurement(engine: Engine, run_id: int, measurement: dict[str, Any]) -> None:
-    """Commit one finished point, so a crash loses only the point in flight."""
+    """Commit one finished point, so a crash loses only the point in flight. A point is
+    a sign of life: the run's heartbeat moves in the same transaction."""
     fmt.check_measurement(measurement)  # BundleError: one line, nothing written
     with Session(engine) as s, s.begin():
         row = rows.measurement_row(measurement)
         row.run_id = run_id
         s.add(row)
+        s.execute(update(Run).where(Run.id == run_id, Run.status == "running")
+                  .values(heartbeat_at=liveness.now_expr(engine)))
 
 
 def finish_run(engine: Engine, run_id: int, status: str,
@@ -147,7 +161,7 @@ def delete_run(engine: Engine, run_id: int) -> dict[str, Any]:
     """Remove a run with its points and serve data; returns a few facts for the message.
     Refused in read-only share mode; RunNotFound when there is no such run."""
     require_writable("delete a run")
-    from sqlalchemy import delete, func, update
+    from sqlalchemy import delete, func
 
     from db.models import Job, Measurement, ServeConfig, ServeProfilePoint, ServeResult
 
@@ -192,4 +206,4 @@ def export_bundle(engine: Engine, run_id: int) -> dict[str, Any]:
 
 __all__ = ["BundleConflict", "BundleError", "RunNotFound", "add_measurement",
            "delete_run", "environment_key", "export_bundle", "fingerprint", "finish_run",
-           "import_bundle", "import_safely", "start_run"]
+           "heartbeat_run", "import_bundle", "import_safely", "start_run"]

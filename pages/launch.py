@@ -7,7 +7,7 @@ import re
 import streamlit as st
 
 import runner.ops.slurm as slurm
-from db import jobs, queries
+from db import jobs, liveness, queries
 from db.access import ReadOnlyError, read_only
 from pages.common import launch_form as lf
 from pages.common import ui
@@ -24,6 +24,14 @@ try:  # the admin's settings (environment, config file), never the browser's
     cluster = slurm.load_config() if slurm.executor() == "slurm" else None
 except slurm.SlurmError as e:
     broken = f"Launching is off: the Slurm executor is misconfigured: {e}"
+
+
+def session_id() -> str | None:
+    """This browser session's id: what the per-session queue cap counts by."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else None
 
 
 def param_widget(f: dict, key: str):
@@ -73,6 +81,7 @@ else:
                                 format_func=lambda t: f"{t} · {queue[t]}",
                                 key="lf_gpu_type")
     label = st.text_input("Label", key="lf_label", max_chars=MAX_LABEL)
+    st.caption(lf.limits_text(None, "any GPU"))
     # Checked on every change, so a bad field says so beside it before Launch.
     checked = lf.check({"workload": workload, "params": params, "modes": modes,
                         "batch_preset": preset, "custom_batches": custom,
@@ -80,6 +89,7 @@ else:
                         "label": label})
     for name, message in lf.field_errors(checked.errors, [f["name"] for f in fields]).items():
         columns[[f["name"] for f in fields].index(name)].error(message)
+    memory, refusal = None, None
     if checked.spec is not None:
         workers = jobs.live_workers(engine)
         gpu = gpu_type if cluster is not None else lf.history_gpu(device, checked.target,
@@ -87,6 +97,11 @@ else:
         history = queries.past_durations(engine, workload, gpu)
         where = {None: "any GPU", "cpu": "CPU"}.get(gpu, gpu)
         st.info(lf.estimate(checked.spec, history, where).text(), icon=":material/timer:")
+        memory = queries.gpu_memory(engine, gpu)
+        cost, refusal = lf.cost(checked.spec, memory)
+        st.caption(cost)
+        if refusal:
+            st.error(f"Cannot be queued: {refusal}")
         reason = None if cluster is not None else lf.no_worker_reason(
             workers, device, checked.target, importlib.util.find_spec("torch") is not None)
         if reason:
@@ -101,10 +116,12 @@ else:
             try:
                 if cluster is not None:
                     job_id, sid = slurm.submit(engine, checked.spec, gpu_type, ui.db_url(),
-                                               cluster)
+                                               cluster, session=session_id(),
+                                               memory_bytes=memory)
                     done = f" as Slurm job {sid} (GPU type {gpu_type})."
                 else:
-                    job_id = jobs.enqueue(engine, checked.spec, checked.target)
+                    job_id = jobs.enqueue(engine, checked.spec, checked.target,
+                                          session=session_id(), memory_bytes=memory)
                     pid = ensure_local_worker(engine, jobs.get_job(engine, job_id),
                                               ui.db_url())
                     done = " and started a worker on this machine." if pid else "."
@@ -128,20 +145,34 @@ def followed_job() -> int | None:
 
 @st.fragment(run_every=1.0)
 def live() -> None:
+    # Reads only, every second: "lost" is decided at read time (db/liveness.py); workers,
+    # `runner sweep` and the button below persist it. reconcile writes only when a Slurm
+    # job in flight has ended (else it is one read).
     if not locked:
         slurm.reconcile(engine)  # a job whose Slurm job ended fails with Slurm's reason
-        jobs.reap_lost(engine)  # a dead worker's job must not look 'running' forever
     job_id, now = followed_job(), jobs.db_now(engine)
     if job_id is not None:
         try:
-            job = jobs.get_job(engine, job_id)
+            job = jobs.get_job(engine, job_id, now=now)
         except jobs.JobNotFound as e:
             st.warning(str(e))
             job = None
         if job is not None:
             show_job(job, jobs.progress(job, now))
     st.subheader("Queue")
-    queue = jobs.list_jobs(engine, limit=20)
+    queue = jobs.list_jobs(engine, limit=20, now=now)
+    lost = [j["id"] for j in queue if j["shown_status"] == "lost"]
+    lost_runs = [] if locked else liveness.lost_runs(engine, now)
+    if (lost or lost_runs) and not locked and st.button(
+            f"Mark {len(lost)} lost job(s) and {len(lost_runs)} lost run(s) failed",
+            key="reap_lost",
+            help="Their writers (a worker, a `runner sweep`) stopped heartbeating: record "
+                 "them as failed. Workers and `runner sweep` do this too when they run."):
+        try:
+            jobs.reap_lost(engine)
+        except ReadOnlyError as e:
+            st.warning(str(e))
+        st.rerun(scope="fragment")
     st.dataframe(lf.queue_rows(queue, ui.app_url()), hide_index=True,
                  column_config={"run": st.column_config.LinkColumn("run", display_text=
                                                                    r"run=(\d+)")})
@@ -157,7 +188,7 @@ def live() -> None:
 
 
 def show_job(job: dict, p: dict) -> None:
-    st.subheader(f"Job {job['id']}: {job['status']}")
+    st.subheader(f"Job {job['id']}: {job['shown_status']}")
     total = p["total"] or 0
     st.progress(p["fraction"] or 0.0, text=f"{p['done']} of {total} points · "
                 f"{lf.describe_point(job)}")
@@ -168,6 +199,9 @@ def show_job(job: dict, p: dict) -> None:
     c3.metric("Worker", job["worker_name"] or waiting)
     if job["message"]:
         st.caption(job["message"])
+    if job["shown_status"] == "lost":
+        st.warning("Its worker stopped heartbeating: the job is lost. Its finished points "
+                   "stay in its run.")
     if job["status"] in ("queued", "running") and not locked:
         if job["cancel_requested"]:
             st.caption("Cancel requested: it stops after the point in flight.")

@@ -12,7 +12,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.format.catalog import WORKLOADS, WorkloadError
-from runner.format.specs import SpecError, check_sweep, check_text, parse_batch_sizes
+from runner.format.limits import (
+    DEFAULT_GPU_MEMORY_BYTES,
+    MAX_BATCH_SIZE,
+    MAX_BATCH_SIZES,
+    MAX_JOB_POINTS,
+    MAX_QUEUED_JOBS,
+    MAX_QUEUED_PER_SESSION,
+    MEMORY_HEADROOM,
+)
+from runner.format.specs import (
+    SpecError,
+    check_sweep,
+    check_text,
+    estimate_cost,
+    gib,
+    parse_batch_sizes,
+)
 from runner.format.vocab import MODES, TIMINGS
 
 DEVICES = {"auto": "auto (the worker's: cuda if it has one)", "cuda": "cuda", "cpu": "cpu"}
@@ -137,7 +153,8 @@ def queue_rows(queue: list[dict[str, Any]], base_url: str | None) -> list[dict[s
     """The queue table: one row per job, a link to its run once there is one."""
     from pages.common.links import run_url
 
-    return [{"job": j["id"], "status": j["status"], "workload": j["spec"].get("workload"),
+    return [{"job": j["id"], "status": j.get("shown_status") or j["status"],
+             "workload": j["spec"].get("workload"),
              "points": f"{j['points_done']}/{j['points_total']}",
              "now": j["current_point"] or "", "device": j["device"],
              "target": j["target"] or "any", "worker": j["worker_name"] or "",
@@ -257,3 +274,32 @@ def no_worker_reason(workers: list[dict[str, Any]], device: str, target: str | N
 def field_errors(errors: dict[str, str], names: list[str]) -> dict[str, str]:
     """Errors keyed by parameter name (the form shows each beside its field)."""
     return {n: errors[f"param.{n}"] for n in names if f"param.{n}" in errors}
+
+
+# --- what one job may cost, and how many may wait ---------------------------------------------
+
+def limits_text(memory_bytes: int | None, where: str) -> str:
+    """The queue's limits in words, shown on the form: what enqueue refuses."""
+    known = memory_bytes is not None
+    memory = memory_bytes if known else DEFAULT_GPU_MEMORY_BYTES
+    whose = f"{where}'s {gib(memory)}" if known else (
+        f"{gib(memory)}, assumed while the target's memory is unknown")
+    return (f"Limits: at most {MAX_JOB_POINTS} points (modes x batch sizes) and "
+            f"{MAX_BATCH_SIZES} batch sizes of up to {MAX_BATCH_SIZE} per job; the "
+            f"estimated peak memory must fit in {MEMORY_HEADROOM:.0%} of {whose}; at most "
+            f"{MAX_QUEUED_PER_SESSION} waiting jobs from this session, and none while "
+            f"the queue holds {MAX_QUEUED_JOBS}.")
+
+
+def cost(spec: dict[str, Any], memory_bytes: int | None) -> tuple[str, str | None]:
+    """(the job's estimated cost in words, why the queue refuses it or None)."""
+    c = estimate_cost(spec["workload"], spec.get("params") or {}, spec["batch_sizes"],
+                      spec["modes"])
+    memory = ("memory not estimated for this workload" if c.memory_bytes is None else
+              f"estimated peak memory {gib(c.memory_bytes)} (from the model's shapes, at "
+              f"batch size {max(spec['batch_sizes'])})")
+    refusal = c.refusal(memory_bytes)
+    if c.points > MAX_JOB_POINTS:
+        refusal = (f"{c.points} points is more than {MAX_JOB_POINTS} for one job: fewer "
+                   "modes or batch sizes")
+    return f"{c.points} point(s) · {memory}", refusal

@@ -48,3 +48,22 @@ MAX_NODES = 2_000_000                # values in the whole document
 MAX_POINTS = MAX_BATCH_SIZES * 4     # measurements: every mode at every batch size
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MAX = 2**31 - 1                # an INTEGER column on PostgreSQL
+# Heartbeats: how often a writer (a worker, a sweep writing to the database) says it is
+# alive, and the silence after which its run or job counts as lost. One figure for runs,
+# jobs and workers: readers decide "lost" with it at read time, writers persist it.
+HEARTBEAT_S = 5.0
+LOST_AFTER_S = 60.0
+# The queue, which a writable dashboard opens to anyone who can reach it: a dashboard
+# session may not queue while the queue holds MAX_QUEUED_JOBS waiting jobs, or while it
+# has MAX_QUEUED_PER_SESSION of its own. A full sweep takes minutes, so more than this is
+# a runaway script, not a user. (`runner enqueue` is not capped: its user has the
+# database and can run sweeps directly.)
+MAX_QUEUED_JOBS = 100
+MAX_QUEUED_PER_SESSION = 5
+# A job's memory bound: its estimated peak (runner/format/specs.py estimate_cost) must fit
+# in this share of the target's memory. When the target's memory is unknown (a queued job
+# may go to any worker) the bound uses DEFAULT_GPU_MEMORY_BYTES, the memory of the
+# 80 GiB data-centre GPUs (A100 80GB, H100 80GB) the queue is meant for; a worker checks
+# again against its own GPU before measuring.
+MEMORY_HEADROOM = 0.9
+DEFAULT_GPU_MEMORY_BYTES = 80 << 30

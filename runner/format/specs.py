@@ -24,14 +24,16 @@ from runner.format.buckets import (
 )
 from runner.format.catalog import WorkloadError, check_workload
 from runner.format.limits import (
+    DEFAULT_GPU_MEMORY_BYTES,
     MAX_BATCH_SIZE,
     MAX_BATCH_SIZES,
     MAX_LABEL,
     MAX_PROCESSES,
     MAX_REQUESTS,
     MAX_SEED,
+    MEMORY_HEADROOM,
 )
-from runner.format.vocab import DEFAULT_PROCESSES, JOB_DEVICES, MODES, TIMINGS
+from runner.format.vocab import DEFAULT_PROCESSES, JOB_DEVICES, MODE_TABLE, MODES, TIMINGS
 
 ELLIPSIS = ("...", "\u2026")
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?\Z")
@@ -193,6 +195,77 @@ def check_sweep(spec: SweepSpec | Mapping[str, Any], *, allow_import: bool = Tru
     return SweepSpec(workload=name, params=dict(params), batch_sizes=sizes, modes=modes,
                      device=device, timing=timing, label=check_text(raw.get("label"), "label"),
                      processes=p)
+
+
+# --- cost: what a sweep asks of the machine, before it is queued ---------------------------
+# An estimate from the model's shapes alone (no torch, nothing measured): the parameters,
+# the KV cache and the activations a CUDA graph's pool can keep alive, at the largest
+# batch size, in the workload's dtype. It errs high (every intermediate of a graph mode
+# counted as kept), since its one use is to refuse what cannot fit, not to predict.
+
+DTYPE_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
+
+
+@dataclass(frozen=True)
+class Cost:
+    points: int  # modes x batch sizes
+    memory_bytes: int | None  # estimated peak; None: no model of this workload's memory
+
+    def refusal(self, available: int | None = None) -> str | None:
+        """Why this cannot run on a device of `available` bytes (unknown: the default
+        GPU's), as one line; None when it fits."""
+        if self.memory_bytes is None:
+            return None
+        total = DEFAULT_GPU_MEMORY_BYTES if available is None else available
+        allowed = int(total * MEMORY_HEADROOM)
+        if self.memory_bytes <= allowed:
+            return None
+        return (f"needs about {gib(self.memory_bytes)} of device memory at its largest "
+                f"batch size, more than the {gib(allowed)} allowed "
+                f"({MEMORY_HEADROOM:.0%} of {gib(total)}): use fewer or smaller layers or "
+                "batch sizes")
+
+
+def gib(n: float) -> str:
+    return f"{n / 2**30:,.1f} GiB" if n >= 2**27 else f"{n / 2**20:,.1f} MiB"
+
+
+def _mlp_bytes(p: Mapping[str, Any], batch: int, graphs: bool) -> int:
+    w, depth, s = p["width"], p["depth"], DTYPE_BYTES[p["dtype"]]
+    weights = depth * (w * w + w) * s
+    # A graph's pool keeps each Linear's and ReLU's output; eager keeps two at a time.
+    # Plus the float32 input on its way to the device and the eager reference output.
+    live = (2 * depth + 2) if graphs else 4
+    return weights + (live + 1) * batch * w * s + batch * w * 4
+
+
+def _decoder_bytes(p: Mapping[str, Any], batch: int, graphs: bool) -> int:
+    layers, d, heads = p["layers"], p["d_model"], p["heads"]
+    kv, vocab, s = p["kv_len"], p["vocab"], DTYPE_BYTES[p["dtype"]]
+    weights = (2 * vocab * d + layers * (12 * d * d + 13 * d) + 2 * d) * s
+    cache = layers * 2 * batch * kv * d * s + batch * kv * d * 4  # + one float32 draw
+    # Per layer: attention scores (float32 softmax and a copy in dtype) and the MLP's
+    # 4x-wide intermediates; a graph keeps every layer's, eager one layer's at a time.
+    per_layer = batch * heads * (kv + 1) * (8 + s) + batch * d * 12 * s
+    logits = 2 * batch * vocab * s  # the output and the eager reference
+    return weights + cache + (layers if graphs else 2) * per_layer + logits
+
+
+_MEMORY_MODELS = {"mlp": _mlp_bytes, "transformer-decode": _decoder_bytes}
+
+
+def estimate_cost(workload: str, params: Mapping[str, str], batch_sizes: tuple[int, ...]
+                  | list[int], modes: tuple[str, ...] | list[str]) -> Cost:
+    """Points and estimated peak memory of a sweep of a registered workload. The peak
+    is the largest batch size's: each point's graphs and compiled code are dropped
+    before the next point (runner/core/point.py reset_state)."""
+    name, typed = check_workload(workload, dict(params), allow_import=False)
+    points = len(batch_sizes) * len(modes)
+    model = _MEMORY_MODELS.get(name)
+    if model is None or not batch_sizes or not modes:
+        return Cost(points, None)
+    graphs = any(MODE_TABLE[m].graph or MODE_TABLE[m].compiled for m in modes)
+    return Cost(points, model(typed, max(batch_sizes), graphs))
 
 
 # --- serve: one stream of requests under each strategy -----------------------------------

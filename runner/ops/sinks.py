@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import os
+import threading
 from typing import Any
 
 from runner.format import bundle as fmt
@@ -66,16 +67,36 @@ class BundleSink(MemorySink):
 
 class DbSink:
     """Stores the run header at start and each point as soon as it finishes, so a crash
-    loses only the point in flight."""
+    loses only the point in flight. While the run is open a background thread heartbeats
+    it every `heartbeat_s`, so a long point (a compile) does not read as lost and a
+    killed process (SIGKILL: no clean-up runs) does, once LOST_AFTER_S has passed."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: Any, heartbeat_s: float | None = None) -> None:
+        from runner.format.limits import HEARTBEAT_S
+
         self.engine = engine
         self.run_id: int | None = None
+        self.heartbeat_s = HEARTBEAT_S if heartbeat_s is None else heartbeat_s
+        self._stop = threading.Event()
+        self._beats: threading.Thread | None = None
 
     def start(self, environment: dict[str, Any], run: dict[str, Any]) -> None:
         from db import store  # here, not at import: db needs SQLAlchemy
 
         self.run_id = store.start_run(self.engine, environment, run)
+        self._beats = threading.Thread(target=self._beat, args=(self.run_id,), daemon=True,
+                                       name="launchbench-run-heartbeat")
+        self._beats.start()
+
+    def _beat(self, run_id: int) -> None:
+        from db import store
+
+        while not self._stop.wait(self.heartbeat_s):
+            try:
+                if not store.heartbeat_run(self.engine, run_id):
+                    return  # finished, or reaped as lost: nothing left to keep alive
+            except Exception:  # noqa: BLE001 - a database hiccup: the next beat retries
+                continue
 
     def point(self, measurement: dict[str, Any]) -> None:
         from db import store
@@ -89,6 +110,11 @@ class DbSink:
 
         if self.run_id is not None:
             store.finish_run(self.engine, self.run_id, status)
+        self.close()  # not on failure: a caller retrying the write still beats
+
+    def close(self) -> None:
+        """Stop heartbeating (the run is finished, or its writer gives up on it)."""
+        self._stop.set()
 
 
 class Tee:

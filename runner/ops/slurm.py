@@ -286,16 +286,18 @@ def verdict(slurm_job_id: str, info: dict[str, str] | None) -> str:
 # --- the executor's operations -------------------------------------------------------------
 
 def submit(engine, spec: dict[str, Any], gpu_type: str, db_url: str,
-           config: SlurmConfig | None = None) -> tuple[int, str]:
+           config: SlurmConfig | None = None, *, session: str | None = None,
+           memory_bytes: int | None = None) -> tuple[int, str]:
     """Queue `spec` for a node of `gpu_type` and submit its batch job: (job id, Slurm job
     id). A refusal (unknown type, a partition Slurm refuses, no sbatch) raises SlurmError
-    and leaves no job behind."""
+    and leaves no job behind. `session`, `memory_bytes`: the queue's bounds (jobs.enqueue)."""
     from db import jobs
 
     config = config or load_config()
     config.gpu_type(gpu_type)  # before anything is written
     _require("sbatch")
-    job_id = jobs.enqueue(engine, spec, executor="slurm", gpu_type=gpu_type)
+    job_id = jobs.enqueue(engine, spec, executor="slurm", gpu_type=gpu_type,
+                          session=session, memory_bytes=memory_bytes)
     try:
         sid = sbatch(script(jobs.get_job(engine, job_id), config), db_url)
     except BaseException:

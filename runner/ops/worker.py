@@ -15,11 +15,46 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 
 from db import jobs
 
 POLL_S = 1.0
+# A result write that meets a database outage is tried again after each of these pauses
+# (about 3 minutes in all, past a PostgreSQL restart), then given up: the measured
+# points are then kept in a bundle file (UNSENT_DIR) to import once the database is back.
+RETRY_DELAYS_S = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 30.0, 30.0, 30.0, 30.0)
+UNSENT_DIR = "LAUNCHBENCH_UNSENT_DIR"  # environment: where such bundles go (default: cwd)
+
+
+def _outage(e: BaseException) -> bool:
+    """A database that is away (restarting, connection killed, file locked), not one
+    refusing the value: only the first is worth waiting for."""
+    return isinstance(e, (OperationalError, InterfaceError)) or bool(
+        getattr(e, "connection_invalidated", False))
+
+
+def retrying(call: Callable[[], Any], what: str, *, log: Callable[[str], None],
+             sleep: Callable[[float], None] = time.sleep,
+             delays: tuple[float, ...] = RETRY_DELAYS_S, idempotent: bool = False) -> Any:
+    """`call()`, tried again through a database outage with bounded back-off.
+
+    `idempotent`: a retried insert that meets its own row (the first try committed but
+    its answer was lost with the connection) counts as done."""
+    for attempt, delay in enumerate((*delays, None)):
+        try:
+            return call()
+        except IntegrityError:
+            if idempotent and attempt:
+                return None
+            raise
+        except DBAPIError as e:
+            if delay is None or not _outage(e):
+                raise
+            first = (str(e.orig or e).strip().splitlines() or ["?"])[0]
+            log(f"{what}: database unavailable ({first}); trying again in {delay:g} s")
+            sleep(delay)
+    raise AssertionError("unreachable")
 
 
 def identity() -> dict[str, Any]:
@@ -29,26 +64,59 @@ def identity() -> dict[str, Any]:
     has_cuda = torch.cuda.is_available()
     return {"hostname": socket.gethostname(), "pid": os.getpid(), "has_cuda": has_cuda,
             "gpu_name": torch.cuda.get_device_name(0) if has_cuda else None,
-            "torch_version": torch.__version__}
+            "torch_version": torch.__version__,
+            # What a job's memory bound is checked against here (None: the default's).
+            "gpu_memory_bytes": (torch.cuda.get_device_properties(0).total_memory
+                                 if has_cuda else None)}
 
 
 class _JobSink:
-    """The database sink, plus the job -> run link as soon as the run row exists."""
+    """The database sink, plus the job -> run link as soon as the run row exists. Every
+    write is retried through an outage (retrying); a copy in memory keeps what was
+    measured for a bundle file should the database stay away."""
 
-    def __init__(self, engine, job_id: int) -> None:
-        from runner.ops.sinks import DbSink
+    def __init__(self, engine, job_id: int, retry: Callable[..., Any]) -> None:
+        from runner.ops.sinks import DbSink, MemorySink
 
         self.engine, self.job_id, self.db = engine, job_id, DbSink(engine)
+        self.memory, self._retry_with, self.down = MemorySink(), retry, False
+
+    def retry(self, call: Callable[[], Any], what: str, **kw: Any) -> Any:
+        """Through an outage, once: after one write gave up, the next try is the only
+        one (run_sweep's and the worker's clean-up must not each wait it out again)."""
+        try:
+            return self._retry_with(call, what, **({"delays": ()} if self.down else {}),
+                                    **kw)
+        except DBAPIError as e:
+            self.down = self.down or _outage(e)
+            raise
 
     def start(self, environment: dict[str, Any], run: dict[str, Any]) -> None:
-        self.db.start(environment, run)
-        jobs.link_run(self.engine, self.job_id, self.db.run_id)
+        self.memory.start(environment, run)
+        if self.db.run_id is None:
+            self.retry(lambda: self.db.start(environment, run), "storing the run")
+        self.retry(lambda: jobs.link_run(self.engine, self.job_id, self.db.run_id),
+                   "linking the run")
 
     def point(self, measurement: dict[str, Any]) -> None:
-        self.db.point(measurement)
+        self.memory.point(measurement)
+        self.retry(lambda: self.db.point(measurement), "storing a point", idempotent=True)
 
     def finish(self, status: str) -> None:
-        self.db.finish(status)
+        if self.memory.status is None:  # the sweep's own verdict, not a clean-up's
+            self.memory.finish(status)
+        self.retry(lambda: self.db.finish(status), "finishing the run")
+
+    def keep_unsent(self) -> str | None:
+        """Write what was measured as a bundle file; its path, or None if nothing ran."""
+        from runner.format import bundle as fmt
+
+        if not self.memory.started:
+            return None
+        path = os.path.join(os.environ.get(UNSENT_DIR) or os.getcwd(),
+                            f"launchbench-job-{self.job_id}-{self.memory.run['uuid']}.json")
+        fmt.write(path, self.memory.bundle())
+        return path
 
 
 class _Heartbeat(threading.Thread):
@@ -84,8 +152,9 @@ class Worker:
     def __init__(self, engine, name: str | None = None, *, heartbeat_s: float =
                  jobs.HEARTBEAT_S, lost_after_s: float = jobs.LOST_AFTER_S,
                  poll_s: float = POLL_S, log: Callable[[str], None] = print,
-                 interrupted: Callable[[int], tuple[str, str] | None] | None = None) -> None:
-        self.engine, self.log = engine, log
+                 interrupted: Callable[[int], tuple[str, str] | None] | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.engine, self.log, self.sleep = engine, log, sleep
         # What an interrupt (SIGTERM, Ctrl-C) means for the job in flight: (status,
         # message), or None to leave the job to its executor's verdict: under Slurm the
         # reason (TIMEOUT, an outside scancel) is known only once the batch job has ended
@@ -181,10 +250,11 @@ class Worker:
         job_id = job["id"]
         self.log(f"claimed job {job_id}")
         beat.job_id = job_id
-        sink = _JobSink(self.engine, job_id)
+        sink = _JobSink(self.engine, job_id, self._retry)
         status, message, crashed, spec, interrupted = "failed", "", False, None, False
         try:
-            s = jobs.check_spec(job["spec"])  # the row may come from anywhere: check again
+            # The row may come from anywhere: check again, its memory against this GPU's.
+            s = jobs.check_spec(job["spec"], self.info.get("gpu_memory_bytes"))
             device = s["device"] if s["device"] != "auto" else (
                 "cuda" if self.info["has_cuda"] else "cpu")
             spec = SweepSpec(workload=s["workload"], params=s["params"],
@@ -245,11 +315,30 @@ class Worker:
         reset_state(device)
         gc.freeze()
 
+    def _retry(self, call: Callable[[], Any], what: str, **kw: Any) -> Any:
+        return retrying(call, what, log=self.log, sleep=self.sleep, **kw)
+
     def _end(self, job_id: int, sink: _JobSink, status: str, message: str,
              crashed: bool = False) -> None:
-        if crashed and sink.db.run_id is not None:
-            try:  # run_sweep finishes its run itself, unless it raised before it could
-                sink.db.finish(status)
-            except Exception:  # noqa: BLE001 - the job's own status below still tells
-                pass
-        jobs.finish(self.engine, job_id, status, message)
+        """Record the job's verdict (and its run's, if run_sweep could not), retried
+        through an outage; if the database stays away, keep the points in a file."""
+        try:
+            if crashed and sink.db.run_id is not None:
+                try:  # run_sweep finishes its run itself, unless it raised before it could
+                    sink.finish(status)
+                except Exception:  # noqa: BLE001 - the job's own status below still tells
+                    pass
+            # Through the sink's retry: once the database was given up on, one try only.
+            sink.retry(lambda: jobs.finish(self.engine, job_id, status, message),
+                       f"ending job {job_id}")
+        except DBAPIError as e:
+            why = (str(e.orig or e).strip().splitlines() or ["?"])[0]
+            try:
+                path = sink.keep_unsent()
+                kept = f"; its points are kept in {path} (runner import)" if path else ""
+            except OSError as oe:
+                kept = f"; its points could not be kept either: {oe}"
+            self.log(f"job {job_id} {status} but the database stayed unavailable: "
+                     f"{why}{kept}")
+        finally:
+            sink.db.close()

@@ -138,7 +138,8 @@ def _when(t) -> str:
 def format_job(job: dict) -> str:
     s = job["spec"]
     total = job["points_total"]
-    parts = [f"{job['id']:>5}", f"{job['status']:<9}", _when(job["created_at"]),
+    status = job.get("shown_status") or job["status"]  # "lost" is decided at read time
+    parts = [f"{job['id']:>5}", f"{status:<9}", _when(job["created_at"]),
              s.get("workload", "?"), job["device"],
              f"{job['points_done']}/{total if total is not None else '?'}",
              f"target={job['target']}" if job["target"] else "any",
@@ -163,6 +164,7 @@ def run_jobs(args: argparse.Namespace) -> int:
     try:
         if not read_only():  # a writer looking at the queue settles Slurm's verdicts
             slurm.reconcile(engine)
+            jobs.reap_lost(engine)  # ...and persists what readers show as lost
         rows = jobs.list_jobs(engine, limit=args.limit)
     finally:
         engine.dispose()

@@ -230,6 +230,21 @@ def _database_errors() -> tuple[type[BaseException], ...]:
     return (SQLAlchemyError,)
 
 
+def _reap_lost(engine: Any) -> None:
+    """A writer persists what readers already show: runs (and jobs) whose writer went
+    silent become failed (db/jobs.py reap_lost). Best effort: the sweep is what was
+    asked for, so a database hiccup here is left to the sweep's own writes to report."""
+    from db import jobs
+    from db.access import read_only
+
+    if read_only():
+        return
+    try:
+        jobs.reap_lost(engine)
+    except _database_errors():
+        pass
+
+
 def storage_choice(args: argparse.Namespace) -> tuple[bool, str | None]:
     """From --db, --no-db and --out: (write the database?, a note for the user). Checks
     everything up front, so bad flags fail before anything is measured."""
@@ -296,6 +311,8 @@ def run(args: argparse.Namespace) -> int:
     # 2. The database last: opening a valid URL creates the file, so only once all else
     # is known good.
     engine = open_engine(args.db) if use_db else None
+    if engine is not None:
+        _reap_lost(engine)
 
     from runner.ops.sinks import BundleSink, DbSink, MemorySink, Tee
 
