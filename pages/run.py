@@ -4,7 +4,7 @@ environment, the reproducing command and a share link."""
 import pandas as pd
 import streamlit as st
 
-from pages.common import analysis, charts, cost, links, report, ui
+from pages.common import analysis, charts, cost, links, report, ui, workload_views
 from runner.format.bundle import ENVIRONMENT_FIELDS
 
 ui.ensure_frame()
@@ -83,6 +83,11 @@ st.caption("Speedup over eager (95% interval where measured) · extra memory ove
            "pool + peak, per batch size and mode.")
 with ui.drawn("The speedup table"):
     st.dataframe(report.speedup_pivot(points), hide_index=True, key="speedup_pivot")
+
+for title, caption, table in workload_views.run_sections(header, points):
+    st.subheader(title)
+    st.caption(caption)
+    st.dataframe(table, hide_index=True, key=f"workload_{title}")
 
 st.subheader("Points")
 with ui.drawn('The points table'):
