@@ -27,6 +27,7 @@ from typing import Any
 from runner.core import memory, modes, profiling, stats
 from runner.core import rounds as rounds_mod
 from runner.core.compile_watch import compile_watch, cudagraph_status, no_recompiles
+from runner.core.memory import clear_cublas_workspaces
 from runner.core.timing import Clock, TimingConfig, gc_paused, latency, phase, warm_up
 from runner.core.workloads import Workload
 from runner.format.bundle import empty_measurement
@@ -322,19 +323,6 @@ def reset_state(device: str) -> None:
         torch.cuda.synchronize()
         clear_cublas_workspaces()
         torch.cuda.empty_cache()
-
-
-def clear_cublas_workspaces() -> None:
-    """cuBLAS keeps one workspace (~32 MiB on Hopper) per handle and stream, allocated
-    from whatever pool was current: one made during a capture pins that graph's pool
-    after the graph is gone, and one left from an earlier point changes what the next
-    point's setup allocates. Seen on the H200: a leftover 34 MiB private pool at the
-    next point's M0, and graph pools of 34 or 94 MiB for the same shape by history."""
-    import torch
-
-    fn = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
-    if fn is not None:
-        fn()
 
 
 def _fresh(x):

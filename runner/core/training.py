@@ -41,6 +41,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from runner.core import memory
+from runner.core.memory import clear_cublas_workspaces
 from runner.core.modes import Prepared, Unsupported
 from runner.format.limits import TRAIN_TOLERANCE
 
@@ -270,9 +272,6 @@ class TrainTask:
         """Capture eager forward + loss and its backward by hand, each in its own pool,
         and return their pool bytes: what reduce-overhead's shared pool is set against.
         The graphs are freed again before the next mode is prepared."""
-        from runner.core import memory
-        from runner.core.point import clear_cublas_workspaces
-
         sx, sy = x.clone(), y.clone()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
