@@ -84,10 +84,12 @@ st.caption("Speedup over eager (95% interval where measured) · extra memory ove
 with ui.drawn("The speedup table"):
     st.dataframe(report.speedup_pivot(points), hide_index=True, key="speedup_pivot")
 
-for title, caption, table in workload_views.run_sections(header, points):
-    st.subheader(title)
-    st.caption(caption)
-    st.dataframe(table, hide_index=True, key=f"workload_{title}")
+for section in workload_views.run_sections(header, points):
+    st.subheader(section.title)
+    st.caption(section.caption)
+    if section.chart is not None:
+        ui.chart(section.chart, key=f"workload_chart_{section.title}")
+    st.dataframe(section.table, hide_index=True, key=f"workload_{section.title}")
 
 st.subheader("Points")
 with ui.drawn('The points table'):

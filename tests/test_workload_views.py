@@ -87,6 +87,11 @@ def test_train_memory_table_reads_the_trees_and_the_separate_pools():
     assert table.at["reduce-overhead", "graphs recorded"] == "1 forward + 1 backward in 1 pool(s)"
     assert table.at["reduce-overhead", "separate sum MiB"] == 4.0
     assert pd.isna(table.at["eager", "graphs recorded"])
+    bars = wv.train_pool_chart(frame(doc), {"workload": "train-step"}).data
+    assert bars.groupby("how")["MiB"].sum().to_dict() == {
+        "separate pools": 4.0, "trees: one shared pool": ro["graph_pool_bytes"] / wv.MIB}
+    sections = wv.run_sections({"workload": "train-step"}, frame(doc))
+    assert [x.title for x in sections] == ["Training memory"] and sections[0].chart
 
 
 @pytest.fixture
@@ -113,3 +118,17 @@ def test_run_and_compare_pages_show_per_kernel_figures_and_the_raw_cuda_note(das
     assert "Per kernel (kernel-chain)" in [str(h.value) for h in at.subheader]
     table = next(d.value for d in at.dataframe if "per kernel us" in d.value.columns)
     assert set(table["source"]) == {"measured", "published"}
+
+
+def test_run_page_shows_training_memory_with_its_chart(dash):
+    doc = sweep_bundle(workload="train-step", params={"model": "mlp"}, batches=(8, 64),
+                       modes=("eager", "reduce-overhead"))
+    for m in doc["measurements"]:
+        if m["mode"] == "reduce-overhead":
+            m["details"]["separate_graphs"] = {"forward_pool_bytes": wv.MIB,
+                                               "backward_pool_bytes": wv.MIB,
+                                               "sum_bytes": 2 * wv.MIB}
+    rid, _ = import_bundle(dash.engine, doc)
+    at = dash.open("pages/run.py", run=str(rid))
+    assert "Training memory" in [str(h.value) for h in at.subheader]
+    assert any("shared pool" in str(c.value) for c in at.caption)

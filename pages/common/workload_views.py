@@ -16,9 +16,10 @@ captured separately, each in its own pool.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import altair as alt
 import pandas as pd
 
 from pages.common.analysis import run_names
@@ -180,9 +181,47 @@ def train_memory_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.Dat
     return pd.DataFrame(rows).sort_values(["batch", "mode"]).reset_index(drop=True)
 
 
-def run_sections(header: dict | pd.Series, points: pd.DataFrame
-                 ) -> Sequence[tuple[str, str, pd.DataFrame]]:
-    """(title, caption, table) sections the Run page shows for these workloads."""
+def train_pool_chart(points: pd.DataFrame, header: dict | pd.Series) -> alt.Chart | None:
+    """reduce-overhead per batch size: the trees' one shared pool beside the forward and
+    backward graphs captured separately (stacked): what sharing the pool saves. None
+    where no point recorded the separate captures."""
+    if header.get("workload") != "train-step" or points.empty:
+        return None
+    rows = []
+    ro = points[(points["mode"] == "reduce-overhead") & (points["status"] == "ok")]
+    for _, p in ro.iterrows():
+        sep, pool = _details(p).get("separate_graphs") or {}, _num(p.get("graph_pool_bytes"))
+        fwd, bwd = _num(sep.get("forward_pool_bytes")), _num(sep.get("backward_pool_bytes"))
+        if pool is None or fwd is None or bwd is None:
+            continue
+        b = int(p["batch_size"])
+        rows += [{"batch": b, "how": "trees: one shared pool", "part": "shared pool",
+                  "MiB": pool / MIB},
+                 {"batch": b, "how": "separate pools", "part": "forward alone",
+                  "MiB": fwd / MIB},
+                 {"batch": b, "how": "separate pools", "part": "backward alone",
+                  "MiB": bwd / MIB}]
+    if not rows:
+        return None
+    return alt.Chart(pd.DataFrame(rows)).mark_bar().encode(
+        x=alt.X("batch:O", title="batch size"), xOffset=alt.XOffset("how:N"),
+        y=alt.Y("sum(MiB):Q", title="graph pool (MiB)"),
+        color=alt.Color("part:N", title=None),
+        tooltip=["batch:O", "how:N", "part:N", alt.Tooltip("MiB:Q", format=".1f")],
+    ).properties(title="reduce-overhead: shared pool vs forward + backward apart",
+                 height=260)
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    caption: str
+    table: pd.DataFrame
+    chart: alt.Chart | None = None
+
+
+def run_sections(header: dict | pd.Series, points: pd.DataFrame) -> list[Section]:
+    """The sections the Run page shows for these workloads."""
     out = []
     kernels = per_kernel_table(points, header)
     if not kernels.empty:
@@ -191,16 +230,16 @@ def run_sections(header: dict | pd.Series, points: pd.DataFrame
                    + (RAW_CUDA_NOTE if header.get("source") == "published" else
                       "NVIDIA's V100 reference (a published run) measured raw CUDA "
                       "launches: " + RAW_CUDA_NOTE.split(": ", 1)[1]))
-        out.append(("Per kernel", caption, kernels))
+        out.append(Section("Per kernel", caption, kernels))
         calc = hand_calculation(points, header)
         if not calc.empty:
-            out.append(("The hand calculation, measured", note_text(), calc))
+            out.append(Section("The hand calculation, measured", note_text(), calc))
     memory = train_memory_table(points, header)
     if not memory.empty:
-        out.append(("Training memory", "Graph pool, peak allocated and reserved delta per "
+        out.append(Section("Training memory", "Graph pool, peak allocated and reserved delta per "
                     "mode. reduce-overhead's CUDA Graph trees keep forward and backward "
                     "graphs in one shared pool; the forward and backward graphs captured "
                     "separately, each in its own pool, are the reference for what that "
                     "sharing saves (captured from eager kernels after the mode's own "
-                    "figures were taken).", memory))
+                    "figures were taken).", memory, train_pool_chart(points, header)))
     return out
