@@ -4,7 +4,7 @@ where the runs measure different things."""
 
 import streamlit as st
 
-from pages.common import analysis, charts, comparing, links, ui
+from pages.common import analysis, charts, comparing, links, ui, workload_views
 
 ui.ensure_frame()
 
@@ -55,6 +55,13 @@ for col, (mode, chart) in zip(st.columns(max(len(figures), 1)), figures.items(),
                               strict=False):
     with col:
         ui.chart(chart, key=f"compare_chart_{mode}")
+
+if workload_views.has_published_raw_cuda(headers):
+    st.info(workload_views.RAW_CUDA_NOTE, icon=":material/memory:")
+per_kernel = workload_views.compare_per_kernel(points, headers)
+if not per_kernel.empty:
+    st.subheader("Per kernel (kernel-chain)")
+    st.dataframe(per_kernel, hide_index=True, key="per_kernel")
 
 st.subheader("Per batch size")
 base_names = analysis.run_names(headers)

@@ -4,7 +4,7 @@ environment, the reproducing command and a share link."""
 import pandas as pd
 import streamlit as st
 
-from pages.common import analysis, charts, cost, links, report, ui
+from pages.common import analysis, charts, cost, links, report, ui, workload_views
 from runner.format.bundle import ENVIRONMENT_FIELDS
 
 ui.ensure_frame()
@@ -83,6 +83,13 @@ st.caption("Speedup over eager (95% interval where measured) · extra memory ove
            "pool + peak, per batch size and mode.")
 with ui.drawn("The speedup table"):
     st.dataframe(report.speedup_pivot(points), hide_index=True, key="speedup_pivot")
+
+for section in workload_views.run_sections(header, points):
+    st.subheader(section.title)
+    st.caption(section.caption)
+    if section.chart is not None:
+        ui.chart(section.chart, key=f"workload_chart_{section.title}")
+    st.dataframe(section.table, hide_index=True, key=f"workload_{section.title}")
 
 st.subheader("Points")
 with ui.drawn('The points table'):

@@ -73,7 +73,7 @@ BAD_SWEEPS = [
     (["--batch-sizes", "1,abc"], "'abc'"),
     (["--batch-sizes", "0"], "--batch-sizes: 0 "),
     (["--batch-sizes", "4,-8"], "-8"),
-    (["--batch-sizes", "100000"], "100000"),
+    (["--batch-sizes", "16777217"], "16777217"),
     (["--batch-sizes", "1,8,1"], "1 appears twice"),
     (["--batch-sizes", "1,,8"], "''"),
     (["--batch-sizes", "1.5"], "'1.5'"),

@@ -84,7 +84,7 @@ def test_run_share_link_shows_its_charts_in_a_fresh_browser(dashboard, db, page,
 
 
 def test_compare_link_overlays_runs(dashboard, db, page):
-    published = int(queries.runs_frame(db).query("source == 'published'")["id"].iloc[0])
+    published = int(queries.runs_frame(db).query("uuid == 'published-l40s-day25'")["id"].iloc[0])
     other, _ = import_bundle(db, sweep_bundle(gpu="Synthetic GPU (e2e)", batches=(8, 8192),
                                               params={"depth": 32, "width": 256}))
     page.goto(dashboard.url(f"compare?run={published}&run={other}"))

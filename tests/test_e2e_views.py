@@ -86,7 +86,7 @@ def test_a_cpu_run_is_never_named_nan(dashboard, db, page):
 
 
 def test_compare_at_1280(dashboard, db, page):
-    published = int(queries.runs_frame(db).query("source == 'published'")["id"].iloc[0])
+    published = int(queries.runs_frame(db).query("uuid == 'published-l40s-day25'")["id"].iloc[0])
     runs = queries.runs_frame(db)
     mlp = runs[(runs["kind"] == "sweep") & (runs["workload"] == "mlp")
                & (runs["source"] == "measured")]

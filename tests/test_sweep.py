@@ -7,6 +7,7 @@ import pytest
 from runner.core.sweep import SpecError, SweepSpec, run_sweep, validate_spec
 from runner.core.workloads import WorkloadError
 from runner.format.bundle import make_bundle, validate
+from runner.format.limits import MAX_BATCH_SIZE
 
 TINY = {"depth": "2", "width": "16"}
 
@@ -120,7 +121,7 @@ def test_a_failing_sink_marks_the_run_failed_and_raises():
     (dict(batch_sizes=()), "no batch sizes"),
     (dict(batch_sizes=(0,)), "batch size 0"),
     (dict(batch_sizes=(-4,)), "batch size -4"),
-    (dict(batch_sizes=(65537,)), "batch size 65537"),
+    (dict(batch_sizes=(MAX_BATCH_SIZE + 1,)), f"batch size {MAX_BATCH_SIZE + 1}"),
     (dict(batch_sizes=("8",)), "batch size '8'"),
     (dict(batch_sizes=(2, 2)), "batch size 2 is given twice"),
     (dict(modes=("turbo",)), "unknown mode 'turbo'"),

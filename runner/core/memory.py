@@ -90,3 +90,16 @@ def figures(m0: MemState, m1: MemState, m2: MemState, peak: int) -> dict:
                     "device_used_delta_bytes": m1.device_used - m0.device_used,
                     "leftover_private_pools_at_m0": len(old - {DEFAULT_POOL})},
     }
+
+
+def clear_cublas_workspaces() -> None:
+    """cuBLAS keeps one workspace (~32 MiB on Hopper) per handle and stream, allocated
+    from whatever pool was current: one made during a capture pins that graph's pool
+    after the graph is gone, and one left from an earlier point changes what the next
+    point's setup allocates. Seen on the H200: a leftover 34 MiB private pool at the
+    next point's M0, and graph pools of 34 or 94 MiB for the same shape by history."""
+    import torch
+
+    fn = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if fn is not None:
+        fn()

@@ -30,6 +30,10 @@ class Prepared:
     setup_calls_s: list[float] = field(default_factory=list)
     graph: Any = None  # torch.cuda.CUDAGraph of the manual mode, kept alive while timing
     keep: list = field(default_factory=list)  # static tensors the graph reads and writes
+    details: dict = field(default_factory=dict)  # extra figures for the point's details
+    # Figures measured once the mode's own memory figures are taken (they would count in
+    # them otherwise): returns more details. Run on CUDA only.
+    after: Callable[[], dict] | None = None
 
 
 def _sync(device: str) -> None:
@@ -66,7 +70,19 @@ def prepare(mode: str, model, x, device: str) -> Prepared:
     if mode in CUDA_GRAPH_MODES and not device.startswith("cuda"):
         raise Unsupported(f"{mode} needs CUDA graphs, which exist on CUDA devices only; "
                           f"this point runs on {device}")
+    # A workload whose step is not one forward call (train-step: runner/core/training.py)
+    # brings its own builders for the four modes.
+    own = getattr(model, "prepare_mode", None)
+    if own is not None:
+        return own(mode, x, device)
     return _BUILDERS[mode](model, x, device)
+
+
+def reference(model, x) -> Any:
+    """What every mode's `run(x)` is compared with: eager's output, or what the model
+    says its reference is (train-step: eager's parameters after N steps)."""
+    own = getattr(model, "reference", None)
+    return own(x) if own is not None else clone_output(model(x))
 
 
 def _eager(model, x, device: str) -> Prepared:

@@ -27,6 +27,7 @@ from typing import Any
 from runner.core import memory, modes, profiling, stats
 from runner.core import rounds as rounds_mod
 from runner.core.compile_watch import compile_watch, cudagraph_status, no_recompiles
+from runner.core.memory import clear_cublas_workspaces
 from runner.core.timing import Clock, TimingConfig, gc_paused, latency, phase, warm_up
 from runner.core.workloads import Workload
 from runner.format.bundle import empty_measurement
@@ -129,10 +130,11 @@ class _Batch:
 
         with phase(self.shared, "build"):
             self.build()
-        # All under no_grad: grad mode is a guard, so warm-up and timing must share it.
-        with torch.no_grad():
+        # All under one grad mode (no_grad, but for a training step): grad mode is a
+        # guard, so warm-up and timing must share it.
+        with torch.set_grad_enabled(bool(getattr(self.model, "needs_grad", False))):
             with phase(self.shared, "reference"):
-                self.reference = modes.clone_output(self.model(_fresh(self.x_check)))
+                self.reference = modes.reference(self.model, _fresh(self.x_check))
             clocks = _clocks(self.device) if self.cuda else None
             for mode, m in self.ms.items():
                 m["details"]["clocks_before"] = clocks
@@ -193,11 +195,13 @@ class _Batch:
                 prepared = modes.prepare(mode, self.model, self.x, self.device)
             m["setup_s"] = prepared.setup_s
             d["setup_calls_s"] = prepared.setup_calls_s
+            d.update(prepared.details)
             m1 = memory.state(self.device) if self.cuda else None
             with no_recompiles(mode in COMPILED_MODES):
                 with phase(phases, "correctness"):
                     out = prepared.run(_fresh(self.x_check))
-                    err, tol, rel = compare(out, self.reference)
+                    err, tol, rel = getattr(self.model, "compare", compare)(out,
+                                                                           self.reference)
                     m.update(max_abs_err=err, correct=rel <= tol)
                     d.update(rel_err=rel, tolerance=tol)
                     del out
@@ -221,6 +225,11 @@ class _Batch:
                 mem = memory.figures(m0, m1, memory.state(self.device), peak)
                 d.update(mem.pop("details"))
                 m.update(mem)
+            if prepared.after is not None:
+                try:
+                    d.update(prepared.after())
+                except Exception as e:  # noqa: BLE001 - an extra figure, not the point's
+                    d["after_error"] = _one_line(e)
 
     def time_rounds(self) -> rounds_mod.Rounds:
         clock = Clock(self.device)
@@ -314,19 +323,6 @@ def reset_state(device: str) -> None:
         torch.cuda.synchronize()
         clear_cublas_workspaces()
         torch.cuda.empty_cache()
-
-
-def clear_cublas_workspaces() -> None:
-    """cuBLAS keeps one workspace (~32 MiB on Hopper) per handle and stream, allocated
-    from whatever pool was current: one made during a capture pins that graph's pool
-    after the graph is gone, and one left from an earlier point changes what the next
-    point's setup allocates. Seen on the H200: a leftover 34 MiB private pool at the
-    next point's M0, and graph pools of 34 or 94 MiB for the same shape by history."""
-    import torch
-
-    fn = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
-    if fn is not None:
-        fn()
 
 
 def _fresh(x):

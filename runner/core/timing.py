@@ -131,18 +131,20 @@ class Clock:
         return start.elapsed_time(end) / iters, host / iters
 
     def launch_probe(self, launches: int) -> Callable[[], float]:
-        """A probe of the host's launch cost: us per launch of a one-element in-place
-        add, issued `launches` times without a sync between (the queue never fills at
-        a few hundred). On the CPU it times the same op's dispatch."""
+        """A probe of the host's launch cost: us per launch of a chain of `launches`
+        trivial kernels on one element (runner/core/chain.py: the `kernel-chain`
+        workload at its smallest), issued without a sync between (the queue never
+        fills at a few hundred). On the CPU it times the same ops' dispatch."""
         import torch
 
-        t = torch.zeros(1, device="cuda" if self.cuda else "cpu")
+        from runner.core.chain import chain
+
+        t = torch.ones(1, device="cuda" if self.cuda else "cpu")
 
         def probe() -> float:
             self.sync()
             t0 = time.perf_counter()
-            for _ in range(launches):
-                t.add_(1.0)
+            chain(t, launches)
             host = time.perf_counter() - t0
             self.sync()
             return host * 1e6 / launches

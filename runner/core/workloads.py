@@ -89,7 +89,33 @@ def _build_decoder(w: Workload, device: str):
     return model, make_input
 
 
-_BUILDERS = {"mlp": _build_mlp, "transformer-decode": _build_decoder}
+# --- kernel-chain: tiny dependent elementwise kernels (runner/core/chain.py) --------------
+
+def _build_chain(w: Workload, device: str):
+    import torch
+
+    from runner.core.chain import build_module
+
+    dtype = _torch_dtype(w.params["dtype"])
+    model = build_module(w.params["kernels"]).to(device).eval()
+
+    def make_input(batch_size: int, generator=None):
+        x = torch.randn(batch_size, generator=generator, dtype=torch.float32)
+        return x.to(device=device, dtype=dtype)
+
+    return model, make_input
+
+
+# --- train-step: forward, loss, backward, optimizer step (runner/core/training.py) -------
+
+def _build_train(w: Workload, device: str):
+    from runner.core.training import build_task
+
+    return build_task(w.params, _torch_dtype(w.params["dtype"]), device)
+
+
+_BUILDERS = {"mlp": _build_mlp, "transformer-decode": _build_decoder,
+             "kernel-chain": _build_chain, "train-step": _build_train}
 
 def resolve(name: str, params: dict[str, str] | None = None, *,
             allow_import: bool = True) -> Workload:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from runner.format.limits import MAX_BATCH_SIZE
+from runner.format.limits import MAX_FEATURES
 from runner.format.vocab import DTYPES
 
 PARAM_TYPES = ("int", "float", "str", "choice")
@@ -62,6 +63,9 @@ class WorkloadInfo:
     name: str
     description: str
     params: dict[str, ParamSpec]
+    # Checks across parameters (typed values in, an error text or None out), run where
+    # the single values are, so a queue without torch refuses what a build would.
+    check: Callable[[dict[str, Any]], str | None] | None = None
 
 
 def _dtype_param(default: str = "float32") -> ParamSpec:
@@ -76,7 +80,7 @@ WORKLOADS: dict[str, WorkloadInfo] = {
         "launch-bound case (the seed experiment: depth 32, width 256, fp32)",
         {
             "depth": ParamSpec("depth", "int", 32, 1, 1024, help="number of Linear+ReLU layers"),
-            "width": ParamSpec("width", "int", 256, 1, MAX_BATCH_SIZE, help="features per layer"),
+            "width": ParamSpec("width", "int", 256, 1, MAX_FEATURES, help="features per layer"),
             "dtype": _dtype_param(),
         },
     ),
@@ -88,13 +92,54 @@ WORKLOADS: dict[str, WorkloadInfo] = {
             "layers": ParamSpec("layers", "int", 8, 1, 128, help="decoder layers"),
             "d_model": ParamSpec("d_model", "int", 512, 8, 16384, help="model width"),
             "heads": ParamSpec("heads", "int", 8, 1, 256, help="attention heads"),
-            "kv_len": ParamSpec("kv_len", "int", 128, 1, MAX_BATCH_SIZE,
+            "kv_len": ParamSpec("kv_len", "int", 128, 1, MAX_FEATURES,
                                 help="cached tokens per sequence (KV cache length)"),
             "vocab": ParamSpec("vocab", "int", 4096, 2, 1_000_000, help="vocabulary size"),
             "dtype": _dtype_param("bfloat16"),
         },
+        check=lambda p: _divisible(p, "d_model"),
+    ),
+    "train-step": WorkloadInfo(
+        "train-step",
+        "one training step (forward, MSE loss, backward, AdamW step) of a small model: "
+        "the mlp shape by default, or model=transformer for pre-norm transformer blocks "
+        "over seq tokens; batch = samples",
+        {
+            "model": ParamSpec("model", "choice", "mlp", choices=("mlp", "transformer"),
+                               help="mlp: depth x (Linear+ReLU); transformer: blocks x "
+                                    "(attention + MLP)"),
+            "depth": ParamSpec("depth", "int", 32, 1, 1024,
+                               help="Linear+ReLU layers (model=mlp)"),
+            "width": ParamSpec("width", "int", 256, 8, MAX_FEATURES,
+                               help="features per layer (mlp) or d_model (transformer)"),
+            "blocks": ParamSpec("blocks", "int", 1, 1, 64,
+                                help="transformer blocks (model=transformer)"),
+            "heads": ParamSpec("heads", "int", 4, 1, 256,
+                               help="attention heads (model=transformer)"),
+            "seq": ParamSpec("seq", "int", 16, 1, 4096,
+                             help="tokens per sample (model=transformer)"),
+            "dtype": _dtype_param(),
+        },
+        check=lambda p: _divisible(p, "width") if p["model"] == "transformer" else None,
+    ),
+    "kernel-chain": WorkloadInfo(
+        "kernel-chain",
+        "a chain of `kernels` tiny dependent elementwise kernels on a tensor of batch "
+        "elements: the launch cost per kernel, eager against one graph launch (the "
+        "host's launch-cost calibration is this chain at batch 1)",
+        {
+            "kernels": ParamSpec("kernels", "int", 20, 1, 10000,
+                                 help="dependent elementwise kernels per step"),
+            "dtype": _dtype_param(),
+        },
     ),
 }
+
+
+def _divisible(p: dict[str, Any], width: str) -> str | None:
+    if p[width] % p["heads"]:
+        return f"{width} {p[width]} is not divisible by heads {p['heads']}"
+    return None
 
 _FACTORY_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 
@@ -119,8 +164,12 @@ def check_workload(name: str, params: dict[str, str] | None = None, *,
         if unknown:
             raise WorkloadError(f"workload {name!r} has no parameter {unknown[0]!r} (known: "
                                 f"{', '.join(info.params)})")
-        return name, {k: (spec.parse(params[k], name) if k in params else spec.default)
-                      for k, spec in info.params.items()}
+        typed = {k: (spec.parse(params[k], name) if k in params else spec.default)
+                 for k, spec in info.params.items()}
+        problem = info.check(typed) if info.check else None
+        if problem:
+            raise WorkloadError(f"workload {name!r}: {problem}")
+        return name, typed
     if is_factory(name):
         if not allow_import:
             raise WorkloadError(f"workload {name!r}: user factories are accepted from the "

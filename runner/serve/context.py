@@ -45,6 +45,10 @@ def make_context(workload: Workload, device: str, stream: list[int], seed: int,
         raise buckets.ServeInputError(
             f"workload {workload.name!r} keeps per-batch state (prepare_batch: a KV cache "
             "sized per batch); serve replays stateless models whose rows are independent")
+    if getattr(model, "needs_grad", False):
+        raise buckets.ServeInputError(
+            f"workload {workload.name!r} is a training step; serve replays inference "
+            "requests")
     ctx = Context(device, model, make_input, stream, quick,
                   dtype=model_dtype(model) or workload.dtype)
     gen = torch.Generator().manual_seed(seed)

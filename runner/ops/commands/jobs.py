@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 
+from runner.format.catalog import WORKLOADS
 from runner.ops import slurm
 from runner.ops.cli import UsageError
 from runner.ops.commands import flags
@@ -26,7 +27,7 @@ def register(sub) -> None:
                                    "claim; prints the job id.",
                        parents=[
                            flags.workload_flags(
-                               "registered workload (mlp, transformer-decode)",
+                               f"registered workload ({', '.join(WORKLOADS)})",
                                "default: the worker's (cuda when it has a GPU, else cpu)"),
                            flags.sweep_flags("comma-separated, e.g. 1,8,64 or 1,2,4,...,8192",
                                              "same as --timing quick"),

@@ -18,6 +18,7 @@ from typing import Any
 
 from runner.format import bundle as fmt
 from runner.format import specs
+from runner.format.catalog import WORKLOADS
 from runner.format.limits import MAX_BATCH_SIZE, MAX_LABEL, MAX_PROCESSES
 from runner.format.vocab import DEFAULT_PROCESSES
 from runner.ops.cli import UsageError
@@ -34,7 +35,7 @@ def register(sub) -> None:
                     "store the run in the database and/or a bundle file, print its id and "
                     "a table of step times and speedups over eager.",
         parents=[
-            flags.workload_flags("built-in workload (mlp, transformer-decode) or "
+            flags.workload_flags(f"built-in workload ({', '.join(WORKLOADS)}) or "
                                  "module.path:factory",
                                  "default: cuda when available, else cpu"),
             flags.sweep_flags("comma-separated, e.g. 1,8,64; `1,2,4,...,8192` fills in a "

@@ -1,0 +1,245 @@
+"""What the `kernel-chain` and `train-step` workloads add to the Run and Compare pages,
+as pure functions of the header and points frames (no Streamlit: the pages draw them).
+
+kernel-chain: per-kernel figures (step / kernels) beside per-step ones, and the interview
+note's hand calculation redone with this run's own launch cost and kernel time. The
+note's model: with N kernels, a launch cost L and a kernel time K, eager costs about
+N x max(L, K) (the slower of host and GPU sets the pace) and one graph about N x K + L
+(the kernels back to back, one launch). The note's own figures: N 100, L 5 us, K 2 us:
+500 us eager, 205 us in a graph.
+
+train-step: what each mode's memory is made of, and for reduce-overhead its CUDA Graph
+trees (graphs recorded, their kinds and pool) beside the forward and backward graphs
+captured separately, each in its own pool.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from pages.common.analysis import run_names
+
+RAW_CUDA_NOTE = ("NVIDIA's V100 figures are raw CUDA runtime launches from C++: no "
+                 "Python, no PyTorch dispatcher, no caching allocator. A kernel-chain point "
+                 "measured here pays all of those on every eager launch, so its eager "
+                 "per-kernel cost is higher by what PyTorch adds, not by what the GPU does.")
+NOTE_EXAMPLE = {"kernels": 100, "launch_us": 5.0, "kernel_us": 2.0}  # the interview note
+MIB = 1024 * 1024
+
+
+def _num(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) else f
+
+
+def _details(row) -> dict:
+    d = row.get("details") if hasattr(row, "get") else None
+    return d if isinstance(d, dict) else {}
+
+
+def chain_kernels(header: dict | pd.Series) -> int | None:
+    """The chain length of a kernel-chain run; None for any other workload."""
+    if header.get("workload") != "kernel-chain":
+        return None
+    params = header.get("workload_params")
+    k = _num(params.get("kernels")) if isinstance(params, dict) else None
+    return int(k) if k and k > 0 else None
+
+
+def per_kernel_us(row, kernels: int) -> float | None:
+    """One kernel's share of a step (us): step / kernels, or a published per-kernel
+    figure where the publication gives only that."""
+    step = _num(row.get("step_ms"))
+    if step is not None:
+        return step * 1e3 / kernels
+    return _num(_details(row).get("per_kernel_us"))
+
+
+def per_kernel_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataFrame:
+    """Per batch and mode: the step and each kernel's share of it, the GPU's time per
+    kernel, and launches per step."""
+    k = chain_kernels(header)
+    if k is None or points.empty:
+        return pd.DataFrame()
+    rows = []
+    for _, p in points[points["status"] == "ok"].iterrows():
+        busy, kernels_run = _num(p.get("gpu_busy_ms")), _num(p.get("gpu_kernels_per_step"))
+        rows.append({
+            "batch (elements)": int(p["batch_size"]), "mode": p["mode"],
+            "step us": None if _num(p.get("step_ms")) is None else p["step_ms"] * 1e3,
+            "per kernel us": per_kernel_us(p, k),
+            "GPU per kernel us": (busy * 1e3 / kernels_run if busy and kernels_run
+                                  else _num(_details(p).get("kernel_us"))),
+            "host launches": _num(p.get("host_launches_per_step")),
+            "graph launches": _num(p.get("graph_launches_per_step")),
+        })
+    return pd.DataFrame(rows).sort_values(["batch (elements)", "mode"]).reset_index(drop=True)
+
+
+def estimate(kernels: int, launch_us: float, kernel_us: float) -> tuple[float, float]:
+    """The note's model: (eager us, one graph us) for a chain of `kernels`."""
+    return kernels * max(launch_us, kernel_us), kernels * kernel_us + launch_us
+
+
+def hand_calculation(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataFrame:
+    """Per batch size with an eager point: the note's estimate from this run's measured
+    launch cost (the host probe) and kernel time (eager's GPU busy time per kernel),
+    beside the measured eager and cuda-graph steps."""
+    k = chain_kernels(header)
+    if k is None or points.empty:
+        return pd.DataFrame()
+    ok = points[points["status"] == "ok"]
+    rows = []
+    for batch, group in ok.groupby("batch_size"):
+        by_mode = {m: r for m, r in zip(group["mode"], group.to_dict("records"), strict=True)}
+        eager = by_mode.get("eager")
+        if eager is None:
+            continue
+        launch = _num(eager.get("launch_us"))
+        busy, n = _num(eager.get("gpu_busy_ms")), _num(eager.get("gpu_kernels_per_step"))
+        if launch is None or not busy or not n:
+            continue
+        kernel = busy * 1e3 / n
+        est_eager, est_graph = estimate(k, launch, kernel)
+        graph = by_mode.get("cuda-graph")
+        rows.append({"batch (elements)": int(batch), "kernels": k,
+                     "launch us (measured)": launch, "kernel us (measured)": kernel,
+                     "eager us: N x max(L, K)": est_eager,
+                     "eager us measured": _num(eager.get("step_ms")) * 1e3,
+                     "graph us: N x K + L": est_graph,
+                     "graph us measured": (_num(graph.get("step_ms")) * 1e3
+                                           if graph and _num(graph.get("step_ms")) else None)})
+    return pd.DataFrame(rows)
+
+
+def note_text() -> str:
+    n, launch, kernel = (NOTE_EXAMPLE[f] for f in ("kernels", "launch_us", "kernel_us"))
+    eager, graph = estimate(n, launch, kernel)
+    return (f"The interview note's hand calculation: {n} kernels, {launch:g} us per launch, "
+            f"{kernel:g} us per kernel: about {eager:g} us eager (N x launch) and "
+            f"{graph:g} us under one graph (N x kernel + one launch). Below, the same sums "
+            "with this run's measured launch cost (the host probe, one trivial kernel "
+            "launch) and kernel time (eager's GPU busy time per kernel), beside what the "
+            "steps measured.")
+
+
+def compare_per_kernel(points: pd.DataFrame, headers: pd.DataFrame) -> pd.DataFrame:
+    """Compare: per-kernel figures of every kernel-chain run side by side (published
+    V100 figures next to measured points)."""
+    names = run_names(headers) if not headers.empty else {}
+    frames = []
+    for _, h in headers.iterrows():
+        table = per_kernel_table(points[points["run_id"] == h["id"]], h)
+        if table.empty:
+            continue
+        table.insert(0, "run", names[int(h["id"])])
+        table.insert(1, "source", h.get("source"))
+        frames.append(table)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def has_published_raw_cuda(headers: pd.DataFrame) -> bool:
+    """A published kernel-chain run (raw CUDA, no PyTorch) is among these runs."""
+    if headers.empty:
+        return False
+    return bool(((headers["workload"] == "kernel-chain")
+                 & (headers["source"] == "published")).any())
+
+
+def train_memory_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataFrame:
+    """train-step: each mode's memory (MiB), and for reduce-overhead the graphs its trees
+    recorded and the separately captured forward and backward pools."""
+    if header.get("workload") != "train-step" or points.empty:
+        return pd.DataFrame()
+    rows = []
+    for _, p in points[points["status"] == "ok"].iterrows():
+        d = _details(p)
+        trees, sep = d.get("cudagraph_trees") or {}, d.get("separate_graphs") or {}
+        mib = lambda v: None if _num(v) is None else _num(v) / MIB  # noqa: E731
+        rows.append({
+            "batch": int(p["batch_size"]), "mode": p["mode"],
+            "graph pool MiB": mib(p.get("graph_pool_bytes")),
+            "peak allocated MiB": mib(p.get("peak_allocated_bytes")),
+            "reserved delta MiB": mib(p.get("reserved_delta_bytes")),
+            "graphs recorded": (f"{trees.get('forward', 0)} forward + "
+                                f"{trees.get('backward', 0)} backward in "
+                                f"{trees.get('pools', 0)} pool(s)"
+                                if "graphs" in trees else None),
+            "forward alone MiB": mib(sep.get("forward_pool_bytes")),
+            "backward alone MiB": mib(sep.get("backward_pool_bytes")),
+            "separate sum MiB": mib(sep.get("sum_bytes")),
+            "params match eager": p.get("correct"),
+        })
+    return pd.DataFrame(rows).sort_values(["batch", "mode"]).reset_index(drop=True)
+
+
+def train_pool_chart(points: pd.DataFrame, header: dict | pd.Series) -> alt.Chart | None:
+    """reduce-overhead per batch size: the trees' one shared pool beside the forward and
+    backward graphs captured separately (stacked): what sharing the pool saves. None
+    where no point recorded the separate captures."""
+    if header.get("workload") != "train-step" or points.empty:
+        return None
+    rows = []
+    ro = points[(points["mode"] == "reduce-overhead") & (points["status"] == "ok")]
+    for _, p in ro.iterrows():
+        sep, pool = _details(p).get("separate_graphs") or {}, _num(p.get("graph_pool_bytes"))
+        fwd, bwd = _num(sep.get("forward_pool_bytes")), _num(sep.get("backward_pool_bytes"))
+        if pool is None or fwd is None or bwd is None:
+            continue
+        b = int(p["batch_size"])
+        rows += [{"batch": b, "how": "trees: one shared pool", "part": "shared pool",
+                  "MiB": pool / MIB},
+                 {"batch": b, "how": "separate pools", "part": "forward alone",
+                  "MiB": fwd / MIB},
+                 {"batch": b, "how": "separate pools", "part": "backward alone",
+                  "MiB": bwd / MIB}]
+    if not rows:
+        return None
+    return alt.Chart(pd.DataFrame(rows)).mark_bar().encode(
+        x=alt.X("batch:O", title="batch size"), xOffset=alt.XOffset("how:N"),
+        y=alt.Y("sum(MiB):Q", title="graph pool (MiB)"),
+        color=alt.Color("part:N", title=None),
+        tooltip=["batch:O", "how:N", "part:N", alt.Tooltip("MiB:Q", format=".1f")],
+    ).properties(title="reduce-overhead: shared pool vs forward + backward apart",
+                 height=260)
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    caption: str
+    table: pd.DataFrame
+    chart: alt.Chart | None = None
+
+
+def run_sections(header: dict | pd.Series, points: pd.DataFrame) -> list[Section]:
+    """The sections the Run page shows for these workloads."""
+    out = []
+    kernels = per_kernel_table(points, header)
+    if not kernels.empty:
+        caption = (f"A step is {chain_kernels(header)} dependent elementwise kernels on "
+                   "batch elements; per kernel = step / kernels. "
+                   + (RAW_CUDA_NOTE if header.get("source") == "published" else
+                      "NVIDIA's V100 reference (a published run) measured raw CUDA "
+                      "launches: " + RAW_CUDA_NOTE.split(": ", 1)[1]))
+        out.append(Section("Per kernel", caption, kernels))
+        calc = hand_calculation(points, header)
+        if not calc.empty:
+            out.append(Section("The hand calculation, measured", note_text(), calc))
+    memory = train_memory_table(points, header)
+    if not memory.empty:
+        out.append(Section("Training memory", "Graph pool, peak allocated and reserved delta per "
+                    "mode. reduce-overhead's CUDA Graph trees keep forward and backward "
+                    "graphs in one shared pool; the forward and backward graphs captured "
+                    "separately, each in its own pool, are the reference for what that "
+                    "sharing saves (captured from eager kernels after the mode's own "
+                    "figures were taken).", memory, train_pool_chart(points, header)))
+    return out
