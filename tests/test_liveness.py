@@ -269,9 +269,14 @@ def test_cost_bound_refuses_what_cannot_fit_and_passes_the_defaults(sqlite_engin
     with pytest.raises(jobs.JobSpecError, match="device memory"):
         jobs.enqueue(sqlite_engine, decode)
     assert jobs.list_jobs(sqlite_engine) == []  # refused: nothing queued
-    for workload in ("mlp", "transformer-decode"):
+    for workload in ("mlp", "transformer-decode", "train-step", "kernel-chain"):
         c = estimate_cost(workload, {}, [1, 8, 64, 512], ["eager", "reduce-overhead"])
         assert c.points == 8 and 0 < c.memory_bytes < 2**31 and c.refusal() is None
+    # A training step's memory grows with its parameters, so it cannot escape the bound.
+    big = {"model": "transformer", "width": "8192", "blocks": "64", "seq": "4096"}
+    assert estimate_cost("train-step", big, [64], ["cuda-graph"]).refusal() is not None
+    chain = estimate_cost("kernel-chain", {}, [limits.MAX_BATCH_SIZE], ["cuda-graph"])
+    assert 4 * limits.MAX_BATCH_SIZE * 4 == chain.memory_bytes  # 4 float32 copies: fits
     # The target's memory when it is known: what fits 80 GiB may not fit 1 GiB.
     mid = {**TINY, "params": {"depth": "8", "width": "8192"}, "batch_sizes": [4096]}
     assert jobs.enqueue(sqlite_engine, mid)

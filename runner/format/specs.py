@@ -251,7 +251,32 @@ def _decoder_bytes(p: Mapping[str, Any], batch: int, graphs: bool) -> int:
     return weights + cache + (layers if graphs else 2) * per_layer + logits
 
 
-_MEMORY_MODELS = {"mlp": _mlp_bytes, "transformer-decode": _decoder_bytes}
+def _train_bytes(p: Mapping[str, Any], batch: int, graphs: bool) -> int:
+    w, s = p["width"], DTYPE_BYTES[p["dtype"]]
+    if p["model"] == "transformer":
+        tokens, heads = batch * p["seq"], p["heads"]
+        weights = p["blocks"] * (12 * w * w + 13 * w) * s
+        # Kept for backward per block: the 4x-wide MLP intermediates, q/k/v and the
+        # float32 attention scores and their softmax.
+        acts = p["blocks"] * (tokens * w * 16 * s + batch * heads * p["seq"] ** 2 * 8)
+        io = tokens * w * s
+    else:
+        weights = p["depth"] * (w * w + w) * s
+        acts = (2 * p["depth"] + 2) * batch * w * s  # every layer's output, for backward
+        io = batch * w * s
+    # Weights, grads and AdamW's two states; the eager reference run keeps its own copy;
+    # a graph's pool holds a second set of activations and grads beside the live ones.
+    return 2 * 4 * weights + (2 if graphs else 1) * (acts + weights) + 4 * io
+
+
+def _chain_bytes(p: Mapping[str, Any], batch: int, graphs: bool) -> int:
+    # The input, the tensor the chain works on in place, the eager reference and a graph's
+    # static copy.
+    return 4 * batch * DTYPE_BYTES[p["dtype"]]
+
+
+_MEMORY_MODELS = {"mlp": _mlp_bytes, "transformer-decode": _decoder_bytes,
+                  "train-step": _train_bytes, "kernel-chain": _chain_bytes}
 
 
 def estimate_cost(workload: str, params: Mapping[str, str], batch_sizes: tuple[int, ...]
