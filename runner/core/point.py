@@ -26,9 +26,9 @@ import traceback
 from typing import Any
 
 from runner.core import host_gate, memory, modes, profiling, stats
-from runner.core.placement import placement
 from runner.core import rounds as rounds_mod
 from runner.core.compile_watch import compile_watch, cudagraph_status, no_recompiles
+from runner.core.placement import placement
 from runner.core.timing import Clock, TimingConfig, gc_paused, latency, phase, warm_up
 from runner.core.workloads import Workload
 from runner.format.bundle import empty_measurement
