@@ -40,7 +40,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-POLICIES = ("exclusive", "shared")
+from runner.format.vocab import HOST_POLICIES as POLICIES
+
 DEFAULT_POLICY = "exclusive"
 POLICY_VAR = "LAUNCHBENCH_HOST_POLICY"
 DIR_VAR = "LAUNCHBENCH_HOST_DIR"
