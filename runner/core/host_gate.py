@@ -47,6 +47,9 @@ POLICY_VAR = "LAUNCHBENCH_HOST_POLICY"
 DIR_VAR = "LAUNCHBENCH_HOST_DIR"
 LOCK_NAME = "timing.lock"
 _STATES = ("idle", "waiting", "timing")
+# How long the entry of a process that is gone stays: a section longer than this may miss
+# one that timed during it and then exited.
+KEEP_GONE_S = 3600.0
 
 
 class HostGateError(ValueError):
@@ -124,24 +127,30 @@ class _Registry:
         self.state = state
         new = self.dir / self._name()
         os.rename(self.path, new)
+        os.utime(new)  # the entry's age: when its owner last changed state
         self.path = new
 
-    def others(self) -> dict[str, tuple[int, str]]:
-        """token -> (sections, state) of every live process but this one."""
+    def others(self, now: float | None = None) -> dict[str, tuple[int, str]]:
+        """token -> (sections, state) of every process but this one; the state of one
+        that is gone is "gone" (its count still says whether it timed lately)."""
+        now = time.time() if now is None else now
         seen = {}
         for name in os.listdir(self.dir):
             parts = name.split(".")
             if len(parts) != 4 or parts[0] != "w" or parts[3] not in _STATES:
                 continue
             token, sections, state = parts[1], parts[2], parts[3]
-            if token == self.token or not sections.isdigit() or not _alive(self.dir / name):
+            if token == self.token or not sections.isdigit():
                 continue
-            seen[token] = (int(sections), state)
+            alive = _alive(self.dir / name, now)
+            if alive is not None:
+                seen[token] = (int(sections), state if alive else "gone")
         return seen
 
 
-def _alive(path: Path) -> bool:
-    """Whether a registry entry's owner still holds it (renamed away: still alive)."""
+def _alive(path: Path, now: float) -> bool | None:
+    """Whether a registry entry's owner still holds it; None once a dead one's entry is
+    older than KEEP_GONE_S and removed."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -150,16 +159,24 @@ def _alive(path: Path) -> bool:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
         return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
-    with contextlib.suppress(OSError):  # nobody holds it: its process is gone
-        path.unlink()
+    # Nobody holds it: its process is gone. Kept a while, so a section that was under
+    # way when it timed and exited still counts it (its count grew).
+    with contextlib.suppress(OSError):
+        if now - path.stat().st_mtime > KEEP_GONE_S:
+            path.unlink()
+            return None
     return False
 
 
 def overlapping(before: dict[str, tuple[int, str]],
                 after: dict[str, tuple[int, str]]) -> set[str]:
-    """Tokens of the processes timing at some moment between two snapshots."""
+    """Tokens of the processes timing at some moment between two snapshots: timing at
+    either end, or with more sections at the end than at the start (a process first seen
+    at the end started all its sections in between)."""
     out = {t for t, (_, state) in before.items() if state == "timing"}
     out |= {t for t, (_, state) in after.items() if state == "timing"}
     out |= {t for t, (n, _) in after.items() if n > before.get(t, (0, ""))[0]}

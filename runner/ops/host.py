@@ -147,7 +147,8 @@ def run_per_gpu(entries: list[dict], base: Sequence[str], passthrough: Sequence[
         try:
             for e in entries:
                 argv = worker_argv(base, e, passthrough)
-                procs.append(subprocess.Popen(argv, start_new_session=True))
+                procs.append(subprocess.Popen(argv, start_new_session=True,
+                                              env={**os.environ, **child_env(e['gpu'])}))
                 cpus = format_cpus(e["cpus"]) if e["cpus"] else "any"
                 log(f"started {e['name']} (pid {procs[-1].pid}): GPU {e['gpu']}, CPUs {cpus}")
             return max(p.wait() for p in procs)
