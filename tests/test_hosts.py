@@ -123,9 +123,8 @@ def test_workers_lists_by_host_and_refuses_launch_flags_alone(sqlite_engine, sql
     assert [line.split()[1] for line in out[1:]] == [f"n-gpu{s}" for s in range(4)]
     for argv, needle in ((["--gpus", "0"], "--gpus needs --per-gpu"),
                          (["--pin-cpus"], "--pin-cpus needs --per-gpu")):
-        r = subprocess.run([sys.executable, "-m", "runner", "workers", "--db", sqlite_url,
-                            *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
-        assert r.returncode == 2 and needle in r.stderr, r.stderr
+        assert main(["workers", "--db", sqlite_url, *argv]) == 2
+        assert capsys.readouterr().err == f"error: {needle} (without it, workers lists)\n"
 
 
 # --- the gate between processes ----------------------------------------------------------
@@ -282,11 +281,12 @@ def test_worker_pinned_to_a_gpu_and_cpus_says_so(sqlite_url, tmp_path):
     (["--cpus", "0-x"], "'0-x'"),
     (["--host-lock-dir", "/proc/launchbench"], "host lock directory '/proc/launchbench'"),
 ])
-def test_worker_host_flags_bad_input_one_line(sqlite_url, argv, needle):
-    r = subprocess.run([sys.executable, "-m", "runner", "worker", "--db", sqlite_url, "--once",
-                        *argv], cwd=ROOT, capture_output=True, text=True, timeout=GUARD_S)
-    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert needle in r.stderr
+def test_worker_host_flags_bad_input_one_line(sqlite_url, argv, needle, capsys):
+    before = dict(os.environ)
+    assert main(["worker", "--db", sqlite_url, "--once", *argv]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and needle in err, err
+    assert dict(os.environ) == before  # refused before pinning anything
 
 
 # --- workers --per-gpu -----------------------------------------------------------------
@@ -320,9 +320,19 @@ def test_per_gpu_starts_one_worker_per_gpu_and_stops_them_all(tmp_path, stop):
     ([], {"CUDA_VISIBLE_DEVICES": "GPU-1a2b"}, "does not list GPU indexes"),
     (["--idle-exit", "-1"], {}, "--idle-exit -1 must be from 0"),
 ])
-def test_per_gpu_bad_input_one_line(argv, env, needle):
-    r = subprocess.run([sys.executable, "-m", "runner", "workers", "--per-gpu", *argv],
-                       cwd=ROOT, capture_output=True, text=True, timeout=GUARD_S,
-                       env={**os.environ, **env})
-    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert needle in r.stderr
+def test_per_gpu_bad_input_one_line(argv, env, needle, monkeypatch, capsys):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert main(["workers", "--per-gpu", *argv]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and needle in err, err
+
+
+def test_sweep_refuses_a_bad_host_policy_from_the_environment(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv(host_gate.POLICY_VAR, "loose")
+    out = tmp_path / "r.json"
+    assert main(["sweep", "--workload", "mlp", "--batch-sizes", "1", "--device", "cpu",
+                 "--no-db", "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "error: host policy 'loose' must be one of: exclusive, shared\n")
+    assert not out.exists()

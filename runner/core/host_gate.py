@@ -16,12 +16,13 @@ on a local disk.
 
 Who is timing: each process that times keeps one registry file in the same directory,
 named `w.<token>.<sections>.<state>`, and holds an flock on it for its life (a file
-nobody holds belongs to a dead process and is ignored). The state is in the name and
-changes by rename, so a reader lists the directory and never reads a half-written file.
-A section marks itself "timing" before its first snapshot and "idle" after its last, and
-counts as "others" every process timing at its start or end, or whose section count grew
-in between: every section whose timed window overlaps this one's, exactly (a section that
-started and ended inside this one shows as a grown count).
+nobody holds belongs to a process that is gone: never "timing", and removed once an hour
+old). The state is in the name and changes by rename, so a reader lists the directory and
+never reads a half-written file. A section marks itself "timing" before its first
+snapshot and "idle" after its last, and counts as "others" every process timing at its
+start or end, or whose section count grew in between: every section whose timed window
+overlaps this one's (a section that started and ended inside this one, its process gone
+since, shows as a grown count). The snapshots are taken outside the timed window.
 
 Torch-free and stdlib-only: the measuring core takes the gate from `current()`, which a
 worker sets with `install()` or through LAUNCHBENCH_HOST_POLICY / LAUNCHBENCH_HOST_DIR
@@ -69,13 +70,25 @@ def check_policy(value: str) -> str:
 def check_dir(value: str | os.PathLike) -> Path:
     path = Path(value)
     try:
+        if not path.is_dir() and path == default_dir():
+            # Shared by every user's workers on the host, like /tmp itself: each may add
+            # its own entries, and remove only its own.
+            path.mkdir(parents=True, exist_ok=True)
+            path.chmod(0o1777)
         path.mkdir(parents=True, exist_ok=True)
-        probe = path / LOCK_NAME
-        os.close(os.open(probe, os.O_RDWR | os.O_CREAT, 0o666))
+        os.close(_open_lock(path))
     except OSError as e:
         raise HostGateError(f"host lock directory {str(value)!r} is not usable: "
                             f"{e.strerror or e}") from None
     return path
+
+
+def _open_lock(directory: Path) -> int:
+    # flock needs no write access: another user's lock file still locks, read-only.
+    try:
+        return os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+    except PermissionError:
+        return os.open(directory / LOCK_NAME, os.O_RDONLY)
 
 
 @dataclass
@@ -208,7 +221,7 @@ class Gate:
         try:
             if self.policy == "exclusive":
                 if self._lock_fd is None:
-                    self._lock_fd = os.open(self.dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+                    self._lock_fd = _open_lock(self.dir)
                 reg.set("waiting")
                 t0 = self.clock()
                 fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
