@@ -46,3 +46,10 @@ def describe(host: str, workers: list[dict[str, Any]]) -> str:
     n = len(workers)
     return (f"{n} worker{'s' if n != 1 else ''} on host {host} "
             f"(timing: {', '.join(policies)})")
+
+
+def mixed_policies(workers: list[dict[str, Any]]) -> list[str]:
+    """The policies of one host's workers when they differ: an `exclusive` worker's lock
+    does not keep a `shared` neighbour from timing beside it."""
+    policies = sorted({w["host_policy"] for w in workers if w.get("host_policy")})
+    return policies if len(policies) > 1 else []

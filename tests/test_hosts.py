@@ -106,6 +106,9 @@ def test_host_fields_checked_and_workers_grouped_by_host(sqlite_engine):
     assert list(groups) == ["x", "y"] and [w["host_slot"] for w in groups["x"]] == [0, 2]
     assert hosts.describe("x", groups["x"]) == "2 workers on host x (timing: exclusive)"
     assert hosts.describe("y", groups["y"]) == "1 worker on host y (timing: unknown)"
+    assert hosts.mixed_policies(groups["x"]) == []
+    assert hosts.mixed_policies([*groups["x"], {"host_policy": "shared"}]) == [
+        "exclusive", "shared"]
     with pytest.raises(ValueError, match="host_policy 'loose'"):
         jobs.register_worker(e, name="z", hostname="z", pid=3, gpu_name=None,
                              has_cuda=False, torch_version="t", host_policy="loose")
@@ -268,6 +271,7 @@ def test_worker_pinned_to_a_gpu_and_cpus_says_so(sqlite_url, tmp_path):
                         "--host-lock-dir", str(tmp_path)], cwd=ROOT, capture_output=True,
                        text=True, timeout=GUARD_S)
     assert r.returncode == 0, r.stderr
+    assert f"1 worker on host {socket.gethostname()} (timing: shared)" in r.stdout
     engine = make_engine(sqlite_url)
     with engine.connect() as c:
         w = c.execute(select(jobs.Worker.__table__)).one()._mapping

@@ -123,6 +123,19 @@ def run_workers(args: argparse.Namespace) -> int:
                             log=lambda line: print(line, file=sys.stderr, flush=True))
 
 
+def announce(engine, info: dict, log) -> None:
+    """A starting worker says who shares its host (the workers table)."""
+    from db import hosts, jobs
+
+    here = [w for w in jobs.live_workers(engine) if w.get("hostname") == info["hostname"]]
+    if here:
+        log(hosts.describe(info["hostname"], here))
+    mixed = hosts.mixed_policies(here)
+    if mixed:
+        log(f"warning: workers on this host time under different policies ({', '.join(mixed)})"
+            ": the shared ones time beside the exclusive ones")
+
+
 def format_worker(w: dict) -> str:
     slot = f"gpu{w['host_slot']}" if w.get("host_slot") is not None else "-"
     return "  ".join([f"{w['id']:>5}", f"{w['name']:<24}", f"{slot:<6}",

@@ -241,6 +241,7 @@ def run_worker(args: argparse.Namespace) -> int:
                         # In a batch job, a SIGTERM is Slurm's (time limit, scancel).
                         interrupted=slurm.interrupted(engine) if slurm_job_id else None,
                         host=placed)
+        hosts.announce(engine, worker.info, log)
         # `kill` stops a worker like Ctrl-C: the job in flight ends cancelled with its
         # finished points, the worker says goodbye, the exit status is 130. In a batch
         # job, Slurm's SIGTERM stops it between points instead (KillWait, 30 s by
