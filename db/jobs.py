@@ -19,6 +19,7 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from db.access import require_writable
+from db.hosts import check_fields
 from db.models import JOB_STATUSES, Job, Run, Worker
 from runner.format.limits import MAX_JOB_POINTS
 from runner.format.specs import SpecError, check_sweep, check_text
@@ -173,8 +174,6 @@ def register_worker(engine: Engine, *, name: str, hostname: str | None, pid: int
                     gpu_name: str | None, has_cuda: bool,
                     torch_version: str | None, **host: Any) -> int:
     """`host`: where on its host the worker sits (db/hosts.py FIELDS), all optional."""
-    from db.hosts import check_fields
-
     with engine.begin() as c:
         now = _now(c)
         return c.execute(Worker.__table__.insert().values(
