@@ -340,3 +340,25 @@ def test_sweep_refuses_a_bad_host_policy_from_the_environment(monkeypatch, capsy
     assert capsys.readouterr().err == (
         "error: host policy 'loose' must be one of: exclusive, shared\n")
     assert not out.exists()
+
+
+def test_per_gpu_kills_a_worker_that_ignores_sigterm(tmp_path):
+    import threading
+
+    marker = tmp_path / "up"
+    stubborn = [sys.executable, "-c",
+                "import pathlib, signal, sys, time; signal.signal(signal.SIGTERM, "
+                "signal.SIG_IGN); pathlib.Path(sys.argv[1]).touch(); time.sleep(600)",
+                str(marker)]
+    lines: list[str] = []
+
+    def stop_when_up():
+        _wait_for(marker.exists, "the worker up")
+        os.kill(os.getpid(), signal.SIGTERM)  # what `kill <launcher>` sends
+
+    threading.Thread(target=stop_when_up, daemon=True).start()
+    entry = {"name": "h-gpu0", "gpu": 0, "cpus": None}
+    # Returns once every worker is reaped: this one, deaf to SIGTERM, only by SIGKILL.
+    assert host.run_per_gpu([entry], stubborn, [], log=lines.append, grace_s=0.2) == 130
+    assert lines[-1] == "stopping 1 worker(s)"
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # put back as it was

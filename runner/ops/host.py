@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 
 from runner.core.placement import PlacementError, format_cpus, parse_cpus
@@ -167,12 +168,17 @@ def _stop(procs: list[subprocess.Popen], grace_s: float) -> None:
         if p.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    try:
+        for p in procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except KeyboardInterrupt:  # a second Ctrl-C or SIGTERM: no more grace
+        pass
     for p in procs:
-        try:
-            p.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
+        if p.poll() is None:
             p.kill()
-            p.wait()
+        p.wait()
 
 
 def child_env(gpu: int) -> dict[str, str]:
