@@ -71,10 +71,10 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
         batch.prepared.clear()
         with phase(shared, "cleanup"):
             reset_state(device)
-        host = host_gate.summary(batch.sections)
+        # Where it ran (GPUs, CPUs) and, under a host policy, what its timing met.
+        host = {**(host_gate.summary(batch.sections) or {"policy": None}), **placement()}
         for m in ms.values():
-            if host is not None:
-                m["details"]["host"] = {**host, **placement()}
+            m["details"]["host"] = dict(host)
             phases = m["details"]["phase_s"]
             for k, v in shared.items():
                 phases[k] = v / len(ms)
