@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from db import liveness
 from db.access import require_writable
+from db.hosts import check_fields
 from db.models import JOB_STATUSES, Job, Run, Worker
 from runner.format.limits import (
     HEARTBEAT_S,
@@ -225,13 +226,14 @@ def list_jobs(engine: Engine, *, limit: int = 50,
 
 def register_worker(engine: Engine, *, name: str, hostname: str | None, pid: int | None,
                     gpu_name: str | None, has_cuda: bool,
-                    torch_version: str | None) -> int:
+                    torch_version: str | None, **host: Any) -> int:
+    """`host`: where on its host the worker sits (db/hosts.py FIELDS), all optional."""
     with engine.begin() as c:
         now = _now(c)
         return c.execute(Worker.__table__.insert().values(
             name=name, hostname=hostname, pid=pid, gpu_name=gpu_name, has_cuda=has_cuda,
-            torch_version=torch_version, started_at=now, heartbeat_at=now)
-            .returning(Worker.id)).scalar_one()
+            torch_version=torch_version, started_at=now, heartbeat_at=now,
+            **check_fields(host)).returning(Worker.id)).scalar_one()
 
 
 def stop_worker(engine: Engine, worker_id: int) -> None:

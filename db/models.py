@@ -30,6 +30,7 @@ from runner.format.limits import MAX_DIST_TEXT, MAX_LABEL, RUN_TEXT_LIMITS
 from runner.format.serve_record import STATUSES as SERVE_STATUSES
 from runner.format.vocab import (
     CUDAGRAPH_STATUSES,
+    HOST_POLICIES,
     JOB_DEVICES,
     JOB_EXECUTORS,
     MODES,
@@ -217,8 +218,18 @@ class Worker(Base):
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # One host, several GPUs (migration 0008): the per-host slot is the GPU the worker is
+    # pinned to (`worker --gpu N`), so hostname + host_slot names it on its host.
+    host_slot: Mapped[int | None] = mapped_column(Integer)
+    host_policy: Mapped[str | None] = mapped_column(String(16))
+    cuda_visible_devices: Mapped[str | None] = mapped_column(String(200))
+    cpus: Mapped[str | None] = mapped_column(String(1000))
 
-    __table_args__ = (Index("ix_workers_heartbeat_at", "heartbeat_at"),)
+    __table_args__ = (
+        Index("ix_workers_heartbeat_at", "heartbeat_at"),
+        CheckConstraint("host_policy IS NULL OR " + _one_of("host_policy", HOST_POLICIES),
+                        name="ck_worker_host_policy"),
+    )
 
 
 # --- Serve runs (issue 5): a request stream replayed under each strategy ---------------

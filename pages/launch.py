@@ -7,7 +7,7 @@ import re
 import streamlit as st
 
 import runner.ops.slurm as slurm
-from db import jobs, liveness, queries
+from db import hosts, jobs, liveness, queries
 from db.access import ReadOnlyError, read_only
 from pages.common import launch_form as lf
 from pages.common import ui
@@ -179,6 +179,7 @@ def live() -> None:
     st.subheader("Live workers")
     workers = jobs.live_workers(engine)
     if workers:
+        st.caption(" · ".join(hosts.describe(h, ws) for h, ws in hosts.by_host(workers).items()))
         st.dataframe(lf.worker_rows(workers), hide_index=True)
     elif cluster is not None:
         st.caption("No live worker. Slurm starts one per job, on a node of its GPU type.")

@@ -167,6 +167,9 @@ def queue_rows(queue: list[dict[str, Any]], base_url: str | None) -> list[dict[s
 
 def worker_rows(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"worker": w["name"], "host": w["hostname"], "GPU": w["gpu_name"] or "none (cpu)",
+             # The GPU it is pinned to on its host (`worker --gpu N`), and its host policy.
+             "slot": None if w.get("host_slot") is None else f"gpu{w['host_slot']}",
+             "timing": w.get("host_policy"),
              "torch": w["torch_version"], "pid": w["pid"]} for w in workers]
 
 

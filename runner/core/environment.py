@@ -7,6 +7,7 @@ importable (cheap, no process start); nvidia-smi otherwise; None when neither an
 
 from __future__ import annotations
 
+import os
 import platform
 import shutil
 import socket
@@ -30,7 +31,7 @@ def _nvidia_smi(query: str, index: int = 0) -> list[str] | None:
         return None
     try:
         out = subprocess.run([exe, f"--query-gpu={query}", "--format=csv,noheader,nounits",
-                              "-i", str(index)], capture_output=True, text=True, timeout=10)
+                              "-i", _smi_index(index)], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0 or not out.stdout.strip():
@@ -65,6 +66,14 @@ def capture(device: str) -> dict:
         smi = _nvidia_smi("driver_version", idx)
         env["driver_version"] = smi[0] if smi else None
     return env
+
+
+def _smi_index(index: int) -> str:
+    """nvidia-smi ignores CUDA_VISIBLE_DEVICES: a worker pinned to GPU 3 sees it as cuda:0,
+    and asking nvidia-smi for 0 would read GPU 0's clocks. Entry `index` of the list (an
+    index or a UUID, both of which -i takes) is the GPU torch means."""
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")]
+    return visible[index] if index < len(visible) and visible[index] else str(index)
 
 
 def _num(v) -> float | None:

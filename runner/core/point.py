@@ -18,16 +18,18 @@ pass and the per-call latency run per mode after the rounds, outside them.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import sys
 import traceback
 from typing import Any
 
-from runner.core import memory, modes, profiling, stats
+from runner.core import host_gate, memory, modes, profiling, stats
 from runner.core import rounds as rounds_mod
 from runner.core.compile_watch import compile_watch, cudagraph_status, no_recompiles
 from runner.core.memory import clear_cublas_workspaces
+from runner.core.placement import placement
 from runner.core.timing import Clock, TimingConfig, gc_paused, latency, phase, warm_up
 from runner.core.workloads import Workload
 from runner.format.bundle import empty_measurement
@@ -70,7 +72,10 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
         batch.prepared.clear()
         with phase(shared, "cleanup"):
             reset_state(device)
+        # Where it ran (GPUs, CPUs) and, under a host policy, what its timing met.
+        host = {**(host_gate.summary(batch.sections) or {"policy": None}), **placement()}
         for m in ms.values():
+            m["details"]["host"] = dict(host)
             phases = m["details"]["phase_s"]
             for k, v in shared.items():
                 phases[k] = v / len(ms)
@@ -124,6 +129,7 @@ class _Batch:
         self.iters: dict[str, int] = {}
         self.watch: dict[str, dict] = {}
         self.first_m0: memory.MemState | None = None
+        self.sections: list[host_gate.Section] = []  # this batch's gated timing sections
 
     def run(self, extra_rounds, rounds_only: bool = False) -> rounds_mod.Rounds | None:
         import torch
@@ -235,10 +241,20 @@ class _Batch:
         clock = Clock(self.device)
         probe = clock.launch_probe(self.config.probe_launches)
         steps = {mode: p.step for mode, p in self.prepared.items()}
-        with gc_paused():
+        with self.gated(), gc_paused():
             r = rounds_mod.run_rounds(steps, self.iters, clock, self.config, probe=probe)
         self.shared["rounds"] = r.seconds
         return r
+
+    @contextlib.contextmanager
+    def gated(self):
+        """A timing section under the host's policy (runner/core/host_gate.py): only the
+        rounds and the latency calls, so compile, capture, warm-up and the profiled pass
+        of workers on one host still overlap."""
+        with host_gate.current().timing() as section:
+            if section is not None:
+                self.sections.append(section)
+            yield
 
     def store_rounds(self, r: rounds_mod.Rounds) -> None:
         ivs = rounds_mod.intervals(r)
@@ -277,7 +293,7 @@ class _Batch:
         phases, d = m["details"]["phase_s"], m["details"]
         prepared = self.prepared[mode]
         try:
-            with phase(phases, "latency"):
+            with phase(phases, "latency"), self.gated():
                 lat = latency(prepared.step, Clock(self.device), self.config.latency_calls)
             m["latency_ms"] = stats.percentile(lat, 50)
             d.update(latency_ms_p10=stats.percentile(lat, 10),

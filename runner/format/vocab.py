@@ -46,6 +46,8 @@ JOB_DEVICES = ("auto", *DEVICES)
 JOB_EXECUTORS = ("local", "slurm")
 # Why a point's rounds ended: every interval under its target, or the time budget spent.
 STOP_REASONS = ("converged", "budget")
+# What a point's timing does about other workers on its host (runner/core/host_gate.py).
+HOST_POLICIES = ("exclusive", "shared")
 # Timing presets by name; their figures are the measuring core's (runner/core/timing.py).
 TIMINGS = ("quick", "standard", "thorough")
 # Fresh processes per sweep when none is asked for, by preset. Measured on the lent H200

@@ -153,7 +153,8 @@ class Worker:
                  jobs.HEARTBEAT_S, lost_after_s: float = jobs.LOST_AFTER_S,
                  poll_s: float = POLL_S, log: Callable[[str], None] = print,
                  interrupted: Callable[[int], tuple[str, str] | None] | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 host: dict[str, Any] | None = None) -> None:
         self.engine, self.log, self.sleep = engine, log, sleep
         # What an interrupt (SIGTERM, Ctrl-C) means for the job in flight: (status,
         # message), or None to leave the job to its executor's verdict: under Slurm the
@@ -166,9 +167,11 @@ class Worker:
         self.heartbeat_s, self.lost_after_s, self.poll_s = heartbeat_s, lost_after_s, poll_s
         self.info = identity()
         self.info["name"] = name or self.info["hostname"]
+        # `host`: slot, policy, GPUs and CPUs on a shared host (runner/ops/host.py pin).
+        self.info.update(host or {})
         self.info["id"] = jobs.register_worker(
             engine, **{k: self.info[k] for k in ("name", "hostname", "pid", "gpu_name",
-                                                 "has_cuda", "torch_version")})
+                                                 "has_cuda", "torch_version")}, **(host or {}))
 
     def serve(self, *, once: bool = False, idle_exit_s: float | None = None,
               job_id: int | None = None, slurm_job_id: str | None = None,

@@ -16,7 +16,7 @@ import sys
 from runner.format.catalog import WORKLOADS
 from runner.ops import slurm
 from runner.ops.cli import UsageError
-from runner.ops.commands import flags
+from runner.ops.commands import flags, hosts
 from runner.ops.commands import sweep as sweep_cmd
 from runner.ops.commands.flags import DB_HELP
 
@@ -55,7 +55,8 @@ def register(sub) -> None:
     p = sub.add_parser("worker", help="claim and run queued jobs",
                        description="Register this host (GPU, torch), then claim queued jobs "
                                    "one at a time, run them, store each point as it "
-                                   "finishes and heartbeat.")
+                                   "finishes and heartbeat.",
+                       parents=[hosts.host_flags()])
     p.add_argument("--db", metavar="URL", help=DB_HELP)
     p.add_argument("--name", metavar="NAME", help="worker name jobs may --target "
                                                   "(default: host name)")
@@ -219,6 +220,7 @@ def run_worker(args: argparse.Namespace) -> int:
         if not args.job.isdigit() or not 1 <= int(args.job) <= jobs.MAX_ID:
             raise UsageError(f"--job {args.job!r} is not a job id")
         job_id = int(args.job)
+    placed = hosts.apply(args)  # pinned before torch is imported
     try:
         import torch  # noqa: F401 - a worker measures: fail here, before registering
     except ImportError:
@@ -240,7 +242,9 @@ def run_worker(args: argparse.Namespace) -> int:
                         heartbeat_s=args.heartbeat or jobs.HEARTBEAT_S,
                         lost_after_s=args.lost_after or jobs.LOST_AFTER_S, log=log,
                         # In a batch job, a SIGTERM is Slurm's (time limit, scancel).
-                        interrupted=slurm.interrupted(engine) if slurm_job_id else None)
+                        interrupted=slurm.interrupted(engine) if slurm_job_id else None,
+                        host=placed)
+        hosts.announce(engine, worker.info, log)
         # `kill` stops a worker like Ctrl-C: the job in flight ends cancelled with its
         # finished points, the worker says goodbye, the exit status is 130. In a batch
         # job, Slurm's SIGTERM stops it between points instead (KillWait, 30 s by

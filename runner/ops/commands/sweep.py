@@ -296,6 +296,7 @@ def run(args: argparse.Namespace) -> int:
     use_db, note = storage_choice(args)
     device = _check_device(args.device)
 
+    from runner.core import host_gate
     from runner.core.sweep import SweepSpec, run_sweep, validate_spec
     from runner.core.workloads import WorkloadError
 
@@ -304,6 +305,7 @@ def run(args: argparse.Namespace) -> int:
                      processes=processes)
     try:
         validate_spec(spec)
+        host_gate.current()  # a bad LAUNCHBENCH_HOST_POLICY/_DIR: said before any point
     except WorkloadError:
         raise  # already one line naming the value; main() prints it
     except ValueError as e:
