@@ -32,6 +32,8 @@ from runner.format.limits import (
 )
 from runner.format.numbers import is_number
 from runner.format.serve_record import SectionError, validate_section
+from runner.format.trace import TraceError
+from runner.format.trace import validate as validate_trace
 from runner.format.vocab import (
     CUDAGRAPH_STATUSES,
     DEVICES,
@@ -48,9 +50,11 @@ FORMAT = "launchbench.run"
 # (runner/format/serve_record.py); version 1 files read as sweeps. Version 3 (interleaved rounds)
 # adds the interval fields below: samples_ms holds one figure per round, aligned by index
 # across the modes of one batch size, and launch_us_rounds the host's launch cost in each
-# round. Older bundles read with those fields null: "no interval".
-VERSION = 3
-SUPPORTED_VERSIONS = (1, 2, 3)
+# round. Older bundles read with those fields null: "no interval". Version 4 (issue 12) adds
+# each measurement's "trace": one profiled step's timeline (runner/format/trace.py), null
+# where none was kept (a CPU run, an older bundle, a failed point).
+VERSION = 4
+SUPPORTED_VERSIONS = (1, 2, 3, 4)
 
 ENVIRONMENT_FIELDS = (
     "device", "gpu_name", "gpu_count", "sm_count", "gpu_memory_bytes", "driver_version",
@@ -87,6 +91,9 @@ MEASUREMENT_FIELDS = (
     # skip reason, host time per step...).
     "samples_ms", "launch_us_rounds", "details",
 )
+# Beside the fields above, not among them: the database keeps a point's trace in a table
+# of its own (db/models.py, Trace), so reading points never loads timelines.
+TRACE_FIELD = "trace"
 
 
 class BundleError(ValueError):
@@ -154,7 +161,7 @@ def _check_string(v: str, path: str) -> None:
 
 def empty_measurement(mode: str, batch_size: int) -> dict[str, Any]:
     """A measurement with every figure unknown; the runner fills in what it measured."""
-    m: dict[str, Any] = {f: None for f in MEASUREMENT_FIELDS}
+    m: dict[str, Any] = {f: None for f in (*MEASUREMENT_FIELDS, TRACE_FIELD)}
     m.update(mode=mode, batch_size=batch_size, status="ok", message="",
              cudagraph_status="n/a", samples_ms=[], launch_us_rounds=[], details={})
     return m
@@ -168,7 +175,8 @@ def make_bundle(environment: dict, run: dict, measurements: list[dict],
         "environment": {f: environment.get(f) for f in ENVIRONMENT_FIELDS},
         "run": {**{f: run.get(f) for f in RUN_FIELDS},
                 "kind": run.get("kind") or ("serve" if serve is not None else "sweep")},
-        "measurements": [{f: m.get(f) for f in MEASUREMENT_FIELDS} for m in measurements],
+        "measurements": [{**{f: m.get(f) for f in MEASUREMENT_FIELDS},
+                          TRACE_FIELD: m.get(TRACE_FIELD)} for m in measurements],
     }
     if serve is not None:
         doc["serve"] = serve
@@ -271,7 +279,8 @@ def validate(doc: Any) -> dict[str, Any]:
                           "samples_ms": m.get("samples_ms") or [],
                           "launch_us_rounds": m.get("launch_us_rounds") or [],
                           "details": m.get("details") or {},
-                          "message": m.get("message") or ""}
+                          "message": m.get("message") or "",
+                          TRACE_FIELD: m.get(TRACE_FIELD)}
                          for m in doc["measurements"]],
     }
     if serve is not None:
@@ -340,6 +349,11 @@ def _validate_measurement(i: int, m: Any) -> None:
             raise BundleError(f"{where}: {f} must be a list of non-negative numbers")
     if m.get("details") is not None and not isinstance(m["details"], dict):
         raise BundleError(f"{where}: details must be an object")
+    if m.get(TRACE_FIELD) is not None:
+        try:
+            validate_trace(m[TRACE_FIELD], f"{where}: trace")
+        except TraceError as e:
+            raise BundleError(str(e)) from None
 
 
 def check_measurement(m: Any) -> None:

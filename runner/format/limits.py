@@ -48,3 +48,7 @@ MAX_NODES = 2_000_000                # values in the whole document
 MAX_POINTS = MAX_BATCH_SIZES * 4     # measurements: every mode at every batch size
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MAX = 2**31 - 1                # an INTEGER column on PostgreSQL
+# One profiled step kept per point (runner/format/trace.py): events in its timeline, and
+# the length of one kernel's short name. A launch-bound step of the seed MLP has 128.
+MAX_TRACE_EVENTS = 2000
+MAX_TRACE_NAME = 200
