@@ -78,6 +78,11 @@ with ui.drawn('The charts'):
             with col:
                 ui.chart(chart, key=f"chart_{name}")
 
+st.subheader("One step, launch by launch")
+batch = None
+with ui.drawn("The step timeline"):
+    batch = ui.timeline_section([run_id], points, lambda x: x["mode"], key="timeline")
+
 st.subheader("Speedup at a glance")
 st.caption("Speedup over eager (95% interval where measured) · extra memory over eager's "
            "pool + peak, per batch size and mode.")
@@ -113,7 +118,7 @@ with right:
                                       points["mode"].tolist()), language="bash",
                     wrap_lines=True)
     st.subheader("Share")
-    ui.share_link(links.run_url(ui.app_url(), run_id))
+    ui.share_link(links.run_url(ui.app_url(), run_id, batch))
     st.page_link(ui.PAGES["import"], label="Download: bundle, CSV, HTML report, PNG charts",
                  icon=":material/download:", query_params={"run": run_id})
     st.page_link(ui.PAGES["compare"], label="Compare with other runs",

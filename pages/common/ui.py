@@ -18,7 +18,7 @@ from db import queries
 from db.engine import default_url, make_engine
 from db.engine import shown_url as engine_shown_url
 from db.samples import SAMPLES, SeedResult, seed_if_empty
-from pages.common import links
+from pages.common import links, timeline
 
 APP_PATH = Path(__file__).resolve().parents[2] / "app.py"
 
@@ -307,3 +307,68 @@ def published_banner(header) -> None:
 
         st.info(f"{PUBLISHED_NOTE} Source: {header.get('label') or 'unknown'}",
                 icon=":material/article:")
+
+
+# --- the step timeline (issue 12): one profiled step per point, read per batch size --------
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=64)
+def _traces(url: str, data_v: tuple, ids: tuple, batch: int) -> list:
+    return queries.point_traces(_engine(url), ids, batch)
+
+
+def traces(ids: Sequence[int], batch: int) -> list[dict]:
+    return _traces(db_url(), version(), tuple(int(i) for i in ids), int(batch))
+
+
+def batch_from_url(options: Sequence[int], param: str = "batch") -> int | None:
+    """?batch=N when this view has it; a bad value gets one line naming it, and the
+    default batch size is shown instead."""
+    values = st.query_params.get_all(param)
+    try:
+        asked = timeline.parse_batch(values[-1] if values else None, options)
+    except timeline.BatchError as e:
+        st.error(str(e), icon=":material/error:")
+        asked = None
+    return asked if asked is not None else timeline.default_batch(options)
+
+
+def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key: str,
+                     pick_mode: bool = False) -> int | None:
+    """Batch picker (mirrored in ?batch=), scale toggle, the stacked lanes, and one
+    Perfetto download per point; returns the batch size shown. `label_of(item)` names a
+    lane pair; `pick_mode` adds a mode picker and draws that mode only (Compare: one pair
+    per run)."""
+    options = timeline.batch_sizes(points)
+    if not options:
+        st.caption("No timeline: this view has no ok point.")
+        return None
+    start = batch_from_url(options)
+    left, middle, right = st.columns([1, 1, 2])
+    batch = left.selectbox("Batch size", options, index=options.index(start),
+                           key=f"{key}_batch")
+    mode = None
+    if pick_mode:
+        modes = timeline.modes_at(points, batch)
+        mode = middle.selectbox("Mode", modes, key=f"{key}_mode")
+    st.query_params["batch"] = str(batch)
+    fit = right.toggle("Fit each to its own step (off: one time scale for all)",
+                       key=f"{key}_fit")
+    items = [x for x in timeline.ordered(traces(run_ids, batch))
+             if mode is None or x["mode"] == mode]
+    chart = timeline.timeline_chart([(label_of(x), x["trace"]) for x in items],
+                                    same_scale=not fit)
+    if chart is None:
+        st.info(f"No step timeline at batch size {batch}: none was kept (CPU runs, "
+                "failed points and runs measured before bundle version 4 have none).")
+        return batch
+    st.altair_chart(chart, key=f"{key}_chart")
+    st.caption("One profiled step per point (not the first: the one whose GPU busy time "
+               "is closest to the point's mean). Shaded: the GPU idle, waiting for the "
+               "host. Download a point's trace for ui.perfetto.dev or chrome://tracing:")
+    for col, x in zip(st.columns(min(len(items), 4)) * len(items), items, strict=False):
+        col.download_button(
+            f"{label_of(x)} (.json)", timeline.chrome_trace_text(label_of(x), x["trace"]),
+            timeline.file_name(x["run_id"], x["mode"], batch), "application/json",
+            key=f"{key}_dl_{x['run_id']}_{x['mode']}", on_click="ignore",
+            icon=":material/download:")
+    return batch
