@@ -159,8 +159,9 @@ def run_points(engine: Engine, run_id: int) -> pd.DataFrame:
 
 def point_traces(engine: Engine, run_ids: list[int] | tuple, batch_size: int
                  ) -> list[dict[str, Any]]:
-    """The kept traces of the given runs at one batch size: [{run_id, mode, trace}], by run
-    and mode. One batch size at a time: a run's traces are read only for what is drawn."""
+    """The kept traces of the given runs at one batch size: [{run_id, mode, batch_size,
+    trace}], by run and mode. One batch size at a time: a run's traces are read only for
+    what is drawn."""
     ids = [int(i) for i in run_ids]
     if not ids:
         return []
@@ -169,7 +170,8 @@ def point_traces(engine: Engine, run_ids: list[int] | tuple, batch_size: int
             .where(Measurement.run_id.in_(ids), Measurement.batch_size == int(batch_size))
             .order_by(Measurement.run_id, Measurement.mode))
     with engine.connect() as c:
-        return [{"run_id": r, "mode": m, "trace": t} for r, m, t in c.execute(stmt)]
+        return [{"run_id": r, "mode": m, "batch_size": int(batch_size), "trace": t}
+                for r, m, t in c.execute(stmt)]
 
 
 # What the Runs board's key figures and the Trends page need of each point: the speedup

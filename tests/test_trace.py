@@ -167,3 +167,20 @@ def test_traces_round_trip_through_the_database_and_older_bundles_have_none(any_
     assert store.export_bundle(engine, old_id)["measurements"][0]["trace"] is None
     store.delete_run(engine, run_id)
     assert queries.point_traces(engine, [run_id], 8) == []
+
+
+def test_the_html_report_draws_the_headline_batch_timeline():
+    from pages.common import report, timeline
+    from tests.test_charts import frame as points_frame
+
+    doc = sweep_bundle(batches=(1, 8, 64), modes=("eager", "cuda-graph"), traces=True)
+    pts = points_frame(doc)
+    batch = timeline.headline_batch(pts)
+    assert batch in (1, 8, 64)
+    items = [{"run_id": 1, "mode": m["mode"], "batch_size": batch, "trace": m["trace"]}
+             for m in doc["measurements"] if m["batch_size"] == batch]
+    header = {"id": 1, "workload": "mlp", "status": "done", "source": "measured"}
+    html = report.html_report(header, pts, None, items)
+    assert f"One step at batch size {batch}" in html and "id='chart-timeline'" in html
+    assert "GPU idle" in html and "<script" not in html
+    assert "chart-timeline" not in report.html_report(header, pts)
