@@ -184,3 +184,19 @@ def test_the_html_report_draws_the_headline_batch_timeline():
     assert f"One step at batch size {batch}" in html and "id='chart-timeline'" in html
     assert "GPU idle" in html and "<script" not in html
     assert "chart-timeline" not in report.html_report(header, pts)
+
+
+def test_unpaired_kernels_fall_back_to_time_and_a_broken_trace_is_not_kept():
+    import dataclasses
+
+    from runner.core.profiling import keep_trace
+
+    evs = step_events(0, 0, 5, graph=True) + step_events(1, 1000, 5, graph=True)
+    half = [dataclasses.replace(e, correlation=None) if e.name.startswith("triton") else e
+            for e in evs]
+    t = tr.select_step(half)
+    assert t["match"] == "mixed" and len(t["gpu"]) == 2
+    details: dict = {}
+    bad = evs + [Event("cudaLaunchKernel", False, 1050, float("nan"))]
+    assert keep_trace(bad, details) is None and "trace_error" in details
+    assert keep_trace(evs, details)["step"] == 2

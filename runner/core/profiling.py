@@ -21,6 +21,7 @@ from runner.format.trace import (  # noqa: F401 - re-exported for callers
     HOST_LAUNCH_NAMES,
     select_step,
 )
+from runner.format.trace import validate as validate_trace
 
 
 class ProfilingError(RuntimeError):
@@ -125,8 +126,21 @@ def profile_step(step: Callable[[], object], steps: int, trace: bool = False) ->
               for e in collected]
     counted = count(events, steps)
     if trace:
-        counted["trace"] = select_step(events)
+        counted["trace"] = keep_trace(events, counted["details"])
     return counted
+
+
+def keep_trace(events: list[Event], details: dict) -> dict | None:
+    """One step's timeline, checked as a bundle would check it. Keeping it is a bonus:
+    a failure here leaves the point's figures standing and says why in details."""
+    try:
+        kept = select_step(events)
+        if kept is not None:
+            validate_trace(kept)
+        return kept
+    except Exception as e:  # noqa: BLE001 - never lose a measured point to its picture
+        details["trace_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+        return None
 
 
 def _int(v) -> int | None:

@@ -9,7 +9,7 @@ it as a Chrome trace / Perfetto file.
 A trace, as stored in a bundle's measurement ("trace") and in the database:
 
     {"step": 2, "steps": 3,            # which profiled step was kept, of how many
-     "match": "correlation",           # how kernels were tied to the step (or "time")
+     "match": "correlation",           # how kernels were tied to steps: or "time", "mixed"
      "cpu_us": [0.0, 812.5],           # the host's step, relative to its own start
      "gpu_us": [14.2, 990.1] | null,   # the span of the step's GPU work, same origin
      "names": ["cudaLaunchKernel", "ampere_sgemm_32x32", ...],
@@ -46,6 +46,9 @@ STEP_PREFIX = "ProfilerStep"
 # What each kind of event is called on the timeline.
 KIND_LABELS = {"launch": "kernel launch", "graph": "cudaGraphLaunch", "copy": "memcpy / memset",
                "kernel": "kernel", "gpu-copy": "GPU copy"}
+
+
+MATCHES = ("correlation", "time", "mixed")
 
 
 class TraceError(ValueError):
@@ -101,8 +104,8 @@ def select_step(events: Iterable[Any], max_events: int = MAX_TRACE_EVENTS
     no step (no ProfilerStep range on the host) or hold no GPU work.
 
     Kernels are tied to the step whose host call launched them, by the profiler's
-    correlation id (a graph's kernels carry the id of their cudaGraphLaunch); without
-    ids, by time (a kernel belongs to the last step that began before it). The step kept
+    correlation id (a graph's kernels carry the id of their cudaGraphLaunch); a kernel
+    without a matching id, by time (it belongs to the last step that began before it). The step kept
     is not the first (it carries the profiler's own start-up) and, among the others, the
     one whose GPU busy time is closest to the mean over all steps: the point's gpu_busy_ms
     is that mean, so the picture and the figure agree."""
@@ -131,11 +134,13 @@ def select_step(events: Iterable[Any], max_events: int = MAX_TRACE_EVENTS
     work = [e for e in evs if is_gpu_work(e)]
     if not work:
         return None
-    by_id = [(launched.get(getattr(e, "correlation", None)), e) for e in work]
-    match = "correlation"
-    if not any(i is not None for i, _ in by_id):
-        match = "time"
-        by_id = [(step_at(e.start_us), e) for e in work]
+    tied = [launched.get(getattr(e, "correlation", None)) for e in work]
+    n_tied = sum(i is not None for i in tied)
+    match = ("correlation" if n_tied == len(work) else "time" if n_tied == 0 else "mixed")
+    # A kernel whose launch call is not among the host events (no id, or one the profiler
+    # did not pair) falls back to time rather than out of the picture.
+    by_id = [(i if i is not None else step_at(e.start_us), e) for i, e in zip(tied, work,
+                                                                               strict=True)]
     busy = [0.0] * len(steps)
     for i, e in by_id:
         if i is not None:
@@ -320,9 +325,9 @@ def validate(trace: Any, where: str = "trace") -> None:
         v = trace.get(f)
         if type(v) is not int or v < 0:
             raise TraceError(f"{where}.{f} {v!r} must be a non-negative whole number")
-    if trace.get("match") not in ("correlation", "time"):
-        raise TraceError(f"{where}.match {trace.get('match')!r} is not 'correlation' or "
-                         "'time'")
+    if trace.get("match") not in MATCHES:
+        raise TraceError(f"{where}.match {trace.get('match')!r} is not one of "
+                         f"{', '.join(MATCHES)}")
     for f, nullable in (("cpu_us", False), ("gpu_us", True)):
         v = trace.get(f)
         if v is None and nullable:
