@@ -131,12 +131,18 @@ def test_a_share_link_with_batch_draws_the_step_timeline(dashboard, db, page):
     page.set_viewport_size(SMALL)
     page.goto(dashboard.url(f"run?run={rid}&batch=8"))
     wait_for_app(page, "One step, launch by launch")
-    chart = page.locator(".st-key-timeline_chart [data-testid='stVegaLiteChart']")
-    drawn = chart.locator("canvas, svg.marks").first
-    drawn.wait_for(state="visible", timeout=30_000)
-    box = drawn.bounding_box()
+    # Vega draws SVG here: the stacked lane pairs carry their titles and idle totals.
+    drawn = page.locator("[data-testid='stVegaLiteChart'] svg.marks", has_text="GPU idle")
+    drawn.first.wait_for(state="visible", timeout=30_000)
+    assert drawn.count() == 1
+    svg = drawn.first
+    box = svg.bounding_box()
     assert box is not None and box["width"] > 400 and box["height"] > 150  # two lane pairs
-    # Vega's view holds the stacked pairs' data: eager's 64 kernels and launches.
+    assert box["x"] + box["width"] <= SMALL["width"] + 1  # fits the 1280 px window
+    labels = svg.evaluate("s => [...s.querySelectorAll('text')].map(t => t.textContent)")
+    assert "eager" in labels and "cuda-graph" in labels
+    assert sum(t.startswith("GPU idle ") for t in labels) == 2
+    assert svg.locator("path[aria-roledescription='bar'], .mark-rect path").count() > 100
     assert "?batch='" not in _visible_text(page)
     assert page.get_by_text("eager (.json)").count() == 1
     assert f"/run?run={rid}&batch=8" in _visible_text(page)  # the share link keeps it

@@ -24,7 +24,7 @@ from runner.format.vocab import MODES
 
 CPU_LANE, GPU_LANE = "CPU launches", "GPU kernels"
 LANES = [CPU_LANE, GPU_LANE]
-WIDTH, LANE_HEIGHT = 760, 34
+WIDTH, LANE_HEIGHT = 660, 34
 # What each event is drawn as; the GPU's idle gaps are a pale wash behind its lane.
 KINDS = ["launch", "graph", "copy", "kernel", "gpu-copy"]
 KIND_COLORS = ["#4c78a8", "#e45756", "#9d755d", "#54a24b", "#b279a2"]
