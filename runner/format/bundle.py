@@ -395,8 +395,15 @@ def read(path: str | os.PathLike) -> dict[str, Any]:
     return loads(text, name=f"bundle file {str(p)!r}")
 
 
+# A list of numbers (and nulls) only: written on one line. Samples and trace events
+# one value per line would triple a traced bundle's size (a trace event is such a list).
+_NUMBER_LIST = re.compile(r"\[(?:\s*(?:-?[\d.eE+-]+|null)\s*,)*\s*(?:-?[\d.eE+-]+|null)?\s*\]")
+_SPACE = re.compile(r"\s+")
+
+
 def dumps(doc: dict) -> str:
-    return json.dumps(doc, indent=1, sort_keys=False, allow_nan=False) + "\n"
+    text = json.dumps(doc, indent=1, sort_keys=False, allow_nan=False)
+    return _NUMBER_LIST.sub(lambda m: _SPACE.sub("", m.group()), text) + "\n"
 
 
 def check_writable(path: str | os.PathLike) -> Path:
