@@ -65,7 +65,9 @@ with ui.drawn('The charts'):
         shown = [n for n in pair if n in figures]
         for col, name in zip(st.columns(len(shown)) if shown else [], shown, strict=True):
             with col:
-                ui.chart(figures[name], key=f"chart_{name}")
+                # A click on a speedup point opens its batch size's timeline below.
+                (ui.chart_picking_batch if name == "speedup" else ui.chart)(
+                    figures[name], key=f"chart_{name}")
     if "memory" in figures:
         st.caption("Memory held = graph pool + peak allocated: the pool a CUDA graph keeps "
                    "reserved is part of what a mode costs (an upper bound: tensors living in "

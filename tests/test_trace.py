@@ -200,3 +200,21 @@ def test_unpaired_kernels_fall_back_to_time_and_a_broken_trace_is_not_kept():
     bad = evs + [Event("cudaLaunchKernel", False, 1050, float("nan"))]
     assert keep_trace(bad, details) is None and "trace_error" in details
     assert keep_trace(evs, details)["step"] == 2
+
+
+def test_a_click_on_a_speedup_point_picks_its_batch_size():
+    from pages.common import analysis, charts, timeline
+    from tests.test_charts import frame as points_frame
+
+    pts = points_frame(sweep_bundle(batches=(1, 8, 64)))
+    chart = timeline.clickable(charts.speedup_chart(analysis.speedups(pts)))
+    spec = chart.to_dict()
+    picks = spec["params"]  # hoisted by Altair, naming the view (layer) it lives on
+    assert [(p["name"], p["select"]["fields"]) for p in picks] == [
+        (timeline.PICK, ["batch_size"])]
+    on = [layer["mark"]["type"] for layer in spec["layer"]
+          if layer.get("name") in picks[0]["views"]]
+    assert on == ["point"]
+    assert timeline.picked_batch({timeline.PICK: [{"batch_size": 64}]}) == 64
+    assert timeline.picked_batch({timeline.PICK: []}) is None
+    assert timeline.picked_batch(None) is None

@@ -31,6 +31,7 @@ KIND_COLORS = ["#4c78a8", "#e45756", "#9d755d", "#54a24b", "#b279a2"]
 GAP_COLOR = "#f2b701"
 # The batch size the article draws (and the one to open on when a run has it).
 PREFERRED_BATCH = 8
+PICK = "pick_batch"  # the speedup chart's click selection
 
 
 class BatchError(ValueError):
@@ -80,6 +81,28 @@ def headline_batch(points: pd.DataFrame) -> int | None:
     if not best.empty and best["speedup"].notna().any():
         return int(best.loc[best["speedup"].idxmax(), "batch_size"])
     return default_batch(batch_sizes(points))
+
+
+def clickable(chart: alt.LayerChart) -> alt.LayerChart:
+    """The speedup chart with a click selection on its points: clicking one picks its
+    batch size for the timeline (picked_batch reads the selection back)."""
+    pick = alt.selection_point(name=PICK, fields=["batch_size"], on="click")
+    out = chart.copy(deep=True)
+    for i, layer in enumerate(out.layer):
+        mark = layer.mark if isinstance(layer.mark, str) else getattr(layer.mark, "type", None)
+        if mark == "point":
+            out.layer[i] = layer.add_params(pick)
+            return out
+    return chart
+
+
+def picked_batch(selection) -> int | None:
+    """The batch size of a clicked point, from streamlit's selection state."""
+    try:
+        rows = selection[PICK]
+        return int(rows[0]["batch_size"]) if rows else None
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
 
 
 def ordered(items: Sequence[dict]) -> list[dict]:

@@ -320,6 +320,19 @@ def traces(ids: Sequence[int], batch: int) -> list[dict]:
     return _traces(db_url(), version(), tuple(int(i) for i in ids), int(batch))
 
 
+def chart_picking_batch(chart, key: str, target: str = "timeline") -> None:
+    """The speedup chart, clickable: a click on a point shows that batch size's timeline
+    (the picker `target`_batch below follows it, and so does ?batch=)."""
+    event = st.altair_chart(timeline.clickable(chart), key=key, width="stretch",
+                            on_select="rerun", selection_mode=timeline.PICK)
+    picked = timeline.picked_batch(getattr(event, "selection", None))
+    seen = f"_{key}_picked"
+    if picked is not None and picked != st.session_state.get(seen):
+        st.session_state[f"{target}_batch"] = picked
+        st.query_params["batch"] = str(picked)
+    st.session_state[seen] = picked
+
+
 def batch_from_url(options: Sequence[int], param: str = "batch") -> int | None:
     """?batch=N when this view has it; a bad value gets one line naming it, and the
     default batch size is shown instead."""
@@ -343,9 +356,13 @@ def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key
         st.caption("No timeline: this view has no ok point.")
         return None
     start = batch_from_url(options)
+    if st.session_state.get(f"{key}_batch") not in (None, *options):
+        del st.session_state[f"{key}_batch"]  # a batch size this view does not have
     left, middle, right = st.columns([1, 1, 2])
-    batch = left.selectbox("Batch size", options, index=options.index(start),
-                           key=f"{key}_batch")
+    # Once the picker has a value (chosen, or set by a click on the speedup chart) it
+    # wins; an index beside a value set through session state would draw a warning.
+    first = {} if f"{key}_batch" in st.session_state else {"index": options.index(start)}
+    batch = left.selectbox("Batch size", options, key=f"{key}_batch", **first)
     mode = None
     if pick_mode:
         modes = timeline.modes_at(points, batch)
