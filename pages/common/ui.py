@@ -348,7 +348,7 @@ def batch_from_url(options: Sequence[int], param: str = "batch") -> int | None:
 def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key: str,
                      pick_mode: bool = False) -> int | None:
     """Batch picker (mirrored in ?batch=), scale toggle, the stacked lanes, and one
-    Perfetto download per point; returns the batch size shown. `label_of(item)` names a
+    Perfetto download per point; returns the batch size drawn (None: no timeline). `label_of(item)` names a
     lane pair; `pick_mode` adds a mode picker and draws that mode only (Compare: one pair
     per run)."""
     options = timeline.batch_sizes(points)
@@ -367,7 +367,6 @@ def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key
     if pick_mode:
         modes = timeline.modes_at(points, batch)
         mode = middle.selectbox("Mode", modes, key=f"{key}_mode")
-    st.query_params["batch"] = str(batch)
     fit = right.toggle("Fit each to its own step (off: one time scale for all)",
                        key=f"{key}_fit")
     items = [x for x in timeline.ordered(traces(run_ids, batch))
@@ -377,7 +376,8 @@ def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key
     if chart is None:
         st.info(f"No step timeline at batch size {batch}: none was kept (CPU runs, "
                 "failed points and runs measured before bundle version 4 have none).")
-        return batch
+        return None
+    st.query_params["batch"] = str(batch)  # the link carries what is drawn
     st.altair_chart(chart, key=f"{key}_chart")
     st.caption("One profiled step per point (not the first: the one whose GPU busy time "
                "is closest to the point's mean). Shaded: the GPU idle, waiting for the "
