@@ -118,7 +118,7 @@ def frame(trace: dict) -> pd.DataFrame:
                                      "stream"])
     df["lane"] = df["lane"].map({"cpu": CPU_LANE, "gpu": GPU_LANE})
     df["what"] = df["kind"].map(tr.KIND_LABELS)
-    df["stream"] = df["stream"].astype("object").where(df["stream"].notna(), "—")
+    df["stream"] = [("—" if pd.isna(v) else str(int(v))) for v in df["stream"]]
     return df
 
 
