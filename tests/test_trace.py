@@ -42,11 +42,13 @@ def step_events(i: int, t0: float, kernel_us: float, *, graph: bool = False,
 
 
 def test_the_step_kept_is_not_the_first_and_matches_the_mean_busy_time():
-    # Step 1 carries the profiler's start-up (long kernels); steps 2 and 3 differ a little.
-    evs = (step_events(0, 0, 40) + step_events(1, 1000, 10) + step_events(2, 2000, 14))
+    # Step 1 carries the profiler's start-up (long kernels); steps 2 and 3 differ a little;
+    # the last one synchronizes (closest to the mean here, but never kept).
+    evs = (step_events(0, 0, 40) + step_events(1, 1000, 10) + step_events(2, 2000, 14)
+           + step_events(3, 3000, 30))
     t = tr.select_step(evs)
-    mean_us = count(evs, steps=3)["gpu_busy_ms"] * 1e3  # (80 + 20 + 28) / 3 = 42.7
-    assert t["step"] == 3 and t["steps"] == 3  # 28 is closer to 42.7 than 20 is
+    mean_us = count(evs, steps=4)["gpu_busy_ms"] * 1e3  # (80 + 20 + 28 + 60) / 4 = 47
+    assert t["step"] == 3 and t["steps"] == 4  # 28 is closer to 47 than 20 is
     assert t["match"] == "correlation" and t["dropped"] == 0
     assert t["cpu_us"] == [0.0, 100.0] and t["gpu_us"] == [12.0, 44.0]
     rows = tr.events(t)

@@ -348,9 +348,9 @@ def batch_from_url(options: Sequence[int], param: str = "batch") -> int | None:
 def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key: str,
                      pick_mode: bool = False) -> int | None:
     """Batch picker (mirrored in ?batch=), scale toggle, the stacked lanes, and one
-    Perfetto download per point; returns the batch size drawn (None: no timeline). `label_of(item)` names a
-    lane pair; `pick_mode` adds a mode picker and draws that mode only (Compare: one pair
-    per run)."""
+    Perfetto download per point; returns the batch size drawn (None: no timeline).
+    `label_of(item)` names a lane pair; `pick_mode` adds a mode picker and draws that mode
+    only (Compare: one pair per run)."""
     options = timeline.batch_sizes(points)
     if not options:
         st.caption("No timeline: this view has no ok point.")

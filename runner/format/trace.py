@@ -106,9 +106,10 @@ def select_step(events: Iterable[Any], max_events: int = MAX_TRACE_EVENTS
     Kernels are tied to the step whose host call launched them, by the profiler's
     correlation id (a graph's kernels carry the id of their cudaGraphLaunch); a kernel
     without a matching id, by time (it belongs to the last step that began before it). The step kept
-    is not the first (it carries the profiler's own start-up) and, among the others, the
-    one whose GPU busy time is closest to the mean over all steps: the point's gpu_busy_ms
-    is that mean, so the picture and the figure agree."""
+    is neither the first (it carries the profiler's own start-up) nor, given three or more,
+    the last (the profiled pass synchronizes inside it); among the others, the one whose
+    GPU busy time is closest to the mean over all steps: the point's gpu_busy_ms is that
+    mean, so the picture and the figure agree."""
     evs = list(events)
     steps = sorted((e for e in evs if not e.on_gpu and e.name.startswith(STEP_PREFIX)),
                    key=lambda e: e.start_us)
@@ -146,7 +147,8 @@ def select_step(events: Iterable[Any], max_events: int = MAX_TRACE_EVENTS
         if i is not None:
             busy[i] += e.end_us - e.start_us
     mean = sum(e.end_us - e.start_us for e in work) / len(steps)
-    candidates = range(1, len(steps)) if len(steps) > 1 else range(1)
+    n = len(steps)
+    candidates = range(1, n - 1) if n >= 3 else range(1, n) if n == 2 else range(1)
     k = min(candidates, key=lambda i: (abs(busy[i] - mean), i))
     origin = steps[k].start_us
     cpu = sorted(((e.name, e.start_us - origin, e.end_us - e.start_us)
