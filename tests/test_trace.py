@@ -220,3 +220,15 @@ def test_a_click_on_a_speedup_point_picks_its_batch_size():
     assert timeline.picked_batch({timeline.PICK: [{"batch_size": 64}]}) == 64
     assert timeline.picked_batch({timeline.PICK: []}) is None
     assert timeline.picked_batch(None) is None
+
+
+def test_a_bundle_keeps_traces_within_its_budget_and_refuses_more(monkeypatch):
+    doc = sweep_bundle(batches=(1, 8), modes=("eager", "cuda-graph"), traces=True)
+    per_point = [len(m["trace"]["cpu"]) + len(m["trace"]["gpu"]) for m in doc["measurements"]]
+    monkeypatch.setattr(fmt, "MAX_BUNDLE_TRACE_EVENTS", sum(per_point[:2]))
+    kept = fmt.make_bundle(doc["environment"], doc["run"], doc["measurements"])
+    assert [m["trace"] is not None for m in kept["measurements"]] == [True, True, False,
+                                                                      False]
+    fmt.validate(kept)  # the points stay, their later traces are left out
+    with pytest.raises(fmt.BundleError, match=f"{sum(per_point)} trace events, more than"):
+        fmt.validate(doc)

@@ -22,6 +22,7 @@ from runner.format.limits import (
     INT64_MIN,
     MAX_BATCH_SIZE,
     MAX_BUNDLE_BYTES,
+    MAX_BUNDLE_TRACE_EVENTS,
     MAX_JSON_DEPTH,
     MAX_LIST,
     MAX_MESSAGE,
@@ -176,11 +177,29 @@ def make_bundle(environment: dict, run: dict, measurements: list[dict],
         "run": {**{f: run.get(f) for f in RUN_FIELDS},
                 "kind": run.get("kind") or ("serve" if serve is not None else "sweep")},
         "measurements": [{**{f: m.get(f) for f in MEASUREMENT_FIELDS},
-                          TRACE_FIELD: m.get(TRACE_FIELD)} for m in measurements],
+                          TRACE_FIELD: t} for m, t in zip(measurements,
+                                                          _traces_within_budget(measurements),
+                                                          strict=True)],
     }
     if serve is not None:
         doc["serve"] = serve
     return doc
+
+
+def _events(trace: Any) -> int:
+    if not isinstance(trace, dict):
+        return 0
+    return sum(len(v) for v in (trace.get("cpu"), trace.get("gpu")) if isinstance(v, list))
+
+
+def _traces_within_budget(measurements: list[dict]) -> list[dict | None]:
+    """Each point's trace, in order, until MAX_BUNDLE_TRACE_EVENTS; None after that."""
+    out, used = [], 0
+    for m in measurements:
+        t = m.get(TRACE_FIELD)
+        used += _events(t)
+        out.append(t if used <= MAX_BUNDLE_TRACE_EVENTS else None)
+    return out
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -260,6 +279,11 @@ def validate(doc: Any) -> dict[str, Any]:
     if doc["version"] == 1 and (kind != "sweep" or "serve" in doc):
         raise BundleError("a version 1 bundle holds a sweep only (serve runs are version 2)")
     serve = _validate_serve(doc.get("serve"), kind)
+    events = sum(_events(m.get(TRACE_FIELD)) for m in doc["measurements"]
+                 if isinstance(m, dict))
+    if events > MAX_BUNDLE_TRACE_EVENTS:
+        raise BundleError(f"bundle holds {events} trace events, more than "
+                          f"{MAX_BUNDLE_TRACE_EVENTS}")
     seen = set()
     for i, m in enumerate(doc["measurements"]):
         _validate_measurement(i, m)

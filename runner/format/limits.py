@@ -52,3 +52,7 @@ INT32_MAX = 2**31 - 1                # an INTEGER column on PostgreSQL
 # the length of one kernel's short name. A launch-bound step of the seed MLP has 128.
 MAX_TRACE_EVENTS = 2000
 MAX_TRACE_NAME = 200
+# Trace events in one bundle: about a million values, well inside MAX_NODES, so a sweep of
+# hundreds of points with full traces still writes a bundle (later points' traces are left
+# out past this, never the points).
+MAX_BUNDLE_TRACE_EVENTS = 200_000
