@@ -75,9 +75,7 @@ def timed(fn, repeat: int) -> tuple[float, float]:
     return first, statistics.median(times)
 
 
-def bench_pages(url: str, run_id: int, repeat: int,
-                run_params: dict | None = None) -> dict[str, tuple[float, float]]:
-    """`run_params`: more URL parameters for the Run page (?batch=8 draws a timeline)."""
+def bench_pages(url: str, run_id: int, repeat: int) -> dict[str, tuple[float, float]]:
     from streamlit.testing.v1 import AppTest
 
     os.environ["LAUNCHBENCH_DB"] = url
@@ -92,7 +90,7 @@ def bench_pages(url: str, run_id: int, repeat: int,
 
     def run_page():
         at.switch_page("pages/run.py")
-        at.query_params = {"run": str(run_id), **(run_params or {})}
+        at.query_params = {"run": str(run_id)}
         at.run()
         assert not at.exception and not at.error, (at.exception, at.error)
 
