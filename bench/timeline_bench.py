@@ -64,8 +64,11 @@ def sizes(files: list[Path]) -> bool:
     return ok
 
 
-def run_page(url: str, run_id: int, repeat: int) -> tuple[float, float]:
-    """The Run page at ?batch=8 through AppTest, warm (as dashboard_bench times it)."""
+def run_page(url: str, run_id: int, repeat: int, timeline_on: bool = True
+             ) -> tuple[float, float]:
+    """The Run page at ?batch=8 through AppTest, warm (as dashboard_bench times it).
+    `timeline_on=False`: the same page with the timeline section stubbed out in this
+    process, so a loaded host's figure can be read as page + what the timeline adds."""
     import json
     import os
 
@@ -73,6 +76,11 @@ def run_page(url: str, run_id: int, repeat: int) -> tuple[float, float]:
 
     os.environ["LAUNCHBENCH_DB"] = url
     os.environ.pop("LAUNCHBENCH_READ_ONLY", None)
+    from pages.common import ui
+
+    real = ui.timeline_section
+    if not timeline_on:
+        ui.timeline_section = lambda *a, **k: None
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()  # the frame, engine and caches
 
@@ -81,11 +89,14 @@ def run_page(url: str, run_id: int, repeat: int) -> tuple[float, float]:
         at.query_params = {"run": str(run_id), "batch": "8"}
         at.run()
         assert not at.exception and not at.error, (at.exception, at.error)
-        assert any("vconcat" in json.loads(c.proto.spec) for c in at.main
-                   if getattr(c, "type", "") in ("vega_lite_chart", "arrow_vega_lite_chart")
-                   ), "no timeline drawn"
+        drawn = any("vconcat" in json.loads(c.proto.spec) for c in at.main
+                    if getattr(c, "type", "") in ("vega_lite_chart", "arrow_vega_lite_chart"))
+        assert drawn == timeline_on, "timeline drawn" if drawn else "no timeline drawn"
 
-    return dash.timed(render, repeat)
+    try:
+        return dash.timed(render, repeat)
+    finally:
+        ui.timeline_section = real
 
 
 def speed(db: str | None, runs: int, repeat: int) -> bool:
@@ -105,7 +116,9 @@ def speed(db: str | None, runs: int, repeat: int) -> bool:
         timeline.timeline_chart([(x["mode"], x["trace"]) for x in items]).to_dict()
 
     results = {"Run timeline query + chart (no cache)": dash.timed(timeline_load, repeat),
-               "Run page (AppTest)": run_page(url, run_id, repeat)}
+               "Run page (AppTest)": run_page(url, run_id, repeat),
+               "  same page, timeline section stubbed out": run_page(url, run_id, repeat,
+                                                                     timeline_on=False)}
     engine.dispose()
     ok = True
     for name, (first, warm) in results.items():

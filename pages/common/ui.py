@@ -320,6 +320,15 @@ def traces(ids: Sequence[int], batch: int) -> list[dict]:
     return _traces(db_url(), version(), tuple(int(i) for i in ids), int(batch))
 
 
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=64)
+def _timeline_spec(url: str, data_v: tuple, ids: tuple, batch: int, labels: tuple,
+                   same_scale: bool) -> dict | None:
+    """The stacked lanes' spec for `labels` ((label, run_id, mode), ...), cached."""
+    by = {(x["run_id"], x["mode"]): x["trace"] for x in _traces(url, data_v, ids, batch)}
+    return timeline.timeline_spec([(label, by[(rid, mode)]) for label, rid, mode in labels],
+                                  same_scale)
+
+
 def chart_picking_batch(chart, key: str, target: str = "timeline") -> None:
     """The speedup chart, clickable: a click on a point shows that batch size's timeline
     (the picker `target`_batch below follows it, and so does ?batch=)."""
@@ -371,14 +380,15 @@ def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key
                        key=f"{key}_fit")
     items = [x for x in timeline.ordered(traces(run_ids, batch))
              if mode is None or x["mode"] == mode]
-    chart = timeline.timeline_chart([(label_of(x), x["trace"]) for x in items],
-                                    same_scale=not fit)
-    if chart is None:
+    labels = tuple((label_of(x), x["run_id"], x["mode"]) for x in items)
+    spec = _timeline_spec(db_url(), version(), tuple(int(i) for i in run_ids), int(batch),
+                          labels, not fit)
+    if spec is None:
         st.info(f"No step timeline at batch size {batch}: none was kept (CPU runs, "
                 "failed points and runs measured before bundle version 4 have none).")
         return None
     st.query_params["batch"] = str(batch)  # the link carries what is drawn
-    st.altair_chart(chart, key=f"{key}_chart")
+    st.vega_lite_chart(spec, key=f"{key}_chart")
     st.caption("One profiled step per point (not the first: the one whose GPU busy time "
                "is closest to the point's mean). Shaded: the GPU idle, waiting for the "
                "host. Download a point's trace for ui.perfetto.dev or chrome://tracing:")
