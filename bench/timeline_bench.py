@@ -64,39 +64,49 @@ def sizes(files: list[Path]) -> bool:
     return ok
 
 
-def run_page(url: str, run_id: int, repeat: int, timeline_on: bool = True
-             ) -> tuple[float, float]:
-    """The Run page at ?batch=8 through AppTest, warm (as dashboard_bench times it).
-    `timeline_on=False`: the same page with the timeline section stubbed out in this
-    process, so a loaded host's figure can be read as page + what the timeline adds."""
+def run_page(url: str, run_id: int, repeat: int) -> dict[str, tuple[float, float]]:
+    """The Run page at ?batch=8 through AppTest, warm (as dashboard_bench times it), and
+    the same page with the timeline section stubbed out in this process, the two renders
+    interleaved: on a loaded host the pair says what the timeline adds to the page."""
     import json
     import os
+    import statistics
+    import time
 
     from streamlit.testing.v1 import AppTest
 
-    os.environ["LAUNCHBENCH_DB"] = url
-    os.environ.pop("LAUNCHBENCH_READ_ONLY", None)
     from pages.common import ui
 
+    os.environ["LAUNCHBENCH_DB"] = url
+    os.environ.pop("LAUNCHBENCH_READ_ONLY", None)
     real = ui.timeline_section
-    if not timeline_on:
-        ui.timeline_section = lambda *a, **k: None
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()  # the frame, engine and caches
 
-    def render():
+    def render(timeline_on: bool) -> float:
+        ui.timeline_section = real if timeline_on else (lambda *a, **k: None)
+        t = time.perf_counter()
         at.switch_page("pages/run.py")
         at.query_params = {"run": str(run_id), "batch": "8"}
         at.run()
+        took = time.perf_counter() - t
         assert not at.exception and not at.error, (at.exception, at.error)
         drawn = any("vconcat" in json.loads(c.proto.spec) for c in at.main
                     if getattr(c, "type", "") in ("vega_lite_chart", "arrow_vega_lite_chart"))
         assert drawn == timeline_on, "timeline drawn" if drawn else "no timeline drawn"
+        return took
 
     try:
-        return dash.timed(render, repeat)
+        first = {True: render(True), False: render(False)}
+        times: dict[bool, list[float]] = {True: [], False: []}
+        for _ in range(repeat):
+            for on in (True, False):
+                times[on].append(render(on))
     finally:
         ui.timeline_section = real
+    return {"Run page (AppTest)": (first[True], statistics.median(times[True])),
+            "  same page, timeline stubbed out": (first[False],
+                                                  statistics.median(times[False]))}
 
 
 def speed(db: str | None, runs: int, repeat: int) -> bool:
@@ -116,9 +126,7 @@ def speed(db: str | None, runs: int, repeat: int) -> bool:
         timeline.timeline_chart([(x["mode"], x["trace"]) for x in items]).to_dict()
 
     results = {"Run timeline query + chart (no cache)": dash.timed(timeline_load, repeat),
-               "Run page (AppTest)": run_page(url, run_id, repeat),
-               "  same page, timeline section stubbed out": run_page(url, run_id, repeat,
-                                                                     timeline_on=False)}
+               **run_page(url, run_id, repeat)}
     engine.dispose()
     ok = True
     for name, (first, warm) in results.items():
