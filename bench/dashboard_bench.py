@@ -38,7 +38,8 @@ TORCHES = ("2.8.0", "2.9.0", "2.10.0", "2.11.0")
 BATCHES = tuple(sorted({2 ** k for k in range(13)} | {3 * 2 ** k for k in range(12)}))
 
 
-def build(url: str, runs: int) -> None:
+def build(url: str, runs: int, traces: bool = False) -> None:
+    """`traces`: every GPU point carries a step timeline (bench/timeline_bench.py)."""
     engine = make_engine(url)
     have = len(queries.runs_frame(engine))
     if have >= runs:
@@ -52,7 +53,8 @@ def build(url: str, runs: int) -> None:
             workload=("mlp", "transformer-decode")[i % 2], batches=BATCHES,
             scale=1.0 + (i % 7) / 10, uuid=f"bench-synthetic-{i:05d}",
             label=f"SYNTHETIC bench run {i}",
-            created_at=f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:00:00+00:00")
+            created_at=f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:00:00+00:00",
+            traces=traces)
         import_bundle(engine, doc)
         if (i + 1) % 100 == 0:
             print(f"  built {i + 1}/{runs} runs ({time.perf_counter() - t0:.0f} s)",

@@ -148,6 +148,8 @@ class Measurement(Base):
     details: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
     run: Mapped[Run] = relationship(back_populates="measurements")
+    trace_row: Mapped[Trace | None] = relationship(cascade="all, delete-orphan",
+                                                   lazy="select")
 
     __table_args__ = (
         UniqueConstraint("run_id", "mode", "batch_size", name="uq_measurement_point"),
@@ -160,6 +162,16 @@ class Measurement(Base):
         CheckConstraint("stop_reason IS NULL OR " + _one_of("stop_reason", STOP_REASONS),
                         name="ck_measurement_stop_reason"),
     )
+
+
+class Trace(Base):
+    """One profiled step of a point (runner/format/trace.py), in a table of its own: the
+    pages read a run's points often and its timelines only for the batch size shown."""
+
+    __tablename__ = "traces"
+    measurement_id: Mapped[int] = mapped_column(
+        ForeignKey("measurements.id", ondelete="CASCADE"), primary_key=True)
+    trace: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 
 # --- The job queue (issue 4): sweeps queued from the dashboard or `enqueue`, claimed by

@@ -10,7 +10,7 @@ from sqlalchemy import case, func, select
 from sqlalchemy.engine import Engine
 
 from db import liveness
-from db.models import Environment, Measurement, Run, ServeResult
+from db.models import Environment, Measurement, Run, ServeResult, Trace
 from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
 
 
@@ -167,6 +167,23 @@ def runs_points(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
 
 def run_points(engine: Engine, run_id: int) -> pd.DataFrame:
     return runs_points(engine, [run_id])
+
+
+def point_traces(engine: Engine, run_ids: list[int] | tuple, batch_size: int
+                 ) -> list[dict[str, Any]]:
+    """The kept traces of the given runs at one batch size: [{run_id, mode, batch_size,
+    trace}], by run and mode. One batch size at a time: a run's traces are read only for
+    what is drawn."""
+    ids = [int(i) for i in run_ids]
+    if not ids:
+        return []
+    stmt = (select(Measurement.run_id, Measurement.mode, Trace.trace)
+            .join(Trace, Trace.measurement_id == Measurement.id)
+            .where(Measurement.run_id.in_(ids), Measurement.batch_size == int(batch_size))
+            .order_by(Measurement.run_id, Measurement.mode))
+    with engine.connect() as c:
+        return [{"run_id": r, "mode": m, "batch_size": int(batch_size), "trace": t}
+                for r, m, t in c.execute(stmt)]
 
 
 # What the Runs board's key figures and the Trends page need of each point: the speedup

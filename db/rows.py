@@ -19,6 +19,7 @@ from db.models import (
     ServeConfig,
     ServeProfilePoint,
     ServeResult,
+    Trace,
 )
 from runner.format import bundle as fmt
 from runner.format import serve_record as rec
@@ -66,7 +67,10 @@ def measurement_row(m: dict[str, Any]) -> Measurement:
     values["cudagraph_status"] = values["cudagraph_status"] or "n/a"
     values["samples_ms"] = values["samples_ms"] or []
     values["details"] = values["details"] or {}
-    return Measurement(**values)
+    row = Measurement(**values)
+    if m.get(fmt.TRACE_FIELD) is not None:
+        row.trace_row = Trace(trace=m[fmt.TRACE_FIELD])
+    return row
 
 
 def check_part(fn, *args) -> None:

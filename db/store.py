@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from db import liveness, rows
 from db.access import require_writable
-from db.models import Run
+from db.models import Measurement, Run, Trace
 from db.rows import RunNotFound, environment_key  # noqa: F401 - part of this API
 from runner.format import bundle as fmt
 from runner.format.bundle import BundleError
@@ -163,7 +163,7 @@ def delete_run(engine: Engine, run_id: int) -> dict[str, Any]:
     require_writable("delete a run")
     from sqlalchemy import delete, func
 
-    from db.models import Job, Measurement, ServeConfig, ServeProfilePoint, ServeResult
+    from db.models import Job, ServeConfig, ServeProfilePoint, ServeResult
 
     with Session(engine) as s, s.begin():
         row = s.get(Run, run_id)
@@ -175,6 +175,8 @@ def delete_run(engine: Engine, run_id: int) -> dict[str, Any]:
         # Explicit deletes, not only ON DELETE CASCADE: SQLite enforces it only with the
         # foreign_keys pragma, and a job keeps its row with the run link cleared.
         s.execute(update(Job).where(Job.run_id == run_id).values(run_id=None))
+        s.execute(delete(Trace).where(Trace.measurement_id.in_(
+            select(Measurement.id).where(Measurement.run_id == run_id))))
         for model in (Measurement, ServeResult, ServeProfilePoint, ServeConfig):
             s.execute(delete(model).where(model.run_id == run_id))
         s.execute(delete(Run).where(Run.id == run_id))
@@ -191,13 +193,16 @@ def export_bundle(engine: Engine, run_id: int) -> dict[str, Any]:
     """The run as a bundle dict, exactly what `import_bundle` takes back."""
     with Session(engine) as s:
         row = s.scalar(select(Run).where(Run.id == run_id).options(
-            selectinload(Run.measurements), selectinload(Run.environment)))
+            selectinload(Run.measurements).selectinload(Measurement.trace_row),
+            selectinload(Run.environment)))
         if row is None:
             raise RunNotFound(f"run {run_id} does not exist")
         env = {f: getattr(row.environment, f) for f in fmt.ENVIRONMENT_FIELDS}
         run = {f: getattr(row, f) for f in fmt.RUN_FIELDS}
         run["created_at"], run["finished_at"] = _iso(row.created_at), _iso(row.finished_at)
-        ms = [{f: getattr(m, f) for f in fmt.MEASUREMENT_FIELDS} for m in row.measurements]
+        ms = [{**{f: getattr(m, f) for f in fmt.MEASUREMENT_FIELDS},
+               fmt.TRACE_FIELD: m.trace_row.trace if m.trace_row is not None else None}
+              for m in row.measurements]
         serve = None
         if row.kind == "serve":
             serve = rows.read_section(s, row.id)

@@ -63,6 +63,12 @@ if not per_kernel.empty:
     st.subheader("Per kernel (kernel-chain)")
     st.dataframe(per_kernel, hide_index=True, key="per_kernel")
 
+st.subheader("One step per run")
+batch = None
+with ui.drawn("The step timeline"):
+    batch = ui.timeline_section(found, points, lambda x: names[x["run_id"]], key="timeline",
+                                pick_mode=True)
+
 st.subheader("Per batch size")
 base_names = analysis.run_names(headers)
 baseline = st.selectbox("Baseline run (ratios are baseline time / run time: > 1 means "
@@ -100,4 +106,4 @@ with st.expander("All fields"):
     st.dataframe(analysis.environment_diff(headers, only_differences=False, points=points),
                  hide_index=True, key="env_all")
 
-ui.share_link(links.compare_url(ui.app_url(), found))
+ui.share_link(links.compare_url(ui.app_url(), found, batch))

@@ -5,7 +5,7 @@ import streamlit as st
 
 from db.access import ReadOnlyError, read_only
 from db.store import RunNotFound, export_bundle
-from pages.common import analysis, charts, links, report, ui, uploads
+from pages.common import analysis, charts, links, report, timeline, ui, uploads
 from runner.format import bundle as fmt
 
 ui.ensure_frame()
@@ -81,7 +81,9 @@ def bundle_text() -> str:
 
 
 def report_html() -> str:
-    return report.html_report(header, points, links.run_url(app_url, run_id))
+    batch = timeline.headline_batch(points)  # its step timeline goes into the report
+    return report.html_report(header, points, links.run_url(app_url, run_id, batch),
+                              ui.traces([run_id], batch) if batch else [])
 
 # --- export: show -----------------------------------------------------------------------
 ui.published_banner(header)

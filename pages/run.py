@@ -65,7 +65,9 @@ with ui.drawn('The charts'):
         shown = [n for n in pair if n in figures]
         for col, name in zip(st.columns(len(shown)) if shown else [], shown, strict=True):
             with col:
-                ui.chart(figures[name], key=f"chart_{name}")
+                # A click on a speedup point opens its batch size's timeline below.
+                (ui.chart_picking_batch if name == "speedup" else ui.chart)(
+                    figures[name], key=f"chart_{name}")
     if "memory" in figures:
         st.caption("Memory held = graph pool + peak allocated: the pool a CUDA graph keeps "
                    "reserved is part of what a mode costs (an upper bound: tensors living in "
@@ -77,6 +79,11 @@ with ui.drawn('The charts'):
         for col, (name, chart) in zip(st.columns(len(split)), split.items(), strict=True):
             with col:
                 ui.chart(chart, key=f"chart_{name}")
+
+st.subheader("One step, launch by launch")
+batch = None
+with ui.drawn("The step timeline"):
+    batch = ui.timeline_section([run_id], points, lambda x: x["mode"], key="timeline")
 
 st.subheader("Speedup at a glance")
 st.caption("Speedup over eager (95% interval where measured) · extra memory over eager's "
@@ -120,7 +127,7 @@ with right:
                                       points["mode"].tolist()), language="bash",
                     wrap_lines=True)
     st.subheader("Share")
-    ui.share_link(links.run_url(ui.app_url(), run_id))
+    ui.share_link(links.run_url(ui.app_url(), run_id, batch))
     st.page_link(ui.PAGES["import"], label="Download: bundle, CSV, HTML report, PNG charts",
                  icon=":material/download:", query_params={"run": run_id})
     st.page_link(ui.PAGES["compare"], label="Compare with other runs",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import uuid as uuidlib
 
 from runner.format import bundle as fmt
+from runner.format import trace as tr
 
 SYNTHETIC = "SYNTHETIC test data"
 MIB = 1024 * 1024
@@ -49,8 +50,35 @@ def _wiggle(value: float, i: int, rel: float) -> float:
     return value * (1 + rel * ((i % 3) - 1))
 
 
+def trace(mode: str, batch: int, scale: float = 1.0, kernels: int = 64) -> dict:
+    """A made-up step timeline with the shape of the made-up figures: eager and compile
+    launch each kernel from the host (the GPU waits between), the graph modes replay them
+    back to back after one cudaGraphLaunch. Kernels alternate between two streams' names
+    only; all run on stream 7."""
+    fixed, _, host, graph, _ = _SHAPE[mode]
+    step_ms, kernel_ms = _step(mode, batch, scale)
+    k_us = kernel_ms * 1e3 / kernels
+    cpu, gpu = [], []
+    if graph:
+        cpu.append(("cudaGraphLaunch", 2.0, 8.0))
+        t = 12.0
+        for i in range(kernels):
+            gpu.append((f"synthetic_{'gemm' if i % 2 == 0 else 'relu'}_kernel", t, k_us, 7))
+            t += k_us + 0.5
+    else:
+        gap = max(fixed * 1e3 / max(host, 1), k_us + 1.0)
+        for i in range(kernels):
+            t = i * gap
+            cpu.append(("cudaLaunchKernel", t, 4.0))
+            gpu.append((f"synthetic_{'gemm' if i % 2 == 0 else 'relu'}_kernel", t + 5.0,
+                        k_us, 7))
+    end = max(step_ms * 1e3, cpu[-1][1] + cpu[-1][2])
+    return tr.build(cpu, gpu, cpu_end=end,
+                    gpu_span=[gpu[0][1], gpu[-1][1] + gpu[-1][2]], step=2, steps=3)
+
+
 def point(mode: str, batch: int, *, scale: float = 1.0, device: str = "cuda",
-          intervals: bool = True, launch_us: float = 10.0) -> dict:
+          intervals: bool = True, launch_us: float = 10.0, traces: bool = False) -> dict:
     m = fmt.empty_measurement(mode, batch)
     if device == "cpu" and mode in ("reduce-overhead", "cuda-graph"):
         m.update(status="unsupported", message=f"{mode} needs CUDA; this run is on cpu")
@@ -77,6 +105,9 @@ def point(mode: str, batch: int, *, scale: float = 1.0, device: str = "cuda",
                  peak_allocated_bytes=batch * 32 * 1024 + 8 * MIB, reserved_delta_bytes=pool,
                  cudagraph_status="replay" if graph else "n/a", correct=True,
                  max_abs_err=1e-6)
+        if traces:
+            m["trace"] = trace(mode, batch, scale)
+            m["gpu_busy_ms"] = tr.kernel_sum_us(m["trace"]) / 1e3
     return m
 
 
@@ -86,7 +117,8 @@ def sweep_bundle(*, gpu: str | None = "Synthetic GPU", torch: str = "0.0+synthet
                  modes=fmt.MODES, scale: float = 1.0, failing: dict | None = None,
                  uuid: str | None = None, label: str | None = None,
                  created_at: str = "2026-01-01T00:00:00+00:00", intervals: bool = True,
-                 launch_us: float = 10.0, overrides: dict | None = None) -> dict:
+                 launch_us: float = 10.0, overrides: dict | None = None,
+                 traces: bool = False) -> dict:
     """A complete synthetic run. `failing` maps (mode, batch) to an error message;
     `overrides` maps (mode, batch) to fields that replace the made-up ones (a noisy point,
     a chosen interval). `intervals=False`: an old-style (version 2) run without any."""
@@ -99,7 +131,7 @@ def sweep_bundle(*, gpu: str | None = "Synthetic GPU", torch: str = "0.0+synthet
                 m.update(status="error", message=failing[(mode, b)])
             else:
                 m = point(mode, b, scale=scale, device=device, intervals=intervals,
-                          launch_us=launch_us)
+                          launch_us=launch_us, traces=traces)
             m.update(overrides.get((mode, b), {}))
             ms.append(m)
     run = {"uuid": uuid or uuidlib.uuid4().hex, "workload": workload,

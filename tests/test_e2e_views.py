@@ -122,3 +122,27 @@ def test_trends_at_1280_and_a_bad_query_string(dashboard, db, page):
     assert "/trend?workload=mlp&gpu=Trend+GPU&params=" in page.url
     page.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
     _shot(page, "screenshot-trend-1280.png", charts=2)
+
+
+def test_a_share_link_with_batch_draws_the_step_timeline(dashboard, db, page):
+    # A fresh context (a new visitor) opens /run?run=ID&batch=8 and Vega draws the lanes.
+    rid = import_bundle(db, sweep_bundle(batches=(1, 8, 64), modes=("eager", "cuda-graph"),
+                                         traces=True, label="SYNTHETIC timeline"))[0]
+    page.set_viewport_size(SMALL)
+    page.goto(dashboard.url(f"run?run={rid}&batch=8"))
+    wait_for_app(page, "One step, launch by launch")
+    # Vega draws SVG here: the stacked lane pairs carry their titles and idle totals.
+    drawn = page.locator("[data-testid='stVegaLiteChart'] svg.marks", has_text="GPU idle")
+    drawn.first.wait_for(state="visible", timeout=30_000)
+    assert drawn.count() == 1
+    svg = drawn.first
+    box = svg.bounding_box()
+    assert box is not None and box["width"] > 400 and box["height"] > 150  # two lane pairs
+    assert box["x"] + box["width"] <= SMALL["width"] + 1  # fits the 1280 px window
+    labels = svg.evaluate("s => [...s.querySelectorAll('text')].map(t => t.textContent)")
+    assert "eager" in labels and "cuda-graph" in labels
+    assert sum(t.startswith("GPU idle ") for t in labels) == 2
+    assert svg.locator("path[aria-roledescription='bar'], .mark-rect path").count() > 100
+    assert "?batch='" not in _visible_text(page)
+    assert page.get_by_text("eager (.json)").count() == 1
+    assert f"/run?run={rid}&batch=8" in _visible_text(page)  # the share link keeps it

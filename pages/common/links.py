@@ -119,12 +119,13 @@ def page_url(base: str | None, page: str, params: dict[str, object] | None = Non
     return urlunsplit((parts.scheme, parts.netloc, path, query, ""))
 
 
-def run_url(base: str | None, run_id: int) -> str:
-    return page_url(base, RUN, {"run": run_id})
+def run_url(base: str | None, run_id: int, batch: int | None = None) -> str:
+    """/run?run=ID, with &batch=N when a batch size's timeline is shown."""
+    return page_url(base, RUN, {"run": run_id, "batch": batch})
 
 
-def compare_url(base: str | None, run_ids: Iterable[int]) -> str:
-    return page_url(base, COMPARE, {"run": [int(r) for r in run_ids]})
+def compare_url(base: str | None, run_ids: Iterable[int], batch: int | None = None) -> str:
+    return page_url(base, COMPARE, {"run": [int(r) for r in run_ids], "batch": batch})
 
 
 def measure_command(header: dict, batch_sizes: Iterable[int], modes: Iterable[str]) -> str:

@@ -15,7 +15,7 @@ import jinja2
 import pandas as pd
 import vl_convert as vlc
 
-from pages.common import analysis, charts, cost
+from pages.common import analysis, charts, cost, timeline
 from pages.common.metrics import (
     MISSING,
     NO_INTERVAL,
@@ -225,10 +225,25 @@ _TEMPLATES = jinja2.Environment(
     autoescape=True, trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
 
 
-def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None) -> str:
+TIMELINE_NOTE = ("One profiled step per mode, CPU launch calls above the GPU's kernels, "
+                 "on one time axis; shaded: the GPU idle, waiting for the host.")
+
+
+def _timeline(traces: list[dict]) -> dict | None:
+    items = timeline.ordered(traces)
+    chart = timeline.timeline_chart([(x["mode"], x["trace"]) for x in items])
+    if chart is None:
+        return None
+    return {"batch": traces[0].get("batch_size", "?"), "note": TIMELINE_NOTE,
+            "svg": chart_svg(chart)}
+
+
+def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None,
+                traces: list[dict] | None = None) -> str:
     """One run as a single HTML file (templates/report.html): headline, charts (inline
-    SVG), points, environment, the reproducing command. No script, no external resource:
-    it opens offline."""
+    SVG), the step timeline of its headline batch size (`traces`: queries.point_traces
+    there, for timeline.headline_batch), points, environment, the reproducing command. No
+    script, no external resource: it opens offline."""
     noise = None
     if not points.empty:
         counts = analysis.noise_counts(points)
@@ -248,5 +263,5 @@ def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None
         charts=[(name, chart_svg(chart)) for name, chart in charts.run_charts(points).items()],
         points=_rows(points_table(points)), reserved_note=RESERVED_NOTE,
         run_rows=run_rows, env_rows=env_rows, command=header.get("command"),
-        share_url=share_url,
+        share_url=share_url, timeline=_timeline(traces or []),
         stamp=datetime.now(timezone.utc).isoformat(timespec="seconds"))

@@ -18,7 +18,7 @@ from db import queries
 from db.engine import default_url, make_engine
 from db.engine import shown_url as engine_shown_url
 from db.samples import SAMPLES, SeedResult, seed_if_empty
-from pages.common import links
+from pages.common import links, timeline
 
 APP_PATH = Path(__file__).resolve().parents[2] / "app.py"
 
@@ -307,3 +307,95 @@ def published_banner(header) -> None:
 
         st.info(f"{PUBLISHED_NOTE} Source: {header.get('label') or 'unknown'}",
                 icon=":material/article:")
+
+
+# --- the step timeline (issue 12): one profiled step per point, read per batch size --------
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=64)
+def _traces(url: str, data_v: tuple, ids: tuple, batch: int) -> list:
+    return queries.point_traces(_engine(url), ids, batch)
+
+
+def traces(ids: Sequence[int], batch: int) -> list[dict]:
+    return _traces(db_url(), version(), tuple(int(i) for i in ids), int(batch))
+
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=64)
+def _timeline_spec(url: str, data_v: tuple, ids: tuple, batch: int, labels: tuple,
+                   same_scale: bool) -> dict | None:
+    """The stacked lanes' spec for `labels` ((label, run_id, mode), ...), cached."""
+    by = {(x["run_id"], x["mode"]): x["trace"] for x in _traces(url, data_v, ids, batch)}
+    return timeline.timeline_spec([(label, by[(rid, mode)]) for label, rid, mode in labels],
+                                  same_scale)
+
+
+def chart_picking_batch(chart, key: str, target: str = "timeline") -> None:
+    """The speedup chart, clickable: a click on a point shows that batch size's timeline
+    (the picker `target`_batch below follows it, and so does ?batch=)."""
+    event = st.altair_chart(timeline.clickable(chart), key=key, width="stretch",
+                            on_select="rerun", selection_mode=timeline.PICK)
+    picked = timeline.picked_batch(getattr(event, "selection", None))
+    seen = f"_{key}_picked"
+    if picked is not None and picked != st.session_state.get(seen):
+        st.session_state[f"{target}_batch"] = picked
+        st.query_params["batch"] = str(picked)
+    st.session_state[seen] = picked
+
+
+def batch_from_url(options: Sequence[int], param: str = "batch") -> int | None:
+    """?batch=N when this view has it; a bad value gets one line naming it, and the
+    default batch size is shown instead."""
+    values = st.query_params.get_all(param)
+    try:
+        asked = timeline.parse_batch(values[-1] if values else None, options)
+    except timeline.BatchError as e:
+        st.error(str(e), icon=":material/error:")
+        asked = None
+    return asked if asked is not None else timeline.default_batch(options)
+
+
+def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key: str,
+                     pick_mode: bool = False) -> int | None:
+    """Batch picker (mirrored in ?batch=), scale toggle, the stacked lanes, and one
+    Perfetto download per point; returns the batch size drawn (None: no timeline).
+    `label_of(item)` names a lane pair; `pick_mode` adds a mode picker and draws that mode
+    only (Compare: one pair per run)."""
+    options = timeline.batch_sizes(points)
+    if not options:
+        st.caption("No timeline: this view has no ok point.")
+        return None
+    start = batch_from_url(options)
+    if st.session_state.get(f"{key}_batch") not in (None, *options):
+        del st.session_state[f"{key}_batch"]  # a batch size this view does not have
+    left, middle, right = st.columns([1, 1, 2])
+    # Once the picker has a value (chosen, or set by a click on the speedup chart) it
+    # wins; an index beside a value set through session state would draw a warning.
+    first = {} if f"{key}_batch" in st.session_state else {"index": options.index(start)}
+    batch = left.selectbox("Batch size", options, key=f"{key}_batch", **first)
+    mode = None
+    if pick_mode:
+        modes = timeline.modes_at(points, batch)
+        mode = middle.selectbox("Mode", modes, key=f"{key}_mode")
+    fit = right.toggle("Fit each to its own step (off: one time scale for all)",
+                       key=f"{key}_fit")
+    items = [x for x in timeline.ordered(traces(run_ids, batch))
+             if mode is None or x["mode"] == mode]
+    labels = tuple((label_of(x), x["run_id"], x["mode"]) for x in items)
+    spec = _timeline_spec(db_url(), version(), tuple(int(i) for i in run_ids), int(batch),
+                          labels, not fit)
+    if spec is None:
+        st.info(f"No step timeline at batch size {batch}: none was kept (CPU runs, "
+                "failed points and runs measured before bundle version 4 have none).")
+        return None
+    st.query_params["batch"] = str(batch)  # the link carries what is drawn
+    st.vega_lite_chart(spec, key=f"{key}_chart")
+    st.caption("One profiled step per point (not the first: the one whose GPU busy time "
+               "is closest to the point's mean). Shaded: the GPU idle, waiting for the "
+               "host. Download a point's trace for ui.perfetto.dev or chrome://tracing:")
+    for col, x in zip(st.columns(min(len(items), 4)) * len(items), items, strict=False):
+        col.download_button(
+            f"{label_of(x)} (.json)", timeline.chrome_trace_text(label_of(x), x["trace"]),
+            timeline.file_name(x["run_id"], x["mode"], batch), "application/json",
+            key=f"{key}_dl_{x['run_id']}_{x['mode']}", on_click="ignore",
+            icon=":material/download:")
+    return batch

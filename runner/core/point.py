@@ -300,7 +300,8 @@ class _Batch:
                      latency_ms_p90=stats.percentile(lat, 90))
             if self.cuda:
                 with phase(phases, "profile", on_error=True):
-                    launches = profiling.profile_step(prepared.step, self.config.profile_steps)
+                    launches = profiling.profile_step(prepared.step, self.config.profile_steps,
+                                                      trace=True)
                 d.update(launches.pop("details"))
                 m.update(launches)
                 d["clocks_after"] = _clocks(self.device)

@@ -11,17 +11,17 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-# Runtime and driver entry points that launch one kernel each. The profiler may add a
-# version suffix (cudaLaunchKernel_v7000), hence the prefix match.
-HOST_LAUNCH_NAMES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
-                     "cuLaunchKernelEx", "cudaLaunchCooperativeKernel")
-GRAPH_LAUNCH_NAME = "cudaGraphLaunch"
-HOST_COPY_PREFIXES = ("cudaMemcpy", "cudaMemset", "cuMemcpy", "cuMemset")
-GPU_NON_KERNEL_PREFIXES = ("Memcpy", "Memset")
-# Ranges the profiler itself (ProfilerStep#N) or code (record_function, Inductor's
-# "## Call CompiledFxGraph ##") marks on the GPU timeline. They span many kernels: summed
-# as if they were kernels they double the busy time (seen on the H200, torch 2.11).
-GPU_ANNOTATION_PREFIXES = ("ProfilerStep", "## ")
+# The name tables live with the trace format (runner/format/trace.py), which the
+# dashboard reads without torch.
+from runner.format.trace import (  # noqa: F401 - re-exported for callers
+    GPU_ANNOTATION_PREFIXES,
+    GPU_NON_KERNEL_PREFIXES,
+    GRAPH_LAUNCH_NAME,
+    HOST_COPY_PREFIXES,
+    HOST_LAUNCH_NAMES,
+    select_step,
+)
+from runner.format.trace import validate as validate_trace
 
 
 class ProfilingError(RuntimeError):
@@ -37,6 +37,10 @@ class Event:
     start_us: float
     end_us: float
     annotation: bool = False  # a user/profiler range on the GPU timeline, not work
+    stream: int | None = None  # a GPU event's stream
+    # The profiler's correlation id: a launch call and the kernels it launched share it
+    # (a graph's kernels carry their cudaGraphLaunch's), which ties kernels to their step.
+    correlation: int | None = None
 
 
 def count(events: Iterable[Event], steps: int) -> dict:
@@ -87,8 +91,9 @@ def _union_us(spans: list[tuple[float, float]]) -> float:
     return total
 
 
-def profile_step(step: Callable[[], object], steps: int) -> dict:
-    """Run `step` under torch.profiler (CPU + CUDA) and count per step."""
+def profile_step(step: Callable[[], object], steps: int, trace: bool = False) -> dict:
+    """Run `step` under torch.profiler (CPU + CUDA) and count per step; with `trace`, also
+    keep one representative step's timeline under "trace" (runner/format/trace.py)."""
     import torch
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile, schedule
@@ -114,6 +119,29 @@ def profile_step(step: Callable[[], object], steps: int) -> dict:
             prof.step()
     events = [Event(e.name, e.device_type == DeviceType.CUDA,
                     float(e.time_range.start), float(e.time_range.end),
-                    bool(getattr(e, "is_user_annotation", False)))
+                    bool(getattr(e, "is_user_annotation", False)),
+                    _int(getattr(e, "device_resource_id", None))
+                    if e.device_type == DeviceType.CUDA else None,
+                    _int(getattr(e, "id", None)) or None)
               for e in collected]
-    return count(events, steps)
+    counted = count(events, steps)
+    if trace:
+        counted["trace"] = keep_trace(events, counted["details"])
+    return counted
+
+
+def keep_trace(events: list[Event], details: dict) -> dict | None:
+    """One step's timeline, checked as a bundle would check it. Keeping it is a bonus:
+    a failure here leaves the point's figures standing and says why in details."""
+    try:
+        kept = select_step(events)
+        if kept is not None:
+            validate_trace(kept)
+        return kept
+    except Exception as e:  # noqa: BLE001 - never lose a measured point to its picture
+        details["trace_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+        return None
+
+
+def _int(v) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None

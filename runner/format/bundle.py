@@ -22,6 +22,7 @@ from runner.format.limits import (
     INT64_MIN,
     MAX_BATCH_SIZE,
     MAX_BUNDLE_BYTES,
+    MAX_BUNDLE_TRACE_EVENTS,
     MAX_JSON_DEPTH,
     MAX_LIST,
     MAX_MESSAGE,
@@ -32,6 +33,8 @@ from runner.format.limits import (
 )
 from runner.format.numbers import is_number
 from runner.format.serve_record import SectionError, validate_section
+from runner.format.trace import TraceError
+from runner.format.trace import validate as validate_trace
 from runner.format.vocab import (
     CUDAGRAPH_STATUSES,
     DEVICES,
@@ -48,9 +51,11 @@ FORMAT = "launchbench.run"
 # (runner/format/serve_record.py); version 1 files read as sweeps. Version 3 (interleaved rounds)
 # adds the interval fields below: samples_ms holds one figure per round, aligned by index
 # across the modes of one batch size, and launch_us_rounds the host's launch cost in each
-# round. Older bundles read with those fields null: "no interval".
-VERSION = 3
-SUPPORTED_VERSIONS = (1, 2, 3)
+# round. Older bundles read with those fields null: "no interval". Version 4 (issue 12) adds
+# each measurement's "trace": one profiled step's timeline (runner/format/trace.py), null
+# where none was kept (a CPU run, an older bundle, a failed point).
+VERSION = 4
+SUPPORTED_VERSIONS = (1, 2, 3, 4)
 
 ENVIRONMENT_FIELDS = (
     "device", "gpu_name", "gpu_count", "sm_count", "gpu_memory_bytes", "driver_version",
@@ -87,6 +92,9 @@ MEASUREMENT_FIELDS = (
     # skip reason, host time per step...).
     "samples_ms", "launch_us_rounds", "details",
 )
+# Beside the fields above, not among them: the database keeps a point's trace in a table
+# of its own (db/models.py, Trace), so reading points never loads timelines.
+TRACE_FIELD = "trace"
 
 
 class BundleError(ValueError):
@@ -154,7 +162,7 @@ def _check_string(v: str, path: str) -> None:
 
 def empty_measurement(mode: str, batch_size: int) -> dict[str, Any]:
     """A measurement with every figure unknown; the runner fills in what it measured."""
-    m: dict[str, Any] = {f: None for f in MEASUREMENT_FIELDS}
+    m: dict[str, Any] = {f: None for f in (*MEASUREMENT_FIELDS, TRACE_FIELD)}
     m.update(mode=mode, batch_size=batch_size, status="ok", message="",
              cudagraph_status="n/a", samples_ms=[], launch_us_rounds=[], details={})
     return m
@@ -168,11 +176,30 @@ def make_bundle(environment: dict, run: dict, measurements: list[dict],
         "environment": {f: environment.get(f) for f in ENVIRONMENT_FIELDS},
         "run": {**{f: run.get(f) for f in RUN_FIELDS},
                 "kind": run.get("kind") or ("serve" if serve is not None else "sweep")},
-        "measurements": [{f: m.get(f) for f in MEASUREMENT_FIELDS} for m in measurements],
+        "measurements": [{**{f: m.get(f) for f in MEASUREMENT_FIELDS},
+                          TRACE_FIELD: t} for m, t in zip(measurements,
+                                                          _traces_within_budget(measurements),
+                                                          strict=True)],
     }
     if serve is not None:
         doc["serve"] = serve
     return doc
+
+
+def _events(trace: Any) -> int:
+    if not isinstance(trace, dict):
+        return 0
+    return sum(len(v) for v in (trace.get("cpu"), trace.get("gpu")) if isinstance(v, list))
+
+
+def _traces_within_budget(measurements: list[dict]) -> list[dict | None]:
+    """Each point's trace, in order, until MAX_BUNDLE_TRACE_EVENTS; None after that."""
+    out, used = [], 0
+    for m in measurements:
+        t = m.get(TRACE_FIELD)
+        used += _events(t)
+        out.append(t if used <= MAX_BUNDLE_TRACE_EVENTS else None)
+    return out
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -252,6 +279,11 @@ def validate(doc: Any) -> dict[str, Any]:
     if doc["version"] == 1 and (kind != "sweep" or "serve" in doc):
         raise BundleError("a version 1 bundle holds a sweep only (serve runs are version 2)")
     serve = _validate_serve(doc.get("serve"), kind)
+    events = sum(_events(m.get(TRACE_FIELD)) for m in doc["measurements"]
+                 if isinstance(m, dict))
+    if events > MAX_BUNDLE_TRACE_EVENTS:
+        raise BundleError(f"bundle holds {events} trace events, more than "
+                          f"{MAX_BUNDLE_TRACE_EVENTS}")
     seen = set()
     for i, m in enumerate(doc["measurements"]):
         _validate_measurement(i, m)
@@ -271,7 +303,8 @@ def validate(doc: Any) -> dict[str, Any]:
                           "samples_ms": m.get("samples_ms") or [],
                           "launch_us_rounds": m.get("launch_us_rounds") or [],
                           "details": m.get("details") or {},
-                          "message": m.get("message") or ""}
+                          "message": m.get("message") or "",
+                          TRACE_FIELD: m.get(TRACE_FIELD)}
                          for m in doc["measurements"]],
     }
     if serve is not None:
@@ -340,6 +373,11 @@ def _validate_measurement(i: int, m: Any) -> None:
             raise BundleError(f"{where}: {f} must be a list of non-negative numbers")
     if m.get("details") is not None and not isinstance(m["details"], dict):
         raise BundleError(f"{where}: details must be an object")
+    if m.get(TRACE_FIELD) is not None:
+        try:
+            validate_trace(m[TRACE_FIELD], f"{where}: trace")
+        except TraceError as e:
+            raise BundleError(str(e)) from None
 
 
 def check_measurement(m: Any) -> None:
@@ -381,8 +419,15 @@ def read(path: str | os.PathLike) -> dict[str, Any]:
     return loads(text, name=f"bundle file {str(p)!r}")
 
 
+# A list of numbers (and nulls) only: written on one line. Samples and trace events
+# one value per line would triple a traced bundle's size (a trace event is such a list).
+_NUMBER_LIST = re.compile(r"\[(?:\s*(?:-?[\d.eE+-]+|null)\s*,)*\s*(?:-?[\d.eE+-]+|null)?\s*\]")
+_SPACE = re.compile(r"\s+")
+
+
 def dumps(doc: dict) -> str:
-    return json.dumps(doc, indent=1, sort_keys=False, allow_nan=False) + "\n"
+    text = json.dumps(doc, indent=1, sort_keys=False, allow_nan=False)
+    return _NUMBER_LIST.sub(lambda m: _SPACE.sub("", m.group()), text) + "\n"
 
 
 def check_writable(path: str | os.PathLike) -> Path:

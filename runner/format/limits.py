@@ -79,3 +79,11 @@ MAX_QUEUED_PER_SESSION = 5
 # again against its own GPU before measuring.
 MEMORY_HEADROOM = 0.9
 DEFAULT_GPU_MEMORY_BYTES = 80 << 30
+# One profiled step kept per point (runner/format/trace.py): events in its timeline, and
+# the length of one kernel's short name. A launch-bound step of the seed MLP has 128.
+MAX_TRACE_EVENTS = 2000
+MAX_TRACE_NAME = 200
+# Trace events in one bundle: about a million values, well inside MAX_NODES, so a sweep of
+# hundreds of points with full traces still writes a bundle (later points' traces are left
+# out past this, never the points).
+MAX_BUNDLE_TRACE_EVENTS = 200_000

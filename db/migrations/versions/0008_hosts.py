@@ -2,14 +2,14 @@
 set and its host policy, so "4 workers on host X" can be read from the workers table.
 
 Revision ID: 0008_hosts
-Revises: 0005_slurm
+Revises: 0007_traces
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0008_hosts"
-down_revision = "0006_heartbeats"
+down_revision = "0007_traces"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,198 @@
+"""The step timeline (issue 12): for each trace kept at one batch size, a CPU lane of
+launch calls above a GPU lane of kernels on one time axis in microseconds, the GPU's idle
+gaps shaded and totalled. Eager's gaps and a graph's packed kernels, one above the other.
+
+Pure: frames and Altair charts from the traces runner/format/trace.py defines; the page
+glue (picker, toggle, downloads) is pages.common.ui.timeline_section.
+
+Modes are stacked as a vertical concat rather than one layered chart: "fit each" gives
+every mode its own time axis, which one chart cannot. The width is therefore fixed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import altair as alt
+import pandas as pd
+
+from pages.common import analysis
+from runner.format import trace as tr
+from runner.format.limits import MAX_BATCH_SIZE
+from runner.format.vocab import MODES
+
+CPU_LANE, GPU_LANE = "CPU launches", "GPU kernels"
+LANES = [CPU_LANE, GPU_LANE]
+WIDTH, LANE_HEIGHT = 660, 34
+# What each event is drawn as; the GPU's idle gaps are a pale wash behind its lane.
+KINDS = ["launch", "graph", "copy", "kernel", "gpu-copy"]
+KIND_COLORS = ["#4c78a8", "#e45756", "#9d755d", "#54a24b", "#b279a2"]
+GAP_COLOR = "#f2b701"
+# The batch size the article draws (and the one to open on when a run has it).
+PREFERRED_BATCH = 8
+PICK = "pick_batch"  # the speedup chart's click selection
+
+
+class BatchError(ValueError):
+    """A ?batch= value that cannot be shown. str() is the one line on the page."""
+
+
+def batch_sizes(points: pd.DataFrame) -> list[int]:
+    """Batch sizes with at least one ok point, ascending."""
+    if points.empty:
+        return []
+    ok = points[points["status"] == "ok"]
+    return sorted({int(b) for b in ok["batch_size"]})
+
+
+def modes_at(points: pd.DataFrame, batch: int) -> list[str]:
+    """Modes with an ok point at `batch`, in mode order."""
+    ok = points[(points["status"] == "ok") & (points["batch_size"] == batch)]
+    return [m for m in MODES if m in set(ok["mode"])]
+
+
+def parse_batch(text: str | None, options: Sequence[int]) -> int | None:
+    """The batch size of ?batch=...; None when absent. BatchError names a value that is not
+    a batch size, or one this run did not measure."""
+    if text is None or not str(text).strip():
+        return None
+    s = str(text).strip()
+    if not (s.isascii() and s.isdigit()) or len(s) > 6 or not 1 <= int(s) <= MAX_BATCH_SIZE:
+        raise BatchError(f"?batch={s[:40]!r} is not a batch size: expected a whole number "
+                         f"from 1 to {MAX_BATCH_SIZE}, such as ?batch=8")
+    if int(s) not in options:
+        have = ", ".join(str(b) for b in options) or "none"
+        raise BatchError(f"?batch={int(s)}: no point was measured at batch size {int(s)} "
+                         f"(measured: {have}); showing another")
+    return int(s)
+
+
+def default_batch(options: Sequence[int]) -> int | None:
+    if not options:
+        return None
+    return PREFERRED_BATCH if PREFERRED_BATCH in options else min(options)
+
+
+def headline_batch(points: pd.DataFrame) -> int | None:
+    """The batch size the report draws: where the run's largest speedup is; without one,
+    the default."""
+    best = analysis.largest_speedups(points)
+    if not best.empty and best["speedup"].notna().any():
+        return int(best.loc[best["speedup"].idxmax(), "batch_size"])
+    return default_batch(batch_sizes(points))
+
+
+def clickable(chart: alt.LayerChart) -> alt.LayerChart:
+    """The speedup chart with a click selection on its points: clicking one picks its
+    batch size for the timeline (picked_batch reads the selection back)."""
+    pick = alt.selection_point(name=PICK, fields=["batch_size"], on="click")
+    # Changed in place, not deep-copied: a deep copy of the layers and their data cost
+    # 0.4 s per render at the bench's scale, and the chart is built fresh each run anyway.
+    for i, layer in enumerate(chart.layer):
+        mark = layer.mark if isinstance(layer.mark, str) else getattr(layer.mark, "type", None)
+        if mark == "point":
+            chart.layer[i] = layer.add_params(pick)
+            break
+    return chart
+
+
+def picked_batch(selection) -> int | None:
+    """The batch size of a clicked point, from streamlit's selection state."""
+    try:
+        rows = selection[PICK]
+        return int(rows[0]["batch_size"]) if rows else None
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+
+
+def ordered(items: Sequence[dict]) -> list[dict]:
+    """Traces in mode order (eager first, the graphs last), for stacking."""
+    rank = {m: i for i, m in enumerate(MODES)}
+    return sorted(items, key=lambda x: (rank.get(x.get("mode"), len(rank)),
+                                        x.get("run_id", 0)))
+
+
+def frame(trace: dict) -> pd.DataFrame:
+    rows = tr.events(trace)
+    df = pd.DataFrame(rows, columns=["lane", "kind", "name", "start_us", "end_us", "dur_us",
+                                     "stream"])
+    df["lane"] = df["lane"].map({"cpu": CPU_LANE, "gpu": GPU_LANE})
+    df["what"] = df["kind"].map(tr.KIND_LABELS)
+    df["stream"] = [("—" if pd.isna(v) else str(int(v))) for v in df["stream"]]
+    return df
+
+
+def gaps_frame(trace: dict) -> pd.DataFrame:
+    gaps = tr.gpu_idle(trace)["gaps"]
+    return pd.DataFrame({"lane": GPU_LANE, "start_us": [s for s, _ in gaps],
+                         "end_us": [e for _, e in gaps],
+                         "gap_us": [e - s for s, e in gaps]})
+
+
+def title_of(label: str, trace: dict) -> alt.TitleParams:
+    sub = [tr.idle_text(trace)]
+    if trace.get("dropped"):
+        sub.append(f"first {len(trace['cpu']) + len(trace['gpu']):,} events shown, "
+                   f"{trace['dropped']:,} more not kept")
+    return alt.TitleParams(label, subtitle=" · ".join(sub), anchor="start", fontSize=13)
+
+
+def lane_chart(label: str, trace: dict, x_max: float, width: int = WIDTH) -> alt.LayerChart:
+    """One mode's pair of lanes on an x axis from 0 to x_max microseconds."""
+    x_scale = alt.Scale(domain=[0, x_max], nice=False, zero=True)
+    y = alt.Y("lane:N", sort=LANES, title=None, scale=alt.Scale(domain=LANES),
+              axis=alt.Axis(labelLimit=160))
+    gaps = alt.Chart(gaps_frame(trace)).mark_rect(color=GAP_COLOR, opacity=0.25).encode(
+        x=alt.X("start_us:Q", scale=x_scale, title="time in the step (µs)"),
+        x2="end_us:Q", y=y,
+        tooltip=[alt.Tooltip("gap_us:Q", title="GPU idle (µs)", format=",.1f"),
+                 alt.Tooltip("start_us:Q", title="from (µs)", format=",.1f")])
+    bars = alt.Chart(frame(trace)).mark_bar(height=LANE_HEIGHT * 0.6, clip=True).encode(
+        x=alt.X("start_us:Q", scale=x_scale, title="time in the step (µs)"),
+        x2="end_us:Q", y=y,
+        color=alt.Color("kind:N", scale=alt.Scale(domain=KINDS, range=KIND_COLORS),
+                        legend=alt.Legend(orient="top", title=None,
+                                          labelExpr=_legend_labels())),
+        tooltip=[alt.Tooltip("name:N", title="name"),
+                 alt.Tooltip("dur_us:Q", title="duration (µs)", format=",.2f"),
+                 alt.Tooltip("start_us:Q", title="start (µs)", format=",.2f"),
+                 alt.Tooltip("what:N", title="kind"), alt.Tooltip("stream:N", title="stream")])
+    return alt.layer(gaps, bars).properties(
+        title=title_of(label, trace), width=width, height=LANE_HEIGHT * 2)
+
+
+def _legend_labels() -> str:
+    cases = " : ".join(f"datum.value == '{k}' ? '{v}'" for k, v in tr.KIND_LABELS.items())
+    return f"{cases} : datum.value"
+
+
+def timeline_chart(items: Sequence[tuple[str, dict]], same_scale: bool = True,
+                   width: int = WIDTH) -> alt.VConcatChart | None:
+    """Every (label, trace) as a lane pair, stacked; None when there is none. With
+    `same_scale` every pair shares the longest step's axis (eager's 1 ms beside a graph's
+    0.1 ms shows the gap), otherwise each fits its own step."""
+    items = [(label, t) for label, t in items if t]
+    if not items:
+        return None
+    longest = max(tr.window(t)[1] for _, t in items)
+    pairs = [lane_chart(label, t, longest if same_scale else tr.window(t)[1], width)
+             for label, t in items]
+    return alt.vconcat(*pairs, spacing=18).resolve_scale(color="shared")
+
+
+def timeline_spec(items: Sequence[tuple[str, dict]], same_scale: bool = True,
+                  width: int = WIDTH) -> dict | None:
+    """timeline_chart as a Vega-Lite spec (what a page caches: building and validating
+    the chart is most of its cost)."""
+    chart = timeline_chart(items, same_scale, width)
+    return None if chart is None else chart.to_dict()
+
+
+def chrome_trace_text(label: str, trace: dict) -> str:
+    """One point's trace as Chrome trace / Perfetto JSON text."""
+    return json.dumps(tr.chrome_trace([(label, trace)]), separators=(",", ":"))
+
+
+def file_name(run_id: int, mode: str, batch: int) -> str:
+    return f"launchbench-run-{run_id}-{mode}-b{batch}.trace.json"

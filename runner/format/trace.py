@@ -1,0 +1,359 @@
+"""One profiled step of a point, kept as a timeline: what the host launched and when, what
+the GPU ran and when, and the idle gaps between (issue 12).
+
+Torch-free: the runner hands in its profiler events through the seam of
+runner/core/profiling.py (anything with name, on_gpu, start_us, end_us, annotation,
+stream, correlation), the database stores the result, the dashboard draws it and exports
+it as a Chrome trace / Perfetto file.
+
+A trace, as stored in a bundle's measurement ("trace") and in the database:
+
+    {"step": 2, "steps": 3,            # which profiled step was kept, of how many
+     "match": "correlation",           # how kernels were tied to steps: or "time", "mixed"
+     "cpu_us": [0.0, 812.5],           # the host's step, relative to its own start
+     "gpu_us": [14.2, 990.1] | null,   # the span of the step's GPU work, same origin
+     "names": ["cudaLaunchKernel", "ampere_sgemm_32x32", ...],
+     "cpu": [[name index, start_us, dur_us], ...],          # launches, graph launches, copies
+     "gpu": [[name index, start_us, dur_us, stream], ...],  # kernels and copies
+     "dropped": 0}                      # events left out to stay within MAX_TRACE_EVENTS
+
+Events are lists rather than objects: a sweep of 32 points with 128 events each stays a
+few hundred kilobytes (the shipped samples must stay under 2 MB).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from runner.format.limits import MAX_TRACE_EVENTS, MAX_TRACE_NAME
+
+# Runtime and driver entry points that launch one kernel each. The profiler may add a
+# version suffix (cudaLaunchKernel_v7000), hence the prefix match.
+HOST_LAUNCH_NAMES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
+                     "cuLaunchKernelEx", "cudaLaunchCooperativeKernel")
+GRAPH_LAUNCH_NAME = "cudaGraphLaunch"
+HOST_COPY_PREFIXES = ("cudaMemcpy", "cudaMemset", "cuMemcpy", "cuMemset")
+GPU_NON_KERNEL_PREFIXES = ("Memcpy", "Memset")
+# Ranges the profiler itself (ProfilerStep#N) or code (record_function, Inductor's
+# "## Call CompiledFxGraph ##") marks on the GPU timeline. They span many kernels: summed
+# as if they were kernels they double the busy time (seen on the H200, torch 2.11).
+GPU_ANNOTATION_PREFIXES = ("ProfilerStep", "## ")
+# The host range the profiler opens per step (torch renames ProfilerStep#N ProfilerStep*).
+STEP_PREFIX = "ProfilerStep"
+# What each kind of event is called on the timeline.
+KIND_LABELS = {"launch": "kernel launch", "graph": "cudaGraphLaunch", "copy": "memcpy / memset",
+               "kernel": "kernel", "gpu-copy": "GPU copy"}
+
+
+MATCHES = ("correlation", "time", "mixed")
+
+
+class TraceError(ValueError):
+    """A stored trace that does not follow the format. str() is one line."""
+
+
+def host_kind(name: str) -> str | None:
+    """'launch', 'graph' or 'copy' for a host call the timeline shows; None otherwise."""
+    if name.startswith(GRAPH_LAUNCH_NAME):
+        return "graph"
+    if name.startswith(HOST_LAUNCH_NAMES):
+        return "launch"
+    if name.startswith(HOST_COPY_PREFIXES):
+        return "copy"
+    return None
+
+
+def gpu_kind(name: str) -> str:
+    return "gpu-copy" if name.startswith(GPU_NON_KERNEL_PREFIXES) else "kernel"
+
+
+def is_gpu_work(e: Any) -> bool:
+    return e.on_gpu and not (getattr(e, "annotation", False)
+                             or e.name.startswith(GPU_ANNOTATION_PREFIXES))
+
+
+def short_name(name: str) -> str:
+    """A kernel's name without return type, template arguments and parameters:
+    'void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)' ->
+    'at::native::vectorized_elementwise_kernel'."""
+    s = name.strip()
+    if s.startswith("void "):
+        s = s[5:]
+    out, depth = [], 0
+    for ch in s:
+        if ch == "<":
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif depth == 0:
+            if ch == "(" and out:
+                break
+            out.append(ch)
+    short = "".join(out).strip() or name.strip()
+    return short[:MAX_TRACE_NAME]
+
+
+# --- choosing and bounding one step ---------------------------------------------------------
+
+def select_step(events: Iterable[Any], max_events: int = MAX_TRACE_EVENTS
+                ) -> dict[str, Any] | None:
+    """The trace of one representative step of a profiled pass; None when the events mark
+    no step (no ProfilerStep range on the host) or hold no GPU work.
+
+    Kernels are tied to the step whose host call launched them, by the profiler's
+    correlation id (a graph's kernels carry the id of their cudaGraphLaunch); a kernel
+    without a matching id, by time (it belongs to the last step that began before it). The step kept
+    is neither the first (it carries the profiler's own start-up) nor, given three or more,
+    the last (the profiled pass synchronizes inside it); among the others, the one whose
+    GPU busy time is closest to the mean over all steps: the point's gpu_busy_ms is that
+    mean, so the picture and the figure agree."""
+    evs = list(events)
+    steps = sorted((e for e in evs if not e.on_gpu and e.name.startswith(STEP_PREFIX)),
+                   key=lambda e: e.start_us)
+    if not steps:
+        return None
+    starts = [s.start_us for s in steps]
+
+    def step_at(t: float) -> int | None:
+        i = bisect.bisect_right(starts, t) - 1
+        return i if i >= 0 else None
+
+    host: list[tuple[int, Any]] = []
+    launched: dict[int, int] = {}
+    for e in evs:
+        if e.on_gpu or host_kind(e.name) is None:
+            continue
+        i = step_at(e.start_us)
+        if i is None or e.start_us > steps[i].end_us:
+            continue
+        host.append((i, e))
+        if getattr(e, "correlation", None) is not None:
+            launched[e.correlation] = i
+    work = [e for e in evs if is_gpu_work(e)]
+    if not work:
+        return None
+    tied = [launched.get(getattr(e, "correlation", None)) for e in work]
+    n_tied = sum(i is not None for i in tied)
+    match = ("correlation" if n_tied == len(work) else "time" if n_tied == 0 else "mixed")
+    # A kernel whose launch call is not among the host events (no id, or one the profiler
+    # did not pair) falls back to time rather than out of the picture.
+    by_id = [(i if i is not None else step_at(e.start_us), e) for i, e in zip(tied, work,
+                                                                               strict=True)]
+    busy = [0.0] * len(steps)
+    for i, e in by_id:
+        if i is not None:
+            busy[i] += e.end_us - e.start_us
+    mean = sum(e.end_us - e.start_us for e in work) / len(steps)
+    n = len(steps)
+    candidates = range(1, n - 1) if n >= 3 else range(1, n) if n == 2 else range(1)
+    k = min(candidates, key=lambda i: (abs(busy[i] - mean), i))
+    origin = steps[k].start_us
+    cpu = sorted(((e.name, e.start_us - origin, e.end_us - e.start_us)
+                  for i, e in host if i == k), key=lambda x: x[1])
+    gpu = sorted(((e.name, e.start_us - origin, e.end_us - e.start_us,
+                   getattr(e, "stream", None)) for i, e in by_id if i == k),
+                 key=lambda x: x[1])
+    gpu_span = ([min(g[1] for g in gpu), max(g[1] + g[2] for g in gpu)] if gpu else None)
+    return build(cpu, gpu, cpu_end=steps[k].end_us - origin, gpu_span=gpu_span,
+                 step=k + 1, steps=len(steps), match=match, max_events=max_events)
+
+
+def bound(cpu: Sequence, gpu: Sequence, max_events: int) -> tuple[list, list, int]:
+    """At most `max_events` events, shared between the lanes (a lane that needs less than
+    half leaves the rest to the other); each lane keeps its earliest events, so what is
+    drawn is the step's start, complete, rather than a sample with holes."""
+    half = max_events // 2
+    n_cpu = min(len(cpu), max(half, max_events - len(gpu)))
+    n_gpu = min(len(gpu), max_events - n_cpu)
+    return list(cpu[:n_cpu]), list(gpu[:n_gpu]), len(cpu) - n_cpu + len(gpu) - n_gpu
+
+
+def build(cpu: Sequence, gpu: Sequence, *, cpu_end: float, gpu_span: list | None,
+          step: int = 1, steps: int = 1, match: str = "correlation",
+          max_events: int = MAX_TRACE_EVENTS) -> dict[str, Any]:
+    """A trace from time-ordered (name, start_us, dur_us) host calls and (name, start_us,
+    dur_us, stream) GPU events, bounded to `max_events`."""
+    cpu, gpu, dropped = bound(cpu, gpu, max_events)
+    names: dict[str, int] = {}
+
+    def idx(name: str, short: bool) -> int:
+        n = short_name(name) if short else name[:MAX_TRACE_NAME]
+        return names.setdefault(n, len(names))
+
+    def r(x: float) -> float:
+        return round(float(x), 3)  # nanoseconds: all the profiler resolves
+
+    return {
+        "step": step, "steps": steps, "match": match,
+        "cpu_us": [0.0, r(cpu_end)],
+        "gpu_us": [r(gpu_span[0]), r(gpu_span[1])] if gpu_span else None,
+        "cpu": [[idx(n, False), r(s), r(d)] for n, s, d in cpu],
+        "gpu": [[idx(n, True), r(s), r(d), None if st is None else int(st)]
+                for n, s, d, st in gpu],
+        "names": list(names),
+        "dropped": dropped,
+    }
+
+
+# --- reading a trace --------------------------------------------------------------------------
+
+def events(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every event as a row: lane ('cpu'|'gpu'), kind, name, start_us, end_us, dur_us,
+    stream."""
+    names = trace["names"]
+    rows = []
+    for i, s, d in trace["cpu"]:
+        rows.append({"lane": "cpu", "kind": host_kind(names[i]) or "launch", "name": names[i],
+                     "start_us": s, "end_us": s + d, "dur_us": d, "stream": None})
+    for i, s, d, st in trace["gpu"]:
+        rows.append({"lane": "gpu", "kind": gpu_kind(names[i]), "name": names[i],
+                     "start_us": s, "end_us": s + d, "dur_us": d, "stream": st})
+    return rows
+
+
+def merge(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The union of intervals as disjoint, ordered intervals: two kernels overlapping on two
+    streams keep the GPU busy once, not twice."""
+    out: list[list[float]] = []
+    for s, e in sorted(spans):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def window(trace: dict[str, Any]) -> tuple[float, float]:
+    """The step as a whole: from the host's first moment until both sides are done."""
+    end = trace["cpu_us"][1]
+    if trace.get("gpu_us"):
+        end = max(end, trace["gpu_us"][1])
+    ends = [s + d for _, s, d, *_ in (*trace["cpu"], *trace["gpu"])]
+    return 0.0, max([end, *ends])
+
+
+def gpu_idle(trace: dict[str, Any]) -> dict[str, Any]:
+    """Idle gaps of the GPU lane over the step's window: {"idle_us", "span_us", "busy_us",
+    "gaps": [(start, end), ...]}; None figures for a trace without a GPU lane."""
+    lo, hi = window(trace)
+    if not trace["gpu"]:
+        return {"idle_us": None, "span_us": hi - lo, "busy_us": None, "gaps": []}
+    busy = merge((s, s + d) for _, s, d, _ in trace["gpu"])
+    gaps, t = [], lo
+    for s, e in busy:
+        if s > t:
+            gaps.append((t, min(s, hi)))
+        t = max(t, e)
+    if t < hi:
+        gaps.append((t, hi))
+    idle = sum(e - s for s, e in gaps)
+    return {"idle_us": idle, "span_us": hi - lo, "busy_us": sum(e - s for s, e in busy),
+            "gaps": gaps}
+
+
+def idle_text(trace: dict[str, Any]) -> str:
+    """'GPU idle 0.86 ms of 0.99 ms' (the line beside the GPU lane)."""
+    g = gpu_idle(trace)
+    if g["idle_us"] is None:
+        return "no GPU lane"
+    return f"GPU idle {g['idle_us'] / 1e3:.2f} ms of {g['span_us'] / 1e3:.2f} ms"
+
+
+def kernel_sum_us(trace: dict[str, Any]) -> float:
+    """Sum of the GPU lane's durations (kernels and copies): the point's gpu_busy_ms
+    counts the same."""
+    return sum(d for _, _, d, _ in trace["gpu"])
+
+
+# --- Chrome trace / Perfetto ------------------------------------------------------------------
+
+def chrome_trace(traces: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """A Chrome trace event file (opens in ui.perfetto.dev and chrome://tracing): one
+    process per labelled trace, a 'CPU launches' thread and one thread per GPU stream;
+    every event a complete ('X') event in microseconds."""
+    out: list[dict[str, Any]] = []
+    for pid, (label, trace) in enumerate(traces, start=1):
+        out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+                    "args": {"name": label}})
+        out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": 0,
+                    "args": {"name": "CPU launches"}})
+        streams: dict[Any, int] = {}
+        for e in events(trace):
+            if e["lane"] == "cpu":
+                tid = 0
+            else:
+                if e["stream"] not in streams:
+                    streams[e["stream"]] = len(streams) + 1
+                    shown = "?" if e["stream"] is None else e["stream"]
+                    out.append({"ph": "M", "name": "thread_name", "pid": pid,
+                                "tid": streams[e["stream"]],
+                                "args": {"name": f"GPU stream {shown}"}})
+                tid = streams[e["stream"]]
+            out.append({"ph": "X", "name": e["name"], "cat": e["kind"], "pid": pid,
+                        "tid": tid, "ts": e["start_us"], "dur": e["dur_us"]})
+    return {"traceEvents": out, "displayTimeUnit": "ms",
+            "otherData": {"source": "launchbench", "note": "one profiled step per point, "
+                          "times relative to the host's step start"}}
+
+
+# --- checking a stored trace -------------------------------------------------------------------
+
+def validate(trace: Any, where: str = "trace") -> None:
+    """Raise TraceError naming the first value that breaks the format or its bounds."""
+    if not isinstance(trace, dict):
+        raise TraceError(f"{where} must be an object or null")
+    names = trace.get("names")
+    if not isinstance(names, list) or not all(isinstance(n, str) and len(n) <= MAX_TRACE_NAME
+                                              for n in names):
+        raise TraceError(f"{where}.names must be a list of names of at most "
+                         f"{MAX_TRACE_NAME} characters")
+    lanes = (("cpu", 3), ("gpu", 4))
+    total = 0
+    for lane, arity in lanes:
+        evs = trace.get(lane)
+        if not isinstance(evs, list):
+            raise TraceError(f"{where}.{lane} must be a list of events")
+        total += len(evs)
+        for j, ev in enumerate(evs):
+            _check_event(ev, arity, len(names), f"{where}.{lane}[{j}]")
+    if total > MAX_TRACE_EVENTS:
+        raise TraceError(f"{where} holds {total} events, more than {MAX_TRACE_EVENTS}")
+    if len(names) > total:
+        raise TraceError(f"{where}.names holds {len(names)} names for {total} events")
+    for f in ("dropped", "step", "steps"):
+        v = trace.get(f)
+        if type(v) is not int or v < 0:
+            raise TraceError(f"{where}.{f} {v!r} must be a non-negative whole number")
+    if trace.get("match") not in MATCHES:
+        raise TraceError(f"{where}.match {trace.get('match')!r} is not one of "
+                         f"{', '.join(MATCHES)}")
+    for f, nullable in (("cpu_us", False), ("gpu_us", True)):
+        v = trace.get(f)
+        if v is None and nullable:
+            continue
+        if not (isinstance(v, list) and len(v) == 2 and all(_finite(x) for x in v)
+                and v[0] <= v[1]):
+            raise TraceError(f"{where}.{f} {str(v)[:40]} must be [start, end] in "
+                             "microseconds")
+
+
+def _finite(x: Any) -> bool:
+    return (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+            and abs(x) <= 1e12)
+
+
+def _check_event(ev: Any, arity: int, n_names: int, where: str) -> None:
+    if not isinstance(ev, list) or len(ev) != arity:
+        raise TraceError(f"{where} must be a list of {arity} values")
+    i, s, d = ev[:3]
+    if type(i) is not int or not 0 <= i < n_names:
+        raise TraceError(f"{where}: name index {i!r} is not in names")
+    if not _finite(s) or not _finite(d) or d < 0:
+        raise TraceError(f"{where}: start {s!r} and duration {d!r} must be finite, the "
+                         "duration not negative")
+    if arity == 4 and ev[3] is not None and (type(ev[3]) is not int or ev[3] < 0):
+        raise TraceError(f"{where}: stream {ev[3]!r} must be a non-negative whole number "
+                         "or null")

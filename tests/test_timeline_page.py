@@ -1,0 +1,64 @@
+"""The step timeline on the Run and Compare pages through AppTest (issue 12): ?batch=
+opens a batch size, a bad value gets one line naming it, and each point's trace
+downloads as Perfetto JSON."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.test_pages import Dash, charts, texts
+
+
+@pytest.fixture
+def dash(app_db_url):
+    d = Dash(app_db_url)
+    yield d
+    d.engine.dispose()
+
+
+def timeline_spec(at) -> dict | None:
+    """The stacked lane chart's spec (a vconcat; the run charts are single charts)."""
+    for c in charts(at):
+        spec = json.loads(c.proto.spec)
+        if "vconcat" in spec:
+            return spec
+    return None
+
+
+def test_run_page_draws_the_batch_from_the_url_and_refuses_a_bad_one(dash):
+    rid = dash.add(batches=(1, 8, 64), modes=("eager", "cuda-graph"), traces=True)
+    at = dash.open("pages/run.py", run=str(rid), batch="64")
+    spec = timeline_spec(at)
+    titles = [p["title"]["text"] for p in spec["vconcat"]]
+    assert titles == ["eager", "cuda-graph"]  # eager on top, the graph below it
+    assert all(p["title"]["subtitle"].startswith("GPU idle ") for p in spec["vconcat"])
+    assert at.selectbox(key="timeline_batch").value == 64
+    assert any(c.endswith(f"/run?run={rid}&batch=64") for c in texts(at, "code"))
+    assert len(at.get("download_button")) == 2
+    assert not texts(at, "error")
+
+    at = dash.open("pages/run.py", run=str(rid), batch="abc")
+    errors = texts(at, "error")
+    assert len(errors) == 1 and "?batch='abc' is not a batch size" in errors[0]
+    assert at.selectbox(key="timeline_batch").value == 8 and timeline_spec(at)
+
+    at = dash.open("pages/run.py", run=str(rid), batch="7")
+    assert any("no point was measured at batch size 7 (measured: 1, 8, 64)" in e
+               for e in texts(at, "error"))
+
+    old = dash.add(batches=(8,), modes=("eager",))  # measured without traces
+    at = dash.open("pages/run.py", run=str(old), batch="8")
+    assert timeline_spec(at) is None
+    assert any("No step timeline at batch size 8" in i for i in texts(at, "info"))
+
+
+def test_compare_page_draws_one_lane_pair_per_run(dash):
+    a = dash.add(gpu="GPU A", batches=(8,), modes=("eager", "cuda-graph"), traces=True)
+    b = dash.add(gpu="GPU B", batches=(8,), modes=("eager", "cuda-graph"), traces=True,
+                 scale=2.0)
+    at = dash.open("pages/compare.py", run=[str(a), str(b)], batch="8")
+    assert not texts(at, "error")
+    spec = timeline_spec(at)
+    assert len(spec["vconcat"]) == 2 and at.selectbox(key="timeline_mode").value == "eager"
