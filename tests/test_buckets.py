@@ -78,7 +78,7 @@ def test_strategies_parse_with_pow2():
     ("buckets:-8/16", "'-8' is not a whole number"),
     ("buckets:pow2-100", "100 is not a power of two"),
     ("buckets:pow2-0", "0 is out of range"),
-    ("buckets:70000", "70000 is out of range"),
+    ("buckets:16777217", "16777217 is out of range"),
     ("eager,eager", "'eager' appears twice"),
 ])
 def test_bad_strategies_one_line_naming_the_value(text, match):

@@ -58,7 +58,8 @@ def parse_batch(text: str | None, options: Sequence[int]) -> int | None:
     if text is None or not str(text).strip():
         return None
     s = str(text).strip()
-    if not (s.isascii() and s.isdigit()) or len(s) > 6 or not 1 <= int(s) <= MAX_BATCH_SIZE:
+    digits = len(str(MAX_BATCH_SIZE))  # refuse a long string before int() reads it
+    if not (s.isascii() and s.isdigit()) or len(s) > digits or not 1 <= int(s) <= MAX_BATCH_SIZE:
         raise BatchError(f"?batch={s[:40]!r} is not a batch size: expected a whole number "
                          f"from 1 to {MAX_BATCH_SIZE}, such as ?batch=8")
     if int(s) not in options:
