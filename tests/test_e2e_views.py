@@ -132,8 +132,11 @@ def test_a_share_link_with_batch_draws_the_step_timeline(dashboard, db, page):
     page.goto(dashboard.url(f"run?run={rid}&batch=8"))
     wait_for_app(page, "One step, launch by launch")
     # Vega draws SVG here: the stacked lane pairs carry their titles and idle totals.
+    page.wait_for_function(
+        "() => [...document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks "
+        "text\")].filter(t => t.textContent.startsWith('GPU idle ')).length >= 2",
+        timeout=60_000)
     drawn = page.locator("[data-testid='stVegaLiteChart'] svg.marks", has_text="GPU idle")
-    drawn.first.wait_for(state="visible", timeout=30_000)
     assert drawn.count() == 1
     svg = drawn.first
     box = svg.bounding_box()
@@ -143,6 +146,7 @@ def test_a_share_link_with_batch_draws_the_step_timeline(dashboard, db, page):
     assert "eager" in labels and "cuda-graph" in labels
     assert sum(t.startswith("GPU idle ") for t in labels) == 2
     assert svg.locator("path[aria-roledescription='bar'], .mark-rect path").count() > 100
+    # The rest of the page streams in after the chart: wait for the share link.
+    wait_for_app(page, f"/run?run={rid}&batch=8")  # the share link keeps the batch size
+    assert page.get_by_text("eager (.json)").count() == 1  # a Perfetto download per point
     assert "?batch='" not in _visible_text(page)
-    assert page.get_by_text("eager (.json)").count() == 1
-    assert f"/run?run={rid}&batch=8" in _visible_text(page)  # the share link keeps it
