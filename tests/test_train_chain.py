@@ -156,34 +156,3 @@ def test_serve_refuses_a_training_step():
         make_context(resolve("train-step", {"depth": "1", "width": "8"}), "cpu", [1], 0,
                      True)
 
-
-def test_a_capture_invalidated_once_is_run_once_more_and_says_why(monkeypatch):
-    import torch
-
-    from runner.core import training
-
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
-    calls = []
-
-    def flaky():
-        calls.append(1)
-        if len(calls) == 1:
-            raise RuntimeError("CUDA error: operation failed due to a previous error during "
-                               "capture\nmore")
-        return "graph"
-
-    out, why = training.capture_once_more(flaky)
-    assert (out, len(calls)) == ("graph", 2) and "previous error during capture" in why
-    assert training.capture_once_more(lambda: "g") == ("g", None)
-
-    def always():
-        raise RuntimeError("operation failed due to a previous error during capture")
-
-    with pytest.raises(RuntimeError):
-        training.capture_once_more(always)  # a second failure fails the point
-
-    def other():
-        raise RuntimeError("out of memory")
-
-    with pytest.raises(RuntimeError, match="out of memory"):
-        training.capture_once_more(other)  # only capture errors are retried

@@ -72,24 +72,6 @@ class Block(nn.Module):
         return x + self.down(F.gelu(self.up(self.ln2(x))))
 
 
-def capture_once_more(capture):
-    """Run a capture; if CUDA invalidates it, run it once more and say why.
-
-    Measured on the lent H200 (torch 2.11): the first capture of a backward pass in a
-    process failed with cudaErrorStreamCaptureImplicit ("operation would make the legacy
-    stream depend on a capturing blocking stream"), while the same capture at the next
-    batch size of the same process succeeded. Returns (what capture returned, the first
-    error's text or None); a second failure propagates and fails the point."""
-    try:
-        return capture(), None
-    except RuntimeError as e:  # torch.AcceleratorError is a RuntimeError
-        if "captur" not in str(e):
-            raise
-        first = f"{type(e).__name__}: {str(e).splitlines()[0]}"[:300]
-    torch.cuda.synchronize()
-    return capture(), first
-
-
 def build_task(params: dict, dtype, device: str):
     """(TrainTask, make_input(batch_size, generator) -> (input, target))."""
     width = params["width"]
@@ -259,16 +241,12 @@ class TrainTask:
         torch.cuda.current_stream().wait_stream(side)
         self._sync()
         t1 = time.perf_counter()
-        def capture():
-            opt.zero_grad(set_to_none=True)  # backward allocates grads from the graph's pool
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                static_loss = self.loss(sx, sy)
-                static_loss.backward()
-                opt.step()
-            return graph, static_loss
-
-        (graph, static_loss), retried = capture_once_more(capture)
+        opt.zero_grad(set_to_none=True)  # backward allocates grads from the graph's pool
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_loss = self.loss(sx, sy)
+            static_loss.backward()
+            opt.step()
         self._sync()
         t2 = time.perf_counter()
         # The graph reads and writes these grads; other modes set p.grad to None.
@@ -284,12 +262,9 @@ class TrainTask:
             sy.copy_(b[1])
             graph.replay()
 
-        prepared = Prepared(step=step, run=lambda b: self._check(opt, one, b),
-                            setup_s=t2 - t0, setup_calls_s=[t1 - t0, t2 - t1], graph=graph,
-                            keep=[opt, sx, sy, static_loss, grads])
-        if retried:
-            prepared.details["capture_retry"] = retried
-        return prepared
+        return Prepared(step=step, run=lambda b: self._check(opt, one, b),
+                        setup_s=t2 - t0, setup_calls_s=[t1 - t0, t2 - t1], graph=graph,
+                        keep=[opt, sx, sy, static_loss, grads])
 
     # --- reduce-overhead's reference: forward and backward in separate pools ---------------
 
@@ -313,21 +288,12 @@ class TrainTask:
         clear_cublas_workspaces()
         m0 = memory.state(self.device)
         fwd, bwd = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
-        loss = None
         try:
             with torch.cuda.graph(fwd):
                 loss = self.loss(sx, sy)
             m1 = memory.state(self.device)
-
-            def capture():
-                for p in self.params:
-                    p.grad = None
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    loss.backward(retain_graph=True)
-                return graph
-
-            bwd, retried = capture_once_more(capture)
+            with torch.cuda.graph(bwd):
+                loss.backward()
             m2 = memory.state(self.device)
         finally:
             loss = None
@@ -343,7 +309,7 @@ class TrainTask:
         fwd_bytes = sum(m2.pools.get(p, 0) for p in fwd_pools)
         bwd_bytes = m2.private_bytes(set(m1.pools))
         return {"forward_pool_bytes": fwd_bytes, "backward_pool_bytes": bwd_bytes,
-                "sum_bytes": fwd_bytes + bwd_bytes, "capture_retry": retried,
+                "sum_bytes": fwd_bytes + bwd_bytes,
                 "method": "eager forward + loss and its backward captured by hand "
                           "(torch.cuda.graph), each in a pool of its own"}
 
