@@ -15,24 +15,11 @@ import pytest
 from runner.core.sweep import SweepSpec, run_sweep
 from runner.format import bundle as fmt
 from runner.format import trace as tr
+from runner.ops.sinks import MemorySink
 
 pytestmark = pytest.mark.gpu
 
 KERNELS = 64  # 2 x depth 32
-
-
-class ListSink:
-    def __init__(self):
-        self.points: list[dict] = []
-
-    def start(self, environment, run):
-        self.env, self.run = environment, run
-
-    def point(self, measurement):
-        self.points.append(measurement)
-
-    def finish(self, status):
-        self.status = status
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +27,9 @@ def points():
     # The standard preset profiles 10 steps: the kept one is chosen among 9.
     spec = SweepSpec(workload="mlp", batch_sizes=(8,), modes=("eager", "cuda-graph"),
                      device="cuda", timing="standard")
-    sink = ListSink()
+    sink = MemorySink()
     assert run_sweep(spec, sink) == "done"
-    return {m["mode"]: m for m in sink.points}
+    return {m["mode"]: m for m in sink.measurements}
 
 
 def kinds(trace: dict) -> dict[str, int]:

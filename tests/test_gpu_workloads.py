@@ -13,31 +13,18 @@ import pytest
 from runner.core.sweep import SweepSpec, run_sweep
 from runner.core.training import CHECK_STEPS
 from runner.format.limits import TRAIN_TOLERANCE
+from runner.ops.sinks import MemorySink
 
 pytestmark = pytest.mark.gpu
 
 KERNELS = 20
 
 
-class ListSink:
-    def __init__(self):
-        self.points: list[dict] = []
-
-    def start(self, environment, run):
-        self.env, self.run = environment, run
-
-    def point(self, measurement):
-        self.points.append(measurement)
-
-    def finish(self, status):
-        self.status = status
-
-
 def sweep(**kw) -> dict[str, dict]:
-    sink = ListSink()
+    sink = MemorySink()
     spec = dict(batch_sizes=(8,), device="cuda", timing="quick", **kw)
     assert run_sweep(SweepSpec(**spec), sink) == "done"
-    points = {m["mode"]: m for m in sink.points}
+    points = {m["mode"]: m for m in sink.measurements}
     for mode, m in points.items():
         assert m["status"] == "ok", (mode, m["message"], m["details"].get("traceback"))
     return points

@@ -15,6 +15,7 @@ from runner.core.timing import Clock
 from runner.core.training import CHECK_STEPS
 from runner.core.workloads import WorkloadError, resolve
 from runner.format.specs import check_sweep
+from runner.ops.sinks import MemorySink
 
 
 class OpCount(TorchDispatchMode):
@@ -29,26 +30,12 @@ class OpCount(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-class ListSink:
-    def __init__(self):
-        self.points: list[dict] = []
-
-    def start(self, environment, run):
-        self.run = run
-
-    def point(self, m):
-        self.points.append(m)
-
-    def finish(self, status):
-        self.status = status
-
-
 def sweep(workload, params, modes, batch=4) -> dict[str, dict]:
-    sink = ListSink()
+    sink = MemorySink()
     run_sweep(SweepSpec(workload=workload, params=params, batch_sizes=(batch,), modes=modes,
                         device="cpu", timing="quick"), sink)
     assert sink.status == "done"
-    return {m["mode"]: m for m in sink.points}
+    return {m["mode"]: m for m in sink.measurements}
 
 
 @pytest.mark.parametrize("name,params,needle", [
