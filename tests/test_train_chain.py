@@ -105,6 +105,25 @@ def test_train_reference_and_verdict():
     assert rel > tol
 
 
+def test_fresh_leaves_train_the_models_own_weights_through_new_autograd_leaves():
+    task, make_input = resolve("train-step", {"depth": "2", "width": "16"}).build("cpu")
+    x, y = make_input(4, torch.Generator().manual_seed(0))
+    leaves, loss = task.fresh_leaves()
+    assert all(leaf is not p and leaf.data_ptr() == p.data_ptr()
+               for leaf, p in zip(leaves, task.params, strict=True))
+    with torch.enable_grad():
+        assert torch.equal(loss(x, y), task.loss(x, y))
+        opt = task.optimizer(leaves)
+        task.eager_step(opt, x, y, loss)
+    # The gradient went to the new leaves, the step moved the model's own weights...
+    assert all(leaf.grad is not None for leaf in leaves)
+    assert all(p.grad is None for p in task.params)
+    assert any(not torch.equal(p, p0) for p, p0 in zip(task.params, task.initial, strict=True))
+    # ...and restore() resets what the leaves see too.
+    task.restore(opt)
+    assert all(torch.equal(leaf, p0) for leaf, p0 in zip(leaves, task.initial, strict=True))
+
+
 def test_train_step_transformer_runs_eager():
     ms = sweep("train-step", {"model": "transformer", "width": "8", "heads": "2",
                               "seq": "3"}, ("eager", "cuda-graph"), batch=2)

@@ -25,6 +25,14 @@ The modes:
   before capture so backward allocates them from the graph's pool. The timed step is
   two input copies and one replay.
 
+The two hand captures (cuda-graph, and reduce-overhead's separate-pools reference) run on
+fresh leaves: new Parameter tensors over the same storage (`fresh_leaves`). Autograd keeps
+each leaf's AccumulateGrad node, and the node remembers the stream it was made on; after
+eager steps on the default stream, a captured backward has to sync with that legacy
+stream and the capture fails (cudaErrorStreamCaptureImplicit; measured on the H200 with
+torch 2.11, PyTorch issue #137483). Fresh leaves get their nodes in the side-stream
+warm-up, as PyTorch's whole-network example has them.
+
 All modes share one model and its parameters (as inference modes share one model): they
 train the same weights in turn, which changes nothing a timing sees. Each mode has its
 own optimizer (its state is a cost that mode pays), and each correctness run first puts
@@ -112,14 +120,26 @@ class TrainTask:
     def loss(self, x, target):
         return F.mse_loss(self.net(x), target)
 
-    def optimizer(self) -> torch.optim.Optimizer:
+    def fresh_leaves(self):
+        """(leaves, loss): new leaf tensors over the parameters' storage and the loss
+        computed through them. Training on them trains the model's own weights (restore()
+        resets both); their autograd nodes are new (see the module docstring)."""
+        leaves = {name: nn.Parameter(p.detach()) for name, p in self.net.named_parameters()}
+
+        def loss(x, target):
+            return F.mse_loss(torch.func.functional_call(self.net, leaves, (x,)), target)
+
+        return list(leaves.values()), loss
+
+    def optimizer(self, params=None) -> torch.optim.Optimizer:
         # capturable on CUDA in every mode, so all modes run the same optimizer code
         # (the step count on the device, no host sync) and only the launch path differs.
-        return torch.optim.AdamW(self.params, lr=LR, capturable=self.cuda)
+        return torch.optim.AdamW(self.params if params is None else params, lr=LR,
+                                 capturable=self.cuda)
 
-    def eager_step(self, opt, x, target) -> None:
+    def eager_step(self, opt, x, target, loss=None) -> None:
         opt.zero_grad(set_to_none=True)
-        self.loss(x, target).backward()
+        (loss or self.loss)(x, target).backward()
         opt.step()
 
     @torch.no_grad()
@@ -229,7 +249,8 @@ class TrainTask:
         return prepared
 
     def _cuda_graph(self, x, y) -> Prepared:
-        opt = self.optimizer()
+        leaves, loss = self.fresh_leaves()
+        opt = self.optimizer(leaves)
         sx, sy = x.clone(), y.clone()
         self._sync()
         t0 = time.perf_counter()
@@ -237,20 +258,20 @@ class TrainTask:
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(WARMUP_STEPS):
-                self.eager_step(opt, sx, sy)
+                self.eager_step(opt, sx, sy, loss)
         torch.cuda.current_stream().wait_stream(side)
         self._sync()
         t1 = time.perf_counter()
         opt.zero_grad(set_to_none=True)  # backward allocates grads from the graph's pool
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            static_loss = self.loss(sx, sy)
+            static_loss = loss(sx, sy)
             static_loss.backward()
             opt.step()
         self._sync()
         t2 = time.perf_counter()
-        # The graph reads and writes these grads; other modes set p.grad to None.
-        grads = [p.grad for p in self.params]
+        # The graph reads and writes these grads.
+        grads = [p.grad for p in leaves]
 
         def step():
             sx.copy_(x)
@@ -264,7 +285,7 @@ class TrainTask:
 
         return Prepared(step=step, run=lambda b: self._check(opt, one, b),
                         setup_s=t2 - t0, setup_calls_s=[t1 - t0, t2 - t1], graph=graph,
-                        keep=[opt, sx, sy, static_loss, grads])
+                        keep=[opt, sx, sy, static_loss, grads, leaves])
 
     # --- reduce-overhead's reference: forward and backward in separate pools ---------------
 
@@ -272,16 +293,17 @@ class TrainTask:
         """Capture eager forward + loss and its backward by hand, each in its own pool,
         and return their pool bytes: what reduce-overhead's shared pool is set against.
         The graphs are freed again before the next mode is prepared."""
+        leaves, loss_fn = self.fresh_leaves()
         sx, sy = x.clone(), y.clone()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(WARMUP_STEPS):
-                for p in self.params:
+                for p in leaves:
                     p.grad = None
-                self.loss(sx, sy).backward()
+                loss_fn(sx, sy).backward()
         torch.cuda.current_stream().wait_stream(side)
-        for p in self.params:
+        for p in leaves:
             p.grad = None
         # As before every mode: a cuBLAS workspace left from the warm-up must not decide
         # which pool gets the next one.
@@ -290,14 +312,14 @@ class TrainTask:
         fwd, bwd = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
         try:
             with torch.cuda.graph(fwd):
-                loss = self.loss(sx, sy)
+                loss = loss_fn(sx, sy)
             m1 = memory.state(self.device)
             with torch.cuda.graph(bwd):
                 loss.backward()
             m2 = memory.state(self.device)
         finally:
             loss = None
-            for p in self.params:
+            for p in leaves:
                 p.grad = None
             fwd.reset()
             bwd.reset()
