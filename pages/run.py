@@ -55,12 +55,13 @@ with ui.drawn('The headline'):
                                   else "not measured in this run."))
 
 with ui.drawn('The charts'):
-    figures = charts.run_charts(points)
+    # Side by side in pairs, each chart stretched to its column; the time split is drawn
+    # per mode below, so its one-chart form (for exports) is not built here.
+    pairs = [("speedup", "step-time"), ("memory", "memory-tradeoff")]
+    figures = charts.run_charts(points, names=[n for pair in pairs for n in pair])
     if not figures and not points.empty:
         st.info("No chart: no point of this run has a step time (every point failed, was "
                 "skipped or is unsupported here; see the table below).")
-    # Side by side in pairs, each chart stretched to its column.
-    pairs = [("speedup", "step-time"), ("memory", "memory-tradeoff")]
     for pair in pairs:
         shown = [n for n in pair if n in figures]
         for col, name in zip(st.columns(len(shown)) if shown else [], shown, strict=True):

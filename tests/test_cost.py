@@ -57,6 +57,30 @@ def test_pareto_marks_modes_nothing_beats_on_both_axes(batch8):
     assert c["compile"] and not c["eager"]
 
 
+def test_pareto_agrees_with_the_definition_on_many_groups_with_ties_and_gaps():
+    import random
+
+    rng = random.Random(7)
+    rows = [{"run_id": run, "batch_size": b, "mode": m,
+             "speedup": rng.choice([None, 1.0, 2.0, 3.0]),
+             "extra_mib": rng.choice([None, 0.0, 10.0, 20.0])}
+            for run in (1, 2, 3) for b in (1, 8, 64) for m in ("eager", "compile", "x", "y")]
+    # A non-default, repeated index, as a concatenated frame may carry.
+    df = pd.DataFrame(rows, index=[5] * len(rows))
+    got = cost._pareto(df).tolist()
+    for r, best in zip(rows, got, strict=True):
+        if r["speedup"] is None or r["extra_mib"] is None:
+            assert best is False
+            continue
+        others = [o for o in rows if o is not r and (o["run_id"], o["batch_size"])
+                  == (r["run_id"], r["batch_size"]) and None not in
+                  (o["speedup"], o["extra_mib"])]
+        beaten = any(o["speedup"] >= r["speedup"] and o["extra_mib"] <= r["extra_mib"]
+                     and (o["speedup"] > r["speedup"] or o["extra_mib"] < r["extra_mib"])
+                     for o in others)
+        assert best is (not beaten), r
+
+
 def test_headline_is_one_line_with_interval_and_extra_mib(batch8):
     assert cost.headline(batch8) == "cuda-graph at batch 8: 7.1x (6.5-7.6) for +34 MiB"
     published = frame(fmt.read(SAMPLES / "published-l40s-day25.json"))

@@ -338,14 +338,18 @@ def compare_chart(speedups: pd.DataFrame) -> alt.HConcatChart | None:
     return alt.hconcat(*charts.values()) if charts else None
 
 
-def run_charts(points: pd.DataFrame) -> dict[str, alt.TopLevelMixin]:
-    """A run page's charts in reading order, keyed by a short name (file names in exports);
-    charts with nothing to draw are left out."""
-    charts = {
-        "speedup": speedup_chart(analysis.speedups(points)),
-        "step-time": step_time_chart(points),
-        "memory": memory_chart(points),
-        "memory-tradeoff": tradeoff_chart(cost.memory_cost(points)),
-        "time-split": time_split_chart(analysis.time_split(points)),
-    }
+RUN_CHARTS = {
+    "speedup": lambda points: speedup_chart(analysis.speedups(points)),
+    "step-time": step_time_chart,
+    "memory": memory_chart,
+    "memory-tradeoff": lambda points: tradeoff_chart(cost.memory_cost(points)),
+    "time-split": lambda points: time_split_chart(analysis.time_split(points)),
+}
+
+
+def run_charts(points: pd.DataFrame, names=tuple(RUN_CHARTS)) -> dict[str, alt.TopLevelMixin]:
+    """A run's charts in reading order, keyed by a short name (file names in exports);
+    charts with nothing to draw are left out. `names` picks some: building an Altair
+    chart is a large part of a page's render time, so a page builds only what it draws."""
+    charts = {k: RUN_CHARTS[k](points) for k in RUN_CHARTS if k in names}
     return {k: v for k, v in charts.items() if v is not None}

@@ -12,6 +12,7 @@ misled readers.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from pages.common import analysis
@@ -52,18 +53,22 @@ def memory_cost(points: pd.DataFrame) -> pd.DataFrame:
 
 def _pareto(df: pd.DataFrame) -> pd.Series:
     """True where no other mode of the same (run, batch) dominates: speedup >= and extra
-    MiB <= with one of them strictly better. Points without both figures are never best."""
-    out = pd.Series(False, index=df.index)
-    known = df.dropna(subset=["speedup", "extra_mib"])
-    for _, g in known.groupby(["run_id", "batch_size"]):
-        for i, r in g.iterrows():
-            others = g.drop(index=i)
-            dominated = ((others["speedup"] >= r["speedup"])
-                         & (others["extra_mib"] <= r["extra_mib"])
-                         & ((others["speedup"] > r["speedup"])
-                            | (others["extra_mib"] < r["extra_mib"]))).any()
-            out[i] = not dominated
-    return out
+    MiB <= with one of them strictly better. Points without both figures are never best.
+    One self-join per call (each point against the other modes of its run and batch), so
+    a page with many points does not loop row by row."""
+    known_mask = (df["speedup"].notna() & df["extra_mib"].notna()).to_numpy()
+    positions = np.flatnonzero(known_mask)
+    cols = ["run_id", "batch_size", "speedup", "extra_mib"]
+    known = df.loc[known_mask, cols].assign(_pos=positions)
+    pairs = known.merge(known, on=["run_id", "batch_size"], suffixes=("", "_o"))
+    pairs = pairs[pairs["_pos"] != pairs["_pos_o"]]
+    dominates = ((pairs["speedup_o"] >= pairs["speedup"])
+                 & (pairs["extra_mib_o"] <= pairs["extra_mib"])
+                 & ((pairs["speedup_o"] > pairs["speedup"])
+                    | (pairs["extra_mib_o"] < pairs["extra_mib"])))
+    best = known_mask.copy()
+    best[pairs.loc[dominates, "_pos"].to_numpy(dtype=int)] = False
+    return pd.Series(best, index=df.index)
 
 
 def stacked(cost: pd.DataFrame) -> pd.DataFrame:
