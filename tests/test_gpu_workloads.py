@@ -37,6 +37,15 @@ def train():
 
 
 @pytest.fixture(scope="module")
+def train_block():
+    # Fresh leaves matter most where eager ran first in the process (cuda-graph's
+    # AccumulateGrad nodes are then new, not eager's default-stream ones).
+    return sweep(workload="train-step", params={"model": "transformer", "width": "64",
+                                                "heads": "4", "seq": "8"},
+                 modes=("eager", "cuda-graph"))
+
+
+@pytest.fixture(scope="module")
 def chain():
     return sweep(workload="kernel-chain", params={"kernels": str(KERNELS)},
                  modes=("eager", "cuda-graph"))
@@ -59,6 +68,12 @@ def test_train_step_cuda_graph_matches_eager_parameters_after_ten_steps(train):
         assert m["correct"] is True, (mode, m["max_abs_err"], m["details"]["rel_err"])
         assert m["details"]["rel_err"] <= TRAIN_TOLERANCE["float32"]
     assert train["eager"]["correct"] is True
+
+
+def test_train_step_transformer_block_captures_whole_step_after_eager(train_block):
+    m = train_block["cuda-graph"]
+    assert m["graph_launches_per_step"] == 1 and m["cudagraph_status"] == "replay"
+    assert m["correct"] is True, (m["max_abs_err"], m["details"]["rel_err"])
 
 
 def test_train_step_reduce_overhead_records_forward_and_backward_graphs(train):
