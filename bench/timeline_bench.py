@@ -3,9 +3,8 @@ with a timeline drawn on a 1,000-run / 100,000-point database whose every GPU po
 carries a trace.
 
 (a) Size: each bundle in data/samples/ (or the files given) with its traced points and
-    events, against the 2 MB a shipped sample may weigh. Real traces come from a GPU sweep
-    (the lead regenerates data/samples/h200-mlp.json on the H200); until then the sample
-    has none, and a SYNTHETIC 32-point bundle shows the order of magnitude.
+    events, against the 2 MB a shipped sample may weigh (the H200 samples carry real
+    traces), and a SYNTHETIC 32-point bundle for the order of magnitude.
 (b) Speed: bench/dashboard_bench.py's database built with a trace on every GPU point,
     then the Run page at ?batch=8 through AppTest (frame, queries, the stacked lanes),
     warm, target < 1 s; and the timeline's query + chart without streamlit, uncached.
