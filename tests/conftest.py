@@ -52,6 +52,16 @@ def app_db_url(sqlite_url, monkeypatch):
 
 
 @pytest.fixture
+def dash(app_db_url):
+    """The dashboard over a temp database (tests/test_pages.py's Dash), disposed after."""
+    from tests.test_pages import Dash
+
+    d = Dash(app_db_url)
+    yield d
+    d.engine.dispose()
+
+
+@pytest.fixture
 def sqlite_engine(sqlite_url):
     from db.engine import make_engine
 

@@ -46,13 +46,6 @@ class Dash:
         return at
 
 
-@pytest.fixture
-def dash(app_db_url):
-    d = Dash(app_db_url)
-    yield d
-    d.engine.dispose()
-
-
 def texts(at: AppTest, kind: str) -> list[str]:
     return [str(e.value) for e in getattr(at, kind)]
 

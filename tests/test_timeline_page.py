@@ -6,16 +6,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from tests.test_pages import Dash, charts, texts
-
-
-@pytest.fixture
-def dash(app_db_url):
-    d = Dash(app_db_url)
-    yield d
-    d.engine.dispose()
+from tests.test_pages import charts, texts
 
 
 def timeline_spec(at) -> dict | None:

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from pages.common import trends
-from tests.test_pages import Dash, charts, texts
+from tests.test_pages import charts, texts
 
 WORKLOADS, GPUS = ["mlp", "resnet"], ["NVIDIA H200", "cpu"]
 
@@ -70,13 +70,6 @@ def test_changes_outside_the_noise_are_marked_against_the_previous_run():
 
 
 # --- the page -------------------------------------------------------------------------------
-
-@pytest.fixture
-def dash(app_db_url):
-    d = Dash(app_db_url)
-    yield d
-    d.engine.dispose()
-
 
 def _runs(dash):
     up = {("cuda-graph", 8): {"speedup": 30.0, "speedup_ci_low": 29.0, "speedup_ci_high": 31.0}}

@@ -12,7 +12,7 @@ from db.store import import_bundle
 from pages.common import workload_views as wv
 from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
-from tests.test_pages import Dash, texts
+from tests.test_pages import texts
 
 V100 = SAMPLES / "published-v100-cuda-graphs-blog.json"
 CHAIN = {"workload": "kernel-chain", "workload_params": {"kernels": 20}, "source": "measured"}
@@ -92,13 +92,6 @@ def test_train_memory_table_reads_the_trees_and_the_separate_pools():
         "separate pools": 4.0, "trees: one shared pool": ro["graph_pool_bytes"] / wv.MIB}
     sections = wv.run_sections({"workload": "train-step"}, frame(doc))
     assert [x.title for x in sections] == ["Training memory"] and sections[0].chart
-
-
-@pytest.fixture
-def dash(app_db_url):
-    d = Dash(app_db_url)
-    yield d
-    d.engine.dispose()
 
 
 def test_run_and_compare_pages_show_per_kernel_figures_and_the_raw_cuda_note(dash):
