@@ -39,7 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+# The repository (runner/ops/slurm.py -> the folder holding app.py): the admin's slurm.toml
+# lives there, and it is where `-m runner` resolves on the compute nodes.
+ROOT = Path(__file__).resolve().parents[2]
 EXECUTOR_VAR = "LAUNCHBENCH_EXECUTOR"
 CONFIG_VAR = "LAUNCHBENCH_SLURM_CONFIG"
 EXECUTORS = ("local", "slurm")
