@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
@@ -120,9 +120,3 @@ def serve_requests(engine: Engine, run_id: int) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=["strategy", "request", "batch_size", "latency_ms"])
     return pd.concat(frames, ignore_index=True)
-
-
-def count_serve_runs(engine: Engine) -> int:
-    with engine.connect() as c:
-        return c.execute(select(func.count()).select_from(Run)
-                         .where(Run.kind == "serve")).scalar_one()

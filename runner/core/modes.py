@@ -15,8 +15,6 @@ from typing import Any
 
 from runner.format.vocab import CUDA_GRAPH_MODES
 
-CPU_MODES = ("eager", "compile")
-
 
 class Unsupported(Exception):
     """This mode cannot run on this device; str() says why."""

@@ -36,17 +36,6 @@ from runner.format.bundle import empty_measurement
 from runner.format.limits import TOLERANCE
 from runner.format.vocab import COMPILED_MODES, CUDA_GRAPH_MODES
 
-# Relative tolerance of max_abs_err against max |reference|, per output dtype.
-# Phases that run for the batch size as a whole; each mode's phase_s carries an equal
-# share, so a run's phase totals still add up to its wall time.
-SHARED_PHASES = ("build", "reference", "rounds", "cleanup")
-
-
-def measure(workload: Workload, mode: str, batch_size: int, device: str,
-            config: TimingConfig) -> dict[str, Any]:
-    """One mode alone at one batch size (its rounds have nothing to pair with)."""
-    return measure_batch(workload, (mode,), batch_size, device, config)[0]
-
 
 def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: int,
                   device: str, config: TimingConfig, *,

@@ -38,11 +38,6 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def default_device() -> str:
-    """DESIGN.md: cuda when available, else cpu."""
-    return "cuda" if cuda_available() else "cpu"
-
-
 def validate_spec(spec: SweepSpec, allow_import: bool = True) -> Workload:
     """The leaf's one check (runner/format/specs.py), then what needs this machine: the
     workload resolved (a user factory imported) and the device present. Raise SpecError /
