@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 
 from runner.core import stats
 from runner.core.timing import TimingConfig
-
-REFERENCE = "eager"
+from runner.format.vocab import BASELINE_MODE as REFERENCE
 
 
 @dataclass
