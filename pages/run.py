@@ -74,12 +74,15 @@ with ui.drawn('The charts'):
                    "reserved is part of what a mode costs (an upper bound: tensors living in "
                    "the pool while the peak is taken count in both). Diamonds: the modes no "
                    "other mode beats on both speed and memory at that batch size.")
-    split = charts.time_split_charts(analysis.time_split(points))
+    split = list(charts.time_split_charts(analysis.time_split(points)).items())
     if split:
         st.markdown("**Where the time goes**")
-        for col, (name, chart) in zip(st.columns(len(split)), split.items(), strict=True):
-            with col:
-                ui.chart(chart, key=f"chart_{name}")
+        # Two a row like the charts above: three in a row left each plot 60 px tall and
+        # cut its legend.
+        for row in range(0, len(split), 2):
+            for col, (name, chart) in zip(st.columns(2), split[row:row + 2], strict=False):
+                with col:
+                    ui.chart(chart, key=f"chart_{name}")
 
 st.subheader("One step, launch by launch")
 batch = None
