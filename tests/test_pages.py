@@ -228,7 +228,7 @@ def test_compare_overlays_runs_with_ratio_table_and_environment_diff(dash):
     a = dash.add(gpu="Synthetic GPU A", torch="2.1")
     b = dash.add(gpu="Synthetic GPU B", torch="2.2", scale=0.5)
     at = dash.open("pages/compare.py", run=[str(a), str(b)])
-    assert len(charts(at)) == 3  # one panel per graph mode, each stretched to its column
+    assert len(charts(at)) == 1  # one chart: a colour per run, a mark per mode
     assert not at.warning  # same workload, params, dtype
     ratios = at.dataframe[0].value
     col = [c for c in ratios.columns if " vs #" in c][0]
@@ -446,10 +446,10 @@ def test_shipped_samples_compare_without_a_false_alarm(dash):
     assert [w for w in texts(at, "warning") if "not medians" not in w] == []
     assert any(w.startswith(f"#{dash.published} ") and "not medians" in w
                for w in texts(at, "warning"))
-    # A speedup chart per mode, and the step timeline: the H200 sample carries traces.
+    # One speedup chart, and the step timeline: the H200 sample carries traces.
     specs = [json.loads(c.proto.spec) for c in charts(at)]
     timelines = [s for s in specs if "GPU idle" in json.dumps(s)]
-    assert (len(specs) - len(timelines), len(timelines)) == (3, 1)
+    assert (len(specs) - len(timelines), len(timelines)) == (1, 1)
 
 
 def test_shipped_samples_of_different_workloads_warn_when_compared(dash):
