@@ -47,12 +47,20 @@ if warned:
 for line in (line for kind, line in notes if kind == "info"):
     st.info(line, icon=":material/article:")
 
-figure = charts.compare_chart(analysis.compare_speedups(points, headers))
+speedups = analysis.compare_speedups(points, headers)
+figure = charts.compare_chart(speedups)
 if figure is None:
     st.info("No speedup to draw: none of these runs has an ok mode point beside an ok eager "
             "point at the same batch size.")
 else:
     ui.chart(figure, key="compare_chart")
+    # A run with nothing in the chart is named, so its absence from the legend reads as a
+    # fact about the run rather than a bug.
+    drawn = set(speedups.loc[speedups["mode"] != "eager", "run_id"].astype(int))
+    absent = [names[i] for i in found if i not in drawn]
+    if absent:
+        st.caption(f"Not in the chart: {', '.join(absent)}: no step time beside an eager one "
+                   "at the same batch size (see the tables below).")
 
 if workload_views.has_published_raw_cuda(headers):
     st.info(workload_views.RAW_CUDA_NOTE, icon=":material/memory:")

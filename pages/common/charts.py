@@ -400,10 +400,15 @@ def compare_chart(speedups: pd.DataFrame) -> alt.LayerChart | None:
                       legend=alt.Legend(orient="bottom", direction="vertical",
                                         labelLimit=LABEL_LIMIT))
     modes = present_modes(df["mode"])
-    mode_legend = legend("bottom", entries=1, direction="vertical")
-    shape = alt.Shape("mode:N", title="Mode", sort=modes, legend=mode_legend,
+    # The marks' legend in a neutral grey (colour is the run's). The dashes read the mode
+    # from a copy of the column: on the same field Vega-Lite merges the two legends, and
+    # drew the dash over each shape.
+    df = df.assign(line_mode=df["mode"])
+    shape = alt.Shape("mode:N", title="Mode", sort=modes,
+                      legend=legend("bottom", entries=1, direction="vertical",
+                                    symbolFillColor="#666", symbolStrokeColor="#666"),
                       scale=alt.Scale(domain=modes, range=[MODE_SHAPES[m] for m in modes]))
-    dash = alt.StrokeDash("mode:N", title="Mode", sort=modes, legend=mode_legend,
+    dash = alt.StrokeDash("line_mode:N", sort=modes, legend=None,
                           scale=alt.Scale(domain=modes, range=[MODE_DASHES[m] for m in modes]))
     y = _log_y("speedup", _speedup_values(df))
     tips = [alt.Tooltip("run:N", title="Run"), _mode_tip(), _batch_tip(),
