@@ -24,10 +24,22 @@ def headline_text(url: str, data_v: tuple, run_id: int) -> tuple[str | None, lis
 @st.cache_data(ttl=ui.CACHE_TTL_S, show_spinner=False, max_entries=32)
 def figures(url: str, data_v: tuple, run_id: int) -> tuple[dict, dict]:
     """(the paired charts, the time split's charts); the time split's one-chart form (for
-    exports) is not built here."""
+    exports) is not built here. Charts other than the clickable speedup one are kept as
+    Vega-Lite specs: Altair validates a whole spec again each time a page draws it, about
+    half of the 100 ms a chart cost per render."""
     points = ui.points([run_id])
-    return (charts.run_charts(points, names=[n for pair in PAIRS for n in pair]),
-            charts.time_split_charts(analysis.time_split(points)))
+    paired = charts.run_charts(points, names=[n for pair in PAIRS for n in pair])
+    split = charts.time_split_charts(analysis.time_split(points))
+    return ({k: c if k == "speedup" else c.to_dict() for k, c in paired.items()},
+            {k: c.to_dict() for k, c in split.items()})
+
+
+def draw(figure, key: str) -> None:
+    """A chart from figures(), stretched to its column like ui.chart."""
+    if isinstance(figure, dict):
+        st.vega_lite_chart(spec=figure, key=key, width="stretch")
+    else:
+        ui.chart(figure, key=key)
 
 
 @st.cache_data(ttl=ui.CACHE_TTL_S, show_spinner=False, max_entries=32)
@@ -93,7 +105,7 @@ with ui.drawn('The charts'):
         for col, name in zip(st.columns(len(shown)) if shown else [], shown, strict=True):
             with col:
                 # A click on a speedup point opens its batch size's timeline below.
-                (ui.chart_picking_batch if name == "speedup" else ui.chart)(
+                (ui.chart_picking_batch if name == "speedup" else draw)(
                     paired[name], key=f"chart_{name}")
     if "memory" in paired:
         st.caption("Memory held = graph pool + peak allocated: the pool a CUDA graph keeps "
@@ -108,7 +120,7 @@ with ui.drawn('The charts'):
         for row in range(0, len(split), 2):
             for col, (name, chart) in zip(st.columns(2), split[row:row + 2], strict=False):
                 with col:
-                    ui.chart(chart, key=f"chart_{name}")
+                    draw(chart, key=f"chart_{name}")
 
 st.subheader("One step, launch by launch")
 batch = None
