@@ -10,13 +10,13 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from pages.common import charts
+from pages.common import chart_layout as layout
 from pages.common.charts import MODE_COLORS
 from pages.common.metrics import MISSING
 from runner.format import advisor, buckets
 
 MIB = 2**20
-WIDTH, HEIGHT = 520, charts.HEIGHT
+WIDTH, HEIGHT = 520, layout.HEIGHT
 # The run pages' mode colours (pages.common.charts.MODE_COLORS): bucket strategies replay
 # manually captured CUDA graphs, so they take cuda-graph's colour; several bucket
 # strategies are told apart by their shape or dash, named in the legend.
@@ -50,7 +50,7 @@ def _strategy_encodings(strategies, orient: str = "top") -> dict:
     """Colour and shape both on the strategy, with one legend: the shapes' legend alone
     drew every symbol black."""
     order, colors, shapes = strategy_styles(strategies)
-    leg = charts.legend(orient, entries=len(order))
+    leg = layout.legend(orient, entries=len(order))
     return {"color": alt.Color("strategy:N", title="Strategy", sort=order, legend=leg,
                                scale=alt.Scale(domain=order, range=colors)),
             "shape": alt.Shape("strategy:N", title="Strategy", sort=order, legend=leg,
@@ -122,7 +122,7 @@ def memory_throughput_chart(results: pd.DataFrame) -> alt.Chart | None:
         tooltip=["strategy:N", alt.Tooltip("pool_mib:Q", format=",.1f", title="Pool MiB"),
                  alt.Tooltip("rows_per_s:Q", format=",.0f", title="Rows/s"), "graphs:Q"],
     )
-    return charts.fitted(chart, charts.chart_title("Memory against throughput",
+    return layout.fitted(chart, layout.chart_title("Memory against throughput",
                                                    "up and left is better"), height=HEIGHT)
 
 
@@ -162,10 +162,10 @@ def waste_chart(waste: pd.DataFrame, strategy: str | None = None) -> alt.Chart |
         y=alt.Y("requests:Q", title="Requests"),
         color=alt.Color("outcome:N", title="Request", scale=alt.Scale(
             domain=list(OUTCOMES), range=list(OUTCOMES.values())),
-            legend=charts.legend("top", entries=len(OUTCOMES))),
+            legend=layout.legend("top", entries=len(OUTCOMES))),
         opacity=alt.Opacity("wasted_fraction:Q", title="Rows wasted (lighter: more)",
                             scale=alt.Scale(domain=[0, 1], range=[1, 0.35]),
-                            legend=charts.legend("bottom", entries=3, format=".0%",
+                            legend=layout.legend("bottom", entries=3, format=".0%",
                                                  values=[0, 0.5, 1])),
         tooltip=["batch_size:Q", "bucket:Q", "outcome:N", "requests:Q",
                  alt.Tooltip("wasted_fraction:Q", format=".0%", title="Rows wasted"),
@@ -173,10 +173,10 @@ def waste_chart(waste: pd.DataFrame, strategy: str | None = None) -> alt.Chart |
     )
     if strategy is None:
         return chart.encode(row=alt.Row("strategy:N", title=None)).properties(
-            width=WIDTH, height=charts.HEIGHT // 2, title="Padding and fallback by batch size")
-    return charts.fitted(chart, charts.chart_title(f"{strategy}: padding and fallback",
+            width=WIDTH, height=layout.HEIGHT // 2, title="Padding and fallback by batch size")
+    return layout.fitted(chart, layout.chart_title(f"{strategy}: padding and fallback",
                                                    "requests per batch size"),
-                         height=charts.HEIGHT - 40)
+                         height=layout.HEIGHT - 40)
 
 
 def latency_chart(requests: pd.DataFrame) -> alt.Chart | None:
@@ -193,7 +193,7 @@ def latency_chart(requests: pd.DataFrame) -> alt.Chart | None:
     lines = base.mark_line(opacity=0.7).encode(x=x, y=y, color=enc["color"],
                                                detail="strategy:N")
     points = base.mark_point(filled=True, size=30).encode(x=x, y=y, tooltip=tips, **enc)
-    return charts.fitted(lines + points, charts.chart_title(
+    return layout.fitted(lines + points, layout.chart_title(
         "Latency by batch size", "median of the measured requests"), height=HEIGHT)
 
 

@@ -15,6 +15,7 @@ import altair as alt
 import pandas as pd
 
 from pages.common import analysis, charts
+from pages.common import chart_layout as layout
 from runner.format.vocab import ALTERNATIVE_MODES
 
 MAX_BATCH = 2**31 - 1
@@ -247,7 +248,7 @@ def trend_chart(table: pd.DataFrame, batch: int) -> alt.LayerChart | None:
     # the chart's height and still overlapped.
     x = alt.X("run:N", title="Run (torch version · date · id)", sort=order,
               axis=alt.Axis(labelAngle=0, labelExpr="split(datum.label, ' · ')",
-                            labelLimit=charts.LABEL_LIMIT, labelOverlap=True))
+                            labelLimit=layout.LABEL_LIMIT, labelOverlap=True))
     color = charts._mode_color(df["mode"])
     tips = [alt.Tooltip("run:N"), alt.Tooltip("mode:N"),
             alt.Tooltip("speedup:Q", format=".2f"),
@@ -259,7 +260,7 @@ def trend_chart(table: pd.DataFrame, batch: int) -> alt.LayerChart | None:
     kinds = _present(df["change"], CHANGE_SHAPES)
     shape = alt.Shape("change:N", title="Change vs previous",
                       scale=alt.Scale(domain=kinds, range=[CHANGE_SHAPES[k] for k in kinds]),
-                      legend=charts.legend("bottom", entries=len(kinds)))
+                      legend=layout.legend("bottom", entries=len(kinds)))
     pts = base.mark_point(filled=True).encode(
         x=x, y=y, color=color, shape=shape, tooltip=tips,
         size=alt.condition("datum.changed", alt.value(160), alt.value(60)))
@@ -268,6 +269,6 @@ def trend_chart(table: pd.DataFrame, batch: int) -> alt.LayerChart | None:
     rule = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(
         y="y:Q")
     runs = df["run_id"].nunique()
-    return charts.fitted(rule + bars + line + pts, charts.chart_title(
+    return layout.fitted(rule + bars + line + pts, layout.chart_title(
         f"Speedup over eager at batch {batch:,}",
         f"{runs} run(s); bars: 95% interval; triangles: a change outside the noise"))
