@@ -21,8 +21,9 @@ from runner.format.vocab import ALTERNATIVE_MODES
 MAX_BATCH = 2**31 - 1
 MAX_BATCHES = 8  # more panels than this are not read
 # Up to this many runs a trend chart reads in half the page (each run's three-line label
-# needs about 60 px); more get the whole width.
-RUNS_PER_HALF_ROW = 5
+# needs about 100 px with its spacing, and Vega hides labels that would touch); more get
+# the whole width.
+RUNS_PER_HALF_ROW = 3
 CHANGE_SHAPES = {"first": "circle", "within noise": "circle", "no interval": "circle",
                  "faster": "triangle-up", "slower": "triangle-down"}
 
