@@ -444,7 +444,7 @@ def test_shipped_samples_compare_without_a_false_alarm(dash):
     at = dash.open("pages/compare.py", run=sweeps)
     # No "not comparable" alarm; only the flag that the article gives means, not medians.
     assert [w for w in texts(at, "warning") if "not medians" not in w] == []
-    assert any(w.startswith(f"#{dash.published} ") and "not medians" in w
+    assert any(f": #{dash.published} " in w and "not medians" in w
                for w in texts(at, "warning"))
     # One speedup chart, and the step timeline: the H200 sample carries traces.
     specs = [json.loads(c.proto.spec) for c in charts(at)]

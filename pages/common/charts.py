@@ -384,7 +384,7 @@ def compare_chart(speedups: pd.DataFrame) -> alt.LayerChart | None:
                       data=df)
     return fitted(chart, chart_title("Speedup over eager, per run and mode",
                                      "colour: run · mark: mode · bars: 95% interval · "
-                                     "dashed line: 1x = eager"), height=HEIGHT + 60)
+                                     "dashed line: 1x = eager"), height=HEIGHT + 20)
 
 
 class _Derived:

@@ -69,14 +69,22 @@ def caveats(headers: pd.DataFrame, points: pd.DataFrame) -> list[tuple[str, str]
     if differ:
         out.append(("warning", _joined(differ, "Not comparable: ")[:-1]
                     + ": the curves measure different things."))
-    published = [f"#{int(i)}" for i in headers.loc[headers["source"] == "published", "id"]]
-    stats = [line.split(" gives ", 1) for line in statistic_flags(headers, points)]
-    if published:
-        out.append(("info", f"Run(s) {', '.join(published)}: published figures from the "
-                            "cited articles, not measured here."))
-    if stats:
-        listed = "; ".join(f"{name} gives {what.split(', not medians')[0]}"
-                           for name, what in stats)
-        out.append(("warning", f"{listed}, not medians as launchbench measures: their times "
-                               "and ratios differ in statistic, not only in hardware."))
+    # Published runs and the statistic they give are one reason told once: what the
+    # figures are, and how that differs from a launchbench measurement.
+    names = analysis.run_names(headers)
+    gives = {}
+    for line in statistic_flags(headers, points):
+        name, what = line.split(" gives ", 1)
+        gives[name] = what.split(", not medians")[0]
+    published = [names[int(i)] for i in headers.loc[headers["source"] == "published", "id"]
+                 if int(i) in names]
+    told = [f"{n} gives {gives[n]}" if n in gives else n
+            for n in dict.fromkeys([*published, *gives])]
+    if gives:
+        out.append(("warning", f"Published, not measured here: {'; '.join(told)}; not "
+                               "medians as launchbench measures: their times and ratios "
+                               "differ in statistic, not only in hardware."))
+    elif told:
+        out.append(("info", f"Published figures from the cited articles, not measured "
+                            f"here: {', '.join(told)}."))
     return out
