@@ -78,6 +78,7 @@ def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
     measured = (Measurement.status == "ok") & Measurement.step_ms.is_not(None)
     flags = {
         "ok_points": Measurement.status == "ok",
+        "unsupported_points": Measurement.status == "unsupported",
         "interval_points": measured & Measurement.step_ms_ci_low.is_not(None)
         & Measurement.step_ms_ci_high.is_not(None),
         "noisy_points": measured & Measurement.noisy.is_(True),

@@ -1,6 +1,6 @@
-"""Compare (/compare?run=ID&run=ID...): speedup curves of several runs coloured by GPU and
-torch version, one panel per mode; a per-batch ratio table; an environment diff; a warning
-where the runs measure different things."""
+"""Compare (/compare?run=ID&run=ID...): speedup curves of several runs in one chart, a
+colour per GPU and torch version, a mark per mode; a per-batch ratio table; an environment
+diff; one line per reason the runs measure different things."""
 
 import streamlit as st
 
@@ -38,23 +38,29 @@ headers = ui.headers(found)
 points = ui.points(found)
 
 # --- show -------------------------------------------------------------------------------
-for line in analysis.comparability(headers):
-    st.warning(f"{line} The curves below measure different things.", icon=":material/warning:")
-published = headers[headers["source"] == "published"]["id"].tolist()
-if published:
-    st.info(f"Run(s) {', '.join(map(str, published))}: published figures from the cited "
-            "article, not measured here.", icon=":material/article:")
-for line in comparing.statistic_flags(headers, points):
-    st.warning(line, icon=":material/functions:")
+# One line per distinct reason, warnings in one box: a banner per field and run pushed
+# the chart below the fold.
+notes = comparing.caveats(headers, points)
+warned = [line for kind, line in notes if kind == "warning"]
+if warned:
+    st.warning("  \n".join(warned), icon=":material/warning:")
+for line in (line for kind, line in notes if kind == "info"):
+    st.info(line, icon=":material/article:")
 
-figures = charts.compare_charts(analysis.compare_speedups(points, headers))
-if not figures:
+speedups = analysis.compare_speedups(points, headers)
+figure = charts.compare_chart(speedups)
+if figure is None:
     st.info("No speedup to draw: none of these runs has an ok mode point beside an ok eager "
             "point at the same batch size.")
-for col, (mode, chart) in zip(st.columns(max(len(figures), 1)), figures.items(),
-                              strict=False):
-    with col:
-        ui.chart(chart, key=f"compare_chart_{mode}")
+else:
+    ui.chart(figure, key="compare_chart")
+    # A run with nothing in the chart is named, so its absence from the legend reads as a
+    # fact about the run rather than a bug.
+    drawn = set(speedups.loc[speedups["mode"] != "eager", "run_id"].astype(int))
+    absent = [names[i] for i in found if i not in drawn]
+    if absent:
+        st.caption(f"Not in the chart: {', '.join(absent)}: no step time beside an eager one "
+                   "at the same batch size (see the tables below).")
 
 if workload_views.has_published_raw_cuda(headers):
     st.info(workload_views.RAW_CUDA_NOTE, icon=":material/memory:")

@@ -9,6 +9,46 @@ from runner.format.bundle import ENVIRONMENT_FIELDS
 
 ui.ensure_frame()
 
+# A run's headline and charts depend on its points only: built once per run and data
+# version, they are what a shared link opened again draws from (building them was most of
+# the page's time before its first chart; bench/page_speed.py).
+PAIRS = [("speedup", "step-time"), ("memory", "memory-tradeoff")]
+
+
+@st.cache_data(ttl=ui.CACHE_TTL_S, show_spinner=False, max_entries=32)
+def headline_text(url: str, data_v: tuple, run_id: int) -> tuple[str | None, list[str]]:
+    points = ui.points([run_id])
+    return cost.headline(points), report.headline(points)
+
+
+@st.cache_data(ttl=ui.CACHE_TTL_S, show_spinner=False, max_entries=32)
+def figures(url: str, data_v: tuple, run_id: int) -> tuple[dict, dict]:
+    """(the paired charts, the time split's charts); the time split's one-chart form (for
+    exports) is not built here. Charts other than the clickable speedup one are kept as
+    Vega-Lite specs: Altair validates a whole spec again each time a page draws it, about
+    half of the 100 ms a chart cost per render."""
+    points = ui.points([run_id])
+    paired = charts.run_charts(points, names=[n for pair in PAIRS for n in pair])
+    split = charts.time_split_charts(analysis.time_split(points))
+    return ({k: c if k == "speedup" else c.to_dict() for k, c in paired.items()},
+            {k: c.to_dict() for k, c in split.items()})
+
+
+def draw(figure, key: str) -> None:
+    """A chart from figures(), stretched to its column like ui.chart."""
+    if isinstance(figure, dict):
+        st.vega_lite_chart(spec=figure, key=key, width="stretch")
+    else:
+        ui.chart(figure, key=key)
+
+
+@st.cache_data(ttl=ui.CACHE_TTL_S, show_spinner=False, max_entries=32)
+def tables(url: str, data_v: tuple, run_id: int) -> tuple:
+    """(the speedup pivot, the points table): half a second of a page's run otherwise."""
+    points = ui.points([run_id])
+    return report.speedup_pivot(points), report.points_table(points)
+
+
 # --- settings: the run id comes from the URL only, so the link is the whole state --------
 run_id = ui.run_id_from_url()
 
@@ -42,10 +82,10 @@ with ui.drawn('The headline'):
     if points.empty:
         st.info("This run has no points yet.")
     else:
-        summary = cost.headline(points)
+        summary, lines = headline_text(ui.db_url(), ui.version(), run_id)
         if summary:
             st.markdown(f"#### {summary}")
-        st.markdown("\n".join(f"- {line}" for line in report.headline(points)))
+        st.markdown("\n".join(f"- {line}" for line in lines))
         counts = analysis.noise_counts(points)
         level, text = analysis.noise_summary(counts.iloc[0] if len(counts) else {})
         ui.noise_badge(level, text)
@@ -55,31 +95,32 @@ with ui.drawn('The headline'):
                                   else "not measured in this run."))
 
 with ui.drawn('The charts'):
-    # Side by side in pairs, each chart stretched to its column; the time split is drawn
-    # per mode below, so its one-chart form (for exports) is not built here.
-    pairs = [("speedup", "step-time"), ("memory", "memory-tradeoff")]
-    figures = charts.run_charts(points, names=[n for pair in pairs for n in pair])
-    if not figures and not points.empty:
+    # Side by side in pairs, each chart stretched to its column.
+    paired, split = figures(ui.db_url(), ui.version(), run_id)
+    if not paired and not points.empty:
         st.info("No chart: no point of this run has a step time (every point failed, was "
                 "skipped or is unsupported here; see the table below).")
-    for pair in pairs:
-        shown = [n for n in pair if n in figures]
+    for pair in PAIRS:
+        shown = [n for n in pair if n in paired]
         for col, name in zip(st.columns(len(shown)) if shown else [], shown, strict=True):
             with col:
                 # A click on a speedup point opens its batch size's timeline below.
-                (ui.chart_picking_batch if name == "speedup" else ui.chart)(
-                    figures[name], key=f"chart_{name}")
-    if "memory" in figures:
+                (ui.chart_picking_batch if name == "speedup" else draw)(
+                    paired[name], key=f"chart_{name}")
+    if "memory" in paired:
         st.caption("Memory held = graph pool + peak allocated: the pool a CUDA graph keeps "
                    "reserved is part of what a mode costs (an upper bound: tensors living in "
                    "the pool while the peak is taken count in both). Diamonds: the modes no "
                    "other mode beats on both speed and memory at that batch size.")
-    split = charts.time_split_charts(analysis.time_split(points))
+    split = list(split.items())
     if split:
         st.markdown("**Where the time goes**")
-        for col, (name, chart) in zip(st.columns(len(split)), split.items(), strict=True):
-            with col:
-                ui.chart(chart, key=f"chart_{name}")
+        # Two a row like the charts above: three in a row left each plot 60 px tall and
+        # cut its legend.
+        for row in range(0, len(split), 2):
+            for col, (name, chart) in zip(st.columns(2), split[row:row + 2], strict=False):
+                with col:
+                    draw(chart, key=f"chart_{name}")
 
 st.subheader("One step, launch by launch")
 batch = None
@@ -90,7 +131,8 @@ st.subheader("Speedup at a glance")
 st.caption("Speedup over eager (95% interval where measured) · extra memory over eager's "
            "pool + peak, per batch size and mode.")
 with ui.drawn("The speedup table"):
-    st.dataframe(report.speedup_pivot(points), hide_index=True, key="speedup_pivot")
+    st.dataframe(tables(ui.db_url(), ui.version(), run_id)[0], hide_index=True,
+                 key="speedup_pivot")
 
 for section in workload_views.run_sections(header, points):
     st.subheader(section.title)
@@ -101,7 +143,7 @@ for section in workload_views.run_sections(header, points):
 
 st.subheader("Points")
 with ui.drawn('The points table'):
-    table = report.points_table(points)
+    table = tables(ui.db_url(), ui.version(), run_id)[1]
     bad = int((~table["Status"].astype(str).str.startswith("ok")).sum()) if len(table) else 0
     if bad:
         st.caption(f"{bad} point(s) did not produce a measurement: marked in the Status column "

@@ -40,11 +40,18 @@ st.caption(f"{len(runs)} run(s)" + (f", {published} of them published figures "
              "each graph mode's best speedup over eager (ranked by its 95% lower bound), "
              "its batch and graph pool; click a column header to sort.")
 
+# What a reader scans first fits 1280 px (id, link, who, what, the key figure, how many
+# points are ok); the sortable key figures and the rest follow, a scroll away.
+first = {"id": 36, "link": 52, "GPU": 140, "workload": 128, "torch": 92, "key figure": 210,
+         "points": 128, "noise": 200, "created": 130, "label": 240}
 event = st.dataframe(
     table, key="runs_table", hide_index=True, on_select="rerun", selection_mode="multi-row",
+    column_order=[*first, *(c for c in table.columns if c not in first)],
     column_config={
-        "id": st.column_config.NumberColumn("id", format="%d"),
-        "link": st.column_config.LinkColumn("open", display_text="open ↗"),
+        **{c: st.column_config.Column(c, width=w) for c, w in first.items()},
+        "id": st.column_config.NumberColumn("id", format="%d", width=first["id"]),
+        "link": st.column_config.LinkColumn("open", display_text="open ↗",
+                                            width=first["link"]),
         **{c: st.column_config.NumberColumn(c, format=board.key_format(c),
                                             help=board.KEY_HELP.get(c))
            for c in board.key_columns()},

@@ -70,7 +70,7 @@ st.caption("Latency: one request, synchronised (a server hands its result back).
 
 chart = sc.memory_throughput_chart(results)
 if chart is not None:
-    st.altair_chart(chart, key="mem_chart")
+    ui.chart(chart, key="mem_chart")
 else:
     st.info("No graph memory figures: this run had no CUDA, so no graph was captured "
             "(bucket strategies ran eagerly at their padded sizes).")
@@ -78,10 +78,15 @@ else:
 st.subheader("What padding costs: the worked example")
 for line in sc.example_lines(stream, results, requests):
     st.markdown(f"- {line}")
-for name, figure in (("waste", sc.waste_chart(sc.waste_frame(stream, results))),
-                     ("latency", sc.latency_chart(requests))):
-    if figure is not None:
-        st.altair_chart(figure, key=f"{name}_chart")
+# Each bucket strategy's padding chart beside the other, stretched to its column.
+waste = list(sc.waste_charts(sc.waste_frame(stream, results)).items())
+for row in range(0, len(waste), 2):
+    for col, (name, figure) in zip(st.columns(2), waste[row:row + 2], strict=False):
+        with col:
+            ui.chart(figure, key=f"waste_chart_{name}")
+latency = sc.latency_chart(requests)
+if latency is not None:
+    ui.chart(latency, key="latency_chart")
 
 st.subheader("Bucket advisor")
 if profile.empty:

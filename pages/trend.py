@@ -34,9 +34,14 @@ def pick(container, label, choices, wanted, key, **kw):
     return container.selectbox(label, choices, key=key, **kw)
 
 
+# Without a workload or GPU in the URL, open at the series with the most runs: the first
+# workload alphabetically may have a single run, which is no trend.
+first = trends.default_view(ui.runs(), q.workload) if q.gpu is None else None
 c1, c2, c3 = st.columns([1, 1, 2])
-workload = pick(c1, "Workload", options["workload"], q.workload, "tr_workload")
-gpu = pick(c2, "GPU", options["gpu"], q.gpu, "tr_gpu",
+workload = pick(c1, "Workload", options["workload"], q.workload or (first or (None,))[0],
+                "tr_workload")
+gpu = pick(c2, "GPU", options["gpu"], q.gpu or (first[1] if first and first[0] == workload
+                                              else None), "tr_gpu",
            format_func=lambda g: "CPU" if g == "cpu" else g)
 runs = ui.trend_runs(workload, gpu)
 if runs.empty:
@@ -81,10 +86,14 @@ else:
     for _, r in moved.iterrows():
         st.markdown(f"- **{r['mode']}** at batch {int(r['batch_size']):,}: "
                     f"{r['change vs previous']} in {r['run']}")
-    for b in batches:
-        chart = trends.trend_chart(table, b)
-        if chart is not None:
-            ui.chart(chart, key=f"trend_{b}")
+    # Two a row while the runs' labels fit half the page; a long history takes the width.
+    figures = [(b, c) for b in batches if (c := trends.trend_chart(table, b)) is not None]
+    per_row = 2 if len(runs) <= trends.RUNS_PER_HALF_ROW else 1
+    for row in range(0, len(figures), per_row):
+        for col, (b, chart) in zip(st.columns(per_row), figures[row:row + per_row],
+                                   strict=False):
+            with col:
+                ui.chart(chart, key=f"trend_{b}")
     st.dataframe(table.drop(columns=["order", "change"]), hide_index=True, column_config={
         "speedup": st.column_config.NumberColumn("speedup", format="%.2fx"),
         "speedup_ci_low": st.column_config.NumberColumn("95% low", format="%.2fx"),

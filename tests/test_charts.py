@@ -56,6 +56,12 @@ def _error_bars(spec):
     return [e for mark, e in _layers(spec) if mark == "errorbar"]
 
 
+def _title(spec) -> str:
+    """A chart's title and subtitle as one line."""
+    t = spec.get("title", "")
+    return t if isinstance(t, str) else f"{t['text']} {t.get('subtitle', '')}"
+
+
 @pytest.fixture(scope="module")
 def old_points():
     return frame(sweep_bundle(intervals=False))
@@ -80,9 +86,9 @@ def test_step_time_chart_error_bars_and_band_for_old_runs(points, old_points):
     assert [(b["y"]["field"], b["y2"]["field"]) for b in bars] == [("step_ms_ci_low",
                                                                     "step_ms_ci_high")]
     assert bars[0]["y"]["scale"]["type"] == "log"
-    assert "95% interval" in spec["title"]
+    assert "95% interval" in _title(spec)
     old = charts.step_time_chart(old_points).to_dict()
-    assert _error_bars(old) == [] and "no interval" in old["title"]
+    assert _error_bars(old) == [] and "no interval" in _title(old)
     assert [e["y2"]["field"] for m, e in _layers(old) if m == "area"] == ["step_ms_p90"]
 
 
@@ -92,8 +98,8 @@ def test_compare_chart_has_error_bars_where_known(points, old_points):
     sp = analysis.compare_speedups(pd.concat([points, old_points.assign(run_id=2)]), h)
     spec = charts.compare_chart(sp).to_dict()
     bars = _error_bars(spec)
-    # one per graph mode panel; the old run's points have no interval (filtered out)
-    assert len(bars) == 3 and bars[0]["y2"]["field"] == "speedup_ci_high"
+    # one layer in the single chart; the old run's points have no interval (filtered out)
+    assert len(bars) == 1 and bars[0]["y2"]["field"] == "speedup_ci_high"
     assert bars[0]["color"]["field"] == "series"
     report.chart_svg(charts.compare_chart(sp))  # the filtered layer compiles
     only_old = analysis.compare_speedups(old_points, h.iloc[:1])
@@ -102,8 +108,9 @@ def test_compare_chart_has_error_bars_where_known(points, old_points):
 
 def test_time_split_puts_eager_host_launch_time_beside_gpu_busy(points, old_points):
     spec = charts.time_split_chart(analysis.time_split(points)).to_dict()
-    assert any(c.get("title") == "Eager: host launch time vs GPU busy time"
-               for c in spec["hconcat"])
+    assert any(_title(c).startswith("Eager: launch time vs GPU busy") for c in spec["hconcat"])
+    # a concat's panels carry no autosize (top-level only in Vega-Lite)
+    assert not any("autosize" in c for c in spec["hconcat"])
     rows = [r for d in spec["datasets"].values() for r in d if "figure" in r]
     launch = [r for r in rows if r["figure"] == "Host launch time" and r["batch_size"] == 8]
     assert launch[0]["ms"] == pytest.approx(64 * 10.0 / 1000)  # launches x launch_us
@@ -135,7 +142,8 @@ def test_step_time_chart_is_log_log(points):
 def test_memory_and_time_split_charts(points):
     mem = charts.memory_chart(points).to_dict()
     enc = _encodings(mem)[0]
-    assert enc["y"]["title"] == "Memory held: graph pool + peak allocated (MiB)"
+    assert enc["y"]["title"] == "Memory held (MiB)"
+    assert "graph pool (solid) + peak allocated (light)" in _title(mem)
     assert enc["y"]["stack"] == "zero"  # the parts stacked, both visible
     rows = next(iter(mem["datasets"].values()))
     assert {r["part"] for r in rows} == {"Graph pool", "Peak allocated"}
@@ -157,21 +165,46 @@ def test_cpu_run_without_gpu_figures_draws_only_what_it_has():
     assert charts.compare_chart(analysis.speedups(only_failed).assign(run="", series="")) is None
 
 
-def test_compare_chart_colours_by_gpu_and_facets_by_mode():
+def test_compare_is_one_chart_colour_per_run_mark_per_mode():
     a = frame(sweep_bundle(gpu="A"), run_id=1)
     b = frame(sweep_bundle(gpu="B", scale=2.0), run_id=2)
     h = pd.DataFrame([{"id": 1, "gpu_name": "A", "torch_version": "2.1", "source": "measured"},
                       {"id": 2, "gpu_name": "B", "torch_version": "2.2",
                        "source": "published"}])
-    sp = analysis.compare_speedups(pd.concat([a, b]), h)
-    panels = charts.compare_charts(sp)
-    assert list(panels) == ["compile", "reduce-overhead", "cuda-graph"]  # one per mode
-    spec = panels["compile"].to_dict()
-    assert "facet" not in spec and "hconcat" not in spec  # a single chart: it can stretch
-    enc = _encodings(spec)[0]
-    assert enc["color"]["field"] == "series"
+    spec = charts.compare_chart(analysis.compare_speedups(pd.concat([a, b]), h)).to_dict()
+    # a single chart read at a glance (it stretches to the page), not a panel per mode
+    assert "facet" not in spec and "hconcat" not in spec
+    assert spec["autosize"]["type"] == "fit-x"
+    points = [e for m, e in _layers(spec) if m == "point"][0]
+    assert points["color"]["field"] == "series" and points["shape"]["field"] == "mode"
+    assert points["shape"]["scale"]["domain"] == ["compile", "reduce-overhead", "cuda-graph"]
+    assert len(set(points["shape"]["scale"]["range"])) == 3
     series = {r["series"] for d in spec["datasets"].values() for r in d if "series" in r}
     assert series == {"A · torch 2.1", "B · torch 2.2 (published)"}
+
+
+def test_plot_height_is_the_plots_own_and_nothing_is_shortened(points):
+    # autosize fit-x: the page stretches the width; legends and titles add to the height
+    # instead of squeezing the plot (a 300 px chart had a 105 px plot).
+    for name, chart in charts.run_charts(points).items():
+        spec = chart.to_dict()
+        if "hconcat" in spec:
+            continue  # the exports' side-by-side form
+        assert spec["autosize"] == {"type": "fit-x", "contains": "padding"}, name
+        assert spec["height"] >= 150, name
+        assert spec["title"]["limit"] == 0, name  # a title is never cut with an ellipsis
+
+
+def test_legends_list_only_the_modes_a_run_has():
+    cpu = frame(sweep_bundle(device="cpu"))
+    step = charts.step_time_chart(cpu).to_dict()
+    colors = [e["color"] for e in _encodings(step) if "color" in e]
+    assert colors[0]["scale"]["domain"] == ["eager", "compile"]  # no graph modes on cpu
+    assert colors[0]["scale"]["range"] == [charts.MODE_COLORS["eager"],
+                                           charts.MODE_COLORS["compile"]]
+    speedup = charts.speedup_chart(analysis.speedups(cpu)).to_dict()
+    colors = [e["color"] for e in _encodings(speedup) if "color" in e]
+    assert colors[0]["scale"]["domain"] == ["compile"]  # eager is the 1x line
 
 
 def test_every_chart_renders_through_vega(points):

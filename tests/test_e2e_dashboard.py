@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -32,9 +31,6 @@ def rendered_charts(page) -> int:
 
     return count(page)
 ROOT = Path(__file__).resolve().parents[1]
-# The README's screenshot is refreshed only on request (UPDATE_SCREENSHOT=1), so an
-# ordinary test run leaves the tracked file alone.
-SCREENSHOT = ROOT / "docs" / "screenshot-run.png"
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +41,7 @@ def db(dashboard):
 
 
 def _sample_run(db) -> int:
-    """The run for the README screenshot: a measured sample when one is shipped (more
+    """The run for the full-page check: a measured sample when one is shipped (more
     charts), else the published figures. Never synthetic test data."""
     runs = queries.runs_frame(db)
     runs = runs[runs["kind"] == "sweep"]  # a serve run has a page of its own
@@ -77,8 +73,7 @@ def test_run_share_link_shows_its_charts_in_a_fresh_browser(dashboard, db, page,
     height = page.evaluate("document.querySelector(\"[data-testid='stMain']\").scrollHeight")
     page.set_viewport_size({"width": 1400, "height": min(int(height) + 40, 8000)})
     page.wait_for_timeout(500)  # let Vega redraw at the new size
-    shot = SCREENSHOT if os.environ.get("UPDATE_SCREENSHOT") == "1" else tmp_path / "run.png"
-    shot.parent.mkdir(exist_ok=True)
+    shot = tmp_path / "run.png"  # docs/ pictures: bench/page_pictures.py
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
 

@@ -1,11 +1,10 @@
 """What a reader sees at 1280x720 in chromium: the answer columns on screen, no 'nan'
 for a CPU run, no request leaving the machine (favicon included), a clear page for an
-unknown path. With UPDATE_SCREENSHOT=1 it refreshes docs/ screenshots of Run, Compare and Trends."""
+unknown path. The docs/ screenshots come from bench/page_pictures.py (samples only,
+1280x800)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -18,7 +17,6 @@ from tests.synthetic import sweep_bundle
 pytest_plugins = ("tests.e2e_support",)
 pytestmark = pytest.mark.e2e
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
 SMALL = {"width": 1280, "height": 720}
 
 
@@ -33,16 +31,6 @@ def db(dashboard):
     engine = make_engine(dashboard.db_url)
     yield engine
     engine.dispose()
-
-
-def _shot(page, name: str, charts: int = 0) -> None:
-    if os.environ.get("UPDATE_SCREENSHOT") == "1":
-        if charts:
-            page.wait_for_function(
-                "n => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] canvas, "
-                "[data-testid='stVegaLiteChart'] svg.marks\").length >= n", arg=charts)
-        page.wait_for_timeout(1500)  # let Vega and the data grids finish drawing
-        page.screenshot(path=str(DOCS / name))
 
 
 def _visible_text(page) -> str:
@@ -65,7 +53,6 @@ def test_run_page_answer_first_at_1280_and_nothing_fetched_from_outside(dashboar
     grid = page.locator("[data-testid='stDataFrame']").first
     box = grid.bounding_box()
     assert box is not None and box["x"] + box["width"] <= SMALL["width"] + 1
-    _shot(page, "screenshot-run-1280.png")
     # Nothing but this server: no font CDN for the favicon, no emoji CDN.
     assert hosts <= {"127.0.0.1", "localhost"}, hosts
 
@@ -95,8 +82,6 @@ def test_compare_at_1280(dashboard, db, page):
     page.goto(dashboard.url("compare?" + "&".join(f"run={i}" for i in ids)))
     wait_for_app(page, "Memory held, side by side")
     assert "not medians" in _visible_text(page)
-    page.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
-    _shot(page, "screenshot-compare-1280.png", charts=3)
 
 
 def test_unknown_path_says_no_such_page_with_links(dashboard, page):
@@ -120,8 +105,6 @@ def test_trends_at_1280_and_a_bad_query_string(dashboard, db, page):
     wait_for_app(page, "cuda-graph at batch 8: faster")
     wait_for_app(page, "Share link")
     assert "/trend?workload=mlp&gpu=Trend+GPU&params=" in page.url
-    page.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
-    _shot(page, "screenshot-trend-1280.png", charts=2)
 
 
 def test_a_share_link_with_batch_draws_the_step_timeline(dashboard, db, page):

@@ -228,7 +228,7 @@ def test_compare_overlays_runs_with_ratio_table_and_environment_diff(dash):
     a = dash.add(gpu="Synthetic GPU A", torch="2.1")
     b = dash.add(gpu="Synthetic GPU B", torch="2.2", scale=0.5)
     at = dash.open("pages/compare.py", run=[str(a), str(b)])
-    assert len(charts(at)) == 3  # one panel per graph mode, each stretched to its column
+    assert len(charts(at)) == 1  # one chart: a colour per run, a mark per mode
     assert not at.warning  # same workload, params, dtype
     ratios = at.dataframe[0].value
     col = [c for c in ratios.columns if " vs #" in c][0]
@@ -280,7 +280,8 @@ def test_compare_warns_when_runs_are_not_comparable(dash):
     warned = " ".join(texts(at, "warning"))
     assert "Not comparable: workload differ" in warned
     assert "workload parameters differ" in warned
-    assert any("published figures" in t for t in texts(at, "info"))
+    # one line per reason: the article's run is named published with the statistic it gives
+    assert "Published, not measured here" in warned and len(texts(at, "warning")) == 1
 
 
 @pytest.mark.parametrize("ids, message", [
@@ -444,12 +445,12 @@ def test_shipped_samples_compare_without_a_false_alarm(dash):
     at = dash.open("pages/compare.py", run=sweeps)
     # No "not comparable" alarm; only the flag that the article gives means, not medians.
     assert [w for w in texts(at, "warning") if "not medians" not in w] == []
-    assert any(w.startswith(f"#{dash.published} ") and "not medians" in w
+    assert any(f": #{dash.published} " in w and "not medians" in w
                for w in texts(at, "warning"))
-    # A speedup chart per mode, and the step timeline: the H200 sample carries traces.
+    # One speedup chart, and the step timeline: the H200 sample carries traces.
     specs = [json.loads(c.proto.spec) for c in charts(at)]
     timelines = [s for s in specs if "GPU idle" in json.dumps(s)]
-    assert (len(specs) - len(timelines), len(timelines)) == (3, 1)
+    assert (len(specs) - len(timelines), len(timelines)) == (1, 1)
 
 
 def test_shipped_samples_of_different_workloads_warn_when_compared(dash):

@@ -102,7 +102,8 @@ def test_page_shows_a_gpu_serve_run_and_the_advisor_follows_the_budget(db):
     assert list(summary["Strategy"])[:2] == ["eager", "compile"]
     charts = [e for e in at.main if getattr(e, "type", "") in ("vega_lite_chart",
                                                              "arrow_vega_lite_chart")]
-    assert len(charts) == 3  # memory against throughput, waste, latency
+    # memory against throughput, waste per bucket strategy (two), latency
+    assert len(charts) == 4
     slider = at.slider(key="budget")
     assert slider.value >= 32 and slider.max > slider.value
     before = at.dataframe[-1].value
@@ -179,3 +180,19 @@ def test_advisor_takes_eager_times_from_the_eager_replay():
     pts = {p.batch_size: p for p in sc.profile_points(profile, sc.eager_from_replay(requests))}
     assert pts[8].eager_ms == 7.0 and pts[8].bucket_ms == 0.2  # no replay figure at 8
     assert pts[40].eager_ms == 5.0 and pts[40].bucket_ms is None  # eager-only point
+
+
+def test_every_strategy_has_its_own_colour_and_mark():
+    names = ["eager", "compile", "reduce-overhead", "buckets:8/16/32", "buckets:pow2-256"]
+    order, colors, shapes = sc.strategy_styles(names)
+    assert order == names
+    assert len(set(colors)) == len(names) and len(set(shapes)) == len(names)
+    assert colors[:3] == [sc.MODE_COLORS[m] for m in names[:3]]  # the mode colours
+    assert colors[3] == sc.MODE_COLORS["cuda-graph"]  # the first bucket strategy's green
+    enc = [layer["encoding"] for layer in sc.latency_chart(pd.DataFrame(
+        {"strategy": names * 2, "batch_size": [1] * 5 + [2] * 5,
+         "latency_ms": [1.0] * 10})).to_dict()["layer"]]
+    point = [e for e in enc if "shape" in e][0]
+    # colour and shape on the strategy, one legend: the legend's symbols are coloured
+    assert point["color"]["field"] == point["shape"]["field"] == "strategy"
+    assert point["color"]["legend"] == point["shape"]["legend"]

@@ -102,3 +102,20 @@ def test_trend_page_bad_query_string_is_one_clear_message(dash, params, message)
     at = dash.open("pages/trend.py", **params)
     assert [e for e in texts(at, "error") if message in e], texts(at, "error")
     assert len(at.error) == 1 and not at.exception and not charts(at)
+
+
+def test_default_view_is_the_series_with_the_most_runs():
+    def run(i, workload, gpu, params, day):
+        return {"id": i, "kind": "sweep", "workload": workload, "gpu_name": gpu,
+                "workload_params": params, "dtype": "float32",
+                "created_at": pd.Timestamp(f"2026-01-{day:02d}")}
+    runs = pd.DataFrame([run(1, "alpha", "A", {"n": 1}, 1),
+                         run(2, "mlp", "B", {"n": 1}, 2), run(3, "mlp", "B", {"n": 1}, 3),
+                         run(4, "mlp", None, {"n": 1}, 4),
+                         {**run(5, "zeta", "A", {"n": 1}, 9), "kind": "serve"}])
+    # alpha sorts first but has one run; mlp on B has two of one parameter set
+    assert trends.default_view(runs) == ("mlp", "B")
+    assert trends.default_view(runs, "alpha") == ("alpha", "A")
+    one_each = runs[runs["id"].isin([1, 4])]
+    assert trends.default_view(one_each) == ("mlp", "cpu")  # a tie: the newest
+    assert trends.default_view(runs.iloc[0:0]) is None

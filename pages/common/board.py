@@ -110,7 +110,7 @@ def key_figures(runs: pd.DataFrame, points: pd.DataFrame,
             pts = by_run.get(rid, points.iloc[0:0])
             row, text = _sweep_figures(pts)
             row["key figure"] = text
-            row["points"] = f"{int(r.get('ok_points') or 0)}/{int(r.get('points') or 0)} ok"
+            row["points"] = points_text(r)
         rows.append({"run_id": rid, **row})
     cols = ["run_id", *key_columns(), "key figure", "points"]
     return pd.DataFrame(rows, columns=cols).set_index("run_id")
@@ -141,3 +141,19 @@ def compare_refusal(selected: pd.DataFrame) -> list[str]:
         return reasons
     return [w.replace("Not comparable: ", "Cannot compare: ")
             for w in analysis.comparability(selected)]
+
+
+def points_text(run) -> str:
+    """A sweep's point counts: ok out of those that could run here, then the unsupported
+    ones apart. "6/12 ok" read as failure on a CPU run whose other six points are graph
+    modes that need CUDA; it reads "6/6 ok · 6 n/a on CPU"."""
+    def n(key: str) -> int:
+        v = run.get(key)
+        return 0 if v is None or v != v else int(v)
+
+    ok, total, unsupported = n("ok_points"), n("points"), n("unsupported_points")
+    text = f"{ok}/{total - unsupported} ok"
+    if unsupported:
+        text += (f" · {unsupported} n/a on CPU" if run.get("device") == "cpu"
+                 else f" · {unsupported} unsupported")
+    return text

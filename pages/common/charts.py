@@ -13,16 +13,33 @@ Batch sizes are powers of two in practice: a log2 x axis spaces them evenly.
 
 Speedup and step-time charts draw each point's 95% interval as error bars where the run
 measured one (bundle version 3); points without one get no bar, never an invented one.
+
+Layout is set here, not by the page: every chart's plot area is `height` tall whatever its
+legends and titles take (autosize fit-x: the page stretches the width, the height is the
+plot's), legends list only the modes the data has and wrap into columns that fit a half-page
+column, titles are short (the detail goes into a subtitle) and start at the left edge, so
+nothing is cut at the chart's edge.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import altair as alt
 import pandas as pd
 
 from pages.common import analysis, cost
+from pages.common.chart_layout import (  # noqa: F401 - WIDTH: the report's width, here too
+    HEIGHT,
+    LABEL_LIMIT,
+    WIDTH,
+    chart_title,
+    fitted,
+    legend,
+    present_modes,
+    unfitted,
+)
 from pages.common.metrics import metric, title
 from runner.format.vocab import MODE_TABLE, MODES
 
@@ -30,24 +47,24 @@ from runner.format.vocab import MODE_TABLE, MODES
 # once: the leaf's mode table holds them (colour-blind-safe hues; eager, the baseline,
 # is grey).
 MODE_COLORS = {m: MODE_TABLE[m].color for m in MODES}
-# Width is what the report's SVGs get; on a page st.altair_chart stretches a chart to the
-# container.
-WIDTH, HEIGHT = 520, 300
 # Fewer points than this in one series are drawn unjoined: the published L40S run has
 # batch 8 and 8192 only, and a line between them would invent three decades of curve.
 MIN_LINE_POINTS = 3
 
 
-def _mode_color(legend: bool = True) -> alt.Color:
-    return alt.Color("mode:N", title="Mode", sort=list(MODES),
-                     scale=alt.Scale(domain=list(MODES), range=list(MODE_COLORS.values())),
-                     legend=alt.Legend(orient="top") if legend else None)
+def _mode_color(modes=MODES, legend_on: bool = True) -> alt.Color:
+    modes = present_modes(modes) or list(MODES)
+    return alt.Color("mode:N", title="Mode", sort=modes,
+                     scale=alt.Scale(domain=modes, range=[MODE_COLORS[m] for m in modes]),
+                     legend=legend(entries=len(modes)) if legend_on else None)
 
 
 def _batch_x() -> alt.X:
+    # labelFlush keeps the first and last labels (16,777,216 on kernel-chain) inside the
+    # plot's edges instead of half past them.
     return alt.X("batch_size:Q", title=title("batch_size"),
                  scale=alt.Scale(type="log", base=2, nice=False),
-                 axis=alt.Axis(format=",d", labelOverlap=True))
+                 axis=alt.Axis(format=",d", labelOverlap=True, labelFlush=True))
 
 
 def log_ticks(values) -> list[float]:
@@ -132,14 +149,15 @@ def speedup_chart(speedups: pd.DataFrame) -> alt.LayerChart | None:
     if df.empty:
         return None
     y = _log_y("speedup", _speedup_values(df))
-    layers = _lines_and_points(_batch_x(), y, _mode_color(),
+    color = _mode_color(df["mode"])
+    layers = _lines_and_points(_batch_x(), y, color,
                                [_mode_tip(), _batch_tip(), *(_tip(n) for n in SPEEDUP_TIPS)],
                                by=["mode"])
     bars = _error_bars(df, "speedup_ci_low", "speedup_ci_high",
-                       _log_y("speedup_ci_low", _speedup_values(df), "speedup"), _mode_color())
+                       _log_y("speedup_ci_low", _speedup_values(df), "speedup"), color)
     chart = alt.layer(*layers, *([bars] if bars is not None else []), _one_x_rule(), data=df)
-    return chart.properties(width=WIDTH, height=HEIGHT,
-                            title="Speedup over eager, 95% interval (1x = eager)")
+    return fitted(chart, chart_title("Speedup over eager",
+                                     "95% interval; dashed line: 1x = eager"))
 
 
 def step_time_chart(points: pd.DataFrame) -> alt.LayerChart | None:
@@ -153,7 +171,8 @@ def step_time_chart(points: pd.DataFrame) -> alt.LayerChart | None:
     df = ok[["mode", "batch_size"]].assign(**{c: analysis._col(ok, c) for c in cols})
     values = df[cols].to_numpy().ravel()
     y = _log_y("step_ms", values)
-    layers = _lines_and_points(_batch_x(), y, _mode_color(),
+    color = _mode_color(df["mode"])
+    layers = _lines_and_points(_batch_x(), y, color,
                                [_mode_tip(), _batch_tip(), *(_tip(c) for c in cols)],
                                by=["mode"])
     no_ci = df[df["step_ms_ci_low"].isna() | df["step_ms_ci_high"].isna()]
@@ -161,41 +180,44 @@ def step_time_chart(points: pd.DataFrame) -> alt.LayerChart | None:
     if not banded.empty:
         band = alt.Chart(banded).mark_area(opacity=0.2).encode(
             x=_batch_x(), y=_log_y("step_ms_p10", values, "step_ms"),
-            y2="step_ms_p90:Q", color=_mode_color())
+            y2="step_ms_p90:Q", color=color)
         layers.insert(0, band)
     bars = _error_bars(df, "step_ms_ci_low", "step_ms_ci_high",
-                       _log_y("step_ms_ci_low", values, "step_ms"), _mode_color())
+                       _log_y("step_ms_ci_low", values, "step_ms"), color)
     if bars is not None:
         layers.append(bars)
     what = ("95% interval" if bars is not None and banded.empty else "p10-p90 band, no "
             "interval" if bars is None else "95% interval (p10-p90 band where none)")
-    return alt.layer(*layers, data=df).properties(
-        width=WIDTH, height=HEIGHT, title=f"Step time: median, {what}")
+    return fitted(alt.layer(*layers, data=df), chart_title("Step time", f"median, {what}"))
 
 
-def memory_chart(points: pd.DataFrame) -> alt.Chart | None:
+def memory_chart(points: pd.DataFrame, costs: pd.DataFrame | None = None) -> alt.Chart | None:
     """What each mode holds: graph pool + peak allocated (MiB), stacked so both parts
-    stay visible, one bar per mode beside each other at every batch size."""
-    long = cost.stacked(cost.memory_cost(points))
+    stay visible, one bar per mode beside each other at every batch size. `costs`:
+    cost.memory_cost(points) when the caller has it already."""
+    long = cost.stacked(cost.memory_cost(points) if costs is None else costs)
     if long.empty:
         return None
-    modes = [m for m in MODES if m in set(long["mode"])]
-    return alt.Chart(long).mark_bar().encode(
-        x=alt.X("batch_size:O", title=title("batch_size"), axis=alt.Axis(labelAngle=0)),
+    modes = present_modes(long["mode"])
+    # Two legends on top sit side by side and ran past a half-page chart: the parts' legend
+    # goes under the plot.
+    chart = alt.Chart(long).mark_bar().encode(
+        x=alt.X("batch_size:O", title=title("batch_size"),
+                axis=alt.Axis(labelAngle=0, labelOverlap=True)),
         xOffset=alt.XOffset("mode:N", sort=modes),
-        y=alt.Y("MiB:Q", title="Memory held: graph pool + peak allocated (MiB)",
-                stack="zero"),
-        color=_mode_color(),
+        y=alt.Y("MiB:Q", title="Memory held (MiB)", stack="zero"),
+        color=_mode_color(modes),
         opacity=alt.Opacity("part:N", title="Part", sort=list(cost.PARTS.values()),
                             scale=alt.Scale(domain=list(cost.PARTS.values()),
                                             range=[1.0, 0.45]),
-                            legend=alt.Legend(orient="top")),
+                            legend=legend("bottom", entries=2)),
         order=alt.Order("part:N", sort="descending"),
         tooltip=[_mode_tip(), _batch_tip(), alt.Tooltip("part:N", title="Part"),
                  alt.Tooltip("MiB:Q", title="MiB", format=",.1f"),
                  alt.Tooltip("total_mib:Q", title="Total MiB", format=",.1f")],
-    ).properties(width=WIDTH, height=HEIGHT,
-                 title="Memory held: pool (solid) + peak (light)")
+    )
+    return fitted(chart, chart_title("Memory held",
+                                     "graph pool (solid) + peak allocated (light)"))
 
 
 def tradeoff_chart(costs: pd.DataFrame) -> alt.LayerChart | None:
@@ -215,28 +237,34 @@ def tradeoff_chart(costs: pd.DataFrame) -> alt.LayerChart | None:
     df.loc[top.values, "label"] = [f"{m} @ batch {int(b):,}" for m, b in
                                    zip(df.loc[top.values, "mode"],
                                        df.loc[top.values, "batch_size"], strict=True)]
-    x = alt.X("extra_mib:Q", title="Extra memory over eager at the same batch (MiB)")
+    x = alt.X("extra_mib:Q", title="Extra memory over eager (MiB)")
     y = _log_y("speedup", _speedup_values(df))
     tips = [_mode_tip(), _batch_tip(), alt.Tooltip("extra_mib:Q", title="Extra MiB",
                                                    format="+,.1f"),
             alt.Tooltip("total_mib:Q", title="Total MiB", format=",.1f"),
             *(_tip(n) for n in ("speedup", "speedup_ci_low", "speedup_ci_high")),
             alt.Tooltip("best:N", title="Pareto")]
+    color = _mode_color(df["mode"])
     marks = alt.Chart().mark_point(filled=True).encode(
-        x=x, y=y, color=_mode_color(),
+        x=x, y=y, color=color,
         shape=alt.Shape("best:N", title=None, sort=["Pareto-best at its batch", "dominated"],
                         scale=alt.Scale(range=["diamond", "circle"]),
-                        legend=alt.Legend(orient="top")),
+                        legend=legend("bottom", entries=2)),
         size=alt.Size("best:N", scale=alt.Scale(domain=["Pareto-best at its batch",
                                                         "dominated"], range=[160, 30]),
                       legend=None),
         opacity=alt.condition("datum.pareto", alt.value(1.0), alt.value(0.45)),
         tooltip=tips)
-    labels = alt.Chart().mark_text(align="left", dx=7, dy=-6, fontSize=10).encode(
-        x=x, y=y, color=_mode_color(), text="label:N").transform_filter("datum.label")
-    return alt.layer(marks, labels, _one_x_rule(), data=df).properties(
-        width=WIDTH, height=HEIGHT,
-        title="Speedup against extra MiB (up-left is better)")
+    # Labels read away from the nearer side: a label right of the rightmost point ran past
+    # the chart's edge.
+    mid = float(df["extra_mib"].min() + df["extra_mib"].max()) / 2
+    labels = [alt.Chart().mark_text(align=side, dx=7 if side == "left" else -7, dy=-6,
+                                    fontSize=10).encode(
+        x=x, y=y, color=color, text="label:N").transform_filter(
+        f"datum.label && (datum.extra_mib {'<=' if side == 'left' else '>'} {mid!r})")
+        for side in ("left", "right")]
+    return fitted(alt.layer(marks, *labels, _one_x_rule(), data=df),
+                  chart_title("Speedup against extra memory", "up and left is better"))
 
 
 LAUNCH_VS_BUSY = ("step_ms", "gpu_busy_ms", "host_launch_ms")
@@ -259,35 +287,37 @@ def time_split_charts(split: pd.DataFrame) -> dict[str, alt.TopLevelMixin]:
     out: dict[str, alt.TopLevelMixin] = {}
     if split.empty:
         return out
-    size = {"width": WIDTH // 2 + 40, "height": HEIGHT - 40}
     busy = split.dropna(subset=["busy_fraction"])
     if not busy.empty:
         y = alt.Y("busy_fraction:Q", title=title("busy_fraction"), axis=alt.Axis(format="%"))
         rule = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(
             y="y:Q")
-        layers = _lines_and_points(_batch_x(), y, _mode_color(), _split_tips(), by=["mode"])
-        out["busy"] = alt.layer(*layers, rule, data=busy).properties(
-            **size, title="GPU busy / step time")
+        layers = _lines_and_points(_batch_x(), y, _mode_color(busy["mode"]), _split_tips(),
+                                   by=["mode"])
+        out["busy"] = fitted(alt.layer(*layers, rule, data=busy),
+                             chart_title("GPU busy / step time", "1.0: no launch gaps left"))
     launches = split.dropna(subset=["host_launches_per_step"])
     if not launches.empty:
         y = alt.Y("host_launches_per_step:Q", title=title("host_launches_per_step"))
-        layers = _lines_and_points(_batch_x(), y, _mode_color(), _split_tips(), by=["mode"])
-        out["launches"] = alt.layer(*layers, data=launches).properties(
-            **size, title="Launches per step")
+        layers = _lines_and_points(_batch_x(), y, _mode_color(launches["mode"]),
+                                   _split_tips(), by=["mode"])
+        out["launches"] = fitted(alt.layer(*layers, data=launches),
+                                 chart_title("Launches per step", "host launches"))
     eager = split[(split["mode"] == "eager")].dropna(subset=["host_launch_ms"])
     if not eager.empty:
         long = eager.melt(id_vars=["batch_size"], value_vars=list(LAUNCH_VS_BUSY),
                           var_name="figure", value_name="ms").dropna(subset=["ms"])
         long["figure"] = long["figure"].map(lambda n: metric(n).label)
-        out["launch-vs-busy"] = alt.Chart(long).mark_line(point=True).encode(
+        figures = [metric(n).label for n in LAUNCH_VS_BUSY]
+        out["launch-vs-busy"] = fitted(alt.Chart(long).mark_line(point=True).encode(
             x=_batch_x(), y=alt.Y("ms:Q", title="Time per step (ms)"),
-            color=alt.Color("figure:N", title="Eager",
-                            sort=[metric(n).label for n in LAUNCH_VS_BUSY],
-                            legend=alt.Legend(orient="top")),
+            color=alt.Color("figure:N", title="Eager", sort=figures,
+                            legend=legend(entries=len(figures))),
             strokeDash=alt.StrokeDash("figure:N", legend=None),
             tooltip=[_batch_tip(), alt.Tooltip("figure:N", title="What"),
                      alt.Tooltip("ms:Q", title="ms", format=".3f")],
-        ).properties(**size, title="Eager: host launch time vs GPU busy time")
+        ), chart_title("Eager: launch time vs GPU busy",
+                       "launch-bound where host launch time exceeds GPU busy time"))
     return out
 
 
@@ -296,54 +326,85 @@ def time_split_chart(split: pd.DataFrame) -> alt.HConcatChart | None:
     charts = time_split_charts(split)
     if not charts:
         return None
-    return alt.hconcat(*charts.values()).properties(title="Where the time goes").resolve_scale(
+    return alt.hconcat(*map(unfitted, charts.values())).properties(
+        title="Where the time goes").resolve_scale(
         color="independent", strokeDash="independent")
 
 
-def compare_charts(speedups: pd.DataFrame) -> dict[str, alt.LayerChart]:
-    """Several runs' speedup curves, one chart per graph mode (each stretches to its
-    column), coloured by GPU and torch version, log speedup axis with the 1x rule; a run's
-    series of fewer than MIN_LINE_POINTS points (published figures) drawn as points.
-    `speedups` is analysis.compare_speedups' frame (columns run, series)."""
+# One mark per mode on Compare (the colour is the run's): filled shapes told apart at a
+# glance, and a dash per mode for the lines between them.
+MODE_SHAPES = {"compile": "square", "reduce-overhead": "triangle-up", "cuda-graph": "circle",
+               "eager": "cross"}
+MODE_DASHES = {"compile": [2, 2], "reduce-overhead": [6, 3], "cuda-graph": [1, 0],
+               "eager": [1, 3]}
+
+
+def compare_chart(speedups: pd.DataFrame) -> alt.LayerChart | None:
+    """Several runs' speedup curves in one chart, read as one comparison: one colour per
+    run (GPU and torch version), one mark and dash per graph mode, log speedup axis with
+    the 1x rule, each point's 95% interval where measured; a run's series of fewer than
+    MIN_LINE_POINTS points (published figures) drawn as points. `speedups` is
+    analysis.compare_speedups' frame (columns run, series). None when nothing to draw."""
     df = speedups[speedups["mode"] != "eager"] if not speedups.empty else speedups
     if df.empty:
-        return {}
+        return None
     df = df[["run", "series", "mode", "batch_size", *SPEEDUP_TIPS]]
     # An explicit categorical scheme: the host app's theme would otherwise pick shades
-    # of one hue, and GPUs must be told apart at a glance. The same domain in every
-    # panel, so a run keeps its colour across them.
+    # of one hue, and GPUs must be told apart at a glance.
     series = sorted(set(df["series"]))
-    color = alt.Color("series:N", title="GPU · torch",
+    color = alt.Color("series:N", title="Run: GPU · torch",
                       scale=alt.Scale(scheme="category10", domain=series),
-                      legend=alt.Legend(orient="bottom", columns=1, labelLimit=400))
+                      legend=alt.Legend(orient="bottom", direction="vertical",
+                                        labelLimit=LABEL_LIMIT))
+    modes = present_modes(df["mode"])
+    # The marks' legend in a neutral grey (colour is the run's). The dashes read the mode
+    # from a copy of the column: on the same field Vega-Lite merges the two legends, and
+    # drew the dash over each shape.
+    df = df.assign(line_mode=df["mode"])
+    shape = alt.Shape("mode:N", title="Mode", sort=modes,
+                      legend=legend("bottom", entries=1, direction="vertical",
+                                    symbolFillColor="#666", symbolStrokeColor="#666"),
+                      scale=alt.Scale(domain=modes, range=[MODE_SHAPES[m] for m in modes]))
+    dash = alt.StrokeDash("line_mode:N", sort=modes, legend=None,
+                          scale=alt.Scale(domain=modes, range=[MODE_DASHES[m] for m in modes]))
     y = _log_y("speedup", _speedup_values(df))
     tips = [alt.Tooltip("run:N", title="Run"), _mode_tip(), _batch_tip(),
             *(_tip(n) for n in SPEEDUP_TIPS)]
-    out = {}
-    for mode in (m for m in MODES if m in set(df["mode"])):
-        d = df[df["mode"] == mode]
-        layers = _lines_and_points(_batch_x(), y, color, tips, by=["run"], detail="run:N")
-        bars = _error_bars(d, "speedup_ci_low", "speedup_ci_high",
-                           _log_y("speedup_ci_low", _speedup_values(df), "speedup"), color,
-                           detail="run:N")
-        out[mode] = alt.layer(*layers, *([bars] if bars is not None else []), _one_x_rule(),
-                              data=d).properties(
-            width=WIDTH // 2 + 40, height=HEIGHT, title=f"{mode}: speedup over eager")
-    return out
+    n = "_series_points"
+    line = (alt.Chart().mark_line(opacity=0.8).encode(
+        x=_batch_x(), y=y, color=color, strokeDash=dash, detail="run:N")
+        .transform_joinaggregate(**{n: "count()"}, groupby=["run", "mode"])
+        .transform_filter(f"datum.{n} >= {MIN_LINE_POINTS}"))
+    points = alt.Chart().mark_point(filled=True, size=70, opacity=0.9).encode(
+        x=_batch_x(), y=y, color=color, shape=shape, tooltip=tips)
+    bars = _error_bars(df, "speedup_ci_low", "speedup_ci_high",
+                       _log_y("speedup_ci_low", _speedup_values(df), "speedup"), color,
+                       detail="mode:N")
+    chart = alt.layer(line, points, *([bars] if bars is not None else []), _one_x_rule(),
+                      data=df)
+    return fitted(chart, chart_title("Speedup over eager, per run and mode",
+                                     "colour: run · mark: mode · bars: 95% interval · "
+                                     "dashed line: 1x = eager"), height=HEIGHT + 20)
 
 
-def compare_chart(speedups: pd.DataFrame) -> alt.HConcatChart | None:
-    """compare_charts side by side (for exports)."""
-    charts = compare_charts(speedups)
-    return alt.hconcat(*charts.values()) if charts else None
+class _Derived:
+    """A run's points and the frames its charts share, each computed once: the memory
+    cost (Pareto included) fed two charts and was computed twice per page."""
+
+    def __init__(self, points: pd.DataFrame):
+        self.points = points
+
+    @functools.cached_property
+    def costs(self) -> pd.DataFrame:
+        return cost.memory_cost(self.points)
 
 
 RUN_CHARTS = {
-    "speedup": lambda points: speedup_chart(analysis.speedups(points)),
-    "step-time": step_time_chart,
-    "memory": memory_chart,
-    "memory-tradeoff": lambda points: tradeoff_chart(cost.memory_cost(points)),
-    "time-split": lambda points: time_split_chart(analysis.time_split(points)),
+    "speedup": lambda d: speedup_chart(analysis.speedups(d.points)),
+    "step-time": lambda d: step_time_chart(d.points),
+    "memory": lambda d: memory_chart(d.points, d.costs),
+    "memory-tradeoff": lambda d: tradeoff_chart(d.costs),
+    "time-split": lambda d: time_split_chart(analysis.time_split(d.points)),
 }
 
 
@@ -351,5 +412,6 @@ def run_charts(points: pd.DataFrame, names=tuple(RUN_CHARTS)) -> dict[str, alt.T
     """A run's charts in reading order, keyed by a short name (file names in exports);
     charts with nothing to draw are left out. `names` picks some: building an Altair
     chart is a large part of a page's render time, so a page builds only what it draws."""
-    charts = {k: RUN_CHARTS[k](points) for k in RUN_CHARTS if k in names}
+    derived = _Derived(points)
+    charts = {k: RUN_CHARTS[k](derived) for k in RUN_CHARTS if k in names}
     return {k: v for k, v in charts.items() if v is not None}

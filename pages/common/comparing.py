@@ -51,3 +51,40 @@ def memory_table(points: pd.DataFrame, headers: pd.DataFrame) -> pd.DataFrame:
     key = out["mode"].map(analysis.MODE_ORDER)
     return (out.assign(_k=key).sort_values(["_k", "batch_size"]).drop(columns="_k")
             .reset_index(drop=True))
+
+
+def _joined(lines: list[str], prefix: str) -> str:
+    """Lines that each start with `prefix` as one: the prefix once, their rest joined."""
+    rest = [line[len(prefix):].rstrip(".") if line.startswith(prefix) else line.rstrip(".")
+            for line in lines]
+    return prefix + "; ".join(rest) + "."
+
+
+def caveats(headers: pd.DataFrame, points: pd.DataFrame) -> list[tuple[str, str]]:
+    """What a reader must know before reading the curves, one (kind, line) per distinct
+    reason (kind: "warning" or "info"): five banners, one per field and run, pushed the
+    chart below the fold on a three-GPU comparison."""
+    out: list[tuple[str, str]] = []
+    differ = analysis.comparability(headers)
+    if differ:
+        out.append(("warning", _joined(differ, "Not comparable: ")[:-1]
+                    + ": the curves measure different things."))
+    # Published runs and the statistic they give are one reason told once: what the
+    # figures are, and how that differs from a launchbench measurement.
+    names = analysis.run_names(headers)
+    gives = {}
+    for line in statistic_flags(headers, points):
+        name, what = line.split(" gives ", 1)
+        gives[name] = what.split(", not medians")[0]
+    published = [names[int(i)] for i in headers.loc[headers["source"] == "published", "id"]
+                 if int(i) in names]
+    told = [f"{n} gives {gives[n]}" if n in gives else n
+            for n in dict.fromkeys([*published, *gives])]
+    if gives:
+        out.append(("warning", f"Published, not measured here: {'; '.join(told)}; not "
+                               "medians as launchbench measures: their times and ratios "
+                               "differ in statistic, not only in hardware."))
+    elif told:
+        out.append(("info", f"Published figures from the cited articles, not measured "
+                            f"here: {', '.join(told)}."))
+    return out

@@ -15,10 +15,15 @@ import altair as alt
 import pandas as pd
 
 from pages.common import analysis, charts
+from pages.common import chart_layout as layout
 from runner.format.vocab import ALTERNATIVE_MODES
 
 MAX_BATCH = 2**31 - 1
 MAX_BATCHES = 8  # more panels than this are not read
+# Up to this many runs a trend chart reads in half the page (each run's three-line label
+# needs about 100 px with its spacing, and Vega hides labels that would touch); more get
+# the whole width.
+RUNS_PER_HALF_ROW = 3
 CHANGE_SHAPES = {"first": "circle", "within noise": "circle", "no interval": "circle",
                  "faster": "triangle-up", "slower": "triangle-down"}
 
@@ -203,9 +208,34 @@ def changes(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["change"].isin(["faster", "slower"])]
 
 
+def default_view(runs: pd.DataFrame, workload: str | None = None) -> tuple[str, str] | None:
+    """The (workload, GPU) a Trends page opens at when the URL names none: the one whose
+    largest parameter set has the most sweeps (a trend needs two; the first workload
+    alphabetically may have one), then the newest; `workload` fixes the workload when the
+    URL gives only that. `runs` is the runs frame (kind, workload, gpu_name, workload_params,
+    dtype, created_at). None when there is no sweep."""
+    sweeps = runs[runs["kind"] == "sweep"] if not runs.empty else runs
+    if workload is not None and not sweeps.empty:
+        sweeps = sweeps[sweeps["workload"] == workload]
+    if sweeps.empty:
+        return None
+    sweeps = sweeps.assign(gpu=sweeps["gpu_name"].where(sweeps["gpu_name"].notna(), "cpu"),
+                           params=[param_key(r) for _, r in sweeps.iterrows()])
+    per = (sweeps.groupby(["workload", "gpu", "params"])
+           .agg(n=("id", "size"), newest=("created_at", "max"))
+           .sort_values(["n", "newest"], ascending=False))
+    return tuple(per.index[0][:2])
+
+
+def _present(values, order) -> list[str]:
+    have = {str(v) for v in values}
+    return [v for v in order if v in have]
+
+
 def trend_chart(table: pd.DataFrame, batch: int) -> alt.LayerChart | None:
     """Speedup per mode over the ordered runs at one batch size: log y with a 1x rule,
-    95% intervals as bars, changes outside the noise as up / down triangles."""
+    95% intervals as bars, changes outside the noise as up / down triangles. Legends list
+    only the modes and kinds of change drawn."""
     df = table[table["batch_size"] == batch]
     if df.empty:
         return None
@@ -215,9 +245,12 @@ def trend_chart(table: pd.DataFrame, batch: int) -> alt.LayerChart | None:
         + list(df["speedup_ci_high"].dropna()) + [1.0]
     y = charts._log_y("speedup", values)
     order = list(df.sort_values("order")["run"].drop_duplicates())
+    # Horizontal labels on three lines (torch / date / id): rotated ones took a third of
+    # the chart's height and still overlapped.
     x = alt.X("run:N", title="Run (torch version · date · id)", sort=order,
-              axis=alt.Axis(labelAngle=-30, labelLimit=220))
-    color = charts._mode_color()
+              axis=alt.Axis(labelAngle=0, labelExpr="split(datum.label, ' · ')",
+                            labelLimit=layout.LABEL_LIMIT, labelOverlap=True))
+    color = charts._mode_color(df["mode"])
     tips = [alt.Tooltip("run:N"), alt.Tooltip("mode:N"),
             alt.Tooltip("speedup:Q", format=".2f"),
             alt.Tooltip("speedup_ci_low:Q", title="95% low", format=".2f"),
@@ -225,15 +258,18 @@ def trend_chart(table: pd.DataFrame, batch: int) -> alt.LayerChart | None:
             alt.Tooltip("change:N")]
     base = alt.Chart(df)
     line = base.mark_line(opacity=0.5).encode(x=x, y=y, color=color, detail="mode:N")
+    kinds = _present(df["change"], CHANGE_SHAPES)
     shape = alt.Shape("change:N", title="Change vs previous",
-                      scale=alt.Scale(domain=list(CHANGE_SHAPES),
-                                      range=list(CHANGE_SHAPES.values())))
+                      scale=alt.Scale(domain=kinds, range=[CHANGE_SHAPES[k] for k in kinds]),
+                      legend=layout.legend("bottom", entries=len(kinds)))
     pts = base.mark_point(filled=True).encode(
         x=x, y=y, color=color, shape=shape, tooltip=tips,
-        size=alt.condition("datum.changed", alt.value(160), alt.value(50)))
+        size=alt.condition("datum.changed", alt.value(160), alt.value(60)))
     bars = base.transform_filter("isValid(datum.speedup_ci_low)").mark_rule().encode(
         x=x, y=alt.Y("speedup_ci_low:Q"), y2="speedup_ci_high:Q", color=color)
     rule = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(
         y="y:Q")
-    return (rule + bars + line + pts).properties(
-        title=f"Speedup over eager at batch {batch:,}", height=charts.HEIGHT)
+    runs = df["run_id"].nunique()
+    return layout.fitted(rule + bars + line + pts, layout.chart_title(
+        f"Speedup over eager at batch {batch:,}",
+        f"{runs} run(s); bars: 95% interval; triangles: a change outside the noise"))

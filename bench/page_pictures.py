@@ -1,0 +1,107 @@
+"""The docs/ screenshots of the dashboard, remade from the shipped samples: Run (H200
+`mlp`), Compare (H200 vs the published L40S and V100 runs), Trend (the default view) and
+Serve, each in chromium at 1280x800 scrolled to the charts, as a reader first sees them.
+
+A `streamlit run app.py` over a temp SQLite file seeded with data/samples (as a first
+start does); nothing else is read or written outside --out.
+
+usage: python bench/page_pictures.py [--out docs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.e2e_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
+
+SETTLED = """() => {
+  const app = document.querySelector("[data-testid='stApp']");
+  const charts = [...document.querySelectorAll("[data-testid='stVegaLiteChart']")];
+  return app && app.getAttribute('data-test-script-state') === 'notRunning' &&
+         charts.length > 0 && charts.every(c => c.querySelector('svg.marks text'));
+}"""
+# Scrolls the first element whose text starts with `t` to the top of the view.
+SCROLL = """(t) => {
+  const el = [...document.querySelectorAll('h1, h2, h3, p, div[data-testid="stAlert"]')]
+    .find(e => e.textContent.trim().startsWith(t));
+  if (el) el.scrollIntoView({block: 'start'});
+  return !!el;
+}"""
+
+
+def sample_ids(db_url: str) -> dict[str, int]:
+    from db import queries
+    from db.engine import make_engine
+
+    engine = make_engine(db_url)
+    try:
+        runs = queries.runs_frame(engine)
+    finally:
+        engine.dispose()
+    sweeps = runs[runs["kind"] == "sweep"]
+
+    def one(gpu: str, workload: str | None = None) -> int:
+        rows = sweeps[sweeps["gpu_name"].fillna("").str.contains(gpu)]
+        rows = rows[rows["workload"] == workload] if workload else rows
+        return int(rows["id"].iloc[0])
+
+    return {"h200": one("H200", "mlp"), "l40s": one("L40S"), "v100": one("V100"),
+            "serve": int(runs.loc[runs["kind"] == "serve", "id"].iloc[0])}
+
+
+def pictures(ids: dict[str, int]) -> dict[str, tuple[str, str]]:
+    """file name -> (page path, the text scrolled to the top)."""
+    return {
+        "screenshot-run-1280.png": (f"run?run={ids['h200']}", "Host launch cost (one"),
+        "screenshot-compare-1280.png": (
+            f"compare?run={ids['h200']}&run={ids['l40s']}&run={ids['v100']}",
+            "Not comparable"),
+        "screenshot-trend-1280.png": ("trend", "Batch sizes"),
+        "screenshot-serve-1280.png": (f"serve?run={ids['serve']}",
+                                      "Latency: one request"),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "docs")
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    from db.engine import make_engine
+    from db.samples import seed_if_empty
+
+    with tempfile.TemporaryDirectory(prefix="lb-pictures-") as tmp:
+        db_url = f"sqlite:///{Path(tmp) / 'lb.db'}"
+        engine = make_engine(db_url)
+        seed_if_empty(engine)
+        engine.dispose()
+        ids = sample_ids(db_url)
+        with streamlit_server(db_url, log_dir=Path(tmp)) as server, sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                for name, (path, top) in pictures(ids).items():
+                    context = browser.new_context(viewport={"width": 1280, "height": 800})
+                    page = context.new_page()
+                    page.set_default_timeout(60_000)
+                    page.goto(server.url(path))
+                    page.wait_for_function(SETTLED)
+                    if not page.evaluate(SCROLL, top):
+                        print(f"{name}: {top!r} not found; the top of the page instead")
+                    time.sleep(1.0)  # the scroll and Vega's last repaint
+                    page.screenshot(path=str(args.out / name))
+                    context.close()
+                    print(f"wrote {args.out / name} ({path})")
+            finally:
+                browser.close()
+
+
+if __name__ == "__main__":
+    main()
