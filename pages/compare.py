@@ -5,6 +5,7 @@ where the runs measure different things."""
 import streamlit as st
 
 from pages.common import analysis, charts, comparing, links, ui, workload_views
+from runner.format import verdict
 
 ui.ensure_frame()
 
@@ -78,7 +79,7 @@ ratios = analysis.ratio_table(points, headers, baseline)
 st.caption("95%: a conservative interval of the ratio from both runs' step-time intervals "
            "(low / high .. high / low). It is within noise where it includes 1.0, that is "
            "where the two runs' intervals overlap; runs measured before intervals show no "
-           "interval.")
+           f"interval. {verdict.RULE_TEXT}")
 st.dataframe(ratios, hide_index=True, key="ratio_table",
              column_config={c: st.column_config.NumberColumn(c, format="%.3f")
                             for c in ratios.columns if c.endswith(" ms")}

@@ -20,6 +20,7 @@ import pandas as pd
 from pages.common import analysis
 from runner.format import trace as tr
 from runner.format.limits import MAX_BATCH_SIZE
+from runner.format.verdict import INCONCLUSIVE
 from runner.format.vocab import MODES
 
 CPU_LANE, GPU_LANE = "CPU launches", "GPU kernels"
@@ -79,6 +80,7 @@ def headline_batch(points: pd.DataFrame) -> int | None:
     """The batch size the report draws: where the run's largest speedup is; without one,
     the default."""
     best = analysis.largest_speedups(points)
+    best = best[best["verdict"] != INCONCLUSIVE] if not best.empty else best
     if not best.empty and best["speedup"].notna().any():
         return int(best.loc[best["speedup"].idxmax(), "batch_size"])
     return default_batch(batch_sizes(points))
