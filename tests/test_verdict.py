@@ -149,3 +149,13 @@ def test_trend_and_compare_verdicts_follow_the_rule():
     table = trends.trend_table(runs, p, [8], ["cuda-graph"])
     assert table.iloc[1]["change"] == vd.INCONCLUSIVE
     assert trends.changes(table).empty
+
+
+def test_setup_reads_ms_below_a_second():
+    assert report.duration_text(0.0032) == "3.2 ms"
+    assert report.duration_text(0.85) == "850 ms"
+    assert report.duration_text(12.44) == "12.4 s"
+    p = noisy_points()
+    p.loc[(p["mode"] == "cuda-graph") & (p["batch_size"] == 8), "setup_s"] = 0.004
+    line = next(ln for ln in report.headline(p) if ln.startswith("cuda-graph: its"))
+    assert line.startswith("cuda-graph: its 4.0 ms setup pays back after")
