@@ -266,12 +266,17 @@ _TEMPLATES = jinja2.Environment(
 
 
 TIMELINE_NOTE = ("One profiled step per mode, CPU launch calls above the GPU's kernels, "
-                 "on one time axis; shaded: the GPU idle, waiting for the host.")
+                 "on one time axis from the step's first launch to its last kernel's end; "
+                 "shaded yellow: the GPU idle, waiting for the host; grey: the GPU still "
+                 "busy with the previous step. " + timeline.STEP_TIMES_NOTE)
 
 
-def _timeline(traces: list[dict]) -> dict | None:
+def _timeline(traces: list[dict], points: pd.DataFrame) -> dict | None:
     items = timeline.ordered(traces)
-    chart = timeline.timeline_chart([(x["mode"], x["trace"]) for x in items])
+    chart = timeline.timeline_chart([
+        (x["mode"], x["trace"], timeline.timed_ms(points, x.get("run_id"), x["mode"],
+                                                  x.get("batch_size")))
+        for x in items])
     if chart is None:
         return None
     return {"batch": traces[0].get("batch_size", "?"), "note": TIMELINE_NOTE,
@@ -303,5 +308,5 @@ def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None
         charts=[(name, chart_svg(chart)) for name, chart in charts.run_charts(points).items()],
         points=_rows(points_table(points)), reserved_note=RESERVED_NOTE,
         run_rows=run_rows, env_rows=env_rows, command=header.get("command"),
-        share_url=share_url, timeline=_timeline(traces or []),
+        share_url=share_url, timeline=_timeline(traces or [], points),
         stamp=datetime.now(timezone.utc).isoformat(timespec="seconds"))

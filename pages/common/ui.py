@@ -323,10 +323,11 @@ def traces(ids: Sequence[int], batch: int) -> list[dict]:
 @st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=64)
 def _timeline_spec(url: str, data_v: tuple, ids: tuple, batch: int, labels: tuple,
                    same_scale: bool) -> dict | None:
-    """The stacked lanes' spec for `labels` ((label, run_id, mode), ...), cached."""
+    """The stacked lanes' spec for `labels` ((label, run_id, mode, timed step ms), ...),
+    cached."""
     by = {(x["run_id"], x["mode"]): x["trace"] for x in _traces(url, data_v, ids, batch)}
-    return timeline.timeline_spec([(label, by[(rid, mode)]) for label, rid, mode in labels],
-                                  same_scale)
+    return timeline.timeline_spec([(label, by[(rid, mode)], timed)
+                                   for label, rid, mode, timed in labels], same_scale)
 
 
 def chart_picking_batch(chart, key: str, target: str = "timeline") -> None:
@@ -380,7 +381,8 @@ def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key
                        key=f"{key}_fit")
     items = [x for x in timeline.ordered(traces(run_ids, batch))
              if mode is None or x["mode"] == mode]
-    labels = tuple((label_of(x), x["run_id"], x["mode"]) for x in items)
+    labels = tuple((label_of(x), x["run_id"], x["mode"],
+                    timeline.timed_ms(points, x["run_id"], x["mode"], batch)) for x in items)
     spec = _timeline_spec(db_url(), version(), tuple(int(i) for i in run_ids), int(batch),
                           labels, not fit)
     if spec is None:
@@ -390,8 +392,10 @@ def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key
     st.query_params["batch"] = str(batch)  # the link carries what is drawn
     st.vega_lite_chart(spec, key=f"{key}_chart")
     st.caption("One profiled step per point (not the first: the one whose GPU busy time "
-               "is closest to the point's mean). Shaded: the GPU idle, waiting for the "
-               "host. Download a point's trace for ui.perfetto.dev or chrome://tracing:")
+               "is closest to the point's mean), from its first launch to its last "
+               "kernel's end. Shaded yellow: the GPU idle, waiting for the host; grey: the "
+               "GPU still busy with the previous step. " + timeline.STEP_TIMES_NOTE +
+               " Download a point's trace for ui.perfetto.dev or chrome://tracing:")
     for col, x in zip(st.columns(min(len(items), 4)) * len(items), items, strict=False):
         col.download_button(
             f"{label_of(x)} (.json)", timeline.chrome_trace_text(label_of(x), x["trace"]),
