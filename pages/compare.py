@@ -64,11 +64,14 @@ if not per_kernel.empty:
     st.subheader("Per kernel (kernel-chain)")
     st.dataframe(per_kernel, hide_index=True, key="per_kernel")
 
-st.subheader("One step per run")
+arrived_for_timeline = "batch" in st.query_params  # a ?batch= link opens at the timeline
+st.subheader("One step per run", anchor=ui.TIMELINE_ANCHOR)
 batch = None
 with ui.drawn("The step timeline"):
     batch = ui.timeline_section(found, points, lambda x: names[x["run_id"]], key="timeline",
                                 pick_mode=True)
+ui.scroll_to_on_arrival(ui.TIMELINE_ANCHOR, arrived_for_timeline and batch is not None,
+                        key="compare_" + "_".join(map(str, found)))
 
 st.subheader("Per batch size")
 base_names = analysis.run_names(headers)

@@ -355,6 +355,47 @@ def batch_from_url(options: Sequence[int], param: str = "batch") -> int | None:
     return asked if asked is not None else timeline.default_batch(options)
 
 
+TIMELINE_ANCHOR = "timeline"  # the timeline heading's id: /run?run=ID#timeline scrolls
+
+# Scrolls the parent page to the heading once it is laid out. The charts above it render
+# after it mounts and push it down, so it tries again for a few seconds, and stops at once
+# if the reader scrolls (wheel, touch, key) rather than pulling the page from under them.
+_SCROLL_JS = """<script>
+const w = window.parent, doc = w.document;
+let left = 25, stop = false;
+for (const e of ["wheel", "touchmove", "keydown"]) w.addEventListener(e, () => stop = true,
+                                                                      {once: true});
+(function go() {
+  const el = doc.getElementById(%s);
+  if (el && !stop && Math.abs(el.getBoundingClientRect().top) > 4) el.scrollIntoView();
+  if (!stop && left-- > 0) setTimeout(go, 200);
+})();
+</script>"""
+
+
+def scroll_to_on_arrival(anchor: str, asked: bool, key: str) -> None:
+    """Scroll to the heading `anchor` when the page was opened with something below the
+    fold asked for (`asked`: a ?batch= in the link), once per session and key: a reader
+    who then picks another batch size is not thrown about.
+
+    Streamlit scrolls to a heading natively only for a #anchor in the URL; a share link
+    such as /run?run=ID&batch=8 has none, and Python cannot scroll a browser. Hence these
+    few lines of script, in a zero-height components.html frame (same origin, so it may
+    reach the page it sits in)."""
+    import json
+
+    import streamlit.components.v1 as components
+
+    # Decided on the page's first run in the session only: the page itself writes
+    # ?batch= into the URL, so on any later rerun it is there whether asked for or not.
+    seen = f"_scrolled_{key}"
+    if st.session_state.get(seen):
+        return
+    st.session_state[seen] = True
+    if asked:
+        components.html(_SCROLL_JS % json.dumps(anchor), height=0)
+
+
 def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key: str,
                      pick_mode: bool = False) -> int | None:
     """Batch picker (mirrored in ?batch=), scale toggle, the stacked lanes, and one
