@@ -647,3 +647,23 @@ def test_progress_says_cancelled_when_a_sweep_stops_early(tty):
     p(1, 3, None, None)  # the sweep's last call after Ctrl-C: 1 of 3 points done
     p.close()
     assert "cancelled" in stream.getvalue() and "finished" not in stream.getvalue()
+
+
+def test_progress_names_the_mode_and_phase_in_flight():
+    from runner.ops.progress import Progress, describe
+
+    assert describe(("compile", 1, "setup")) == (
+        "compile batch 1: setup (compile or capture, warm-up)")
+    assert describe(("2 modes", 8, "timing")) == (
+        "2 modes batch 8: timing (the modes' rounds, interleaved)")
+    assert describe(("eager", 64)) == "eager batch 64" and describe(None) is None
+    now = iter([0.0, 0.0, 30.0, 104.0])  # t0, then one reading per call
+    stream = _Stream(False)
+    p = Progress(stream, clock=lambda: next(now))
+    p(0, 4, ("2 modes", 1), None)
+    p(0, 4, ("compile", 1, "setup"), None)   # the cold compile: named while it runs
+    p(2, 4, ("2 modes", 8), None)
+    lines = stream.getvalue().splitlines()
+    assert lines[1] == ("sweep 0/4 points, 30s elapsed, ETA ?: compile batch 1: setup "
+                        "(compile or capture, warm-up)")
+    assert lines[2].startswith("sweep 2/4 points, 104s elapsed, ETA 104s")
