@@ -358,17 +358,21 @@ def batch_from_url(options: Sequence[int], param: str = "batch") -> int | None:
 TIMELINE_ANCHOR = "timeline"  # the timeline heading's id: /run?run=ID#timeline scrolls
 
 # Scrolls the parent page to the heading once it is laid out. The charts above it render
-# after it mounts and push it down, so it tries again for a few seconds, and stops at once
-# if the reader scrolls (wheel, touch, key) rather than pulling the page from under them.
+# after it mounts and push it down, so it tries again until the heading has stayed in
+# place for a moment (or 5 s pass), and stops at once if the reader scrolls (wheel, touch,
+# key, a press on the scrollbar) rather than pulling the page from under them.
 _SCROLL_JS = """<script>
 const w = window.parent, doc = w.document;
-let left = 25, stop = false;
-for (const e of ["wheel", "touchmove", "keydown"]) w.addEventListener(e, () => stop = true,
-                                                                      {once: true});
+let left = 25, still = 0, stop = false;
+for (const e of ["wheel", "touchmove", "keydown", "mousedown"])
+  w.addEventListener(e, () => stop = true, {once: true, capture: true});
 (function go() {
   const el = doc.getElementById(%s);
-  if (el && !stop && Math.abs(el.getBoundingClientRect().top) > 4) el.scrollIntoView();
-  if (!stop && left-- > 0) setTimeout(go, 200);
+  if (el && !stop) {
+    if (Math.abs(el.getBoundingClientRect().top) > 4) { el.scrollIntoView(); still = 0; }
+    else still++;
+  }
+  if (!stop && still < 4 && left-- > 0) setTimeout(go, 200);
 })();
 </script>"""
 
