@@ -108,6 +108,10 @@ def test_headlines_say_inconclusive_and_quote_no_median():
                                    "speedup_ci_high": 9.0}
     only_bad[("reduce-overhead", 8)] = {"speedup": 2.0, "speedup_ci_low": 0.1,
                                         "speedup_ci_high": 9.0}
+    same = dict(only_bad)
+    same[("compile", 1)] = {"speedup": 0.9, "speedup_ci_low": 0.8, "speedup_ci_high": 1.1}
+    assert cost.headline(noisy_points(same)) == (
+        "compile at batch 1: 0.9x (0.8-1.1) for +0 MiB · within noise of eager")
     head = cost.headline(noisy_points(only_bad))
     assert head.startswith("Inconclusive: no mode's speedup is a finding")
     assert "0.5x" not in head and "2.0x" not in head

@@ -112,4 +112,7 @@ def headline(points: pd.DataFrame) -> str | None:
     extra = at["extra_mib"].iloc[0] if len(at) else float("nan")
     mem = (f"for {'+' if extra >= 0 else '-'}{abs(extra):,.0f} MiB"
            if pd.notna(extra) else "memory not measured")
-    return f"{r['mode']} at batch {batch:,}: {_x(r['speedup'])}x {ci} {mem}"
+    # A best that is no faster than eager says so: the line is read as the answer.
+    tail = {vd.SAME: " · within noise of eager", vd.SLOWER: " · slower than eager"}
+    return f"{r['mode']} at batch {batch:,}: {_x(r['speedup'])}x {ci} {mem}" + tail.get(
+        r["verdict"], "")
