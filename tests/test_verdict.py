@@ -163,3 +163,7 @@ def test_setup_reads_ms_below_a_second():
     p.loc[(p["mode"] == "cuda-graph") & (p["batch_size"] == 8), "setup_s"] = 0.004
     line = next(ln for ln in report.headline(p) if ln.startswith("cuda-graph: its"))
     assert line.startswith("cuda-graph: its 4.0 ms setup pays back after")
+
+
+def test_every_change_verdict_has_a_shape_on_the_trend_chart():
+    assert set(vd.VERDICTS) | {"first"} == set(trends.CHANGE_SHAPES)
