@@ -222,6 +222,8 @@ def test_the_html_report_draws_the_headline_batch_timeline():
     html = report.html_report(header, pts, None, items)
     assert f"One step at batch size {batch}" in html and "id='chart-timeline'" in html
     assert "GPU idle" in html and "<script" not in html
+    # the profiled figure with the timed one beside it, and the note on why they differ
+    assert "timed step" in html and "Two step times per point, on purpose" in html
     assert "chart-timeline" not in report.html_report(header, pts)
 
 
