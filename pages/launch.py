@@ -207,10 +207,10 @@ def job_estimate(job: dict) -> float | None:
 def show_job(job: dict, p: dict) -> None:
     st.subheader(f"Job {job['id']}: {job['shown_status']}")
     total = p["total"] or 0
-    # Points count as measured when their batch size's rounds end; the text names the
-    # mode and phase in flight meanwhile (a compile, the rounds, a profiled pass).
-    st.progress(p["fraction"] or 0.0, text=f"{p['done']} of {total} points measured · "
-                f"{lf.describe_point(job)}")
+    # Points count as measured when their batch size's rounds end; meanwhile the bar moves
+    # per mode's setup and the text names the mode and phase in flight.
+    st.progress(lf.bar_fraction(job, p) or 0.0, text=f"{p['done']} of {total} points "
+                f"measured · {lf.describe_point(job)}")
     c1, c2, c3 = st.columns(3)
     c1.metric("Elapsed", lf.format_seconds(p["elapsed_s"]))
     running = job["status"] == "running"

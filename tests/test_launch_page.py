@@ -235,3 +235,29 @@ def test_time_left_uses_the_estimate_until_a_point_is_measured():
         30.0, "from the points measured so far")
     assert lf.time_left({"remaining_s": None, "elapsed_s": None}, 128.0) == (None, "")
     assert lf.time_left({"remaining_s": None, "elapsed_s": 5.0}, None) == (None, "")
+
+
+def test_the_bar_moves_per_mode_while_a_batch_size_is_set_up():
+    from runner.ops.progress import describe, parse
+
+    spec = {"modes": ["eager", "compile"]}
+    p = {"done": 0, "total": 4}
+
+    def at(current, done=0, status="running"):
+        job = {"status": status, "spec": spec, "current_point": describe(current)}
+        return lf.bar_fraction(job, {**p, "done": done})
+
+    assert parse(describe(("compile", 8, "setup"))) == ("compile", 8, "setup")
+    assert parse("eager batch 64") == ("eager", 64, None)
+    assert parse("repeat pass 1/2 batch 8") == ("repeat pass 1/2", 8, None)
+    assert parse("done") is None and parse(None) is None
+    # the sweep: 2 modes x 2 batch sizes, a cold compile at batch 1
+    assert at(("2 modes", 1)) == 0.0
+    assert at(("eager", 1, "setup")) == 0.0
+    assert at(("compile", 1, "setup")) == 0.5 / 4      # eager set up; compiling
+    assert at(("2 modes", 1, "timing")) == 1.0 / 4     # both set up
+    assert at(("compile", 1, "profiling")) == 1.5 / 4
+    assert at(("compile", 8, "setup"), done=2) == 2.5 / 4
+    assert at(None, done=4, status="done") == 1.0
+    assert lf.bar_fraction({"status": "queued", "spec": spec}, {"done": 0, "total": None}) \
+        is None

@@ -303,6 +303,37 @@ def estimate(spec: dict[str, Any], history, where: str, points=None) -> Estimate
     return Estimate(n, base * n + extra, f"{basis}; no past compile recorded: {said}")
 
 
+# What a point counts for on the bar before it is measured: its setup is half of it, its
+# timing and profiled pass the other half. A cold compile is most of a CPU sweep's time;
+# a bar that waits for a batch size's interleaved rounds to end sat still through it.
+SETUP_SHARE = 0.5
+
+
+def bar_fraction(job: dict[str, Any], p: dict[str, Any]) -> float | None:
+    """How far the job is, per (mode, batch) point: points measured, plus, for the batch
+    size in flight, SETUP_SHARE for each mode whose setup is done, the rest for each
+    mode once the rounds end and its profiled pass starts (the job's current point, as
+    runner/ops/progress.describe writes it). None while the total is unknown."""
+    from runner.ops.progress import parse
+
+    total, done = p.get("total"), p.get("done") or 0
+    if not total:
+        return None
+    credit = 0.0
+    now = parse(job.get("current_point")) if job.get("status") == "running" else None
+    modes = list((job.get("spec") or {}).get("modes") or [])
+    if now is not None and now[2] is not None and modes:
+        what, _, phase = now
+        i = modes.index(what) if what in modes else None
+        if phase == "setup" and i is not None:
+            credit = SETUP_SHARE * i
+        elif phase == "timing":
+            credit = SETUP_SHARE * len(modes)
+        elif phase == "profiling" and i is not None:
+            credit = SETUP_SHARE * len(modes) + (1 - SETUP_SHARE) * i
+    return min(1.0, (done + credit) / total)
+
+
 def time_left(p: dict[str, Any], estimate_s: float | None) -> tuple[float | None, str]:
     """(seconds left, where the figure comes from) of a job in flight, from
     db.jobs.progress's `p`: the rate of its measured points once one is done; before that

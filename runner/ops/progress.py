@@ -8,6 +8,7 @@ measuring core.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 
@@ -25,6 +26,20 @@ def describe(current: tuple | None) -> str | None:
     if rest and rest[0]:
         text += f": {POINT_PHASES.get(rest[0], rest[0])}"
     return text
+
+
+_POINT = re.compile(r"(?P<what>.+) batch (?P<batch>\d+)(?:: (?P<phase>.+))?")
+_PHASE_OF = {text: key for key, text in POINT_PHASES.items()}
+
+
+def parse(text: str | None) -> tuple[str, int, str | None] | None:
+    """describe()'s text back as (what, batch, phase key or None); None for anything else
+    (a job's status, a repeat pass). The Launch page reads a job's current point with it:
+    the jobs table keeps the text only."""
+    m = _POINT.fullmatch(text or "")
+    if m is None:
+        return None
+    return m["what"], int(m["batch"]), _PHASE_OF.get(m["phase"]) if m["phase"] else None
 
 
 def _columns(stream) -> int:
