@@ -2,12 +2,12 @@
 
 import math
 
+import pandas as pd
 import pytest
 
 from runner.format import verdict as vd
 
-
-@pytest.mark.parametrize("value,low,high,expected", [
+EDGES = [
     (7.1, 6.5, 7.6, vd.FASTER),
     (0.8, 0.7, 0.9, vd.SLOWER),
     (1.02, 0.95, 1.1, vd.SAME),
@@ -32,9 +32,22 @@ from runner.format import verdict as vd
     # an unknown value has no verdict
     (None, 0.5, 2.0, None),
     (float("nan"), 0.5, 2.0, None),
-])
+]
+
+
+@pytest.mark.parametrize("value,low,high,expected", EDGES)
 def test_verdict_edges(value, low, high, expected):
     assert vd.verdict(value, low, high) == expected
+
+
+def test_the_pages_by_column_verdicts_agree_with_the_rule():
+    from pages.common import analysis
+
+    df = pd.DataFrame(EDGES, columns=["speedup", "speedup_ci_low", "speedup_ci_high",
+                                      "expected"]).assign(mode="compile")
+    got = analysis.verdicts(df)
+    assert list(got) == [vd.verdict(*r[:3]) for r in EDGES] == [r[3] for r in EDGES]
+    assert analysis.verdicts(df.assign(mode="eager")).isna().all()  # the reference
 
 
 def test_every_verdict_is_described_and_inconclusive_alone_is_not_ranked():
@@ -55,8 +68,6 @@ def test_quoted_never_gives_an_inconclusive_median():
 
 
 # --- the rule where a speedup is quoted or ranked -------------------------------------------
-
-import pandas as pd  # noqa: E402
 
 from pages.common import analysis, board, cost, report, trends  # noqa: E402
 from runner.format import bundle as fmt  # noqa: E402
