@@ -1,6 +1,8 @@
 """The step timeline (issue 12): for each trace kept at one batch size, a CPU lane of
 launch calls above a GPU lane of kernels on one time axis in microseconds, the GPU's idle
 gaps shaded and totalled. Eager's gaps and a graph's packed kernels, one above the other.
+Each pair spans its step's own time (first launch to last kernel end; issue 25) with the
+point's timed median beside the profiled figure.
 
 Pure: frames and Altair charts from the traces runner/format/trace.py defines; the page
 glue (picker, toggle, downloads) is pages.common.ui.timeline_section.
@@ -173,14 +175,20 @@ def lane_chart(label: str, trace: dict, x_max: float, width: int = WIDTH,
     y = alt.Y("lane:N", sort=LANES, title=None, scale=alt.Scale(domain=LANES),
               axis=alt.Axis(labelLimit=160))
     wash = gaps_frame(trace)
-    gaps = [alt.Chart(wash[wash["gap"] == kind]).mark_rect(color=color, opacity=0.25,
-                                                           clip=True).encode(
-        x=alt.X("start_us:Q", scale=x_scale, title="time in the step (µs)"),
-        x2="end_us:Q", y=y,
-        tooltip=[alt.Tooltip("what:N", title="GPU"),
-                 alt.Tooltip("gap_us:Q", title="for (µs)", format=",.1f"),
-                 alt.Tooltip("start_us:Q", title="from (µs)", format=",.1f")])
-        for kind, (_, color) in GAP_KINDS.items() if (wash["gap"] == kind).any()]
+
+    def washed(kind: str, color: str) -> alt.Chart:
+        return alt.Chart(wash[wash["gap"] == kind]).mark_rect(
+            color=color, opacity=0.25, clip=True).encode(
+            x=alt.X("start_us:Q", scale=x_scale, title="time in the step (µs)"),
+            x2="end_us:Q", y=y,
+            tooltip=[alt.Tooltip("what:N", title="GPU"),
+                     alt.Tooltip("gap_us:Q", title="for (µs)", format=",.1f"),
+                     alt.Tooltip("start_us:Q", title="from (µs)", format=",.1f")])
+
+    # One fixed-colour layer per kind present: a colour encoding would join the kernels'
+    # legend, which the stacked pairs share.
+    gaps = [washed(kind, color) for kind, (_, color) in GAP_KINDS.items()
+            if (wash["gap"] == kind).any()]
     bars = alt.Chart(frame(trace)).mark_bar(height=LANE_HEIGHT * 0.6, clip=True).encode(
         x=alt.X("start_us:Q", scale=x_scale, title="time in the step (µs)"),
         x2="end_us:Q", y=y,
