@@ -238,7 +238,7 @@ def test_time_left_uses_the_estimate_until_a_point_is_measured():
 
 
 def test_the_bar_moves_per_mode_while_a_batch_size_is_set_up():
-    from runner.ops.progress import describe, parse
+    from runner.format.point_text import describe, parse
 
     spec = {"modes": ["eager", "compile"]}
     p = {"done": 0, "total": 4}

@@ -21,6 +21,7 @@ from runner.format.limits import (
     MAX_QUEUED_PER_SESSION,
     MEMORY_HEADROOM,
 )
+from runner.format.point_text import parse
 from runner.format.specs import (
     SpecError,
     check_sweep,
@@ -313,9 +314,7 @@ def bar_fraction(job: dict[str, Any], p: dict[str, Any]) -> float | None:
     """How far the job is, per (mode, batch) point: points measured, plus, for the batch
     size in flight, SETUP_SHARE for each mode whose setup is done, the rest for each
     mode once the rounds end and its profiled pass starts (the job's current point, as
-    runner/ops/progress.describe writes it). None while the total is unknown."""
-    from runner.ops.progress import parse
-
+    runner/format/point_text.describe writes it). None while the total is unknown."""
     total, done = p.get("total"), p.get("done") or 0
     if not total:
         return None

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 
 from db import jobs
-from runner.ops.progress import describe
+from runner.format.point_text import describe
 
 POLL_S = 1.0
 # A result write that meets a database outage is tried again after each of these pauses
