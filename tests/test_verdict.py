@@ -85,8 +85,8 @@ NOISY = {("compile", 1): {"speedup": 0.5, "speedup_ci_low": 0.0, "speedup_ci_hig
                                   "speedup_ci_high": 5.0}}
 
 
-def noisy_points(overrides=NOISY, run_id=1):
-    doc = sweep_bundle(batches=(1, 8), overrides=overrides)
+def noisy_points(overrides=NOISY, run_id=1, batches=(1, 8)):
+    doc = sweep_bundle(batches=batches, overrides=overrides)
     return pd.DataFrame(fmt.validate(doc)["measurements"]).assign(run_id=run_id)
 
 
@@ -178,3 +178,18 @@ def test_setup_reads_ms_below_a_second():
 
 def test_every_change_verdict_has_a_shape_on_the_trend_chart():
     assert set(vd.VERDICTS) | {"first"} == set(trends.CHANGE_SHAPES)
+
+
+def test_the_headline_names_medians_that_disagree_with_the_paired_speedup():
+    p = noisy_points({("eager", 8): {"step_ms": 7.84},
+                      ("cuda-graph", 8): {"step_ms": 253.5, "speedup": 7.1,
+                                          "speedup_ci_low": 6.5, "speedup_ci_high": 7.6}},
+                     batches=(8,))
+    line = next(ln for ln in report.headline(p) if ln.startswith("cuda-graph:"))
+    assert "the medians' ratio (0.03x) lies outside the paired interval" in line
+    agree = noisy_points({("eager", 8): {"step_ms": 1.0},
+                          ("cuda-graph", 8): {"step_ms": 0.141, "speedup": 7.1,
+                                              "speedup_ci_low": 6.5, "speedup_ci_high": 7.6}},
+                         batches=(8,))
+    line = next(ln for ln in report.headline(agree) if ln.startswith("cuda-graph:"))
+    assert "medians' ratio" not in line

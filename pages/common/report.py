@@ -74,6 +74,12 @@ def _best_line(r: pd.Series, measured: pd.DataFrame) -> str:
     elif len(r["ties"]) > 1:
         batches = measured.loc[measured["mode"] == mode, "batch_size"]
         line += f"; {analysis.batch_span(r['ties'], batches)} within noise"
+    medians = r["eager_ms"] / r["step_ms"] if r["step_ms"] else float("nan")
+    if pd.notna(r["speedup_ci_low"]) and pd.notna(r["speedup_ci_high"]) and \
+            not r["speedup_ci_low"] <= medians <= r["speedup_ci_high"]:
+        # Two statistics that disagree are named, not left side by side (as the CLI's #).
+        line += (f"; the medians' ratio ({medians:.2f}x) lies outside the paired interval: "
+                 "the times moved between rounds, the paired figure compares each round's")
     if r["inconclusive"]:
         batches = measured.loc[measured["mode"] == mode, "batch_size"]
         line += (f"; inconclusive, not ranked: "
