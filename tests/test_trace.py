@@ -152,6 +152,12 @@ def test_the_lanes_trim_the_profilers_lead_in_and_name_the_timed_step():
     e = tr.gpu_idle(eager)
     assert e["queued"] is None and tr.step_span(eager) == (50.0, 87.0)
     assert e["gaps"] == [(50.0, 62.0), (67.0, 82.0)] and e["step_us"] == 37
+    # where the two step times differ by more than half, the reason stands beside them
+    assert tr.idle_text(eager, 0.020).endswith(
+        "timed step 0.020 ms (median) · profiled longer: the profiler slows the host's calls")
+    assert tr.idle_text(eager, 0.067).endswith(
+        "profiled shorter: host work before the first launch is not drawn")
+    assert tr.idle_text(eager, 0.037).endswith("timed step 0.037 ms (median)")
 
 
 def test_the_perfetto_file_is_chrome_trace_json_with_one_x_event_per_event():

@@ -309,18 +309,28 @@ def idle_text(trace: dict[str, Any], timed_ms: float | None = None) -> str:
         if g["queued"] is not None:
             a, b = g["queued"]
             parts.append(f"{_ms(b - a)} ms before it queued behind the previous step")
-    if timed_ms is not None and timed_ms == timed_ms:
+    if timed_ms is not None and timed_ms == timed_ms and timed_ms > 0:
         parts.append(f"timed step {_ms(timed_ms * 1e3)} ms (median)")
+        # Where the two differ by more than half, the likely reason, in a few words.
+        ratio = (g["step_us"] / 1e3) / timed_ms
+        if ratio > DIFFER:
+            parts.append("profiled longer: the profiler slows the host's calls")
+        elif ratio < 1 / DIFFER:
+            parts.append("profiled shorter: host work before the first launch is not drawn")
     return " · ".join(parts)
+
+
+DIFFER = 1.5  # profiled / timed beyond this (either way) gets its reason beside it
 
 
 STEP_TIMES_NOTE = (
     "Two step times per point, on purpose: 'profiled' is the one step drawn, from its first "
     "launch (or, where the host ran ahead and the GPU was still busy with the previous "
-    "step, its first kernel) to its last kernel's end, measured under the profiler, whose "
-    "callbacks slow every host call; 'timed' is the median step of the timing rounds, "
-    "without the profiler. A launch-bound step reads longer profiled than timed; a "
-    "GPU-bound one agrees.")
+    "step, its first kernel) to its last kernel's end, under the profiler; 'timed' is the "
+    "median step of the timing rounds, without the profiler. The profiler's callbacks slow "
+    "every host call, so a launch-bound step reads longer profiled; host work before the "
+    "first launch (Python, Dynamo's guard checks) is in the timed step but not in the drawn "
+    "span, so a step of few launches can read shorter. A GPU-bound step agrees.")
 
 
 def kernel_sum_us(trace: dict[str, Any]) -> float:
