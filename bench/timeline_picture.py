@@ -36,8 +36,9 @@ def main() -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    found = {m["mode"]: m["trace"] for m in doc["measurements"]
-             if m["batch_size"] == args.batch and m.get("trace")}
+    at = [m for m in doc["measurements"] if m["batch_size"] == args.batch and m.get("trace")]
+    found = {m["mode"]: m["trace"] for m in at}
+    timed = {m["mode"]: m.get("step_ms") for m in at}  # stated beside the profiled step
     missing = [m for m in modes if m not in found]
     if missing:
         print(f"error: {args.bundle} holds no trace for {', '.join(missing)} at batch size "
@@ -46,7 +47,7 @@ def main() -> int:
     env = doc["environment"]
     title = (f"{doc['run']['workload']} batch {args.batch} on {env.get('gpu_name')}, "
              f"torch {env.get('torch_version')}: one step")
-    chart = timeline.timeline_chart([(m, found[m]) for m in modes],
+    chart = timeline.timeline_chart([(m, found[m], timed[m]) for m in modes],
                                     same_scale=not args.fit_each).properties(title=title)
     Path(args.out).write_bytes(vlc.vegalite_to_png(chart.to_dict(), scale=2))
     print(f"wrote {args.out}")

@@ -5,6 +5,7 @@ diff; one line per reason the runs measure different things."""
 import streamlit as st
 
 from pages.common import analysis, charts, comparing, links, ui, workload_views
+from runner.format import verdict
 
 ui.ensure_frame()
 
@@ -69,11 +70,14 @@ if not per_kernel.empty:
     st.subheader("Per kernel (kernel-chain)")
     st.dataframe(per_kernel, hide_index=True, key="per_kernel")
 
-st.subheader("One step per run")
+arrived_for_timeline = "batch" in st.query_params  # a ?batch= link opens at the timeline
+st.subheader("One step per run", anchor=ui.TIMELINE_ANCHOR)
 batch = None
 with ui.drawn("The step timeline"):
     batch = ui.timeline_section(found, points, lambda x: names[x["run_id"]], key="timeline",
                                 pick_mode=True)
+ui.scroll_to_on_arrival(ui.TIMELINE_ANCHOR, arrived_for_timeline and batch is not None,
+                        key="compare_" + "_".join(map(str, found)))
 
 st.subheader("Per batch size")
 base_names = analysis.run_names(headers)
@@ -84,7 +88,7 @@ ratios = analysis.ratio_table(points, headers, baseline)
 st.caption("95%: a conservative interval of the ratio from both runs' step-time intervals "
            "(low / high .. high / low). It is within noise where it includes 1.0, that is "
            "where the two runs' intervals overlap; runs measured before intervals show no "
-           "interval.")
+           f"interval. {verdict.RULE_TEXT}")
 st.dataframe(ratios, hide_index=True, key="ratio_table",
              column_config={c: st.column_config.NumberColumn(c, format="%.3f")
                             for c in ratios.columns if c.endswith(" ms")}

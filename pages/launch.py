@@ -95,8 +95,11 @@ else:
         gpu = gpu_type if cluster is not None else lf.history_gpu(device, checked.target,
                                                                   workers)
         history = queries.past_durations(engine, workload, gpu)
+        # Their points' details hold each compile's time: the estimate counts it apart.
+        past = queries.key_points(engine, [int(i) for i in history["run_id"]])
         where = {None: "any GPU", "cpu": "CPU"}.get(gpu, gpu)
-        st.info(lf.estimate(checked.spec, history, where).text(), icon=":material/timer:")
+        st.info(lf.estimate(checked.spec, history, where, past).text(),
+                icon=":material/timer:")
         memory = queries.gpu_memory(engine, gpu)
         cost, refusal = lf.cost(checked.spec, memory)
         st.caption(cost)
@@ -188,14 +191,31 @@ def live() -> None:
                    "`python -m runner worker` against this database.")
 
 
+def job_estimate(job: dict) -> float | None:
+    """The job's duration as estimated before Launch, worked out once per job and
+    session (the live view redraws every second)."""
+    key = f"_estimate_{job['id']}"
+    if key not in st.session_state:
+        spec = job["spec"]
+        gpu = "cpu" if spec.get("device") == "cpu" else None
+        history = queries.past_durations(engine, spec.get("workload"), gpu)
+        past = queries.key_points(engine, [int(i) for i in history["run_id"]])
+        st.session_state[key] = lf.estimate(spec, history, gpu or "any GPU", past).seconds
+    return st.session_state[key]
+
+
 def show_job(job: dict, p: dict) -> None:
     st.subheader(f"Job {job['id']}: {job['shown_status']}")
     total = p["total"] or 0
-    st.progress(p["fraction"] or 0.0, text=f"{p['done']} of {total} points · "
-                f"{lf.describe_point(job)}")
+    # Points count as measured when their batch size's rounds end; meanwhile the bar moves
+    # per mode's setup and the text names the mode and phase in flight.
+    st.progress(lf.bar_fraction(job, p) or 0.0, text=f"{p['done']} of {total} points "
+                f"measured · {lf.describe_point(job)}")
     c1, c2, c3 = st.columns(3)
     c1.metric("Elapsed", lf.format_seconds(p["elapsed_s"]))
-    c2.metric("Estimated time left", lf.format_seconds(p["remaining_s"]))
+    running = job["status"] == "running"
+    left, basis = lf.time_left(p, job_estimate(job) if running else None)
+    c2.metric("Estimated time left", lf.format_seconds(left), help=basis or None)
     waiting = f"Slurm job {job['slurm_job_id']}" if job.get("slurm_job_id") else "waiting for one"
     c3.metric("Worker", job["worker_name"] or waiting)
     if job["message"]:

@@ -122,10 +122,14 @@ with ui.drawn('The charts'):
                 with col:
                     draw(chart, key=f"chart_{name}")
 
-st.subheader("One step, launch by launch")
+# ?batch= asks for the timeline, 1,900 px down: open there.
+arrived_for_timeline = "batch" in st.query_params
+st.subheader("One step, launch by launch", anchor=ui.TIMELINE_ANCHOR)
 batch = None
 with ui.drawn("The step timeline"):
     batch = ui.timeline_section([run_id], points, lambda x: x["mode"], key="timeline")
+ui.scroll_to_on_arrival(ui.TIMELINE_ANCHOR, arrived_for_timeline and batch is not None,
+                        key=f"run_{run_id}")
 
 st.subheader("Speedup at a glance")
 st.caption("Speedup over eager (95% interval where measured) · extra memory over eager's "

@@ -5,6 +5,7 @@ marked. The whole view lives in the URL, so the link reproduces it."""
 import streamlit as st
 
 from pages.common import links, trends, ui
+from runner.format import verdict
 from runner.format.vocab import ALTERNATIVE_MODES
 
 ui.ensure_frame()
@@ -76,7 +77,7 @@ table = trends.trend_table(runs, points, batches, modes)
 st.caption(f"{len(runs)} run(s) of {workload} ({chosen_set}) on {gpu}, ordered by torch "
            "version then date. A change is marked (triangle) only when the ratio of the two "
            "speedups has a 95% interval wholly above or below 1 (Compare's rule); otherwise "
-           "it is within noise.")
+           f"it is within noise. {verdict.RULE_TEXT}")
 if table.empty:
     st.info("No speedup measured at these batch sizes and modes.")
 else:

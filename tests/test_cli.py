@@ -244,10 +244,13 @@ def test_sweep_default_db_and_compile(capsys, default_db):
     assert low <= sp <= high
     # The figures are whatever this (busy) host measured: compare the text with the same
     # formatting the table uses (2 decimals, or 2 significant digits under 0.1x).
-    from runner.ops.commands.sweep import _x
+    # An inconclusive figure (runner/format/verdict.py) is printed without its median;
+    # marks: * noisy, # medians outside the paired interval.
+    from runner.format import verdict as vd
 
-    assert row[3] == f"{_x(sp)}x"
-    assert row[4].rstrip("*") == f"({_x(low)}-{_x(high)})"
+    assert row[3] == ("inconclusive" if vd.inconclusive(sp, low, high)
+                      else f"{vd.x_text(sp)}x")
+    assert row[4].rstrip("*#") == f"({vd.x_text(low)}-{vd.x_text(high)})"
 
 
 # --- import / export / list ---------------------------------------------------------------
@@ -556,9 +559,10 @@ def test_table_prints_intervals_marks_and_falls_back_for_old_runs():
     from tests.synthetic import sweep_bundle
 
     noisy = {"noisy": True, "host_unstable": True, "speedup": 7.1, "speedup_ci_low": 6.5,
-             "speedup_ci_high": 7.6}
+             "speedup_ci_high": 7.6, "step_ms": 0.141}  # medians agree: 1.0 / 0.141 = 7.09
     new = sweep_bundle(batches=(8,), modes=("eager", "cuda-graph"),
-                       overrides={("cuda-graph", 8): noisy})["measurements"]
+                       overrides={("cuda-graph", 8): noisy,
+                                  ("eager", 8): {"step_ms": 1.0}})["measurements"]
     text = format_table(new, ("eager", "cuda-graph"))
     row = text.splitlines()[1].split()
     assert row[0] == "8!" and row[2].endswith("*") and row[3:] == ["7.10x", "(6.50-7.60)*"]
@@ -568,7 +572,37 @@ def test_table_prints_intervals_marks_and_falls_back_for_old_runs():
     e, g = (m["step_ms"] for m in old)
     text = format_table(old, ("eager", "cuda-graph"))
     assert text.splitlines()[1].split()[-1] == f"{e / g:.2f}x"  # no interval to print
-    assert len(text.splitlines()) == 2  # and no footnotes about intervals
+    # and no footnotes about intervals: only which statistic each column is
+    assert text.splitlines()[2:] == ["ms: each mode's median step time over its own "
+                                     "rounds; x: eager's median step / the mode's (no "
+                                     "paired rounds in this run)"]
+
+
+def test_table_says_which_statistic_and_when_they_disagree_or_are_inconclusive():
+    from runner.format import verdict as vd
+    from runner.ops.commands.sweep import format_table
+    from tests.synthetic import sweep_bundle
+
+    # The issue's CPU run: compile's median step 253.5 ms against eager's 7.84 ms
+    # beside a paired 0.57x: the medians' ratio (0.031x) is outside the interval.
+    over = {("eager", 1): {"step_ms": 7.84},
+            ("compile", 1): {"step_ms": 253.5, "speedup": 0.57, "speedup_ci_low": 0.5,
+                             "speedup_ci_high": 0.6},
+            ("compile", 8): {"speedup": 0.5, "speedup_ci_low": 0.0,
+                             "speedup_ci_high": 111.7}}
+    ms = sweep_bundle(batches=(1, 8), modes=("eager", "compile"),
+                      overrides=over)["measurements"]
+    text = format_table(ms, ("eager", "compile"))
+    lines = text.splitlines()
+    assert lines[1].split()[-2:] == ["0.57x", "(0.50-0.60)#"]
+    assert lines[2].split()[-2:] == ["inconclusive", "(0.00-111.70)"]
+    assert "0.50x" not in lines[2]
+    assert any(n.startswith("ms: each mode's median step time") and "paired ratios" in n
+               for n in lines)
+    assert vd.RULE_TEXT in lines
+    assert any(n.startswith("# the ratio of the medians lies outside") for n in lines)
+    agreeing = sweep_bundle(batches=(8,), modes=("eager", "compile"))["measurements"]
+    assert "#" not in format_table(agreeing, ("eager", "compile"))
 
 
 @pytest.mark.parametrize("command", [["list"], ["jobs"]])
@@ -613,3 +647,23 @@ def test_progress_says_cancelled_when_a_sweep_stops_early(tty):
     p(1, 3, None, None)  # the sweep's last call after Ctrl-C: 1 of 3 points done
     p.close()
     assert "cancelled" in stream.getvalue() and "finished" not in stream.getvalue()
+
+
+def test_progress_names_the_mode_and_phase_in_flight():
+    from runner.ops.progress import Progress, describe
+
+    assert describe(("compile", 1, "setup")) == (
+        "compile batch 1: setup (compile or capture, warm-up)")
+    assert describe(("2 modes", 8, "timing")) == (
+        "2 modes batch 8: timing (the modes' rounds, interleaved)")
+    assert describe(("eager", 64)) == "eager batch 64" and describe(None) is None
+    now = iter([0.0, 0.0, 30.0, 104.0])  # t0, then one reading per call
+    stream = _Stream(False)
+    p = Progress(stream, clock=lambda: next(now))
+    p(0, 4, ("2 modes", 1), None)
+    p(0, 4, ("compile", 1, "setup"), None)   # the cold compile: named while it runs
+    p(2, 4, ("2 modes", 8), None)
+    lines = stream.getvalue().splitlines()
+    assert lines[1] == ("sweep 0/4 points, 30s elapsed, ETA ?: compile batch 1: setup "
+                        "(compile or capture, warm-up)")
+    assert lines[2].startswith("sweep 2/4 points, 104s elapsed, ETA 104s")

@@ -184,12 +184,14 @@ def test_compare_flags_a_published_mean_and_shows_memory_side_by_side():
 
 def test_points_table_key_columns_first_and_pivot(batch8):
     t = report.points_table(batch8)
-    assert list(t.columns[:8]) == [
+    assert list(t.columns[:9]) == [
         "Mode", "Batch size", "Speedup over eager (x)", "Speedup over eager 95% CI",
-        "Step time (ms)", "Step time 95% CI", "Memory held (pool + peak) (MiB)",
+        "Verdict", "Step time (ms)", "Step time 95% CI", "Memory held (pool + peak) (MiB)",
         "Extra memory over eager (MiB)"]
     ro = t[t["Mode"] == "reduce-overhead"].iloc[0]
     assert ro["Memory held (pool + peak) (MiB)"] == "102.0 MiB"
+    assert ro["Verdict"] == "faster"
+    assert t[t["Mode"] == "eager"].iloc[0]["Verdict"] == "—"  # the reference itself
     pivot = report.speedup_pivot(batch8).set_index("Batch size")
     assert pivot.at[8, "cuda-graph"] == "7.1x (6.5-7.6) · +34 MiB"
 

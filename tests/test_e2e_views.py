@@ -119,6 +119,10 @@ def test_a_share_link_with_batch_draws_the_step_timeline(dashboard, db, page):
         "() => [...document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks "
         "text\")].filter(t => t.textContent.startsWith('GPU idle ')).length >= 2",
         timeout=60_000)
+    # The link asked for the timeline, 1,900 px down: the page opens there (issue 25).
+    page.wait_for_function(
+        "() => { const h = document.getElementById('timeline');"
+        " return h && Math.abs(h.getBoundingClientRect().top) < 150; }", timeout=30_000)
     drawn = page.locator("[data-testid='stVegaLiteChart'] svg.marks", has_text="GPU idle")
     assert drawn.count() == 1
     svg = drawn.first

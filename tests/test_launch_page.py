@@ -183,3 +183,81 @@ def test_an_out_of_range_parameter_is_named_beside_its_field(engine):
     submit(at)
     assert "Not launched: fix the parameter marked above." in texts(at, "error")
     assert jobs.list_jobs(engine) == []
+
+
+def test_estimate_counts_compile_apart_from_past_compiles_or_says_first_compile():
+    import pandas as pd
+
+    t0 = pd.Timestamp("2026-01-01", tz="UTC")
+    spec = {"workload": "mlp", "batch_sizes": [1, 8], "modes": ["eager", "compile"],
+            "timing": "quick"}
+    # The case: no past run, a CPU sweep with compile. The old rough figure
+    # (4 x 3 s = 12 s) left the cold compile out.
+    rough = lf.estimate(spec, None, "CPU")
+    first, later = lf.COMPILE_S["first"], lf.COMPILE_S["later"]
+    assert rough.seconds == 4 * lf.ROUGH_POINT_S["quick"] + first + later
+    assert f"first compile: about {first:.0f} s, later ones about {later:.0f} s each" \
+        in rough.basis and rough.basis.startswith("rough: no past run of mlp on CPU")
+    # One past run of 4 points: 28 s of wall, of which its two compiles took 11 + 5 s.
+    history = pd.DataFrame([{"run_id": 7, "points": 4, "point_wall_s": 28.0,
+                             "created_at": t0, "finished_at": t0}])
+    past = pd.DataFrame([
+        {"run_id": 7, "mode": "eager", "status": "ok", "details": {"phase_s": {"setup": 0.1}}},
+        {"run_id": 7, "mode": "compile", "status": "ok",
+         "details": {"phase_s": {"setup": 11.0}}},
+        {"run_id": 7, "mode": "compile", "status": "ok",
+         "details": {"phase_s": {"setup": 5.0}}},
+        {"run_id": 7, "mode": "compile", "status": "error", "details": {}}])
+    est = lf.estimate({**spec, "batch_sizes": [1, 8, 64]}, history, "CPU", past)
+    # base (28 - 16) / 4 = 3 s per point x 6, plus 3 compiled points x the 8 s mean
+    assert est.seconds == pytest.approx(6 * 3.0 + 3 * 8.0)
+    assert est.basis == ("from 1 past run(s) of mlp on CPU, 3.0 s per point + 8 s per "
+                         "compiled point (past compiles)")
+    # Past runs without compiled points: their base, and the rough first compile.
+    eager_only = past[past["mode"] == "eager"]
+    est = lf.estimate(spec, history, "CPU", eager_only)
+    assert est.seconds == pytest.approx(4 * 28.0 / 4 + first + later)
+    assert "no past compile recorded: first compile: about" in est.basis
+    # Older runs that compiled without recording it: compiles stay inside their figure.
+    blind = past.assign(details=[{}] * len(past))
+    assert lf.estimate(spec, history, "CPU", blind).seconds == pytest.approx(28.0)
+    # An eager-only sweep pays no compile.
+    assert lf.estimate({**spec, "modes": ["eager"]}, history, "CPU", past).seconds == \
+        pytest.approx(2 * 3.0)
+
+
+def test_time_left_uses_the_estimate_until_a_point_is_measured():
+    # A cold compile: 40 s in, no point measured; the estimate said 128 s.
+    left, basis = lf.time_left({"remaining_s": None, "elapsed_s": 40.0}, 128.0)
+    assert left == 88.0 and "estimate" in basis
+    assert lf.time_left({"remaining_s": None, "elapsed_s": 200.0}, 128.0)[0] == 0.0
+    assert lf.time_left({"remaining_s": 30.0, "elapsed_s": 90.0}, 128.0) == (
+        30.0, "from the points measured so far")
+    assert lf.time_left({"remaining_s": None, "elapsed_s": None}, 128.0) == (None, "")
+    assert lf.time_left({"remaining_s": None, "elapsed_s": 5.0}, None) == (None, "")
+
+
+def test_the_bar_moves_per_mode_while_a_batch_size_is_set_up():
+    from runner.format.point_text import describe, parse
+
+    spec = {"modes": ["eager", "compile"]}
+    p = {"done": 0, "total": 4}
+
+    def at(current, done=0, status="running"):
+        job = {"status": status, "spec": spec, "current_point": describe(current)}
+        return lf.bar_fraction(job, {**p, "done": done})
+
+    assert parse(describe(("compile", 8, "setup"))) == ("compile", 8, "setup")
+    assert parse("eager batch 64") == ("eager", 64, None)
+    assert parse("repeat pass 1/2 batch 8") == ("repeat pass 1/2", 8, None)
+    assert parse("done") is None and parse(None) is None
+    # the sweep: 2 modes x 2 batch sizes, a cold compile at batch 1
+    assert at(("2 modes", 1)) == 0.0
+    assert at(("eager", 1, "setup")) == 0.0
+    assert at(("compile", 1, "setup")) == 0.5 / 4      # eager set up; compiling
+    assert at(("2 modes", 1, "timing")) == 1.0 / 4     # both set up
+    assert at(("compile", 1, "profiling")) == 1.5 / 4
+    assert at(("compile", 8, "setup"), done=2) == 2.5 / 4
+    assert at(None, done=4, status="done") == 1.0
+    assert lf.bar_fraction({"status": "queued", "spec": spec}, {"done": 0, "total": None}) \
+        is None

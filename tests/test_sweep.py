@@ -70,9 +70,14 @@ def test_quick_cpu_sweep_measures_eager_and_compile_and_refuses_graphs():
     for mode in ("reduce-overhead", "cuda-graph"):
         assert by_mode[mode]["status"] == "unsupported"
         assert "CUDA" in by_mode[mode]["message"] and by_mode[mode]["step_ms"] is None
-    # Progress: one call before each batch size (all its modes at once), a last one
-    # with no current point.
-    assert [s[:3] for s in seen] == [(0, 4, ("4 modes", 2)), (4, 4, None)]
+    # Progress: one call before each batch size, then one per mode as its setup starts
+    # (a cold compile must not sit on "0 of 4 points" unnamed), the shared rounds, each
+    # measured mode's profiled pass; a last one with no current point.
+    assert [s[:3] for s in seen] == [
+        (0, 4, ("4 modes", 2)), (0, 4, ("eager", 2, "setup")), (0, 4, ("compile", 2, "setup")),
+        (0, 4, ("reduce-overhead", 2, "setup")), (0, 4, ("cuda-graph", 2, "setup")),
+        (0, 4, ("4 modes", 2, "timing")), (0, 4, ("eager", 2, "profiling")),
+        (0, 4, ("compile", 2, "profiling")), (4, 4, None)]
     assert seen[-1][3]["mode"] == "cuda-graph"
     validate(make_bundle(sink.env, {**sink.run, "status": status}, sink.points))
 

@@ -53,3 +53,26 @@ def test_compare_page_draws_one_lane_pair_per_run(dash):
     assert not texts(at, "error")
     spec = timeline_spec(at)
     assert len(spec["vconcat"]) == 2 and at.selectbox(key="timeline_mode").value == "eager"
+
+
+def _scroll_scripts(at) -> list[str]:
+    """The scroll-to-timeline frames on the page (components.html, zero height)."""
+    found = []
+    for el in at.get("iframe"):
+        html = getattr(el.proto, "srcdoc", "") or ""
+        if "scrollIntoView" in html:
+            found.append(html)
+    return found
+
+
+def test_a_batch_link_scrolls_to_the_timeline_once_and_a_plain_one_does_not(dash):
+    rid = dash.add(batches=(1, 8), modes=("eager", "cuda-graph"), traces=True)
+    at = dash.open("pages/run.py", run=str(rid), batch="8")
+    scripts = _scroll_scripts(at)
+    assert len(scripts) == 1 and '"timeline"' in scripts[0]
+    at.selectbox(key="timeline_batch").select(1).run()
+    assert _scroll_scripts(at) == []  # picking another batch size does not jump the page
+    plain = dash.open("pages/run.py", run=str(rid))
+    assert _scroll_scripts(plain) == []
+    plain.selectbox(key="timeline_batch").select(1).run()  # ?batch= now in the URL
+    assert _scroll_scripts(plain) == []

@@ -107,14 +107,57 @@ def test_idle_gaps_count_overlapping_kernels_on_two_streams_once():
                   ("c", 50.0, 10.0, 7), ("d", 52.0, 3.0, 13)],  # 50..60 busy
                  cpu_end=80.0, gpu_span=[10.0, 60.0])
     g = tr.gpu_idle(t)
-    assert g["busy_us"] == 40 and g["span_us"] == 80
-    assert g["gaps"] == [(0.0, 10.0), (40.0, 50.0), (60.0, 80.0)] and g["idle_us"] == 40
-    assert tr.idle_text(t) == "GPU idle 0.04 ms of 0.08 ms"
+    # the host range runs on to 80 us, but the step's own span ends with its last kernel
+    assert g["busy_us"] == 40 and g["span_us"] == 60 and g["queued"] is None
+    assert g["gaps"] == [(0.0, 10.0), (40.0, 50.0)] and g["idle_us"] == 20
+    assert tr.idle_text(t) == "GPU idle 0.020 ms of 0.060 ms profiled"
     assert tr.kernel_sum_us(t) == 53  # the sum, as gpu_busy_ms counts, is not the union
     assert tr.merge([(0, 1), (1, 2), (5, 6)]) == [(0, 2), (5, 6)]
     cpu_only = tr.build([("cudaLaunchKernel", 0.0, 5.0)], [], cpu_end=9.0, gpu_span=None)
     assert tr.gpu_idle(cpu_only)["idle_us"] is None and tr.idle_text(cpu_only) == (
         "no GPU lane")
+
+
+def test_the_lanes_trim_the_profilers_lead_in_and_name_the_timed_step():
+    from pages.common import timeline
+
+    # The H200's cuda-graph at batch 8: the profiled range starts 300 us before the
+    # step's first launch (ProfilerStep bookkeeping), the host launches at 300-320 us and
+    # runs ahead; the GPU is still busy with the previous step until 800 us, then replays
+    # 140 us of kernels with one 10 us gap. Timed: 0.136 ms.
+    t = tr.build([("cudaMemcpyAsync", 300.0, 5.0), ("cudaGraphLaunch", 306.0, 14.0)],
+                 [("copy", 800.0, 4.0, 7), ("k1", 804.0, 60.0, 7), ("k2", 874.0, 66.0, 7)],
+                 cpu_end=330.0, gpu_span=[800.0, 940.0])
+    assert tr.window(t) == (0.0, 940.0)  # what the lanes used to span: 0.94 ms
+    assert tr.step_span(t) == (300.0, 940.0)
+    g = tr.gpu_idle(t)
+    assert g["queued"] == (300.0, 800.0) and g["step_us"] == 140 and g["idle_us"] == 10
+    assert tr.idle_text(t, 0.136) == ("GPU idle 0.010 ms of 0.140 ms profiled · 0.500 ms "
+                                      "before it queued behind the previous step · timed "
+                                      "step 0.136 ms (median)")
+    # on the chart: time 0 is the first launch, nothing from the lead-in is drawn
+    f = timeline.frame(t)
+    assert f["start_us"].min() == 0 and f["end_us"].max() == pytest.approx(640)
+    gaps = timeline.gaps_frame(t)
+    assert list(gaps["gap"]) == ["queued", "idle"]
+    assert gaps.iloc[0][["start_us", "end_us"]].tolist() == [0, 500]
+    spec = timeline.timeline_spec([("cuda-graph", t, 0.136)])
+    pair = spec["vconcat"][0]
+    assert "timed step 0.136 ms" in pair["title"]["subtitle"]
+    assert pair["layer"][-1]["encoding"]["x"]["scale"]["domain"] == [0, 640.0]
+    # a launch-bound step (the GPU waits on the host) is not queued: idle from the launch
+    eager = tr.build([("cudaLaunchKernel", 50.0, 10.0), ("cudaLaunchKernel", 70.0, 10.0)],
+                     [("a", 62.0, 5.0, 7), ("b", 82.0, 5.0, 7)], cpu_end=95.0,
+                     gpu_span=[62.0, 87.0])
+    e = tr.gpu_idle(eager)
+    assert e["queued"] is None and tr.step_span(eager) == (50.0, 87.0)
+    assert e["gaps"] == [(50.0, 62.0), (67.0, 82.0)] and e["step_us"] == 37
+    # where the two step times differ by more than half, the reason stands beside them
+    assert tr.idle_text(eager, 0.020).endswith(
+        "timed step 0.020 ms (median) · profiled longer: the profiler slows the host's calls")
+    assert tr.idle_text(eager, 0.067).endswith(
+        "profiled shorter: host work before the first launch is not drawn")
+    assert tr.idle_text(eager, 0.037).endswith("timed step 0.037 ms (median)")
 
 
 def test_the_perfetto_file_is_chrome_trace_json_with_one_x_event_per_event():
@@ -185,6 +228,8 @@ def test_the_html_report_draws_the_headline_batch_timeline():
     html = report.html_report(header, pts, None, items)
     assert f"One step at batch size {batch}" in html and "id='chart-timeline'" in html
     assert "GPU idle" in html and "<script" not in html
+    # the profiled figure with the timed one beside it, and the note on why they differ
+    assert "timed step" in html and "Two step times per point, on purpose" in html
     assert "chart-timeline" not in report.html_report(header, pts)
 
 

@@ -13,13 +13,16 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from pages.common.names import device_name, known
+from runner.format import verdict as vd
 from runner.format.bundle import ENVIRONMENT_FIELDS, MODES
 from runner.format.numbers import flag_or_none as _flag
 from runner.format.numbers import is_missing
 from runner.format.numbers import number_or_none as _num
+from runner.format.verdict import INCONCLUSIVE, RANKABLE, verdict
 
 # The issue's threshold: above this batch size reduce-overhead gains less than 1.1x over
 # compile, so the extra constraints of CUDA graphs (static shapes, a private pool) stop
@@ -54,7 +57,33 @@ def _eager_reference(details: Any) -> float | None:
 
 
 SPEEDUP_COLUMNS = ["run_id", "mode", "batch_size", "step_ms", "eager_ms", "speedup",
-                   "speedup_ci_low", "speedup_ci_high", "step_ms_ci_low", "step_ms_ci_high"]
+                   "speedup_ci_low", "speedup_ci_high", "step_ms_ci_low", "step_ms_ci_high",
+                   "verdict"]
+
+
+def verdicts(df: pd.DataFrame) -> pd.Series:
+    """runner/format/verdict.py's verdict of each row's speedup and its interval (the one
+    rule: faster, slower, within noise, inconclusive, no interval); None for eager, the
+    reference itself, and where the speedup is unknown.
+
+    By column: the Runs board judges every point of every listed run, and a call per row
+    cost 0.2 s per 32,000 points. verdict() stays the rule's definition; tests/test_verdict
+    holds this to it over the rule's edge cases."""
+    if df.empty:
+        return pd.Series([], index=df.index, dtype=object)
+    v, lo, hi = (pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float)
+                 for c in ("speedup", "speedup_ci_low", "speedup_ci_high"))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        known = np.isfinite(v)
+        has_iv = np.isfinite(lo) & np.isfinite(hi) & (lo <= hi)
+        faster = has_iv & (lo > 1.0)
+        slower = has_iv & ~faster & (hi < 1.0)
+        spread = np.where(lo > 0, hi / np.where(lo > 0, lo, 1.0), np.inf)
+        wide = has_iv & ~faster & ~slower & (spread > vd.SPREAD_LIMIT)
+    out = np.select([~known | df["mode"].eq("eager").to_numpy(), ~has_iv, faster, slower,
+                     wide], [None, vd.NO_INTERVAL, vd.FASTER, vd.SLOWER, vd.INCONCLUSIVE],
+                    default=vd.SAME)
+    return pd.Series(out, index=df.index, dtype=object)
 
 
 def speedups(points: pd.DataFrame) -> pd.DataFrame:
@@ -62,7 +91,8 @@ def speedups(points: pd.DataFrame) -> pd.DataFrame:
 
     Where the runner measured it (bundle version 3) this is the stored median of the
     per-round paired ratio eager / mode with its 95% interval; otherwise eager step time /
-    mode step time with no interval (NaN bounds). Columns: SPEEDUP_COLUMNS. Points without
+    mode step time with no interval (NaN bounds), and its `verdict` (verdicts()).
+    Columns: SPEEDUP_COLUMNS. Points without
     an ok eager point at the same batch (or without their own reference) are left out;
     eager itself is included at 1.0 so a chart shows the baseline."""
     cols = SPEEDUP_COLUMNS
@@ -84,6 +114,7 @@ def speedups(points: pd.DataFrame) -> pd.DataFrame:
     # A paired interval belongs to the stored median only; eager's 1.0 has none.
     out.loc[stored.isna(), ["speedup_ci_low", "speedup_ci_high"]] = float("nan")
     out = out[out["eager_ms"].notna() | stored.notna()].copy()
+    out["verdict"] = verdicts(out)
     return _ordered(out[cols])
 
 
@@ -100,25 +131,41 @@ def largest_speedups(points: pd.DataFrame) -> pd.DataFrame:
 
     Points are ranked by their interval's lower bound (what is 95% sure), not by the
     median, so a spike whose lead lies inside noise is not quoted as the maximum. A point
-    without an interval ranks by its median. `ties` holds the batch sizes (the chosen one
-    included) whose interval contains the chosen median: within noise of it.
+    without an interval ranks by its median. Inconclusive points (runner/format/verdict.py)
+    are never ranked: a mode with nothing else gets one row with verdict "inconclusive"
+    (its narrowest interval, to quote as such). `ties` holds the batch sizes (the chosen
+    one included) whose interval contains the chosen median: within noise of it;
+    `inconclusive` the batch sizes left out of the ranking.
     Columns: mode, speedup, speedup_ci_low, speedup_ci_high, batch_size, step_ms, eager_ms,
-    ties."""
+    ties, verdict, inconclusive."""
     sp = speedups(points)
     sp = sp[sp["mode"] != "eager"]
     cols = ["mode", "speedup", "speedup_ci_low", "speedup_ci_high", "batch_size", "step_ms",
-            "eager_ms", "ties"]
+            "eager_ms", "ties", "verdict", "inconclusive"]
     if sp.empty:
         return pd.DataFrame(columns=cols)
     sp = sp.assign(_rank=sp["speedup_ci_low"].where(sp["speedup_ci_low"].notna(),
-                                                    sp["speedup"]))
+                                                    sp["speedup"]),
+                   _spread=sp["speedup_ci_high"] / sp["speedup_ci_low"].where(
+                       sp["speedup_ci_low"] > 0))
     rows = []
     for _, group in sp.groupby("mode"):
-        best = group.loc[group["_rank"].idxmax()].copy()
-        holds = ((group["speedup_ci_low"] <= best["speedup"])
-                 & (group["speedup_ci_high"] >= best["speedup"]))
-        ties = set(group.loc[holds, "batch_size"].astype(int)) | {int(best["batch_size"])}
+        left_out = group["verdict"].eq(INCONCLUSIVE)
+        wrong = tuple(sorted(group.loc[left_out, "batch_size"].astype(int)))
+        ranked = group[group["verdict"].isin(RANKABLE)]
+        if ranked.empty:
+            # Nothing to rank: the narrowest interval stands for the mode, as inconclusive.
+            best = group.loc[group["_spread"].fillna(float("inf")).idxmin()].copy()
+            best["ties"] = ()
+            best["inconclusive"] = wrong
+            rows.append(best)
+            continue
+        best = ranked.loc[ranked["_rank"].idxmax()].copy()
+        holds = ((ranked["speedup_ci_low"] <= best["speedup"])
+                 & (ranked["speedup_ci_high"] >= best["speedup"]))
+        ties = set(ranked.loc[holds, "batch_size"].astype(int)) | {int(best["batch_size"])}
         best["ties"] = tuple(sorted(ties))
+        best["inconclusive"] = wrong
         rows.append(best)
     return _ordered(pd.DataFrame(rows).assign(run_id=0))[cols]
 
@@ -331,12 +378,14 @@ def ratio_interval(num_low: Any, num_high: Any, den_low: Any,
 
 
 def ratio_verdict(interval: tuple[float, float] | None) -> str:
-    """'faster' / 'slower' when the whole ratio interval lies above / below 1.0, else
-    'within noise' (it includes 1.0: the two intervals overlap); 'no interval' if None."""
+    """The one rule (runner/format/verdict.py) on a ratio interval: 'faster' / 'slower'
+    when it lies wholly above / below 1.0; 'within noise' when it includes 1.0 within the
+    rule's spread, 'inconclusive' beyond it; 'no interval' if None."""
     if interval is None:
         return "no interval"
     lo, hi = interval
-    return "faster" if lo > 1 else "slower" if hi < 1 else "within noise"
+    # The verdict needs a value only to know it is known; any finite one inside will do.
+    return verdict(1.0, lo, hi) or "no interval"
 
 
 # --- Several runs -----------------------------------------------------------------------
@@ -451,10 +500,10 @@ def ratio_table(points: pd.DataFrame, headers: pd.DataFrame,
 def _verdict_text(interval: tuple[float, float] | None, ratio: float) -> str:
     if _num(ratio) is None:
         return "—"
-    verdict = ratio_verdict(interval)
+    said = ratio_verdict(interval)
     if interval is None:
-        return verdict
-    return f"{verdict} ({interval[0]:.2f}-{interval[1]:.2f}x)"
+        return said
+    return f"{said} ({interval[0]:.2f}-{interval[1]:.2f}x)"
 
 
 LAUNCH_FIELD = "host launch cost (us, median and range)"

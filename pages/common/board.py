@@ -12,6 +12,7 @@ import math
 import pandas as pd
 
 from pages.common import analysis
+from runner.format.verdict import INCONCLUSIVE, SPREAD_LIMIT
 from runner.format.vocab import CUDA_GRAPH_MODES
 
 MIB = 1024 * 1024
@@ -31,7 +32,9 @@ def key_columns() -> list[str]:
 
 KEY_HELP = {
     **{_col(m, "x"): f"{m}'s best speedup over eager: the point whose 95% interval's lower "
-                     "bound is highest" for m in CUDA_GRAPH_MODES},
+                     "bound is highest; empty where every point is inconclusive (its "
+                     f"interval contains 1x and spans more than {SPREAD_LIMIT:g}x)"
+       for m in CUDA_GRAPH_MODES},
     **{_col(m, "batch"): f"the batch size of {m}'s best speedup" for m in CUDA_GRAPH_MODES},
     **{_col(m, "pool MiB"): f"graph pool {m} holds at its best point"
        for m in CUDA_GRAPH_MODES},
@@ -59,6 +62,9 @@ def _sweep_figures(points: pd.DataFrame) -> tuple[dict, str]:
     line = []
     for _, b in best.iterrows():
         if b["mode"] not in CUDA_GRAPH_MODES:
+            continue
+        if b["verdict"] == INCONCLUSIVE:  # not a finding: no number to sort or rank by
+            line.append((-math.inf, f"{b['mode']} inconclusive"))
             continue
         batch = int(b["batch_size"])
         row[_col(b["mode"], "x")] = float(b["speedup"])

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from pages.common import analysis
+from runner.format import verdict as vd
 from runner.format.metrics import BYTES_PER_MIB
 
 COST_COLUMNS = ["run_id", "mode", "batch_size", "pool_mib", "peak_mib", "total_mib",
@@ -87,15 +88,22 @@ def _x(v: float) -> str:
 
 
 def headline(points: pd.DataFrame) -> str | None:
-    """The run's answer in one line: the graph mode one can be most sure of (ranked by its
-    interval's lower bound, as analysis.largest_speedups does), where, its interval and
-    what it costs over eager, e.g. 'cuda-graph at batch 8: 7.1x (6.5-7.6) for +34 MiB'.
-    None when no mode has a speedup."""
+    """The run's answer in one line: the mode one can be most sure of (ranked by its
+    interval's lower bound, as analysis.largest_speedups does, inconclusive points never
+    ranked), where, its interval and what it costs over eager, e.g. 'cuda-graph at batch
+    8: 7.1x (6.5-7.6) for +34 MiB'. When every mode is inconclusive it says so, with an
+    interval, and quotes no median. None when no mode has a speedup."""
     best = analysis.largest_speedups(points)
     if best.empty:
         return None
-    rank = best["speedup_ci_low"].where(best["speedup_ci_low"].notna(), best["speedup"])
-    r = best.loc[rank.idxmax()]
+    found = best[best["verdict"] != vd.INCONCLUSIVE]
+    if found.empty:
+        r = best.iloc[0]
+        return (f"Inconclusive: no mode's speedup is a finding (e.g. {r['mode']} at batch "
+                f"{int(r['batch_size']):,}: 95% "
+                f"{vd.interval_text(r['speedup_ci_low'], r['speedup_ci_high'])})")
+    rank = found["speedup_ci_low"].where(found["speedup_ci_low"].notna(), found["speedup"])
+    r = found.loc[rank.idxmax()]
     lo, hi = r["speedup_ci_low"], r["speedup_ci_high"]
     ci = f"({_x(lo)}-{_x(hi)})" if pd.notna(lo) and pd.notna(hi) else "(no interval)"
     batch = int(r["batch_size"])
@@ -104,4 +112,7 @@ def headline(points: pd.DataFrame) -> str | None:
     extra = at["extra_mib"].iloc[0] if len(at) else float("nan")
     mem = (f"for {'+' if extra >= 0 else '-'}{abs(extra):,.0f} MiB"
            if pd.notna(extra) else "memory not measured")
-    return f"{r['mode']} at batch {batch:,}: {_x(r['speedup'])}x {ci} {mem}"
+    # A best that is no faster than eager says so: the line is read as the answer.
+    tail = {vd.SAME: " · within noise of eager", vd.SLOWER: " · slower than eager"}
+    return f"{r['mode']} at batch {batch:,}: {_x(r['speedup'])}x {ci} {mem}" + tail.get(
+        r["verdict"], "")

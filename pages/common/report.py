@@ -25,6 +25,7 @@ from pages.common.metrics import (
     title,
 )
 from pages.common.names import device_name, known
+from runner.format import verdict as vd
 from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
 from runner.format.numbers import is_missing
 from runner.format.vocab import ALTERNATIVE_MODES
@@ -40,28 +41,66 @@ def run_title(header: dict) -> str:
     return f"Run {header['id']}: {header['workload']} on {gpu}, torch {torch}{mark}"
 
 
+def duration_text(seconds: float) -> str:
+    """A setup time as read at a glance: ms below a second ('3.2 ms', '850 ms'), else
+    seconds ('12.4 s'): '0.00 s' said nothing about a 3 ms capture."""
+    if seconds < 0.01:
+        return f"{seconds * 1e3:.1f} ms"
+    if seconds < 1:
+        return f"{seconds * 1e3:.0f} ms"
+    return f"{seconds:,.1f} s"
+
+
+def _best_line(r: pd.Series, measured: pd.DataFrame) -> str:
+    """One mode's best speedup in words, by its verdict (runner/format/verdict.py)."""
+    mode, batch = r["mode"], int(r["batch_size"])
+    if r["verdict"] == vd.INCONCLUSIVE:
+        return (f"{mode}: inconclusive at every measured batch size (95% intervals span "
+                f"both sides of 1x by more than {vd.SPREAD_LIMIT:g}x; narrowest at batch "
+                f"{batch:,}: {vd.interval_text(r['speedup_ci_low'], r['speedup_ci_high'])})")
+    ci = format_interval("speedup", r["speedup_ci_low"], r["speedup_ci_high"])
+    times = (f"{format_value('step_ms', r['step_ms'])} vs "
+             f"{format_value('step_ms', r['eager_ms'])}, medians")
+    figure = f"{format_value('speedup', r['speedup'])}{'' if ci == NO_INTERVAL else f' ({ci})'}"
+    if r["verdict"] == vd.SAME:
+        line = (f"{mode}: no speedup beyond noise: at best {figure} at batch {batch:,} "
+                f"({times})")
+    elif r["verdict"] == vd.SLOWER:
+        line = f"{mode}: slower than eager: at best {figure} at batch {batch:,} ({times})"
+    else:
+        line = f"{mode}: up to {figure} over eager, at batch {batch:,} ({times})"
+    if ci == NO_INTERVAL:
+        line += f"; {NO_INTERVAL}"
+    elif len(r["ties"]) > 1:
+        batches = measured.loc[measured["mode"] == mode, "batch_size"]
+        line += f"; {analysis.batch_span(r['ties'], batches)} within noise"
+    medians = r["eager_ms"] / r["step_ms"] if r["step_ms"] else float("nan")
+    if pd.notna(r["speedup_ci_low"]) and pd.notna(r["speedup_ci_high"]) and \
+            not r["speedup_ci_low"] <= medians <= r["speedup_ci_high"]:
+        # Two statistics that disagree are named, not left side by side (as the CLI's #).
+        line += (f"; the medians' ratio ({medians:.2f}x) lies outside the paired interval: "
+                 "the times moved between rounds, the paired figure compares each round's")
+    if r["inconclusive"]:
+        batches = measured.loc[measured["mode"] == mode, "batch_size"]
+        line += (f"; inconclusive, not ranked: "
+                 f"{analysis.batch_span(r['inconclusive'], batches)}")
+    return line
+
+
 def headline(points: pd.DataFrame) -> list[str]:
     """The run's answer in a few sentences: best speedup per mode and where, with its 95%
     interval and the batch sizes within noise of it (analysis.largest_speedups ranks by the
-    interval's lower bound), the break-even batch size, how many steps pay back the setup,
-    and the host's launch cost."""
+    interval's lower bound and leaves inconclusive points out), the break-even batch size,
+    how many steps pay back the setup, and the host's launch cost."""
     lines = []
     best = analysis.largest_speedups(points)
     measured = analysis.speedups(points)
     for _, r in best.iterrows():
-        ci = format_interval("speedup", r["speedup_ci_low"], r["speedup_ci_high"])
-        line = (f"{r['mode']}: up to {format_value('speedup', r['speedup'])}"
-                f"{'' if ci == NO_INTERVAL else f' ({ci})'} over eager, at batch "
-                f"{int(r['batch_size']):,} ({format_value('step_ms', r['step_ms'])} vs "
-                f"{format_value('step_ms', r['eager_ms'])})")
-        if ci == NO_INTERVAL:
-            line += f"; {NO_INTERVAL}"
-        elif len(r["ties"]) > 1:
-            batches = measured.loc[measured["mode"] == r["mode"], "batch_size"]
-            line += f"; {analysis.batch_span(r['ties'], batches)} within noise"
-        lines.append(line)
+        lines.append(_best_line(r, measured))
     if best.empty:
         lines.append("No speedup to show: no mode has an ok point beside an ok eager point.")
+    elif best["verdict"].eq(vd.INCONCLUSIVE).any() or best["inconclusive"].map(len).any():
+        lines.append(vd.RULE_TEXT)
     be = analysis.break_even(points)
     g = f"{be.threshold:g}x"
     if be.status == "crosses":
@@ -80,7 +119,7 @@ def headline(points: pd.DataFrame) -> list[str]:
                      "batch size).")
     pay = analysis.payback(points)
     unknown = []
-    for _, r in best.iterrows():
+    for _, r in best[best["verdict"] != vd.INCONCLUSIVE].iterrows():
         row = pay[(pay["mode"] == r["mode"]) & (pay["batch_size"] == r["batch_size"])]
         if row.empty:
             continue
@@ -91,7 +130,7 @@ def headline(points: pd.DataFrame) -> list[str]:
         elif pd.isna(p["payback_steps"]):
             unknown.append(r["mode"])
         else:
-            lines.append(f"{r['mode']}: its {format_value('setup_s', p['setup_s'])} setup pays "
+            lines.append(f"{r['mode']}: its {duration_text(p['setup_s'])} setup pays "
                          f"back after {p['payback_steps']:,.0f} steps at batch "
                          f"{int(r['batch_size']):,}.")
     if unknown:
@@ -116,7 +155,7 @@ POINT_COLUMNS = (("speedup", ("speedup_ci_low", "speedup_ci_high")),
 RESERVED_NOTE = ("Reserved change in setup: how setup moved the allocator's reserve. It is "
                  "negative where setup made the allocator release cached blocks; it is not "
                  "a cost. What a mode holds is graph pool + peak allocated.")
-SPEEDUP_FIELDS = ("speedup", "speedup_ci_low", "speedup_ci_high")
+SPEEDUP_FIELDS = ("speedup", "speedup_ci_low", "speedup_ci_high", "verdict")
 
 
 def points_with_speedup(points: pd.DataFrame) -> pd.DataFrame:
@@ -152,6 +191,8 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
             out[f"{metric(c).label} 95% CI"] = [
                 format_interval(c, a, b) if k else MISSING
                 for a, b, k in zip(lo, hi, known, strict=True)]
+        if c == "speedup":  # the one rule's word beside the figure it judges
+            out["Verdict"] = [v if isinstance(v, str) else MISSING for v in p["verdict"]]
     out["CUDA graph"] = p["cudagraph_status"].values
     out["Correct"] = [MISSING if is_missing(v) else ("yes" if v else "NO") for v in p["correct"]]
     return out
@@ -159,7 +200,8 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
 
 def speedup_pivot(points: pd.DataFrame) -> pd.DataFrame:
     """Batch size x graph mode at a glance: each cell the speedup over eager with its 95%
-    interval and the extra memory over eager, e.g. '7.1x (6.5-7.6) · +34 MiB'."""
+    interval and the extra memory over eager, e.g. '7.1x (6.5-7.6) · +34 MiB'; an
+    inconclusive one (runner/format/verdict.py) shows its interval only."""
     sp = analysis.speedups(points)
     sp = sp[sp["mode"] != "eager"]
     if sp.empty:
@@ -168,8 +210,12 @@ def speedup_pivot(points: pd.DataFrame) -> pd.DataFrame:
     sp = sp.join(mem, on=["run_id", "mode", "batch_size"])
 
     def cell(r) -> str:
-        text = f"{r['speedup']:.1f}x"
-        if pd.notna(r["speedup_ci_low"]) and pd.notna(r["speedup_ci_high"]):
+        if r["verdict"] == vd.INCONCLUSIVE:  # no median: it is not a finding
+            text = f"inconclusive ({vd.interval_text(r['speedup_ci_low'], r['speedup_ci_high'])})"
+        else:
+            text = f"{r['speedup']:.1f}x"
+        if r["verdict"] != vd.INCONCLUSIVE and pd.notna(r["speedup_ci_low"]) \
+                and pd.notna(r["speedup_ci_high"]):
             text += f" ({r['speedup_ci_low']:.1f}-{r['speedup_ci_high']:.1f})"
         if pd.notna(r["extra_mib"]):
             text += f" · {r['extra_mib']:+,.0f} MiB"
@@ -226,12 +272,17 @@ _TEMPLATES = jinja2.Environment(
 
 
 TIMELINE_NOTE = ("One profiled step per mode, CPU launch calls above the GPU's kernels, "
-                 "on one time axis; shaded: the GPU idle, waiting for the host.")
+                 "on one time axis from the step's first launch to its last kernel's end; "
+                 "shaded yellow: the GPU idle, waiting for the host; grey: the GPU still "
+                 "busy with the previous step. " + timeline.STEP_TIMES_NOTE)
 
 
-def _timeline(traces: list[dict]) -> dict | None:
+def _timeline(traces: list[dict], points: pd.DataFrame) -> dict | None:
     items = timeline.ordered(traces)
-    chart = timeline.timeline_chart([(x["mode"], x["trace"]) for x in items])
+    chart = timeline.timeline_chart([
+        (x["mode"], x["trace"], timeline.timed_ms(points, x.get("run_id"), x["mode"],
+                                                  x.get("batch_size")))
+        for x in items])
     if chart is None:
         return None
     return {"batch": traces[0].get("batch_size", "?"), "note": TIMELINE_NOTE,
@@ -263,5 +314,5 @@ def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None
         charts=[(name, chart_svg(chart)) for name, chart in charts.run_charts(points).items()],
         points=_rows(points_table(points)), reserved_note=RESERVED_NOTE,
         run_rows=run_rows, env_rows=env_rows, command=header.get("command"),
-        share_url=share_url, timeline=_timeline(traces or []),
+        share_url=share_url, timeline=_timeline(traces or [], points),
         stamp=datetime.now(timezone.utc).isoformat(timespec="seconds"))

@@ -1,6 +1,8 @@
 """The step timeline (issue 12): for each trace kept at one batch size, a CPU lane of
 launch calls above a GPU lane of kernels on one time axis in microseconds, the GPU's idle
 gaps shaded and totalled. Eager's gaps and a graph's packed kernels, one above the other.
+Each pair spans its step's own time (first launch to last kernel end; issue 25) with the
+point's timed median beside the profiled figure.
 
 Pure: frames and Altair charts from the traces runner/format/trace.py defines; the page
 glue (picker, toggle, downloads) is pages.common.ui.timeline_section.
@@ -20,6 +22,7 @@ import pandas as pd
 from pages.common import analysis
 from runner.format import trace as tr
 from runner.format.limits import MAX_BATCH_SIZE
+from runner.format.verdict import INCONCLUSIVE
 from runner.format.vocab import MODES
 
 CPU_LANE, GPU_LANE = "CPU launches", "GPU kernels"
@@ -32,6 +35,7 @@ GAP_COLOR = "#f2b701"
 # The batch size the article draws (and the one to open on when a run has it).
 PREFERRED_BATCH = 8
 PICK = "pick_batch"  # the speedup chart's click selection
+STEP_TIMES_NOTE = tr.STEP_TIMES_NOTE
 
 
 class BatchError(ValueError):
@@ -79,6 +83,7 @@ def headline_batch(points: pd.DataFrame) -> int | None:
     """The batch size the report draws: where the run's largest speedup is; without one,
     the default."""
     best = analysis.largest_speedups(points)
+    best = best[best["verdict"] != INCONCLUSIVE] if not best.empty else best
     if not best.empty and best["speedup"].notna().any():
         return int(best.loc[best["speedup"].idxmax(), "batch_size"])
     return default_batch(batch_sizes(points))
@@ -115,40 +120,75 @@ def ordered(items: Sequence[dict]) -> list[dict]:
 
 
 def frame(trace: dict) -> pd.DataFrame:
+    """The trace's events on the step's own time axis: 0 at its first host call
+    (runner/format/trace.py step_span); what lies before it is the profiler's lead-in."""
+    lo, _ = tr.step_span(trace)
     rows = tr.events(trace)
     df = pd.DataFrame(rows, columns=["lane", "kind", "name", "start_us", "end_us", "dur_us",
                                      "stream"])
+    df["start_us"] -= lo
+    df["end_us"] -= lo
     df["lane"] = df["lane"].map({"cpu": CPU_LANE, "gpu": GPU_LANE})
     df["what"] = df["kind"].map(tr.KIND_LABELS)
     df["stream"] = [("—" if pd.isna(v) else str(int(v))) for v in df["stream"]]
     return df
 
 
+# The GPU lane's background: idle (waiting for the host) or, before a step whose host ran
+# ahead, still busy with the previous step: not idle, so not the idle colour.
+GAP_KINDS = {"idle": ("GPU idle, waiting for the host", GAP_COLOR),
+             "queued": ("GPU busy with the previous step (the host ran ahead)", "#9e9e9e")}
+
+
 def gaps_frame(trace: dict) -> pd.DataFrame:
-    gaps = tr.gpu_idle(trace)["gaps"]
-    return pd.DataFrame({"lane": GPU_LANE, "start_us": [s for s, _ in gaps],
-                         "end_us": [e for _, e in gaps],
-                         "gap_us": [e - s for s, e in gaps]})
+    """The GPU lane's idle gaps, and a queued start where the host ran ahead, on the
+    step's own time axis (frame's)."""
+    g = tr.gpu_idle(trace)
+    lo, _ = tr.step_span(trace)
+    spans = [("queued", *g["queued"])] if g["queued"] else []
+    spans += [("idle", s, e) for s, e in g["gaps"]]
+    return pd.DataFrame({"lane": GPU_LANE, "gap": [k for k, _, _ in spans],
+                         "what": [GAP_KINDS[k][0] for k, _, _ in spans],
+                         "start_us": [s - lo for _, s, _ in spans],
+                         "end_us": [e - lo for _, _, e in spans],
+                         "gap_us": [e - s for _, s, e in spans]})
 
 
-def title_of(label: str, trace: dict) -> alt.TitleParams:
-    sub = [tr.idle_text(trace)]
+def span_us(trace: dict) -> float:
+    lo, hi = tr.step_span(trace)
+    return hi - lo
+
+
+def title_of(label: str, trace: dict, timed_ms: float | None = None) -> alt.TitleParams:
+    sub = [tr.idle_text(trace, timed_ms)]
     if trace.get("dropped"):
         sub.append(f"first {len(trace['cpu']) + len(trace['gpu']):,} events shown, "
                    f"{trace['dropped']:,} more not kept")
     return alt.TitleParams(label, subtitle=" · ".join(sub), anchor="start", fontSize=13)
 
 
-def lane_chart(label: str, trace: dict, x_max: float, width: int = WIDTH) -> alt.LayerChart:
-    """One mode's pair of lanes on an x axis from 0 to x_max microseconds."""
+def lane_chart(label: str, trace: dict, x_max: float, width: int = WIDTH,
+               timed_ms: float | None = None) -> alt.LayerChart:
+    """One mode's pair of lanes on an x axis from 0 (its first host call) to x_max
+    microseconds."""
     x_scale = alt.Scale(domain=[0, x_max], nice=False, zero=True)
     y = alt.Y("lane:N", sort=LANES, title=None, scale=alt.Scale(domain=LANES),
               axis=alt.Axis(labelLimit=160))
-    gaps = alt.Chart(gaps_frame(trace)).mark_rect(color=GAP_COLOR, opacity=0.25).encode(
-        x=alt.X("start_us:Q", scale=x_scale, title="time in the step (µs)"),
-        x2="end_us:Q", y=y,
-        tooltip=[alt.Tooltip("gap_us:Q", title="GPU idle (µs)", format=",.1f"),
-                 alt.Tooltip("start_us:Q", title="from (µs)", format=",.1f")])
+    wash = gaps_frame(trace)
+
+    def washed(kind: str, color: str) -> alt.Chart:
+        return alt.Chart(wash[wash["gap"] == kind]).mark_rect(
+            color=color, opacity=0.25, clip=True).encode(
+            x=alt.X("start_us:Q", scale=x_scale, title="time in the step (µs)"),
+            x2="end_us:Q", y=y,
+            tooltip=[alt.Tooltip("what:N", title="GPU"),
+                     alt.Tooltip("gap_us:Q", title="for (µs)", format=",.1f"),
+                     alt.Tooltip("start_us:Q", title="from (µs)", format=",.1f")])
+
+    # One fixed-colour layer per kind present: a colour encoding would join the kernels'
+    # legend, which the stacked pairs share.
+    gaps = [washed(kind, color) for kind, (_, color) in GAP_KINDS.items()
+            if (wash["gap"] == kind).any()]
     bars = alt.Chart(frame(trace)).mark_bar(height=LANE_HEIGHT * 0.6, clip=True).encode(
         x=alt.X("start_us:Q", scale=x_scale, title="time in the step (µs)"),
         x2="end_us:Q", y=y,
@@ -159,8 +199,8 @@ def lane_chart(label: str, trace: dict, x_max: float, width: int = WIDTH) -> alt
                  alt.Tooltip("dur_us:Q", title="duration (µs)", format=",.2f"),
                  alt.Tooltip("start_us:Q", title="start (µs)", format=",.2f"),
                  alt.Tooltip("what:N", title="kind"), alt.Tooltip("stream:N", title="stream")])
-    return alt.layer(gaps, bars).properties(
-        title=title_of(label, trace), width=width, height=LANE_HEIGHT * 2)
+    return alt.layer(*gaps, bars).properties(
+        title=title_of(label, trace, timed_ms), width=width, height=LANE_HEIGHT * 2)
 
 
 def _legend_labels() -> str:
@@ -168,26 +208,38 @@ def _legend_labels() -> str:
     return f"{cases} : datum.value"
 
 
-def timeline_chart(items: Sequence[tuple[str, dict]], same_scale: bool = True,
+def timeline_chart(items: Sequence[tuple], same_scale: bool = True,
                    width: int = WIDTH) -> alt.VConcatChart | None:
-    """Every (label, trace) as a lane pair, stacked; None when there is none. With
-    `same_scale` every pair shares the longest step's axis (eager's 1 ms beside a graph's
-    0.1 ms shows the gap), otherwise each fits its own step."""
-    items = [(label, t) for label, t in items if t]
+    """Every (label, trace) or (label, trace, timed step ms) as a lane pair, stacked; None
+    when there is none. Each pair is drawn over its step's own span (first host call to
+    last kernel end), its timed median beside the profiled figure. With `same_scale` every
+    pair shares the longest span's axis (eager's 1 ms beside a graph's 0.1 ms shows the
+    gap), otherwise each fits its own step."""
+    items = [(x[0], x[1], x[2] if len(x) > 2 else None) for x in items if x[1]]
     if not items:
         return None
-    longest = max(tr.window(t)[1] for _, t in items)
-    pairs = [lane_chart(label, t, longest if same_scale else tr.window(t)[1], width)
-             for label, t in items]
+    longest = max(span_us(t) for _, t, _ in items)
+    pairs = [lane_chart(label, t, longest if same_scale else span_us(t), width, timed)
+             for label, t, timed in items]
     return alt.vconcat(*pairs, spacing=18).resolve_scale(color="shared")
 
 
-def timeline_spec(items: Sequence[tuple[str, dict]], same_scale: bool = True,
+def timeline_spec(items: Sequence[tuple], same_scale: bool = True,
                   width: int = WIDTH) -> dict | None:
     """timeline_chart as a Vega-Lite spec (what a page caches: building and validating
     the chart is most of its cost)."""
     chart = timeline_chart(items, same_scale, width)
     return None if chart is None else chart.to_dict()
+
+
+def timed_ms(points: pd.DataFrame, run_id: int, mode: str, batch: int) -> float | None:
+    """The point's timed step (median of its rounds), to stand beside the profiled one."""
+    if points.empty:
+        return None
+    at = points[(points["run_id"] == run_id) & (points["mode"] == mode)
+                & (points["batch_size"] == batch) & (points["status"] == "ok")]
+    v = pd.to_numeric(at["step_ms"], errors="coerce").dropna()
+    return float(v.iloc[0]) if len(v) else None
 
 
 def chrome_trace_text(label: str, trace: dict) -> str:

@@ -24,8 +24,10 @@ MAX_BATCHES = 8  # more panels than this are not read
 # needs about 100 px with its spacing, and Vega hides labels that would touch); more get
 # the whole width.
 RUNS_PER_HALF_ROW = 3
-CHANGE_SHAPES = {"first": "circle", "within noise": "circle", "no interval": "circle",
-                 "faster": "triangle-up", "slower": "triangle-down"}
+# One shape per change verdict (runner/format/verdict.py's, and "first"): only a change
+# outside the noise gets a triangle; an inconclusive one is no change to mark.
+CHANGE_SHAPES = {"first": "circle", "within noise": "circle", "inconclusive": "circle",
+                 "no interval": "circle", "faster": "triangle-up", "slower": "triangle-down"}
 
 
 class TrendQueryError(ValueError):
@@ -169,8 +171,10 @@ def trend_table(runs: pd.DataFrame, points: pd.DataFrame, batches: Sequence[int]
                 modes: Sequence[str]) -> pd.DataFrame:
     """One row per (run, mode, batch): the speedup with its interval, and how it changed
     against the previous run in order with a figure at that (mode, batch): 'faster' /
-    'slower' when the ratio's interval lies wholly above / below 1, else 'within noise'
-    ('first' for the first run, 'no interval' where either side has none)."""
+    'slower' when the ratio's interval lies wholly above / below 1, else 'within noise',
+    or 'inconclusive' where it spans more than the verdict rule allows
+    (runner/format/verdict.py; 'first' for the first run, 'no interval' where either side
+    has none)."""
     sp = analysis.speedups(points)
     sp = sp[sp["mode"].isin(list(modes)) & sp["batch_size"].isin(list(batches))]
     order = ordered_runs(runs)

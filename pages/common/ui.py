@@ -323,10 +323,11 @@ def traces(ids: Sequence[int], batch: int) -> list[dict]:
 @st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=64)
 def _timeline_spec(url: str, data_v: tuple, ids: tuple, batch: int, labels: tuple,
                    same_scale: bool) -> dict | None:
-    """The stacked lanes' spec for `labels` ((label, run_id, mode), ...), cached."""
+    """The stacked lanes' spec for `labels` ((label, run_id, mode, timed step ms), ...),
+    cached."""
     by = {(x["run_id"], x["mode"]): x["trace"] for x in _traces(url, data_v, ids, batch)}
-    return timeline.timeline_spec([(label, by[(rid, mode)]) for label, rid, mode in labels],
-                                  same_scale)
+    return timeline.timeline_spec([(label, by[(rid, mode)], timed)
+                                   for label, rid, mode, timed in labels], same_scale)
 
 
 def chart_picking_batch(chart, key: str, target: str = "timeline") -> None:
@@ -352,6 +353,51 @@ def batch_from_url(options: Sequence[int], param: str = "batch") -> int | None:
         st.error(str(e), icon=":material/error:")
         asked = None
     return asked if asked is not None else timeline.default_batch(options)
+
+
+TIMELINE_ANCHOR = "timeline"  # the timeline heading's id: /run?run=ID#timeline scrolls
+
+# Scrolls the parent page to the heading once it is laid out. The charts above it render
+# after it mounts and push it down, so it tries again until the heading has stayed in
+# place for a moment (or 5 s pass), and stops at once if the reader scrolls (wheel, touch,
+# key, a press on the scrollbar) rather than pulling the page from under them.
+_SCROLL_JS = """<script>
+const w = window.parent, doc = w.document;
+let left = 25, still = 0, stop = false;
+for (const e of ["wheel", "touchmove", "keydown", "mousedown"])
+  w.addEventListener(e, () => stop = true, {once: true, capture: true});
+(function go() {
+  const el = doc.getElementById(%s);
+  if (el && !stop) {
+    if (Math.abs(el.getBoundingClientRect().top) > 4) { el.scrollIntoView(); still = 0; }
+    else still++;
+  }
+  if (!stop && still < 4 && left-- > 0) setTimeout(go, 200);
+})();
+</script>"""
+
+
+def scroll_to_on_arrival(anchor: str, asked: bool, key: str) -> None:
+    """Scroll to the heading `anchor` when the page was opened with something below the
+    fold asked for (`asked`: a ?batch= in the link), once per session and key: a reader
+    who then picks another batch size is not thrown about.
+
+    Streamlit scrolls to a heading natively only for a #anchor in the URL; a share link
+    such as /run?run=ID&batch=8 has none, and Python cannot scroll a browser. Hence these
+    few lines of script, in a zero-height components.html frame (same origin, so it may
+    reach the page it sits in)."""
+    import json
+
+    import streamlit.components.v1 as components
+
+    # Decided on the page's first run in the session only: the page itself writes
+    # ?batch= into the URL, so on any later rerun it is there whether asked for or not.
+    seen = f"_scrolled_{key}"
+    if st.session_state.get(seen):
+        return
+    st.session_state[seen] = True
+    if asked:
+        components.html(_SCROLL_JS % json.dumps(anchor), height=0)
 
 
 def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key: str,
@@ -380,7 +426,8 @@ def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key
                        key=f"{key}_fit")
     items = [x for x in timeline.ordered(traces(run_ids, batch))
              if mode is None or x["mode"] == mode]
-    labels = tuple((label_of(x), x["run_id"], x["mode"]) for x in items)
+    labels = tuple((label_of(x), x["run_id"], x["mode"],
+                    timeline.timed_ms(points, x["run_id"], x["mode"], batch)) for x in items)
     spec = _timeline_spec(db_url(), version(), tuple(int(i) for i in run_ids), int(batch),
                           labels, not fit)
     if spec is None:
@@ -390,8 +437,10 @@ def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key
     st.query_params["batch"] = str(batch)  # the link carries what is drawn
     st.vega_lite_chart(spec, key=f"{key}_chart")
     st.caption("One profiled step per point (not the first: the one whose GPU busy time "
-               "is closest to the point's mean). Shaded: the GPU idle, waiting for the "
-               "host. Download a point's trace for ui.perfetto.dev or chrome://tracing:")
+               "is closest to the point's mean), from its first launch to its last "
+               "kernel's end. Shaded yellow: the GPU idle, waiting for the host; grey: the "
+               "GPU still busy with the previous step. " + timeline.STEP_TIMES_NOTE +
+               " Download a point's trace for ui.perfetto.dev or chrome://tracing:")
     for col, x in zip(st.columns(min(len(items), 4)) * len(items), items, strict=False):
         col.download_button(
             f"{label_of(x)} (.json)", timeline.chrome_trace_text(label_of(x), x["trace"]),

@@ -39,18 +39,21 @@ from runner.format.vocab import COMPILED_MODES, CUDA_GRAPH_MODES
 
 def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: int,
                   device: str, config: TimingConfig, *,
-                  extra_rounds=None) -> list[dict[str, Any]]:
+                  extra_rounds=None, on_phase=None) -> list[dict[str, Any]]:
     """Measure every mode at one batch size; never raises for a failing mode or batch
     size (status "error" or "unsupported" instead), and resets state before returning.
 
     `extra_rounds(prepared_modes) -> list[Rounds]` may add rounds timed elsewhere (fresh
     processes, `--processes`); they are pooled with this process's before the intervals
-    are computed."""
+    are computed. `on_phase(mode, phase)` hears each phase start (vocab.POINT_PHASES;
+    mode None for the shared rounds), so progress can name the mode in flight rather
+    than sit on the batch size for the minutes a cold compile takes."""
     ms = {mode: empty_measurement(mode, batch_size) for mode in mode_names}
     shared: dict[str, float] = {}
     for m in ms.values():
         m["details"]["phase_s"] = {}
     batch = _Batch(workload, batch_size, device, config, ms, shared)
+    batch.on_phase = on_phase
     try:
         batch.run(extra_rounds)
     except Exception as e:  # build or reference failed (OOM...): every mode errors
@@ -119,6 +122,11 @@ class _Batch:
         self.watch: dict[str, dict] = {}
         self.first_m0: memory.MemState | None = None
         self.sections: list[host_gate.Section] = []  # this batch's gated timing sections
+        self.on_phase = None  # measure_batch's progress hook
+
+    def phase_starts(self, mode: str | None, name: str) -> None:
+        if self.on_phase is not None:
+            self.on_phase(mode, name)
 
     def run(self, extra_rounds, rounds_only: bool = False) -> rounds_mod.Rounds | None:
         import torch
@@ -134,6 +142,7 @@ class _Batch:
             for mode, m in self.ms.items():
                 m["details"]["clocks_before"] = clocks
                 try:
+                    self.phase_starts(mode, "setup")
                     self.prepare(mode, m)
                 except Exception as e:  # this mode only; the others still run
                     _fail(m, e)
@@ -141,6 +150,7 @@ class _Batch:
             if not self.prepared:
                 return None
             with no_recompiles(any(m in COMPILED_MODES for m in self.prepared)):
+                self.phase_starts(None, "timing")
                 r = self.time_rounds()
                 if rounds_only:
                     return r
@@ -153,6 +163,7 @@ class _Batch:
                         self.ms[mode]["details"]["round_process"] = list(r.process)
                 self.store_rounds(r)
                 for mode in list(self.prepared):
+                    self.phase_starts(mode, "profiling")
                     self.after_rounds(mode, self.ms[mode])
         return r
 

@@ -98,9 +98,17 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
             if progress is not None:
                 progress(done, total, (doing, batch), last)
             spent: dict[str, float] = {}
+
+            # Bound now: done and last do not move while the batch size is measured.
+            def on_phase(mode: str | None, name: str, batch: int = batch, done: int = done,
+                         last: dict | None = last) -> None:
+                if progress is not None:
+                    progress(done, total, (mode or doing, batch, name), last)
+
             with phase(spent, "point"):
                 measured = measure_batch(workload, spec.modes, batch, spec.device, config,
-                                         extra_rounds=_pooled(repeats, batch))
+                                         extra_rounds=_pooled(repeats, batch),
+                                         on_phase=on_phase)
             wall = spent["point"]
             for last in measured:
                 last["details"]["point_wall_s"] = wall / len(measured)

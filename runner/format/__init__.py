@@ -4,6 +4,7 @@ vocab (modes and their facts, statuses, stop reasons, metrics), limits (each sta
 once), numbers (percentile, NaN -> None), catalog (the workloads'
 parameters), specs (SweepSpec, ServeSpec and the one function that checks each), bundle
 and serve_record (the result file), buckets and advisor (serve inputs and the pure cost
-model the runner and the dashboard share). Standard library only; nothing here imports
-anything of ours outside runner/format/.
+model the runner and the dashboard share), trace (one profiled step), verdict (when a
+speedup is a finding), point_text (the point in flight as text, and back). Standard
+library only; nothing here imports anything of ours outside runner/format/.
 """

@@ -227,7 +227,8 @@ def merge(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
 
 
 def window(trace: dict[str, Any]) -> tuple[float, float]:
-    """The step as a whole: from the host's first moment until both sides are done."""
+    """The profiled range as recorded: from the host's ProfilerStep start until both sides
+    are done. It holds the profiler's own lead-in; the lanes draw step_span instead."""
     end = trace["cpu_us"][1]
     if trace.get("gpu_us"):
         end = max(end, trace["gpu_us"][1])
@@ -235,14 +236,49 @@ def window(trace: dict[str, Any]) -> tuple[float, float]:
     return 0.0, max([end, *ends])
 
 
+# Launch latency: a kernel starts a few microseconds after its launch call even on an idle
+# GPU. A first kernel later than this after the host's last call waited for earlier work.
+QUEUE_MIN_US = 20.0
+
+
+def step_span(trace: dict[str, Any]) -> tuple[float, float]:
+    """The step's own span: from its first host call (launch, graph launch, copy) to its
+    last GPU event's end. The profiled range before the first call is the profiler's
+    ProfilerStep bookkeeping, not the step (on the H200 it made a 0.136 ms graph replay
+    read 0.70 ms). A lane without events falls back on the other, then on window()."""
+    cpu, gpu = trace["cpu"], trace["gpu"]
+    starts = [s for _, s, _ in cpu] or [s for _, s, _, _ in gpu]
+    if not starts:
+        return window(trace)
+    lo = min(starts)
+    ends = [s + d for _, s, d, _ in gpu] or [s + d for _, s, d in cpu]
+    return lo, max(lo, max(ends))
+
+
+def queued_until(trace: dict[str, Any]) -> float | None:
+    """When the GPU began this step's work, if until then it was still running earlier
+    steps': the host had issued every call of the step more than QUEUE_MIN_US before the
+    first kernel started (it ran ahead, as a GPU-bound graph replay does). That wait is
+    the previous step's work, not idle time. None when the GPU waited for the host."""
+    if not trace["cpu"] or not trace["gpu"]:
+        return None
+    first_kernel = min(s for _, s, _, _ in trace["gpu"])
+    host_done = max(s + d for _, s, d in trace["cpu"])
+    return first_kernel if first_kernel - host_done > QUEUE_MIN_US else None
+
+
 def gpu_idle(trace: dict[str, Any]) -> dict[str, Any]:
-    """Idle gaps of the GPU lane over the step's window: {"idle_us", "span_us", "busy_us",
-    "gaps": [(start, end), ...]}; None figures for a trace without a GPU lane."""
-    lo, hi = window(trace)
+    """Idle gaps of the GPU lane over the step's own span (step_span): {"idle_us",
+    "span_us" (first call to last kernel end), "step_us" (the same less a queued start:
+    what compares with the timed step), "busy_us", "gaps": [(start, end), ...],
+    "queued": (start, end) | None}; None figures for a trace without a GPU lane."""
+    lo, hi = step_span(trace)
     if not trace["gpu"]:
-        return {"idle_us": None, "span_us": hi - lo, "busy_us": None, "gaps": []}
+        return {"idle_us": None, "span_us": hi - lo, "step_us": hi - lo, "busy_us": None,
+                "gaps": [], "queued": None}
+    q = queued_until(trace)
     busy = merge((s, s + d) for _, s, d, _ in trace["gpu"])
-    gaps, t = [], lo
+    gaps, t = [], (lo if q is None else q)
     for s, e in busy:
         if s > t:
             gaps.append((t, min(s, hi)))
@@ -250,16 +286,51 @@ def gpu_idle(trace: dict[str, Any]) -> dict[str, Any]:
     if t < hi:
         gaps.append((t, hi))
     idle = sum(e - s for s, e in gaps)
-    return {"idle_us": idle, "span_us": hi - lo, "busy_us": sum(e - s for s, e in busy),
-            "gaps": gaps}
+    return {"idle_us": idle, "span_us": hi - lo, "step_us": hi - (lo if q is None else q),
+            "busy_us": sum(e - s for s, e in busy), "gaps": gaps,
+            "queued": None if q is None else (lo, q)}
 
 
-def idle_text(trace: dict[str, Any]) -> str:
-    """'GPU idle 0.86 ms of 0.99 ms' (the line beside the GPU lane)."""
+def _ms(us: float) -> str:
+    ms = us / 1e3
+    return f"{ms:.2f}" if ms >= 1 else f"{ms:.3f}"
+
+
+def idle_text(trace: dict[str, Any], timed_ms: float | None = None) -> str:
+    """The line beside a lane pair: 'GPU idle 0.860 ms of 0.990 ms profiled · timed step
+    0.740 ms (median)'; where the host ran ahead, the queued wait before the step too.
+    The timed figure stands beside the profiled one so a reader never meets two step
+    times for one point without both being named (STEP_TIMES_NOTE says why they differ)."""
     g = gpu_idle(trace)
     if g["idle_us"] is None:
-        return "no GPU lane"
-    return f"GPU idle {g['idle_us'] / 1e3:.2f} ms of {g['span_us'] / 1e3:.2f} ms"
+        parts = ["no GPU lane"]
+    else:
+        parts = [f"GPU idle {_ms(g['idle_us'])} ms of {_ms(g['step_us'])} ms profiled"]
+        if g["queued"] is not None:
+            a, b = g["queued"]
+            parts.append(f"{_ms(b - a)} ms before it queued behind the previous step")
+    if timed_ms is not None and timed_ms == timed_ms and timed_ms > 0:
+        parts.append(f"timed step {_ms(timed_ms * 1e3)} ms (median)")
+        # Where the two differ by more than half, the likely reason, in a few words.
+        ratio = (g["step_us"] / 1e3) / timed_ms
+        if ratio > DIFFER:
+            parts.append("profiled longer: the profiler slows the host's calls")
+        elif ratio < 1 / DIFFER:
+            parts.append("profiled shorter: host work before the first launch is not drawn")
+    return " · ".join(parts)
+
+
+DIFFER = 1.5  # profiled / timed beyond this (either way) gets its reason beside it
+
+
+STEP_TIMES_NOTE = (
+    "Two step times per point, on purpose: 'profiled' is the one step drawn, from its first "
+    "launch (or, where the host ran ahead and the GPU was still busy with the previous "
+    "step, its first kernel) to its last kernel's end, under the profiler; 'timed' is the "
+    "median step of the timing rounds, without the profiler. The profiler's callbacks slow "
+    "every host call, so a launch-bound step reads longer profiled; host work before the "
+    "first launch (Python, Dynamo's guard checks) is in the timed step but not in the drawn "
+    "span, so a step of few launches can read shorter. A GPU-bound step agrees.")
 
 
 def kernel_sum_us(trace: dict[str, Any]) -> float:

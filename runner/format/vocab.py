@@ -48,6 +48,12 @@ JOB_EXECUTORS = ("local", "slurm")
 STOP_REASONS = ("converged", "budget")
 # What a point's timing does about other workers on its host (runner/core/host_gate.py).
 HOST_POLICIES = ("exclusive", "shared")
+# What a batch size's measurement is doing, as progress reports it per (mode, batch)
+# point: each mode's setup runs in turn (a cold Inductor compile can take minutes on a
+# CPU), then the modes' interleaved rounds, then each mode's latency and profiled pass.
+POINT_PHASES = {"setup": "setup (compile or capture, warm-up)",
+                "timing": "timing (the modes' rounds, interleaved)",
+                "profiling": "latency and profiled pass"}
 # Timing presets by name; their figures are the measuring core's (runner/core/timing.py).
 TIMINGS = ("quick", "standard", "thorough")
 # Fresh processes per sweep when none is asked for, by preset. Measured on the lent H200

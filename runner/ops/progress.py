@@ -11,6 +11,10 @@ import os
 import sys
 import time
 
+from runner.format.point_text import describe, parse
+
+__all__ = ["Progress", "describe", "parse"]
+
 
 def _columns(stream) -> int:
     """Terminal width; 0 on a pseudo-terminal without a size, where a bar shows nothing."""
@@ -22,11 +26,12 @@ def _columns(stream) -> int:
 
 class Progress:
     """progress(done, total, current, last) for run_sweep, on stderr: a tqdm bar (points
-    done, current point, ETA) on a terminal; one plain line per point in a log, or where
-    tqdm is not installed (GPU hosts need only torch)."""
+    done, the mode and phase in flight, ETA) on a terminal; one plain line per update in a
+    log, or where tqdm is not installed (GPU hosts need only torch)."""
 
-    def __init__(self, stream=None) -> None:
+    def __init__(self, stream=None, clock=time.monotonic) -> None:
         self.stream = stream or sys.stderr
+        self.clock = clock  # injected by tests
         self._tqdm = None
         if self.stream.isatty() and _columns(self.stream) >= 40:
             try:
@@ -47,17 +52,17 @@ class Progress:
     def __call__(self, done: int, total: int, current: tuple[str, int] | None,
                  last: dict | None) -> None:
         if self.t0 is None:
-            self.t0 = time.monotonic()
+            self.t0 = self.clock()
         if last is not None and last.get("status") == "error":
             first = ((last.get("message") or "").strip().splitlines() or [""])[0]
             self._write(f"{last.get('mode')} batch {last.get('batch_size')}: error: "
                         f"{first[:300]}")
         # The last call has no current point: all points done is "finished"; fewer is
         # a sweep stopped early (Ctrl-C, kill, a cancelled job): "cancelled".
-        now = (f"{current[0]} batch {current[1]}" if current
+        now = (describe(current) if current
                else "finished" if done >= total else "cancelled")
         if self._tqdm is None:
-            elapsed = time.monotonic() - self.t0
+            elapsed = self.clock() - self.t0
             # ETA from the average time per point so far: points differ a lot in cost
             # (compile vs eager), so the latest one alone says little about the rest.
             eta = f"{elapsed / done * (total - done):.0f}s" if done else "?"

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 
 from db import jobs
+from runner.format.point_text import describe
 
 POLL_S = 1.0
 # A result write that meets a database outage is tried again after each of these pauses
@@ -266,7 +267,8 @@ class Worker:
             validate_spec(spec, allow_import=False)
 
             def progress(done: int, total: int, current, _last) -> None:
-                point = f"{current[0]} batch {current[1]}" if current else None
+                point = describe(current)
+                point = point[:100] if point else None  # the jobs table keeps 100
                 beat.beat((done, total, point))
 
             def should_stop() -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 
 from runner.format import bundle as fmt
 from runner.format import specs
+from runner.format import verdict as vd
 from runner.format.catalog import WORKLOADS
 from runner.format.limits import MAX_BATCH_SIZE, MAX_LABEL, MAX_PROCESSES
 from runner.format.vocab import DEFAULT_PROCESSES
@@ -144,25 +145,44 @@ def _cell(m: dict[str, Any] | None) -> str:
     return f"{m['step_ms']:.3f}" + ("*" if m.get("noisy") else "")
 
 
-def _x(x: float) -> str:
-    return f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"  # 0.0012x, not a misleading 0.00x
+# Marks after a speedup cell, and the footnote each one earns (in this order).
+DISAGREE = "#"
+
+
+def _medians_disagree(m: dict[str, Any], eager: dict[str, Any] | None) -> bool:
+    """Does eager's median step / this mode's median step fall outside the paired
+    interval? Then the two columns tell different stories (the modes' times moved between
+    rounds: a recompile, a host state) and the table must say so rather than print both
+    without a word."""
+    e, t = (eager or {}).get("step_ms"), m.get("step_ms")
+    low, high = m.get("speedup_ci_low"), m.get("speedup_ci_high")
+    if not e or not t or low is None or high is None:
+        return False
+    return not low <= e / t <= high
 
 
 def _speedup_cell(m: dict[str, Any] | None, eager: dict[str, Any] | None) -> str:
-    """The paired speedup with its 95% interval; a ratio of medians for an older run,
-    which has no interval."""
+    """The paired speedup with its 95% interval, by the one rule (runner/format/
+    verdict.py): an inconclusive one shows only its interval; a ratio of medians for an
+    older run, which has no interval."""
     m = m or {}
     if m.get("speedup") is not None:
         low, high = m.get("speedup_ci_low"), m.get("speedup_ci_high")
-        band = f" ({_x(low)}-{_x(high)})" if low is not None and high is not None else ""
-        return f"{_x(m['speedup'])}x{band}" + ("*" if m.get("noisy") else "")
+        known = low is not None and high is not None
+        band = f" ({vd.x_text(low)}-{vd.x_text(high)})" if known else ""
+        said = vd.verdict(m["speedup"], low, high)
+        figure = "inconclusive" if said == vd.INCONCLUSIVE else f"{vd.x_text(m['speedup'])}x"
+        marks = (DISAGREE if _medians_disagree(m, eager) else "") + (
+            "*" if m.get("noisy") else "")
+        return f"{figure}{band}{marks}"
     e, t = (eager or {}).get("step_ms"), m.get("step_ms")
-    return f"{_x(e / t)}x" if e and t else "-"
+    return f"{vd.x_text(e / t)}x" if e and t else "-"
 
 
 def format_table(measurements: list[dict[str, Any]], modes: tuple[str, ...]) -> str:
     """Step ms per mode and speedup over eager (95% interval) per batch size, as aligned
-    text, with the host's launch cost and what the marks mean below."""
+    text, with which statistic each column is, the host's launch cost and what the marks
+    mean below."""
     by_point = {(m["mode"], m["batch_size"]): m for m in measurements}
     batches = sorted({m["batch_size"] for m in measurements})
     others = [m for m in modes if m != "eager"] if "eager" in modes else []
@@ -175,24 +195,39 @@ def format_table(measurements: list[dict[str, Any]], modes: tuple[str, ...]) -> 
         if any(m.get("host_unstable") for m in measurements if m["batch_size"] == b):
             row[0] += "!"
         rows.append(row)
-    return "\n".join(flags.table(rows) + _footnotes(measurements))
+    lines = flags.table(rows)
+    return "\n".join(lines + _footnotes(measurements, "\n".join(lines[1:]), bool(others)))
 
 
-def _footnotes(measurements: list[dict[str, Any]]) -> list[str]:
+def _footnotes(measurements: list[dict[str, Any]], body: str, ratios: bool) -> list[str]:
     from runner.core import stats
 
     launch = [m["launch_us"] for m in measurements if m.get("launch_us") is not None]
     notes = []
+    paired = any(m.get("speedup") is not None for m in measurements)
+    if ratios:
+        # Two statistics side by side: say which each is, so a reader does not divide
+        # one column by another and expect the third.
+        notes.append("ms: each mode's median step time over its own rounds; x: " + (
+            "median of the per-round paired ratios eager/mode, not the ratio of the two "
+            "medians" if paired else "eager's median step / the mode's (no paired rounds "
+            "in this run)"))
     if launch:
         notes.append(f"host launch cost: {stats.percentile(launch, 50):.1f} us per kernel "
                      f"launch (median over points; {min(launch):.1f}-{max(launch):.1f})")
-    if any(m.get("speedup") is not None for m in measurements):
+    if paired:
         k = max((m.get("details") or {}).get("processes") or 1 for m in measurements)
-        notes.append("speedups: median of per-round paired ratios, 95% interval in "
-                     "brackets" + (f" (rounds of {k} processes, the spread between them "
-                                   "included)" if k > 1 else
-                                   " (one process: states of the host that last a "
-                                   "process are not covered; see --processes)"))
+        notes.append("speedups: 95% interval in brackets" + (
+            f" (rounds of {k} processes, the spread between them included)" if k > 1 else
+            " (one process: states of the host that last a process are not covered; see "
+            "--processes)"))
+    if "inconclusive" in body:
+        notes.append(vd.RULE_TEXT)
+    if DISAGREE in body:
+        notes.append(f"{DISAGREE} the ratio of the medians lies outside the paired "
+                     "interval: the modes' times moved between rounds (a recompile, a host "
+                     "state); the paired figure compares each round's times, the medians do "
+                     "not")
     if any(m.get("noisy") for m in measurements):
         notes.append("* noisy: the time budget ran out before the interval was within "
                      "the target")
