@@ -82,7 +82,9 @@ if table.empty:
     st.info("No speedup measured at these batch sizes and modes.")
 else:
     moved = trends.changes(table)
-    if moved.empty:
+    if len(runs) < 2:
+        st.info("One run in this series: a change needs a second run to compare with.")
+    elif moved.empty:
         st.success("No change outside the noise between consecutive runs.")
     for _, r in moved.iterrows():
         st.markdown(f"- **{r['mode']}** at batch {int(r['batch_size']):,}: "

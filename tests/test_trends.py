@@ -119,3 +119,13 @@ def test_default_view_is_the_series_with_the_most_runs():
     one_each = runs[runs["id"].isin([1, 4])]
     assert trends.default_view(one_each) == ("mlp", "cpu")  # a tie: the newest
     assert trends.default_view(runs.iloc[0:0]) is None
+
+
+def test_one_run_in_a_series_says_there_is_nothing_to_compare_yet(dash):
+    # The shipped samples hold one run per series: "no change between consecutive runs"
+    # would claim a comparison that never happened.
+    dash.add(gpu="Lonely GPU", torch="2.6.0")
+    at = dash.open("pages/trend.py", workload="mlp", gpu="Lonely GPU")
+    assert not at.exception
+    assert any("One run in this series" in t for t in texts(at, "info"))
+    assert not any("No change outside the noise" in t for t in texts(at, "success"))
