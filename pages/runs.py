@@ -18,8 +18,7 @@ torches = ui.multiselect_param(c3, "torch version", "torch", options["torch"])
 
 # --- load -------------------------------------------------------------------------------
 runs = ui.runs(gpus, workloads, torches)
-table = board.board(runs, ui.key_points(runs.loc[runs["kind"] == "sweep", "id"]),
-                    ui.serve_keys(runs.loc[runs["kind"] == "serve", "id"]))
+table = ui.board(gpus, workloads, torches)
 
 # --- show -------------------------------------------------------------------------------
 if runs.empty:

@@ -18,6 +18,7 @@ from db import queries
 from db.engine import default_url, make_engine
 from db.engine import shown_url as engine_shown_url
 from db.samples import SAMPLES, SeedResult, seed_if_empty
+from pages.common import board as boards
 from pages.common import links, timeline
 
 APP_PATH = Path(__file__).resolve().parents[2] / "app.py"
@@ -151,6 +152,27 @@ def _serve_keys(url: str, data_v: tuple, ids: tuple) -> pd.DataFrame:
 @st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=64)
 def _trend_runs(url: str, data_v: tuple, workload: str, gpu: str) -> pd.DataFrame:
     return queries.trend_runs(_engine(url), workload, gpu)
+
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=64)
+def _board(url: str, data_v: tuple, gpus: tuple, workloads: tuple,
+           torches: tuple) -> pd.DataFrame:
+    # The whole table per database state and filters: a rerun, another reader, another
+    # session reads it back in milliseconds; a write anywhere changes data_v. The points
+    # go straight from the query into the board, not through _key_points: 100,000 of
+    # them pickled into the cache would cost more than they save.
+    engine = _engine(url)
+    runs = _runs(url, data_v, gpus, workloads, torches)
+    sweeps = runs.loc[runs["kind"] == "sweep", "id"]
+    serves = runs.loc[runs["kind"] == "serve", "id"]
+    return boards.board(runs, queries.key_points(engine, tuple(int(i) for i in sweeps)),
+                        queries.serve_key_results(engine, tuple(int(i) for i in serves)))
+
+
+def board(gpus: Sequence[str] = (), workloads: Sequence[str] = (),
+          torches: Sequence[str] = ()) -> pd.DataFrame:
+    """The Runs page's table (pages.common.board.board), cached per database state."""
+    return _board(db_url(), version(), tuple(gpus), tuple(workloads), tuple(torches))
 
 
 def key_points(ids: Sequence[int]) -> pd.DataFrame:
