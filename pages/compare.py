@@ -5,6 +5,7 @@ where the runs measure different things."""
 import streamlit as st
 
 from pages.common import analysis, charts, comparing, links, ui, workload_views
+from pages.common.plain import plain
 
 ui.ensure_frame()
 
@@ -21,7 +22,7 @@ for rid in sorted(set(asked) - set(names) & set(every_run["id"].astype(int))):
     st.warning(f"run {rid} is a serve run: it has no speedup curves to compare (open it "
                "on the Serve page)")
 for line in links.missing_runs(asked, every_run["id"]):
-    st.warning(line)
+    st.warning(plain(line))
 
 picked = st.multiselect("Runs to compare", list(names), default=found,
                         format_func=lambda i: f"{names[i]} · {labels[i]}",
@@ -39,13 +40,14 @@ points = ui.points(found)
 
 # --- show -------------------------------------------------------------------------------
 for line in analysis.comparability(headers):
-    st.warning(f"{line} The curves below measure different things.", icon=":material/warning:")
+    st.warning(f"{plain(line)} The curves below measure different things.",
+               icon=":material/warning:")
 published = headers[headers["source"] == "published"]["id"].tolist()
 if published:
     st.info(f"Run(s) {', '.join(map(str, published))}: published figures from the cited "
             "article, not measured here.", icon=":material/article:")
 for line in comparing.statistic_flags(headers, points):
-    st.warning(line, icon=":material/functions:")
+    st.warning(plain(line), icon=":material/functions:")
 
 figures = charts.compare_charts(analysis.compare_speedups(points, headers))
 if not figures:

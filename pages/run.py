@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import analysis, charts, cost, links, report, ui, workload_views
+from pages.common.plain import plain
 from runner.format.bundle import ENVIRONMENT_FIELDS
 
 ui.ensure_frame()
@@ -30,12 +31,12 @@ if header.get("kind") == "serve":
 points = ui.points([run_id])
 
 # --- show -------------------------------------------------------------------------------
-st.title(report.run_title(header))
+st.title(plain(report.run_title(header)))
 if header.get("label") and header.get("source") != "published":
-    st.caption(header["label"])
+    st.caption(plain(header["label"]))
 ui.published_banner(header)
 if header["status"] != "done":
-    st.warning(f"Run status: **{header['status']}**: its points may be incomplete.")
+    st.warning(f"Run status: **{plain(header['status'])}**: its points may be incomplete.")
 
 st.subheader("Headline")
 with ui.drawn('The headline'):

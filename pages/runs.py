@@ -4,6 +4,7 @@ The filters live in the URL (?gpu=...&workload=...&torch=...), so the view is sh
 import streamlit as st
 
 from pages.common import board, links, ui
+from pages.common.plain import plain
 
 ui.ensure_frame()
 
@@ -57,7 +58,7 @@ if len(chosen) == 1:
 elif len(chosen) > 1 and (refused := board.compare_refusal(
         runs[runs["id"].isin(chosen)])):
     for reason in refused:
-        st.warning(reason)
+        st.warning(plain(reason))
 elif len(chosen) > 1:
     shown = chosen[:links.MAX_COMPARE]
     st.page_link(ui.PAGES["compare"], label=f"Compare runs {', '.join(map(str, shown))}",
