@@ -31,7 +31,7 @@ if header.get("kind") == "serve":
 points = ui.points([run_id])
 
 # --- show -------------------------------------------------------------------------------
-st.title(plain(report.run_title(header)))
+st.title(report.run_title(header, plain))
 if header.get("label") and header.get("source") != "published":
     st.caption(plain(header["label"]))
 ui.published_banner(header)

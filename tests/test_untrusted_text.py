@@ -64,7 +64,9 @@ def test_plain_leaves_no_markdown_and_keeps_every_character(name):
 
 
 def test_plain_keeps_a_string_on_one_line():
-    assert plain("a\n# heading\r\n- item\tx") == r"a \# heading  \- item x"
+    assert plain("a\n# heading\r\n- item\tx") == "a # heading - item x"
+    assert [plain(s) for s in ("# h", "- i", "1. n", "> q")] == [
+        r"\# h", r"\- i", r"1\. n", r"\> q"]
     assert plain(None) == ""
 
 

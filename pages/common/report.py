@@ -33,11 +33,13 @@ PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not me
                   "launchbench; figures the article does not give are empty.")
 
 
-def run_title(header: dict) -> str:
-    gpu = device_name(header)
-    torch = known(header.get("torch_version")) or MISSING
+def run_title(header: dict, shown=str) -> str:
+    """`shown` turns each stored text into what the target shows (pages.common.plain's
+    plain() for a Markdown element; the HTML report escapes by itself)."""
+    gpu = shown(device_name(header))
+    torch = shown(known(header.get("torch_version")) or MISSING)
     mark = " [published]" if header.get("source") == "published" else ""
-    return f"Run {header['id']}: {header['workload']} on {gpu}, torch {torch}{mark}"
+    return f"Run {header['id']}: {shown(header['workload'])} on {gpu}, torch {torch}{mark}"
 
 
 def headline(points: pd.DataFrame) -> list[str]:
