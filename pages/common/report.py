@@ -192,7 +192,32 @@ def points_csv(points: pd.DataFrame) -> str:
     out = p.reindex(columns=cols).copy()
     out["details"] = [json.dumps(d, sort_keys=True) if isinstance(d, dict) else ""
                       for d in p.get("details", pd.Series([None] * len(p)))]
-    return out.to_csv(index=False)
+    return csv_text(out)
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula
+# (=HYPERLINK("http://evil.example","x") in a point's message): OWASP's CSV injection rule.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value):
+    """A text cell a spreadsheet would read as a formula, prefixed with ' so it stays
+    text; everything else (numbers too: -1.5 is a number, not a formula) as it is."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def csv_text(frame: pd.DataFrame) -> str:
+    """Every CSV export goes through here: text cells neutralised, numbers kept numbers."""
+    out = frame.copy()
+    for c in out.columns:
+        if out[c].dtype == object or pd.api.types.is_string_dtype(out[c]):
+            out[c] = out[c].map(csv_cell)
+    out.columns = [csv_cell(str(c)) for c in out.columns]
+    # RFC 4180's CRLF: the writer then quotes every field holding a CR or LF, so a CR in
+    # a message stays inside its cell instead of starting a row.
+    return out.to_csv(index=False, lineterminator="\r\n")
 
 
 def chart_png(chart, scale: float = 2.0) -> bytes:
