@@ -120,14 +120,13 @@ with left:
     st.dataframe(env, hide_index=True, key="env_table")
 with right:
     st.subheader("Reproduce")
-    if header.get("command"):
-        st.code(header["command"], language="bash", wrap_lines=True)
-    else:
-        st.caption("This run carries no command. To measure the same workload on your GPU:")
-        with ui.drawn("The command"):
-            st.code(links.measure_command(header, points["batch_size"].tolist(),
-                                      points["mode"].tolist()), language="bash",
-                    wrap_lines=True)
+    with ui.drawn("The command"):
+        offer = links.reproduce(header, points["batch_size"].tolist(),
+                                points["mode"].tolist())
+        if offer.note:
+            st.caption(plain(offer.note))
+        if offer.command:  # st.code: a copy button; only for a catalog workload's sweep
+            st.code(offer.command, language="bash", wrap_lines=True)
     st.subheader("Share")
     ui.share_link(links.run_url(ui.app_url(), run_id, batch))
     st.page_link(ui.PAGES["import"], label="Download: bundle, CSV, HTML report, PNG charts",

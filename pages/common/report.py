@@ -15,7 +15,7 @@ import jinja2
 import pandas as pd
 import vl_convert as vlc
 
-from pages.common import analysis, charts, cost, timeline
+from pages.common import analysis, charts, cost, links, timeline
 from pages.common.metrics import (
     MISSING,
     NO_INTERVAL,
@@ -289,6 +289,8 @@ def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None
         summary=cost.headline(points), headline=headline(points), noise=noise,
         charts=[(name, chart_svg(chart)) for name, chart in charts.run_charts(points).items()],
         points=_rows(points_table(points)), reserved_note=RESERVED_NOTE,
-        run_rows=run_rows, env_rows=env_rows, command=header.get("command"),
+        run_rows=run_rows, env_rows=env_rows,
+        reproduce=links.reproduce(header, points.get("batch_size", []),
+                                  points.get("mode", [])),
         share_url=share_url, timeline=_timeline(traces or []),
         stamp=datetime.now(timezone.utc).isoformat(timespec="seconds"))
