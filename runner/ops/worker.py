@@ -102,6 +102,11 @@ class _JobSink:
         self.memory.point(measurement)
         self.retry(lambda: self.db.point(measurement), "storing a point", idempotent=True)
 
+    def update(self, measurement: dict[str, Any]) -> None:
+        self.memory.update(measurement)
+        # A replace in one transaction: trying it again after an outage is harmless.
+        self.retry(lambda: self.db.update(measurement), "updating a point")
+
     def finish(self, status: str) -> None:
         if self.memory.status is None:  # the sweep's own verdict, not a clean-up's
             self.memory.finish(status)
