@@ -193,3 +193,20 @@ def test_a_failing_repeat_process_keeps_the_first_pass_and_names_it(monkeypatch)
     assert [m["status"] for m in sink.points] == ["ok", "ok"]
     assert all(m["details"]["processes"] == 1 for m in sink.points)
     assert "repeat process 1 exited 1: boom" in sink.points[0]["details"]["repeat_errors"][0]
+
+
+@pytest.mark.parametrize("text", ["１,２", "1,٣", "1,2,4,...,８"])
+def test_batch_sizes_take_ascii_digits_only_as_urls_do(text):
+    """int() reads a full-width or Arabic-Indic digit as a digit; URLs refuse them. One
+    rule for both: the Launch form's list and --batch-sizes refuse them, naming them."""
+    from runner.format.specs import parse_batch_sizes
+
+    with pytest.raises(SpecError, match="digits 0-9"):
+        parse_batch_sizes(text)
+
+
+def test_workload_parameters_take_ascii_digits_only():
+    from runner.format.catalog import check_workload
+
+    with pytest.raises(WorkloadError, match="'２'"):
+        check_workload("mlp", {"depth": "２"})
