@@ -182,3 +182,16 @@ def test_a_read_only_share_makes_no_request_for_bundle_text(tmp_path, counting_s
     finally:
         context.close()
     assert hits == [], hits
+
+
+def test_the_no_run_message_names_streamlits_parameter_limit():
+    """3,000 repeated ?run= reach the page as none at all: streamlit drops a query string
+    of more than its limit of parameters whole. The message names that limit."""
+    from streamlit.runtime.state import query_params
+
+    from pages.common import links
+
+    assert links.MAX_URL_FIELDS == query_params.CLIENT_STATE_QUERY_STRING_MAX_FIELDS
+    assert query_params.sanitize_query_string("&".join(["run=1"] * 3000)) == ""
+    with pytest.raises(links.LinkError, match="more than 1,000 parameters"):
+        links.parse_run_id(None)

@@ -52,6 +52,12 @@ def unknown_page(asked: str | None) -> str | None:
     return None if name in known else name
 
 
+# Streamlit drops a query string of more than this many parameters whole (its
+# CLIENT_STATE_QUERY_STRING_MAX_FIELDS; tests/test_untrusted_text.py holds them equal), so
+# a page cannot tell 3,000 repeated ?run= from none: the message names the limit.
+MAX_URL_FIELDS = 1000
+
+
 class LinkError(ValueError):
     """A URL parameter that cannot be used. str() is the one line shown on the page."""
 
@@ -60,7 +66,8 @@ def parse_run_id(text: str | None, param: str = "run") -> int:
     """One run id from a URL parameter; LinkError naming the bad value otherwise."""
     if text is None or not str(text).strip():
         raise LinkError(f"no run given: add ?{param}=ID to the URL (a run id from the "
-                        "Runs page)")
+                        f"Runs page; a link with more than {MAX_URL_FIELDS:,} parameters "
+                        "reaches the page with none: streamlit drops them all)")
     s = str(text).strip()
     if not (s.isascii() and s.isdigit()) or len(s) > 12:
         raise LinkError(f"?{param}={s[:40]!r} is not a run id: expected a positive whole "
