@@ -50,3 +50,15 @@ def _is_number(v: str) -> bool:
                                           (-1.5, -1.5), (None, None), ("", "")])
 def test_csv_cell(value, shown):
     assert report.csv_cell(value) == shown
+
+
+def test_tables_offer_no_csv_of_their_own():
+    """st.dataframe's own CSV button writes cells as they are (no formula guard in
+    streamlit's exporter): the app's config turns it off, leaving the neutralised one."""
+    from pathlib import Path
+
+    import tomllib
+
+    config = tomllib.loads((Path(__file__).resolve().parents[1] / ".streamlit" /
+                            "config.toml").read_text())
+    assert config["client"]["disableDataExport"] is True
