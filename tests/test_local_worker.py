@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 
 import pytest
 
@@ -23,6 +24,9 @@ def setup(sqlite_url, tmp_path, monkeypatch):
     pytest.importorskip("torch")
     # The worker inherits the environment: a timing lock of its own, never the host's.
     monkeypatch.setenv("LAUNCHBENCH_HOST_DIR", str(tmp_path / "host-lock"))
+    # The launcher keeps its pid and log files in the temp dir: this test's own.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.delenv("LAUNCHBENCH_READ_ONLY", raising=False)
     engine = make_engine(sqlite_url)
     started: list[int] = []
