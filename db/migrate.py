@@ -8,7 +8,8 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy.engine import Engine
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -28,10 +29,35 @@ def current(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+# Any constant: the PostgreSQL advisory lock every launchbench process takes to create or
+# migrate the schema ("lbsc" in ASCII), so no other application's lock is likely to clash.
+SCHEMA_LOCK_KEY = 0x6C627363
+
+
+def _lock_schema(conn: Connection) -> None:
+    """Hold the schema lock until this transaction ends. Without it, processes opening a
+    fresh database at once (four `runner enqueue` on first use) all see no schema and all
+    create it: SQLite answers "table environments already exists", PostgreSQL a duplicate
+    key in pg_type, and their jobs are lost. With it, one creates and the others wait,
+    then find the schema at head."""
+    if conn.dialect.name == "postgresql":
+        # Transaction-scoped: released by the commit, or by the server if we die.
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+    else:
+        # pysqlite opens no transaction before DDL by itself; an IMMEDIATE one takes the
+        # database's write lock now, and the others wait on the busy timeout.
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
     if revision == "head" and current(engine) == head():
         return  # the common case: skip Alembic's machinery on every engine creation
     with engine.begin() as conn:
+        _lock_schema(conn)
+        # Whoever held the lock before us may have done the work already.
+        if revision == "head" and \
+                MigrationContext.configure(conn).get_current_revision() == head():
+            return
         cfg = _config()
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, revision)

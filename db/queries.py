@@ -289,13 +289,15 @@ def past_durations(engine: Engine, workload: str, gpu: str | None = None,
 
 
 def data_version(engine: Engine) -> tuple:
-    """A cheap fingerprint that changes whenever a run or point is added or a run
-    finishes: the dashboard keys its caches on it, so a worker's writes in another process
-    show up without waiting for a cache ttl."""
+    """A cheap fingerprint that changes whenever a run or point is added, a run finishes
+    or is deleted, or a point is replaced (db.store.replace_measurement gives the new
+    figures a new row id): the dashboard keys its caches on it, so a worker's writes in
+    another process show up without waiting for a cache ttl."""
     with engine.connect() as c:
-        runs = c.execute(select(func.max(Run.id), func.count(Run.finished_at))).one()
+        runs = c.execute(select(func.max(Run.id), func.count(Run.finished_at),
+                                func.count(Run.id))).one()
         points = c.execute(select(func.max(Measurement.id))).scalar()
         # A run going lost is no write at all: counted, so it shows without a ttl wait.
         lost = c.execute(select(func.count()).select_from(Run).where(
             liveness.run_is_lost(liveness.cutoff(c)))).scalar()
-    return (runs[0], runs[1], points, lost)
+    return (*runs, points, lost)

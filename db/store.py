@@ -49,6 +49,29 @@ def add_measurement(engine: Engine, run_id: int, measurement: dict[str, Any]) ->
                   .values(heartbeat_at=liveness.now_expr(engine)))
 
 
+def replace_measurement(engine: Engine, run_id: int, measurement: dict[str, Any]) -> None:
+    """Replace the run's point at the same (mode, batch_size) with `measurement`, in one
+    transaction: `--processes K` stores each point from its first pass and replaces it as
+    later passes add their rounds. The new row gets a new id, so queries.data_version
+    (max point id) moves and the dashboard's caches see the new figures. A point not
+    stored yet is added."""
+    from sqlalchemy import delete
+
+    fmt.check_measurement(measurement)  # BundleError: one line, nothing written
+    with Session(engine) as s, s.begin():
+        old = select(Measurement.id).where(Measurement.run_id == run_id,
+                                           Measurement.mode == measurement["mode"],
+                                           Measurement.batch_size == measurement["batch_size"])
+        # Explicit, not only ON DELETE CASCADE: SQLite enforces it only with the pragma.
+        s.execute(delete(Trace).where(Trace.measurement_id.in_(old)))
+        s.execute(delete(Measurement).where(Measurement.id.in_(old)))
+        row = rows.measurement_row(measurement)
+        row.run_id = run_id
+        s.add(row)
+        s.execute(update(Run).where(Run.id == run_id, Run.status == "running")
+                  .values(heartbeat_at=liveness.now_expr(engine)))
+
+
 def finish_run(engine: Engine, run_id: int, status: str,
                finished_at: datetime | None = None) -> None:
     if status not in fmt.RUN_STATUSES:

@@ -5,6 +5,7 @@ diff; one line per reason the runs measure different things."""
 import streamlit as st
 
 from pages.common import analysis, charts, comparing, links, ui, workload_views
+from pages.common.plain import plain
 from runner.format import verdict
 
 ui.ensure_frame()
@@ -22,7 +23,7 @@ for rid in sorted(set(asked) - set(names) & set(every_run["id"].astype(int))):
     st.warning(f"run {rid} is a serve run: it has no speedup curves to compare (open it "
                "on the Serve page)")
 for line in links.missing_runs(asked, every_run["id"]):
-    st.warning(line)
+    st.warning(plain(line))
 
 picked = st.multiselect("Runs to compare", list(names), default=found,
                         format_func=lambda i: f"{names[i]} · {labels[i]}",
@@ -44,9 +45,9 @@ points = ui.points(found)
 notes = comparing.caveats(headers, points)
 warned = [line for kind, line in notes if kind == "warning"]
 if warned:
-    st.warning("  \n".join(warned), icon=":material/warning:")
+    st.warning("  \n".join(plain(w) for w in warned), icon=":material/warning:")
 for line in (line for kind, line in notes if kind == "info"):
-    st.info(line, icon=":material/article:")
+    st.info(plain(line), icon=":material/article:")
 
 speedups = analysis.compare_speedups(points, headers)
 figure = charts.compare_chart(speedups)
@@ -60,8 +61,8 @@ else:
     drawn = set(speedups.loc[speedups["mode"] != "eager", "run_id"].astype(int))
     absent = [names[i] for i in found if i not in drawn]
     if absent:
-        st.caption(f"Not in the chart: {', '.join(absent)}: no step time beside an eager one "
-                   "at the same batch size (see the tables below).")
+        st.caption(f"Not in the chart: {plain(', '.join(absent))}: no step time beside an "
+                   "eager one at the same batch size (see the tables below).")
 
 if workload_views.has_published_raw_cuda(headers):
     st.info(workload_views.RAW_CUDA_NOTE, icon=":material/memory:")

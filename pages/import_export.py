@@ -6,6 +6,7 @@ import streamlit as st
 from db.access import ReadOnlyError, read_only
 from db.store import RunNotFound, export_bundle
 from pages.common import analysis, charts, links, report, timeline, ui, uploads
+from pages.common.plain import plain
 from runner.format import bundle as fmt
 
 ui.ensure_frame()
@@ -35,13 +36,13 @@ else:
             ui.clear_caches()
         for r in results:
             if r.ok:
-                st.success(r.message)
+                st.success(plain(r.message))
                 st.page_link(ui.PAGES["run"], label=f"Open run {r.run_id}",
                              icon=":material/monitoring:", query_params={"run": r.run_id})
             elif r.run_id is not None:
-                st.info(r.message)
+                st.info(plain(r.message))
             else:
-                st.error(r.message)
+                st.error(plain(r.message))
 
 # --- export: settings -------------------------------------------------------------------
 st.subheader("Export a run")
@@ -56,10 +57,10 @@ if asked:
     try:
         start = links.parse_run_id(asked[0])
         if start not in names:
-            st.warning(links.missing_runs([start], names)[0])
+            st.warning(plain(links.missing_runs([start], names)[0]))
             start = None
     except links.LinkError as e:
-        st.warning(str(e))
+        st.warning(plain(e))
 run_id = st.selectbox("Run", list(names), format_func=names.get, key="export_run",
                       index=list(names).index(start) if start else 0)
 st.query_params["run"] = str(run_id)

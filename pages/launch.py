@@ -11,6 +11,7 @@ from db import hosts, jobs, liveness, queries
 from db.access import ReadOnlyError, read_only
 from pages.common import launch_form as lf
 from pages.common import ui
+from pages.common.plain import plain
 from runner.format.limits import MAX_LABEL
 from runner.format.vocab import TIMINGS
 from runner.ops.launcher import ensure_local_worker
@@ -182,7 +183,8 @@ def live() -> None:
     st.subheader("Live workers")
     workers = jobs.live_workers(engine)
     if workers:
-        st.caption(" · ".join(hosts.describe(h, ws) for h, ws in hosts.by_host(workers).items()))
+        st.caption(plain(" · ".join(hosts.describe(h, ws)
+                                    for h, ws in hosts.by_host(workers).items())))
         st.dataframe(lf.worker_rows(workers), hide_index=True)
     elif cluster is not None:
         st.caption("No live worker. Slurm starts one per job, on a node of its GPU type.")
@@ -219,7 +221,7 @@ def show_job(job: dict, p: dict) -> None:
     waiting = f"Slurm job {job['slurm_job_id']}" if job.get("slurm_job_id") else "waiting for one"
     c3.metric("Worker", job["worker_name"] or waiting)
     if job["message"]:
-        st.caption(job["message"])
+        st.caption(plain(job["message"]))
     if job["shown_status"] == "lost":
         st.warning("Its worker stopped heartbeating: the job is lost. Its finished points "
                    "stay in its run.")

@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import analysis, charts, cost, links, report, ui, workload_views
+from pages.common.plain import plain
 from runner.format.bundle import ENVIRONMENT_FIELDS
 
 ui.ensure_frame()
@@ -70,12 +71,12 @@ if header.get("kind") == "serve":
 points = ui.points([run_id])
 
 # --- show -------------------------------------------------------------------------------
-st.title(report.run_title(header))
+st.title(report.run_title(header, plain))
 if header.get("label") and header.get("source") != "published":
-    st.caption(header["label"])
+    st.caption(plain(header["label"]))
 ui.published_banner(header)
 if header["status"] != "done":
-    st.warning(f"Run status: **{header['status']}**: its points may be incomplete.")
+    st.warning(f"Run status: **{plain(header['status'])}**: its points may be incomplete.")
 
 st.subheader("Headline")
 with ui.drawn('The headline'):
@@ -165,14 +166,13 @@ with left:
     st.dataframe(env, hide_index=True, key="env_table")
 with right:
     st.subheader("Reproduce")
-    if header.get("command"):
-        st.code(header["command"], language="bash", wrap_lines=True)
-    else:
-        st.caption("This run carries no command. To measure the same workload on your GPU:")
-        with ui.drawn("The command"):
-            st.code(links.measure_command(header, points["batch_size"].tolist(),
-                                      points["mode"].tolist()), language="bash",
-                    wrap_lines=True)
+    with ui.drawn("The command"):
+        offer = links.reproduce(header, points["batch_size"].tolist(),
+                                points["mode"].tolist())
+        if offer.note:
+            st.caption(plain(offer.note))
+        if offer.command:  # st.code: a copy button; only for a catalog workload's sweep
+            st.code(offer.command, language="bash", wrap_lines=True)
     st.subheader("Share")
     ui.share_link(links.run_url(ui.app_url(), run_id, batch))
     st.page_link(ui.PAGES["import"], label="Download: bundle, CSV, HTML report, PNG charts",

@@ -4,6 +4,7 @@ The filters live in the URL (?gpu=...&workload=...&torch=...), so the view is sh
 import streamlit as st
 
 from pages.common import board, links, ui
+from pages.common.plain import plain
 
 ui.ensure_frame()
 
@@ -18,8 +19,7 @@ torches = ui.multiselect_param(c3, "torch version", "torch", options["torch"])
 
 # --- load -------------------------------------------------------------------------------
 runs = ui.runs(gpus, workloads, torches)
-table = board.board(runs, ui.key_points(runs.loc[runs["kind"] == "sweep", "id"]),
-                    ui.serve_keys(runs.loc[runs["kind"] == "serve", "id"]))
+table = ui.board(gpus, workloads, torches)
 
 # --- show -------------------------------------------------------------------------------
 if runs.empty:
@@ -65,7 +65,7 @@ if len(chosen) == 1:
 elif len(chosen) > 1 and (refused := board.compare_refusal(
         runs[runs["id"].isin(chosen)])):
     for reason in refused:
-        st.warning(reason)
+        st.warning(plain(reason))
 elif len(chosen) > 1:
     shown = chosen[:links.MAX_COMPARE]
     st.page_link(ui.PAGES["compare"], label=f"Compare runs {', '.join(map(str, shown))}",

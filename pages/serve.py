@@ -9,6 +9,7 @@ from db.store import RunNotFound
 from pages.common import serve_charts as sc
 from pages.common import ui
 from pages.common.names import device_name
+from pages.common.plain import plain
 
 ui.ensure_frame()
 
@@ -55,12 +56,12 @@ except Exception as e:  # noqa: BLE001 - a stored run that cannot be read: say s
 stream = list(run["stream"])
 
 # --- show --------------------------------------------------------------------------------
-st.caption(f"{run['workload']} {run['workload_params']} on {device_name(run)}, "
-           f"torch {run['torch_version']}: {run['requests']} requests drawn from "
-           f"`{run['batch_dist']}` (seed {run['seed']}), status {run['status']}"
-           + (f". {run['label']}" if run["label"] else ""))
+st.caption(plain(f"{run['workload']} {run['workload_params']} on {device_name(run)}, "
+                 f"torch {run['torch_version']}: {run['requests']} requests drawn from "
+                 f"{run['batch_dist']} (seed {run['seed']}), status {run['status']}"
+                 + (f". {run['label']}" if run["label"] else "")))
 if run["status"] != "done":
-    st.warning(f"Run status **{run['status']}**: some strategies may be missing.")
+    st.warning(f"Run status **{plain(run['status'])}**: some strategies may be missing.")
 
 st.subheader("Strategies")
 st.dataframe(sc.summary_table(results), hide_index=True, key="summary")

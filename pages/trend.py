@@ -5,6 +5,7 @@ marked. The whole view lives in the URL, so the link reproduces it."""
 import streamlit as st
 
 from pages.common import links, trends, ui
+from pages.common.plain import plain
 from runner.format import verdict
 from runner.format.vocab import ALTERNATIVE_MODES
 
@@ -46,11 +47,12 @@ gpu = pick(c2, "GPU", options["gpu"], q.gpu or (first[1] if first and first[0] =
            format_func=lambda g: "CPU" if g == "cpu" else g)
 runs = ui.trend_runs(workload, gpu)
 if runs.empty:
-    st.info(f"No sweep of {workload} on {gpu} yet. Pick another GPU or workload.")
+    st.info(f"No sweep of {plain(workload)} on {plain(gpu)} yet. Pick another GPU or workload.")
     st.stop()
 sets = trends.param_sets(runs)
 if q.params is not None and q.params not in sets:
-    st.warning(f"?params={q.params[:80]!r} matches no sweep of {workload} on {gpu}; "
+    st.warning(f"{plain(f'?params={q.params[:80]!r}')} matches no sweep of "
+               f"{plain(workload)} on {plain(gpu)}; "
                "showing the parameter set with the most runs")
 chosen_set = pick(c3, "Parameter set (workload parameters · dtype)", list(sets), q.params,
                   "tr_params")
@@ -74,7 +76,8 @@ st.query_params.from_dict({"workload": workload, "gpu": gpu, "params": chosen_se
 table = trends.trend_table(runs, points, batches, modes)
 
 # --- show ---------------------------------------------------------------------------------
-st.caption(f"{len(runs)} run(s) of {workload} ({chosen_set}) on {gpu}, ordered by torch "
+st.caption(f"{len(runs)} run(s) of {plain(workload)} ({plain(chosen_set)}) on {plain(gpu)}, "
+           "ordered by torch "
            "version then date. A change is marked (triangle) only when the ratio of the two "
            "speedups has a 95% interval wholly above or below 1 (Compare's rule); otherwise "
            f"it is within noise. {verdict.RULE_TEXT}")
@@ -88,7 +91,7 @@ else:
         st.success("No change outside the noise between consecutive runs.")
     for _, r in moved.iterrows():
         st.markdown(f"- **{r['mode']}** at batch {int(r['batch_size']):,}: "
-                    f"{r['change vs previous']} in {r['run']}")
+                    f"{plain(r['change vs previous'])} in {plain(r['run'])}")
     # Two a row while the runs' labels fit half the page; a long history takes the width.
     figures = [(b, c) for b in batches if (c := trends.trend_chart(table, b)) is not None]
     per_row = 2 if len(runs) <= trends.RUNS_PER_HALF_ROW else 1

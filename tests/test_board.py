@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pytest
 
 from db import queries
 from db.store import import_bundle
@@ -63,3 +64,113 @@ def test_compare_refusal_names_the_reason():
     other = pd.DataFrame([{**base, "id": 1}, {**base, "id": 2, "workload": "resnet"}])
     (line,) = board.compare_refusal(other)
     assert line.startswith("Cannot compare: workload differ")
+
+
+def _one_run_at_a_time(points: pd.DataFrame) -> dict:
+    """The oracle: one run's key figures from analysis' per-run functions, as the board
+    computed them before it did all runs at once."""
+    from pages.common import analysis
+
+    row = {c: math.nan for c in board.key_columns()}
+    lines = []
+    ok = analysis.usable(points)
+    for _, b in analysis.largest_speedups(points).iterrows():
+        if b["mode"] not in ("reduce-overhead", "cuda-graph"):
+            continue
+        batch = int(b["batch_size"])
+        row[f"{b['mode']} x"], row[f"{b['mode']} batch"] = float(b["speedup"]), batch
+        pool = ok.loc[(ok["mode"] == b["mode"]) & (ok["batch_size"] == batch),
+                      "graph_pool_bytes"].astype(float)
+        row[f"{b['mode']} pool MiB"] = pool.iloc[0] / 2**20 if len(pool) else math.nan
+        lines.append((float(b["speedup"]), f"{b['mode']} {float(b['speedup']):.2f}x at "
+                                           f"batch {batch:,}"))
+    be = analysis.break_even(points)
+    if be.status in ("crosses", "always-below"):
+        row["break-even batch"] = be.batch_size
+    row["key figure"] = max(lines)[1] if lines else "no graph mode measured"
+    return row
+
+
+def _varied_bundles():
+    """Runs that exercise every branch: break-even crossing, never and always below,
+    equal ranks, failed points, no intervals, a missing graph mode."""
+    for i, (scale, intervals) in enumerate([(1.0, True), (1.6, False), (0.4, True)]):
+        doc = sweep_bundle(scale=scale, intervals=intervals, uuid=f"varied-{i}")
+        ms = doc["measurements"]
+        if i == 0:  # compile far slower at small batch only: break-even crosses
+            for m in ms:
+                if m["mode"] == "compile" and m["batch_size"] <= 8:
+                    m["step_ms"] *= 5
+                    m["details"] = {}
+        if i == 1:  # a failed best point and no reduce-overhead at all
+            ms[:] = [m for m in ms if m["mode"] != "reduce-overhead"]
+            for m in ms:
+                if m["mode"] == "cuda-graph" and m["batch_size"] == 1:
+                    m.update(status="error", step_ms=None, message="boom")
+        if i == 2:  # equal ranks at every batch: the first batch wins
+            for m in ms:
+                if m["mode"] == "cuda-graph":
+                    m.update(speedup=3.0, speedup_ci_low=2.5, speedup_ci_high=3.5)
+        yield doc
+
+
+def test_key_figures_of_all_runs_at_once_equal_one_run_at_a_time(sqlite_engine):
+    from db.samples import SAMPLES, seed_if_empty
+
+    seed_if_empty(sqlite_engine, SAMPLES)
+    for doc in _varied_bundles():
+        import_bundle(sqlite_engine, doc)
+    runs = _runs(sqlite_engine)
+    sweeps = runs[runs["kind"] == "sweep"]
+    points = queries.key_points(sqlite_engine, sweeps["id"])
+    figs = board.key_figures(sweeps, points)
+    seen_break_even = 0
+    for rid in sweeps["id"].astype(int):
+        want = _one_run_at_a_time(points[points["run_id"] == rid])
+        got = figs.loc[rid]
+        for c, v in want.items():
+            if isinstance(v, float) and math.isnan(v):
+                assert math.isnan(got[c]), (rid, c, got[c])
+            else:
+                assert got[c] == pytest.approx(v) if isinstance(v, float) else got[c] == v, \
+                    (rid, c, got[c], v)
+        seen_break_even += not math.isnan(want["break-even batch"])
+    assert seen_break_even >= 1  # the crossing branch was really compared
+
+
+def test_the_board_is_built_from_one_points_query_per_database_state(sqlite_engine):
+    """The Runs page's load: its queries do not grow with the number of runs."""
+    from sqlalchemy import event
+
+    for i in range(12):
+        import_bundle(sqlite_engine, sweep_bundle(uuid=f"count-{i}"))
+    statements = []
+    event.listen(sqlite_engine, "before_cursor_execute",
+                 lambda *a: statements.append(a[2]))
+    runs = _runs(sqlite_engine)
+    table = board.board(runs, queries.key_points(sqlite_engine, runs["id"]))
+    assert len(table) == 12 and table["cuda-graph x"].notna().all()
+    assert len(statements) == 2, statements  # the runs frame and the key points
+
+
+def test_the_runs_page_computes_the_board_once_per_database_state(dash, monkeypatch):
+    """Rerunning the Runs page, or another reader opening it, reads the board back from
+    the cache; adding, finishing or deleting a run computes it again."""
+    from db.store import delete_run
+
+    calls = []
+    real = board.key_figures
+    monkeypatch.setattr(board, "key_figures",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    first = dash.add(uuid="cache-1")
+    at = dash.open("pages/runs.py")
+    assert len(calls) == 1
+    at.run()
+    dash.open("pages/runs.py")  # a second reader, a fresh session
+    assert len(calls) == 1
+    second = dash.add(uuid="cache-2")
+    at.run()
+    assert len(calls) == 2 and second in at.dataframe[0].value["id"].tolist()
+    delete_run(dash.engine, first)
+    at.run()
+    assert len(calls) == 3 and first not in at.dataframe[0].value["id"].tolist()

@@ -151,7 +151,10 @@ def test_run_page_headline_charts_table_environment_and_share_link(dash):
     points = at.dataframe[1].value
     assert "✖ error: CUDA out of memory" in set(points["Status"])
     assert any(c.endswith(f"/run?run={rid}") for c in texts(at, "code"))
-    assert any("synthetic" in c for c in texts(at, "code"))  # the command
+    # The command: synthetic runs store "... --workload mlp (synthetic)", which is no
+    # command line, so the page builds the runnable one (links.reproduce).
+    assert any(c.startswith("python -m runner sweep --workload mlp --param")
+               for c in texts(at, "code"))
 
 
 def test_published_run_is_marked_and_offers_the_measuring_command(dash):

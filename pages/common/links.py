@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from runner.format.bundle import MODES
+from runner.format.catalog import WORKLOADS, WorkloadError, check_workload, is_factory
+from runner.format.vocab import DEVICES, TIMINGS
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,12 @@ def unknown_page(asked: str | None) -> str | None:
     return None if name in known else name
 
 
+# Streamlit drops a query string of more than this many parameters whole (its
+# CLIENT_STATE_QUERY_STRING_MAX_FIELDS; tests/test_untrusted_text.py holds them equal), so
+# a page cannot tell 3,000 repeated ?run= from none: the message names the limit.
+MAX_URL_FIELDS = 1000
+
+
 class LinkError(ValueError):
     """A URL parameter that cannot be used. str() is the one line shown on the page."""
 
@@ -58,7 +66,8 @@ def parse_run_id(text: str | None, param: str = "run") -> int:
     """One run id from a URL parameter; LinkError naming the bad value otherwise."""
     if text is None or not str(text).strip():
         raise LinkError(f"no run given: add ?{param}=ID to the URL (a run id from the "
-                        "Runs page)")
+                        f"Runs page; a link with more than {MAX_URL_FIELDS:,} parameters "
+                        "reaches the page with none: streamlit drops them all)")
     s = str(text).strip()
     if not (s.isascii() and s.isdigit()) or len(s) > 12:
         raise LinkError(f"?{param}={s[:40]!r} is not a run id: expected a positive whole "
@@ -138,3 +147,88 @@ def measure_command(header: dict, batch_sizes: Iterable[int], modes: Iterable[st
     argv += ["--batch-sizes", ",".join(str(b) for b in sorted(set(batch_sizes))),
              "--modes", ",".join(m for m in MODES if m in set(modes))]
     return shlex.join(argv)
+
+
+@dataclass(frozen=True)
+class Reproduce:
+    """What a run page offers to measure the run again: `command`, a line safe to paste
+    (None when none is offered), and `note`, what to say beside or instead of it."""
+    command: str | None
+    note: str = ""
+
+
+# The flags a stored sweep command may carry, each with the check its value must pass
+# (None: a flag without a value). Anything else (--out, --db, a shell operator) means the
+# stored line is not shown: a bundle is anyone's text, and a pasted --out can overwrite a
+# file, a --db send results elsewhere.
+_DIGITS = frozenset("0123456789,")
+_SWEEP_FLAGS = {
+    "--batch-sizes": lambda v: bool(v) and set(v) <= _DIGITS,
+    "--modes": lambda v: all(m in MODES for m in v.split(",")),
+    "--device": lambda v: v in DEVICES,
+    "--timing": lambda v: v in TIMINGS,
+    "--processes": lambda v: v.isascii() and v.isdigit(),
+    "--label": lambda v: True,
+    "--quick": None,
+}
+
+
+def _stored_sweep(command: str, workload: str) -> str | None:
+    """A stored `python -m runner sweep ...` line re-quoted token by token (shlex), or
+    None when it holds anything but the flags above and this catalog workload."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    if argv[:4] != ["python", "-m", "runner", "sweep"]:
+        return None
+    out, rest = argv[:4], argv[4:]
+    params = WORKLOADS[workload].params
+    while rest:
+        flag = rest.pop(0)
+        if flag in _SWEEP_FLAGS and _SWEEP_FLAGS[flag] is None:
+            out.append(flag)
+            continue
+        if not rest:
+            return None
+        value = rest.pop(0)
+        ok = (value == workload if flag == "--workload"
+              else value.split("=", 1)[0] in params and "=" in value if flag == "--param"
+              else flag in _SWEEP_FLAGS and _SWEEP_FLAGS[flag](value))
+        if not ok:
+            return None
+        out += [flag, value]
+    return shlex.join(out) if "--workload" in out else None
+
+
+def reproduce(header: dict, batch_sizes: Iterable[int], modes: Iterable[str]) -> Reproduce:
+    """The command to offer for this run. Only a catalog workload gets one (its stored
+    line when that is a plain sweep of it, else one built here, every value quoted with
+    shlex); a `module:factory` workload would import and call code named by whoever made
+    the bundle, so it gets words and no command."""
+    workload = str(header.get("workload") or "")
+    params = header.get("workload_params") or {}
+    if workload in WORKLOADS:
+        try:
+            check_workload(workload, {k: str(v) for k, v in params.items()},
+                           allow_import=False)
+        except WorkloadError as e:
+            return Reproduce(None, f"No command offered: this run's parameters do not fit "
+                                   f"the catalog's {workload}: {e}")
+        stored = header.get("command")
+        line = _stored_sweep(stored, workload) if isinstance(stored, str) else None
+        if line:
+            return Reproduce(line)
+        return Reproduce(measure_command(header, batch_sizes, modes),
+                         "This run carries no command of its own"
+                         + (" that is a plain sweep of its workload" if stored else "")
+                         + ". To measure the same workload on your GPU:")
+    if is_factory(workload):
+        module, _, function = workload.rpartition(":")
+        return Reproduce(None, f"No command offered: workload {workload!r} is not in the "
+                               f"catalog. Measuring it would import the Python module "
+                               f"{module!r} and call its function {function!r} with this "
+                               "run's parameters: code chosen by whoever made this run. "
+                               "Read it before you run anything.")
+    return Reproduce(None, f"No command offered: workload {workload!r} is not in this "
+                           "launchbench's catalog.")

@@ -15,7 +15,7 @@ import jinja2
 import pandas as pd
 import vl_convert as vlc
 
-from pages.common import analysis, charts, cost, timeline
+from pages.common import analysis, charts, cost, links, timeline
 from pages.common.metrics import (
     MISSING,
     NO_INTERVAL,
@@ -34,11 +34,13 @@ PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not me
                   "launchbench; figures the article does not give are empty.")
 
 
-def run_title(header: dict) -> str:
-    gpu = device_name(header)
-    torch = known(header.get("torch_version")) or MISSING
+def run_title(header: dict, shown=str) -> str:
+    """`shown` turns each stored text into what the target shows (pages.common.plain's
+    plain() for a Markdown element; the HTML report escapes by itself)."""
+    gpu = shown(device_name(header))
+    torch = shown(known(header.get("torch_version")) or MISSING)
     mark = " [published]" if header.get("source") == "published" else ""
-    return f"Run {header['id']}: {header['workload']} on {gpu}, torch {torch}{mark}"
+    return f"Run {header['id']}: {shown(header['workload'])} on {gpu}, torch {torch}{mark}"
 
 
 def duration_text(seconds: float) -> str:
@@ -236,7 +238,32 @@ def points_csv(points: pd.DataFrame) -> str:
     out = p.reindex(columns=cols).copy()
     out["details"] = [json.dumps(d, sort_keys=True) if isinstance(d, dict) else ""
                       for d in p.get("details", pd.Series([None] * len(p)))]
-    return out.to_csv(index=False)
+    return csv_text(out)
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula
+# (=HYPERLINK("http://evil.example","x") in a point's message): OWASP's CSV injection rule.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value):
+    """A text cell a spreadsheet would read as a formula, prefixed with ' so it stays
+    text; everything else (numbers too: -1.5 is a number, not a formula) as it is."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def csv_text(frame: pd.DataFrame) -> str:
+    """Every CSV export goes through here: text cells neutralised, numbers kept numbers."""
+    out = frame.copy()
+    for c in out.columns:
+        if out[c].dtype == object or pd.api.types.is_string_dtype(out[c]):
+            out[c] = out[c].map(csv_cell)
+    out.columns = [csv_cell(str(c)) for c in out.columns]
+    # RFC 4180's CRLF: the writer then quotes every field holding a CR or LF, so a CR in
+    # a message stays inside its cell instead of starting a row.
+    return out.to_csv(index=False, lineterminator="\r\n")
 
 
 def chart_png(chart, scale: float = 2.0) -> bytes:
@@ -313,6 +340,8 @@ def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None
         summary=cost.headline(points), headline=headline(points), noise=noise,
         charts=[(name, chart_svg(chart)) for name, chart in charts.run_charts(points).items()],
         points=_rows(points_table(points)), reserved_note=RESERVED_NOTE,
-        run_rows=run_rows, env_rows=env_rows, command=header.get("command"),
+        run_rows=run_rows, env_rows=env_rows,
+        reproduce=links.reproduce(header, points.get("batch_size", []),
+                                  points.get("mode", [])),
         share_url=share_url, timeline=_timeline(traces or [], points),
         stamp=datetime.now(timezone.utc).isoformat(timespec="seconds"))

@@ -18,7 +18,9 @@ from db import queries
 from db.engine import default_url, make_engine
 from db.engine import shown_url as engine_shown_url
 from db.samples import SAMPLES, SeedResult, seed_if_empty
+from pages.common import board as boards
 from pages.common import links, timeline
+from pages.common.plain import plain
 
 APP_PATH = Path(__file__).resolve().parents[2] / "app.py"
 
@@ -67,7 +69,7 @@ def asked_page() -> str | None:
 def no_such_page(name: str) -> None:
     """A clear message and a link to every listed page, in place of the default page."""
     st.title("No such page")
-    st.error(f"There is no page /{name[:80]} in this dashboard. Pick one of these:")
+    st.error(f"There is no page /{plain(name[:80])} in this dashboard. Pick one of these:")
     for key, spec in links.PAGES.items():
         if spec.listed and has_page(key):
             st.page_link(PAGES[key], label=spec.title, icon=spec.icon)
@@ -153,6 +155,27 @@ def _trend_runs(url: str, data_v: tuple, workload: str, gpu: str) -> pd.DataFram
     return queries.trend_runs(_engine(url), workload, gpu)
 
 
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=64)
+def _board(url: str, data_v: tuple, gpus: tuple, workloads: tuple,
+           torches: tuple) -> pd.DataFrame:
+    # The whole table per database state and filters: a rerun, another reader, another
+    # session reads it back in milliseconds; a write anywhere changes data_v. The points
+    # go straight from the query into the board, not through _key_points: 100,000 of
+    # them pickled into the cache would cost more than they save.
+    engine = _engine(url)
+    runs = _runs(url, data_v, gpus, workloads, torches)
+    sweeps = runs.loc[runs["kind"] == "sweep", "id"]
+    serves = runs.loc[runs["kind"] == "serve", "id"]
+    return boards.board(runs, queries.key_points(engine, tuple(int(i) for i in sweeps)),
+                        queries.serve_key_results(engine, tuple(int(i) for i in serves)))
+
+
+def board(gpus: Sequence[str] = (), workloads: Sequence[str] = (),
+          torches: Sequence[str] = ()) -> pd.DataFrame:
+    """The Runs page's table (pages.common.board.board), cached per database state."""
+    return _board(db_url(), version(), tuple(gpus), tuple(workloads), tuple(torches))
+
+
 def key_points(ids: Sequence[int]) -> pd.DataFrame:
     """The points of many runs, without raw samples (the Runs board, Trends)."""
     return _key_points(db_url(), version(), tuple(int(i) for i in ids))
@@ -198,7 +221,7 @@ def drawn(what: str):
     except Exception as e:  # noqa: BLE001 - any stored run must leave the page standing
         first = (str(e).strip().splitlines() or [""])[0][:200]
         st.error(f"{what} cannot be drawn for this run ({type(e).__name__}"
-                 + (f": {first}" if first else "") + ")", icon=":material/broken_image:")
+                 + (f": {plain(first)}" if first else "") + ")", icon=":material/broken_image:")
 
 
 def delete_run_button(run_id: int) -> None:
@@ -216,7 +239,7 @@ def delete_run_button(run_id: int) -> None:
             try:
                 facts = delete_run(engine(), run_id)
             except (PermissionError, LookupError, SQLAlchemyError) as e:
-                st.error(str(e).strip().splitlines()[0])
+                st.error(plain(str(e).strip().splitlines()[0]))
                 return
             clear_caches()
             st.success(f"Deleted run {run_id} ({facts['points']} points).")
@@ -234,7 +257,7 @@ def run_id_from_url(param: str = "run") -> int:
                                   "one run (use Compare for several)")
         return links.parse_run_id(values[0] if values else None, param)
     except links.LinkError as e:
-        st.error(str(e))
+        st.error(plain(e))
         st.page_link(PAGES["runs"], label="Pick a run on the Runs page", icon=":material/list:")
         st.stop()
 
@@ -244,7 +267,7 @@ def run_ids_from_url(param: str = "run") -> list[int]:
     the good ones are kept."""
     ids, errors = links.parse_run_ids(st.query_params.get_all(param), param)
     for e in errors:
-        st.warning(e)
+        st.warning(plain(e))
     return ids
 
 
@@ -267,7 +290,7 @@ def multiselect_param(container, label: str, param: str, options: list[str]) -> 
     if key not in st.session_state or st.session_state.get(synced) != asked:
         unknown = [v for v in asked if v not in options]
         if unknown:
-            st.warning(f"?{param}={unknown[0]!r} matches no run; that filter is ignored")
+            st.warning(plain(f"?{param}={unknown[0]!r} matches no run; that filter is ignored"))
         st.session_state[key] = [v for v in asked if v in options]
     else:
         st.session_state[key] = [v for v in st.session_state[key] if v in options]
@@ -305,7 +328,7 @@ def published_banner(header) -> None:
     if header.get("source") == "published":
         from pages.common.report import PUBLISHED_NOTE
 
-        st.info(f"{PUBLISHED_NOTE} Source: {header.get('label') or 'unknown'}",
+        st.info(f"{PUBLISHED_NOTE} Source: {plain(header.get('label') or 'unknown')}",
                 icon=":material/article:")
 
 
@@ -350,7 +373,7 @@ def batch_from_url(options: Sequence[int], param: str = "batch") -> int | None:
     try:
         asked = timeline.parse_batch(values[-1] if values else None, options)
     except timeline.BatchError as e:
-        st.error(str(e), icon=":material/error:")
+        st.error(plain(e), icon=":material/error:")
         asked = None
     return asked if asked is not None else timeline.default_batch(options)
 

@@ -19,6 +19,7 @@ pass and the per-call latency run per mode after the rounds, outside them.
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
 import logging
 import sys
@@ -39,7 +40,8 @@ from runner.format.vocab import COMPILED_MODES, CUDA_GRAPH_MODES
 
 def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: int,
                   device: str, config: TimingConfig, *,
-                  extra_rounds=None, on_phase=None) -> list[dict[str, Any]]:
+                  extra_rounds=None, on_phase=None,
+                  kept: dict | None = None) -> list[dict[str, Any]]:
     """Measure every mode at one batch size; never raises for a failing mode or batch
     size (status "error" or "unsupported" instead), and resets state before returning.
 
@@ -47,7 +49,9 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
     processes, `--processes`); they are pooled with this process's before the intervals
     are computed. `on_phase(mode, phase)` hears each phase start (vocab.POINT_PHASES;
     mode None for the shared rounds), so progress can name the mode in flight rather
-    than sit on the batch size for the minutes a cold compile takes."""
+    than sit on the batch size for the minutes a cold compile takes. `kept`: receives
+    this process's own Rounds under "rounds" (None when no mode got to its rounds), for
+    pool_rounds to add later passes to."""
     ms = {mode: empty_measurement(mode, batch_size) for mode in mode_names}
     shared: dict[str, float] = {}
     for m in ms.values():
@@ -55,7 +59,9 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
     batch = _Batch(workload, batch_size, device, config, ms, shared)
     batch.on_phase = on_phase
     try:
-        batch.run(extra_rounds)
+        r = batch.run(extra_rounds)
+        if kept is not None and r is not None:
+            kept["rounds"] = copy.deepcopy(r)
     except Exception as e:  # build or reference failed (OOM...): every mode errors
         for m in ms.values():
             if m["status"] == "ok" and m["step_ms"] is None:
@@ -157,11 +163,8 @@ class _Batch:
                 if extra_rounds is not None:
                     for other in extra_rounds(tuple(self.prepared)):
                         r.extend(other)
-                for mode in self.prepared:
-                    self.ms[mode]["details"]["processes"] = r.processes
-                    if r.processes > 1:  # which process timed each round: the clusters
-                        self.ms[mode]["details"]["round_process"] = list(r.process)
-                self.store_rounds(r)
+                for mode in store_rounds(self.ms, list(self.prepared), r, self.config):
+                    self.prepared.pop(mode)
                 for mode in list(self.prepared):
                     self.phase_starts(mode, "profiling")
                     self.after_rounds(mode, self.ms[mode])
@@ -256,37 +259,6 @@ class _Batch:
                 self.sections.append(section)
             yield
 
-    def store_rounds(self, r: rounds_mod.Rounds) -> None:
-        ivs = rounds_mod.intervals(r)
-        unstable = stats.host_unstable(r.launch_us, clusters=r.process)
-        launch = stats.median_interval(r.launch_us)
-        compile_ = r.samples_ms.get("compile") if "compile" not in r.failed else None
-        for mode in list(self.prepared):
-            m, d = self.ms[mode], self.ms[mode]["details"]
-            if mode in r.failed:
-                m.update(status="error", message=r.failed[mode])
-                self.prepared.pop(mode)
-                continue
-            xs, host = r.samples_ms[mode], r.host_ms[mode]
-            step, speedup = ivs[mode]["step"], ivs[mode]["speedup"]
-            m.update(step_ms=step.median, step_ms_p10=stats.percentile(xs, 10),
-                     step_ms_p90=stats.percentile(xs, 90), samples=len(xs),
-                     samples_ms=list(xs), step_ms_ci_low=step.low, step_ms_ci_high=step.high,
-                     stop_reason=r.stop_reason, launch_us=launch.median if launch else None,
-                     launch_us_rounds=list(r.launch_us), host_unstable=unstable)
-            if speedup is not None:
-                m.update(speedup=speedup.median, speedup_ci_low=speedup.low,
-                         speedup_ci_high=speedup.high)
-            judged = speedup if speedup is not None else step
-            m["noisy"] = judged.half_width > self.config.target_half_width
-            d.update(rounds=r.n, rounds_s=r.seconds, round_modes=list(r.order[0]),
-                     host_ms_per_step=stats.percentile(host, 50))
-            if mode == "reduce-overhead" and compile_:
-                # The graphs' own gain: compiled code with and without graph trees.
-                iv = stats.ratio_interval(compile_, xs, r.process)
-                if iv is not None:
-                    d["vs_compile"] = {"median": iv.median, "low": iv.low, "high": iv.high}
-
     def after_rounds(self, mode: str, m: dict) -> None:
         """Per-call latency and, on CUDA, the profiled pass: outside the rounds, since
         syncs and the profiler would distort the figures the rounds pair."""
@@ -315,6 +287,49 @@ class _Batch:
             d["cudagraph_reason"] = reason
             if status in ("skipped", "partial", "eager-fallback"):
                 m["message"] = reason[:500]
+
+
+def store_rounds(ms: dict[str, dict], modes_timed: list[str], r: rounds_mod.Rounds,
+                 config: TimingConfig) -> list[str]:
+    """Write the figures the rounds give (step time and speedup with their intervals,
+    noise, launch cost, how many processes they pool) into each timed mode's point;
+    returns the modes the rounds say failed (made errors here). Called once with this
+    process's rounds, and again (runner/core/sweep.py) each time a `--processes` pass
+    adds its rounds to a point already stored."""
+    ivs = rounds_mod.intervals(r)
+    unstable = stats.host_unstable(r.launch_us, clusters=r.process)
+    launch = stats.median_interval(r.launch_us)
+    compile_ = r.samples_ms.get("compile") if "compile" not in r.failed else None
+    failed = []
+    for mode in modes_timed:
+        m, d = ms[mode], ms[mode]["details"]
+        if mode in r.failed:
+            m.update(status="error", message=r.failed[mode])
+            failed.append(mode)
+            continue
+        d["processes"] = r.processes
+        if r.processes > 1:  # which process timed each round: the clusters
+            d["round_process"] = list(r.process)
+        xs, host = r.samples_ms[mode], r.host_ms[mode]
+        step, speedup = ivs[mode]["step"], ivs[mode]["speedup"]
+        m.update(step_ms=step.median, step_ms_p10=stats.percentile(xs, 10),
+                 step_ms_p90=stats.percentile(xs, 90), samples=len(xs),
+                 samples_ms=list(xs), step_ms_ci_low=step.low, step_ms_ci_high=step.high,
+                 stop_reason=r.stop_reason, launch_us=launch.median if launch else None,
+                 launch_us_rounds=list(r.launch_us), host_unstable=unstable)
+        if speedup is not None:
+            m.update(speedup=speedup.median, speedup_ci_low=speedup.low,
+                     speedup_ci_high=speedup.high)
+        judged = speedup if speedup is not None else step
+        m["noisy"] = judged.half_width > config.target_half_width
+        d.update(rounds=r.n, rounds_s=r.seconds, round_modes=list(r.order[0]),
+                 host_ms_per_step=stats.percentile(host, 50))
+        if mode == "reduce-overhead" and compile_:
+            # The graphs' own gain: compiled code with and without graph trees.
+            iv = stats.ratio_interval(compile_, xs, r.process)
+            if iv is not None:
+                d["vs_compile"] = {"median": iv.median, "low": iv.low, "high": iv.high}
+    return failed
 
 
 def reset_state(device: str) -> None:

@@ -5,14 +5,17 @@ process, or tens of seconds of one (the launch cost sat at ~11 us in one process
 ~8 us in the next), and two processes in the same state still differed by ~3%. Rounds
 inside one process cannot see past that; a fresh process draws a new state.
 
-Why whole passes, run before the sweep's own: each child runs every batch size of the
+Why whole passes, run after the sweep's own: each child runs every batch size of the
 sweep in turn (one process start and one torch import per pass, not per point), so the
 K samples of one batch size lie a pass apart in time (the slow host episodes seen there
-last ~5-30 s) rather than back to back. A child builds the workload, prepares every mode
-(warm from the on-disk compile caches), warms up, times its rounds and prints them, one
-JSON line per batch size. The sweep's own process then measures each batch size as
-always (memory, profile, latency come from it alone) and pools the children's rounds with
-its own before computing the intervals, each process a cluster (runner/core/stats.py).
+last ~5-30 s) rather than back to back. The sweep's own process measures each batch size
+first, as always (memory, profile, latency come from it alone), and stores each point
+at once: a sweep killed in its first pass keeps every point it finished (before, the
+children ran first and a kill there left nothing). A child then builds the workload,
+prepares every mode (warm from the on-disk compile caches), warms up, times its rounds
+and prints them, one JSON line per batch size; the sweep pools them with the rounds so
+far, each process a cluster (runner/core/stats.py), and replaces the stored points, which
+say how many processes they hold (details.processes).
 
 The child is `python -m runner.core.repeat` with the request as JSON on stdin: a plain
 subprocess, so nothing of the parent's CUDA context, Dynamo caches or allocator leaks in.
@@ -65,12 +68,16 @@ def _child(request: dict, stderr) -> subprocess.Popen:
 
 
 def passes(request: dict, k: int, *, on_batch: Callable[[int, int], None] | None = None,
-           should_stop: Callable[[], bool] | None = None) -> dict[int, list]:
+           should_stop: Callable[[], bool] | None = None,
+           on_rounds: Callable[[int, int, object], None] | None = None
+           ) -> dict[int, list]:
     """Run k - 1 child passes over request["batch_sizes"], one after the other.
 
     Returns batch size -> one entry per pass: its Rounds, or a RepeatError saying why that
     pass has none for this batch size. on_batch(pass, batch) is called before each batch
-    size a child starts (progress); should_stop() ends the children early."""
+    size a child starts (progress); on_rounds(pass, batch, entry) as soon as an entry is
+    known (the sweep updates that batch size's stored points then); should_stop() ends
+    the children early."""
     out: dict[int, list] = {b: [] for b in request["batch_sizes"]}
     for i in range(1, k):
         if should_stop is not None and should_stop():
@@ -89,6 +96,8 @@ def passes(request: dict, k: int, *, on_batch: Callable[[int, int], None] | None
                 seen.add(b)
                 out[b].append(from_json(doc["rounds"]) if "rounds" in doc
                               else RepeatError(f"repeat process {i}: {doc['error']}"))
+                if on_rounds is not None:
+                    on_rounds(i, b, out[b][-1])
                 rest = [x for x in request["batch_sizes"] if x not in seen]
                 if rest and on_batch is not None:
                     on_batch(i, rest[0])
@@ -107,6 +116,8 @@ def passes(request: dict, k: int, *, on_batch: Callable[[int, int], None] | None
             if b not in seen:
                 out[b].append(RepeatError(
                     f"repeat process {i} exited {proc.returncode}: {tail[:300]}"))
+                if on_rounds is not None:
+                    on_rounds(i, b, out[b][-1])
     return out
 
 

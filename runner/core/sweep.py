@@ -12,6 +12,7 @@ with the finished points kept.
 
 from __future__ import annotations
 
+import copy
 import gc
 import uuid
 from collections.abc import Callable
@@ -27,6 +28,7 @@ __all__ = ["SpecError", "SweepSpec", "run_sweep", "validate_spec"]
 class Sink(Protocol):
     def start(self, environment: dict, run: dict) -> None: ...
     def point(self, measurement: dict) -> None: ...
+    def update(self, measurement: dict) -> None: ...  # the same point, more rounds
     def finish(self, status: str) -> None: ...
 
 
@@ -87,8 +89,8 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
     doing = spec.modes[0] if len(spec.modes) == 1 else f"{len(spec.modes)} modes"
     last: dict | None = None
     status, done = "done", 0
+    own: dict[int, tuple] = {}  # batch -> (this process's Rounds, its points): --processes
     try:
-        repeats = _repeat_passes(spec, progress, should_stop)  # a stop here: next check
         reset_state(spec.device)  # whatever ran in this process before is not charged
         gc.freeze()
         for batch in spec.batch_sizes:
@@ -105,10 +107,12 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
                 if progress is not None:
                     progress(done, total, (mode or doing, batch, name), last)
 
+            kept: dict = {}
             with phase(spent, "point"):
                 measured = measure_batch(workload, spec.modes, batch, spec.device, config,
-                                         extra_rounds=_pooled(repeats, batch),
-                                         on_phase=on_phase)
+                                         on_phase=on_phase, kept=kept)
+            if kept.get("rounds") is not None:
+                own[batch] = (kept["rounds"], measured)
             wall = spent["point"]
             for last in measured:
                 last["details"]["point_wall_s"] = wall / len(measured)
@@ -121,6 +125,8 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
             # timing) scans only new objects. Seen on the H200: ~0.3 s of collection per
             # point otherwise, most of the harness overhead outside setup and timing.
             gc.freeze()
+        if status == "done" and spec.processes > 1:
+            status = _repeat_passes(spec, sink, own, config, progress, should_stop)
     except KeyboardInterrupt:
         status = "cancelled"
     except BaseException:
@@ -134,36 +140,66 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
     return status
 
 
-def _repeat_passes(spec: SweepSpec, progress, should_stop) -> dict[int, list] | None:
-    """With --processes K: K - 1 passes over every batch size in fresh processes, before
-    this process's own (runner/core/repeat.py says why whole passes)."""
-    if spec.processes <= 1:
-        return None
+def _repeat_passes(spec: SweepSpec, sink: Sink, own: dict[int, tuple], config,
+                   progress, should_stop) -> str:
+    """With --processes K: K - 1 passes over every batch size in fresh processes, after
+    this process's own (runner/core/repeat.py says why whole passes). Each point was
+    stored from the first pass; as a pass brings a batch size's rounds, they are pooled
+    with those so far and the batch size's points are replaced (sink.update), so a kill
+    loses at most the pass in flight. Returns the run status (cancelled: stopped early)."""
     from runner.core import repeat
+    from runner.core.point import store_rounds
+
+    pooled = {b: copy.deepcopy(r) for b, (r, _) in own.items()}
+    total = len(points(spec))
 
     def on_batch(i: int, batch: int) -> None:
         if progress is not None:
-            progress(0, len(points(spec)), (f"repeat pass {i}/{spec.processes - 1}", batch),
-                     None)
+            progress(total, total, (f"repeat pass {i}/{spec.processes - 1}", batch), None)
+
+    def on_rounds(i: int, batch: int, got) -> None:
+        if batch not in own:
+            return  # no point of this batch size got to its rounds here: nothing to pool
+        _, measured = own[batch]
+        ms = {m["mode"]: m for m in measured}
+        timed = [m for m in pooled[batch].samples_ms
+                 if m not in pooled[batch].failed and ms[m]["status"] == "ok"]
+        problem = _unpoolable(got, timed)
+        if problem:
+            # The points keep the processes they hold; they say which pass is missing.
+            for mode in timed:
+                ms[mode]["details"].setdefault("repeat_errors", []).append(problem[:300])
+        else:
+            pooled[batch].extend(got)
+            store_rounds(ms, timed, pooled[batch], config)
+        for mode in timed:
+            _update(sink, ms[mode])
 
     request = {"workload": spec.workload, "params": dict(spec.params or {}),
-               "modes": list(spec.modes), "batch_sizes": list(spec.batch_sizes),
+               "modes": list(spec.modes), "batch_sizes": list(own),
                "device": spec.device, "timing": spec.timing, "processes": spec.processes}
-    return repeat.passes(request, spec.processes, on_batch=on_batch,
-                         should_stop=should_stop)
+    if not own:
+        return "done"
+    repeat.passes(request, spec.processes, on_batch=on_batch, on_rounds=on_rounds,
+                  should_stop=should_stop)
+    return "cancelled" if should_stop is not None and should_stop() else "done"
 
 
-def _pooled(repeats: dict[int, list] | None, batch: int) -> Callable | None:
-    """The repeat passes' rounds of one batch size, for measure_batch to pool; a pass that
-    failed there makes the batch size's points errors that name it."""
-    if repeats is None:
-        return None
+def _unpoolable(got, timed: list[str]) -> str | None:
+    """Why a pass's entry cannot join the rounds so far (None: it can). A mode missing or
+    failed there would leave rounds that no longer pair, so the whole entry stays out."""
+    if isinstance(got, Exception):
+        return str(got)
+    for mode in timed:
+        if mode in got.failed:
+            return f"{mode} failed in a repeat process: {got.failed[mode]}"
+        if len(got.samples_ms.get(mode, ())) != got.n or not got.n:
+            return f"{mode} has no rounds in a repeat process"
+    return None
 
-    def extra(prepared_modes: tuple[str, ...]) -> list:
-        got = repeats.get(batch, [])
-        for r in got:
-            if isinstance(r, Exception):
-                raise r
-        return got
 
-    return extra
+def _update(sink: Sink, measurement: dict) -> None:
+    # A sink without update() (a caller's own) keeps the first pass's point.
+    update = getattr(sink, "update", None)
+    if update is not None:
+        update(measurement)

@@ -29,7 +29,7 @@ from runner.format.limits import (
 )
 from runner.format.numbers import percentile
 
-_INT = re.compile(r"\d+\Z")
+_INT = re.compile(r"[0-9]+\Z")  # ASCII digits only, as in URLs
 
 
 class ServeInputError(ValueError):
@@ -180,7 +180,7 @@ def parse_distribution(text: str, *, allow_files: bool = True) -> Distribution:
         raise ServeInputError("empty batch-size distribution (e.g. uniform:1-64)")
     kind, colon, rest = t.partition(":")
     if colon and kind == "uniform":
-        m = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", rest)
+        m = re.fullmatch(r"\s*([0-9]+)\s*-\s*([0-9]+)\s*", rest)
         if not m:
             raise ServeInputError(f"distribution {t!r}: expected uniform:A-B, e.g. uniform:1-64")
         lo = _int_in_range(m.group(1), f"distribution {t!r}")

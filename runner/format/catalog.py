@@ -45,6 +45,8 @@ class ParamSpec:
         if self.type == "str":
             return text
         kind = "an integer" if self.type == "int" else "a number"
+        if not text.isascii():  # int() and float() read "２" as 2; URLs and specs refuse it
+            raise WorkloadError(f"{where}: {text!r} is not {kind} (ASCII digits 0-9)")
         try:
             value = int(text) if self.type == "int" else float(text)
         except ValueError:

@@ -36,7 +36,7 @@ from runner.format.limits import (
 from runner.format.vocab import DEFAULT_PROCESSES, JOB_DEVICES, MODE_TABLE, MODES, TIMINGS
 
 ELLIPSIS = ("...", "\u2026")
-_DEVICE = re.compile(r"cpu|cuda(:\d+)?\Z")
+_DEVICE = re.compile(r"cpu|cuda(:[0-9]+)?\Z")
 
 
 class SpecError(WorkloadError):
@@ -66,8 +66,9 @@ class SweepSpec:
 # --- text to values: each error names the value ------------------------------------------
 
 def _batch_size(text: str) -> int:
-    if not re.fullmatch(r"[+-]?\d+", text):
-        raise SpecError(f"{text!r} is not a whole number", "batch_sizes")
+    # [0-9], not \d: int() reads "２" (full-width) as 2, URLs refuse it; one rule, ASCII.
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise SpecError(f"{text!r} is not a whole number (digits 0-9)", "batch_sizes")
     n = int(text)
     if not 1 <= n <= MAX_BATCH_SIZE:
         raise SpecError(f"{n} is out of range (1 to {MAX_BATCH_SIZE})", "batch_sizes")
@@ -310,7 +311,7 @@ def _whole(value: Any, what: str, lo: int, hi: int) -> int:
     """A whole number from text (' 12 ') or an int; SpecError(field=what) names the value,
     not the field (a front end puts its own name for the field in front)."""
     if isinstance(value, str):
-        if not re.fullmatch(r"\s*\d+\s*", value):
+        if not re.fullmatch(r"\s*[0-9]+\s*", value):
             raise SpecError(f"{value!r} is not a whole number", what)
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool):

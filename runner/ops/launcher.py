@@ -18,8 +18,6 @@ from typing import Any
 from db import jobs
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: where `-m runner` resolves
-LOCAL_IDLE_EXIT_S = 600.0  # a worker the dashboard started goes away when left idle
-IDLE_EXIT_VAR = "LAUNCHBENCH_LOCAL_WORKER_IDLE_EXIT"  # override (tests: seconds, not 10 min)
 
 
 def _absolute(db_url: str) -> str:
@@ -69,13 +67,15 @@ def local_worker_pid(db_url: str) -> int | None:
     return pid if _alive(pid) else None
 
 
-def ensure_local_worker(engine, job: dict[str, Any], db_url: str,
-                        idle_exit_s: float | None = None) -> int | None:
-    """Start `python -m runner worker` on this machine unless a live worker can serve
-    `job`, or one this function started is still alive. Returns the new pid, or None.
+def ensure_local_worker(engine, job: dict[str, Any], db_url: str) -> int | None:
+    """Start `python -m runner worker --job ID --check-target` on this machine unless a
+    live worker can serve `job`. Returns the new pid, or None.
 
+    The worker takes this job and nothing else: a worker started for a job whose target
+    no one serves once took another queued job instead (a whole 56-point sweep). When
+    this host does not serve the job's target either, it leaves the job queued and exits.
     The process runs in its own session, so it outlives the browser session, page reruns
-    and even a restart of the dashboard; it exits after `idle_exit_s` without a job."""
+    and even a restart of the dashboard; it exits when its job ends."""
     from db.access import require_writable
 
     require_writable("start a worker")
@@ -84,20 +84,14 @@ def ensure_local_worker(engine, job: dict[str, Any], db_url: str,
             del _spawned[pid]
     if any(jobs.can_serve(w, job) for w in jobs.live_workers(engine)):
         return None
-    if local_worker_pid(db_url) is not None:
-        return None  # still starting (torch import) or idling: it will claim the job
     if importlib.util.find_spec("torch") is None:
         return None  # a dashboard-only host: the job waits for a GPU host's worker
-    if idle_exit_s is None:
-        try:
-            idle_exit_s = float(os.environ.get(IDLE_EXIT_VAR) or LOCAL_IDLE_EXIT_S)
-        except ValueError:
-            idle_exit_s = LOCAL_IDLE_EXIT_S
     env = {k: v for k, v in os.environ.items() if k != "LAUNCHBENCH_READ_ONLY"}
     env["LAUNCHBENCH_DB"] = _absolute(db_url)  # not on the command line: ps would show a password
     with open(_state_path(db_url, "log"), "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "runner", "worker", "--idle-exit", f"{idle_exit_s:g}"],
+            [sys.executable, "-m", "runner", "worker", "--job", str(int(job["id"])),
+             "--check-target"],
             cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             start_new_session=True)
     _spawned[proc.pid] = proc

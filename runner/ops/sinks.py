@@ -1,7 +1,9 @@
 """Where a sweep's results go: the database, a bundle file, or both at once.
 
 A sink is anything with start(environment, run), point(measurement), finish(status); the
-sweep calls them in that order (runner/core/sweep.py). Standard library only at import: the
+sweep calls them in that order (runner/core/sweep.py). With `--processes K` it also calls
+update(measurement) when a later pass has added its rounds to a point already handed
+over: the same (mode, batch_size), replaced. Standard library only at import: the
 database layer is imported by DbSink's caller, which hands it an engine, so a GPU host
 without SQLAlchemy can still write a bundle.
 """
@@ -32,6 +34,14 @@ class MemorySink:
 
     def point(self, measurement: dict[str, Any]) -> None:
         self.measurements.append(copy.deepcopy(measurement))
+
+    def update(self, measurement: dict[str, Any]) -> None:
+        key = (measurement["mode"], measurement["batch_size"])
+        for i, m in enumerate(self.measurements):
+            if (m["mode"], m["batch_size"]) == key:
+                self.measurements[i] = copy.deepcopy(measurement)
+                return
+        self.point(measurement)
 
     def finish(self, status: str) -> None:
         self.status = status
@@ -105,6 +115,13 @@ class DbSink:
             raise RuntimeError("point() before start()")
         store.add_measurement(self.engine, self.run_id, measurement)
 
+    def update(self, measurement: dict[str, Any]) -> None:
+        from db import store
+
+        if self.run_id is None:
+            raise RuntimeError("update() before start()")
+        store.replace_measurement(self.engine, self.run_id, measurement)
+
     def finish(self, status: str) -> None:
         from db import store
 
@@ -139,6 +156,9 @@ class Tee:
 
     def point(self, measurement: dict[str, Any]) -> None:
         self._each("point", measurement)
+
+    def update(self, measurement: dict[str, Any]) -> None:
+        self._each("update", measurement)
 
     def finish(self, status: str) -> None:
         self._each("finish", status)

@@ -103,6 +103,11 @@ class _JobSink:
         self.memory.point(measurement)
         self.retry(lambda: self.db.point(measurement), "storing a point", idempotent=True)
 
+    def update(self, measurement: dict[str, Any]) -> None:
+        self.memory.update(measurement)
+        # A replace in one transaction: trying it again after an outage is harmless.
+        self.retry(lambda: self.db.update(measurement), "updating a point")
+
     def finish(self, status: str) -> None:
         if self.memory.status is None:  # the sweep's own verdict, not a clean-up's
             self.memory.finish(status)
@@ -176,15 +181,18 @@ class Worker:
 
     def serve(self, *, once: bool = False, idle_exit_s: float | None = None,
               job_id: int | None = None, slurm_job_id: str | None = None,
-              sweep_up: Callable[[], None] | None = None) -> int:
+              sweep_up: Callable[[], None] | None = None, check_target: bool = False
+              ) -> int:
         """Claim and run jobs until there are none (`once`: after one job, or at once
         when the queue is empty) or the queue stayed empty for `idle_exit_s`.
 
         `job_id`: run that one job and exit (what a Slurm batch job does); 0 when it was
         run or was no longer queued (a requeued batch job must not run it twice), 2 when
-        it does not exist. `sweep_up`: called before reap_lost, before each claim."""
+        it does not exist. `sweep_up`: called before reap_lost, before each claim.
+        `check_target`: with `job_id`, run it only if this worker serves its target and
+        device (a worker the dashboard starts for a job), else leave it queued."""
         if job_id is not None:
-            return self._serve_one(job_id, slurm_job_id, sweep_up)
+            return self._serve_one(job_id, slurm_job_id, sweep_up, check_target)
         beat = _Heartbeat(self.engine, self.info["id"], self.heartbeat_s)
         beat.start()
         gpu = self.info["gpu_name"] or "no CUDA"
@@ -221,13 +229,15 @@ class Worker:
             jobs.stop_worker(self.engine, self.info["id"])
 
     def _serve_one(self, job_id: int, slurm_job_id: str | None,
-                   sweep_up: Callable[[], None] | None) -> int:
+                   sweep_up: Callable[[], None] | None, check_target: bool = False) -> int:
         beat = _Heartbeat(self.engine, self.info["id"], self.heartbeat_s)
         beat.start()
         try:
             if sweep_up is not None:
                 sweep_up()
             jobs.reap_lost(self.engine, self.lost_after_s)
+            if check_target and not self._serves(job_id):
+                return 0
             job = jobs.claim_job(self.engine, self.info, job_id, slurm_job_id)
             if job is None:
                 try:
@@ -246,6 +256,20 @@ class Worker:
         finally:
             beat.close()
             jobs.stop_worker(self.engine, self.info["id"])
+
+    def _serves(self, job_id: int) -> bool:
+        """Whether this worker may run job `job_id` by the rule claim_next applies; says
+        why not. A job this host cannot serve stays queued for a worker that can."""
+        try:
+            job = jobs.get_job(self.engine, job_id)
+        except jobs.JobNotFound:
+            return True  # claim_job's path says so in its own words
+        if jobs.can_serve(self.info, job):
+            return True
+        self.log(f"job {job_id} wants target {job.get('target')!r}, device "
+                 f"{job.get('device')!r}; this worker ({self.info['name']}, "
+                 f"{self.info['gpu_name'] or 'no CUDA'}) does not serve it: left queued")
+        return False
 
     def run_job(self, job: dict[str, Any], beat: _Heartbeat) -> str:
         from runner.core.sweep import SweepSpec, run_sweep, validate_spec

@@ -65,6 +65,9 @@ def register(sub) -> None:
     p.add_argument("--job", metavar="ID",
                    help="run this queued job only, then exit (what a Slurm batch job runs); "
                         "a job no longer queued is not run again")
+    p.add_argument("--check-target", action="store_true",
+                   help="with --job: run it only if this worker serves its --target and "
+                        "device, else leave it queued (what the dashboard starts)")
     p.add_argument("--idle-exit", type=float, metavar="SECONDS",
                    help="exit after this long without a job (default: run forever)")
     p.add_argument("--heartbeat", type=float, default=None, metavar="SECONDS",
@@ -220,6 +223,8 @@ def run_worker(args: argparse.Namespace) -> int:
         if not args.job.isdigit() or not 1 <= int(args.job) <= jobs.MAX_ID:
             raise UsageError(f"--job {args.job!r} is not a job id")
         job_id = int(args.job)
+    if args.check_target and job_id is None:
+        raise UsageError("--check-target needs --job ID: it says which job to check")
     placed = hosts.apply(args)  # pinned before torch is imported
     try:
         import torch  # noqa: F401 - a worker measures: fail here, before registering
@@ -251,6 +256,7 @@ def run_worker(args: argparse.Namespace) -> int:
         # default, is the grace; then SIGKILL, and reconcile settles the job).
         with (_sigterm_stops(worker) if slurm_job_id else sweep_cmd._sigterm_as_interrupt()):
             return worker.serve(once=args.once, idle_exit_s=args.idle_exit, job_id=job_id,
-                                slurm_job_id=slurm_job_id, sweep_up=sweep_up)
+                                slurm_job_id=slurm_job_id, sweep_up=sweep_up,
+                                check_target=args.check_target)
     finally:
         engine.dispose()

@@ -105,7 +105,7 @@ def parse_label(text: str | None) -> str | None:
 def parse_processes(text: str | None, timing: str) -> int:
     if text is None:
         return DEFAULT_PROCESSES[timing]
-    if not re.fullmatch(r"\s*[+-]?\d+\s*", text or ""):
+    if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", text or ""):
         raise UsageError(f"--processes {text!r} is not a whole number")
     n = int(text)
     if not 1 <= n <= MAX_PROCESSES:
