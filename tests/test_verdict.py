@@ -142,13 +142,17 @@ def test_pivot_and_points_table_mark_inconclusive():
 
 
 def test_board_key_figure_leaves_inconclusive_modes_unranked():
+    def figures(points):  # the board's one-pass table, one run: (row, key figure)
+        row = board._sweep_table(points).loc[1]
+        return row, row["key figure"]
+
     p = noisy_points()
-    row, text = board._sweep_figures(p)
+    row, text = figures(p)
     assert row["cuda-graph x"] == pytest.approx(7.1) and text == "cuda-graph 7.10x at batch 8"
     assert math.isnan(row["reduce-overhead x"])
     bad = dict(NOISY)
     bad[("cuda-graph", 8)] = {"speedup": 2.0, "speedup_ci_low": 0.1, "speedup_ci_high": 9.0}
-    row, text = board._sweep_figures(noisy_points(bad))
+    row, text = figures(noisy_points(bad))
     assert math.isnan(row["cuda-graph x"]) and "inconclusive" in text
 
 
