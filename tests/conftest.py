@@ -137,6 +137,8 @@ def pytest_pycollect_makemodule(module_path, parent):
 
 
 def pytest_collection_modifyitems(config, items):
+    if not any("gpu" in item.keywords for item in items):
+        return  # nothing to decide: no need to import torch
     try:
         import torch
 
