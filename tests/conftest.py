@@ -53,22 +53,27 @@ _test_numbers = itertools.count()
 def pytest_configure(config):
     global _token
     _token = procs.start_session()  # per process: each xdist worker checks its own
+    # A plugin, not conftest hooks: pytest asks a conftest only about the nodes under its
+    # directory, and a session fixture's node is the session, at the root.
+    config.pluginmanager.register(_Ownership(), "launchbench-process-ownership")
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    with procs.owned_by(item.nodeid):  # setup, call and teardown: the test's children
-        return (yield)
+class _Ownership:
+    """Which test a child belongs to (tests/procs.py)."""
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        with procs.owned_by(item.nodeid):  # setup, call and teardown: the test's children
+            return (yield)
 
-@pytest.hookimpl(wrapper=True)
-def pytest_fixture_setup(fixturedef, request):
-    # A module or session fixture's server outlives the test that first asked for it:
-    # not that test's to kill. It is checked at the session's end instead.
-    if fixturedef.scope == "function":
-        return (yield)
-    with procs.owned_by(None):
-        return (yield)
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        # A module or session fixture's server outlives the test that first asked for
+        # it: not that test's to kill. It is checked at the session's end instead.
+        if fixturedef.scope == "function":
+            return (yield)
+        with procs.owned_by(None):
+            return (yield)
 
 
 @pytest.fixture(scope="session", autouse=True)

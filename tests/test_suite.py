@@ -86,11 +86,11 @@ SLEEP = [sys.executable, "-c", "import time; time.sleep(600)"]
 OUT = Path(os.environ["LB_LEAK_DIR"])
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server():
     p = subprocess.Popen(SLEEP, start_new_session=True)
     (OUT / "fixture.pid").write_text(str(p.pid))
-    yield  # never stopped: the session's end must catch it
+    yield p  # never stopped: the session's end must catch it
 
 
 def test_leaves_a_daemon_behind(server):
@@ -101,6 +101,10 @@ def test_leaves_a_daemon_behind(server):
     pid = subprocess.run([sys.executable, "-c", spawn, *SLEEP], capture_output=True,
                          text=True, check=True).stdout.strip()
     (OUT / "test.pid").write_text(pid)
+
+
+def test_a_session_fixture_outlives_the_test_that_started_it(server):
+    assert server.poll() is None  # not killed with the first test's children
 '''
 
 
@@ -109,16 +113,21 @@ def _running(pid: int) -> bool:
 
 
 def test_processes_a_test_or_a_fixture_leaves_are_killed_and_fail_the_run(tmp_path):
-    (tmp_path / "test_leaky.py").write_text(textwrap.dedent(LEAKY))
-    r = _pytest("-p", "tests.conftest", "--rootdir", str(tmp_path), str(tmp_path),
-                cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "LB_LEAK_DIR": str(tmp_path)})
+    # Laid out as here: the conftest in a directory under the root, not at it.
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
+    (tmp_path / "sub" / "test_leaky.py").write_text(textwrap.dedent(LEAKY))
+    r = _pytest("--rootdir", str(tmp_path), str(tmp_path), cwd=tmp_path,
+                env={"PYTHONPATH": str(ROOT), "LB_LEAK_DIR": str(tmp_path)})
     out = r.stdout + r.stderr
     pids = {name: int((tmp_path / f"{name}.pid").read_text()) for name in ("test", "fixture")}
     try:
         # The test's daemon: killed when the test ended, with a warning naming the test.
         assert "killed 1 process(es) the test left running" in out, out
         assert f"pid {pids['test']} " in out
-        # The module fixture's server: killed at the session's end, and the run fails.
+        # The session fixture's server: kept for the second test, killed at the
+        # session's end, and the run fails.
+        assert "2 passed" in out, out
         assert "processes left running at the end of the session" in out, out
         assert f"pid {pids['fixture']} " in out and r.returncode == 1, out
         end = time.monotonic() + procs.GONE_WITHIN_S
