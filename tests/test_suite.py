@@ -11,6 +11,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from tests import procs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,12 +114,14 @@ def _running(pid: int) -> bool:
     return procs._running(pid)
 
 
-def test_processes_a_test_or_a_fixture_leaves_are_killed_and_fail_the_run(tmp_path):
+@pytest.mark.parametrize("xdist", [[], ["-n", "2", "--dist", "loadfile"]],
+                         ids=["serial", "xdist"])
+def test_processes_a_test_or_a_fixture_leaves_are_killed_and_fail_the_run(tmp_path, xdist):
     # Laid out as here: the conftest in a directory under the root, not at it.
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
     (tmp_path / "sub" / "test_leaky.py").write_text(textwrap.dedent(LEAKY))
-    r = _pytest("--rootdir", str(tmp_path), str(tmp_path), cwd=tmp_path,
+    r = _pytest(*xdist, "--rootdir", str(tmp_path), str(tmp_path), cwd=tmp_path,
                 env={"PYTHONPATH": str(ROOT), "LB_LEAK_DIR": str(tmp_path)})
     out = r.stdout + r.stderr
     pids = {name: int((tmp_path / f"{name}.pid").read_text()) for name in ("test", "fixture")}
