@@ -355,6 +355,10 @@ def test_jobs_over_two_gpus_each_run_once(on_slurm, cluster, tmp_path):
     rows = wait_for(all_done, f"{SLURM_JOBS} jobs done", timeout_s=400, every_s=0.5)
     assert busiest <= 2  # one fake GPU each: Slurm never ran a third at once
     assert {r["slurm_job_id"] for r in rows} == set(submitted.values())
+    # Each batch job's worker exits on its own after its job: none is left running for
+    # the teardown's scancel (or the suite's reaper) to end.
+    wait_for(lambda: {slurm_state(cluster, s) for s in submitted.values()} == {"COMPLETED"},
+             "every batch job COMPLETED")
     claims = Counter(int(m) for m in re.findall(r"^claimed job (\d+)$", outputs(tmp_path),
                                                 re.M))
     assert set(claims) == set(submitted) and set(claims.values()) == {1}
