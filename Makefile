@@ -36,12 +36,15 @@ system-deps: setup
 	  2>/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
 	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq postgresql >/dev/null; }
 
-## Run the whole test suite (CPU; GPU tests skip without CUDA).
+## Run the whole test suite (CPU; GPU tests skip without CUDA), then list the 15 slowest.
+# One pytest worker per core (xdist), a test file to a worker: a module's server, browser
+# or Slurm cluster starts once. Many tests wait on child processes; two cores halve it.
 test: system-deps
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile --durations=15
 
-## On a CUDA machine: only the GPU tests.
+## On a CUDA machine: only the GPU tests, one at a time (they time the GPU). torch and
+## pytest are enough: modules that need the database or the dashboard skip without them.
 test-gpu:
 	python3 -m pytest -q -m gpu
 

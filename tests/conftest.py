@@ -1,7 +1,19 @@
-"""Shared fixtures: a temp SQLite file, a real PostgreSQL database, CI strictness."""
+"""Shared fixtures: a temp SQLite file, a real PostgreSQL database, CI strictness; and
+what keeps the suite apart from its host: every process a test starts ends with the test
+(tests/procs.py), each test's workers get their own host lock directory, and a test module
+that needs the dashboard's packages skips (outside CI) on a host without them.
+
+Starting a process from a test: plain `subprocess.Popen` / `subprocess.run`, with
+`env={**os.environ, ...}` when the child needs more (never a scrubbed environment: the
+inherited variables are how the child is found, and how its host paths stay the test's).
+Wait for it or stop it in the test; whatever is still running when the test ends is
+killed, and a process a module or session fixture leaves behind fails the run.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import os
 import shutil
 import socket
@@ -9,12 +21,20 @@ import subprocess
 import tempfile
 import time
 import uuid
+import warnings
 from pathlib import Path
 
 import pytest
 
+from tests import procs
+
 ROOT = Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+# What a GPU host may lack: the lent H200 has torch, pandas and pytest, not the database's
+# or the dashboard's packages. A test module importing one of these skips there.
+OPTIONAL = ("sqlalchemy", "alembic", "psycopg", "streamlit", "altair", "pandas",
+            "vl_convert", "playwright", "tqdm")
+HOST_DIR_VAR = "LAUNCHBENCH_HOST_DIR"  # runner/core/host_gate.py's DIR_VAR (torch-free)
 
 
 def must_skip(reason: str) -> None:
@@ -24,7 +44,106 @@ def must_skip(reason: str) -> None:
     pytest.skip(reason)
 
 
+# --- apart from the host ------------------------------------------------------------------
+
+_token = ""
+_test_numbers = itertools.count()
+
+
+def pytest_configure(config):
+    global _token
+    _token = procs.start_session()  # per process: each xdist worker checks its own
+    # A plugin, not conftest hooks: pytest asks a conftest only about the nodes under its
+    # directory, and a session fixture's node is the session, at the root.
+    config.pluginmanager.register(_Ownership(), "launchbench-process-ownership")
+
+
+class _Ownership:
+    """Which test a child belongs to (tests/procs.py)."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        with procs.owned_by(item.nodeid):  # setup, call and teardown: the test's children
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        # A module or session fixture's server outlives the test that first asked for
+        # it: not that test's to kill. It is checked at the session's end instead.
+        if fixturedef.scope == "function":
+            return (yield)
+        with procs.owned_by(None):
+            return (yield)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _nothing_left_running():
+    """Fails the run when a process this session started is still running at its end
+    (a fixture that did not stop its server); kills them first."""
+    yield
+    left = procs.ours(_token)
+    if left:
+        procs.kill(left)
+        pytest.fail("processes left running at the end of the session (killed now): "
+                    + "; ".join(map(str, left)), pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _apart_from_the_host(request, tmp_path_factory):
+    """Each test's workers time under their own host lock, never the machine's default
+    ($TMPDIR/launchbench-host, which a real worker on this host may hold); whatever the
+    test started and left running is killed when it ends, pass or fail."""
+    lock_dir = tmp_path_factory.getbasetemp() / "host-lock" / str(next(_test_numbers))
+    before = os.environ.get(HOST_DIR_VAR)
+    os.environ[HOST_DIR_VAR] = str(lock_dir)  # created by the first worker that uses it
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(HOST_DIR_VAR, None)
+        else:
+            os.environ[HOST_DIR_VAR] = before
+        left = procs.reap(_token, request.node.nodeid)
+        if left:
+            warnings.warn(pytest.PytestWarning(
+                f"killed {len(left)} process(es) the test left running: "
+                + "; ".join(map(str, left))), stacklevel=1)
+
+
+class _Module(pytest.Module):
+    def _getobj(self):
+        try:
+            return super()._getobj()
+        except self.CollectError as e:
+            missing = _missing_optional(e.__cause__)
+            if missing is None or IN_CI:
+                raise
+            raise pytest.skip.Exception(
+                f"{self.path.name} needs {missing}, which is not installed here (pip install -r "
+                "requirements.txt)", allow_module_level=True) from None
+
+
+def _missing_optional(error: BaseException | None) -> str | None:
+    """The optional package whose absence `error` reports, or None for any other error
+    (a typo in an import must still fail collection)."""
+    if not isinstance(error, ModuleNotFoundError) or not error.name:
+        return None
+    top = error.name.split(".")[0]
+    if top not in OPTIONAL:
+        return None
+    try:
+        return None if importlib.util.find_spec(top) is not None else top
+    except (ImportError, ValueError):
+        return top
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    return _Module.from_parent(parent, path=module_path)
+
+
 def pytest_collection_modifyitems(config, items):
+    if not any("gpu" in item.keywords for item in items):
+        return  # nothing to decide: no need to import torch
     try:
         import torch
 

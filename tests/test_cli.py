@@ -478,6 +478,12 @@ def test_sweep_goes_on_past_a_failing_point(capsys, tmp_path):
     assert ms[2]["status"] == ms[4]["status"] == "ok"
 
 
+def _ignoring_sigint():
+    """What `make test &`, nohup's shells and CI runners give a child: SIGINT ignored,
+    which Python would keep; the runner must handle Ctrl-C all the same."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_interrupt_cancels_and_keeps_finished_points(tmp_path, sig):
     url = f"sqlite:///{tmp_path / 'lb.db'}"
@@ -487,7 +493,8 @@ def test_interrupt_cancels_and_keeps_finished_points(tmp_path, sig):
                           "tests.test_cli:slow_model", "--batch-sizes", sizes, "--modes",
                           "eager", "--quick", "--device", "cpu", "--db", url, "--out",
                           str(out)], cwd=ROOT, env={**_env(tmp_path), "LB_TEST_SLEEP": "0.01"},
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=_ignoring_sigint)
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and p.poll() is None:

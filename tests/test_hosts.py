@@ -298,26 +298,58 @@ def test_worker_host_flags_bad_input_one_line(sqlite_url, argv, needle, capsys):
 
 # --- workers --per-gpu -----------------------------------------------------------------
 
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
-def test_per_gpu_starts_one_worker_per_gpu_and_stops_them_all(tmp_path, stop):
+def _ignoring_sigint():
+    """What `make test &` or a CI runner gives its children: SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# (signal, how the launcher's output ends): the README promises "Ctrl-C or SIGTERM stops
+# them all", whatever happened to the launcher's output and however it was started.
+STOPS = {
+    "sigterm": (signal.SIGTERM, "pipe"),
+    "ctrl-c, started with SIGINT ignored": (signal.SIGINT, "pipe"),
+    "hang-up": (signal.SIGHUP, "pipe"),
+    "sigterm, its reader gone": (signal.SIGTERM, "reader gone"),
+    "sigterm, stdout and stderr closed": (signal.SIGTERM, "closed"),
+    "sigkill": (signal.SIGKILL, "pipe"),
+}
+
+
+@pytest.mark.parametrize("stop, output", list(STOPS.values()), ids=list(STOPS))
+def test_per_gpu_starts_one_worker_per_gpu_and_stops_them_all(tmp_path, stop, output):
     fake = " ".join([*CHILDREN, "worker", str(tmp_path)])
+    argv = [sys.executable, "-m", "runner", "workers", "--per-gpu", "--db", "sqlite:///x.db",
+            "--host-policy", "shared", "--worker-command", fake]
+    if output == "closed":  # `launcher >&- 2>&-`: no stdout, no stderr at all
+        argv = ["sh", "-c", 'exec "$@" >&- 2>&-', "sh", *argv]
     launcher = subprocess.Popen(
-        [sys.executable, "-m", "runner", "workers", "--per-gpu", "--db", "sqlite:///x.db",
-         "--host-policy", "shared", "--worker-command", fake], cwd=ROOT, text=True,
-        stderr=subprocess.PIPE, env={**os.environ, "CUDA_VISIBLE_DEVICES": "0,1,2"})
+        argv, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=_ignoring_sigint if stop == signal.SIGINT else None,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "0,1,2"})
     names = [f"{socket.gethostname()}-gpu{g}" for g in range(3)]
-    _wait_for(lambda: all((tmp_path / f"{n}.json").exists() for n in names), "3 workers")
-    launcher.send_signal(stop)
-    err = launcher.communicate(timeout=GUARD_S)[1]
-    assert launcher.returncode == 130, err
+    try:
+        _wait_for(lambda: all((tmp_path / f"{n}.json").exists() for n in names) or
+                  launcher.poll() is not None, "3 workers")
+        if output == "reader gone":  # a closed ssh session, a dead `tee`
+            launcher.stdout.close()
+            launcher.stderr.close()
+        launcher.send_signal(stop)
+        launcher.wait(timeout=GUARD_S)
+        err = "" if launcher.stderr.closed else launcher.stderr.read()
+    finally:
+        launcher.kill()
+        launcher.wait()
+    assert launcher.returncode == (-signal.SIGKILL if stop == signal.SIGKILL else 130), err
     for g, n in enumerate(names):
         doc = json.loads((tmp_path / f"{n}.json").read_text())
         assert doc["CUDA_VISIBLE_DEVICES"] == str(g) and doc["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
         argv = doc["argv"]
         assert argv[:4] == ["--name", n, "--gpu", str(g)]
         assert argv[argv.index("--host-policy") + 1] == "shared" and "--db" in argv
-        assert (tmp_path / f"{n}.stopped").exists()  # each got its SIGTERM
-    assert "stopping 3 worker(s)" in err
+        # Each got its SIGTERM (from the kernel when the launcher was SIGKILLed).
+        _wait_for(lambda n=n: (tmp_path / f"{n}.stopped").exists(), f"{n} stopped")
+    if output == "pipe" and stop != signal.SIGKILL:
+        assert "stopping 3 worker(s)" in err
 
 
 @pytest.mark.parametrize("argv, env, needle", [

@@ -3,6 +3,7 @@ mode, and real worker processes racing for one queue."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -256,23 +257,79 @@ def _wait_for(predicate, timeout=60.0, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_four_workers_run_200_jobs_exactly_once(any_url):
-    engine = make_engine(any_url)
-    ids = {jobs.enqueue(engine, TINY) for _ in range(200)}
+# A worker elsewhere on this machine timing under the default host lock: what blocked
+# this suite's workers for minutes before each test had its own lock directory.
+HOLDER = """
+import fcntl, os, pathlib, sys, time
+from runner.core.host_gate import LOCK_NAME, check_dir, default_dir
+fd = os.open(check_dir(default_dir()) / LOCK_NAME, os.O_RDWR)
+try:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    said = "held"
+except BlockingIOError:  # a real worker on this host holds it already: as good
+    said = "held elsewhere"
+pathlib.Path(sys.argv[1]).write_text(said)
+time.sleep(600)  # until the test ends it
+"""
+
+
+@pytest.fixture
+def default_lock_held(tmp_path):
+    """The host's default timing lock ($TMPDIR/launchbench-host/timing.lock) held by
+    another process for the whole test."""
+    from runner.core.host_gate import LOCK_NAME, default_dir
+
+    ready = tmp_path / "holder.ready"
+    env = {k: v for k, v in os.environ.items() if k != "LAUNCHBENCH_HOST_DIR"}
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(ready)], cwd=ROOT, env=env)
+    try:
+        _wait_for(lambda: ready.exists() or holder.poll() is not None, 60, "the holder")
+        assert holder.poll() is None and ready.read_text().startswith("held")
+        fd = os.open(default_dir() / LOCK_NAME, os.O_RDONLY)
+        try:
+            with pytest.raises(BlockingIOError):  # really held: a default worker would wait
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+RACED_JOBS = 20  # each raced by four: the meaning is in the race, not the count
+
+
+def test_four_workers_race_for_every_job_and_run_each_exactly_once(any_url,
+                                                                  default_lock_held):
+    engine = make_engine(any_url)  # the schema exists before four workers open it at once
+    # Every worker up and polling before the first job is queued: each job is raced by
+    # all four. They time under the default (exclusive) policy, in this test's own host
+    # lock directory, while another process holds the machine's default one.
     procs = [_start_worker(any_url, "--name", f"w{i}", "--idle-exit", "2") for i in range(4)]
-    outs = [p.communicate(timeout=400)[0] for p in procs]
+    try:
+        _wait_for(lambda: len(jobs.live_workers(engine)) == 4, 300, "four workers polling")
+        ids = {jobs.enqueue(engine, TINY) for _ in range(RACED_JOBS)}
+        outs = [p.communicate(timeout=300)[0] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
     assert [p.returncode for p in procs] == [0, 0, 0, 0], outs
     claims = Counter(int(line.split()[-1]) for out in outs for line in out.splitlines()
                      if line.startswith("claimed job "))
     assert set(claims) == ids and set(claims.values()) == {1}  # each claimed exactly once
     assert sum(1 for out in outs if "claimed job" in out) >= 2  # they really raced
-    rows = jobs.list_jobs(engine, limit=1000)
+    rows = [j for j in jobs.list_jobs(engine, limit=1000) if j["id"] in ids]
     assert {j["status"] for j in rows} == {"done"}
-    assert len({j["run_id"] for j in rows}) == 200 and None not in {j["run_id"] for j in rows}
+    run_ids = {j["run_id"] for j in rows}
+    assert len(run_ids) == RACED_JOBS and None not in run_ids
     with engine.connect() as c:
-        assert c.scalar(select(func.count()).select_from(Run)) == 200  # no job ran twice
-        assert c.scalar(select(func.count()).select_from(Measurement)) == 200
+        assert c.scalar(select(func.count()).select_from(Run)) == RACED_JOBS  # none twice
+        points = c.execute(select(Measurement.details)).scalars().all()
+    assert len(points) == RACED_JOBS
+    assert {p["host"]["policy"] for p in points} == {"exclusive"}
     assert jobs.live_workers(engine) == []  # each said goodbye
+    assert default_lock_held.poll() is None  # held throughout
     engine.dispose()
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 
 # Sub-command modules, in --help order. Imported at parse time, so they must not import
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         rc = int(args.func(args) or 0)
-        sys.stdout.flush()  # inside the try: a closed pipe is said here, not at exit
+        if sys.stdout is not None:  # None: started with stdout closed (`>&-`)
+            sys.stdout.flush()  # inside the try: a closed pipe is said here, not at exit
         return rc
     except BrokenPipeError:
         # `list | head -1`: the reader has what it wanted and left. Exit quietly, as a
@@ -78,4 +80,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def console() -> None:
     """The `launchbench` console script: the same as `python -m runner`."""
+    # Started in the background (`cmd &`, a CI runner), a process inherits SIGINT as
+    # ignored and Python then leaves it so: Ctrl-C (`kill -INT`) must still stop a sweep
+    # or a worker cleanly, however its parent was started.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.exit(main())

@@ -23,10 +23,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from runner.core.placement import PlacementError, format_cpus, parse_cpus
 
 STOP_GRACE_S = 60.0  # a worker stops the job in flight at once; then SIGKILL
+POLL_S = 0.1  # how often the launcher looks at its workers and at the signals it got
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # nvidia-smi underlines the header on some versions
 
 
@@ -134,47 +136,108 @@ def worker_argv(base: Sequence[str], entry: dict, passthrough: Sequence[str]) ->
 
 
 def run_per_gpu(entries: list[dict], base: Sequence[str], passthrough: Sequence[str], *,
-                log: Callable[[str], None] = print, grace_s: float = STOP_GRACE_S) -> int:
-    """Start one worker per entry and wait for them; Ctrl-C or SIGTERM stops them all
-    (SIGTERM to each, SIGKILL to any still there after `grace_s`). Returns 130 when
-    stopped, else the worst exit status of the workers."""
+                log: Callable[[str], None] = print, grace_s: float = STOP_GRACE_S,
+                poll_s: float = POLL_S) -> int:
+    """Start one worker per entry and wait for them; Ctrl-C, SIGTERM or a hang-up stops
+    them all (SIGTERM to each, SIGKILL to any still there after `grace_s`, at once on a
+    second signal). Returns 130 when stopped, else the worst exit status of the workers.
+
+    Whatever ends the launcher ends its workers: the signals only set a flag (a signal
+    landing inside Popen must not lose a child), a log line that cannot be written (the
+    ssh session closed, the `tee` died) is dropped, any error still stops them on its way
+    out, and a worker whose launcher is SIGKILLed gets SIGTERM from the kernel."""
     procs: list[subprocess.Popen] = []
-
-    def to_interrupt(_signum, _frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, to_interrupt)
+    signals: list[int] = []
+    say = _never_raising(log)
+    previous = _catch(lambda signum, _frame: signals.append(signum))
     try:
-        try:
-            for e in entries:
-                argv = worker_argv(base, e, passthrough)
-                procs.append(subprocess.Popen(argv, start_new_session=True,
-                                              env={**os.environ, **child_env(e['gpu'])}))
-                cpus = format_cpus(e["cpus"]) if e["cpus"] else "any"
-                log(f"started {e['name']} (pid {procs[-1].pid}): GPU {e['gpu']}, CPUs {cpus}")
-            return max(p.wait() for p in procs)
-        except KeyboardInterrupt:
-            log(f"stopping {len(procs)} worker(s)")
-            _stop(procs, grace_s)
-            return 130
+        for e in entries:
+            if signals:
+                break
+            argv = worker_argv(base, e, passthrough)
+            procs.append(subprocess.Popen(argv, start_new_session=True,
+                                          preexec_fn=_die_with_parent(os.getpid()),
+                                          env={**os.environ, **child_env(e["gpu"])}))
+            cpus = format_cpus(e["cpus"]) if e["cpus"] else "any"
+            say(f"started {e['name']} (pid {procs[-1].pid}): GPU {e['gpu']}, CPUs {cpus}")
+        while not signals and any(p.poll() is None for p in procs):
+            time.sleep(poll_s)
+        if not signals:
+            return max(p.returncode for p in procs)
+        say(f"stopping {len(procs)} worker(s)")
+        return 130
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        # Normally only the stopped path has workers left; after an error, all of them.
+        _stop(procs, grace_s, signals, poll_s)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
-def _stop(procs: list[subprocess.Popen], grace_s: float) -> None:
+
+def _catch(handler) -> dict[int, Any]:
+    """Route Ctrl-C, SIGTERM and SIGHUP to `handler`; returns what to put back. SIGHUP
+    only when it is not ignored: under nohup the launcher and its workers stay up."""
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        current = signal.getsignal(signum)
+        if signum == signal.SIGHUP and current is signal.SIG_IGN:
+            continue
+        previous[signum] = current
+        signal.signal(signum, handler)
+    return previous
+
+
+def _never_raising(log: Callable[[str], None]) -> Callable[[str], None]:
+    def say(line: str) -> None:
+        try:
+            log(line)
+        except (OSError, ValueError):  # a reader gone (EPIPE), a closed stream
+            _silence(sys.stderr)
+    return say
+
+
+def _silence(stream) -> None:
+    """Point a stream whose reader is gone at /dev/null, so that what is left in its
+    buffer, and Python's flush at exit, fail nowhere."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+
+
+def _die_with_parent(parent: int) -> Callable[[], None] | None:
+    """Linux: the worker gets SIGTERM when the launcher dies, even by SIGKILL
+    (PR_SET_PDEATHSIG), so no worker outlives it unattended."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def arm() -> None:  # in the child, between fork and exec
+        prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the launcher died before it was armed
+            os._exit(1)
+
+    return arm
+
+
+def _stop(procs: list[subprocess.Popen], grace_s: float, signals: list[int],
+          poll_s: float) -> None:
     # Their own sessions: a terminal's Ctrl-C reaches the launcher only, which then
     # stops each worker once, the same way whichever signal it got.
     for p in procs:
         if p.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 p.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    try:
-        for p in procs:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                p.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except KeyboardInterrupt:  # a second Ctrl-C or SIGTERM: no more grace
-        pass
+    seen, deadline = len(signals), time.monotonic() + grace_s
+    # Another Ctrl-C or SIGTERM while they stop: no more grace.
+    while (any(p.poll() is None for p in procs) and time.monotonic() < deadline
+           and len(signals) == seen):
+        time.sleep(poll_s)
     for p in procs:
         if p.poll() is None:
             p.kill()
