@@ -25,7 +25,7 @@ import sys
 import traceback
 from typing import Any
 
-from runner.core import host_gate, memory, modes, profiling, stats
+from runner.core import cuda_fatal, host_gate, memory, modes, profiling, stats
 from runner.core import rounds as rounds_mod
 from runner.core.compile_watch import compile_watch, cudagraph_status, no_recompiles
 from runner.core.memory import clear_cublas_workspaces
@@ -62,16 +62,27 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
     for m in ms.values():
         m["details"]["phase_s"] = {}
     batch = _Batch(workload, batch_size, device, config, ms, shared)
+    lost: str | None = None  # a sticky CUDA error's message: this process's context is gone
     try:
         batch.run(extra_rounds)
+    except _ContextLost as e:  # a mode hit it; the modes after it never ran
+        lost = str(e)
     except Exception as e:  # build or reference failed (OOM...): every mode errors
+        lost = _one_line(e) if cuda_fatal.is_sticky(e) else None
         for m in ms.values():
             if m["status"] == "ok" and m["step_ms"] is None:
                 _fail(m, e)
     finally:
         batch.prepared.clear()
+        lost = lost or next((m["message"] for m in ms.values() if m["status"] == "error"
+                             and cuda_fatal.is_sticky_text(m["message"])), None)
         with phase(shared, "cleanup"):
-            reset_state(device)
+            lost = _cleanup(device, lost)
+        if lost:
+            for m in ms.values():
+                if m["status"] == "ok" and m["step_ms"] is None:
+                    m.update(status="skipped", message=cuda_fatal.lost_message(batch_size))
+                m["details"][cuda_fatal.LOST_DETAIL] = lost
         # Where it ran (GPUs, CPUs) and, under a host policy, what its timing met.
         host = {**(host_gate.summary(batch.sections) or {"policy": None}), **placement()}
         for m in ms.values():
@@ -101,6 +112,25 @@ def time_batch_rounds(workload: Workload, mode_names: tuple[str, ...], batch_siz
         if m["status"] != "ok":
             r.failed.setdefault(mode, m["message"] or m["status"])
     return r
+
+
+class _ContextLost(Exception):
+    """A sticky CUDA error ended this batch size: nothing more can run in this process."""
+
+
+def _cleanup(device: str, lost: str | None) -> str | None:
+    """reset_state, unless the context is gone (every CUDA call would raise again); a
+    sticky error that only surfaces here (an asynchronous assert met by the sync) is
+    returned as lost, not raised, so the points measured before it are kept."""
+    if lost:
+        return lost
+    try:
+        reset_state(device)
+    except Exception as e:
+        if not cuda_fatal.is_sticky(e):
+            raise
+        return _one_line(e)
+    return None
 
 
 def _fail(m: dict, e: BaseException) -> None:
@@ -149,6 +179,8 @@ class _Batch:
                 except Exception as e:  # this mode only; the others still run
                     _fail(m, e)
                     self.prepared.pop(mode, None)
+                    if cuda_fatal.is_sticky(e):  # ...unless the context went with it
+                        raise _ContextLost(m["message"]) from e
             if not self.prepared:
                 return None
             with no_recompiles(any(m in COMPILED_MODES for m in self.prepared)):

@@ -379,6 +379,10 @@ def run(args: argparse.Namespace) -> int:
         print(format_table(ms, modes))
     if note:
         print(note, file=sys.stderr)
+    from runner.core.cuda_fatal import summary as lost_summary
+
+    if lost_summary(ms):
+        print(f"error: {lost_summary(ms)}", file=sys.stderr)
     if status == "cancelled":
         return CANCELLED_EXIT
     return 0 if status == "done" else 1
