@@ -101,10 +101,13 @@ def local_config(text: str) -> dict[str, Any] | None:
     """The config's fields when they can be read without the network (None otherwise)."""
     if text in HF_CONFIGS:
         return dict(HF_CONFIGS[text])
-    try:
-        kind, path = model_source(text, trusted=True)
-    except ValueError:
-        return None
+    kind = path = None
+    for trusted in (False, True):  # the admin's directory first, as the queue reads it
+        try:
+            kind, path = model_source(text, trusted=trusted)
+            break
+        except ValueError:
+            continue
     if kind != "local":
         return None
     try:
