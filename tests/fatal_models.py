@@ -41,3 +41,24 @@ def sticky(at: str = "8", every: str = "0", calls: str = "0"):
     `calls` good calls there (calls=1: eager's reference passes, the first mode fails)."""
     model = Sticky(int(at), every == "1", int(calls))
     return model, lambda b, gen=None: torch.randn(b, 8, generator=gen)
+
+
+class OutOfBounds(nn.Module):
+    """The real thing on a GPU: at batch `at` an embedding lookup reads past its table,
+    which CUDA's kernel answers with a device-side assert (sticky: the context is lost)."""
+
+    def __init__(self, at: int):
+        super().__init__()
+        self.at = at
+        self.emb = nn.Embedding(16, 8)
+
+    def forward(self, x):
+        idx = torch.arange(x.shape[0], device=x.device) % 16
+        if x.shape[0] == self.at:
+            idx = idx + 1000  # planted: rows 1000.. of a 16-row table
+        return self.emb(idx) + x
+
+
+def oob(at: str = "8"):
+    model = OutOfBounds(int(at))
+    return model, lambda b, gen=None: torch.randn(b, 8, generator=gen)
