@@ -107,15 +107,39 @@ def test_decode_steps_rewind_the_cache_and_never_walk_off_it():
     assert torch.equal(first, out)
 
 
+def test_decode_step_is_the_true_next_token_after_its_prefix():
+    """The rewound step reads exactly the prefix (mask and positions right): its logits
+    are those of a full forward over prefix + token, eager and compiled."""
+    import torch
+
+    w = resolve("hf-causal-lm", {"dtype": "float32", "layers": "2", "kv_len": "32",
+                                 "position": "8"})
+    model, make_input = w.build("cpu")
+    model.prepare_batch(2)
+    prefix = torch.randint(0, 4096, (2, 8), generator=torch.Generator().manual_seed(1234))
+    x = make_input(2, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        full = model.lm(input_ids=torch.cat([prefix, x], 1), use_cache=False).logits[:, -1:]
+        assert torch.allclose(model(x), full, atol=1e-4)
+        compiled = torch.compile(model, dynamic=False)
+        compiled(x)
+        assert torch.allclose(compiled(x), full, atol=1e-4)
+
+
 def test_prefill_returns_the_next_tokens_logits():
     import torch
 
     w = resolve("hf-causal-lm", {"dtype": "float32", "layers": "1", "phase": "prefill",
                                  "seq": "5"})
     model, make_input = w.build("cpu")
+    model.prepare_batch(3)
+    x = make_input(3, torch.Generator().manual_seed(0))
     with torch.no_grad():
-        out = model(make_input(3, torch.Generator().manual_seed(0)))
-    assert out.shape == (3, 1, 4096)
+        out = model(x)
+        full = model.lm(input_ids=x, use_cache=False).logits[:, -1:]
+        for _ in range(3):  # rewound: every prefill writes slots 0..4 again
+            assert torch.equal(model(x), out) and model.cached_length() == 5
+    assert out.shape == (3, 1, 4096) and torch.allclose(out, full, atol=1e-4)
 
 
 def test_default_decode_step_runs_eager_and_compile_and_matches():

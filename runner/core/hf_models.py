@@ -78,11 +78,15 @@ def build(params: dict[str, Any], dtype, device: str):
     lm = lm.to(dtype=dtype).eval()
     vocab = int(cfg.vocab_size)
     if params["phase"] == "prefill":
-        model = Prefill(lm)
         seq = params["seq"]
+        # A prefill into a static cache of exactly seq tokens, as generate() with a static
+        # cache does. The cache also keeps transformers off its packed-sequence check
+        # (taken when there is no cache: a host sync, which a CUDA graph capture refuses).
+        model = CachedStep(lm, tf.StaticCache, kv_len=seq, position=0, tokens=seq)
     else:
-        model = DecodeStep(lm, tf.StaticCache, params["kv_len"], params["position"])
         seq = 1
+        model = CachedStep(lm, tf.StaticCache, kv_len=params["kv_len"],
+                           position=params["position"], tokens=1)
 
     def make_input(batch_size: int, generator=None):
         ids = torch.randint(0, vocab, (batch_size, seq), generator=generator)
@@ -98,52 +102,42 @@ def _kwargs_of(lm) -> set[str]:
         return set()
 
 
-class _Step(torch.nn.Module):
-    """Shared by both phases: a module whose forward returns logits only (a tensor, so
-    the modes can clone and compare it), with the keyword names this transformers uses."""
+class CachedStep(torch.nn.Module):
+    """`tokens` new tokens per sequence written at `position` of a StaticCache of kv_len
+    (decode: 1 token at position; prefill: seq tokens at 0), rewound before each step.
+    forward returns the last position's logits only: a tensor the modes can clone and
+    compare, and what generate() asks for."""
 
-    def __init__(self, lm) -> None:
+    def __init__(self, lm, cache_cls, kv_len: int, position: int, tokens: int):
         super().__init__()
-        self.lm = lm
+        self.lm, self.cache_cls = lm, cache_cls
+        self.kv_len, self.position, self.tokens = kv_len, position, tokens
         names = _kwargs_of(lm)
-        # transformers 5.x renamed past_key_values to cache in the forward signature.
+        # transformers 5.17 takes past_key_values=, later 5.x cache=.
         self.cache_kw = "cache" if "cache" in names else "past_key_values"
         self.keep_logits = "logits_to_keep" in names
         self.has_cache_position = "cache_position" in names
-
-
-class Prefill(_Step):
-    def forward(self, ids):
-        # Only the last position's logits, as generate() asks: the next token's.
-        extra = {"logits_to_keep": 1} if self.keep_logits else {}
-        return self.lm(input_ids=ids, use_cache=False, **extra).logits
-
-
-class DecodeStep(_Step):
-    def __init__(self, lm, cache_cls, kv_len: int, position: int):
-        super().__init__(lm)
-        self.cache_cls, self.kv_len, self.position = cache_cls, kv_len, position
         self.cache = None
 
+    @torch.no_grad()
     def prepare_batch(self, batch_size: int) -> None:
-        """A StaticCache of batch_size sequences with `position` tokens already in it, by
-        an eager prefill of random tokens (fixed seed: the same for every mode). The
-        prefill also allocates the cache's tensors and marks them static, outside any
-        compiled region, as transformers wants."""
+        """A StaticCache of batch_size sequences, filled by an eager forward of random
+        tokens (fixed seed: the same for every mode): decode's `position` tokens of
+        context, or one prefill's worth. That first forward also allocates the cache's
+        tensors and marks them static outside any compiled region, as transformers wants."""
         device = self.lm.device
         self.cache = self.cache_cls(config=self.lm.config, max_cache_len=self.kv_len)
         gen = torch.Generator().manual_seed(1234)
-        ids = torch.randint(0, int(self.lm.config.vocab_size), (batch_size, self.position),
+        fill = self.position or self.tokens
+        ids = torch.randint(0, int(self.lm.config.vocab_size), (batch_size, fill),
                             generator=gen).to(device)
-        with torch.no_grad():
-            self.lm(input_ids=ids, use_cache=True, **{self.cache_kw: self.cache})
+        self.lm(input_ids=ids, use_cache=True, **{self.cache_kw: self.cache})
         self.counters = [layer for layer in getattr(self.cache, "layers", [])
                          if isinstance(getattr(layer, "cumulative_length", None),
                                        torch.Tensor)]
-        self.position_ids = torch.full((batch_size, 1), self.position, dtype=torch.long,
-                                       device=device)
-        self.cache_position = torch.full((1,), self.position, dtype=torch.long,
-                                         device=device)
+        positions = torch.arange(self.position, self.position + self.tokens, device=device)
+        self.position_ids = positions.unsqueeze(0).expand(batch_size, -1).contiguous()
+        self.cache_position = positions
 
     def rewind(self) -> None:
         for layer in self.counters:
@@ -154,12 +148,14 @@ class DecodeStep(_Step):
     def forward(self, ids):
         self.rewind()
         extra: dict[str, Any] = {self.cache_kw: self.cache}
-        if self.has_cache_position:  # older 5.x may still take it: the same position
+        if self.has_cache_position:  # a transformers that still takes it: the same slots
             extra["cache_position"] = self.cache_position
+        if self.keep_logits:
+            extra["logits_to_keep"] = 1
         out = self.lm(input_ids=ids, position_ids=self.position_ids, use_cache=True,
                       **extra)
         return out.logits
 
     def cached_length(self) -> int:
-        """The cache's running length now (tests: it never walks past position + 1)."""
+        """The cache's running length now (tests: it never walks past position + tokens)."""
         return int(self.counters[0].cumulative_length) if self.counters else -1

@@ -150,7 +150,7 @@ _HF_PARAMS = {
                             "random weights, nothing but the config is ever fetched"),
     "phase": ParamSpec("phase", "choice", "decode", choices=("decode", "prefill"),
                        help="decode: one token per sequence at a fixed position of a static "
-                            "KV cache; prefill: seq tokens per sequence, no cache"),
+                            "KV cache; prefill: seq tokens per sequence into a static cache"),
     "kv_len": ParamSpec("kv_len", "int", 256, 2, 131072,
                         help="static KV cache length in tokens (decode)"),
     "position": ParamSpec("position", "int", 128, 1, 131071,
@@ -207,7 +207,7 @@ def hf_bytes(p: Mapping[str, Any], batch: int, graphs: bool, size: int) -> int |
     weights = (2 * vocab * h + layers * (2 * h * h + 2 * h * kv_dim + 3 * h * inter)) * size
     tokens = batch * (1 if p["phase"] == "decode" else p["seq"])
     ctx = p["kv_len"] if p["phase"] == "decode" else p["seq"]
-    cache = layers * 2 * batch * p["kv_len"] * kv_dim * size if p["phase"] == "decode" else 0
+    cache = layers * 2 * batch * ctx * kv_dim * size  # prefill writes a static cache too
     per_layer = tokens * (4 * h + 2 * kv_dim + 3 * inter) * size + tokens * heads * ctx * 8
     logits = 2 * batch * vocab * 4
     return weights + cache + (layers if graphs else 2) * per_layer + logits
