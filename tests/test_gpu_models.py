@@ -1,4 +1,5 @@
-"""hf-causal-lm and timm in all four modes on a real GPU, and a planted out-of-bounds
+"""hf-causal-lm and timm on a real GPU (the decode step in all four modes, prefill and timm
+captured as one graph), and a planted out-of-bounds
 index that loses the CUDA context mid-sweep (run on the lent H200:
 pytest -m gpu tests/test_gpu_models.py).
 
@@ -24,9 +25,9 @@ MODES = ("eager", "compile", "reduce-overhead", "cuda-graph")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def sweep(workload: str, params: dict, sizes: tuple[int, ...]) -> dict:
+def sweep(workload: str, params: dict, sizes: tuple[int, ...], modes=MODES) -> dict:
     sink = MemorySink()
-    spec = SweepSpec(workload=workload, params=params, batch_sizes=sizes, modes=MODES,
+    spec = SweepSpec(workload=workload, params=params, batch_sizes=sizes, modes=modes,
                      device="cuda", timing="quick")
     assert run_sweep(spec, sink) == "done"
     points = {(m["mode"], m["batch_size"]): m for m in sink.measurements}
@@ -45,6 +46,9 @@ def check_graphs(points: dict) -> None:
             assert m["cudagraph_status"] == "replay", (mode, m["message"])
     eager = [m for (mode, _), m in points.items() if mode == "eager"]
     assert all(m["host_launches_per_step"] > 20 for m in eager)  # per-layer launches
+    for (mode, _), m in points.items():
+        if mode == "cuda-graph":
+            assert m["host_launches_per_step"] <= 2, m["host_launches_per_step"]
 
 
 @pytest.fixture(scope="module")
@@ -58,17 +62,20 @@ def test_hf_decode_step_in_all_four_modes_matches_eager_and_replays(decode):
     assert decode[("cuda-graph", 4)]["samples"] > 0
 
 
-def test_hf_prefill_in_all_four_modes():
+# Prefill and timm against the manual capture only, to fit the device time: the compiled
+# modes of a timm model and of the decode step are in the H200 sample sweeps
+# (bench/device_samples.sh), whose points carry `correct` as these do.
+def test_hf_prefill_captures_as_one_graph():
     check_graphs(sweep("hf-causal-lm", {"model": "tiny-llama", "phase": "prefill",
-                                        "seq": "32", "layers": "2"}, (2,)))
+                                        "seq": "32", "layers": "2"}, (2,),
+                       modes=("eager", "cuda-graph")))
 
 
-def test_timm_model_in_all_four_modes():
+def test_timm_model_captures_as_one_graph():
     pytest.importorskip("timm")
-    points = sweep("timm", {"model": "resnet18"}, (8,))
-    for (mode, _), m in points.items():
-        assert (m["graph_launches_per_step"] >= 1) == (mode in ("reduce-overhead",
-                                                                "cuda-graph"))
+    points = sweep("timm", {"model": "resnet18"}, (8,), modes=("eager", "cuda-graph"))
+    assert points[("cuda-graph", 8)]["graph_launches_per_step"] >= 1
+    assert points[("eager", 8)]["graph_launches_per_step"] == 0
 
 
 @pytest.fixture
