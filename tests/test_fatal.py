@@ -27,8 +27,10 @@ def fresh_context():
     from tests import fatal_models
 
     fatal_models._poisoned = False
+    cuda_fatal._lost_here = None
     yield
     fatal_models._poisoned = False
+    cuda_fatal._lost_here = None  # a worker in a later test must not read it as its own
 
 
 def sweep(params, sizes, modes=("eager",)):
@@ -53,6 +55,8 @@ def test_sticky_error_keeps_points_and_runs_the_rest_in_a_fresh_process():
         m = by[(mode, 16)]
         assert m["status"] == "ok" and m["step_ms"] > 0 and m["details"]["rescued"]
         assert not m["details"].get(cuda_fatal.LOST_DETAIL)
+    # A worker asks this before its next job (runner/ops/worker.py): it must exit.
+    assert "device-side assert" in cuda_fatal.lost_here()
     assert cuda_fatal.summary(sink.measurements).startswith(
         "CUDA context lost at batch 8: RuntimeError: CUDA error: device-side assert")
 

@@ -43,6 +43,20 @@ STICKY_MESSAGES = (
 
 LOST_DETAIL = "cuda_context_lost"  # details key: the CUDA message that lost the context
 
+# This process's own context, once lost (runner/core/point.py sets it): whoever would run
+# more on the GPU here (a worker's next job) must start a new process instead.
+_lost_here: str | None = None
+
+
+def mark_lost(message: str) -> None:
+    global _lost_here
+    _lost_here = _lost_here or message
+
+
+def lost_here() -> str | None:
+    """The CUDA message that lost this process's context, or None."""
+    return _lost_here
+
 
 def is_sticky(e: BaseException | None) -> bool:
     """Whether an exception (or one it was raised from) is a sticky CUDA error."""

@@ -79,6 +79,7 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
         with phase(shared, "cleanup"):
             lost = _cleanup(device, lost)
         if lost:
+            cuda_fatal.mark_lost(lost)
             for m in ms.values():
                 if m["status"] == "ok" and m["step_ms"] is None:
                     m.update(status="skipped", message=cuda_fatal.lost_message(batch_size))
