@@ -124,3 +124,21 @@ def test_cli_exits_non_zero_with_one_line_and_the_bundle_keeps_the_points(cli, t
     assert doc["run"]["status"] == "failed"
     assert [(m["batch_size"], m["status"]) for m in doc["measurements"]] == [
         (1, "ok"), (8, "error"), (16, "ok")]
+
+
+def test_a_repeat_process_losing_its_context_is_not_this_ones():
+    """A --processes child that met a sticky error fails the points it pools into, but
+    this process's context is fine: no rescue, no worker exit."""
+    from runner.core.point import measure_batch
+    from runner.core.repeat import RepeatError
+    from runner.core.timing import TIMING_PRESETS
+    from runner.core.workloads import resolve
+
+    def extra(_modes):
+        raise RepeatError("repeat process 1: RuntimeError: CUDA error: device-side assert "
+                          "triggered")
+
+    [m] = measure_batch(resolve("mlp", {"depth": "2", "width": "8"}), ("eager",), 2, "cpu",
+                        TIMING_PRESETS["quick"], extra_rounds=extra)
+    assert m["status"] == "error" and "repeat process 1" in m["message"]
+    assert not m["details"].get(cuda_fatal.LOST_DETAIL) and cuda_fatal.lost_here() is None

@@ -68,14 +68,16 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
     except _ContextLost as e:  # a mode hit it; the modes after it never ran
         lost = str(e)
     except Exception as e:  # build or reference failed (OOM...): every mode errors
-        lost = _one_line(e) if cuda_fatal.is_sticky(e) else None
+        # A repeat process's sticky error is its own context's, not this one's.
+        lost = _one_line(e) if cuda_fatal.is_sticky(e) and not _from_repeat(e) else None
         for m in ms.values():
             if m["status"] == "ok" and m["step_ms"] is None:
                 _fail(m, e)
     finally:
         batch.prepared.clear()
         lost = lost or next((m["message"] for m in ms.values() if m["status"] == "error"
-                             and cuda_fatal.is_sticky_text(m["message"])), None)
+                             and cuda_fatal.is_sticky_text(m["message"])
+                             and not m["message"].startswith(REPEAT_PREFIX)), None)
         with phase(shared, "cleanup"):
             lost = _cleanup(device, lost)
         if lost:
@@ -113,6 +115,15 @@ def time_batch_rounds(workload: Workload, mode_names: tuple[str, ...], batch_siz
         if m["status"] != "ok":
             r.failed.setdefault(mode, m["message"] or m["status"])
     return r
+
+
+REPEAT_PREFIX = "RepeatError: repeat process"  # a point failed by a --processes child
+
+
+def _from_repeat(e: BaseException) -> bool:
+    from runner.core.repeat import RepeatError
+
+    return isinstance(e, RepeatError)
 
 
 class _ContextLost(Exception):
