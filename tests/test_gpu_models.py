@@ -43,7 +43,10 @@ def check_graphs(points: dict) -> None:
             assert m["graph_launches_per_step"] == 0, mode
         else:
             assert m["graph_launches_per_step"] >= 1, mode
-            assert m["cudagraph_status"] == "replay", (mode, m["message"])
+            # A graph break in transformers' code reads "partial": graphs still replay,
+            # with eager code between them (a finding for the page, not a failure).
+            ok = ("replay",) if mode == "cuda-graph" else ("replay", "partial")
+            assert m["cudagraph_status"] in ok, (mode, m["cudagraph_status"], m["message"])
     eager = [m for (mode, _), m in points.items() if mode == "eager"]
     assert all(m["host_launches_per_step"] > 20 for m in eager)  # per-layer launches
     for (mode, _), m in points.items():

@@ -117,9 +117,10 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
             if cuda_fatal.lost_in(measured):  # this process can use the GPU no more
                 status = "failed"
                 rest = spec.batch_sizes[index + 1:]
-                if rest and not _rest_elsewhere(spec, rest, sink, progress, should_stop,
-                                                done, total):
-                    status = "cancelled"
+                if rest:
+                    finished, done = _rest_elsewhere(spec, rest, sink, progress, should_stop,
+                                                     done, total)
+                    status = status if finished else "cancelled"
                 break
             # What survives a point's cleanup (torch, Dynamo and Inductor modules, the
             # sink) lives on: freeze it so each later gc.collect (cleanup, and before
@@ -140,9 +141,10 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
 
 
 def _rest_elsewhere(spec: SweepSpec, rest: tuple[int, ...], sink: Sink, progress,
-                    should_stop, done: int, total: int) -> bool:
+                    should_stop, done: int, total: int) -> tuple[bool, int]:
     """The batch sizes after a lost CUDA context, measured in fresh processes
-    (runner/core/rescue.py) and handed to the sink as they come. False: stopped early."""
+    (runner/core/rescue.py) and handed to the sink as they come. Returns (finished, points
+    done): finished is False when stopped early."""
     from runner.core import rescue
 
     count = [done]
@@ -156,7 +158,7 @@ def _rest_elsewhere(spec: SweepSpec, rest: tuple[int, ...], sink: Sink, progress
     request = {"workload": spec.workload, "params": dict(spec.params or {}),
                "modes": list(spec.modes), "batch_sizes": list(rest),
                "device": spec.device, "timing": spec.timing}
-    return rescue.run_rest(request, emit, should_stop)
+    return rescue.run_rest(request, emit, should_stop), count[0]
 
 
 def _repeat_passes(spec: SweepSpec, progress, should_stop) -> dict[int, list] | None:
