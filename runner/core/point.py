@@ -62,30 +62,19 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
     for m in ms.values():
         m["details"]["phase_s"] = {}
     batch = _Batch(workload, batch_size, device, config, ms, shared)
-    lost: str | None = None  # a sticky CUDA error's message: this process's context is gone
     try:
         batch.run(extra_rounds)
-    except _ContextLost as e:  # a mode hit it; the modes after it never ran
-        lost = str(e)
     except Exception as e:  # build or reference failed (OOM...): every mode errors
-        # A repeat process's sticky error is its own context's, not this one's.
-        lost = _one_line(e) if cuda_fatal.is_sticky(e) and not _from_repeat(e) else None
-        for m in ms.values():
-            if m["status"] == "ok" and m["step_ms"] is None:
+        batch.lost = _lost_by(e)
+        for m in ms.values():  # (after _ContextLost, the modes left never ran: below)
+            if m["status"] == "ok" and m["step_ms"] is None and not isinstance(
+                    e, _ContextLost):
                 _fail(m, e)
     finally:
         batch.prepared.clear()
-        lost = lost or next((m["message"] for m in ms.values() if m["status"] == "error"
-                             and cuda_fatal.is_sticky_text(m["message"])
-                             and not m["message"].startswith(REPEAT_PREFIX)), None)
         with phase(shared, "cleanup"):
-            lost = _cleanup(device, lost)
-        if lost:
-            cuda_fatal.mark_lost(lost)
-            for m in ms.values():
-                if m["status"] == "ok" and m["step_ms"] is None:
-                    m.update(status="skipped", message=cuda_fatal.lost_message(batch_size))
-                m["details"][cuda_fatal.LOST_DETAIL] = lost
+            batch.lost = _cleanup(device, batch.lost or _lost_in(ms))
+        _mark_lost(ms, batch.lost, batch_size)
         # Where it ran (GPUs, CPUs) and, under a host policy, what its timing met.
         host = {**(host_gate.summary(batch.sections) or {"policy": None}), **placement()}
         for m in ms.values():
@@ -130,6 +119,30 @@ class _ContextLost(Exception):
     """A sticky CUDA error ended this batch size: nothing more can run in this process."""
 
 
+def _lost_by(e: BaseException) -> str | None:
+    """The message of a sticky CUDA error (a repeat process's is its own context's)."""
+    if isinstance(e, _ContextLost):
+        return str(e)
+    return _one_line(e) if cuda_fatal.is_sticky(e) and not _from_repeat(e) else None
+
+
+def _lost_in(ms: dict) -> str | None:
+    """A sticky error a mode met and kept as its message (the rounds, the profile)."""
+    return next((m["message"] for m in ms.values() if m["status"] == "error"
+                 and cuda_fatal.is_sticky_text(m["message"])
+                 and not m["message"].startswith(REPEAT_PREFIX)), None)
+
+
+def _mark_lost(ms: dict, lost: str | None, batch_size: int) -> None:
+    if not lost:
+        return
+    cuda_fatal.mark_lost(lost)
+    for m in ms.values():
+        if m["status"] == "ok" and m["step_ms"] is None:
+            m.update(status="skipped", message=cuda_fatal.lost_message(batch_size))
+        m["details"][cuda_fatal.LOST_DETAIL] = lost
+
+
 def _cleanup(device: str, lost: str | None) -> str | None:
     """reset_state, unless the context is gone (every CUDA call would raise again); a
     sticky error that only surfaces here (an asynchronous assert met by the sync) is
@@ -161,6 +174,7 @@ def _one_line(e: BaseException) -> str:
 
 class _Batch:
     """The state of one batch size's measurement, so each phase is one short method."""
+    lost: str | None = None  # a sticky CUDA error's message: this process's context is gone
 
     def __init__(self, workload, batch_size, device, config, ms, shared):
         self.workload, self.batch_size, self.device, self.config = (

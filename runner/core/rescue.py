@@ -87,6 +87,27 @@ def run_rest(request: dict, emit: Callable[[dict], None],
     return True
 
 
+def rest_of_sweep(spec, lost_batch: int, sink, progress, should_stop, done: int,
+                  total: int) -> tuple[str, int]:
+    """run_sweep's part after batch size `lost_batch` lost the context: the batch sizes
+    after it, measured in fresh processes and handed to the sink as they come. Returns
+    (run status: failed, or cancelled when stopped early; points done)."""
+    rest = list(spec.batch_sizes[spec.batch_sizes.index(lost_batch) + 1:])
+    count = [done]
+
+    def emit(m: dict) -> None:
+        sink.point(m)
+        count[0] += 1
+        if progress is not None:
+            progress(count[0], total, (m["mode"], m["batch_size"]), m)
+
+    request = {"workload": spec.workload, "params": dict(spec.params or {}),
+               "modes": list(spec.modes), "batch_sizes": rest, "device": spec.device,
+               "timing": spec.timing}
+    finished = run_rest(request, emit, should_stop) if rest else True
+    return ("failed" if finished else "cancelled"), count[0]
+
+
 def main() -> int:
     from runner.core.point import measure_batch, reset_state
     from runner.core.timing import TIMING_PRESETS, for_processes

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from runner.core import cuda_fatal
+from runner.core import cuda_fatal, rescue
 from runner.core.timing import TIMING_PRESETS, for_processes, phase
 from runner.core.workloads import Workload, resolve
 from runner.format.bundle import now_iso
@@ -97,7 +97,7 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
         repeats = _repeat_passes(spec, progress, should_stop)  # a stop here: next check
         reset_state(spec.device)  # whatever ran in this process before is not charged
         gc.freeze()
-        for index, batch in enumerate(spec.batch_sizes):
+        for batch in spec.batch_sizes:
             if should_stop is not None and should_stop():
                 status = "cancelled"
                 break
@@ -114,13 +114,9 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
                 done += 1
                 if progress is not None and last["status"] == "error" and done < total:
                     progress(done, total, (doing, batch), last)
-            if cuda_fatal.lost_in(measured):  # this process can use the GPU no more
-                status = "failed"
-                rest = spec.batch_sizes[index + 1:]
-                if rest:
-                    finished, done = _rest_elsewhere(spec, rest, sink, progress, should_stop,
-                                                     done, total)
-                    status = status if finished else "cancelled"
+            if cuda_fatal.lost_in(measured):  # no more GPU work here: the rest elsewhere
+                status, done = rescue.rest_of_sweep(spec, batch, sink, progress,
+                                                    should_stop, done, total)
                 break
             # What survives a point's cleanup (torch, Dynamo and Inductor modules, the
             # sink) lives on: freeze it so each later gc.collect (cleanup, and before
@@ -138,27 +134,6 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
         progress(total if status == "done" else done, total, None, last)
     sink.finish(status)
     return status
-
-
-def _rest_elsewhere(spec: SweepSpec, rest: tuple[int, ...], sink: Sink, progress,
-                    should_stop, done: int, total: int) -> tuple[bool, int]:
-    """The batch sizes after a lost CUDA context, measured in fresh processes
-    (runner/core/rescue.py) and handed to the sink as they come. Returns (finished, points
-    done): finished is False when stopped early."""
-    from runner.core import rescue
-
-    count = [done]
-
-    def emit(m: dict) -> None:
-        sink.point(m)
-        count[0] += 1
-        if progress is not None:
-            progress(count[0], total, (m["mode"], m["batch_size"]), m)
-
-    request = {"workload": spec.workload, "params": dict(spec.params or {}),
-               "modes": list(spec.modes), "batch_sizes": list(rest),
-               "device": spec.device, "timing": spec.timing}
-    return rescue.run_rest(request, emit, should_stop), count[0]
 
 
 def _repeat_passes(spec: SweepSpec, progress, should_stop) -> dict[int, list] | None:
