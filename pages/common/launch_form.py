@@ -57,6 +57,8 @@ def param_fields(workload: str) -> list[dict[str, Any]]:
     """What a widget needs per parameter: kind, bounds, default, help."""
     out = []
     for p in WORKLOADS[workload].params.values():
+        if p.default is None:  # an optional override (hf-causal-lm's layers=): CLI only
+            continue
         out.append({"name": p.name, "kind": p.type, "default": p.default,
                     "min": p.min, "max": p.max, "choices": list(p.choices or ()),
                     "help": p.help})
@@ -99,6 +101,8 @@ def check(values: dict[str, Any]) -> Checked:
                 # A whole float from a number widget is still an int parameter's value.
                 params[p.name] = str(int(v)) if isinstance(v, float) and v.is_integer() \
                     and p.type == "int" else str(v)
+            if p.name not in params and p.default is None:
+                continue  # an override not given: the model's own value
             try:
                 p.parse(params.get(p.name, p.default), workload)
             except WorkloadError as e:

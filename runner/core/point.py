@@ -26,7 +26,7 @@ import sys
 import traceback
 from typing import Any
 
-from runner.core import host_gate, memory, modes, profiling, stats
+from runner.core import cuda_fatal, host_gate, memory, modes, profiling, stats
 from runner.core import rounds as rounds_mod
 from runner.core.compile_watch import compile_watch, cudagraph_status, no_recompiles
 from runner.core.memory import clear_cublas_workspaces
@@ -63,13 +63,16 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
         if kept is not None and r is not None:
             kept["rounds"] = copy.deepcopy(r)
     except Exception as e:  # build or reference failed (OOM...): every mode errors
-        for m in ms.values():
-            if m["status"] == "ok" and m["step_ms"] is None:
+        batch.lost = _lost_by(e)
+        for m in ms.values():  # (after _ContextLost, the modes left never ran: below)
+            if m["status"] == "ok" and m["step_ms"] is None and not isinstance(
+                    e, _ContextLost):
                 _fail(m, e)
     finally:
         batch.prepared.clear()
         with phase(shared, "cleanup"):
-            reset_state(device)
+            batch.lost = _cleanup(device, batch.lost or _lost_in(ms))
+        _mark_lost(ms, batch.lost, batch_size)
         # Where it ran (GPUs, CPUs) and, under a host policy, what its timing met.
         host = {**(host_gate.summary(batch.sections) or {"policy": None}), **placement()}
         for m in ms.values():
@@ -101,6 +104,58 @@ def time_batch_rounds(workload: Workload, mode_names: tuple[str, ...], batch_siz
     return r
 
 
+REPEAT_PREFIX = "RepeatError: repeat process"  # a point failed by a --processes child
+
+
+def _from_repeat(e: BaseException) -> bool:
+    from runner.core.repeat import RepeatError
+
+    return isinstance(e, RepeatError)
+
+
+class _ContextLost(Exception):
+    """A sticky CUDA error ended this batch size: nothing more can run in this process."""
+
+
+def _lost_by(e: BaseException) -> str | None:
+    """The message of a sticky CUDA error (a repeat process's is its own context's)."""
+    if isinstance(e, _ContextLost):
+        return str(e)
+    return _one_line(e) if cuda_fatal.is_sticky(e) and not _from_repeat(e) else None
+
+
+def _lost_in(ms: dict) -> str | None:
+    """A sticky error a mode met and kept as its message (the rounds, the profile)."""
+    return next((m["message"] for m in ms.values() if m["status"] == "error"
+                 and cuda_fatal.is_sticky_text(m["message"])
+                 and not m["message"].startswith(REPEAT_PREFIX)), None)
+
+
+def _mark_lost(ms: dict, lost: str | None, batch_size: int) -> None:
+    if not lost:
+        return
+    cuda_fatal.mark_lost(lost)
+    for m in ms.values():
+        if m["status"] == "ok" and m["step_ms"] is None:
+            m.update(status="skipped", message=cuda_fatal.lost_message(batch_size))
+        m["details"][cuda_fatal.LOST_DETAIL] = lost
+
+
+def _cleanup(device: str, lost: str | None) -> str | None:
+    """reset_state, unless the context is gone (every CUDA call would raise again); a
+    sticky error that only surfaces here (an asynchronous assert met by the sync) is
+    returned as lost, not raised, so the points measured before it are kept."""
+    if lost:
+        return lost
+    try:
+        reset_state(device)
+    except Exception as e:
+        if not cuda_fatal.is_sticky(e):
+            raise
+        return _one_line(e)
+    return None
+
+
 def _fail(m: dict, e: BaseException) -> None:
     if isinstance(e, modes.Unsupported):
         m.update(status="unsupported", message=str(e))
@@ -117,6 +172,7 @@ def _one_line(e: BaseException) -> str:
 
 class _Batch:
     """The state of one batch size's measurement, so each phase is one short method."""
+    lost: str | None = None  # a sticky CUDA error's message: this process's context is gone
 
     def __init__(self, workload, batch_size, device, config, ms, shared):
         self.workload, self.batch_size, self.device, self.config = (
@@ -153,6 +209,8 @@ class _Batch:
                 except Exception as e:  # this mode only; the others still run
                     _fail(m, e)
                     self.prepared.pop(mode, None)
+                    if cuda_fatal.is_sticky(e):  # ...unless the context went with it
+                        raise _ContextLost(m["message"]) from e
             if not self.prepared:
                 return None
             with no_recompiles(any(m in COMPILED_MODES for m in self.prepared)):

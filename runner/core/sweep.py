@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from runner.core import cuda_fatal, rescue
 from runner.core.timing import TIMING_PRESETS, for_processes, phase
 from runner.core.workloads import Workload, resolve
 from runner.format.bundle import now_iso
@@ -120,6 +121,10 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
                 done += 1
                 if progress is not None and last["status"] == "error" and done < total:
                     progress(done, total, (doing, batch), last)
+            if cuda_fatal.lost_in(measured):  # no more GPU work here: the rest elsewhere
+                status, done = rescue.rest_of_sweep(spec, batch, sink, progress,
+                                                    should_stop, done, total)
+                break
             # What survives a point's cleanup (torch, Dynamo and Inductor modules, the
             # sink) lives on: freeze it so each later gc.collect (cleanup, and before
             # timing) scans only new objects. Seen on the H200: ~0.3 s of collection per

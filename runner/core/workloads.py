@@ -114,13 +114,45 @@ def _build_train(w: Workload, device: str):
     return build_task(w.params, _torch_dtype(w.params["dtype"]), device)
 
 
+# --- hf-causal-lm and timm: the models people run (optional packages, imported lazily) --
+
+def _build_hf(w: Workload, device: str):
+    from runner.core import hf_models
+
+    return hf_models.build(w.params, _torch_dtype(w.params["dtype"]), device)
+
+
+def _build_timm(w: Workload, device: str):
+    from runner.core import timm_models
+
+    return timm_models.build(w.params, _torch_dtype(w.params["dtype"]), device)
+
+
+def _check_hf(params: dict[str, Any], allow_import: bool) -> None:
+    from runner.core import hf_models
+
+    hf_models.check(params, trusted=allow_import)
+
+
+def _check_timm(params: dict[str, Any], allow_import: bool) -> None:
+    from runner.core import timm_models
+
+    timm_models.check(params)
+
+
 _BUILDERS = {"mlp": _build_mlp, "transformer-decode": _build_decoder,
-             "kernel-chain": _build_chain, "train-step": _build_train}
+             "kernel-chain": _build_chain, "train-step": _build_train,
+             "hf-causal-lm": _build_hf, "timm": _build_timm}
+# What resolve() checks on this machine before anything is built: the optional package is
+# there, the model exists. One WorkloadError line each.
+_MACHINE_CHECKS = {"hf-causal-lm": _check_hf, "timm": _check_timm}
 
 def resolve(name: str, params: dict[str, str] | None = None, *,
             allow_import: bool = True) -> Workload:
     """Validate a workload name and its raw parameters; return a buildable Workload."""
     name, typed = check_workload(name, params, allow_import=allow_import)
+    if name in _MACHINE_CHECKS:
+        _MACHINE_CHECKS[name](typed, allow_import)
     if name in _BUILDERS:
         return Workload(name, typed, typed["dtype"], _BUILDERS[name])
     return _resolve_factory(name, typed)

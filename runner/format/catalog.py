@@ -68,6 +68,9 @@ class WorkloadInfo:
     # Checks across parameters (typed values in, an error text or None out), run where
     # the single values are, so a queue without torch refuses what a build would.
     check: Callable[[dict[str, Any]], str | None] | None = None
+    # The check instead of `check` where the input comes from a browser or the queue
+    # (allow_import=False): stricter where a value could reach the disk or the network.
+    check_untrusted: Callable[[dict[str, Any]], str | None] | None = None
 
 
 def _dtype_param(default: str = "float32") -> ParamSpec:
@@ -168,7 +171,9 @@ def check_workload(name: str, params: dict[str, str] | None = None, *,
                                 f"{', '.join(info.params)})")
         typed = {k: (spec.parse(params[k], name) if k in params else spec.default)
                  for k, spec in info.params.items()}
-        problem = info.check(typed) if info.check else None
+        check = info.check_untrusted if not allow_import and info.check_untrusted \
+            else info.check
+        problem = check(typed) if check else None
         if problem:
             raise WorkloadError(f"workload {name!r}: {problem}")
         return name, typed
@@ -181,3 +186,10 @@ def check_workload(name: str, params: dict[str, str] | None = None, *,
         return name, {k: str(v) for k, v in params.items()}
     raise WorkloadError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)}, or "
                         "module.path:factory)")
+
+
+# The transformers and timm workloads live in their own leaf module (it needs ParamSpec
+# and WorkloadInfo from here, hence the import at the end).
+from runner.format.model_catalog import MODEL_WORKLOADS  # noqa: E402
+
+WORKLOADS.update(MODEL_WORKLOADS)

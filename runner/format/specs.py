@@ -33,6 +33,7 @@ from runner.format.limits import (
     MAX_SEED,
     MEMORY_HEADROOM,
 )
+from runner.format.model_catalog import hf_bytes
 from runner.format.vocab import DEFAULT_PROCESSES, JOB_DEVICES, MODE_TABLE, MODES, TIMINGS
 
 ELLIPSIS = ("...", "\u2026")
@@ -277,7 +278,8 @@ def _chain_bytes(p: Mapping[str, Any], batch: int, graphs: bool) -> int:
 
 
 _MEMORY_MODELS = {"mlp": _mlp_bytes, "transformer-decode": _decoder_bytes,
-                  "train-step": _train_bytes, "kernel-chain": _chain_bytes}
+                  "train-step": _train_bytes, "kernel-chain": _chain_bytes,
+                  "hf-causal-lm": lambda p, b, g: hf_bytes(p, b, g, DTYPE_BYTES[p["dtype"]])}
 
 
 def estimate_cost(workload: str, params: Mapping[str, str], batch_sizes: tuple[int, ...]

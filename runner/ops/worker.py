@@ -221,6 +221,9 @@ class Worker:
                 self.run_job(job, beat)
                 if once:
                     return 0
+                if _context_lost():  # every later job would fail here: let a fresh one run
+                    self.log(f"CUDA context lost ({_context_lost()}): worker exits")
+                    return 1
                 idle_since = time.monotonic()
         except KeyboardInterrupt:
             return 130
@@ -371,3 +374,9 @@ class Worker:
                      f"{why}{kept}")
         finally:
             sink.db.close()
+
+
+def _context_lost() -> str | None:
+    from runner.core.cuda_fatal import lost_here
+
+    return lost_here()

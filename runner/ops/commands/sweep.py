@@ -8,6 +8,7 @@ imports this module on machines that have neither.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shlex
 import signal
@@ -414,6 +415,13 @@ def run(args: argparse.Namespace) -> int:
         print(format_table(ms, modes))
     if note:
         print(note, file=sys.stderr)
+    from runner.core.cuda_fatal import summary as lost_summary
+
+    if lost_summary(ms):
+        print(f"error: {lost_summary(ms)}", file=sys.stderr)
+        if device != "cpu":  # objects of a dead CUDA context can abort in their destructors
+            sys.stdout.flush(), sys.stderr.flush()
+            os._exit(1)
     if status == "cancelled":
         return CANCELLED_EXIT
     return 0 if status == "done" else 1

@@ -1,0 +1,143 @@
+"""The batch sizes left after a sticky CUDA error, measured in a fresh process.
+
+A sticky CUDA error (runner/core/cuda_fatal.py) ends what the sweep's own process can do
+on the GPU, not what the GPU can do: a new process gets a new context. So the sweep hands
+the remaining batch sizes to `python -m runner.core.rescue` (the request as JSON on
+stdin, one JSON line per measured point on stdout), which measures them exactly as the
+sweep would (runner/core/point.py measure_batch) and stops after a batch size that loses
+its context too; the parent then starts another for what is left. Each child consumes at
+least one batch size, so there are at most as many children as batch sizes.
+
+What the rest lacks: `--processes` pooling (the repeat passes ran before the sweep, in
+processes that met the same error); each such point records processes = 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from runner.core.cuda_fatal import lost_in, lost_message
+from runner.format.bundle import empty_measurement
+
+CHILD_TIMEOUT_S = 3600
+
+
+def _child(request: dict, stderr) -> subprocess.Popen:
+    root = str(Path(__file__).resolve().parents[2])  # the repository: where -m resolves
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    # Its own session: a Ctrl-C meant for the sweep reaches the sweep, which ends the
+    # child itself (below), instead of racing it.
+    proc = subprocess.Popen([sys.executable, "-m", "runner.core.rescue"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                            text=True, env=env, start_new_session=True)
+    proc.stdin.write(json.dumps(request))
+    proc.stdin.close()
+    return proc
+
+
+def run_rest(request: dict, emit: Callable[[dict], None],
+             should_stop: Callable[[], bool] | None = None) -> bool:
+    """Measure request["batch_sizes"] in fresh processes, emit(measurement) for each point
+    in order. Returns False when stopped early (should_stop), else True."""
+    rest = list(request["batch_sizes"])
+    while rest:
+        if should_stop is not None and should_stop():
+            return False
+        err = tempfile.TemporaryFile("w+")
+        proc = _child({**request, "batch_sizes": rest}, err)
+        seen: list[int] = []
+        lost_at: int | None = None
+        try:
+            for line in proc.stdout:
+                m = json.loads(line)["point"]
+                emit(m)
+                if m["batch_size"] not in seen:
+                    seen.append(m["batch_size"])
+                hit = lost_in([m])
+                lost_at = hit[0] if hit else lost_at
+                if should_stop is not None and should_stop():
+                    return False
+            proc.wait(timeout=CHILD_TIMEOUT_S)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            err.seek(0)
+            tail = (err.read().strip().splitlines() or ["no output"])[-1][:300]
+            err.close()
+        left = [b for b in rest if b not in seen]
+        if lost_at is None and left:
+            # The child died without a word on these (killed, a crash below Python):
+            # they are stored as not run, with its last line, rather than retried forever.
+            for b in left:
+                for mode in request["modes"]:
+                    m = empty_measurement(mode, b)
+                    m.update(status="skipped", message=f"not run: the fresh process for "
+                             f"the rest exited {proc.returncode}: {tail}")
+                    emit(m)
+            return True
+        rest = left
+    return True
+
+
+def rest_of_sweep(spec, lost_batch: int, sink, progress, should_stop, done: int,
+                  total: int) -> tuple[str, int]:
+    """run_sweep's part after batch size `lost_batch` lost the context: the batch sizes
+    after it, measured in fresh processes and handed to the sink as they come. Returns
+    (run status: failed, or cancelled when stopped early; points done)."""
+    rest = list(spec.batch_sizes[spec.batch_sizes.index(lost_batch) + 1:])
+    count = [done]
+
+    def emit(m: dict) -> None:
+        sink.point(m)
+        count[0] += 1
+        if progress is not None:
+            progress(count[0], total, (m["mode"], m["batch_size"]), m)
+
+    request = {"workload": spec.workload, "params": dict(spec.params or {}),
+               "modes": list(spec.modes), "batch_sizes": rest, "device": spec.device,
+               "timing": spec.timing}
+    finished = run_rest(request, emit, should_stop) if rest else True
+    return ("failed" if finished else "cancelled"), count[0]
+
+
+def main() -> int:
+    from runner.core.point import measure_batch, reset_state
+    from runner.core.timing import TIMING_PRESETS, for_processes
+    from runner.core.workloads import resolve
+
+    req = json.loads(sys.stdin.read())
+    workload = resolve(req["workload"], dict(req["params"]))
+    config = for_processes(TIMING_PRESETS[req["timing"]], 1)
+    reset_state(req["device"])
+    for batch in req["batch_sizes"]:
+        measured = measure_batch(workload, tuple(req["modes"]), int(batch), req["device"],
+                                 config)
+        for m in measured:
+            m["details"]["rescued"] = True  # measured after the sweep's process lost it
+            print(json.dumps({"point": m}), flush=True)
+        if lost_in(measured):
+            return 0  # this context is gone too: the parent starts another
+    return 0
+
+
+def not_run(modes, batch_sizes, lost_batch: int) -> list[dict]:
+    """Points that were never measured, each saying why (a stop before the rest ran)."""
+    out = []
+    for b in batch_sizes:
+        for mode in modes:
+            m = empty_measurement(mode, b)
+            m.update(status="skipped", message=lost_message(lost_batch))
+            out.append(m)
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
