@@ -97,3 +97,19 @@ def test_compare_reports_error_relative_to_output_scale():
         compare(torch.zeros(2), torch.zeros(3))
     err, _, _ = compare((ref, {"a": ref * 2}), (ref, {"a": ref * 2}))
     assert err == 0.0
+
+
+def test_compare_allows_tf32_rounding_in_float32_only():
+    import torch
+
+    ref = torch.tensor([[10.0, -20.0]])
+    off = ref + torch.tensor([[0.0, 0.02]])  # 1e-3 of the output's scale
+    _, tol, rel = compare(off, ref)
+    assert rel > tol  # plain float32: a fault
+    _, tol, rel = compare(off, ref, tf32=True)
+    assert tol == 2e-3 and rel <= tol  # TF32 convolutions: rounding
+    _, tol, rel = compare(ref + torch.tensor([[0.0, 0.2]]), ref, tf32=True)
+    assert rel > tol  # 1e-2 is still a fault
+    half = ref.to(torch.bfloat16)
+    _, tol, _ = compare(half, half, tf32=True)
+    assert tol == 5e-2  # other dtypes keep their own tolerance

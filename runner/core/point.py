@@ -34,7 +34,7 @@ from runner.core.placement import placement
 from runner.core.timing import Clock, TimingConfig, gc_paused, latency, phase, warm_up
 from runner.core.workloads import Workload
 from runner.format.bundle import empty_measurement
-from runner.format.limits import TOLERANCE
+from runner.format.limits import TF32_TOLERANCE, TOLERANCE
 from runner.format.vocab import COMPILED_MODES, CUDA_GRAPH_MODES
 
 
@@ -238,9 +238,16 @@ class _Batch:
         gen = torch.Generator().manual_seed(self.batch_size)
         self.model = model
         self.x, self.x_check = make_input(self.batch_size, gen), make_input(self.batch_size, gen)
+        # Convolutions in float32 run on TF32 tensor cores unless the user turned cuDNN's
+        # TF32 off: the correctness check then allows TF32 rounding (limits.TF32_TOLERANCE).
+        self.tf32_conv = bool(self.cuda and torch.backends.cudnn.allow_tf32
+                              and isinstance(model, torch.nn.Module)
+                              and any(isinstance(x, torch.nn.modules.conv._ConvNd)
+                                      for x in model.modules()))
         for m in self.ms.values():
             m["details"].update(num_threads=torch.get_num_threads(),
-                                tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32))
+                                tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32),
+                                tf32_conv=self.tf32_conv)
 
     def prepare(self, mode: str, m: dict) -> None:
         """Setup, correctness, warm-up and memory of one mode, before any round."""
@@ -267,8 +274,9 @@ class _Batch:
             with no_recompiles(mode in COMPILED_MODES):
                 with phase(phases, "correctness"):
                     out = prepared.run(_fresh(self.x_check))
-                    err, tol, rel = getattr(self.model, "compare", compare)(out,
-                                                                           self.reference)
+                    own = getattr(self.model, "compare", None)
+                    err, tol, rel = own(out, self.reference) if own else \
+                        compare(out, self.reference, tf32=self.tf32_conv)
                     m.update(max_abs_err=err, correct=rel <= tol)
                     d.update(rel_err=rel, tolerance=tol)
                     del out
@@ -435,8 +443,9 @@ def _flat(out) -> list:
     return [out] if hasattr(out, "dtype") else []
 
 
-def compare(out, reference) -> tuple[float, float, float]:
-    """(max_abs_err, tolerance, relative error) of an output against the eager one."""
+def compare(out, reference, tf32: bool = False) -> tuple[float, float, float]:
+    """(max_abs_err, tolerance, relative error) of an output against the eager one.
+    `tf32`: float32 outputs were computed on TF32 tensor cores (limits.TF32_TOLERANCE)."""
     got, ref = _flat(out), _flat(reference)
     if len(got) != len(ref) or not ref:
         raise RuntimeError(f"output has {len(got)} tensors, eager's has {len(ref)}")
@@ -448,6 +457,8 @@ def compare(out, reference) -> tuple[float, float, float]:
         g32, r32 = g.detach().double(), r.detach().double()
         err = max(err, float((g32 - r32).abs().max()) if r.numel() else 0.0)
         scale = max(scale, float(r32.abs().max()) if r.numel() else 0.0)
-        tol = max(tol, TOLERANCE.get(str(r.dtype).replace("torch.", ""), 0.0))
+        dtype = str(r.dtype).replace("torch.", "")
+        tol = max(tol, TF32_TOLERANCE if tf32 and dtype == "float32"
+                  else TOLERANCE.get(dtype, 0.0))
     rel = err / scale if scale > 0 else err
     return err, tol, rel
