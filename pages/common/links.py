@@ -137,10 +137,16 @@ def compare_url(base: str | None, run_ids: Iterable[int], batch: int | None = No
     return page_url(base, COMPARE, {"run": [int(r) for r in run_ids], "batch": batch})
 
 
+def given_params(header: dict) -> dict:
+    """The run's workload parameters that were given a value: a None one stands for "the
+    model's own" (hf-causal-lm's layers=, hidden=, ... overrides) and is no flag to pass."""
+    return {k: v for k, v in (header.get("workload_params") or {}).items() if v is not None}
+
+
 def measure_command(header: dict, batch_sizes: Iterable[int], modes: Iterable[str]) -> str:
     """The sweep command that measures the same workload here (for runs that carry no
     command of their own, such as published figures)."""
-    params = header.get("workload_params") or {}
+    params = given_params(header)
     argv = ["python", "-m", "runner", "sweep", "--workload", str(header["workload"])]
     for k in sorted(params):
         argv += ["--param", f"{k}={params[k]}"]
@@ -207,7 +213,7 @@ def reproduce(header: dict, batch_sizes: Iterable[int], modes: Iterable[str]) ->
     shlex); a `module:factory` workload would import and call code named by whoever made
     the bundle, so it gets words and no command."""
     workload = str(header.get("workload") or "")
-    params = header.get("workload_params") or {}
+    params = given_params(header)
     if workload in WORKLOADS:
         try:
             check_workload(workload, {k: str(v) for k, v in params.items()},

@@ -108,9 +108,7 @@ REPEAT_PREFIX = "RepeatError: repeat process"  # a point failed by a --processes
 
 
 def _from_repeat(e: BaseException) -> bool:
-    from runner.core.repeat import RepeatError
-
-    return isinstance(e, RepeatError)
+    return isinstance(e, rounds_mod.RepeatError)
 
 
 class _ContextLost(Exception):

@@ -32,13 +32,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from runner.core.rounds import Rounds
+from runner.core.rounds import RepeatError, Rounds
 
 CHILD_TIMEOUT_S = 1800
-
-
-class RepeatError(RuntimeError):
-    """A repeat process failed; its last line of output says why."""
 
 
 def to_json(r: Rounds) -> dict:

@@ -30,6 +30,11 @@ from runner.core.timing import TimingConfig
 from runner.format.vocab import BASELINE_MODE as REFERENCE
 
 
+class RepeatError(RuntimeError):
+    """A repeat process (--processes) failed to bring its rounds; its last line of output
+    says why. Here, beside the Rounds it stands in for, so the point (which pools them)
+    and the repeat launcher both name it without importing each other."""
+
 @dataclass
 class Rounds:
     """The raw figures of one batch size's rounds; every interval derives from them."""

@@ -7,71 +7,16 @@ parameters against it on machines with no torch; the measuring core
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from runner.format.limits import MAX_FEATURES
+from runner.format.model_catalog import MODEL_WORKLOADS
+from runner.format.params import PARAM_TYPES, ParamSpec, WorkloadError, WorkloadInfo
 from runner.format.vocab import DTYPES
 
-PARAM_TYPES = ("int", "float", "str", "choice")
-
-
-class WorkloadError(ValueError):
-    """Bad workload name or parameter; str() is one line naming the bad value."""
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    name: str
-    type: str  # one of PARAM_TYPES
-    default: Any
-    min: float | None = None
-    max: float | None = None
-    choices: tuple[str, ...] | None = None
-    help: str = ""
-
-    def parse(self, raw: Any, workload: str) -> Any:
-        """One raw value (text from a CLI flag or a form) to its typed value."""
-        where = f"workload {workload!r} parameter {self.name!r}"
-        text = str(raw).strip()
-        if self.type == "choice":
-            if text not in (self.choices or ()):
-                raise WorkloadError(f"{where}: {text!r} is not one of "
-                                    f"{', '.join(self.choices or ())}")
-            return text
-        if self.type == "str":
-            return text
-        kind = "an integer" if self.type == "int" else "a number"
-        if not text.isascii():  # int() and float() read "２" as 2; URLs and specs refuse it
-            raise WorkloadError(f"{where}: {text!r} is not {kind} (ASCII digits 0-9)")
-        try:
-            value = int(text) if self.type == "int" else float(text)
-        except ValueError:
-            raise WorkloadError(f"{where}: {text!r} is not {kind}") from None
-        if self.type == "float" and not math.isfinite(value):
-            raise WorkloadError(f"{where}: {text!r} is not a finite number")
-        lo = self.min if self.min is not None else -math.inf
-        hi = self.max if self.max is not None else math.inf
-        if not lo <= value <= hi:
-            raise WorkloadError(f"{where}: {text!r} is outside {lo:g}..{hi:g}")
-        return value
-
-
-@dataclass(frozen=True)
-class WorkloadInfo:
-    name: str
-    description: str
-    params: dict[str, ParamSpec]
-    # Checks across parameters (typed values in, an error text or None out), run where
-    # the single values are, so a queue without torch refuses what a build would.
-    check: Callable[[dict[str, Any]], str | None] | None = None
-    # The check instead of `check` where the input comes from a browser or the queue
-    # (allow_import=False): stricter where a value could reach the disk or the network.
-    check_untrusted: Callable[[dict[str, Any]], str | None] | None = None
-
+__all__ = ["PARAM_TYPES", "ParamSpec", "WorkloadError", "WorkloadInfo", "WORKLOADS",
+           "check_workload", "is_factory"]
 
 def _dtype_param(default: str = "float32") -> ParamSpec:
     return ParamSpec("dtype", "choice", default, choices=DTYPES,
@@ -139,6 +84,8 @@ WORKLOADS: dict[str, WorkloadInfo] = {
         },
     ),
 }
+# The transformers and timm workloads: their entries live in their own leaf module.
+WORKLOADS.update(MODEL_WORKLOADS)
 
 
 def _divisible(p: dict[str, Any], width: str) -> str | None:
@@ -186,10 +133,3 @@ def check_workload(name: str, params: dict[str, str] | None = None, *,
         return name, {k: str(v) for k, v in params.items()}
     raise WorkloadError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)}, or "
                         "module.path:factory)")
-
-
-# The transformers and timm workloads live in their own leaf module (it needs ParamSpec
-# and WorkloadInfo from here, hence the import at the end).
-from runner.format.model_catalog import MODEL_WORKLOADS  # noqa: E402
-
-WORKLOADS.update(MODEL_WORKLOADS)

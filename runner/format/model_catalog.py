@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from runner.format.catalog import ParamSpec, WorkloadInfo
+from runner.format.params import ParamSpec, WorkloadInfo
 from runner.format.vocab import DTYPES
 
 MODELS_EXTRA = "pip install 'launchbench[models]'"
