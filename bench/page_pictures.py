@@ -31,7 +31,8 @@ SETTLED = """() => {
 SCROLL = """(t) => {
   const el = [...document.querySelectorAll('h1, h2, h3, p, div[data-testid="stAlert"]')]
     .find(e => e.textContent.trim().startsWith(t));
-  if (el) el.scrollIntoView({block: 'start'});
+  // Clear of Streamlit's fixed header (the toolbar's status and menu sit in it).
+  if (el) { el.style.scrollMarginTop = '64px'; el.scrollIntoView({block: 'start'}); }
   return !!el;
 }"""
 
