@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "runner.ops.commands.hosts",
     "runner.ops.commands.serve",
     "runner.ops.commands.slurm",
+    "runner.ops.commands.capture",
 )
 
 

@@ -1,0 +1,63 @@
+"""`graph-memory`: capture one CUDA graph per size, largest first, and read the memory after
+each capture (GPU only; the attribution is runner/format/graph_memory.py, torch-free).
+
+Each series starts from a reset state (no pools, cuBLAS workspaces cleared, cache
+emptied), captures in the serving engines' order (largest first, vLLM and SGLang both do),
+clears cuBLAS workspaces around each capture as CUDA graph trees and runner/serve do, and
+after each capture records: the bytes reserved by the pools this series made (from
+torch.cuda.memory_snapshot(), segments by segment_pool_id), bytes allocated and the
+driver's used bytes since the series began, and the capture's seconds (warm-up included:
+what an engine's start-up pays). Shared: one pool from torch.cuda.graph_pool_handle(), as
+vLLM (current_platform.get_global_graph_pool()) and SGLang do. Private: a pool per graph.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from runner.core import memory
+from runner.core.modes import warm_up_on_side_stream
+from runner.core.point import reset_state
+from runner.format.graph_memory import CaptureRow
+
+
+def capture_series(model, make_input: Callable, sizes: Sequence[int], pool_kind: str,
+                   device: str = "cuda", progress: Callable[[str], None] | None = None
+                   ) -> list[CaptureRow]:
+    import torch
+
+    reset_state(device)
+    before = memory.state(device)
+    old = set(before.pools)
+    pool = torch.cuda.graph_pool_handle() if pool_kind == "shared" else None
+    gen = torch.Generator().manual_seed(0)
+    keep, rows = [], []
+    with torch.no_grad():
+        for b in sorted(sizes, reverse=True):
+            x = make_input(b, gen)
+            torch.cuda.synchronize(device)
+            t0 = time.perf_counter()
+            warm_up_on_side_stream(model, x)
+            memory.clear_cublas_workspaces()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, pool=pool):
+                y = model(x)
+            memory.clear_cublas_workspaces()
+            torch.cuda.synchronize(device)
+            cap_s = time.perf_counter() - t0
+            keep.append((g, x, y))  # every graph stays alive, as in an engine
+            now = memory.state(device)
+            rows.append(CaptureRow(batch_size=b, capture_s=cap_s,
+                                   pool_reserved_bytes=now.private_bytes(old),
+                                   allocated_bytes=now.allocated - before.allocated,
+                                   device_used_bytes=now.device_used - before.device_used))
+            if progress:
+                progress(f"{pool_kind}: size {b} captured, pools "
+                         f"{rows[-1].pool_reserved_bytes / 2**20:.1f} MiB")
+        for g, _x, _y in keep:  # each graph must replay: a broken capture is no figure
+            g.replay()
+        torch.cuda.synchronize(device)
+    del keep
+    reset_state(device)
+    return rows

@@ -1,0 +1,166 @@
+"""A graph-memory run: one graph captured per size, largest first, and what each added.
+
+Pure and torch-free: runner/core/graph_memory.py measures the rows on a GPU; this module
+states the document they travel in, checks it, and attributes the memory:
+
+- the per-capture fixed part (workspaces: cuBLAS's is 32 MiB on Hopper) and the per-size
+  part (activations) come from the private-pool series, where every capture pays both:
+  the pool added by capture i is fixed + per_row x size_i, a least-squares line;
+- what a further size costs in one shared pool (the engines' way) comes from the shared
+  series: after the first capture, the growth of the device's used memory per graph (pool
+  growth plus the graphs' own driver-side objects, which the allocator does not see).
+
+What the H200 probe (bench/results/h200-capture-memory-*.json) showed, and why the
+measurement clears cuBLAS workspaces around each capture as CUDA graph trees do: cuBLAS
+keeps one workspace per (handle, stream); cleared before a capture it is re-made inside
+that capture's pool, so private pools pay it per capture (34 MiB each for the mlp) while
+a shared pool pays it once (34 MiB for 10 graphs); never cleared, each capture's side
+stream gets a fresh workspace outside the pools (33 MiB more allocated per capture).
+CUBLAS_WORKSPACE_CONFIG=:0:0 made the shared pool 2 MiB, replays as fast on that mlp.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+from runner.format.capture_sizes import Curve
+
+FORMAT = "launchbench.graph-memory"
+VERSION = 1
+POOLS = ("shared", "private")
+
+
+class GraphMemoryError(ValueError):
+    """A graph-memory document or request that cannot be used; str() is one line."""
+
+
+@dataclass(frozen=True)
+class CaptureRow:
+    """After capturing `batch_size` (sizes taken largest first), cumulative over the
+    series: bytes reserved by the pools it created, bytes allocated since it began, bytes
+    the driver reports used since it began."""
+
+    batch_size: int
+    capture_s: float
+    pool_reserved_bytes: int
+    allocated_bytes: int
+    device_used_bytes: int
+
+
+def marginal_bytes(rows: Sequence[CaptureRow]) -> list[int]:
+    """What each capture added to the pools (the first: everything it made)."""
+    out, prev = [], 0
+    for r in rows:
+        out.append(r.pool_reserved_bytes - prev)
+        prev = r.pool_reserved_bytes
+    return out
+
+
+def _line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """Least-squares intercept and slope; a flat line through the mean with one size."""
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        return my, 0.0
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    return my - slope * mx, slope
+
+
+def attribute(series: Mapping[str, Sequence[CaptureRow]]) -> dict:
+    """The fixed and per-size parts, and the shared pool's cost per further graph."""
+    out: dict = {}
+    private, shared = series.get("private"), series.get("shared")
+    if private:
+        d = marginal_bytes(private)
+        fixed, per_row = _line([r.batch_size for r in private], d)
+        out.update(fixed_bytes_per_capture=round(fixed), per_row_bytes=max(0.0, per_row),
+                   private_total_bytes=private[-1].pool_reserved_bytes)
+    if shared:
+        first = shared[0]
+        n = len(shared)
+        per_graph = ((shared[-1].device_used_bytes - first.device_used_bytes) / (n - 1)
+                     if n > 1 else 0.0)
+        out.update(shared_first_bytes=first.pool_reserved_bytes,
+                   shared_total_bytes=shared[-1].pool_reserved_bytes,
+                   shared_per_graph_bytes=max(0.0, per_graph))
+        if private:
+            out["shared_saves_bytes"] = (private[-1].pool_reserved_bytes
+                                         - shared[-1].pool_reserved_bytes)
+    rows = shared or private or ()
+    if rows:
+        rest = [r.capture_s for r in rows[1:]]
+        out.update(first_capture_s=rows[0].capture_s,
+                   capture_s=statistics.median(rest) if rest else rows[0].capture_s)
+    return out
+
+
+def curve(doc: dict, source: str) -> Curve:
+    """The advisor's pricing curve from a graph-memory document."""
+    a = doc.get("attribution") or {}
+    if "fixed_bytes_per_capture" not in a and "shared_first_bytes" not in a:
+        raise GraphMemoryError(f"{source}: no attribution (neither pool was measured)")
+    per_row = float(a.get("per_row_bytes", 0.0))
+    if "fixed_bytes_per_capture" in a:
+        fixed = int(a["fixed_bytes_per_capture"])
+    else:  # shared only: its first capture holds the fixed part and the largest's rows
+        fixed = int(a["shared_first_bytes"] - per_row * max(doc["sizes"]))
+    return Curve(fixed_bytes=max(0, fixed), per_row_bytes=per_row,
+                 per_graph_bytes=round(a.get("shared_per_graph_bytes", fixed)),
+                 first_capture_s=float(a.get("first_capture_s", 0.0)),
+                 capture_s=float(a.get("capture_s", 0.0)),
+                 source=f"{source} ({doc.get('environment', {}).get('gpu_name') or '?'}, "
+                        f"{doc.get('run', {}).get('workload', '?')})")
+
+
+def make_doc(environment: dict, run: dict, sizes: Sequence[int],
+             series: Mapping[str, Sequence[CaptureRow]]) -> dict:
+    return {"format": FORMAT, "version": VERSION, "environment": dict(environment),
+            "run": dict(run), "sizes": list(sizes),
+            "series": {k: [asdict(r) for r in v] for k, v in series.items()},
+            "attribution": attribute(series)}
+
+
+def read_doc(doc: object, source: str) -> dict:
+    """Check a document read from JSON; rows back as CaptureRow under doc['rows']."""
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise GraphMemoryError(f"{source}: not a {FORMAT} document")
+    if doc.get("version") != VERSION:
+        raise GraphMemoryError(f"{source}: version {doc.get('version')!r} is not "
+                               f"{VERSION}")
+    series = doc.get("series")
+    if not isinstance(series, dict) or not series or set(series) - set(POOLS):
+        raise GraphMemoryError(f"{source}: series must be some of {', '.join(POOLS)}")
+    rows: dict[str, list[CaptureRow]] = {}
+    for k, v in series.items():
+        try:
+            rows[k] = [CaptureRow(**r) for r in v]
+        except TypeError as e:
+            raise GraphMemoryError(f"{source}: a {k} row is malformed ({e})") from None
+    return {**doc, "rows": rows}
+
+
+def parse_sizes(text: str) -> list[int]:
+    """'1,2,4,...,512' -> the sizes largest first (the engines' capture order)."""
+    out = []
+    for item in (text or "").split(","):
+        t = item.strip()
+        if not t.isdigit() or int(t) < 1:
+            raise GraphMemoryError(f"--sizes: {t!r} is not a batch size (whole, >= 1)")
+        out.append(int(t))
+    if len(set(out)) != len(out):
+        raise GraphMemoryError("--sizes: a size appears twice")
+    return sorted(out, reverse=True)
+
+
+def table_rows(doc: dict) -> list[dict]:
+    """One row per (pool, capture): for the chart and the printed table."""
+    out = []
+    for pool, rows in doc["rows"].items():
+        for i, (r, d) in enumerate(zip(rows, marginal_bytes(rows), strict=True), 1):
+            out.append({"pool": pool, "graphs": i, "batch_size": r.batch_size,
+                        "pool_mib": r.pool_reserved_bytes / 2**20, "marginal_mib": d / 2**20,
+                        "device_mib": r.device_used_bytes / 2**20,
+                        "capture_s": r.capture_s})
+    return out

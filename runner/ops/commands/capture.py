@@ -1,0 +1,248 @@
+"""`advise-capture` (which batch sizes to capture, from a real distribution, priced in MiB)
+and `graph-memory` (measure the curve the advice is priced by; GPU).
+
+advise-capture reads a file and prints; it stores nothing. graph-memory writes its run as
+a `launchbench.graph-memory` document (--out), which advise-capture --curve reads. torch is
+imported inside graph-memory's run() only: the parser imports this module everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import tempfile
+import uuid
+
+from runner.format import bundle as fmt
+from runner.format import capture_dist as cdist
+from runner.format import capture_sizes as cs
+from runner.format import graph_memory as gm
+from runner.format.capture_advisor import advise
+from runner.ops.cli import UsageError
+from runner.ops.commands import flags
+from runner.ops.commands.sweep import parse_label, parse_params
+
+DEFAULT_SIZES = "1,2,4,8,16,32,64,128,256,512"
+
+
+def register(sub) -> None:
+    a = sub.add_parser(
+        "advise-capture", help="pick CUDA graph capture sizes for vLLM, SGLang or torch."
+                               "compile from a real batch-size distribution",
+        description="Read a batch-size distribution (sizes one per line or size,count; "
+                    "vLLM's --cudagraph-metrics log; vLLM's Prometheus text with "
+                    "vllm:iteration_tokens_total; SGLang's 'Decode batch' log lines) and "
+                    "propose a capture list within a graph-memory budget, priced by a "
+                    "curve, beside the engine's default list. Stores nothing.")
+    a.add_argument("--from", dest="source", required=True, metavar="FILE",
+                   help="the distribution file")
+    a.add_argument("--format", default="auto", choices=cdist.FORMATS,
+                   help="how to read it (default: recognised from its lines)")
+    a.add_argument("--engine", required=True, choices=cs.ENGINES)
+    a.add_argument("--budget-mib", metavar="N", help="graph memory budget in MiB")
+    a.add_argument("--budget-kv-tokens", metavar="N",
+                   help="the budget as KV-cache tokens given up (with --kv-bytes-per-token)")
+    a.add_argument("--kv-bytes-per-token", metavar="B",
+                   help="KV-cache bytes per token (2 x layers x kv heads x head dim x dtype "
+                        "bytes)")
+    a.add_argument("--curve", metavar="FILE", help="a graph-memory run (--out of "
+                   "graph-memory); default: the shipped H200 mlp figures")
+    a.add_argument("--cover", default="1", metavar="Q",
+                   help="share of batches the largest size must hold (default 1: all)")
+    a.add_argument("--max-graphs", default=str(cs.MAX_GRAPHS), metavar="N")
+    a.add_argument("--spec-tokens", default="0", metavar="K", help="speculative tokens")
+    a.add_argument("--tp", default="1", metavar="N", help="tensor-parallel degree")
+    a.add_argument("--sequence-parallel", action="store_true",
+                   help="vLLM sequence parallelism is on (sizes multiples of --tp)")
+    a.add_argument("--max-num-seqs", default="256", metavar="N",
+                   help="vLLM: sets its default list (default 256)")
+    a.add_argument("--max-num-batched-tokens", metavar="N", help="vLLM: no graph above it")
+    a.add_argument("--gpu-mem-gib", metavar="G", help="SGLang: picks its default tier")
+    a.add_argument("--json", action="store_true", help="print the advice as JSON")
+    a.set_defaults(func=run_advise)
+
+    g = sub.add_parser(
+        "graph-memory", help="measure graph memory per captured size (GPU)",
+        description="Capture one CUDA graph per size, largest first, into one shared pool "
+                    "and/or private pools; record each pool's reserved and allocated bytes "
+                    "and the capture seconds after every capture; attribute the "
+                    "per-capture fixed part (workspaces) and the per-size part "
+                    "(activations). Writes a graph-memory document for advise-capture "
+                    "--curve.",
+        parents=[flags.workload_flags("built-in workload (mlp) or module.path:factory",
+                                      "must be cuda")])
+    g.add_argument("--sizes", default=DEFAULT_SIZES, metavar="LIST",
+                   help=f"comma-separated batch sizes (default {DEFAULT_SIZES})")
+    g.add_argument("--pool", default="both", choices=("shared", "private", "both"))
+    g.add_argument("--out", required=True, metavar="FILE.json", help="where the run goes")
+    g.set_defaults(func=run_graph_memory)
+
+
+def _int(text: str | None, flag: str, lo: int = 1, hi: int = 1 << 40) -> int | None:
+    if text is None:
+        return None
+    t = text.strip()
+    if not t.isdigit() or not lo <= int(t) <= hi:
+        raise UsageError(f"{flag}: {text!r} is not a whole number from {lo} to {hi}")
+    return int(t)
+
+
+def _float(text: str | None, flag: str, lo: float, hi: float) -> float | None:
+    if text is None:
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        raise UsageError(f"{flag}: {text!r} is not a number") from None
+    if not lo <= v <= hi:
+        raise UsageError(f"{flag}: {text} is out of range ({lo:g} to {hi:g})")
+    return v
+
+
+def _budget(args) -> int:
+    if args.budget_mib is not None:
+        if args.budget_kv_tokens is not None:
+            raise UsageError("--budget-mib and --budget-kv-tokens: give one of them")
+        mib = _float(args.budget_mib, "--budget-mib", 0.0, 1e7)
+        return int(mib * cs.MIB)
+    if args.budget_kv_tokens is None:
+        raise UsageError("no budget: give --budget-mib N, or --budget-kv-tokens N with "
+                         "--kv-bytes-per-token B")
+    tokens = _int(args.budget_kv_tokens, "--budget-kv-tokens")
+    per = _int(args.kv_bytes_per_token, "--kv-bytes-per-token") \
+        if args.kv_bytes_per_token is not None else None
+    if per is None:
+        raise UsageError("--budget-kv-tokens needs --kv-bytes-per-token")
+    return tokens * per
+
+
+def load_curve(path: str | None) -> cs.Curve:
+    if path is None:
+        return cs.DEFAULT_CURVE
+    if path.strip().isdigit() and not os.path.exists(path):
+        raise UsageError(f"--curve {path}: graph-memory runs are not stored in the database "
+                         "yet; pass the file graph-memory --out wrote")
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        raise UsageError(f"--curve {path!r} does not exist") from None
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--curve {path!r} cannot be read: {e}") from None
+    try:
+        return gm.curve(gm.read_doc(doc, path), path)
+    except gm.GraphMemoryError as e:
+        raise UsageError(f"--curve {e}") from None
+
+
+def _pct(v: float) -> str:
+    return f"{v:.1%}"
+
+
+def format_advice(a, curve: cs.Curve) -> list[str]:
+    def row(name, p):
+        return [name, str(len(p.sizes)), str(p.sizes[-1]) if p.sizes else "-",
+                _pct(p.padding_waste), _pct(p.graphless_share), f"{p.pool_mib:.1f}",
+                f"{p.capture_s:.2f}"]
+
+    head = ["list", "graphs", "largest", "padding", "no graph", "pool MiB", "capture s"]
+    lines = [f"{a.engine}: sizes are {a.unit}; budget {a.budget_bytes / cs.MIB:.1f} MiB; "
+             f"priced by {curve.source}"]
+    lines += [f"note: {n}" for n in a.notes]
+    lines += flags.table([head, row("proposed", a.proposed), row("default", a.default)],
+                         left=(0,))
+    lines.append(f"default = {a.default_label}")
+    lines.append(f"proposed sizes: {', '.join(map(str, a.proposed.sizes))}")
+    lines.append("paste:")
+    lines += [f"  {c}" for c in a.config]
+    return lines
+
+
+def run_advise(args: argparse.Namespace) -> int:
+    budget = _budget(args)
+    curve = load_curve(args.curve)
+    rules = cs.EngineRules(
+        args.engine, spec_tokens=_int(args.spec_tokens, "--spec-tokens", 0, 64),
+        tp=_int(args.tp, "--tp", 1, 1024), sequence_parallel=args.sequence_parallel,
+        max_num_seqs=_int(args.max_num_seqs, "--max-num-seqs", 1, 1 << 20),
+        max_num_batched_tokens=_int(args.max_num_batched_tokens, "--max-num-batched-tokens"),
+        gpu_mem_gib=_float(args.gpu_mem_gib, "--gpu-mem-gib", 1.0, 1e5))
+    try:
+        dist = cdist.read_file(args.source, args.format)
+        a = advise(dist, rules, curve, budget,
+                   cover=_float(args.cover, "--cover", 1e-9, 1.0),
+                   max_graphs=_int(args.max_graphs, "--max-graphs", 1, cs.MAX_GRAPHS))
+    except (cdist.DistError, cs.AdviceError) as e:
+        raise UsageError(str(e)) from None
+    if args.json:
+        def priced(p):
+            return {"sizes": list(p.sizes), "padding_waste": p.padding_waste,
+                    "graphless_share": p.graphless_share, "pool_mib": p.pool_mib,
+                    "capture_s": p.capture_s}
+        print(json.dumps({"engine": a.engine, "unit": a.unit, "budget_mib":
+                          a.budget_bytes / cs.MIB, "curve": curve.source,
+                          "proposed": priced(a.proposed), "default": priced(a.default),
+                          "config": list(a.config), "notes": list(a.notes)}, indent=1))
+    else:
+        print("\n".join(format_advice(a, curve)))
+    return 0
+
+
+def _write_json(path: str, doc: dict) -> None:
+    p = fmt.check_writable(path)
+    fd, tmp = tempfile.mkstemp(dir=str(p.parent), prefix=".graph-memory-")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, p)
+
+
+def run_graph_memory(args: argparse.Namespace) -> int:
+    params = parse_params(args.param)
+    label = parse_label(args.label)
+    try:
+        sizes = gm.parse_sizes(args.sizes)
+    except gm.GraphMemoryError as e:
+        raise UsageError(str(e)) from None
+    fmt.check_writable(args.out)
+    if args.device == "cpu":
+        raise UsageError("--device cpu: graph-memory captures CUDA graphs and needs cuda")
+    try:
+        import torch
+    except ImportError:
+        raise UsageError("graph-memory needs torch, which is not installed here") from None
+    if not torch.cuda.is_available():
+        raise UsageError(f"graph-memory needs CUDA, which is not available here (torch "
+                         f"{torch.__version__})")
+
+    from runner.core import environment
+    from runner.core.graph_memory import capture_series
+    from runner.core.workloads import resolve
+
+    workload = resolve(args.workload, params)
+    model, make_input = workload.build("cuda")
+    pools = ("shared", "private") if args.pool == "both" else (args.pool,)
+    cmd = shlex.join(["python", "-m", "runner", "graph-memory", "--workload", workload.name,
+                      "--sizes", ",".join(map(str, sorted(sizes))), "--pool", args.pool,
+                      "--out", args.out, *sum((["--param", f"{k}={v}"]
+                                               for k, v in params.items()), [])])
+    run = {"uuid": str(uuid.uuid4()), "kind": "graph-memory", "workload": workload.name,
+           "workload_params": dict(workload.params), "dtype": workload.dtype,
+           "created_at": fmt.now_iso(), "label": label, "command": cmd}
+    series = {p: capture_series(model, make_input, sizes, p, "cuda",
+                                lambda m: print(m, file=sys.stderr, flush=True))
+              for p in pools}
+    run["finished_at"] = fmt.now_iso()
+    doc = gm.make_doc(environment.capture("cuda"), run, sizes, series)
+    _write_json(args.out, doc)
+    rows = gm.table_rows(gm.read_doc(doc, args.out))
+    head = ["pool", "graphs", "size", "pool MiB", "+MiB", "device MiB", "capture s"]
+    body = [[r["pool"], str(r["graphs"]), str(r["batch_size"]), f"{r['pool_mib']:.1f}",
+             f"{r['marginal_mib']:.1f}", f"{r['device_mib']:.1f}", f"{r['capture_s']:.3f}"]
+            for r in rows]
+    print("\n".join(flags.table([head, *body], left=(0,))))
+    print(json.dumps(doc["attribution"], indent=1))
+    print(f"graph-memory run written to {args.out}")
+    return 0
