@@ -1,17 +1,51 @@
 """Serve (/serve?run=ID): a stream of requests of varying batch size under each strategy.
 Memory against throughput, padding and fallback by batch size, the bucket advisor with a
-memory budget, and the 8/16/32 example told with the run's own numbers."""
+memory budget, and the 8/16/32 example told with the run's own numbers. Above them, with or
+without a run: which sizes to capture in vLLM, SGLang or torch.compile for a distribution
+pasted or uploaded here (runner/format/capture_advisor.py)."""
 
 import streamlit as st
 
 from db import serve as dbserve
 from db.store import RunNotFound
+from pages.common import capture_advice as ca
 from pages.common import serve_charts as sc
 from pages.common import ui
 from pages.common.names import device_name
 from pages.common.plain import plain
+from runner.format import capture_sizes as cs
 
 ui.ensure_frame()
+
+
+def capture_section() -> None:
+    """Advice for a pasted or uploaded distribution (nothing is stored)."""
+    up = st.file_uploader("Batch sizes: one per line or size,count; vLLM --cudagraph-metrics "
+                          "log or /metrics text; SGLang log", key="cap_file")
+    text = st.text_area("... or paste them", key="cap_text", height=100)
+    c1, c2, c3 = st.columns(3)
+    engine = c1.radio("Engine", cs.ENGINES, horizontal=True, key="cap_engine")
+    budget = c2.number_input("Graph memory budget (MiB)", 1.0, 1e6, 256.0, key="cap_budget")
+    spec = c3.number_input("Speculative tokens", 0, 64, 0, key="cap_spec")
+    curve_up = st.file_uploader("Measured curve (graph-memory --out), optional", key="cap_curve")
+    if up is not None:
+        text = up.getvalue().decode("utf-8", "replace")
+    if not text.strip():
+        st.caption(f"Priced by {cs.DEFAULT_CURVE.source} unless a curve is given.")
+        return
+    try:
+        curve, doc = ca.curve_from_text(curve_up.getvalue().decode("utf-8", "replace")
+                                        if curve_up else None)
+        a = ca.advise_text(text, engine, budget, spec, curve)
+    except ValueError as e:  # a bad distribution, budget or curve: its one line
+        st.error(str(e))
+        return
+    st.dataframe(ca.comparison_frame(a), hide_index=True, key="cap_table")
+    st.code("\n".join(a.config), language="python" if engine == "torch" else "bash")
+    for note in (*a.notes, f"Sizes are {a.unit}; priced by {curve.source}."):
+        st.caption(plain(note))
+    for i, figure in enumerate(ca.curve_charts(doc) if doc else ()):
+        ui.chart(figure, key=f"cap_curve_{i}")
 
 
 @st.cache_data(ttl=ui.CACHE_TTL_S, show_spinner=False, max_entries=16)
@@ -28,6 +62,8 @@ def load(url: str, data_v: tuple, run_id: int):
 
 # --- settings: ?run=ID, else the newest serve run ----------------------------------------
 st.title("Serving dynamic batch sizes")
+with st.expander("Which batch sizes to capture: vLLM, SGLang, torch.compile"):
+    capture_section()
 runs = serve_runs(ui.db_url(), ui.version())
 if runs.empty:
     st.info("No serve run stored yet. Measure one on a GPU host, e.g. `python -m runner serve "
