@@ -165,3 +165,14 @@ def test_graph_memory_on_the_gpu(capsys, tmp_path):
     curve = gm.curve(doc, str(out))
     assert curve.pool_bytes([1, 8, 64, 512]) > 0
     assert isinstance(curve, cs.Curve)
+
+
+def test_readme_worked_example_is_the_real_output(capsys):
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("$ python -m runner advise-capture --from tests/data/capture/")
+    block = readme[start:readme.index("```", start)].splitlines()
+    shown = block[2:]  # the command and its continuation line, then the output
+    rc, out, _ = cli(capsys, "advise-capture", "--from",
+                     "tests/data/capture/vllm_cudagraph_metrics.log", "--engine", "vllm",
+                     "--budget-mib", "64")
+    assert rc == 0 and out.splitlines() == [ln for ln in shown if ln]

@@ -30,7 +30,9 @@ The engines' rules, as read in their sources (cited where each is used):
   is reserved by a rule of thumb: cuda_graph_max_bs x 2 MB.
 - torch.compile: `torch._inductor.config.triton.cudagraph_capture_sizes` (a tuple; None,
   the default, captures every shape; other shapes run without graphs,
-  torch/_inductor/cudagraph_trees.py `is_cudagraph_capture_sizes`).
+  torch/_inductor/cudagraph_trees.py `is_cudagraph_capture_sizes`, which keys on the
+  graph's symbolic int inputs: it acts on a graph compiled with a dynamic batch). Unlike
+  the engines, torch pads nothing: the caller pads each batch up to the next size.
 """
 
 from __future__ import annotations
@@ -161,7 +163,11 @@ def config_lines(engine: str, sizes: Sequence[int]) -> list[str]:
     if engine == "sglang":
         return [f"--cuda-graph-bs {' '.join(map(str, s))}"]
     if engine == "torch":
-        return ["import torch._inductor.config as inductor_config",
+        # cudagraph_trees.is_cudagraph_capture_sizes keys on a graph's int (symbolic size)
+        # inputs: it acts on a graph compiled with a dynamic batch, and pads nothing.
+        return ["# torch.compile(model, mode=\"reduce-overhead\", dynamic=True); pad each "
+                "batch up to the next size yourself (torch pads nothing)",
+                "import torch._inductor.config as inductor_config",
                 f"inductor_config.triton.cudagraph_capture_sizes = {tuple(s)!r}"]
     raise AdviceError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
 

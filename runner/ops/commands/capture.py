@@ -53,6 +53,9 @@ def register(sub) -> None:
     a.add_argument("--cover", default="1", metavar="Q",
                    help="share of batches the largest size must hold (default 1: all)")
     a.add_argument("--max-graphs", default=str(cs.MAX_GRAPHS), metavar="N")
+    a.add_argument("--tolerance", default="0.01", metavar="F",
+                   help="padding waste (as a fraction) traded for fewer graphs: the fewest "
+                        "graphs within F of the least padding that fits (default 0.01)")
     a.add_argument("--spec-tokens", default="0", metavar="K", help="speculative tokens")
     a.add_argument("--tp", default="1", metavar="N", help="tensor-parallel degree")
     a.add_argument("--sequence-parallel", action="store_true",
@@ -174,7 +177,8 @@ def run_advise(args: argparse.Namespace) -> int:
         dist = cdist.read_file(args.source, args.format)
         a = advise(dist, rules, curve, budget,
                    cover=_float(args.cover, "--cover", 1e-9, 1.0),
-                   max_graphs=_int(args.max_graphs, "--max-graphs", 1, cs.MAX_GRAPHS))
+                   max_graphs=_int(args.max_graphs, "--max-graphs", 1, cs.MAX_GRAPHS),
+                   tolerance=_float(args.tolerance, "--tolerance", 0.0, 10.0))
     except (cdist.DistError, cs.AdviceError) as e:
         raise UsageError(str(e)) from None
     if args.json:
