@@ -177,6 +177,14 @@ def advise(dist: BatchCounts, rules: EngineRules, curve: Curve, budget_bytes: in
         label = (f"{rules.engine} default (largest {rules.default_max()})"
                  if default_sizes else f"{rules.engine} default")
     default = price(dist, default_sizes, curve, shared)
+    if rules.engine == "sglang":  # server_args.py: reserved_mem += cuda_graph_max_bs * 2 (MB)
+        notes.append(f"SGLang reserves {2 * chosen.sizes[-1]} MB for graphs by its rule of "
+                     f"thumb (2 MB x largest size) against {2 * default_sizes[-1]} MB for "
+                     "its default; above 60 GB of GPU memory its 10 GB floor for "
+                     "activations and graphs usually decides")
+    if rules.engine == "torch":
+        notes.append("torch.compile pads nothing: pad each batch up to the next size, or "
+                     "sizes not in the list run without graphs")
     if default.pool_bytes > budget_bytes:
         notes.append(f"the default list needs {default.pool_mib:.1f} MiB, above the budget")
     return Advice(rules.engine, chosen, default, label, budget_bytes, tuple(priced),

@@ -7,7 +7,8 @@ line naming the line or value, before anything is computed or stored.
 
 Formats, checked against the engines' sources (see each reader):
 - plain: one batch size per line, or `size,count` (CSV; a header line is allowed).
-- vLLM `--cudagraph-metrics`: the table `CUDAGraphLogging.generate_metric_table()` logs
+- vLLM `--cudagraph-metrics` (vllm/config/observability.py `cudagraph_metrics`, logged at
+  every logging interval): the table `CUDAGraphLogging.generate_metric_table()` logs
   (vllm/compilation/cuda_graph.py): `| Unpadded Tokens | Padded Tokens | Num Paddings |
   Runtime Mode | Count |`. Sizes are tokens per step; a log holds one table per logging
   interval (each reset after logging), so tables are summed.
@@ -209,8 +210,10 @@ def parse_vllm_prometheus(text: str, where: str = "distribution") -> BatchCounts
                     counts[b] = counts.get(b, 0) + share
             prev_b, prev_c = max(prev_b, hi), c
     notes = ["vLLM iteration_tokens_total: its buckets are coarse (the count between two "
-             "bounds is spread evenly over the sizes between them); sizes are tokens per "
-             "step, prefill steps included"]
+             "bounds is spread evenly over the sizes between them; newer vLLM takes "
+             "--custom-histogram-buckets '{\"iteration_tokens\": [...]}' for finer ones, "
+             "or use --cudagraph-metrics); sizes are tokens per step, prefill steps "
+             "included"]
     if beyond:
         notes.append(f"{beyond:g} steps were above the largest bucket bound and are left "
                      "out (their sizes are unknown)")

@@ -235,9 +235,15 @@ def run_graph_memory(args: argparse.Namespace) -> int:
     run = {"uuid": str(uuid.uuid4()), "kind": "graph-memory", "workload": workload.name,
            "workload_params": dict(workload.params), "dtype": workload.dtype,
            "created_at": fmt.now_iso(), "label": label, "command": cmd}
-    series = {p: capture_series(model, make_input, sizes, p, "cuda",
-                                lambda m: print(m, file=sys.stderr, flush=True))
-              for p in pools}
+    try:
+        series = {p: capture_series(model, make_input, sizes, p, "cuda",
+                                    lambda m: print(m, file=sys.stderr, flush=True))
+                  for p in pools}
+    except (RuntimeError, TypeError, ValueError) as e:  # OOM, a capture error: no run
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        print(f"error: graph-memory: capture failed, nothing written: {first}",
+              file=sys.stderr)
+        return 1
     run["finished_at"] = fmt.now_iso()
     doc = gm.make_doc(environment.capture("cuda"), run, sizes, series)
     _write_json(args.out, doc)
