@@ -247,3 +247,31 @@ def test_advisor_is_quick_on_a_wide_distribution():
     a = ca.advise(d, cs.EngineRules("sglang"), curve, 64 * cs.MIB, tolerance=0.0)
     assert time.perf_counter() - t0 < 5.0
     assert len(a.by_graphs) > 100
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_every_proposal_is_a_list_its_engine_accepts_unchanged(seed):
+    rng = random.Random(300 + seed)
+    rules = rng.choice([cs.EngineRules("vllm"), cs.EngineRules("vllm", spec_tokens=3),
+                        cs.EngineRules("vllm", tp=2, sequence_parallel=True),
+                        cs.EngineRules("vllm", spec_tokens=1, tp=4, sequence_parallel=True),
+                        cs.EngineRules("vllm", max_num_batched_tokens=96),
+                        cs.EngineRules("sglang", gpu_mem_gib=80), cs.EngineRules("torch")])
+    counts = {rng.randint(1, 300): rng.randint(1, 50) for _ in range(rng.randint(1, 40))}
+    a = ca.advise(cd.BatchCounts(counts, "plain", "batch"), rules, cs.DEFAULT_CURVE,
+                  rng.choice([40, 64, 512]) * cs.MIB, cover=rng.choice([1.0, 0.9]))
+    sizes = a.proposed.sizes
+    assert list(sizes) == sorted(set(sizes)) and all(rules.valid(s) for s in sizes)
+    assert rules.conform(sizes) == sizes  # what the engine would capture is what we said
+    assert a.proposed.pool_bytes <= a.budget_bytes
+    if rules.max_num_batched_tokens:
+        assert sizes[-1] <= rules.max_num_batched_tokens
+
+
+def test_vllm_conform_matches_its_source_on_a_given_list():
+    # compilation.py adjust_cudagraph_sizes_for_spec_decode: round up, drop above the max
+    r = cs.EngineRules("vllm", spec_tokens=2)
+    assert r.conform([1, 2, 4, 8, 10]) == (3, 6, 9)  # 10 -> 12 is above the max (10)
+    assert cs.EngineRules("vllm", spec_tokens=4).conform([1, 2]) == ()  # 5 > 2: none
+    sp = cs.EngineRules("vllm", tp=4, sequence_parallel=True)
+    assert sp.conform([1, 2, 4, 6, 8, 12]) == (4, 8, 12)

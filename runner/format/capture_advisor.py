@@ -142,6 +142,9 @@ def advise(dist: BatchCounts, rules: EngineRules, curve: Curve, budget_bytes: in
     if rules.engine == "vllm" and rules.max_num_batched_tokens is not None \
             and top > rules.max_num_batched_tokens:
         top = rules.max_num_batched_tokens - rules.max_num_batched_tokens % rules.multiple_of
+        if top < smallest:
+            raise AdviceError(f"max_num_batched_tokens {rules.max_num_batched_tokens} is "
+                              f"below the smallest size the rules allow ({smallest})")
         notes.append(f"largest size capped at max_num_batched_tokens ({top})")
     if curve.pool_bytes([top], shared) > budget_bytes:
         fit = int((budget_bytes - curve.fixed_bytes) / curve.per_row_bytes) \
