@@ -11,8 +11,14 @@ Once point.py runs the windows itself, this becomes `sweep` against `sweep --no-
 On a GPU host with nvidia-ml-py the counter is NVML's. Elsewhere (or with --fake) it is
 tests/fake_energy.py's counter on the wall clock (ticks every 80 ms, constant power): real
 steps on the CPU, fake joules, so the script runs end to end and the seconds the windows
-cost are real. Run so far on CPU only (no GPU in that session):
+cost are real. Run so far on CPU only (no GPU in that session), to show it runs:
   python bench/energy_overhead.py --device cpu --modes eager --batches 1,8 --timing quick
+gave sweep 9.9 s, windows 13.0 s (+131%) on a 2-core host shared with four other jobs
+(31 ms per eager mlp step there): a run of the code, not a figure. The figure needs the
+H200. Arithmetic to expect there: a window costs its 1 s, ~1 counter step (~0.1 s) to
+settle and ~half a step to end, so 4 modes x 3 windows + the idle window is ~15 s per
+batch size, against ~17 s per batch size of the shipped H200 mlp sweep (117 s for 7 sizes,
+standard, --processes 3): far over +15% unless windows, modes or the idle window shrink.
 
 usage: python bench/energy_overhead.py [--device cuda] [--batches 1,8,64]
        [--modes eager,compile,reduce-overhead,cuda-graph] [--timing standard]
