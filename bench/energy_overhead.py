@@ -102,8 +102,8 @@ def energy_pass(spec: SweepSpec, counter, config: energy.EnergyConfig) -> float:
                                             idle=idle)
             windows_s = time.perf_counter() - t0
         total += idle_s + windows_s
-        print(f"batch {b}: idle {idle.power_w:.1f} W ({idle_s:.2f} s), windows "
-              f"{windows_s:.2f} s")
+        idle_text = idle if isinstance(idle, str) else f"{idle.power_w:.1f} W"
+        print(f"batch {b}: idle {idle_text} ({idle_s:.2f} s), windows {windows_s:.2f} s")
         for mode, e in got.items():
             if not e.available:
                 print(f"  {mode:16s} unavailable: {e.unavailable_reason}")

@@ -47,7 +47,7 @@ from runner.core.energy_counter import EnergyCounter
 from runner.core.rounds import rotation
 from runner.format.energy import Energy, EnergyWindow, IdlePower
 from runner.format.numbers import percentile
-from runner.format.vocab import BASELINE_MODE
+from runner.format.vocab import BASELINE_MODE, TIMINGS
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,17 @@ class EnergyConfig:
     tick_timeout_s: float = 1.0  # a counter that does not move in this long is stuck
 
 
+ENERGY_PRESETS: dict[str, EnergyConfig] = {
+    # Smoke runs: windows shorter than the issue's second (3-4 counter steps); the bound
+    # each window states says what that costs.
+    "quick": EnergyConfig(window_s=0.3, windows=2, idle_s=0.3),
+    "standard": EnergyConfig(),
+    # Six windows: enough for the order-statistic 95% interval on its own.
+    "thorough": EnergyConfig(windows=6, idle_s=2.0),
+}
+assert tuple(ENERGY_PRESETS) == TIMINGS, "runner/format/vocab.py TIMINGS is out of step"
+
+
 class CounterStuck(RuntimeError):
     """The counter did not move (or went backwards): no energy figure can come of it."""
 
@@ -70,12 +81,14 @@ class _Reader:
     def __init__(self, counter: EnergyCounter, timeout_s: float):
         self.c, self.timeout_s = counter, timeout_s
         self.poll_s = 0.0  # host time inside reads since reset
+        self.last_read_s = 0.0
 
     def read(self) -> tuple[float, float, float]:
         """(value, when the read began, when it returned)."""
         t0 = self.c.now()
         v = self.c.read_mj()
         t1 = self.c.now()
+        self.last_read_s = t1 - t0
         self.poll_s += t1 - t0
         return v, t0, t1
 
@@ -98,11 +111,24 @@ class _Reader:
             t_prev = t0
 
 
-def idle_power(counter: EnergyCounter, sync: Callable[[], None],
-               config: EnergyConfig = EnergyConfig()) -> IdlePower:
+def idle_power(counter: EnergyCounter | str, sync: Callable[[], None],
+               config: EnergyConfig = EnergyConfig()) -> IdlePower | str:
     """The device's power with nothing running: one window of at least `idle_s` between
-    two changes of the counter, after a sync. Raises CounterStuck."""
+    two changes of the counter, after a sync. Run it before the point's setup, while the
+    device is as idle as it gets. A reason string where there is no figure (a reason
+    given for `counter` is passed on)."""
+    if isinstance(counter, str):
+        return counter
     sync()
+    try:
+        return _idle(counter, config)
+    except CounterStuck as e:
+        return str(e)
+    except Exception as e:  # noqa: BLE001 - the counter's own error (NVMLError)
+        return f"idle window: {type(e).__name__}: {e}"[:500]
+
+
+def _idle(counter: EnergyCounter, config: EnergyConfig) -> IdlePower:
     r = _Reader(counter, config.tick_timeout_s)
 
     def wait() -> int:
@@ -131,7 +157,7 @@ def window(step: Callable[[], object], iters: int, sync: Callable[[], None],
 
     for _ in range(max(1, config.settle_ticks)):
         e0, t0, edge0, _ = r.until_change(block)
-    r.poll_s = 0.0
+    r.poll_s = r.last_read_s  # the detecting read is the window's first moment
     steps = 0
     while counter.now() - t0 < config.window_s:  # no reads: they would idle the device
         steps += block()
