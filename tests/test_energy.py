@@ -311,6 +311,8 @@ def test_nvml_counter_falls_back_to_the_pci_bus_id():
     ("cuda", _nvml(nvmlInit=_raise(_NVMLError(9))), H200, "NVML did not start"),
     ("cuda", _nvml(), {**H200, "major": 6, "minor": 1}, "needs Volta or newer"),
     ("cuda", _nvml(), {**H200, "uuid": "MIG-xyz"}, "MIG instance"),
+    ("cuda", _nvml(), {**H200, "visible": "MIG-xyz"}, "MIG instance"),
+    ("cuda", _nvml(nvmlDeviceGetMigMode=lambda h: (1, 1)), H200, "MIG instance"),
     ("cuda", _nvml(nvmlDeviceGetTotalEnergyConsumption=_raise(_NVMLError(999))), H200,
      "energy counter failed"),
 ])

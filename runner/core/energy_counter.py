@@ -17,6 +17,7 @@ import time
 from typing import Any, Protocol
 
 NVML_INSTALL = "nvidia-ml-py is not installed (pip install 'launchbench[energy]')"
+MIG = "a MIG instance: NVML's energy counter is the whole GPU's, shared with other slices"
 VOLTA = 7  # compute capability major: NVML's total-energy counter starts with Volta
 
 
@@ -89,8 +90,8 @@ def open_counter(device: str, *, nvml: Any = None,
         return (f"NVML's total-energy counter needs Volta or newer; this GPU is compute "
                 f"capability {ident['major']}.{ident.get('minor', 0)}")
     uuid = ident.get("uuid") or ""
-    if uuid.startswith("MIG-"):
-        return "a MIG instance: NVML's energy counter is the whole GPU's, shared with others"
+    if uuid.startswith("MIG-") or "MIG-" in (ident.get("visible") or ""):
+        return MIG
     try:
         nvml.nvmlInit()
     except Exception as e:  # noqa: BLE001 - NVMLError or a missing libnvidia-ml
@@ -101,6 +102,8 @@ def open_counter(device: str, *, nvml: Any = None,
         if handle is None:
             return (f"no NVML device matches torch's {device} (uuid {uuid or '?'}, pci "
                     f"{ident.get('pci') or '?'})")
+        if _mig_enabled(nvml, handle):  # torch's UUID of a MIG slice does not say so
+            return MIG
         opened = NvmlCounter(nvml, handle, f"nvml {_text(nvml, 'nvmlDeviceGetName', handle)}"
                              f" {uuid}".strip())
         opened.read_mj()  # a driver or board without the counter says so here
@@ -140,6 +143,14 @@ def _handle(nvml: Any, ident: dict[str, Any]) -> Any:
     if ident.get("visible") is None and nvml.nvmlDeviceGetCount() == 1:
         return nvml.nvmlDeviceGetHandleByIndex(0)
     return None
+
+
+def _mig_enabled(nvml: Any, handle: Any) -> bool:
+    try:
+        current, _pending = nvml.nvmlDeviceGetMigMode(handle)
+    except Exception:  # noqa: BLE001 - no MIG on this GPU or binding
+        return False
+    return current == getattr(nvml, "NVML_DEVICE_MIG_ENABLE", 1)
 
 
 def _text(nvml: Any, fn: str, *args) -> str:
