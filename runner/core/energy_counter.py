@@ -1,0 +1,165 @@
+"""The energy counter seam: what runner/core/energy.py reads, and NVML behind it.
+
+A counter is three calls: the device's total energy in mJ since some origin, and a
+monotonic clock (`now`, `sleep`) its reads are timed with. On a GPU host that is NVML's
+nvmlDeviceGetTotalEnergyConsumption (nvidia-ml-py, an optional dependency: `pip install
+launchbench[energy]`) with time.perf_counter; tests pass a fake that steps every 80 ms on
+an injected clock (tests/fake_energy.py), so no test depends on the wall clock.
+
+Where there is no counter, `open_counter` returns the reason as a string, never a counter
+that reads 0: the point's energy figures are then absent, with that reason.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Protocol
+
+NVML_INSTALL = "nvidia-ml-py is not installed (pip install 'launchbench[energy]')"
+MIG = "a MIG instance: NVML's energy counter is the whole GPU's, shared with other slices"
+VOLTA = 7  # compute capability major: NVML's total-energy counter starts with Volta
+
+
+class EnergyCounter(Protocol):
+    name: str
+
+    def read_mj(self) -> float: ...
+
+    def now(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+class NvmlCounter:
+    """NVML's total-energy counter of one device, timed with perf_counter."""
+
+    def __init__(self, nvml: Any, handle: Any, name: str):
+        self.nvml, self.handle, self.name = nvml, handle, name
+
+    def read_mj(self) -> float:
+        return float(self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle))
+
+    def now(self) -> float:
+        return time.perf_counter()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def close(self) -> None:
+        try:
+            self.nvml.nvmlShutdown()  # NVML counts inits: this undoes only ours
+        except Exception:  # noqa: BLE001 - nothing to do about a failed shutdown
+            pass
+
+
+def torch_identity(device: str) -> dict[str, Any]:
+    """How torch names the device: its UUID, PCI bus id and compute capability. NVML
+    numbers devices in PCI order and ignores CUDA_VISIBLE_DEVICES, torch in CUDA's
+    order among the visible ones: only the UUID or the bus id names the same GPU."""
+    import torch
+
+    index = int(device.split(":", 1)[1]) if ":" in device else torch.cuda.current_device()
+    p = torch.cuda.get_device_properties(index)
+    uuid = str(getattr(p, "uuid", "") or "") or None
+    pci = None
+    if all(hasattr(p, a) for a in ("pci_domain_id", "pci_bus_id", "pci_device_id")):
+        pci = f"{p.pci_domain_id:08X}:{p.pci_bus_id:02X}:{p.pci_device_id:02X}.0"
+    return {"index": index, "uuid": uuid, "pci": pci, "major": p.major, "minor": p.minor,
+            "visible": os.environ.get("CUDA_VISIBLE_DEVICES")}
+
+
+def open_counter(device: str, *, nvml: Any = None,
+                 identity: dict[str, Any] | None = None) -> NvmlCounter | str:
+    """The NVML counter of `device` as torch names it ("cuda", "cuda:1"), or why not.
+
+    `nvml` (the pynvml module) and `identity` (torch_identity's answer) are parameters
+    so tests can hand in fakes; by default both are looked up here, lazily."""
+    if not device.startswith("cuda"):
+        return f"energy needs an NVIDIA GPU's counter; this point runs on {device}"
+    if nvml is None:
+        try:
+            import pynvml as nvml
+        except ImportError:
+            return NVML_INSTALL
+    try:
+        ident = identity if identity is not None else torch_identity(device)
+    except Exception as e:  # noqa: BLE001 - no CUDA device to name
+        return f"cannot name {device} for NVML: {type(e).__name__}: {e}"[:300]
+    if ident.get("major") is not None and ident["major"] < VOLTA:
+        return (f"NVML's total-energy counter needs Volta or newer; this GPU is compute "
+                f"capability {ident['major']}.{ident.get('minor', 0)}")
+    uuid = ident.get("uuid") or ""
+    if uuid.startswith("MIG-") or "MIG-" in (ident.get("visible") or ""):
+        return MIG
+    try:
+        nvml.nvmlInit()
+    except Exception as e:  # noqa: BLE001 - NVMLError or a missing libnvidia-ml
+        return f"NVML did not start: {_nvml_text(e)}"
+    counter = None
+    try:
+        handle = _handle(nvml, ident)
+        if handle is None:
+            return (f"no NVML device matches torch's {device} (uuid {uuid or '?'}, pci "
+                    f"{ident.get('pci') or '?'})")
+        if _mig_enabled(nvml, handle):  # torch's UUID of a MIG slice does not say so
+            return MIG
+        opened = NvmlCounter(nvml, handle, f"nvml {_text(nvml, 'nvmlDeviceGetName', handle)}"
+                             f" {uuid}".strip())
+        opened.read_mj()  # a driver or board without the counter says so here
+        counter = opened  # only now is NVML's init the counter's to undo
+        return counter
+    except Exception as e:  # noqa: BLE001 - NVMLError_NotSupported and kin
+        not_supported = getattr(nvml, "NVML_ERROR_NOT_SUPPORTED", 3)
+        if getattr(e, "value", None) == not_supported:
+            return "NVML's total-energy counter is not supported on this GPU or driver"
+        return f"NVML's energy counter failed: {_nvml_text(e)}"
+    finally:
+        if counter is None:
+            try:
+                nvml.nvmlShutdown()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def _handle(nvml: Any, ident: dict[str, Any]) -> Any:
+    uuid, pci = ident.get("uuid"), ident.get("pci")
+    if uuid:
+        full = uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
+        try:
+            return nvml.nvmlDeviceGetHandleByUUID(full)
+        except Exception:  # noqa: BLE001 - try the bus id
+            pass
+    if pci:
+        by_pci = getattr(nvml, "nvmlDeviceGetHandleByPciBusId_v2", None) or getattr(
+            nvml, "nvmlDeviceGetHandleByPciBusId", None)
+        if by_pci is not None:
+            try:
+                return by_pci(pci)
+            except Exception:  # noqa: BLE001
+                pass
+    # Index order is NVML's (PCI), not torch's: it names the same GPU only when one GPU
+    # is visible to both, so use it only then.
+    if ident.get("visible") is None and nvml.nvmlDeviceGetCount() == 1:
+        return nvml.nvmlDeviceGetHandleByIndex(0)
+    return None
+
+
+def _mig_enabled(nvml: Any, handle: Any) -> bool:
+    try:
+        current, _pending = nvml.nvmlDeviceGetMigMode(handle)
+    except Exception:  # noqa: BLE001 - no MIG on this GPU or binding
+        return False
+    return current == getattr(nvml, "NVML_DEVICE_MIG_ENABLE", 1)
+
+
+def _text(nvml: Any, fn: str, *args) -> str:
+    try:
+        v = getattr(nvml, fn)(*args)
+    except Exception:  # noqa: BLE001 - a name is decoration
+        return ""
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _nvml_text(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"[:300]
