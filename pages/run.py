@@ -78,7 +78,6 @@ ui.published_banner(header)
 if header["status"] != "done":
     st.warning(f"Run status: **{plain(header['status'])}**: its points may be incomplete.")
 
-st.subheader("Headline")
 with ui.drawn('The headline'):
     if points.empty:
         st.info("This run has no points yet.")
@@ -86,97 +85,129 @@ with ui.drawn('The headline'):
         summary, lines = headline_text(ui.db_url(), ui.version(), run_id)
         if summary:
             st.markdown(f"#### {summary}")
-        st.markdown("\n".join(f"- {line}" for line in lines))
         counts = analysis.noise_counts(points)
         level, text = analysis.noise_summary(counts.iloc[0] if len(counts) else {})
-        ui.noise_badge(level, text)
         cost = analysis.launch_cost(points)
-        st.caption("Host launch cost (one trivial kernel launch, a property of the host, not "
-                   "the GPU): " + (f"median {cost.text()} over {cost.points} points." if cost
-                                  else "not measured in this run."))
+        ui.noise_badge(level, text)
+        st.caption("Host launch cost (one trivial kernel launch, a property of the host, "
+                   "not the GPU): " + (f"median {cost.text()} over {cost.points} points."
+                                       if cost else "not measured in this run."))
+        # Collapsed, so that the charts start on the first screen at 1280x800; sent all the
+        # same (a search of the page finds them).
+        with st.expander(f"Every finding, mode by mode ({len(lines)})"):
+            st.markdown("\n".join(f"- {line}" for line in lines))
 
-with ui.drawn('The charts'):
-    # Side by side in pairs, each chart stretched to its column.
+# One view at a time, named in the URL (?view=Memory): only the open tab is computed and
+# sent, so a shared link draws two charts, not nine, before the reader sees the first
+# (bench/page_speed.py). A ?batch= link opens the timeline.
+view = ui.view_tabs(links.RUN_VIEWS, default=links.RUN_VIEWS[3] if "batch" in st.query_params
+                    else links.RUN_VIEWS[0])
+speed, memory, split_tab, timeline_tab, points_tab, about = view
+paired, split = {}, {}
+with ui.drawn("The charts"):
     paired, split = figures(ui.db_url(), ui.version(), run_id)
-    if not paired and not points.empty:
-        st.info("No chart: no point of this run has a step time (every point failed, was "
-                "skipped or is unsupported here; see the table below).")
-    for pair in PAIRS:
-        shown = [n for n in pair if n in paired]
-        for col, name in zip(st.columns(len(shown)) if shown else [], shown, strict=True):
-            with col:
-                # A click on a speedup point opens its batch size's timeline below.
-                (ui.chart_picking_batch if name == "speedup" else draw)(
-                    paired[name], key=f"chart_{name}")
-    if "memory" in paired:
-        st.caption("Memory held = graph pool + peak allocated: the pool a CUDA graph keeps "
-                   "reserved is part of what a mode costs (an upper bound: tensors living in "
-                   "the pool while the peak is taken count in both). Diamonds: the modes no "
-                   "other mode beats on both speed and memory at that batch size.")
-    split = list(split.items())
-    if split:
-        st.markdown("**Where the time goes**")
-        # Two a row like the charts above: three in a row left each plot 60 px tall and
-        # cut its legend.
-        for row in range(0, len(split), 2):
-            for col, (name, chart) in zip(st.columns(2), split[row:row + 2], strict=False):
+if not paired and not points.empty:
+    st.info("No chart: no point of this run has a step time (every point failed, was "
+            "skipped or is unsupported here; see Points).")
+
+
+def draw_pair(names: tuple[str, str]) -> None:
+    """Side by side, each chart stretched to its column."""
+    shown = [n for n in names if n in paired]
+    for col, name in zip(st.columns(len(shown)) if shown else [], shown, strict=True):
+        with col:
+            if name == "speedup":  # a click on a point opens its batch size's timeline
+                ui.chart_picking_batch(paired[name], key=f"chart_{name}",
+                                       view=(ui.VIEW_KEY, links.RUN_VIEWS[3]))
+            else:
+                draw(paired[name], key=f"chart_{name}")
+
+
+if speed.open:
+    with speed, ui.drawn("The charts"):
+        draw_pair(PAIRS[0])
+if memory.open:
+    with memory, ui.drawn("The charts"):
+        draw_pair(PAIRS[1])
+        if "memory" in paired:
+            st.caption("Memory held = graph pool + peak allocated: the pool a CUDA graph keeps "
+                       "reserved is part of what a mode costs (an upper bound: tensors living "
+                       "in the pool while the peak is taken count in both). Diamonds: the "
+                       "modes no other mode beats on both speed and memory at that batch size.")
+if split_tab.open:
+    with split_tab, ui.drawn("The charts"):
+        if not split:
+            st.info("No time split: it needs profiled GPU points (CPU runs have none).")
+        # Two a row: three in a row left each plot 60 px tall and cut its legend.
+        items = list(split.items())
+        for row in range(0, len(items), 2):
+            for col, (name, chart) in zip(st.columns(2), items[row:row + 2], strict=False):
                 with col:
                     draw(chart, key=f"chart_{name}")
 
-# ?batch= asks for the timeline, 1,900 px down: open there.
-arrived_for_timeline = "batch" in st.query_params
-st.subheader("One step, launch by launch", anchor=ui.TIMELINE_ANCHOR)
-batch = None
-with ui.drawn("The step timeline"):
-    batch = ui.timeline_section([run_id], points, lambda x: x["mode"], key="timeline")
-ui.scroll_to_on_arrival(ui.TIMELINE_ANCHOR, arrived_for_timeline and batch is not None,
-                        key=f"run_{run_id}")
+if timeline_tab.open:
+    with timeline_tab, ui.drawn("The step timeline"):
+        st.subheader("One step, launch by launch", anchor=ui.TIMELINE_ANCHOR)
+        ui.timeline_section([run_id], points, lambda x: x["mode"], key="timeline")
 
-st.subheader("Speedup at a glance")
-st.caption("Speedup over eager (95% interval where measured) · extra memory over eager's "
-           "pool + peak, per batch size and mode.")
-with ui.drawn("The speedup table"):
-    st.dataframe(tables(ui.db_url(), ui.version(), run_id)[0], hide_index=True,
-                 key="speedup_pivot")
+if points_tab.open:
+    with points_tab:
+        st.subheader("Speedup at a glance")
+        st.caption("Speedup over eager (95% interval where measured) · extra memory over "
+                   "eager's pool + peak, per batch size and mode.")
+        with ui.drawn("The speedup table"):
+            st.dataframe(tables(ui.db_url(), ui.version(), run_id)[0], hide_index=True,
+                         key="speedup_pivot")
+        for section in workload_views.run_sections(header, points):
+            st.subheader(section.title)
+            st.caption(section.caption)
+            if section.chart is not None:
+                ui.chart(section.chart, key=f"workload_chart_{section.title}")
+            st.dataframe(section.table, hide_index=True, key=f"workload_{section.title}")
+        st.subheader("Points")
+        with ui.drawn('The points table'):
+            table = tables(ui.db_url(), ui.version(), run_id)[1]
+            bad = (int((~table["Status"].astype(str).str.startswith("ok")).sum())
+                   if len(table) else 0)
+            if bad:
+                st.caption(f"{bad} point(s) did not produce a measurement: marked in the "
+                           "Status column with their message.")
+            st.dataframe(table, hide_index=True, key="points_table",
+                         column_config={"Status": st.column_config.TextColumn(width="medium")})
+        st.caption(report.RESERVED_NOTE)
 
-for section in workload_views.run_sections(header, points):
-    st.subheader(section.title)
-    st.caption(section.caption)
-    if section.chart is not None:
-        ui.chart(section.chart, key=f"workload_chart_{section.title}")
-    st.dataframe(section.table, hide_index=True, key=f"workload_{section.title}")
+if about.open:
+    with about:
+        left, right = st.columns(2)
+        with left:
+            st.subheader("Environment")
+            env = pd.DataFrame({"field": list(ENVIRONMENT_FIELDS),
+                                "value": ["—" if header.get(f) is None else str(header[f])
+                                          for f in ENVIRONMENT_FIELDS]})
+            st.dataframe(env, hide_index=True, key="env_table")
+        with right:
+            st.subheader("Reproduce")
+            with ui.drawn("The command"):
+                offer = links.reproduce(header, points["batch_size"].tolist(),
+                                        points["mode"].tolist())
+                if offer.note:
+                    st.caption(plain(offer.note))
+                if offer.command:  # st.code: a copy button; only for a catalog workload
+                    st.code(offer.command, language="bash", wrap_lines=True)
 
-st.subheader("Points")
-with ui.drawn('The points table'):
-    table = tables(ui.db_url(), ui.version(), run_id)[1]
-    bad = int((~table["Status"].astype(str).str.startswith("ok")).sum()) if len(table) else 0
-    if bad:
-        st.caption(f"{bad} point(s) did not produce a measurement: marked in the Status column "
-                   "with their message.")
-    st.dataframe(table, hide_index=True, key="points_table",
-                 column_config={"Status": st.column_config.TextColumn(width="medium")})
-st.caption(report.RESERVED_NOTE)
+            st.subheader("Share")
+            ui.share_link(links.run_url(ui.app_url(), run_id))
+            st.caption("Each view has its own link: the address bar carries it (?view=, and "
+                       "?batch= for the timeline).")
 
-left, right = st.columns(2)
-with left:
-    st.subheader("Environment")
-    env = pd.DataFrame({"field": list(ENVIRONMENT_FIELDS),
-                        "value": ["—" if header.get(f) is None else str(header[f])
-                                  for f in ENVIRONMENT_FIELDS]})
-    st.dataframe(env, hide_index=True, key="env_table")
-with right:
-    st.subheader("Reproduce")
-    with ui.drawn("The command"):
-        offer = links.reproduce(header, points["batch_size"].tolist(),
-                                points["mode"].tolist())
-        if offer.note:
-            st.caption(plain(offer.note))
-        if offer.command:  # st.code: a copy button; only for a catalog workload's sweep
-            st.code(offer.command, language="bash", wrap_lines=True)
-    st.subheader("Share")
-    ui.share_link(links.run_url(ui.app_url(), run_id, batch))
-    st.page_link(ui.PAGES["import"], label="Download: bundle, CSV, HTML report, PNG charts",
-                 icon=":material/download:", query_params={"run": run_id})
-    st.page_link(ui.PAGES["compare"], label="Compare with other runs",
+# Under every view. The address bar is this view's share link (?view= and ?batch= follow
+# the tabs and the picker); the copyable one is under Environment, since st.code's
+# highlighter is a 1.5 MB script a first chart would wait for.
+st.divider()
+left, middle, right = st.columns([2, 2, 1])
+left.page_link(ui.PAGES["import"], label="Download: bundle, CSV, HTML report, PNG charts",
+               icon=":material/download:", query_params={"run": run_id})
+middle.page_link(ui.PAGES["compare"], label="Compare with other runs",
                  icon=":material/compare_arrows:", query_params={"run": run_id})
+with right:
     ui.delete_run_button(run_id)

@@ -58,13 +58,16 @@ def _expect_charts(page, at_least: int) -> None:
 def test_run_share_link_shows_its_charts_in_a_fresh_browser(dashboard, db, page, tmp_path):
     rid = _sample_run(db)
     page.goto(dashboard.url(f"run?run={rid}"))
-    wait_for_app(page, "Headline")
+    wait_for_app(page, "Every finding")
     _expect_charts(page, 2)
     header = queries.run_header(db, rid)
     page.get_by_text(f"Run {rid}: {header['workload']}").first.wait_for()
-    # The share link (in a copyable code block) names this very URL.
+    # A tab a view: a click opens Environment, whose share link (in a copyable code
+    # block) names this very run, and the address bar carries the view.
+    page.get_by_role("tab", name="Environment").click()
     page.locator("[data-testid='stCode']").filter(
         has_text=dashboard.url(f"run?run={rid}")).first.wait_for()
+    page.wait_for_function("() => location.search.includes('view=Environment')")
     # The first request of a fresh server went through the frame: the sidebar is there.
     page.get_by_text("Database:").first.wait_for()
     assert "Traceback" not in page.content()
@@ -109,8 +112,8 @@ def test_upload_a_bundle(dashboard, db, page, tmp_path):
     # Its run page opens from the link the import shows.
     rid = int(runs.set_index("uuid").at[doc["run"]["uuid"], "id"])
     page.get_by_text(f"Open run {rid}").click()
-    wait_for_app(page, "Headline")
-    _expect_charts(page, 4)
+    wait_for_app(page, "Every finding")
+    _expect_charts(page, 2)  # the Speed view: speedup and step time
 
 
 def test_html_report_downloads_and_opens_offline(dashboard, db, browser, page, tmp_path):

@@ -68,7 +68,7 @@ def test_launch_watch_progress_then_open_the_run(dashboard, db, page):
     # The worker the page started ran this job alone, then said goodbye.
     assert job["worker_name"]
     page.get_by_text(f"Open run {job['run_id']}").click()
-    wait_for_app(page, "Headline")
+    wait_for_app(page, "Every finding")
     page.wait_for_function(
         "() => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] canvas, "
         "[data-testid='stVegaLiteChart'] svg.marks\").length >= 1")

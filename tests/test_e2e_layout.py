@@ -124,11 +124,18 @@ def _problems(charts: list[dict]) -> list[str]:
 
 
 def test_run_page_charts_have_room(dashboard, screen, sample_ids):
-    charts = _charts(screen, dashboard.url(f"run?run={sample_ids['h200']}"))
-    assert len(charts) >= 7  # speedup, step time, memory, trade-off, three time splits
-    assert _problems(charts) == []
+    """Every chart view of the Run page (a tab each, ?view=), and the timeline."""
+    from urllib.parse import quote
+
+    from pages.common.links import RUN_VIEWS
+
+    base = dashboard.url(f"run?run={sample_ids['h200']}")
+    views = {v: _charts(screen, f"{base}&view={quote(v)}") for v in RUN_VIEWS[:4]}
+    # speedup and step time; memory and its trade-off; the time split's three; the lanes
+    assert [len(c) for c in views.values()] == [2, 2, 3, 1]
+    assert [p for c in views.values() for p in _problems(c)] == []
     # The speedup chart's legend lists the graph modes only: eager is the 1x line.
-    assert len(charts[0]["fills"]) == 3
+    assert len(views["Speed"][0]["fills"]) == 3
 
 
 def test_compare_of_three_gpus_is_one_chart_with_room(dashboard, screen, sample_ids):

@@ -45,9 +45,16 @@ def test_run_page_answer_first_at_1280_and_nothing_fetched_from_outside(dashboar
     rid = int(runs[(runs["kind"] == "sweep") & (runs["source"] == "measured")]["id"].iloc[0])
     page.set_viewport_size(SMALL)
     page.goto(dashboard.url(f"run?run={rid}"))
-    wait_for_app(page, "Speedup at a glance")
+    wait_for_app(page, "Every finding")
     text = _visible_text(page)
-    assert " for +" in text and "MiB" in text.split("Headline")[1].splitlines()[1]
+    summary = next(line for line in text.splitlines() if " for +" in line)
+    assert " at batch " in summary and "MiB" in summary
+    # The answer first: the first chart starts on the first screen, under the headline.
+    chart = page.locator("[data-testid='stVegaLiteChart']").first
+    chart.wait_for()
+    assert chart.bounding_box()["y"] < SMALL["height"] - 150
+    page.goto(dashboard.url(f"run?run={rid}&view=Points"))
+    wait_for_app(page, "Speedup at a glance")
     # The speedup pivot names the graph modes as its columns: each header cell lies
     # inside the 1280 px window, not scrolled off to the right.
     grid = page.locator("[data-testid='stDataFrame']").first
@@ -61,7 +68,8 @@ def test_a_cpu_run_is_never_named_nan(dashboard, db, page):
     cpu, _ = import_bundle(db, sweep_bundle(device="cpu", params={"depth": 32,
                                                                   "width": 256}))
     page.set_viewport_size(SMALL)
-    for path, wait in ((f"run?run={cpu}", "Speedup at a glance"), ("", "Runs"),
+    for path, wait in ((f"run?run={cpu}", "Every finding"),
+                       (f"run?run={cpu}&view=Points", "Speedup at a glance"), ("", "Runs"),
                        (f"import?run={cpu}", "Export a run")):
         page.goto(dashboard.url(path))
         wait_for_app(page, wait)
@@ -119,10 +127,12 @@ def test_a_share_link_with_batch_draws_the_step_timeline(dashboard, db, page):
         "() => [...document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks "
         "text\")].filter(t => t.textContent.startsWith('GPU idle ')).length >= 2",
         timeout=60_000)
-    # The link asked for the timeline, 1,900 px down: the page opens there (issue 25).
+    # The link asked for the timeline: it opens the Timeline view, on the first screen.
     page.wait_for_function(
         "() => { const h = document.getElementById('timeline');"
-        " return h && Math.abs(h.getBoundingClientRect().top) < 150; }", timeout=30_000)
+        f" return h && h.getBoundingClientRect().top < {SMALL['height'] - 150}; }}",
+        timeout=30_000)
+    assert page.get_by_role("tab", name="Timeline", selected=True).count() == 1
     drawn = page.locator("[data-testid='stVegaLiteChart'] svg.marks", has_text="GPU idle")
     assert drawn.count() == 1
     svg = drawn.first
@@ -133,7 +143,26 @@ def test_a_share_link_with_batch_draws_the_step_timeline(dashboard, db, page):
     assert "eager" in labels and "cuda-graph" in labels
     assert sum(t.startswith("GPU idle ") for t in labels) == 2
     assert svg.locator("path[aria-roledescription='bar'], .mark-rect path").count() > 100
-    # The rest of the page streams in after the chart: wait for the share link.
-    wait_for_app(page, f"/run?run={rid}&batch=8")  # the share link keeps the batch size
+    wait_for_app(page)
+    assert "batch=8" in page.url  # the address bar, the view's share link, keeps it
     assert page.get_by_text("eager (.json)").count() == 1  # a Perfetto download per point
     assert "?batch='" not in _visible_text(page)
+
+
+def test_a_click_on_a_speedup_point_opens_its_timeline(dashboard, db, page):
+    rid = import_bundle(db, sweep_bundle(batches=(1, 8, 64), modes=("eager", "cuda-graph"),
+                                         traces=True, label="SYNTHETIC click"))[0]
+    page.set_viewport_size(SMALL)
+    page.goto(dashboard.url(f"run?run={rid}"))
+    wait_for_app(page, "Every finding")
+    points = page.locator("[data-testid='stVegaLiteChart']").first.locator(
+        "svg .mark-symbol path")
+    points.first.wait_for()
+    points.first.click(force=True)  # batch 1's cuda-graph point
+    page.wait_for_function("() => location.search.includes('batch=1')", timeout=30_000)
+    page.get_by_role("tab", name="Timeline", selected=True).wait_for()
+    wait_for_app(page, "One step, launch by launch")
+    page.wait_for_function(  # batch 1's lanes, drawn
+        "() => [...document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks "
+        "text\")].filter(t => t.textContent.startsWith('GPU idle ')).length >= 2",
+        timeout=60_000)

@@ -50,6 +50,22 @@ def texts(at: AppTest, kind: str) -> list[str]:
     return [str(e.value) for e in getattr(at, kind)]
 
 
+def run_views(dash, rid: int, views=None, **params) -> dict[str, AppTest]:
+    """The Run page opened once per view (?view=LABEL): a view computes only its own tab."""
+    from pages.common.links import RUN_VIEWS
+
+    return {v: dash.open("pages/run.py", run=str(rid), view=v, **params)
+            for v in (views or RUN_VIEWS)}
+
+
+CHART_VIEWS = ("Speed", "Memory", "Time split")
+
+
+def findings(markdown: list[str]) -> str:
+    """The Run page's findings list (under the headline, one bullet a mode)."""
+    return next(m for m in markdown if m.startswith("- "))
+
+
 def charts(at: AppTest) -> list:
     return [e for e in at.main if getattr(e, "type", "") in ("vega_lite_chart",
                                                               "arrow_vega_lite_chart")]
@@ -139,38 +155,46 @@ def test_runs_page_lists_and_filters_from_the_url(dash):
 
 def test_run_page_headline_charts_table_environment_and_share_link(dash):
     rid = dash.add(failing={("compile", 64): "CUDA out of memory"})
-    at = dash.open("pages/run.py", run=str(rid))
-    # speedup, step time, memory, memory trade-off, and the time split's three
-    assert len(charts(at)) == 7
+    views = run_views(dash, rid)
+    # speedup and step time; memory and its trade-off; the time split's three
+    assert [len(charts(views[v])) for v in CHART_VIEWS] == [2, 2, 3]
+    at = views["Speed"]
     md = texts(at, "markdown")
     assert md[0].startswith("#### cuda-graph at batch ") and " for +" in md[0]
-    head = md[1]
+    head = findings(md)
     assert "reduce-overhead: up to" in head and "Break-even" in head
-    pivot = at.dataframe[0].value
+    assert all(texts(v, "markdown")[:1] == md[:1] and findings(texts(v, "markdown")) == head
+               for v in views.values())  # on every view
+    pivot = views["Points"].dataframe[0].value
     assert list(pivot.columns) == ["Batch size", "compile", "reduce-overhead", "cuda-graph"]
-    points = at.dataframe[1].value
+    points = views["Points"].dataframe[1].value
     assert "✖ error: CUDA out of memory" in set(points["Status"])
-    assert any(c.endswith(f"/run?run={rid}") for c in texts(at, "code"))
+    assert not views["Points"].code and not at.dataframe  # each view sends only its own
+    env = views["Environment"]
+    assert any(c.endswith(f"/run?run={rid}") for c in texts(env, "code"))
     # The command: synthetic runs store "... --workload mlp (synthetic)", which is no
     # command line, so the page builds the runnable one (links.reproduce).
     assert any(c.startswith("python -m runner sweep --workload mlp --param")
-               for c in texts(at, "code"))
+               for c in texts(env, "code"))
 
 
 def test_published_run_is_marked_and_offers_the_measuring_command(dash):
-    at = dash.open("pages/run.py", run=str(dash.published))
+    views = run_views(dash, dash.published, ("Speed", "Memory", "Environment"))
+    at = views["Speed"]
     assert "[published]" in at.title[0].value
     assert any("Published figures" in t for t in texts(at, "info"))
     assert len(charts(at)) == 2  # speedup, step time: the article gives no memory figures
-    assert any("--batch-sizes 8,8192" in c for c in texts(at, "code"))
+    assert charts(views["Memory"]) == []
+    assert any("--batch-sizes 8,8192" in c for c in texts(views["Environment"], "code"))
 
 
 def test_cpu_run_with_unsupported_points_and_run_with_only_errors(dash):
     cpu = dash.add(device="cpu")
-    at = dash.open("pages/run.py", run=str(cpu))
-    assert len(charts(at)) == 2
+    views = run_views(dash, cpu, ("Speed", "Memory", "Time split", "Points"))
+    at = views["Speed"]
+    assert [len(charts(views[v])) for v in CHART_VIEWS] == [2, 0, 0]
     assert any(s.startswith("⊘ unsupported: reduce-overhead needs CUDA")
-               for s in at.dataframe[1].value["Status"])
+               for s in views["Points"].dataframe[1].value["Status"])
     everything = " ".join([at.title[0].value, *texts(at, "markdown"), *texts(at, "caption")])
     assert "CPU (synthetic-host)" in at.title[0].value and "nan" not in everything
     broken = dash.add(modes=("eager", "compile"), batches=(8,),
@@ -190,11 +214,12 @@ def test_run_page_quotes_intervals_noise_and_launch_cost(dash):
     at = dash.open("pages/run.py", run=str(rid))
     md = texts(at, "markdown")
     assert md[0] == "#### cuda-graph at batch 8: 10.5x (10.0-11.0) for +32 MiB"
-    head = md[1]
+    head = findings(md)
     assert ("cuda-graph: up to 10.50x (10.00-11.00x) over eager, at batch 8" in head
             and "batches 1-64 within noise" in head), head
     assert any("Noise: 1 of 20 points noisy" in m for m in md), md
     assert any("median 12.5 us (12.5-12.5) over 20 points" in c for c in texts(at, "caption"))
+    at = dash.open("pages/run.py", run=str(rid), view="Points")
     table = at.dataframe[1].value.set_index(["Mode", "Batch size"])
     assert table.at[("compile", 8), "Noise"] == "noisy"
     assert table.at[("cuda-graph", 64), "Speedup over eager 95% CI"] == "8.00-40.00x"
@@ -204,11 +229,13 @@ def test_old_run_page_says_no_interval(dash):
     rid = dash.add(intervals=False)
     at = dash.open("pages/run.py", run=str(rid))
     md = texts(at, "markdown")
-    assert "(no interval)" in md[0] and "no interval" in md[1]
+    assert "(no interval)" in md[0] and "no interval" in findings(md)
     assert any("Noise: no interval" in m for m in md), md
     assert any("Host launch cost" in c and "not measured" in c for c in texts(at, "caption"))
-    assert set(at.dataframe[1].value["Noise"]) == {"no interval"}
-    assert len(charts(at)) == 6  # every chart still draws (no launch cost: no such panel)
+    views = run_views(dash, rid, (*CHART_VIEWS, "Points"))
+    assert set(views["Points"].dataframe[1].value["Noise"]) == {"no interval"}
+    # every chart still draws (no launch cost: no such panel)
+    assert [len(charts(views[v])) for v in CHART_VIEWS] == [2, 2, 2]
 
 
 @pytest.mark.parametrize("params, message", [

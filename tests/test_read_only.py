@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from db import migrate, queries
 from db.engine import ReadOnlySchemaError, make_engine
 from db.samples import seed_if_empty
+from pages.common.links import RUN_VIEWS
 from runner.ops.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,7 +164,8 @@ def test_pages_render_a_current_database_read_only(current_db, monkeypatch):
     assert any("read-only share mode" in m for m in (str(e.value) for e in at.sidebar.markdown))
     ids = queries.runs_frame(make_engine(current_db, read_only=True))["id"].tolist()
     assert ids
-    for page, params in [("pages/runs.py", {}), ("pages/run.py", {"run": str(ids[0])}),
+    run_views = [("pages/run.py", {"run": str(ids[0]), "view": v}) for v in RUN_VIEWS]
+    for page, params in [("pages/runs.py", {}), *run_views,
                          ("pages/compare.py", {"run": [str(i) for i in ids[:2]]}),
                          ("pages/trend.py", {}), ("pages/import_export.py", {}),
                          ("pages/serve.py", {}), ("pages/launch.py", {})]:

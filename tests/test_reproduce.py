@@ -82,6 +82,6 @@ def test_the_run_page_offers_no_copy_button_for_a_factory_workload(dash):
     doc["run"].update(workload="os:system", workload_params={"command": "touch pwned"})
     doc["run"].pop("command", None)
     rid = import_bundle(dash.engine, doc)[0]
-    at = dash.open("pages/run.py", run=str(rid))
+    at = dash.open("pages/run.py", run=str(rid), view="Environment")
     assert not [c.value for c in at.code if "pwned" in c.value or "os:system" in c.value]
     assert any("system" in c.value and "import" in c.value for c in at.caption)

@@ -26,7 +26,7 @@ def test_run_page_draws_the_batch_from_the_url_and_refuses_a_bad_one(dash):
     assert titles == ["eager", "cuda-graph"]  # eager on top, the graph below it
     assert all(p["title"]["subtitle"].startswith("GPU idle ") for p in spec["vconcat"])
     assert at.selectbox(key="timeline_batch").value == 64
-    assert any(c.endswith(f"/run?run={rid}&batch=64") for c in texts(at, "code"))
+    assert dict(at.query_params)["batch"] in ("64", ["64"])  # the link carries what is drawn
     assert len(at.get("download_button")) == 2
     assert not texts(at, "error")
 
@@ -65,14 +65,32 @@ def _scroll_scripts(at) -> list[str]:
     return found
 
 
-def test_a_batch_link_scrolls_to_the_timeline_once_and_a_plain_one_does_not(dash):
-    rid = dash.add(batches=(1, 8), modes=("eager", "cuda-graph"), traces=True)
-    at = dash.open("pages/run.py", run=str(rid), batch="8")
+def test_a_batch_link_scrolls_the_compare_page_to_the_timeline_once(dash):
+    a = dash.add(gpu="GPU A", batches=(1, 8), modes=("eager", "cuda-graph"), traces=True)
+    b = dash.add(gpu="GPU B", batches=(1, 8), modes=("eager", "cuda-graph"), traces=True)
+    at = dash.open("pages/compare.py", run=[str(a), str(b)], batch="8")
     scripts = _scroll_scripts(at)
     assert len(scripts) == 1 and '"timeline"' in scripts[0]
     at.selectbox(key="timeline_batch").select(1).run()
     assert _scroll_scripts(at) == []  # picking another batch size does not jump the page
-    plain = dash.open("pages/run.py", run=str(rid))
+    plain = dash.open("pages/compare.py", run=[str(a), str(b)])
     assert _scroll_scripts(plain) == []
     plain.selectbox(key="timeline_batch").select(1).run()  # ?batch= now in the URL
     assert _scroll_scripts(plain) == []
+
+
+def test_a_batch_link_opens_the_run_pages_timeline_view_and_a_plain_one_the_charts(dash):
+    """The Run page has one view per tab (?view=): a ?batch= link opens Timeline, just
+    under the headline, so nothing needs scrolling; a plain link opens Speed."""
+    rid = dash.add(batches=(1, 8), modes=("eager", "cuda-graph"), traces=True)
+    at = dash.open("pages/run.py", run=str(rid), batch="8")
+    assert timeline_spec(at) and at.selectbox(key="timeline_batch").value == 8
+    assert len(charts(at)) == 1 and _scroll_scripts(at) == []
+    plain = dash.open("pages/run.py", run=str(rid))
+    assert timeline_spec(plain) is None and len(charts(plain)) == 2  # speedup, step time
+    named = dash.open("pages/run.py", run=str(rid), view="Timeline")
+    assert named.selectbox(key="timeline_batch").value == 8  # the default batch size
+    bad = dash.open("pages/run.py", run=str(rid), view="Nope")
+    errors = texts(bad, "error")
+    assert len(errors) == 1 and "?view='Nope' is not a view of this page" in errors[0]
+    assert len(charts(bad)) == 2  # the default view instead

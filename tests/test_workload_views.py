@@ -100,11 +100,11 @@ def test_run_and_compare_pages_show_per_kernel_figures_and_the_raw_cuda_note(das
     h200, _ = import_bundle(dash.engine, sweep_bundle(
         workload="kernel-chain", params={"kernels": 20, "dtype": "float32"},
         batches=(8, 4096), modes=("eager", "cuda-graph")))
-    at = dash.open("pages/run.py", run=str(h200))
+    at = dash.open("pages/run.py", run=str(h200), view="Points")
     heads = [str(h.value) for h in at.subheader]
     assert "Per kernel" in heads and "The hand calculation, measured" in heads
     assert any("raw CUDA" in c for c in texts(at, "caption"))
-    at = dash.open("pages/run.py", run=str(v100))
+    at = dash.open("pages/run.py", run=str(v100), view="Points")
     assert "Per kernel" in [str(h.value) for h in at.subheader]
     at = dash.open("pages/compare.py", run=[str(h200), str(v100)])
     assert any("raw CUDA" in t for t in texts(at, "info"))
@@ -122,6 +122,6 @@ def test_run_page_shows_training_memory_with_its_chart(dash):
                                                "backward_pool_bytes": wv.MIB,
                                                "sum_bytes": 2 * wv.MIB}
     rid, _ = import_bundle(dash.engine, doc)
-    at = dash.open("pages/run.py", run=str(rid))
+    at = dash.open("pages/run.py", run=str(rid), view="Points")
     assert "Training memory" in [str(h.value) for h in at.subheader]
     assert any("shared pool" in str(c.value) for c in at.caption)

@@ -42,6 +42,10 @@ PAGES = {
 }
 RUNS, RUN, COMPARE, IMPORT = (PAGES[n].url_path for n in ("runs", "run", "compare", "import"))
 MAX_COMPARE = 12  # more curves than this are unreadable in one chart
+# The Run page's views, one tab each, named in its URL as ?view=LABEL (the first is the
+# default and leaves the parameter out). Renaming one breaks the links that name it.
+VIEW_PARAM = "view"
+RUN_VIEWS = ("Speed", "Memory", "Time split", "Timeline", "Points", "Environment")
 
 
 def unknown_page(asked: str | None) -> str | None:
@@ -128,9 +132,12 @@ def page_url(base: str | None, page: str, params: dict[str, object] | None = Non
     return urlunsplit((parts.scheme, parts.netloc, path, query, ""))
 
 
-def run_url(base: str | None, run_id: int, batch: int | None = None) -> str:
-    """/run?run=ID, with &batch=N when a batch size's timeline is shown."""
-    return page_url(base, RUN, {"run": run_id, "batch": batch})
+def run_url(base: str | None, run_id: int, batch: int | None = None,
+            view: str | None = None) -> str:
+    """/run?run=ID, with &batch=N when a batch size's timeline is shown and &view=LABEL
+    when a view other than the first is open."""
+    return page_url(base, RUN, {"run": run_id, "batch": batch,
+                                "view": None if view == RUN_VIEWS[0] else view})
 
 
 def compare_url(base: str | None, run_ids: Iterable[int], batch: int | None = None) -> str:

@@ -353,17 +353,44 @@ def _timeline_spec(url: str, data_v: tuple, ids: tuple, batch: int, labels: tupl
                                    for label, rid, mode, timed in labels], same_scale)
 
 
-def chart_picking_batch(chart, key: str, target: str = "timeline") -> None:
+def chart_picking_batch(chart, key: str, target: str = "timeline",
+                        view: tuple[str, str] | None = None) -> None:
     """The speedup chart, clickable: a click on a point shows that batch size's timeline
-    (the picker `target`_batch below follows it, and so does ?batch=)."""
-    event = st.altair_chart(timeline.clickable(chart), key=key, width="stretch",
-                            on_select="rerun", selection_mode=timeline.PICK)
-    picked = timeline.picked_batch(getattr(event, "selection", None))
-    seen = f"_{key}_picked"
-    if picked is not None and picked != st.session_state.get(seen):
-        st.session_state[f"{target}_batch"] = picked
-        st.query_params["batch"] = str(picked)
-    st.session_state[seen] = picked
+    (the picker `target`_batch follows it, and so does ?batch=). `view` (tabs key, label):
+    the click also opens that tab, set in the callback, before the tabs are drawn again."""
+
+    def picked() -> None:
+        batch = timeline.picked_batch(getattr(st.session_state.get(key), "selection", None))
+        if batch is None:
+            return
+        st.session_state[f"{target}_batch"] = batch
+        st.query_params["batch"] = str(batch)
+        if view is not None:
+            st.session_state[view[0]] = view[1]
+
+    st.altair_chart(timeline.clickable(chart), key=key, width="stretch", on_select=picked,
+                    selection_mode=timeline.PICK)
+
+
+VIEW_KEY = links.VIEW_PARAM  # the tabs' key is the URL parameter's name
+
+
+def view_tabs(labels: Sequence[str], default: str) -> list:
+    """One tab per view, bound to ?view= and lazy: only the open tab's content is computed
+    and sent (check `.open`). A ?view= naming no view gets one line naming it, and the
+    default view is shown."""
+    asked = st.query_params.get_all(VIEW_KEY)
+    if asked and asked[-1] not in labels:
+        st.error(plain(f"?{VIEW_KEY}={asked[-1]!r} is not a view of this page (views: "
+                       f"{', '.join(labels)}); showing {default}."), icon=":material/error:")
+        st.query_params.pop(VIEW_KEY, None)
+    return st.tabs(list(labels), key=VIEW_KEY, bind="query-params", default=default)
+
+
+def open_view(labels: Sequence[str]) -> str | None:
+    """The label of the open view (after view_tabs)."""
+    value = st.session_state.get(VIEW_KEY)
+    return value if value in labels else None
 
 
 def batch_from_url(options: Sequence[int], param: str = "batch") -> int | None:
