@@ -41,7 +41,8 @@ def capture_section() -> None:
         st.error(str(e))
         return
     st.dataframe(ca.comparison_frame(a), hide_index=True, key="cap_table")
-    st.code("\n".join(a.config), language="python" if engine == "torch" else "bash")
+    st.code("\n".join(a.config), language="python" if engine == "torch" else "bash",
+            wrap_lines=True)
     for note in (*a.notes, f"Sizes are {a.unit}; priced by {curve.source}."):
         st.caption(plain(note))
     for i, figure in enumerate(ca.curve_charts(doc) if doc else ()):
