@@ -38,7 +38,7 @@ def capture_section() -> None:
                                         if curve_up else None)
         a = ca.advise_text(text, engine, budget, spec, curve)
     except ValueError as e:  # a bad distribution, budget or curve: its one line
-        st.error(str(e))
+        st.error(plain(str(e)))  # it may quote a line of the upload
         return
     st.dataframe(ca.comparison_frame(a), hide_index=True, key="cap_table")
     st.code("\n".join(a.config), language="python" if engine == "torch" else "bash",
