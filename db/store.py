@@ -15,9 +15,11 @@ from db.models import Measurement, Run, Trace
 from db.rows import RunNotFound, environment_key  # noqa: F401 - part of this API
 from runner.format import bundle as fmt
 from runner.format.bundle import BundleError
+from runner.format.measurement import JsonObject
+from runner.format.measurement import Measurement as Point
 
 
-def start_run(engine: Engine, environment: dict[str, Any], run: dict[str, Any]) -> int:
+def start_run(engine: Engine, environment: JsonObject, run: JsonObject) -> int:
     """Store a run's header before its first point; returns the run id. Its first
     heartbeat too: the writer then calls heartbeat_run until it finishes the run."""
     with Session(engine) as s, s.begin():
@@ -37,9 +39,10 @@ def heartbeat_run(engine: Engine, run_id: int) -> bool:
                          .returning(Run.id)).first() is not None
 
 
-def add_measurement(engine: Engine, run_id: int, measurement: dict[str, Any]) -> None:
+def add_measurement(engine: Engine, run_id: int, point: Point) -> None:
     """Commit one finished point, so a crash loses only the point in flight. A point is
     a sign of life: the run's heartbeat moves in the same transaction."""
+    measurement = point.to_json()
     fmt.check_measurement(measurement)  # BundleError: one line, nothing written
     with Session(engine) as s, s.begin():
         row = rows.measurement_row(measurement)
@@ -49,7 +52,7 @@ def add_measurement(engine: Engine, run_id: int, measurement: dict[str, Any]) ->
                   .values(heartbeat_at=liveness.now_expr(engine)))
 
 
-def replace_measurement(engine: Engine, run_id: int, measurement: dict[str, Any]) -> None:
+def replace_measurement(engine: Engine, run_id: int, point: Point) -> None:
     """Replace the run's point at the same (mode, batch_size) with `measurement`, in one
     transaction: `--processes K` stores each point from its first pass and replaces it as
     later passes add their rounds. The new row gets a new id, so queries.data_version
@@ -57,6 +60,7 @@ def replace_measurement(engine: Engine, run_id: int, measurement: dict[str, Any]
     stored yet is added."""
     from sqlalchemy import delete
 
+    measurement = point.to_json()
     fmt.check_measurement(measurement)  # BundleError: one line, nothing written
     with Session(engine) as s, s.begin():
         old = select(Measurement.id).where(Measurement.run_id == run_id,

@@ -269,6 +269,19 @@ class Measurement:
         return Measurement.from_json(self.to_json())
 
 
+def split(record: Any) -> tuple[JsonObject, JsonObject]:
+    """A sub-record's JSON: (top-level fields, known details fields), by their keys."""
+    top: JsonObject = {}
+    details: JsonObject = {}
+    for f in dataclasses.fields(record):
+        key, v = f.metadata["key"] or f.name, getattr(record, f.name)
+        if f.metadata["where"] == TOP:
+            top[key] = v
+        elif v is not None:
+            details[key] = v
+    return top, details
+
+
 def _keys(where: str) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
     for rec, cls in _RECORDS.items():
