@@ -300,6 +300,15 @@ assert set(_TOP_KEYS) == set(MEASUREMENT_FIELDS) - {
 DETAIL_KEYS = tuple(_DETAIL_KEYS)  # every declared details key
 
 
+def details_of(details: Any) -> Measurement:
+    """The typed view of a stored point's details (a dict read from the database or a
+    bundle; None or anything else reads as none): a Measurement whose figures outside
+    details are unknown. Values are as stored: a reader still checks a value's type
+    where an old or hand-written bundle may hold anything."""
+    return Measurement.from_json({"details": details if isinstance(details, Mapping)
+                                  else {}})
+
+
 def detail(details: Any, key: str) -> Any:
     """One declared details key of a stored point's details (a dict read from the
     database or a bundle; None or anything else reads as no details). A page reads a
