@@ -16,13 +16,13 @@ import copy
 import gc
 import uuid
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from runner.core import cuda_fatal, rescue
 from runner.core.timing import TIMING_PRESETS, for_processes, phase
 from runner.core.workloads import Workload, resolve
 from runner.format.bundle import now_iso
-from runner.format.measurement import Measurement
+from runner.format.measurement import JsonObject, Measurement
 from runner.format.specs import SpecError, SweepSpec, check_sweep
 
 __all__ = ["SpecError", "SweepSpec", "run_sweep", "validate_spec"]
@@ -80,7 +80,7 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
     workload = validate_spec(spec)
     config = for_processes(TIMING_PRESETS[spec.timing], spec.processes)
     env = environment.capture(spec.device)
-    run: dict[str, Any] = {
+    run: JsonObject = {
         "uuid": str(uuid.uuid4()), "workload": workload.name,
         "workload_params": dict(workload.params), "dtype": workload.dtype,
         "created_at": now_iso(), "finished_at": None, "status": "running",

@@ -211,7 +211,7 @@ def _check_text_fields(where: str, obj: dict, limits: dict[str, int]) -> None:
             raise BundleError(f"{where}.{f} {v[:40]!r}... is longer than {limit} characters")
 
 
-def validate(doc: Any) -> dict[str, Any]:
+def validate(doc: Any) -> JsonObject:
     """Check a parsed bundle; return it normalised, or raise BundleError naming the value."""
     if not isinstance(doc, dict):
         raise BundleError(f"not a launchbench bundle: top level is {type(doc).__name__}, "
@@ -295,7 +295,7 @@ def validate(doc: Any) -> dict[str, Any]:
     return out
 
 
-def _validate_serve(section: Any, kind: str) -> dict[str, Any] | None:
+def _validate_serve(section: Any, kind: str) -> JsonObject | None:
     """A serve run carries its serve section and a sweep none (format version 2)."""
     if section is None:
         if kind == "serve":
@@ -370,7 +370,7 @@ def check_measurement(m: Any) -> None:
     _validate_measurement(0, m)
 
 
-def loads(text: str, name: str = "bundle") -> dict[str, Any]:
+def loads(text: str, name: str = "bundle") -> JsonObject:
     if len(text) > MAX_BUNDLE_BYTES:
         raise BundleError(f"{name} is {len(text) / 1024 / 1024:.1f} MB: over the "
                           f"{MAX_BUNDLE_BYTES >> 20} MB limit for a bundle")
@@ -386,7 +386,7 @@ def loads(text: str, name: str = "bundle") -> dict[str, Any]:
     return validate(doc)
 
 
-def read(path: str | os.PathLike) -> dict[str, Any]:
+def read(path: str | os.PathLike) -> JsonObject:
     p = Path(path)
     if not p.exists():
         raise BundleError(f"bundle file {str(p)!r} does not exist")
