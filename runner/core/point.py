@@ -29,10 +29,11 @@ from runner.core import cuda_fatal, host_gate, memory, modes, profiling, stats
 from runner.core import rounds as rounds_mod
 from runner.core.compile_watch import compile_watch, cudagraph_status, no_recompiles
 from runner.core.memory import clear_cublas_workspaces
+from runner.core.modes import compare
 from runner.core.placement import placement
+from runner.core.rounds import store_rounds
 from runner.core.timing import Clock, TimingConfig, gc_paused, latency, phase, warm_up
 from runner.core.workloads import Workload
-from runner.format.limits import TF32_TOLERANCE, TOLERANCE
 from runner.format.measurement import Measurement
 from runner.format.vocab import COMPILED_MODES, CUDA_GRAPH_MODES
 
@@ -348,51 +349,6 @@ class _Batch:
                 m.message = reason[:500]
 
 
-def store_rounds(ms: dict[str, Measurement], modes_timed: list[str], r: rounds_mod.Rounds,
-                 config: TimingConfig) -> list[str]:
-    """Write the figures the rounds give (step time and speedup with their intervals,
-    noise, launch cost, how many processes they pool) into each timed mode's point;
-    returns the modes the rounds say failed (made errors here). Called once with this
-    process's rounds, and again (runner/core/sweep.py) each time a `--processes` pass
-    adds its rounds to a point already stored."""
-    ivs = rounds_mod.intervals(r)
-    unstable = stats.host_unstable(r.launch_us, clusters=r.process)
-    launch = stats.median_interval(r.launch_us)
-    compile_ = r.samples_ms.get("compile") if "compile" not in r.failed else None
-    failed = []
-    for mode in modes_timed:
-        m = ms[mode]
-        if mode in r.failed:
-            m.status, m.message = "error", r.failed[mode]
-            failed.append(mode)
-            continue
-        t, iv = m.timing, m.intervals
-        iv.processes = r.processes
-        if r.processes > 1:  # which process timed each round: the clusters
-            iv.round_process = list(r.process)
-        xs, host = r.samples_ms[mode], r.host_ms[mode]
-        step, speedup = ivs[mode]["step"], ivs[mode]["speedup"]
-        t.step_ms, t.step_ms_p10, t.step_ms_p90 = (
-            step.median, stats.percentile(xs, 10), stats.percentile(xs, 90))
-        t.samples, t.samples_ms, t.stop_reason = len(xs), list(xs), r.stop_reason
-        iv.step_ms_ci_low, iv.step_ms_ci_high = step.low, step.high
-        iv.launch_us = launch.median if launch else None
-        iv.launch_us_rounds, iv.host_unstable = list(r.launch_us), unstable
-        if speedup is not None:
-            iv.speedup, iv.speedup_ci_low, iv.speedup_ci_high = (
-                speedup.median, speedup.low, speedup.high)
-        judged = speedup if speedup is not None else step
-        t.noisy = judged.half_width > config.target_half_width
-        iv.rounds, iv.rounds_s, iv.round_modes = r.n, r.seconds, list(r.order[0])
-        t.host_ms_per_step = stats.percentile(host, 50)
-        if mode == "reduce-overhead" and compile_:
-            # The graphs' own gain: compiled code with and without graph trees.
-            vs = stats.ratio_interval(compile_, xs, r.process)
-            if vs is not None:
-                iv.vs_compile = {"median": vs.median, "low": vs.low, "high": vs.high}
-    return failed
-
-
 def reset_state(device: str) -> None:
     """Back to as-if-fresh: no compiled code, no graph trees, no pools, no cached blocks."""
     import torch
@@ -428,32 +384,3 @@ def _clocks(device: str) -> dict:
     from runner.core.environment import read_clocks
 
     return read_clocks(device)
-
-
-def _flat(out) -> list:
-    if isinstance(out, (list, tuple)):
-        return [t for o in out for t in _flat(o)]
-    if isinstance(out, dict):
-        return [t for v in out.values() for t in _flat(v)]
-    return [out] if hasattr(out, "dtype") else []
-
-
-def compare(out, reference, tf32: bool = False) -> tuple[float, float, float]:
-    """(max_abs_err, tolerance, relative error) of an output against the eager one.
-    `tf32`: float32 outputs were computed on TF32 tensor cores (limits.TF32_TOLERANCE)."""
-    got, ref = _flat(out), _flat(reference)
-    if len(got) != len(ref) or not ref:
-        raise RuntimeError(f"output has {len(got)} tensors, eager's has {len(ref)}")
-    err = scale = 0.0
-    tol = 0.0
-    for g, r in zip(got, ref, strict=True):
-        if g.shape != r.shape:
-            raise RuntimeError(f"output shape {tuple(g.shape)} != eager's {tuple(r.shape)}")
-        g32, r32 = g.detach().double(), r.detach().double()
-        err = max(err, float((g32 - r32).abs().max()) if r.numel() else 0.0)
-        scale = max(scale, float(r32.abs().max()) if r.numel() else 0.0)
-        dtype = str(r.dtype).replace("torch.", "")
-        tol = max(tol, TF32_TOLERANCE if tf32 and dtype == "float32"
-                  else TOLERANCE.get(dtype, 0.0))
-    rel = err / scale if scale > 0 else err
-    return err, tol, rel

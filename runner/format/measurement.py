@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.format.trace import TraceDoc
+
 # A JSON object at a boundary (a bundle's measurement, a details value that is itself
 # a mapping of the runner's: memory snapshots, clocks, compile counters).
 JsonObject = dict[str, Any]
@@ -178,7 +180,7 @@ class Host:
 @dataclass
 class Trace:
     """One profiled step's timeline (runner/format/trace.py), or why none was kept."""
-    timeline: JsonObject | None = _top(key=TRACE_FIELD)
+    timeline: TraceDoc | None = _top(key=TRACE_FIELD)
     error: str | None = _detail("trace_error")
 
 
