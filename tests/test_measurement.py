@@ -30,6 +30,7 @@ def test_every_shipped_bundle_round_trips_unchanged(path):
     for m in doc["measurements"]:
         back = Measurement.from_json(m).to_json()
         assert back == m and list(back) == list(m)
+        assert list(back["details"]) == list(m["details"])  # byte for byte on export
 
 
 def test_unknown_and_null_details_keys_survive_a_round_trip():
@@ -52,6 +53,15 @@ def test_fields_go_where_the_bundle_keeps_them():
     assert j["details"] == {"vs_compile": {"median": 2.0, "low": 1.5, "high": 2.5},
                             "host": {"policy": None}, "trace_error": "ValueError: x"}
     fmt.check_measurement(j)
+
+
+def test_a_point_the_runner_builds_writes_details_in_the_runners_order():
+    m = Measurement("eager", 2)
+    m.host.placement = {"policy": None}
+    m.timing.phase_s = {"setup": 0.1}
+    m.setup.rel_err = 0.0
+    m.set_details({"clocks_before": None})  # a CPU point: no clocks, the key kept
+    assert list(m.details()) == ["phase_s", "clocks_before", "rel_err", "host"]
 
 
 def test_a_set_field_wins_over_a_null_read_before():

@@ -160,6 +160,7 @@ class Setup:
     rel_err: float | None = _detail()
     tolerance: float | None = _detail()
     correct_after_steps: int | None = _detail()
+    rel_err_measure: str | None = _detail()  # what rel_err compares, where not outputs
     tf32_matmul: bool | None = _detail()
     tf32_conv: bool | None = _detail()
     after_error: str | None = _detail()
@@ -217,6 +218,9 @@ class Measurement:
     source: Source = field(default_factory=Source)
     # details keys this record does not declare (and declared ones stored as null)
     extra: JsonObject = field(default_factory=dict)
+    # The details' key order as read (from_json): written back in it, so an imported
+    # bundle exports as it came. Empty for a point the runner built: DETAILS_ORDER.
+    read_order: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def set_details(self, values: Mapping[str, Any]) -> None:
         """Details as a JSON mapping (a mode's own figures): declared keys to their
@@ -231,16 +235,22 @@ class Measurement:
                 self.extra.pop(k, None)
 
     def details(self) -> JsonObject:
-        """The `details` object as a bundle writes it: declared fields that are known, in
-        declaration order, then `extra`."""
+        """The `details` object as a bundle writes it: declared keys that are known (or
+        kept as null) in DETAILS_ORDER, then the undeclared ones of `extra`; keys read
+        from JSON first, in the order read."""
         out: JsonObject = {}
-        for key, (rec, name) in _DETAIL_KEYS.items():
+        for key in DETAILS_ORDER:
+            rec, name = _DETAIL_KEYS[key]
             v = getattr(getattr(self, rec), name)
             if v is not None:
                 out[key] = v
-        for k, v in self.extra.items():  # a declared null set since stays the set value
+            elif key in self.extra:
+                out[key] = self.extra[key]
+        for k, v in self.extra.items():
             out.setdefault(k, v)
-        return out
+        if not self.read_order:
+            return out
+        return {**{k: out[k] for k in self.read_order if k in out}, **out}
 
     def to_json(self) -> JsonObject:
         """The bundle's measurement object: MEASUREMENT_FIELDS in order, then trace."""
@@ -264,7 +274,9 @@ class Measurement:
                 setattr(m.timing if name == "samples_ms" else m.intervals, name, [])
         if doc.get("cudagraph_status") is None:
             m.setup.cudagraph_status = "n/a"
-        m.set_details(doc.get("details") or {})
+        details = doc.get("details") or {}
+        m.set_details(details)
+        m.read_order = tuple(details)
         return m
 
     def copy(self) -> Measurement:
@@ -295,11 +307,29 @@ def _keys(where: str) -> dict[str, tuple[str, str]]:
     return out
 
 
+# The order in which the runner writes a point's details (runner/core/point.py: build,
+# prepare, the rounds, the profiled pass, clean-up; then the sweep and a rescue), so a
+# bundle written through this record reads as one written before it; then the keys only
+# published bundles hold.
+DETAILS_ORDER = (
+    "phase_s", "num_threads", "tf32_matmul", "tf32_conv", "clocks_before", "setup_calls_s",
+    "cudagraph_trees", "correct_after_steps", "rel_err_measure", "rel_err", "tolerance",
+    "compile", "warmup_steps", "iters_per_block", "m0", "m1", "m2",
+    "device_used_delta_bytes", "leftover_private_pools_at_m0", "separate_graphs",
+    "after_error", "traceback", "processes", "round_process", "rounds", "rounds_s",
+    "round_modes", "host_ms_per_step", "vs_compile", "latency_ms_p10", "latency_ms_p90",
+    "profiled_steps", "host_copies_per_step", "gpu_ops_per_step", "triton_kernels_per_step",
+    "gpu_busy_union_ms", "trace_error", "clocks_after", "cudagraph_reason",
+    "cuda_context_lost", "host", "point_wall_s", "rescued", "repeat_errors",
+    "citation", "stddev_ms", "statistic", "url", "eager_reference_ms", "note", "kernel_us",
+    "per_kernel_us", "per_kernel_us_sync_each_kernel",
+)
 _TOP_KEYS = _keys(TOP)
 _DETAIL_KEYS = _keys(DETAILS)
 assert set(_TOP_KEYS) == set(MEASUREMENT_FIELDS) - {
     "mode", "batch_size", "status", "message", "details"} | {TRACE_FIELD}
-DETAIL_KEYS = tuple(_DETAIL_KEYS)  # every declared details key
+assert sorted(DETAILS_ORDER) == sorted(_DETAIL_KEYS), "DETAILS_ORDER misses a key"
+DETAIL_KEYS = DETAILS_ORDER  # every declared details key
 
 
 def details_of(details: Any) -> Measurement:
