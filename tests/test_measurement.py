@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import runner.format.bundle as fmt
-from runner.format.measurement import DETAIL_KEYS, Measurement, detail
+from runner.format.measurement import DETAIL_KEYS, Measurement, details_of
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -71,9 +71,8 @@ def test_a_set_field_wins_over_a_null_read_before():
     assert m.details() == {"clocks_before": {"sm_mhz": 1980}}
 
 
-def test_detail_reads_declared_keys_only():
-    assert detail({"vs_compile": {"median": 1}}, "vs_compile") == {"median": 1}
-    assert detail(None, "statistic") is None
+def test_a_stored_points_details_read_typed():
+    d = details_of({"vs_compile": {"median": 1}, "statistic": "mean"})
+    assert d.intervals.vs_compile == {"median": 1} and d.source.statistic == "mean"
+    assert details_of(None).timing.phase_s is None  # no details: every key unknown
     assert {"phase_s", "point_wall_s", "statistic", "processes"} <= set(DETAIL_KEYS)
-    with pytest.raises(KeyError):
-        detail({}, "no_such_key")

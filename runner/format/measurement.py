@@ -279,9 +279,6 @@ class Measurement:
         m.read_order = tuple(details)
         return m
 
-    def copy(self) -> Measurement:
-        return Measurement.from_json(self.to_json())
-
 
 def split(record: Any) -> tuple[JsonObject, JsonObject]:
     """A sub-record's JSON: (top-level fields, known details fields), by their keys."""
@@ -340,11 +337,3 @@ def details_of(details: Any) -> Measurement:
     return Measurement.from_json({"details": details if isinstance(details, Mapping)
                                   else {}})
 
-
-def detail(details: Any, key: str) -> Any:
-    """One declared details key of a stored point's details (a dict read from the
-    database or a bundle; None or anything else reads as no details). A page reads a
-    key by its declared name: a key not declared here is a KeyError, not a silent None."""
-    if key not in _DETAIL_KEYS:
-        raise KeyError(f"{key!r} is not a declared details key (runner/format/measurement.py)")
-    return details.get(key) if isinstance(details, Mapping) else None
