@@ -7,7 +7,6 @@ that defines the result format; CHECK constraints make the database refuse anyth
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -27,6 +26,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from runner.format.limits import ENVIRONMENT_TEXT_LIMITS as ENV_TEXT
 from runner.format.limits import MAX_DIST_TEXT, MAX_LABEL, RUN_TEXT_LIMITS
+from runner.format.measurement import JsonObject
 from runner.format.serve_record import STATUSES as SERVE_STATUSES
 from runner.format.vocab import (
     CUDAGRAPH_STATUSES,
@@ -49,7 +49,7 @@ def _one_of(column: str, values: tuple[str, ...]) -> str:
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON, list[float]: JSON}
+    type_annotation_map = {JsonObject: JSON, list[float]: JSON}
 
 
 class Environment(Base):
@@ -80,7 +80,7 @@ class Run(Base):
     uuid: Mapped[str] = mapped_column(String(RUN_TEXT_LIMITS["uuid"]), unique=True)
     environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"))
     workload: Mapped[str] = mapped_column(String(RUN_TEXT_LIMITS["workload"]))
-    workload_params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    workload_params: Mapped[JsonObject] = mapped_column(default=dict)
     dtype: Mapped[str | None] = mapped_column(String(RUN_TEXT_LIMITS["dtype"]))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -145,7 +145,7 @@ class Measurement(Base):
     host_unstable: Mapped[bool | None] = mapped_column(Boolean)
     samples_ms: Mapped[list[float]] = mapped_column(default=list)
     launch_us_rounds: Mapped[list[float]] = mapped_column(default=list)
-    details: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    details: Mapped[JsonObject] = mapped_column(default=dict)
 
     run: Mapped[Run] = relationship(back_populates="measurements")
     trace_row: Mapped[Trace | None] = relationship(cascade="all, delete-orphan",
@@ -171,7 +171,7 @@ class Trace(Base):
     __tablename__ = "traces"
     measurement_id: Mapped[int] = mapped_column(
         ForeignKey("measurements.id", ondelete="CASCADE"), primary_key=True)
-    trace: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    trace: Mapped[JsonObject] = mapped_column(default=dict)
 
 
 # --- The job queue (issue 4): sweeps queued from the dashboard or `enqueue`, claimed by
@@ -183,7 +183,7 @@ JOB_STATUSES = RUN_STATUSES  # a job ends with the status of the run it produced
 class Job(Base):
     __tablename__ = "jobs"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    spec: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    spec: Mapped[JsonObject] = mapped_column(default=dict)
     # Copied out of spec because claiming filters on them in SQL.
     device: Mapped[str] = mapped_column(String(8), default="auto")
     target: Mapped[str | None] = mapped_column(String(MAX_LABEL))
@@ -298,7 +298,7 @@ class ServeResult(Base):
     max_abs_err: Mapped[float | None] = mapped_column(Float)
     correct: Mapped[bool | None] = mapped_column(Boolean)
     latencies_ms: Mapped[list[float]] = mapped_column(default=list)
-    details: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    details: Mapped[JsonObject] = mapped_column(default=dict)
 
     __table_args__ = (
         UniqueConstraint("run_id", "strategy", name="uq_serve_result_strategy"),

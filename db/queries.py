@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from db import liveness
 from db.models import Environment, Measurement, Run, ServeResult, Trace
 from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
+from runner.format.measurement import details_of
 
 
 def list_runs(engine: Engine, now: datetime | None = None) -> list[dict[str, Any]]:
@@ -278,7 +279,7 @@ def past_durations(engine: Engine, workload: str, gpu: str | None = None,
                         .where(Measurement.run_id.in_([int(i) for i in runs["run_id"]])))
         per: dict[int, list] = {}
         for rid, details in pts:
-            wall = details.get("point_wall_s") if isinstance(details, dict) else None
+            wall = details_of(details).timing.point_wall_s
             per.setdefault(int(rid), []).append(wall)
     runs["points"] = [len(per.get(int(r), [])) for r in runs["run_id"]]
     runs["point_wall_s"] = [

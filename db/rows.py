@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -24,19 +23,20 @@ from db.models import (
 from runner.format import bundle as fmt
 from runner.format import serve_record as rec
 from runner.format.bundle import BundleError
+from runner.format.measurement import JsonObject
 
 
 class RunNotFound(LookupError):
     pass
 
 
-def environment_key(env: dict[str, Any]) -> str:
+def environment_key(env: JsonObject) -> str:
     """Identical environments share one row: the key hashes every field."""
     canon = json.dumps({f: env.get(f) for f in fmt.ENVIRONMENT_FIELDS}, sort_keys=True)
     return hashlib.sha256(canon.encode()).hexdigest()
 
 
-def environment_row(session: Session, env: dict[str, Any]) -> Environment:
+def environment_row(session: Session, env: JsonObject) -> Environment:
     key = environment_key(env)
     row = session.scalar(select(Environment).where(Environment.key == key))
     if row is None:
@@ -51,7 +51,7 @@ def environment_row(session: Session, env: dict[str, Any]) -> Environment:
     return row
 
 
-def run_row(run: dict[str, Any], env_row: Environment) -> Run:
+def run_row(run: JsonObject, env_row: Environment) -> Run:
     return Run(
         uuid=run["uuid"], environment=env_row, workload=run["workload"],
         workload_params=run.get("workload_params") or {}, dtype=run.get("dtype"),
@@ -61,7 +61,7 @@ def run_row(run: dict[str, Any], env_row: Environment) -> Run:
         command=run.get("command"), kind=run.get("kind") or "sweep")
 
 
-def measurement_row(m: dict[str, Any]) -> Measurement:
+def measurement_row(m: JsonObject) -> Measurement:
     values = {f: m.get(f) for f in fmt.MEASUREMENT_FIELDS}
     values["message"] = values["message"] or ""
     values["cudagraph_status"] = values["cudagraph_status"] or "n/a"
@@ -80,7 +80,7 @@ def check_part(fn, *args) -> None:
         raise BundleError(str(e)) from None
 
 
-def result_row(run_id: int, r: dict[str, Any]) -> ServeResult:
+def result_row(run_id: int, r: JsonObject) -> ServeResult:
     values = {f: r.get(f) for f in rec.RESULT_FIELDS}
     values.update(message=values["message"] or "", buckets=list(values["buckets"] or []),
                   latencies_ms=list(values["latencies_ms"] or []),
@@ -88,13 +88,13 @@ def result_row(run_id: int, r: dict[str, Any]) -> ServeResult:
     return ServeResult(run_id=run_id, **values)
 
 
-def profile_row(run_id: int, p: dict[str, Any]) -> ServeProfilePoint:
+def profile_row(run_id: int, p: JsonObject) -> ServeProfilePoint:
     return ServeProfilePoint(run_id=run_id, **{f: p.get(f) for f in rec.PROFILE_FIELDS})
 
 
 # --- the serve section of a bundle, inside import_bundle's / export_bundle's session -----
 
-def add_section(session: Session, run_id: int, section: dict[str, Any]) -> None:
+def add_section(session: Session, run_id: int, section: JsonObject) -> None:
     """A validated bundle's serve section, inside import_bundle's transaction."""
     session.add(ServeConfig(run_id=run_id, **{f: section[f] for f in (
         "batch_dist", "requests", "seed", "strategies", "stream")}))
@@ -104,7 +104,7 @@ def add_section(session: Session, run_id: int, section: dict[str, Any]) -> None:
         session.add(profile_row(run_id, p))
 
 
-def read_section(session: Session, run_id: int) -> dict[str, Any]:
+def read_section(session: Session, run_id: int) -> JsonObject:
     cfg = session.get(ServeConfig, run_id)
     if cfg is None:
         raise RunNotFound(f"run {run_id} is a serve run without its serve data")

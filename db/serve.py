@@ -3,8 +3,6 @@ for the dashboard's serve page (DataFrames; SQL only here, through select())."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
@@ -14,11 +12,12 @@ from db import rows
 from db.models import Environment, Run, ServeConfig, ServeProfilePoint, ServeResult
 from db.rows import RunNotFound, add_section, read_section  # noqa: F401 - part of this API
 from runner.format import serve_record as rec
+from runner.format.measurement import JsonObject
 
 # --- writing -----------------------------------------------------------------------------
 
-def start_serve_run(engine: Engine, environment: dict[str, Any], run: dict[str, Any],
-                    config: dict[str, Any]) -> int:
+def start_serve_run(engine: Engine, environment: JsonObject, run: JsonObject,
+                    config: JsonObject) -> int:
     """The run header and what is replayed (distribution, seed, stream), in one
     transaction, before the first strategy runs. Returns the run id."""
     with Session(engine) as s, s.begin():
@@ -32,7 +31,7 @@ def start_serve_run(engine: Engine, environment: dict[str, Any], run: dict[str, 
         return row.id
 
 
-def add_result(engine: Engine, run_id: int, result: dict[str, Any]) -> None:
+def add_result(engine: Engine, run_id: int, result: JsonObject) -> None:
     """Commit one strategy as soon as it finishes: a crash loses only the one in flight."""
     with Session(engine) as s, s.begin():
         cfg = s.get(ServeConfig, run_id)
@@ -43,7 +42,7 @@ def add_result(engine: Engine, run_id: int, result: dict[str, Any]) -> None:
         s.add(rows.result_row(run_id, result))
 
 
-def add_profile(engine: Engine, run_id: int, points: list[dict[str, Any]]) -> None:
+def add_profile(engine: Engine, run_id: int, points: list[JsonObject]) -> None:
     with Session(engine) as s, s.begin():
         for i, p in enumerate(points):
             rows.check_part(rec.validate_profile_point, p, f"profile point {i}")
@@ -82,7 +81,7 @@ def serve_runs(engine: Engine) -> pd.DataFrame:
         return _frame(c.execute(stmt), SERVE_RUN_COLUMNS)
 
 
-def serve_run(engine: Engine, run_id: int) -> dict[str, Any]:
+def serve_run(engine: Engine, run_id: int) -> JsonObject:
     """One serve run's header, environment and stream; RunNotFound when there is none."""
     stmt = _serve_runs_stmt().add_columns(ServeConfig.strategies, ServeConfig.stream,
                                           Environment.gpu_memory_bytes)

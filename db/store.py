@@ -15,9 +15,11 @@ from db.models import Measurement, Run, Trace
 from db.rows import RunNotFound, environment_key  # noqa: F401 - part of this API
 from runner.format import bundle as fmt
 from runner.format.bundle import BundleError
+from runner.format.measurement import JsonObject
+from runner.format.measurement import Measurement as Point
 
 
-def start_run(engine: Engine, environment: dict[str, Any], run: dict[str, Any]) -> int:
+def start_run(engine: Engine, environment: JsonObject, run: JsonObject) -> int:
     """Store a run's header before its first point; returns the run id. Its first
     heartbeat too: the writer then calls heartbeat_run until it finishes the run."""
     with Session(engine) as s, s.begin():
@@ -37,9 +39,10 @@ def heartbeat_run(engine: Engine, run_id: int) -> bool:
                          .returning(Run.id)).first() is not None
 
 
-def add_measurement(engine: Engine, run_id: int, measurement: dict[str, Any]) -> None:
+def add_measurement(engine: Engine, run_id: int, point: Point) -> None:
     """Commit one finished point, so a crash loses only the point in flight. A point is
     a sign of life: the run's heartbeat moves in the same transaction."""
+    measurement = point.to_json()
     fmt.check_measurement(measurement)  # BundleError: one line, nothing written
     with Session(engine) as s, s.begin():
         row = rows.measurement_row(measurement)
@@ -49,7 +52,7 @@ def add_measurement(engine: Engine, run_id: int, measurement: dict[str, Any]) ->
                   .values(heartbeat_at=liveness.now_expr(engine)))
 
 
-def replace_measurement(engine: Engine, run_id: int, measurement: dict[str, Any]) -> None:
+def replace_measurement(engine: Engine, run_id: int, point: Point) -> None:
     """Replace the run's point at the same (mode, batch_size) with `measurement`, in one
     transaction: `--processes K` stores each point from its first pass and replaces it as
     later passes add their rounds. The new row gets a new id, so queries.data_version
@@ -57,6 +60,7 @@ def replace_measurement(engine: Engine, run_id: int, measurement: dict[str, Any]
     stored yet is added."""
     from sqlalchemy import delete
 
+    measurement = point.to_json()
     fmt.check_measurement(measurement)  # BundleError: one line, nothing written
     with Session(engine) as s, s.begin():
         old = select(Measurement.id).where(Measurement.run_id == run_id,
@@ -100,7 +104,7 @@ def _canon(v: Any) -> Any:
     return [_canon(x) for x in v]
 
 
-def fingerprint(doc: dict[str, Any]) -> str:
+def fingerprint(doc: JsonObject) -> str:
     """The content of a validated bundle, independent of its format version."""
     import json
 
@@ -109,7 +113,7 @@ def fingerprint(doc: dict[str, Any]) -> str:
         t = fmt.parse_time(run.get(f))
         run[f] = t.astimezone(fmt.timezone.utc).isoformat() if t else None
     ms = sorted(doc["measurements"], key=lambda m: (m["mode"], m["batch_size"]))
-    body: dict[str, Any] = {"environment": doc["environment"], "run": run,
+    body: JsonObject = {"environment": doc["environment"], "run": run,
                             "measurements": ms}
     if doc.get("serve") is not None:
         serve = dict(doc["serve"])
@@ -118,7 +122,7 @@ def fingerprint(doc: dict[str, Any]) -> str:
     return json.dumps(_canon(body), sort_keys=True)
 
 
-def import_bundle(engine: Engine, doc: dict[str, Any], name: str = "the bundle"
+def import_bundle(engine: Engine, doc: JsonObject, name: str = "the bundle"
                   ) -> tuple[int, bool]:
     """Store a validated bundle in one transaction. Returns (run id, created); a bundle
     whose uuid is already stored with the same content adds nothing (created is False);
@@ -141,7 +145,7 @@ def import_bundle(engine: Engine, doc: dict[str, Any], name: str = "the bundle"
         return row.id, True
 
 
-def import_safely(engine: Engine, doc: dict[str, Any], name: str) -> tuple[int, bool]:
+def import_safely(engine: Engine, doc: JsonObject, name: str) -> tuple[int, bool]:
     """import_bundle with every failure as one BundleError line naming `name` (read-only
     mode stays db.access.ReadOnlyError): the CLI, /import and the fuzz test use this."""
     from sqlalchemy.exc import IntegrityError, SQLAlchemyError
@@ -167,7 +171,7 @@ def import_safely(engine: Engine, doc: dict[str, Any], name: str) -> tuple[int, 
                           "nothing was imported") from None
 
 
-def _same_or_conflict(engine: Engine, run_id: int, doc: dict[str, Any], name: str) -> None:
+def _same_or_conflict(engine: Engine, run_id: int, doc: JsonObject, name: str) -> None:
     try:
         stored = fmt.validate(export_bundle(engine, run_id))
         same = fingerprint(stored) == fingerprint(doc)
@@ -180,7 +184,7 @@ def _same_or_conflict(engine: Engine, run_id: int, doc: dict[str, Any], name: st
             "first to replace it)")
 
 
-def delete_run(engine: Engine, run_id: int) -> dict[str, Any]:
+def delete_run(engine: Engine, run_id: int) -> JsonObject:
     """Remove a run with its points and serve data; returns a few facts for the message.
     Refused in read-only share mode; RunNotFound when there is no such run."""
     require_writable("delete a run")
@@ -212,7 +216,7 @@ def _iso(t: datetime | None) -> str | None:
     return (t if t.tzinfo else t.replace(tzinfo=fmt.timezone.utc)).isoformat()
 
 
-def export_bundle(engine: Engine, run_id: int) -> dict[str, Any]:
+def export_bundle(engine: Engine, run_id: int) -> JsonObject:
     """The run as a bundle dict, exactly what `import_bundle` takes back."""
     with Session(engine) as s:
         row = s.scalar(select(Run).where(Run.id == run_id).options(

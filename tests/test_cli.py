@@ -540,13 +540,14 @@ class _Stream(__import__("io").StringIO):
 
 @pytest.mark.parametrize("tty", [False, True], ids=["log", "terminal"])
 def test_progress_shows_points_current_point_and_eta(tty):
+    from runner.format.measurement import Measurement
     from runner.ops.progress import Progress
 
     stream = _Stream(tty)
     p = Progress(stream)
     p(0, 3, ("eager", 1), None)
     time.sleep(0.05)
-    failed = {"mode": "eager", "batch_size": 1, "status": "error", "message": "boom\nmore"}
+    failed = Measurement("eager", 1, status="error", message="boom\nmore")
     p(1, 3, ("compile", 1), failed)
     p(3, 3, None, None)
     p.close()
@@ -562,6 +563,7 @@ def test_progress_shows_points_current_point_and_eta(tty):
 
 
 def test_table_prints_intervals_marks_and_falls_back_for_old_runs():
+    from runner.format.measurement import Measurement
     from runner.ops.commands.sweep import format_table
     from tests.synthetic import sweep_bundle
 
@@ -570,14 +572,14 @@ def test_table_prints_intervals_marks_and_falls_back_for_old_runs():
     new = sweep_bundle(batches=(8,), modes=("eager", "cuda-graph"),
                        overrides={("cuda-graph", 8): noisy,
                                   ("eager", 8): {"step_ms": 1.0}})["measurements"]
-    text = format_table(new, ("eager", "cuda-graph"))
+    text = format_table([Measurement.from_json(m) for m in new], ("eager", "cuda-graph"))
     row = text.splitlines()[1].split()
     assert row[0] == "8!" and row[2].endswith("*") and row[3:] == ["7.10x", "(6.50-7.60)*"]
     assert "host launch cost: 10.0 us" in text and "* noisy" in text and "! host" in text
     old = sweep_bundle(batches=(8,), modes=("eager", "cuda-graph"),
                        intervals=False)["measurements"]
     e, g = (m["step_ms"] for m in old)
-    text = format_table(old, ("eager", "cuda-graph"))
+    text = format_table([Measurement.from_json(m) for m in old], ("eager", "cuda-graph"))
     assert text.splitlines()[1].split()[-1] == f"{e / g:.2f}x"  # no interval to print
     # and no footnotes about intervals: only which statistic each column is
     assert text.splitlines()[2:] == ["ms: each mode's median step time over its own "
@@ -587,6 +589,7 @@ def test_table_prints_intervals_marks_and_falls_back_for_old_runs():
 
 def test_table_says_which_statistic_and_when_they_disagree_or_are_inconclusive():
     from runner.format import verdict as vd
+    from runner.format.measurement import Measurement
     from runner.ops.commands.sweep import format_table
     from tests.synthetic import sweep_bundle
 
@@ -599,7 +602,7 @@ def test_table_says_which_statistic_and_when_they_disagree_or_are_inconclusive()
                              "speedup_ci_high": 111.7}}
     ms = sweep_bundle(batches=(1, 8), modes=("eager", "compile"),
                       overrides=over)["measurements"]
-    text = format_table(ms, ("eager", "compile"))
+    text = format_table([Measurement.from_json(m) for m in ms], ("eager", "compile"))
     lines = text.splitlines()
     assert lines[1].split()[-2:] == ["0.57x", "(0.50-0.60)#"]
     assert lines[2].split()[-2:] == ["inconclusive", "(0.00-111.70)"]
@@ -609,7 +612,8 @@ def test_table_says_which_statistic_and_when_they_disagree_or_are_inconclusive()
     assert vd.RULE_TEXT in lines
     assert any(n.startswith("# the ratio of the medians lies outside") for n in lines)
     agreeing = sweep_bundle(batches=(8,), modes=("eager", "compile"))["measurements"]
-    assert "#" not in format_table(agreeing, ("eager", "compile"))
+    assert "#" not in format_table([Measurement.from_json(m) for m in agreeing],
+                                   ("eager", "compile"))
 
 
 @pytest.mark.parametrize("command", [["list"], ["jobs"]])

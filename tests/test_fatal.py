@@ -37,7 +37,7 @@ def sweep(params, sizes, modes=("eager",)):
     sink = MemorySink()
     status = run_sweep(SweepSpec(workload=FACTORY, params=params, batch_sizes=sizes,
                                  modes=modes, device="cpu", timing="quick"), sink)
-    return status, {(m["mode"], m["batch_size"]): m for m in sink.measurements}, sink
+    return status, {(m.mode, m.batch_size): m.to_json() for m in sink.measurements}, sink
 
 
 def test_sticky_error_keeps_points_and_runs_the_rest_in_a_fresh_process():
@@ -54,7 +54,7 @@ def test_sticky_error_keeps_points_and_runs_the_rest_in_a_fresh_process():
     for mode in ("eager", "compile"):  # measured by a fresh process, whose flag is clean
         m = by[(mode, 16)]
         assert m["status"] == "ok" and m["step_ms"] > 0 and m["details"]["rescued"]
-        assert not m["details"].get(cuda_fatal.LOST_DETAIL)
+        assert not m["details"].get("cuda_context_lost")
     # A worker asks this before its next job (runner/ops/worker.py): it must exit.
     assert "device-side assert" in cuda_fatal.lost_here()
     assert cuda_fatal.summary(sink.measurements).startswith(
@@ -138,7 +138,8 @@ def test_a_repeat_process_losing_its_context_is_not_this_ones():
         raise RepeatError("repeat process 1: RuntimeError: CUDA error: device-side assert "
                           "triggered")
 
-    [m] = measure_batch(resolve("mlp", {"depth": "2", "width": "8"}), ("eager",), 2, "cpu",
-                        TIMING_PRESETS["quick"], extra_rounds=extra)
+    [m] = (p.to_json() for p in measure_batch(
+        resolve("mlp", {"depth": "2", "width": "8"}), ("eager",), 2, "cpu",
+        TIMING_PRESETS["quick"], extra_rounds=extra))
     assert m["status"] == "error" and "repeat process 1" in m["message"]
-    assert not m["details"].get(cuda_fatal.LOST_DETAIL) and cuda_fatal.lost_here() is None
+    assert not m["details"].get("cuda_context_lost") and cuda_fatal.lost_here() is None

@@ -30,7 +30,7 @@ def sweep(workload: str, params: dict, sizes: tuple[int, ...], modes=MODES) -> d
     spec = SweepSpec(workload=workload, params=params, batch_sizes=sizes, modes=modes,
                      device="cuda", timing="quick")
     assert run_sweep(spec, sink) == "done"
-    points = {(m["mode"], m["batch_size"]): m for m in sink.measurements}
+    points = {(m.mode, m.batch_size): m.to_json() for m in sink.measurements}
     for key, m in points.items():
         assert m["status"] == "ok", (key, m["message"], m["details"].get("traceback"))
         assert m["correct"] is True, (key, m["max_abs_err"], m["details"].get("rel_err"))

@@ -20,16 +20,20 @@ MODES = ("eager", "compile", "reduce-overhead", "cuda-graph")
 
 class ListSink:
     def __init__(self):
-        self.points: list[dict] = []
+        self.kept: list = []  # the sweep's own Measurements (a later pass adds rounds)
 
     def start(self, environment, run):
         self.env, self.run = environment, run
 
     def point(self, measurement):
-        self.points.append(measurement)
+        self.kept.append(measurement)
 
     def finish(self, status):
         self.status = status
+
+    @property
+    def points(self) -> list[dict]:  # the stored form, as a bundle holds it
+        return [m.to_json() for m in self.kept]
 
 
 def sweep(**kw) -> ListSink:

@@ -29,7 +29,7 @@ def points():
                      device="cuda", timing="standard")
     sink = MemorySink()
     assert run_sweep(spec, sink) == "done"
-    return {m["mode"]: m for m in sink.measurements}
+    return {m.mode: m.to_json() for m in sink.measurements}
 
 
 def kinds(trace: dict) -> dict[str, int]:

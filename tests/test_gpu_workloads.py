@@ -24,7 +24,7 @@ def sweep(**kw) -> dict[str, dict]:
     sink = MemorySink()
     spec = dict(batch_sizes=(8,), device="cuda", timing="quick", **kw)
     assert run_sweep(SweepSpec(**spec), sink) == "done"
-    points = {m["mode"]: m for m in sink.measurements}
+    points = {m.mode: m.to_json() for m in sink.measurements}
     for mode, m in points.items():
         assert m["status"] == "ok", (mode, m["message"], m["details"].get("traceback"))
     return points

@@ -14,6 +14,7 @@ from db.engine import make_engine
 from db.store import delete_run, export_bundle, import_bundle
 from pages.common import links
 from runner.format import bundle as fmt
+from runner.format.measurement import Measurement
 from runner.ops.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,7 +159,7 @@ def test_a_writer_cannot_store_an_unbounded_point(sqlite_engine):
     m = copy.deepcopy(doc["measurements"][0])
     m["details"] = {"x": "\x00"}
     with pytest.raises(fmt.BundleError, match="U\\+0000"):
-        add_measurement(sqlite_engine, rid, m)
+        add_measurement(sqlite_engine, rid, Measurement.from_json(m))
 
 
 def _page(page: str, **params):

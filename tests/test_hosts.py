@@ -212,8 +212,9 @@ def test_points_flagged_host_shared_with_the_others_counted(tmp_path):
     _wait_for(lambda: (tmp_path / "other.in").exists(), "another worker timing")
     host_gate.install(host_gate.Gate("shared", tmp_path))
     try:
-        points = measure_batch(resolve("mlp", {"depth": "1", "width": "8"}), ("eager",), 2,
-                               "cpu", TIMING_PRESETS["quick"])
+        points = [p.to_json() for p in measure_batch(
+            resolve("mlp", {"depth": "1", "width": "8"}), ("eager",), 2, "cpu",
+            TIMING_PRESETS["quick"])]
     finally:
         host_gate.install(None)
         (tmp_path / "other.go").touch()

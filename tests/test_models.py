@@ -148,7 +148,7 @@ def test_default_decode_step_runs_eager_and_compile_and_matches():
                                  modes=("eager", "compile"), device="cpu",
                                  timing="quick"), sink)
     assert status == "done"
-    for m in sink.measurements:
+    for m in (p.to_json() for p in sink.measurements):
         assert m["status"] == "ok", m["message"]
         assert m["correct"] is True and m["step_ms"] > 0
     assert sink.run["workload_params"]["model"] == "tiny-llama"

@@ -20,12 +20,12 @@ def test_count_splits_host_launches_graph_launches_and_kernels():
               ev("triton_poi_fused_relu_0", True, 5, 12),  # overlaps the first
               ev("Memcpy DtoD (Device -> Device)", True, 20, 22)]
     c = count(events, steps=2)
-    assert c["host_launches_per_step"] == 1.5
-    assert c["graph_launches_per_step"] == 1.0
-    assert c["gpu_kernels_per_step"] == 1.0  # copies are GPU work but not kernels
-    assert c["gpu_busy_ms"] == pytest.approx((10 + 7 + 2) / 1e3 / 2)
-    assert c["details"]["gpu_busy_union_ms"] == pytest.approx((12 + 2) / 1e3 / 2)
-    assert c["details"]["host_copies_per_step"] == 0.5
+    assert c.host_launches_per_step == 1.5
+    assert c.graph_launches_per_step == 1.0
+    assert c.gpu_kernels_per_step == 1.0  # copies are GPU work but not kernels
+    assert c.gpu_busy_ms == pytest.approx((10 + 7 + 2) / 1e3 / 2)
+    assert c.gpu_busy_union_ms == pytest.approx((12 + 2) / 1e3 / 2)
+    assert c.host_copies_per_step == 0.5
 
 
 def test_gpu_annotations_are_not_kernels():
@@ -36,7 +36,7 @@ def test_gpu_annotations_are_not_kernels():
                                                          True, 0, 40),
               Event("my_range", True, 0, 30, annotation=True)]
     c = count(events, steps=1)
-    assert c["gpu_kernels_per_step"] == 1 and c["gpu_busy_ms"] == pytest.approx(0.002)
+    assert c.gpu_kernels_per_step == 1 and c.gpu_busy_ms == pytest.approx(0.002)
 
 
 def test_a_trace_without_kernels_is_an_error_not_zero():
@@ -54,10 +54,10 @@ def test_pool_attribution_by_segment_pool_id():
     m1 = MemState(20, 180, 1100, {(0, 0): 100, (9, 9): 7, (1, 2): 40})
     m2 = MemState(20, 200, 1120, {(0, 0): 120, (9, 9): 7, (1, 2): 60})
     f = figures(m0, m1, m2, peak=55)
-    assert f["graph_pool_bytes"] == 60  # the leftover pool is not charged
-    assert f["reserved_delta_bytes"] == 80 and f["peak_allocated_bytes"] == 55
-    assert f["details"]["leftover_private_pools_at_m0"] == 1
-    assert f["details"]["device_used_delta_bytes"] == 100
+    assert f.graph_pool_bytes == 60  # the leftover pool is not charged
+    assert f.reserved_delta_bytes == 80 and f.peak_allocated_bytes == 55
+    assert f.leftover_private_pools_at_m0 == 1
+    assert f.device_used_delta_bytes == 100
 
 
 @pytest.mark.parametrize("mode,launches,watch,expected", [

@@ -111,11 +111,11 @@ def test_run_sweep_hands_each_point_over_then_updates_it():
             self.calls = []
 
         def point(self, m):
-            self.calls.append(("point", m["details"]["processes"]))
+            self.calls.append(("point", m.intervals.processes))
             super().point(m)
 
         def update(self, m):
-            self.calls.append(("update", m["details"]["processes"]))
+            self.calls.append(("update", m.intervals.processes))
             super().update(m)
 
     sink = Calls()
@@ -123,4 +123,4 @@ def test_run_sweep_hands_each_point_over_then_updates_it():
                      device="cpu", timing="quick", processes=3)
     assert run_sweep(spec, sink) == "done"
     assert sink.calls == [("point", 1), ("update", 2), ("update", 3)]
-    assert len(sink.measurements) == 1 and sink.measurements[0]["details"]["processes"] == 3
+    assert len(sink.measurements) == 1 and sink.measurements[0].intervals.processes == 3

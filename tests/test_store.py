@@ -8,6 +8,7 @@ from sqlalchemy import text
 from db import store
 from db.engine import DatabaseError, make_engine
 from runner.format import bundle as fmt
+from runner.format.measurement import Measurement
 
 
 def _run(**kw):
@@ -20,7 +21,7 @@ def test_point_by_point_then_roundtrip(any_url):
     run_id = store.start_run(engine, {"device": "cpu", "torch_version": "2.13"}, _run())
     m = fmt.empty_measurement("eager", 8)
     m.update(step_ms=1.5, step_ms_p10=1.4, step_ms_p90=1.7, samples=3, samples_ms=[1.4, 1.5, 1.7])
-    store.add_measurement(engine, run_id, m)
+    store.add_measurement(engine, run_id, Measurement.from_json(m))
     store.finish_run(engine, run_id, "done")
     doc = store.export_bundle(engine, run_id)
     assert doc["run"]["status"] == "done"

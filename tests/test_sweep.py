@@ -15,7 +15,7 @@ TINY = {"depth": "2", "width": "16"}
 class ListSink:
     def __init__(self):
         self.env = self.run = self.status = None
-        self.points: list[dict] = []
+        self.kept: list = []  # the sweep's own Measurements (a later pass adds rounds)
         self.calls: list[str] = []
 
     def start(self, environment, run):
@@ -23,12 +23,16 @@ class ListSink:
         self.calls.append("start")
 
     def point(self, measurement):
-        self.points.append(measurement)
+        self.kept.append(measurement)
         self.calls.append("point")
 
     def finish(self, status):
         self.status = status
         self.calls.append("finish")
+
+    @property
+    def points(self) -> list[dict]:  # the stored form, as a bundle holds it
+        return [m.to_json() for m in self.kept]
 
 
 def spec(**kw):
@@ -78,7 +82,7 @@ def test_quick_cpu_sweep_measures_eager_and_compile_and_refuses_graphs():
         (0, 4, ("reduce-overhead", 2, "setup")), (0, 4, ("cuda-graph", 2, "setup")),
         (0, 4, ("4 modes", 2, "timing")), (0, 4, ("eager", 2, "profiling")),
         (0, 4, ("compile", 2, "profiling")), (4, 4, None)]
-    assert seen[-1][3]["mode"] == "cuda-graph"
+    assert seen[-1][3].mode == "cuda-graph"
     validate(make_bundle(sink.env, {**sink.run, "status": status}, sink.points))
 
 

@@ -47,7 +47,7 @@ def test_the_step_kept_is_not_the_first_and_matches_the_mean_busy_time():
     evs = (step_events(0, 0, 40) + step_events(1, 1000, 10) + step_events(2, 2000, 14)
            + step_events(3, 3000, 30))
     t = tr.select_step(evs)
-    mean_us = count(evs, steps=4)["gpu_busy_ms"] * 1e3  # (80 + 20 + 28 + 60) / 4 = 47
+    mean_us = count(evs, steps=4).gpu_busy_ms * 1e3  # (80 + 20 + 28 + 60) / 4 = 47
     assert t["step"] == 3 and t["steps"] == 4  # 28 is closer to 47 than 20 is
     assert t["match"] == "correlation" and t["dropped"] == 0
     assert t["cpu_us"] == [0.0, 100.0] and t["gpu_us"] == [12.0, 44.0]
@@ -243,10 +243,9 @@ def test_unpaired_kernels_fall_back_to_time_and_a_broken_trace_is_not_kept():
             for e in evs]
     t = tr.select_step(half)
     assert t["match"] == "mixed" and len(t["gpu"]) == 2
-    details: dict = {}
-    bad = evs + [Event("cudaLaunchKernel", False, 1050, float("nan"))]
-    assert keep_trace(bad, details) is None and "trace_error" in details
-    assert keep_trace(evs, details)["step"] == 2
+    bad = keep_trace(evs + [Event("cudaLaunchKernel", False, 1050, float("nan"))])
+    assert bad.timeline is None and bad.error is not None
+    assert keep_trace(evs).timeline["step"] == 2
 
 
 def test_a_click_on_a_speedup_point_picks_its_batch_size():

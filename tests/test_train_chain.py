@@ -35,7 +35,7 @@ def sweep(workload, params, modes, batch=4) -> dict[str, dict]:
     run_sweep(SweepSpec(workload=workload, params=params, batch_sizes=(batch,), modes=modes,
                         device="cpu", timing="quick"), sink)
     assert sink.status == "done"
-    return {m["mode"]: m for m in sink.measurements}
+    return {m.mode: m.to_json() for m in sink.measurements}
 
 
 @pytest.mark.parametrize("name,params,needle", [

@@ -19,6 +19,7 @@ import pandas as pd
 from pages.common.names import device_name, known
 from runner.format import verdict as vd
 from runner.format.bundle import ENVIRONMENT_FIELDS, MODES
+from runner.format.measurement import details_of
 from runner.format.numbers import flag_or_none as _flag
 from runner.format.numbers import is_missing
 from runner.format.numbers import number_or_none as _num
@@ -51,9 +52,7 @@ def usable(points: pd.DataFrame) -> pd.DataFrame:
 def _eager_reference(details: Any) -> float | None:
     """A point may name the eager time of its own experiment (the published manual graph
     figure was measured against its own eager run); that is the fair reference."""
-    if isinstance(details, dict):
-        return _num(details.get("eager_reference_ms"))
-    return None
+    return _num(details_of(details).source.eager_reference_ms)
 
 
 SPEEDUP_COLUMNS = ["run_id", "mode", "batch_size", "step_ms", "eager_ms", "speedup",
@@ -205,8 +204,7 @@ def break_even(points: pd.DataFrame, threshold: float = BREAK_EVEN_GAIN) -> Brea
         return BreakEven("unknown", threshold=threshold)
     paired = {}
     for _, row in ok[ok["mode"] == "reduce-overhead"].iterrows():
-        vs = row.get("details").get("vs_compile") if isinstance(row.get("details"), dict) \
-            else None
+        vs = details_of(row.get("details")).intervals.vs_compile
         if isinstance(vs, dict) and _num(vs.get("median")) is not None:
             paired[row["batch_size"]] = float(vs["median"])
     # The paired per-round ratio where the runner measured it; else ratio of medians.

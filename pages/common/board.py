@@ -12,6 +12,7 @@ import math
 import pandas as pd
 
 from pages.common import analysis
+from runner.format.measurement import details_of
 from runner.format.numbers import number_or_none as _num
 from runner.format.verdict import RANKABLE, SPREAD_LIMIT
 from runner.format.vocab import CUDA_GRAPH_MODES
@@ -67,7 +68,7 @@ def _break_even_batches(points: pd.DataFrame) -> dict[int, int]:
     # The paired per-round ratio where the runner measured it; else ratio of medians.
     paired = {}
     for rid, b, d in zip(ro["run_id"], ro["batch_size"], ro["details"], strict=True):
-        vs = d.get("vs_compile") if isinstance(d, dict) else None
+        vs = details_of(d).intervals.vs_compile
         if isinstance(vs, dict) and _num(vs.get("median")) is not None:
             paired[(int(rid), int(b))] = float(vs["median"])
     out: dict[int, int] = {}

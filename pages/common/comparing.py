@@ -6,14 +6,14 @@ from __future__ import annotations
 import pandas as pd
 
 from pages.common import analysis, cost
+from runner.format.measurement import details_of
 
 RUNNER_STATISTIC = "median"
 
 
 def _statistic(details) -> str | None:
-    if isinstance(details, dict) and details.get("statistic"):
-        return str(details["statistic"])
-    return None
+    said = details_of(details).source.statistic
+    return str(said) if said else None
 
 
 def statistic_flags(headers: pd.DataFrame, points: pd.DataFrame) -> list[str]:

@@ -21,6 +21,7 @@ from runner.format.limits import (
     MAX_QUEUED_PER_SESSION,
     MEMORY_HEADROOM,
 )
+from runner.format.measurement import details_of
 from runner.format.point_text import parse
 from runner.format.specs import (
     SpecError,
@@ -247,8 +248,8 @@ def past_setups(points) -> dict[Any, list[float]]:
     for r in points.to_dict("records"):
         if r.get("mode") not in COMPILED_MODES or r.get("status") != "ok":
             continue
-        d = r.get("details") if isinstance(r.get("details"), dict) else {}
-        s = (d.get("phase_s") or {}).get("setup")
+        phases = details_of(r.get("details")).timing.phase_s
+        s = phases.get("setup") if isinstance(phases, dict) else None
         if isinstance(s, (int, float)) and s == s and s >= 0:
             out.setdefault(r.get("run_id"), []).append(float(s))
     return out

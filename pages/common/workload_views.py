@@ -16,6 +16,7 @@ captured separately, each in its own pool.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ import altair as alt
 import pandas as pd
 
 from pages.common.analysis import run_names
+from runner.format.measurement import Measurement, details_of
 
 RAW_CUDA_NOTE = ("NVIDIA's V100 figures are raw CUDA runtime launches from C++: no "
                  "Python, no PyTorch dispatcher, no caching allocator. A kernel-chain point "
@@ -40,9 +42,13 @@ def _num(v: Any) -> float | None:
     return None if math.isnan(f) else f
 
 
-def _details(row) -> dict:
-    d = row.get("details") if hasattr(row, "get") else None
-    return d if isinstance(d, dict) else {}
+def _details(row) -> Measurement:
+    """The typed view of a point row's details (runner/format/measurement.py)."""
+    return details_of(row.get("details") if hasattr(row, "get") else None)
+
+
+def _mapping(v: Any) -> Mapping:
+    return v if isinstance(v, Mapping) else {}
 
 
 def chain_kernels(header: dict | pd.Series) -> int | None:
@@ -60,7 +66,7 @@ def per_kernel_us(row, kernels: int) -> float | None:
     step = _num(row.get("step_ms"))
     if step is not None:
         return step * 1e3 / kernels
-    return _num(_details(row).get("per_kernel_us"))
+    return _num(_details(row).launches.per_kernel_us)
 
 
 def per_kernel_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataFrame:
@@ -77,7 +83,7 @@ def per_kernel_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataF
             "step us": None if _num(p.get("step_ms")) is None else p["step_ms"] * 1e3,
             "per kernel us": per_kernel_us(p, k),
             "GPU per kernel us": (busy * 1e3 / kernels_run if busy and kernels_run
-                                  else _num(_details(p).get("kernel_us"))),
+                                  else _num(_details(p).launches.kernel_us)),
             "host launches": _num(p.get("host_launches_per_step")),
             "graph launches": _num(p.get("graph_launches_per_step")),
         })
@@ -162,7 +168,7 @@ def train_memory_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.Dat
     rows = []
     for _, p in points[points["status"] == "ok"].iterrows():
         d = _details(p)
-        trees, sep = d.get("cudagraph_trees") or {}, d.get("separate_graphs") or {}
+        trees, sep = _mapping(d.setup.cudagraph_trees), _mapping(d.memory.separate_graphs)
         mib = lambda v: None if _num(v) is None else _num(v) / MIB  # noqa: E731
         rows.append({
             "batch": int(p["batch_size"]), "mode": p["mode"],
@@ -190,7 +196,8 @@ def train_pool_chart(points: pd.DataFrame, header: dict | pd.Series) -> alt.Char
     rows = []
     ro = points[(points["mode"] == "reduce-overhead") & (points["status"] == "ok")]
     for _, p in ro.iterrows():
-        sep, pool = _details(p).get("separate_graphs") or {}, _num(p.get("graph_pool_bytes"))
+        sep = _mapping(_details(p).memory.separate_graphs)
+        pool = _num(p.get("graph_pool_bytes"))
         fwd, bwd = _num(sep.get("forward_pool_bytes")), _num(sep.get("backward_pool_bytes"))
         if pool is None or fwd is None or bwd is None:
             continue

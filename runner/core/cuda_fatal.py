@@ -13,6 +13,10 @@ Standard library only: it reads exceptions, it never touches CUDA.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from runner.format.measurement import Measurement
+
 # cudaError_t codes the CUDA runtime documents as leaving the context unusable ("the
 # process must be terminated and relaunched"). torch >= 2.8 raises CUDA errors as
 # torch.AcceleratorError with the code in `error_code`.
@@ -41,7 +45,6 @@ STICKY_MESSAGES = (
     "the launch timed out and was terminated",
 )
 
-LOST_DETAIL = "cuda_context_lost"  # details key: the CUDA message that lost the context
 
 # This process's own context, once lost (runner/core/point.py sets it): whoever would run
 # more on the GPU here (a worker's next job) must start a new process instead.
@@ -81,21 +84,20 @@ def lost_message(batch_size: int) -> str:
     return f"not run: CUDA context lost at batch {batch_size}"
 
 
-def lost_in(measurements) -> tuple[int, str] | None:
+def lost_in(measurements: Iterable[Measurement]) -> tuple[int, str] | None:
     """(batch size, CUDA message) of the first point whose process lost its context."""
     for m in measurements:
-        msg = (m.get("details") or {}).get(LOST_DETAIL)
-        if msg:
-            return m["batch_size"], msg
+        if m.host.cuda_context_lost:
+            return m.batch_size, m.host.cuda_context_lost
     return None
 
 
-def summary(measurements) -> str | None:
+def summary(measurements: list[Measurement]) -> str | None:
     """The one line a front end prints when a sweep lost a CUDA context (None if not)."""
     hit = lost_in(measurements)
     if hit is None:
         return None
-    ok = sum(1 for m in measurements if m.get("status") == "ok")
-    rescued = sum(1 for m in measurements if (m.get("details") or {}).get("rescued"))
+    ok = sum(1 for m in measurements if m.status == "ok")
+    rescued = sum(1 for m in measurements if m.host.rescued)
     rest = (f"; the {rescued} points after it ran in fresh processes" if rescued else "")
     return (f"CUDA context lost at batch {hit[0]}: {hit[1]} ({ok} points ok kept{rest})")

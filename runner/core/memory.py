@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from runner.format.measurement import Memory
+
 DEFAULT_POOL = (0, 0)
 
 
@@ -74,22 +76,20 @@ def peak_allocated(device: str) -> int:
     return int(torch.cuda.max_memory_allocated(device))
 
 
-def figures(m0: MemState, m1: MemState, m2: MemState, peak: int) -> dict:
-    """Measurement fields from the three snapshots.
+def figures(m0: MemState, m1: MemState, m2: MemState, peak: int) -> Memory:
+    """A point's memory record from the three snapshots.
 
     graph_pool_bytes counts pools that did not exist at M0 only, so a pool some earlier
     point failed to release is never charged to this one. Taken at M2: a pool can still
     grow on the first replays.
     """
     old = set(m0.pools)
-    return {
-        "graph_pool_bytes": max(m1.private_bytes(old), m2.private_bytes(old)),
-        "peak_allocated_bytes": peak,
-        "reserved_delta_bytes": m1.reserved - m0.reserved,
-        "details": {"m0": m0.as_dict(), "m1": m1.as_dict(), "m2": m2.as_dict(),
-                    "device_used_delta_bytes": m1.device_used - m0.device_used,
-                    "leftover_private_pools_at_m0": len(old - {DEFAULT_POOL})},
-    }
+    return Memory(
+        graph_pool_bytes=max(m1.private_bytes(old), m2.private_bytes(old)),
+        peak_allocated_bytes=peak, reserved_delta_bytes=m1.reserved - m0.reserved,
+        m0=m0.as_dict(), m1=m1.as_dict(), m2=m2.as_dict(),
+        device_used_delta_bytes=m1.device_used - m0.device_used,
+        leftover_private_pools_at_m0=len(old - {DEFAULT_POOL}))
 
 
 def clear_cublas_workspaces() -> None:

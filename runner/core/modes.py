@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.format.limits import TF32_TOLERANCE, TOLERANCE
 from runner.format.vocab import CUDA_GRAPH_MODES
 
 
@@ -161,3 +162,32 @@ _BUILDERS: dict[str, Callable[[Any, Any, str], Prepared]] = {
     "reduce-overhead": _reduce_overhead,
     "cuda-graph": _cuda_graph,
 }
+
+
+def _flat(out) -> list:
+    if isinstance(out, (list, tuple)):
+        return [t for o in out for t in _flat(o)]
+    if isinstance(out, dict):
+        return [t for v in out.values() for t in _flat(v)]
+    return [out] if hasattr(out, "dtype") else []
+
+
+def compare(out, reference, tf32: bool = False) -> tuple[float, float, float]:
+    """(max_abs_err, tolerance, relative error) of an output against the eager one.
+    `tf32`: float32 outputs were computed on TF32 tensor cores (limits.TF32_TOLERANCE)."""
+    got, ref = _flat(out), _flat(reference)
+    if len(got) != len(ref) or not ref:
+        raise RuntimeError(f"output has {len(got)} tensors, eager's has {len(ref)}")
+    err = scale = 0.0
+    tol = 0.0
+    for g, r in zip(got, ref, strict=True):
+        if g.shape != r.shape:
+            raise RuntimeError(f"output shape {tuple(g.shape)} != eager's {tuple(r.shape)}")
+        g32, r32 = g.detach().double(), r.detach().double()
+        err = max(err, float((g32 - r32).abs().max()) if r.numel() else 0.0)
+        scale = max(scale, float(r32.abs().max()) if r.numel() else 0.0)
+        dtype = str(r.dtype).replace("torch.", "")
+        tol = max(tol, TF32_TOLERANCE if tf32 and dtype == "float32"
+                  else TOLERANCE.get(dtype, 0.0))
+    rel = err / scale if scale > 0 else err
+    return err, tol, rel

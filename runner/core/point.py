@@ -24,24 +24,24 @@ import gc
 import logging
 import sys
 import traceback
-from typing import Any
 
 from runner.core import cuda_fatal, host_gate, memory, modes, profiling, stats
 from runner.core import rounds as rounds_mod
 from runner.core.compile_watch import compile_watch, cudagraph_status, no_recompiles
 from runner.core.memory import clear_cublas_workspaces
+from runner.core.modes import compare
 from runner.core.placement import placement
+from runner.core.rounds import store_rounds
 from runner.core.timing import Clock, TimingConfig, gc_paused, latency, phase, warm_up
 from runner.core.workloads import Workload
-from runner.format.bundle import empty_measurement
-from runner.format.limits import TF32_TOLERANCE, TOLERANCE
+from runner.format.measurement import Measurement
 from runner.format.vocab import COMPILED_MODES, CUDA_GRAPH_MODES
 
 
 def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: int,
                   device: str, config: TimingConfig, *,
                   extra_rounds=None, on_phase=None,
-                  kept: dict | None = None) -> list[dict[str, Any]]:
+                  kept: dict | None = None) -> list[Measurement]:
     """Measure every mode at one batch size; never raises for a failing mode or batch
     size (status "error" or "unsupported" instead), and resets state before returning.
 
@@ -52,10 +52,10 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
     than sit on the batch size for the minutes a cold compile takes. `kept`: receives
     this process's own Rounds under "rounds" (None when no mode got to its rounds), for
     pool_rounds to add later passes to."""
-    ms = {mode: empty_measurement(mode, batch_size) for mode in mode_names}
+    ms = {mode: Measurement(mode, batch_size) for mode in mode_names}
     shared: dict[str, float] = {}
     for m in ms.values():
-        m["details"]["phase_s"] = {}
+        m.timing.phase_s = {}
     batch = _Batch(workload, batch_size, device, config, ms, shared)
     batch.on_phase = on_phase
     try:
@@ -65,7 +65,7 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
     except Exception as e:  # build or reference failed (OOM...): every mode errors
         batch.lost = _lost_by(e)
         for m in ms.values():  # (after _ContextLost, the modes left never ran: below)
-            if m["status"] == "ok" and m["step_ms"] is None and not isinstance(
+            if m.status == "ok" and m.timing.step_ms is None and not isinstance(
                     e, _ContextLost):
                 _fail(m, e)
     finally:
@@ -76,8 +76,8 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
         # Where it ran (GPUs, CPUs) and, under a host policy, what its timing met.
         host = {**(host_gate.summary(batch.sections) or {"policy": None}), **placement()}
         for m in ms.values():
-            m["details"]["host"] = dict(host)
-            phases = m["details"]["phase_s"]
+            m.host.placement = dict(host)
+            phases = m.timing.phase_s
             for k, v in shared.items():
                 phases[k] = v / len(ms)
     return list(ms.values())
@@ -87,9 +87,9 @@ def time_batch_rounds(workload: Workload, mode_names: tuple[str, ...], batch_siz
                       device: str, config: TimingConfig) -> rounds_mod.Rounds:
     """Only the rounds of one batch size (prepared and warmed up as measure_batch does):
     what a `--processes` repeat in a fresh process contributes."""
-    ms = {mode: empty_measurement(mode, batch_size) for mode in mode_names}
+    ms = {mode: Measurement(mode, batch_size) for mode in mode_names}
     for m in ms.values():
-        m["details"]["phase_s"] = {}
+        m.timing.phase_s = {}
     batch = _Batch(workload, batch_size, device, config, ms, {})
     try:
         r = batch.run(None, rounds_only=True)
@@ -99,8 +99,8 @@ def time_batch_rounds(workload: Workload, mode_names: tuple[str, ...], batch_siz
     if r is None:
         r = rounds_mod.Rounds()
     for mode, m in ms.items():  # a mode that failed to prepare here pairs with nothing
-        if m["status"] != "ok":
-            r.failed.setdefault(mode, m["message"] or m["status"])
+        if m.status != "ok":
+            r.failed.setdefault(mode, m.message or m.status)
     return r
 
 
@@ -122,21 +122,21 @@ def _lost_by(e: BaseException) -> str | None:
     return _one_line(e) if cuda_fatal.is_sticky(e) and not _from_repeat(e) else None
 
 
-def _lost_in(ms: dict) -> str | None:
+def _lost_in(ms: dict[str, Measurement]) -> str | None:
     """A sticky error a mode met and kept as its message (the rounds, the profile)."""
-    return next((m["message"] for m in ms.values() if m["status"] == "error"
-                 and cuda_fatal.is_sticky_text(m["message"])
-                 and not m["message"].startswith(REPEAT_PREFIX)), None)
+    return next((m.message for m in ms.values() if m.status == "error"
+                 and cuda_fatal.is_sticky_text(m.message)
+                 and not m.message.startswith(REPEAT_PREFIX)), None)
 
 
-def _mark_lost(ms: dict, lost: str | None, batch_size: int) -> None:
+def _mark_lost(ms: dict[str, Measurement], lost: str | None, batch_size: int) -> None:
     if not lost:
         return
     cuda_fatal.mark_lost(lost)
     for m in ms.values():
-        if m["status"] == "ok" and m["step_ms"] is None:
-            m.update(status="skipped", message=cuda_fatal.lost_message(batch_size))
-        m["details"][cuda_fatal.LOST_DETAIL] = lost
+        if m.status == "ok" and m.timing.step_ms is None:
+            m.status, m.message = "skipped", cuda_fatal.lost_message(batch_size)
+        m.host.cuda_context_lost = lost
 
 
 def _cleanup(device: str, lost: str | None) -> str | None:
@@ -154,12 +154,12 @@ def _cleanup(device: str, lost: str | None) -> str | None:
     return None
 
 
-def _fail(m: dict, e: BaseException) -> None:
+def _fail(m: Measurement, e: BaseException) -> None:
     if isinstance(e, modes.Unsupported):
-        m.update(status="unsupported", message=str(e))
+        m.status, m.message = "unsupported", str(e)
         return
-    m.update(status="error", message=_one_line(e))
-    m["details"]["traceback"] = "".join(
+    m.status, m.message = "error", _one_line(e)
+    m.host.traceback = "".join(
         traceback.format_exception(type(e), e, e.__traceback__, limit=-6))[-4000:]
 
 
@@ -200,7 +200,8 @@ class _Batch:
                 self.reference = modes.reference(self.model, _fresh(self.x_check))
             clocks = _clocks(self.device) if self.cuda else None
             for mode, m in self.ms.items():
-                m["details"]["clocks_before"] = clocks
+                # A CPU point reads no clocks: null, the key kept as bundles hold it.
+                m.set_details({"clocks_before": clocks})
                 try:
                     self.phase_starts(mode, "setup")
                     self.prepare(mode, m)
@@ -208,7 +209,7 @@ class _Batch:
                     _fail(m, e)
                     self.prepared.pop(mode, None)
                     if cuda_fatal.is_sticky(e):  # ...unless the context went with it
-                        raise _ContextLost(m["message"]) from e
+                        raise _ContextLost(m.message) from e
             if not self.prepared:
                 return None
             with no_recompiles(any(m in COMPILED_MODES for m in self.prepared)):
@@ -243,13 +244,13 @@ class _Batch:
                               and any(isinstance(x, torch.nn.modules.conv._ConvNd)
                                       for x in model.modules()))
         for m in self.ms.values():
-            m["details"].update(num_threads=torch.get_num_threads(),
-                                tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32),
-                                tf32_conv=self.tf32_conv)
+            m.timing.num_threads = torch.get_num_threads()
+            m.setup.tf32_matmul = bool(torch.backends.cuda.matmul.allow_tf32)
+            m.setup.tf32_conv = self.tf32_conv
 
-    def prepare(self, mode: str, m: dict) -> None:
+    def prepare(self, mode: str, m: Measurement) -> None:
         """Setup, correctness, warm-up and memory of one mode, before any round."""
-        phases, d = m["details"]["phase_s"], m["details"]
+        phases, setup = m.timing.phase_s, m.setup
         if mode in CUDA_GRAPH_MODES and not self.cuda:
             raise modes.Unsupported(f"{mode} needs CUDA graphs, which exist on CUDA "
                                     f"devices only; this point runs on {self.device}")
@@ -265,9 +266,8 @@ class _Batch:
             self.watch[mode] = watch
             with phase(phases, "setup"):
                 prepared = modes.prepare(mode, self.model, self.x, self.device)
-            m["setup_s"] = prepared.setup_s
-            d["setup_calls_s"] = prepared.setup_calls_s
-            d.update(prepared.details)
+            setup.setup_s, setup.setup_calls_s = prepared.setup_s, prepared.setup_calls_s
+            m.set_details(prepared.details)
             m1 = memory.state(self.device) if self.cuda else None
             with no_recompiles(mode in COMPILED_MODES):
                 with phase(phases, "correctness"):
@@ -275,8 +275,8 @@ class _Batch:
                     own = getattr(self.model, "compare", None)
                     err, tol, rel = own(out, self.reference) if own else \
                         compare(out, self.reference, tf32=self.tf32_conv)
-                    m.update(max_abs_err=err, correct=rel <= tol)
-                    d.update(rel_err=rel, tolerance=tol)
+                    setup.max_abs_err, setup.correct = err, rel <= tol
+                    setup.rel_err, setup.tolerance = rel, tol
                     del out
                 if self.cuda:
                     memory.reset_peak(self.device)
@@ -284,9 +284,9 @@ class _Batch:
                 with gc_paused():
                     w = warm_up(prepared.step, clock, self.config)
         if mode in COMPILED_MODES:
-            d["compile"] = watch
+            setup.compile = watch
         phases["warmup"] = w.seconds
-        d.update(warmup_steps=w.steps, iters_per_block=w.iters_per_block)
+        m.timing.warmup_steps, m.timing.iters_per_block = w.steps, w.iters_per_block
         self.iters[mode] = w.iters_per_block
         self.prepared[mode] = prepared
         if self.cuda:
@@ -295,14 +295,12 @@ class _Batch:
             with phase(phases, "memory"):
                 held = m0.allocated - self.first_m0.allocated
                 peak = memory.peak_allocated(self.device) - held
-                mem = memory.figures(m0, m1, memory.state(self.device), peak)
-                d.update(mem.pop("details"))
-                m.update(mem)
+                m.memory = memory.figures(m0, m1, memory.state(self.device), peak)
             if prepared.after is not None:
                 try:
-                    d.update(prepared.after())
+                    m.set_details(prepared.after())
                 except Exception as e:  # noqa: BLE001 - an extra figure, not the point's
-                    d["after_error"] = _one_line(e)
+                    setup.after_error = _one_line(e)
 
     def time_rounds(self) -> rounds_mod.Rounds:
         clock = Clock(self.device)
@@ -323,77 +321,32 @@ class _Batch:
                 self.sections.append(section)
             yield
 
-    def after_rounds(self, mode: str, m: dict) -> None:
+    def after_rounds(self, mode: str, m: Measurement) -> None:
         """Per-call latency and, on CUDA, the profiled pass: outside the rounds, since
         syncs and the profiler would distort the figures the rounds pair."""
-        phases, d = m["details"]["phase_s"], m["details"]
+        phases, timing = m.timing.phase_s, m.timing
         prepared = self.prepared[mode]
         try:
             with phase(phases, "latency"), self.gated():
                 lat = latency(prepared.step, Clock(self.device), self.config.latency_calls)
-            m["latency_ms"] = stats.percentile(lat, 50)
-            d.update(latency_ms_p10=stats.percentile(lat, 10),
-                     latency_ms_p90=stats.percentile(lat, 90))
+            timing.latency_ms = stats.percentile(lat, 50)
+            timing.latency_ms_p10 = stats.percentile(lat, 10)
+            timing.latency_ms_p90 = stats.percentile(lat, 90)
             if self.cuda:
                 with phase(phases, "profile", on_error=True):
-                    launches = profiling.profile_step(prepared.step, self.config.profile_steps,
-                                                      trace=True)
-                d.update(launches.pop("details"))
-                m.update(launches)
-                d["clocks_after"] = _clocks(self.device)
+                    m.launches, m.trace = profiling.profile_step(
+                        prepared.step, self.config.profile_steps, trace=True)
+                m.host.clocks_after = _clocks(self.device)
         except Exception as e:  # noqa: BLE001 - this mode's point only
             _fail(m, e)
             return
-        status, reason = cudagraph_status(mode, m["graph_launches_per_step"],
+        status, reason = cudagraph_status(mode, m.launches.graph_launches_per_step,
                                           self.watch.get(mode, {}))
-        m["cudagraph_status"] = status
+        m.setup.cudagraph_status = status
         if reason:
-            d["cudagraph_reason"] = reason
+            m.setup.cudagraph_reason = reason
             if status in ("skipped", "partial", "eager-fallback"):
-                m["message"] = reason[:500]
-
-
-def store_rounds(ms: dict[str, dict], modes_timed: list[str], r: rounds_mod.Rounds,
-                 config: TimingConfig) -> list[str]:
-    """Write the figures the rounds give (step time and speedup with their intervals,
-    noise, launch cost, how many processes they pool) into each timed mode's point;
-    returns the modes the rounds say failed (made errors here). Called once with this
-    process's rounds, and again (runner/core/sweep.py) each time a `--processes` pass
-    adds its rounds to a point already stored."""
-    ivs = rounds_mod.intervals(r)
-    unstable = stats.host_unstable(r.launch_us, clusters=r.process)
-    launch = stats.median_interval(r.launch_us)
-    compile_ = r.samples_ms.get("compile") if "compile" not in r.failed else None
-    failed = []
-    for mode in modes_timed:
-        m, d = ms[mode], ms[mode]["details"]
-        if mode in r.failed:
-            m.update(status="error", message=r.failed[mode])
-            failed.append(mode)
-            continue
-        d["processes"] = r.processes
-        if r.processes > 1:  # which process timed each round: the clusters
-            d["round_process"] = list(r.process)
-        xs, host = r.samples_ms[mode], r.host_ms[mode]
-        step, speedup = ivs[mode]["step"], ivs[mode]["speedup"]
-        m.update(step_ms=step.median, step_ms_p10=stats.percentile(xs, 10),
-                 step_ms_p90=stats.percentile(xs, 90), samples=len(xs),
-                 samples_ms=list(xs), step_ms_ci_low=step.low, step_ms_ci_high=step.high,
-                 stop_reason=r.stop_reason, launch_us=launch.median if launch else None,
-                 launch_us_rounds=list(r.launch_us), host_unstable=unstable)
-        if speedup is not None:
-            m.update(speedup=speedup.median, speedup_ci_low=speedup.low,
-                     speedup_ci_high=speedup.high)
-        judged = speedup if speedup is not None else step
-        m["noisy"] = judged.half_width > config.target_half_width
-        d.update(rounds=r.n, rounds_s=r.seconds, round_modes=list(r.order[0]),
-                 host_ms_per_step=stats.percentile(host, 50))
-        if mode == "reduce-overhead" and compile_:
-            # The graphs' own gain: compiled code with and without graph trees.
-            iv = stats.ratio_interval(compile_, xs, r.process)
-            if iv is not None:
-                d["vs_compile"] = {"median": iv.median, "low": iv.low, "high": iv.high}
-    return failed
+                m.message = reason[:500]
 
 
 def reset_state(device: str) -> None:
@@ -431,32 +384,3 @@ def _clocks(device: str) -> dict:
     from runner.core.environment import read_clocks
 
     return read_clocks(device)
-
-
-def _flat(out) -> list:
-    if isinstance(out, (list, tuple)):
-        return [t for o in out for t in _flat(o)]
-    if isinstance(out, dict):
-        return [t for v in out.values() for t in _flat(v)]
-    return [out] if hasattr(out, "dtype") else []
-
-
-def compare(out, reference, tf32: bool = False) -> tuple[float, float, float]:
-    """(max_abs_err, tolerance, relative error) of an output against the eager one.
-    `tf32`: float32 outputs were computed on TF32 tensor cores (limits.TF32_TOLERANCE)."""
-    got, ref = _flat(out), _flat(reference)
-    if len(got) != len(ref) or not ref:
-        raise RuntimeError(f"output has {len(got)} tensors, eager's has {len(ref)}")
-    err = scale = 0.0
-    tol = 0.0
-    for g, r in zip(got, ref, strict=True):
-        if g.shape != r.shape:
-            raise RuntimeError(f"output shape {tuple(g.shape)} != eager's {tuple(r.shape)}")
-        g32, r32 = g.detach().double(), r.detach().double()
-        err = max(err, float((g32 - r32).abs().max()) if r.numel() else 0.0)
-        scale = max(scale, float(r32.abs().max()) if r.numel() else 0.0)
-        dtype = str(r.dtype).replace("torch.", "")
-        tol = max(tol, TF32_TOLERANCE if tf32 and dtype == "float32"
-                  else TOLERANCE.get(dtype, 0.0))
-    rel = err / scale if scale > 0 else err
-    return err, tol, rel

@@ -11,6 +11,8 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from runner.format.measurement import Launches, Trace
+
 # The name tables live with the trace format (runner/format/trace.py), which the
 # dashboard reads without torch.
 from runner.format.trace import (  # noqa: F401 - re-exported for callers
@@ -43,7 +45,7 @@ class Event:
     correlation: int | None = None
 
 
-def count(events: Iterable[Event], steps: int) -> dict:
+def count(events: Iterable[Event], steps: int) -> Launches:
     """Per-step launch figures from the events of `steps` profiled steps."""
     host = graph = copies = kernels = gpu_ops = triton = 0
     busy_us = 0.0
@@ -67,18 +69,16 @@ def count(events: Iterable[Event], steps: int) -> dict:
     if kernels == 0:
         raise ProfilingError("the profiler trace holds no GPU kernels (broken trace, or "
                              "the step launches no work)")
-    return {
-        "host_launches_per_step": host / steps,
-        "graph_launches_per_step": graph / steps,
-        "gpu_kernels_per_step": kernels / steps,
+    return Launches(
+        host_launches_per_step=host / steps,
+        graph_launches_per_step=graph / steps,
+        gpu_kernels_per_step=kernels / steps,
         # Sum of kernel and copy durations (the contract's figure); the union of their
         # intervals is kept too: it differs when kernels overlap on several streams.
-        "gpu_busy_ms": busy_us / 1e3 / steps,
-        "details": {"profiled_steps": steps, "host_copies_per_step": copies / steps,
-                    "gpu_ops_per_step": gpu_ops / steps,
-                    "triton_kernels_per_step": triton / steps,
-                    "gpu_busy_union_ms": _union_us(spans) / 1e3 / steps},
-    }
+        gpu_busy_ms=busy_us / 1e3 / steps,
+        profiled_steps=steps, host_copies_per_step=copies / steps,
+        gpu_ops_per_step=gpu_ops / steps, triton_kernels_per_step=triton / steps,
+        gpu_busy_union_ms=_union_us(spans) / 1e3 / steps)
 
 
 def _union_us(spans: list[tuple[float, float]]) -> float:
@@ -91,9 +91,10 @@ def _union_us(spans: list[tuple[float, float]]) -> float:
     return total
 
 
-def profile_step(step: Callable[[], object], steps: int, trace: bool = False) -> dict:
+def profile_step(step: Callable[[], object], steps: int,
+                 trace: bool = False) -> tuple[Launches, Trace]:
     """Run `step` under torch.profiler (CPU + CUDA) and count per step; with `trace`, also
-    keep one representative step's timeline under "trace" (runner/format/trace.py)."""
+    keep one representative step's timeline (runner/format/trace.py)."""
     import torch
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile, schedule
@@ -124,23 +125,19 @@ def profile_step(step: Callable[[], object], steps: int, trace: bool = False) ->
                     if e.device_type == DeviceType.CUDA else None,
                     _int(getattr(e, "id", None)) or None)
               for e in collected]
-    counted = count(events, steps)
-    if trace:
-        counted["trace"] = keep_trace(events, counted["details"])
-    return counted
+    return count(events, steps), keep_trace(events) if trace else Trace()
 
 
-def keep_trace(events: list[Event], details: dict) -> dict | None:
+def keep_trace(events: list[Event]) -> Trace:
     """One step's timeline, checked as a bundle would check it. Keeping it is a bonus:
-    a failure here leaves the point's figures standing and says why in details."""
+    a failure here leaves the point's figures standing and says why (Trace.error)."""
     try:
         kept = select_step(events)
         if kept is not None:
             validate_trace(kept)
-        return kept
+        return Trace(timeline=kept)
     except Exception as e:  # noqa: BLE001 - never lose a measured point to its picture
-        details["trace_error"] = f"{type(e).__name__}: {str(e)[:300]}"
-        return None
+        return Trace(error=f"{type(e).__name__}: {str(e)[:300]}")
 
 
 def _int(v) -> int | None:

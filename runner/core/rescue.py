@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from runner.core.cuda_fatal import lost_in, lost_message
-from runner.format.bundle import empty_measurement
+from runner.format.measurement import Measurement
 
 CHILD_TIMEOUT_S = 3600
 
@@ -42,7 +42,7 @@ def _child(request: dict, stderr) -> subprocess.Popen:
     return proc
 
 
-def run_rest(request: dict, emit: Callable[[dict], None],
+def run_rest(request: dict, emit: Callable[[Measurement], None],
              should_stop: Callable[[], bool] | None = None) -> bool:
     """Measure request["batch_sizes"] in fresh processes, emit(measurement) for each point
     in order. Returns False when stopped early (should_stop), else True."""
@@ -56,10 +56,10 @@ def run_rest(request: dict, emit: Callable[[dict], None],
         lost_at: int | None = None
         try:
             for line in proc.stdout:
-                m = json.loads(line)["point"]
+                m = Measurement.from_json(json.loads(line)["point"])
                 emit(m)
-                if m["batch_size"] not in seen:
-                    seen.append(m["batch_size"])
+                if m.batch_size not in seen:
+                    seen.append(m.batch_size)
                 hit = lost_in([m])
                 lost_at = hit[0] if hit else lost_at
                 if should_stop is not None and should_stop():
@@ -78,10 +78,9 @@ def run_rest(request: dict, emit: Callable[[dict], None],
             # they are stored as not run, with its last line, rather than retried forever.
             for b in left:
                 for mode in request["modes"]:
-                    m = empty_measurement(mode, b)
-                    m.update(status="skipped", message=f"not run: the fresh process for "
-                             f"the rest exited {proc.returncode}: {tail}")
-                    emit(m)
+                    emit(Measurement(mode, b, status="skipped", message=f"not run: the "
+                                     f"fresh process for the rest exited {proc.returncode}: "
+                                     f"{tail}"))
             return True
         rest = left
     return True
@@ -95,11 +94,11 @@ def rest_of_sweep(spec, lost_batch: int, sink, progress, should_stop, done: int,
     rest = list(spec.batch_sizes[spec.batch_sizes.index(lost_batch) + 1:])
     count = [done]
 
-    def emit(m: dict) -> None:
+    def emit(m: Measurement) -> None:
         sink.point(m)
         count[0] += 1
         if progress is not None:
-            progress(count[0], total, (m["mode"], m["batch_size"]), m)
+            progress(count[0], total, (m.mode, m.batch_size), m)
 
     request = {"workload": spec.workload, "params": dict(spec.params or {}),
                "modes": list(spec.modes), "batch_sizes": rest, "device": spec.device,
@@ -121,22 +120,17 @@ def main() -> int:
         measured = measure_batch(workload, tuple(req["modes"]), int(batch), req["device"],
                                  config)
         for m in measured:
-            m["details"]["rescued"] = True  # measured after the sweep's process lost it
-            print(json.dumps({"point": m}), flush=True)
+            m.host.rescued = True  # measured after the sweep's process lost it
+            print(json.dumps({"point": m.to_json()}), flush=True)
         if lost_in(measured):
             return 0  # this context is gone too: the parent starts another
     return 0
 
 
-def not_run(modes, batch_sizes, lost_batch: int) -> list[dict]:
+def not_run(modes, batch_sizes, lost_batch: int) -> list[Measurement]:
     """Points that were never measured, each saying why (a stop before the rest ran)."""
-    out = []
-    for b in batch_sizes:
-        for mode in modes:
-            m = empty_measurement(mode, b)
-            m.update(status="skipped", message=lost_message(lost_batch))
-            out.append(m)
-    return out
+    return [Measurement(mode, b, status="skipped", message=lost_message(lost_batch))
+            for b in batch_sizes for mode in modes]
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from runner.core import stats
 from runner.core.timing import TimingConfig
+from runner.format.measurement import Measurement
 from runner.format.vocab import BASELINE_MODE as REFERENCE
 
 
@@ -143,3 +144,48 @@ def run_rounds(steps: dict[str, Callable[[], object]], iters: dict[str, int], cl
             r.stop_reason = "budget"
             break
     return r
+
+
+def store_rounds(ms: dict[str, Measurement], modes_timed: list[str], r: Rounds,
+                 config: TimingConfig) -> list[str]:
+    """Write the figures the rounds give (step time and speedup with their intervals,
+    noise, launch cost, how many processes they pool) into each timed mode's point;
+    returns the modes the rounds say failed (made errors here). Called once with this
+    process's rounds, and again (runner/core/sweep.py) each time a `--processes` pass
+    adds its rounds to a point already stored."""
+    ivs = intervals(r)
+    unstable = stats.host_unstable(r.launch_us, clusters=r.process)
+    launch = stats.median_interval(r.launch_us)
+    compile_ = r.samples_ms.get("compile") if "compile" not in r.failed else None
+    failed = []
+    for mode in modes_timed:
+        m = ms[mode]
+        if mode in r.failed:
+            m.status, m.message = "error", r.failed[mode]
+            failed.append(mode)
+            continue
+        t, iv = m.timing, m.intervals
+        iv.processes = r.processes
+        if r.processes > 1:  # which process timed each round: the clusters
+            iv.round_process = list(r.process)
+        xs, host = r.samples_ms[mode], r.host_ms[mode]
+        step, speedup = ivs[mode]["step"], ivs[mode]["speedup"]
+        t.step_ms, t.step_ms_p10, t.step_ms_p90 = (
+            step.median, stats.percentile(xs, 10), stats.percentile(xs, 90))
+        t.samples, t.samples_ms, t.stop_reason = len(xs), list(xs), r.stop_reason
+        iv.step_ms_ci_low, iv.step_ms_ci_high = step.low, step.high
+        iv.launch_us = launch.median if launch else None
+        iv.launch_us_rounds, iv.host_unstable = list(r.launch_us), unstable
+        if speedup is not None:
+            iv.speedup, iv.speedup_ci_low, iv.speedup_ci_high = (
+                speedup.median, speedup.low, speedup.high)
+        judged = speedup if speedup is not None else step
+        t.noisy = judged.half_width > config.target_half_width
+        iv.rounds, iv.rounds_s, iv.round_modes = r.n, r.seconds, list(r.order[0])
+        t.host_ms_per_step = stats.percentile(host, 50)
+        if mode == "reduce-overhead" and compile_:
+            # The graphs' own gain: compiled code with and without graph trees.
+            vs = stats.ratio_interval(compile_, xs, r.process)
+            if vs is not None:
+                iv.vs_compile = {"median": vs.median, "low": vs.low, "high": vs.high}
+    return failed

@@ -16,20 +16,21 @@ import copy
 import gc
 import uuid
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from runner.core import cuda_fatal, rescue
 from runner.core.timing import TIMING_PRESETS, for_processes, phase
 from runner.core.workloads import Workload, resolve
 from runner.format.bundle import now_iso
+from runner.format.measurement import JsonObject, Measurement
 from runner.format.specs import SpecError, SweepSpec, check_sweep
 
 __all__ = ["SpecError", "SweepSpec", "run_sweep", "validate_spec"]
 
 class Sink(Protocol):
     def start(self, environment: dict, run: dict) -> None: ...
-    def point(self, measurement: dict) -> None: ...
-    def update(self, measurement: dict) -> None: ...  # the same point, more rounds
+    def point(self, measurement: Measurement) -> None: ...
+    def update(self, measurement: Measurement) -> None: ...  # the same point, more rounds
     def finish(self, status: str) -> None: ...
 
 
@@ -79,7 +80,7 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
     workload = validate_spec(spec)
     config = for_processes(TIMING_PRESETS[spec.timing], spec.processes)
     env = environment.capture(spec.device)
-    run: dict[str, Any] = {
+    run: JsonObject = {
         "uuid": str(uuid.uuid4()), "workload": workload.name,
         "workload_params": dict(workload.params), "dtype": workload.dtype,
         "created_at": now_iso(), "finished_at": None, "status": "running",
@@ -88,7 +89,7 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
     sink.start(env, run)
     total = len(points(spec))
     doing = spec.modes[0] if len(spec.modes) == 1 else f"{len(spec.modes)} modes"
-    last: dict | None = None
+    last: Measurement | None = None
     status, done = "done", 0
     own: dict[int, tuple] = {}  # batch -> (this process's Rounds, its points): --processes
     try:
@@ -104,7 +105,7 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
 
             # Bound now: done and last do not move while the batch size is measured.
             def on_phase(mode: str | None, name: str, batch: int = batch, done: int = done,
-                         last: dict | None = last) -> None:
+                         last: Measurement | None = last) -> None:
                 if progress is not None:
                     progress(done, total, (mode or doing, batch, name), last)
 
@@ -116,10 +117,10 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
                 own[batch] = (kept["rounds"], measured)
             wall = spent["point"]
             for last in measured:
-                last["details"]["point_wall_s"] = wall / len(measured)
+                last.timing.point_wall_s = wall / len(measured)
                 sink.point(last)
                 done += 1
-                if progress is not None and last["status"] == "error" and done < total:
+                if progress is not None and last.status == "error" and done < total:
                     progress(done, total, (doing, batch), last)
             if cuda_fatal.lost_in(measured):  # no more GPU work here: the rest elsewhere
                 status, done = rescue.rest_of_sweep(spec, batch, sink, progress,
@@ -166,14 +167,15 @@ def _repeat_passes(spec: SweepSpec, sink: Sink, own: dict[int, tuple], config,
         if batch not in own:
             return  # no point of this batch size got to its rounds here: nothing to pool
         _, measured = own[batch]
-        ms = {m["mode"]: m for m in measured}
+        ms = {m.mode: m for m in measured}
         timed = [m for m in pooled[batch].samples_ms
-                 if m not in pooled[batch].failed and ms[m]["status"] == "ok"]
+                 if m not in pooled[batch].failed and ms[m].status == "ok"]
         problem = _unpoolable(got, timed)
         if problem:
             # The points keep the processes they hold; they say which pass is missing.
             for mode in timed:
-                ms[mode]["details"].setdefault("repeat_errors", []).append(problem[:300])
+                iv = ms[mode].intervals
+                iv.repeat_errors = [*(iv.repeat_errors or []), problem[:300]]
         else:
             pooled[batch].extend(got)
             store_rounds(ms, timed, pooled[batch], config)
@@ -203,7 +205,7 @@ def _unpoolable(got, timed: list[str]) -> str | None:
     return None
 
 
-def _update(sink: Sink, measurement: dict) -> None:
+def _update(sink: Sink, measurement: Measurement) -> None:
     # A sink without update() (a caller's own) keeps the first pass's point.
     update = getattr(sink, "update", None)
     if update is not None:

@@ -11,6 +11,7 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,13 @@ from runner.format.limits import (
     MAX_POINTS,
     MAX_STRING,
     RUN_TEXT_LIMITS,
+)
+from runner.format.measurement import (
+    MEASUREMENT_FIELDS,
+    NUMBER_FIELDS,
+    TRACE_FIELD,
+    JsonObject,
+    Measurement,
 )
 from runner.format.numbers import is_number
 from runner.format.serve_record import SectionError, validate_section
@@ -66,37 +74,11 @@ RUN_FIELDS = (
     "uuid", "workload", "workload_params", "dtype", "created_at", "finished_at", "status",
     "label", "source", "command", "kind",
 )
-# Figures of one (mode, batch) point. Unknown is None, never 0.
-NUMBER_FIELDS = (
-    "step_ms", "step_ms_p10", "step_ms_p90", "samples", "latency_ms", "setup_s",
-    "host_launches_per_step", "graph_launches_per_step", "gpu_kernels_per_step",
-    "gpu_busy_ms", "graph_pool_bytes", "peak_allocated_bytes", "reserved_delta_bytes",
-    "max_abs_err",
-    # Version 3: 95% intervals over rounds. step_ms_ci_* bound the median step time;
-    # speedup is the median of the per-round paired ratio eager / this mode, with its
-    # interval; launch_us is the host's median cost of one trivial kernel launch over the
-    # point's rounds.
-    "step_ms_ci_low", "step_ms_ci_high", "speedup", "speedup_ci_low", "speedup_ci_high",
-    "launch_us",
-)
 # reserved_delta_bytes may be negative (setup can free cached blocks); the rest cannot.
 SIGNED_FIELDS = ("reserved_delta_bytes",)
 # Figures stored in integer columns: whole numbers within the column, never 1e30.
 INTEGER_FIELDS = {"samples": INT32_MAX, "graph_pool_bytes": INT64_MAX,
                   "peak_allocated_bytes": INT64_MAX, "reserved_delta_bytes": INT64_MAX}
-MEASUREMENT_FIELDS = (
-    "mode", "batch_size", "status", "message", *NUMBER_FIELDS, "cudagraph_status",
-    "correct", "stop_reason", "noisy", "host_unstable",
-    # Beyond the contract's list: raw per-step samples (ms, one per timed block) so any
-    # statistic can be recomputed, and a free-form dict of details (clocks, setup split,
-    # skip reason, host time per step...).
-    "samples_ms", "launch_us_rounds", "details",
-)
-# Beside the fields above, not among them: the database keeps a point's trace in a table
-# of its own (db/models.py, Trace), so reading points never loads timelines.
-TRACE_FIELD = "trace"
-
-
 class BundleError(ValueError):
     """A bundle that cannot be read or does not follow the format. str() is one line."""
 
@@ -160,16 +142,17 @@ def _check_string(v: str, path: str) -> None:
                           "surrogates are refused)")
 
 
-def empty_measurement(mode: str, batch_size: int) -> dict[str, Any]:
-    """A measurement with every figure unknown; the runner fills in what it measured."""
-    m: dict[str, Any] = {f: None for f in (*MEASUREMENT_FIELDS, TRACE_FIELD)}
-    m.update(mode=mode, batch_size=batch_size, status="ok", message="",
-             cudagraph_status="n/a", samples_ms=[], launch_us_rounds=[], details={})
-    return m
+def empty_measurement(mode: str, batch_size: int) -> JsonObject:
+    """A measurement's JSON with every figure unknown (a bundle built by hand; the runner
+    builds a Measurement)."""
+    return Measurement(mode, batch_size).to_json()
 
 
-def make_bundle(environment: dict, run: dict, measurements: list[dict],
-                serve: dict | None = None) -> dict[str, Any]:
+def make_bundle(environment: Mapping[str, Any], run: Mapping[str, Any],
+                measurements: Sequence[Measurement | Mapping[str, Any]],
+                serve: JsonObject | None = None) -> JsonObject:
+    """The bundle of one run; a typed Measurement turns to JSON here."""
+    measurements = [m.to_json() if isinstance(m, Measurement) else m for m in measurements]
     doc = {
         "format": FORMAT,
         "version": VERSION,
@@ -228,7 +211,7 @@ def _check_text_fields(where: str, obj: dict, limits: dict[str, int]) -> None:
             raise BundleError(f"{where}.{f} {v[:40]!r}... is longer than {limit} characters")
 
 
-def validate(doc: Any) -> dict[str, Any]:
+def validate(doc: Any) -> JsonObject:
     """Check a parsed bundle; return it normalised, or raise BundleError naming the value."""
     if not isinstance(doc, dict):
         raise BundleError(f"not a launchbench bundle: top level is {type(doc).__name__}, "
@@ -312,7 +295,7 @@ def validate(doc: Any) -> dict[str, Any]:
     return out
 
 
-def _validate_serve(section: Any, kind: str) -> dict[str, Any] | None:
+def _validate_serve(section: Any, kind: str) -> JsonObject | None:
     """A serve run carries its serve section and a sweep none (format version 2)."""
     if section is None:
         if kind == "serve":
@@ -387,7 +370,7 @@ def check_measurement(m: Any) -> None:
     _validate_measurement(0, m)
 
 
-def loads(text: str, name: str = "bundle") -> dict[str, Any]:
+def loads(text: str, name: str = "bundle") -> JsonObject:
     if len(text) > MAX_BUNDLE_BYTES:
         raise BundleError(f"{name} is {len(text) / 1024 / 1024:.1f} MB: over the "
                           f"{MAX_BUNDLE_BYTES >> 20} MB limit for a bundle")
@@ -403,7 +386,7 @@ def loads(text: str, name: str = "bundle") -> dict[str, Any]:
     return validate(doc)
 
 
-def read(path: str | os.PathLike) -> dict[str, Any]:
+def read(path: str | os.PathLike) -> JsonObject:
     p = Path(path)
     if not p.exists():
         raise BundleError(f"bundle file {str(p)!r} does not exist")

@@ -30,6 +30,10 @@ from typing import Any
 
 from runner.format.limits import MAX_TRACE_EVENTS, MAX_TRACE_NAME
 
+# One step's timeline as stored (a bundle's measurement "trace", the traces table): JSON,
+# checked by validate() where it enters; read by the functions below.
+TraceDoc = dict[str, Any]
+
 # Runtime and driver entry points that launch one kernel each. The profiler may add a
 # version suffix (cudaLaunchKernel_v7000), hence the prefix match.
 HOST_LAUNCH_NAMES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
@@ -99,7 +103,7 @@ def short_name(name: str) -> str:
 # --- choosing and bounding one step ---------------------------------------------------------
 
 def select_step(events: Iterable[Any], max_events: int = MAX_TRACE_EVENTS
-                ) -> dict[str, Any] | None:
+                ) -> TraceDoc | None:
     """The trace of one representative step of a profiled pass; None when the events mark
     no step (no ProfilerStep range on the host) or hold no GPU work.
 
@@ -173,7 +177,7 @@ def bound(cpu: Sequence, gpu: Sequence, max_events: int) -> tuple[list, list, in
 
 def build(cpu: Sequence, gpu: Sequence, *, cpu_end: float, gpu_span: list | None,
           step: int = 1, steps: int = 1, match: str = "correlation",
-          max_events: int = MAX_TRACE_EVENTS) -> dict[str, Any]:
+          max_events: int = MAX_TRACE_EVENTS) -> TraceDoc:
     """A trace from time-ordered (name, start_us, dur_us) host calls and (name, start_us,
     dur_us, stream) GPU events, bounded to `max_events`."""
     cpu, gpu, dropped = bound(cpu, gpu, max_events)
@@ -200,7 +204,7 @@ def build(cpu: Sequence, gpu: Sequence, *, cpu_end: float, gpu_span: list | None
 
 # --- reading a trace --------------------------------------------------------------------------
 
-def events(trace: dict[str, Any]) -> list[dict[str, Any]]:
+def events(trace: TraceDoc) -> list[dict[str, Any]]:
     """Every event as a row: lane ('cpu'|'gpu'), kind, name, start_us, end_us, dur_us,
     stream."""
     names = trace["names"]
@@ -226,7 +230,7 @@ def merge(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
     return [(s, e) for s, e in out]
 
 
-def window(trace: dict[str, Any]) -> tuple[float, float]:
+def window(trace: TraceDoc) -> tuple[float, float]:
     """The profiled range as recorded: from the host's ProfilerStep start until both sides
     are done. It holds the profiler's own lead-in; the lanes draw step_span instead."""
     end = trace["cpu_us"][1]
@@ -241,7 +245,7 @@ def window(trace: dict[str, Any]) -> tuple[float, float]:
 QUEUE_MIN_US = 20.0
 
 
-def step_span(trace: dict[str, Any]) -> tuple[float, float]:
+def step_span(trace: TraceDoc) -> tuple[float, float]:
     """The step's own span: from its first host call (launch, graph launch, copy) to its
     last GPU event's end. The profiled range before the first call is the profiler's
     ProfilerStep bookkeeping, not the step (on the H200 it made a 0.136 ms graph replay
@@ -255,7 +259,7 @@ def step_span(trace: dict[str, Any]) -> tuple[float, float]:
     return lo, max(lo, max(ends))
 
 
-def queued_until(trace: dict[str, Any]) -> float | None:
+def queued_until(trace: TraceDoc) -> float | None:
     """When the GPU began this step's work, if until then it was still running earlier
     steps': the host had issued every call of the step more than QUEUE_MIN_US before the
     first kernel started (it ran ahead, as a GPU-bound graph replay does). That wait is
@@ -267,7 +271,7 @@ def queued_until(trace: dict[str, Any]) -> float | None:
     return first_kernel if first_kernel - host_done > QUEUE_MIN_US else None
 
 
-def gpu_idle(trace: dict[str, Any]) -> dict[str, Any]:
+def gpu_idle(trace: TraceDoc) -> dict[str, Any]:
     """Idle gaps of the GPU lane over the step's own span (step_span): {"idle_us",
     "span_us" (first call to last kernel end), "step_us" (the same less a queued start:
     what compares with the timed step), "busy_us", "gaps": [(start, end), ...],
@@ -296,7 +300,7 @@ def _ms(us: float) -> str:
     return f"{ms:.2f}" if ms >= 1 else f"{ms:.3f}"
 
 
-def idle_text(trace: dict[str, Any], timed_ms: float | None = None) -> str:
+def idle_text(trace: TraceDoc, timed_ms: float | None = None) -> str:
     """The line beside a lane pair: 'GPU idle 0.860 ms of 0.990 ms profiled · timed step
     0.740 ms (median)'; where the host ran ahead, the queued wait before the step too.
     The timed figure stands beside the profiled one so a reader never meets two step
@@ -333,7 +337,7 @@ STEP_TIMES_NOTE = (
     "span, so a step of few launches can read shorter. A GPU-bound step agrees.")
 
 
-def kernel_sum_us(trace: dict[str, Any]) -> float:
+def kernel_sum_us(trace: TraceDoc) -> float:
     """Sum of the GPU lane's durations (kernels and copies): the point's gpu_busy_ms
     counts the same."""
     return sum(d for _, _, d, _ in trace["gpu"])
@@ -341,7 +345,7 @@ def kernel_sum_us(trace: dict[str, Any]) -> float:
 
 # --- Chrome trace / Perfetto ------------------------------------------------------------------
 
-def chrome_trace(traces: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+def chrome_trace(traces: Sequence[tuple[str, TraceDoc]]) -> dict[str, Any]:
     """A Chrome trace event file (opens in ui.perfetto.dev and chrome://tracing): one
     process per labelled trace, a 'CPU launches' thread and one thread per GPU stream;
     every event a complete ('X') event in microseconds."""

@@ -11,6 +11,7 @@ import os
 import sys
 import time
 
+from runner.format.measurement import Measurement
 from runner.format.point_text import describe, parse
 
 __all__ = ["Progress", "describe", "parse"]
@@ -50,12 +51,12 @@ class Progress:
             print(line, file=self.stream, flush=True)
 
     def __call__(self, done: int, total: int, current: tuple[str, int] | None,
-                 last: dict | None) -> None:
+                 last: Measurement | None) -> None:
         if self.t0 is None:
             self.t0 = self.clock()
-        if last is not None and last.get("status") == "error":
-            first = ((last.get("message") or "").strip().splitlines() or [""])[0]
-            self._write(f"{last.get('mode')} batch {last.get('batch_size')}: error: "
+        if last is not None and last.status == "error":
+            first = ((last.message or "").strip().splitlines() or [""])[0]
+            self._write(f"{last.mode} batch {last.batch_size}: error: "
                         f"{first[:300]}")
         # The last call has no current point: all points done is "finished"; fewer is
         # a sweep stopped early (Ctrl-C, kill, a cancelled job): "cancelled".

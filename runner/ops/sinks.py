@@ -1,6 +1,7 @@
 """Where a sweep's results go: the database, a bundle file, or both at once.
 
-A sink is anything with start(environment, run), point(measurement), finish(status); the
+A sink is anything with start(environment, run), point(measurement), finish(status) (a
+measurement: runner/format/measurement.py's typed Measurement, JSON only here); the
 sweep calls them in that order (runner/core/sweep.py). With `--processes K` it also calls
 update(measurement) when a later pass has added its rounds to a point already handed
 over: the same (mode, batch_size), replaced. Standard library only at import: the
@@ -16,29 +17,30 @@ import threading
 from typing import Any
 
 from runner.format import bundle as fmt
+from runner.format.measurement import JsonObject, Measurement
 
 
 class MemorySink:
     """Keeps the whole run in memory: what the bundle is made of and the summary table read."""
 
     def __init__(self) -> None:
-        self.environment: dict[str, Any] | None = None
-        self.run: dict[str, Any] | None = None
-        self.measurements: list[dict[str, Any]] = []
+        self.environment: JsonObject | None = None
+        self.run: JsonObject | None = None
+        self.measurements: list[Measurement] = []
         self.status: str | None = None
 
-    def start(self, environment: dict[str, Any], run: dict[str, Any]) -> None:
+    def start(self, environment: JsonObject, run: JsonObject) -> None:
         # Copies: the sweep may reuse or mutate its dicts after handing them over.
         self.environment = copy.deepcopy(environment)
         self.run = copy.deepcopy(run)
 
-    def point(self, measurement: dict[str, Any]) -> None:
+    def point(self, measurement: Measurement) -> None:
         self.measurements.append(copy.deepcopy(measurement))
 
-    def update(self, measurement: dict[str, Any]) -> None:
-        key = (measurement["mode"], measurement["batch_size"])
+    def update(self, measurement: Measurement) -> None:
+        key = (measurement.mode, measurement.batch_size)
         for i, m in enumerate(self.measurements):
-            if (m["mode"], m["batch_size"]) == key:
+            if (m.mode, m.batch_size) == key:
                 self.measurements[i] = copy.deepcopy(measurement)
                 return
         self.point(measurement)
@@ -53,7 +55,7 @@ class MemorySink:
     def started(self) -> bool:
         return self.run is not None
 
-    def bundle(self) -> dict[str, Any]:
+    def bundle(self) -> JsonObject:
         if self.run is None:
             raise RuntimeError("no run was started")
         return fmt.make_bundle(self.environment or {}, self.run, self.measurements)
@@ -90,7 +92,7 @@ class DbSink:
         self._stop = threading.Event()
         self._beats: threading.Thread | None = None
 
-    def start(self, environment: dict[str, Any], run: dict[str, Any]) -> None:
+    def start(self, environment: JsonObject, run: JsonObject) -> None:
         from db import store  # here, not at import: db needs SQLAlchemy
 
         self.run_id = store.start_run(self.engine, environment, run)
@@ -108,14 +110,14 @@ class DbSink:
             except Exception:  # noqa: BLE001 - a database hiccup: the next beat retries
                 continue
 
-    def point(self, measurement: dict[str, Any]) -> None:
+    def point(self, measurement: Measurement) -> None:
         from db import store
 
         if self.run_id is None:
             raise RuntimeError("point() before start()")
         store.add_measurement(self.engine, self.run_id, measurement)
 
-    def update(self, measurement: dict[str, Any]) -> None:
+    def update(self, measurement: Measurement) -> None:
         from db import store
 
         if self.run_id is None:
@@ -151,13 +153,13 @@ class Tee:
         if first is not None:
             raise first
 
-    def start(self, environment: dict[str, Any], run: dict[str, Any]) -> None:
+    def start(self, environment: JsonObject, run: JsonObject) -> None:
         self._each("start", environment, run)
 
-    def point(self, measurement: dict[str, Any]) -> None:
+    def point(self, measurement: Measurement) -> None:
         self._each("point", measurement)
 
-    def update(self, measurement: dict[str, Any]) -> None:
+    def update(self, measurement: Measurement) -> None:
         self._each("update", measurement)
 
     def finish(self, status: str) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 
 from db import jobs
+from runner.format.measurement import JsonObject, Measurement
 from runner.format.point_text import describe
 
 POLL_S = 1.0
@@ -92,18 +93,18 @@ class _JobSink:
             self.down = self.down or _outage(e)
             raise
 
-    def start(self, environment: dict[str, Any], run: dict[str, Any]) -> None:
+    def start(self, environment: JsonObject, run: JsonObject) -> None:
         self.memory.start(environment, run)
         if self.db.run_id is None:
             self.retry(lambda: self.db.start(environment, run), "storing the run")
         self.retry(lambda: jobs.link_run(self.engine, self.job_id, self.db.run_id),
                    "linking the run")
 
-    def point(self, measurement: dict[str, Any]) -> None:
+    def point(self, measurement: Measurement) -> None:
         self.memory.point(measurement)
         self.retry(lambda: self.db.point(measurement), "storing a point", idempotent=True)
 
-    def update(self, measurement: dict[str, Any]) -> None:
+    def update(self, measurement: Measurement) -> None:
         self.memory.update(measurement)
         # A replace in one transaction: trying it again after an outage is harmless.
         self.retry(lambda: self.db.update(measurement), "updating a point")

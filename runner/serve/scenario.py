@@ -31,6 +31,7 @@ from runner.format import advisor, buckets, serve_record
 from runner.format.buckets import Strategy
 from runner.format.bundle import now_iso
 from runner.format.limits import TOLERANCE
+from runner.format.measurement import Launches, split
 from runner.format.numbers import finite
 from runner.serve.context import (  # noqa: F401 - the scenario's API includes its context
     Context,
@@ -192,12 +193,21 @@ def _check(ctx: Context, serve) -> tuple[float, bool]:
     return worst, ok
 
 
-def _launches(ctx: Context, serve) -> dict:
+def _launches(ctx: Context, serve) -> Launches:
     from runner.core.profiling import profile_step
 
     n = PROFILED_REQUESTS[ctx.quick]
     order = iter(ctx.stream * (1 + (n + 3) // len(ctx.stream)))
-    return profile_step(lambda: serve(ctx.inputs[next(order)]), n)
+    return profile_step(lambda: serve(ctx.inputs[next(order)]), n)[0]
+
+
+def _profile(launches: Launches) -> dict[str, Any]:
+    """A serve result's details["profile"]: the counts beyond the two per-request ones,
+    with the profiler's own details under "details" (the layout bundles hold)."""
+    top, details = split(launches)
+    for k in ("host_launches_per_step", "graph_launches_per_step"):
+        top.pop(k)
+    return {**top, "details": details}
 
 
 def measure(ctx: Context, s: Strategy) -> dict[str, Any]:
@@ -254,10 +264,9 @@ def measure(ctx: Context, s: Strategy) -> dict[str, Any]:
         if g2:
             details["pool_bytes_per_graph"] = r["graph_pool_bytes"] / g2
     if launches is not None:
-        r.update(host_launches_per_request=launches["host_launches_per_step"],
-                 graph_launches_per_request=launches["graph_launches_per_step"])
-        details["profile"] = {k: v for k, v in launches.items() if k not in (
-            "host_launches_per_step", "graph_launches_per_step")}
+        r.update(host_launches_per_request=launches.host_launches_per_step,
+                 graph_launches_per_request=launches.graph_launches_per_step)
+        details["profile"] = _profile(launches)
     if not ok:
         r["message"] = f"sliced outputs differ from eager (max abs error {err:.3g})"
     r["details"] = finite(details)

@@ -22,6 +22,7 @@ from runner.format import specs
 from runner.format import verdict as vd
 from runner.format.catalog import WORKLOADS
 from runner.format.limits import MAX_BATCH_SIZE, MAX_LABEL, MAX_PROCESSES
+from runner.format.measurement import Measurement
 from runner.format.vocab import DEFAULT_PROCESSES
 from runner.ops.cli import UsageError
 from runner.ops.commands import flags
@@ -138,54 +139,55 @@ def command_line(spec: Any) -> str:
 
 # --- output ------------------------------------------------------------------------------
 
-def _cell(m: dict[str, Any] | None) -> str:
+def _cell(m: Measurement | None) -> str:
     if m is None:
         return "-"
-    if m.get("step_ms") is None:
-        return m.get("status") or "?"
-    return f"{m['step_ms']:.3f}" + ("*" if m.get("noisy") else "")
+    if m.timing.step_ms is None:
+        return m.status or "?"
+    return f"{m.timing.step_ms:.3f}" + ("*" if m.timing.noisy else "")
 
 
 # Marks after a speedup cell, and the footnote each one earns (in this order).
 DISAGREE = "#"
 
 
-def _medians_disagree(m: dict[str, Any], eager: dict[str, Any] | None) -> bool:
+def _medians_disagree(m: Measurement, eager: Measurement | None) -> bool:
     """Does eager's median step / this mode's median step fall outside the paired
     interval? Then the two columns tell different stories (the modes' times moved between
     rounds: a recompile, a host state) and the table must say so rather than print both
     without a word."""
-    e, t = (eager or {}).get("step_ms"), m.get("step_ms")
-    low, high = m.get("speedup_ci_low"), m.get("speedup_ci_high")
+    e, t = eager.timing.step_ms if eager else None, m.timing.step_ms
+    low, high = m.intervals.speedup_ci_low, m.intervals.speedup_ci_high
     if not e or not t or low is None or high is None:
         return False
     return not low <= e / t <= high
 
 
-def _speedup_cell(m: dict[str, Any] | None, eager: dict[str, Any] | None) -> str:
+def _speedup_cell(m: Measurement | None, eager: Measurement | None) -> str:
     """The paired speedup with its 95% interval, by the one rule (runner/format/
     verdict.py): an inconclusive one shows only its interval; a ratio of medians for an
     older run, which has no interval."""
-    m = m or {}
-    if m.get("speedup") is not None:
-        low, high = m.get("speedup_ci_low"), m.get("speedup_ci_high")
+    if m is not None and m.intervals.speedup is not None:
+        x, low, high = m.intervals.speedup, m.intervals.speedup_ci_low, \
+            m.intervals.speedup_ci_high
         known = low is not None and high is not None
         band = f" ({vd.x_text(low)}-{vd.x_text(high)})" if known else ""
-        said = vd.verdict(m["speedup"], low, high)
-        figure = "inconclusive" if said == vd.INCONCLUSIVE else f"{vd.x_text(m['speedup'])}x"
+        said = vd.verdict(x, low, high)
+        figure = "inconclusive" if said == vd.INCONCLUSIVE else f"{vd.x_text(x)}x"
         marks = (DISAGREE if _medians_disagree(m, eager) else "") + (
-            "*" if m.get("noisy") else "")
+            "*" if m.timing.noisy else "")
         return f"{figure}{band}{marks}"
-    e, t = (eager or {}).get("step_ms"), m.get("step_ms")
+    e = eager.timing.step_ms if eager else None
+    t = m.timing.step_ms if m else None
     return f"{vd.x_text(e / t)}x" if e and t else "-"
 
 
-def format_table(measurements: list[dict[str, Any]], modes: tuple[str, ...]) -> str:
+def format_table(measurements: list[Measurement], modes: tuple[str, ...]) -> str:
     """Step ms per mode and speedup over eager (95% interval) per batch size, as aligned
     text, with which statistic each column is, the host's launch cost and what the marks
     mean below."""
-    by_point = {(m["mode"], m["batch_size"]): m for m in measurements}
-    batches = sorted({m["batch_size"] for m in measurements})
+    by_point = {(m.mode, m.batch_size): m for m in measurements}
+    batches = sorted({m.batch_size for m in measurements})
     others = [m for m in modes if m != "eager"] if "eager" in modes else []
     header = ["batch", *(f"{m} ms" for m in modes), *(f"{m} x" for m in others)]
     rows = [header]
@@ -193,19 +195,20 @@ def format_table(measurements: list[dict[str, Any]], modes: tuple[str, ...]) -> 
         row = [str(b), *(_cell(by_point.get((m, b))) for m in modes)]
         eager = by_point.get(("eager", b))
         row += [_speedup_cell(by_point.get((m, b)), eager) for m in others]
-        if any(m.get("host_unstable") for m in measurements if m["batch_size"] == b):
+        if any(m.intervals.host_unstable for m in measurements if m.batch_size == b):
             row[0] += "!"
         rows.append(row)
     lines = flags.table(rows)
     return "\n".join(lines + _footnotes(measurements, "\n".join(lines[1:]), bool(others)))
 
 
-def _footnotes(measurements: list[dict[str, Any]], body: str, ratios: bool) -> list[str]:
+def _footnotes(measurements: list[Measurement], body: str, ratios: bool) -> list[str]:
     from runner.core import stats
 
-    launch = [m["launch_us"] for m in measurements if m.get("launch_us") is not None]
+    launch = [m.intervals.launch_us for m in measurements
+              if m.intervals.launch_us is not None]
     notes = []
-    paired = any(m.get("speedup") is not None for m in measurements)
+    paired = any(m.intervals.speedup is not None for m in measurements)
     if ratios:
         # Two statistics side by side: say which each is, so a reader does not divide
         # one column by another and expect the third.
@@ -217,7 +220,7 @@ def _footnotes(measurements: list[dict[str, Any]], body: str, ratios: bool) -> l
         notes.append(f"host launch cost: {stats.percentile(launch, 50):.1f} us per kernel "
                      f"launch (median over points; {min(launch):.1f}-{max(launch):.1f})")
     if paired:
-        k = max((m.get("details") or {}).get("processes") or 1 for m in measurements)
+        k = max(m.intervals.processes or 1 for m in measurements)
         notes.append("speedups: 95% interval in brackets" + (
             f" (rounds of {k} processes, the spread between them included)" if k > 1 else
             " (one process: states of the host that last a process are not covered; see "
@@ -229,10 +232,10 @@ def _footnotes(measurements: list[dict[str, Any]], body: str, ratios: bool) -> l
                      "interval: the modes' times moved between rounds (a recompile, a host "
                      "state); the paired figure compares each round's times, the medians do "
                      "not")
-    if any(m.get("noisy") for m in measurements):
+    if any(m.timing.noisy for m in measurements):
         notes.append("* noisy: the time budget ran out before the interval was within "
                      "the target")
-    if any(m.get("host_unstable") for m in measurements):
+    if any(m.intervals.host_unstable for m in measurements):
         notes.append("! host unstable: the launch cost moved during that batch size's "
                      "rounds")
     return notes
@@ -402,7 +405,7 @@ def run(args: argparse.Namespace) -> int:
 
     # 3. What happened, on stdout.
     ms = memory.measurements
-    counts = {s: sum(1 for m in ms if m.get("status") == s) for s in fmt.POINT_STATUSES}
+    counts = {s: sum(1 for m in ms if m.status == s) for s in fmt.POINT_STATUSES}
     run_uuid = (memory.run or {}).get("uuid")
     run_ref = db_sink.run_id if db_sink is not None else run_uuid
     extra = ", ".join(f"{n} {s}" for s, n in counts.items() if n and s != "ok")
