@@ -66,26 +66,28 @@ class BatchCounts:
         return self.max_size
 
 
-def _size(text: str, where: str) -> int:
+def _whole(text: str, where: str, what: str, not_whole: str, least: int,
+           most: int | None = None) -> int:
+    """A whole number in [least, most] read from a log or file cell, or one line naming it
+    (`not_whole` formats the cell's text when it is no whole number)."""
     t = text.strip()
     if not re.fullmatch(r"[+-]?[0-9]+", t):
-        raise DistError(f"{where}: {t[:40]!r} is not a whole batch size")
+        raise DistError(f"{where}: " + not_whole.format(repr(t[:40])))
     n = int(t)
-    if n < 1:
-        raise DistError(f"{where}: batch size {n} is below 1")
-    if n > MAX_BATCH_SIZE:
-        raise DistError(f"{where}: batch size {n} is above {MAX_BATCH_SIZE}")
+    if n < least:
+        raise DistError(f"{where}: {what} {n} is " + ("negative" if least == 0 else
+                                                       f"below {least}"))
+    if most is not None and n > most:
+        raise DistError(f"{where}: {what} {n} is above {most}")
     return n
+
+
+def _size(text: str, where: str) -> int:
+    return _whole(text, where, "batch size", "{} is not a whole batch size", 1, MAX_BATCH_SIZE)
 
 
 def _count(text: str, where: str) -> int:
-    t = text.strip()
-    if not re.fullmatch(r"[+-]?[0-9]+", t):
-        raise DistError(f"{where}: count {t[:40]!r} is not a whole number")
-    n = int(t)
-    if n < 0:
-        raise DistError(f"{where}: count {n} is negative")
-    return n
+    return _whole(text, where, "count", "count {} is not a whole number", 0)
 
 
 def _done(counts: dict[int, float], fmt: str, unit: str, where: str,
