@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from runner.format.buckets import read_input_file
 from runner.format.limits import MAX_BATCH_SIZE, MAX_SIZES_FILE_BYTES
 
 FORMATS = ("auto", "plain", "vllm-metrics", "vllm-prometheus", "sglang-log")
@@ -282,17 +282,8 @@ def _looks_plain(text: str) -> bool:
 
 
 def read_file(path: str, fmt: str = "auto") -> BatchCounts:
-    p = Path(path)
-    where = f"{path}"
-    if not p.exists():
-        raise DistError(f"distribution file {path!r} does not exist")
-    if not p.is_file():
-        raise DistError(f"distribution file {path!r} is not a file")
-    if p.stat().st_size > MAX_SIZES_FILE_BYTES * 10:
-        raise DistError(f"distribution file {path!r} is larger than "
-                        f"{MAX_SIZES_FILE_BYTES * 10 >> 20} MiB")
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError as e:
-        raise DistError(f"cannot read distribution file {path!r}: {e}") from None
-    return parse_text(text, fmt, where)
+    # Serving logs run larger than a sizes file; undecodable bytes in a log line are no
+    # reason to refuse the rest of it.
+    text = read_input_file(path, f"distribution file {path!r}", MAX_SIZES_FILE_BYTES * 10,
+                           DistError, errors="replace")
+    return parse_text(text, fmt, f"{path}")
