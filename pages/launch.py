@@ -9,20 +9,19 @@ import streamlit as st
 import runner.ops.slurm as slurm
 from db import hosts, jobs, liveness, queries
 from db.access import ReadOnlyError, read_only
+from pages.common import data, ui, widgets
 from pages.common import launch_form as lf
-from pages.common import ui
 from pages.common.plain import plain
 from runner.format.limits import MAX_LABEL
 from runner.format.vocab import TIMINGS
-from runner.ops.launcher import ensure_local_worker
 
 ui.ensure_frame()
 st.title("Launch a sweep")
-engine = ui.engine()
+engine = data.engine()
 locked = read_only()
 cluster, broken = None, None
 try:  # the admin's settings (environment, config file), never the browser's
-    cluster = slurm.load_config() if slurm.executor() == "slurm" else None
+    cluster = slurm.executor_config()
 except slurm.SlurmError as e:
     broken = f"Launching is off: the Slurm executor is misconfigured: {e}"
 
@@ -118,22 +117,19 @@ else:
                      key.startswith("param.") else message)
         if checked.spec is not None:
             try:
-                if cluster is not None:
-                    job_id, sid = slurm.submit(engine, checked.spec, gpu_type, ui.db_url(),
-                                               cluster, session=session_id(),
-                                               memory_bytes=memory)
-                    done = f" as Slurm job {sid} (GPU type {gpu_type})."
-                else:
-                    job_id = jobs.enqueue(engine, checked.spec, checked.target,
-                                          session=session_id(), memory_bytes=memory)
-                    pid = ensure_local_worker(engine, jobs.get_job(engine, job_id),
-                                              ui.db_url())
-                    done = " and started a worker on this machine." if pid else "."
+                queued = slurm.queue_sweep(
+                    engine, checked.sweep, data.db_url(), cluster,
+                    gpu_type=gpu_type if cluster is not None else None,
+                    target=checked.target, session=session_id(), memory_bytes=memory,
+                    start_worker=True)
             except (ValueError, ReadOnlyError, OSError, slurm.SlurmError) as e:
                 st.error(str(e))
             else:
-                st.query_params["job"] = str(job_id)
-                st.success(f"Queued job {job_id}{done}")
+                st.query_params["job"] = str(queued.job_id)
+                st.success(f"Queued job {queued.job_id}" + (
+                    f" as Slurm job {queued.slurm_job_id} (GPU type {gpu_type})."
+                    if queued.slurm_job_id else " and started a worker on this machine."
+                    if queued.worker_pid else "."))
 
 
 # --- load + show, live ------------------------------------------------------------------
@@ -177,7 +173,7 @@ def live() -> None:
         except ReadOnlyError as e:
             st.warning(str(e))
         st.rerun(scope="fragment")
-    st.dataframe(lf.queue_rows(queue, ui.app_url()), hide_index=True,
+    st.dataframe(lf.queue_rows(queue, widgets.app_url()), hide_index=True,
                  column_config={"run": st.column_config.LinkColumn("run", display_text=
                                                                    r"run=(\d+)")})
     st.subheader("Live workers")

@@ -4,7 +4,7 @@ environment, the reproducing command and a share link."""
 import pandas as pd
 import streamlit as st
 
-from pages.common import analysis, charts, cost, links, report, ui, workload_views
+from pages.common import analysis, charts, cost, data, links, report, ui, widgets, workload_views
 from pages.common.plain import plain
 from runner.format.bundle import ENVIRONMENT_FIELDS
 
@@ -16,19 +16,19 @@ ui.ensure_frame()
 PAIRS = [("speedup", "step-time"), ("memory", "memory-tradeoff")]
 
 
-@st.cache_data(ttl=ui.CACHE_TTL_S, show_spinner=False, max_entries=32)
+@st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
 def headline_text(url: str, data_v: tuple, run_id: int) -> tuple[str | None, list[str]]:
-    points = ui.points([run_id])
+    points = data.points([run_id])
     return cost.headline(points), report.headline(points)
 
 
-@st.cache_data(ttl=ui.CACHE_TTL_S, show_spinner=False, max_entries=32)
+@st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
 def figures(url: str, data_v: tuple, run_id: int) -> tuple[dict, dict]:
     """(the paired charts, the time split's charts); the time split's one-chart form (for
     exports) is not built here. Charts other than the clickable speedup one are kept as
     Vega-Lite specs: Altair validates a whole spec again each time a page draws it, about
     half of the 100 ms a chart cost per render."""
-    points = ui.points([run_id])
+    points = data.points([run_id])
     paired = charts.run_charts(points, names=[n for pair in PAIRS for n in pair])
     split = charts.time_split_charts(analysis.time_split(points))
     return ({k: c if k == "speedup" else c.to_dict() for k, c in paired.items()},
@@ -36,25 +36,25 @@ def figures(url: str, data_v: tuple, run_id: int) -> tuple[dict, dict]:
 
 
 def draw(figure, key: str) -> None:
-    """A chart from figures(), stretched to its column like ui.chart."""
+    """A chart from figures(), stretched to its column like widgets.chart."""
     if isinstance(figure, dict):
         st.vega_lite_chart(spec=figure, key=key, width="stretch")
     else:
-        ui.chart(figure, key=key)
+        widgets.chart(figure, key=key)
 
 
-@st.cache_data(ttl=ui.CACHE_TTL_S, show_spinner=False, max_entries=32)
+@st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
 def tables(url: str, data_v: tuple, run_id: int) -> tuple:
     """(the speedup pivot, the points table): half a second of a page's run otherwise."""
-    points = ui.points([run_id])
+    points = data.points([run_id])
     return report.speedup_pivot(points), report.points_table(points)
 
 
 # --- settings: the run id comes from the URL only, so the link is the whole state --------
-run_id = ui.run_id_from_url()
+run_id = widgets.run_id_from_url()
 
 # --- load -------------------------------------------------------------------------------
-headers = ui.headers([run_id])
+headers = data.headers([run_id])
 if headers.empty:
     st.error(links.missing_runs([run_id], [])[0])
     st.page_link(ui.PAGES["runs"], label="Back to the runs", icon=":material/list:")
@@ -68,36 +68,36 @@ if header.get("kind") == "serve":
         st.page_link(ui.PAGES["serve"], label=f"Open serve run {run_id}",
                      icon=":material/dynamic_feed:", query_params={"run": run_id})
     st.stop()
-points = ui.points([run_id])
+points = data.points([run_id])
 
 # --- show -------------------------------------------------------------------------------
 st.title(report.run_title(header, plain))
 if header.get("label") and header.get("source") != "published":
     st.caption(plain(header["label"]))
-ui.published_banner(header)
+widgets.published_banner(header)
 if header["status"] != "done":
     st.warning(f"Run status: **{plain(header['status'])}**: its points may be incomplete.")
 
 st.subheader("Headline")
-with ui.drawn('The headline'):
+with widgets.drawn('The headline'):
     if points.empty:
         st.info("This run has no points yet.")
     else:
-        summary, lines = headline_text(ui.db_url(), ui.version(), run_id)
+        summary, lines = headline_text(data.db_url(), data.version(), run_id)
         if summary:
             st.markdown(f"#### {summary}")
         st.markdown("\n".join(f"- {line}" for line in lines))
         counts = analysis.noise_counts(points)
         level, text = analysis.noise_summary(counts.iloc[0] if len(counts) else {})
-        ui.noise_badge(level, text)
+        widgets.noise_badge(level, text)
         cost = analysis.launch_cost(points)
         st.caption("Host launch cost (one trivial kernel launch, a property of the host, not "
                    "the GPU): " + (f"median {cost.text()} over {cost.points} points." if cost
                                   else "not measured in this run."))
 
-with ui.drawn('The charts'):
+with widgets.drawn('The charts'):
     # Side by side in pairs, each chart stretched to its column.
-    paired, split = figures(ui.db_url(), ui.version(), run_id)
+    paired, split = figures(data.db_url(), data.version(), run_id)
     if not paired and not points.empty:
         st.info("No chart: no point of this run has a step time (every point failed, was "
                 "skipped or is unsupported here; see the table below).")
@@ -106,7 +106,7 @@ with ui.drawn('The charts'):
         for col, name in zip(st.columns(len(shown)) if shown else [], shown, strict=True):
             with col:
                 # A click on a speedup point opens its batch size's timeline below.
-                (ui.chart_picking_batch if name == "speedup" else draw)(
+                (widgets.chart_picking_batch if name == "speedup" else draw)(
                     paired[name], key=f"chart_{name}")
     if "memory" in paired:
         st.caption("Memory held = graph pool + peak allocated: the pool a CUDA graph keeps "
@@ -125,30 +125,30 @@ with ui.drawn('The charts'):
 
 # ?batch= asks for the timeline, 1,900 px down: open there.
 arrived_for_timeline = "batch" in st.query_params
-st.subheader("One step, launch by launch", anchor=ui.TIMELINE_ANCHOR)
+st.subheader("One step, launch by launch", anchor=widgets.TIMELINE_ANCHOR)
 batch = None
-with ui.drawn("The step timeline"):
-    batch = ui.timeline_section([run_id], points, lambda x: x["mode"], key="timeline")
-ui.scroll_to_on_arrival(ui.TIMELINE_ANCHOR, arrived_for_timeline and batch is not None,
+with widgets.drawn("The step timeline"):
+    batch = widgets.timeline_section([run_id], points, lambda x: x["mode"], key="timeline")
+widgets.scroll_to_on_arrival(widgets.TIMELINE_ANCHOR, arrived_for_timeline and batch is not None,
                         key=f"run_{run_id}")
 
 st.subheader("Speedup at a glance")
 st.caption("Speedup over eager (95% interval where measured) · extra memory over eager's "
            "pool + peak, per batch size and mode.")
-with ui.drawn("The speedup table"):
-    st.dataframe(tables(ui.db_url(), ui.version(), run_id)[0], hide_index=True,
+with widgets.drawn("The speedup table"):
+    st.dataframe(tables(data.db_url(), data.version(), run_id)[0], hide_index=True,
                  key="speedup_pivot")
 
 for section in workload_views.run_sections(header, points):
     st.subheader(section.title)
     st.caption(section.caption)
     if section.chart is not None:
-        ui.chart(section.chart, key=f"workload_chart_{section.title}")
+        widgets.chart(section.chart, key=f"workload_chart_{section.title}")
     st.dataframe(section.table, hide_index=True, key=f"workload_{section.title}")
 
 st.subheader("Points")
-with ui.drawn('The points table'):
-    table = tables(ui.db_url(), ui.version(), run_id)[1]
+with widgets.drawn('The points table'):
+    table = tables(data.db_url(), data.version(), run_id)[1]
     bad = int((~table["Status"].astype(str).str.startswith("ok")).sum()) if len(table) else 0
     if bad:
         st.caption(f"{bad} point(s) did not produce a measurement: marked in the Status column "
@@ -166,7 +166,7 @@ with left:
     st.dataframe(env, hide_index=True, key="env_table")
 with right:
     st.subheader("Reproduce")
-    with ui.drawn("The command"):
+    with widgets.drawn("The command"):
         offer = links.reproduce(header, points["batch_size"].tolist(),
                                 points["mode"].tolist())
         if offer.note:
@@ -174,9 +174,9 @@ with right:
         if offer.command:  # st.code: a copy button; only for a catalog workload's sweep
             st.code(offer.command, language="bash", wrap_lines=True)
     st.subheader("Share")
-    ui.share_link(links.run_url(ui.app_url(), run_id, batch))
+    widgets.share_link(links.run_url(widgets.app_url(), run_id, batch))
     st.page_link(ui.PAGES["import"], label="Download: bundle, CSV, HTML report, PNG charts",
                  icon=":material/download:", query_params={"run": run_id})
     st.page_link(ui.PAGES["compare"], label="Compare with other runs",
                  icon=":material/compare_arrows:", query_params={"run": run_id})
-    ui.delete_run_button(run_id)
+    widgets.delete_run_button(run_id)
