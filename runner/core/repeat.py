@@ -71,6 +71,18 @@ def _child(spec: SweepSpec, stderr) -> subprocess.Popen:
     return child("runner.core.repeat", spec, stderr)
 
 
+def end(proc: subprocess.Popen, err) -> str:
+    """A child done with: killed if it still runs, its stderr file (`err`) read and
+    closed; returns that file's last line."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    err.seek(0)
+    tail = (err.read().strip().splitlines() or ["no output"])[-1]
+    err.close()
+    return tail
+
+
 def read_spec() -> SweepSpec:
     """A child's side of child(): the spec its parent checked."""
     return SweepSpec.from_json(json.loads(sys.stdin.read()))
@@ -115,12 +127,7 @@ def passes(spec: SweepSpec, *, on_batch: Callable[[int, int], None] | None = Non
                     break
             proc.wait(timeout=CHILD_TIMEOUT_S)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        err.seek(0)
-        tail = (err.read().strip().splitlines() or ["no output"])[-1]
-        err.close()
+            tail = end(proc, err)
         for b in spec.batch_sizes:
             if b not in seen:
                 out[b].append(RepeatError(

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from runner.core.cuda_fatal import lost_in, lost_message
-from runner.core.repeat import child, read_spec
+from runner.core.repeat import child, end, read_spec
 from runner.format.bundle import empty_measurement
 from runner.format.specs import SweepSpec
 
@@ -55,12 +55,7 @@ def run_rest(spec: SweepSpec, emit: Callable[[dict], None],
                     return False
             proc.wait(timeout=CHILD_TIMEOUT_S)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            err.seek(0)
-            tail = (err.read().strip().splitlines() or ["no output"])[-1][:300]
-            err.close()
+            tail = end(proc, err)[:300]
         left = [b for b in rest if b not in seen]
         if lost_at is None and left:
             # The child died without a word on these (killed, a crash below Python):
