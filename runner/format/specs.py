@@ -1,11 +1,13 @@
 """What to measure, as data: SweepSpec and ServeSpec, and the one function that checks
 each.
 
-The CLI (runner/ops/commands/sweep.py), the Launch form (pages/common/launch_form.py),
-the queue (db/jobs.py) and the worker all build a SweepSpec and call check_sweep(); what
-the checks need from the machine (a CUDA device, importing a user factory) is the
-measuring core's (runner/core/sweep.py validate_spec). The serve CLI
-(runner/ops/commands/serve.py) builds a ServeSpec with check_serve().
+A spec is checked once, where it enters: the CLI (runner/ops/commands/sweep.py, and
+`enqueue`), the Launch form (pages/common/launch_form.py), a job row a worker claims
+(db/jobs.py check_spec); from there it travels as a SweepSpec, serialised one way
+(to_json) for the queue and for child processes, and its command line is written by one
+function (sweep_command). What the check needs from the machine (a CUDA device, importing
+a user factory) is the measuring core's (runner/core/sweep.py validate_spec, prepare).
+The serve CLI (runner/ops/commands/serve.py) builds a ServeSpec with check_serve().
 """
 
 from __future__ import annotations
