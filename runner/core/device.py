@@ -15,6 +15,14 @@ class DeviceError(SpecError):
         self.device, self.reason = device, reason
 
 
+def torch_installed() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def cuda_available() -> bool:
     try:
         import torch

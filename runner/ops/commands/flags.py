@@ -56,15 +56,12 @@ def storage_flags(no_db_help: str) -> argparse.ArgumentParser:
 
 def device(requested: str | None, command: str) -> str:
     """--device checked on this machine (runner/core/device.py pick_device), as a usage
-    error naming the flag; torch imported here, at run time, never at parse time."""
+    error naming the flag; torch is imported then (by the core), never at parse time."""
+    from runner.core.device import DeviceError, pick_device, torch_installed
     from runner.ops.cli import UsageError
 
-    try:
-        import torch  # noqa: F401 - measuring needs it: say so before anything else
-    except ImportError:
-        raise UsageError(f"{command} needs torch, which is not installed here") from None
-    from runner.core.device import DeviceError, pick_device
-
+    if not torch_installed():  # measuring needs it: say so before anything else
+        raise UsageError(f"{command} needs torch, which is not installed here")
     try:
         return pick_device(requested)
     except DeviceError as e:
