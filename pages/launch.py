@@ -62,10 +62,10 @@ else:
     label = st.text_input("Label", key="lf_label", max_chars=MAX_LABEL)
     st.caption(lf.limits_text(None, "any GPU"))
     # Checked on every change, so a bad field says so beside it before Launch.
-    checked = lf.check({"workload": workload, "params": params, "modes": modes,
-                        "batch_preset": preset, "custom_batches": custom,
-                        "timing": timing, "device": device, "target": target,
-                        "label": label})
+    checked = lf.check(lf.FormValues(workload=workload, params=params, modes=modes,
+                                     batch_preset=preset, custom_batches=custom,
+                                     timing=timing, device=device, target=target,
+                                     label=label))
     for name, message in lf.field_errors(checked.errors, [f.name for f in fields]).items():
         columns[[f.name for f in fields].index(name)].error(message)
     memory, refusal = None, None

@@ -3,6 +3,7 @@ field refused with its message and nothing queued, read-only mode, the followed 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -119,17 +120,18 @@ def test_read_only_mode_has_no_form_and_no_cancel(engine, monkeypatch):
 
 
 def test_form_check_is_pure_and_never_accepts_import_paths():
-    good = {"workload": "mlp", "params": {"depth": 2, "width": 16, "dtype": "float32"},
-            "modes": ["eager"], "batch_preset": lf.CUSTOM, "custom_batches": "1,2,4,...,64",
-            "timing": "quick", "device": "cpu", "target": " NVIDIA H200 ", "label": ""}
+    good = lf.FormValues(workload="mlp", params={"depth": 2, "width": 16, "dtype": "float32"},
+                         modes=["eager"], batch_preset=lf.CUSTOM,
+                         custom_batches="1,2,4,...,64", timing="quick", device="cpu",
+                         target=" NVIDIA H200 ", label="")
     checked = lf.check(good)
     assert checked.errors == {} and checked.target == "NVIDIA H200"
     assert checked.spec["batch_sizes"] == [1, 2, 4, 8, 16, 32, 64]
     assert checked.spec["params"] == {"depth": "2", "width": "16", "dtype": "float32"}
-    bad = lf.check({**good, "workload": "os:system", "device": "tpu", "timing": "x"})
+    bad = lf.check(replace(good, workload="os:system", device="tpu", timing="x"))
     assert set(bad.errors) == {"workload", "device", "timing"} and bad.spec is None
-    assert "at most 200" in lf.check({**good, "label": "x" * 201}).errors["label"]
-    bad = lf.check({**good, "params": {"depth": 0, "width": 16, "dtype": "float32"}})
+    assert "at most 200" in lf.check(replace(good, label="x" * 201)).errors["label"]
+    bad = lf.check(replace(good, params={"depth": 0, "width": 16, "dtype": "float32"}))
     assert "outside" in bad.errors["param.depth"]
 
 

@@ -8,6 +8,7 @@ data, checked here once (the queue's own check) and queued as a SweepSpec.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,17 +101,31 @@ def batch_sizes(preset: str, custom: str) -> list[int]:
     return list(parse_batch_sizes(text))
 
 
-def check(values: dict[str, Any]) -> Checked:
-    """`values`: workload, params (name -> value as the widget gave it), modes,
-    batch_preset, custom_batches, timing, device, target, label."""
+@dataclass(frozen=True)
+class FormValues:
+    """The Launch form as its widgets gave it, before any check."""
+
+    workload: str | None
+    params: Mapping[str, Any] = field(default_factory=dict)  # name -> widget value
+    modes: Sequence[str] = ()
+    batch_preset: str = ""
+    custom_batches: str = ""
+    timing: str | None = None
+    device: str | None = None
+    target: str | None = None
+    label: str = ""
+
+
+def check(values: FormValues) -> Checked:
+    """The form's values checked: a spec to queue, or one message per bad field."""
     errors: dict[str, str] = {}
-    workload = values.get("workload")
+    workload = values.workload
     params: dict[str, str] = {}
     if workload not in WORKLOADS:
         errors["workload"] = f"unknown workload {workload!r}: choose one of " \
                              f"{', '.join(WORKLOADS)}"
     else:
-        raw = values.get("params") or {}
+        raw = values.params or {}
         for p in WORKLOADS[workload].params.values():
             if p.name in raw and raw[p.name] is not None:
                 v = raw[p.name]
@@ -123,31 +138,30 @@ def check(values: dict[str, Any]) -> Checked:
                 p.parse(params.get(p.name, p.default), workload)
             except WorkloadError as e:
                 errors[f"param.{p.name}"] = str(e)
-    modes = list(values.get("modes") or [])
+    modes = list(values.modes or [])
     if not modes:
         errors["modes"] = "choose at least one mode"
     try:
-        sizes = batch_sizes(values.get("batch_preset") or "", values.get("custom_batches")
-                            or "")
+        sizes = batch_sizes(values.batch_preset or "", values.custom_batches or "")
     except ValueError as e:
         errors["batch_sizes"] = f"batch sizes: {e}"
         sizes = []
-    timing = values.get("timing")
+    timing = values.timing
     if timing not in TIMINGS:
         errors["timing"] = f"timing {timing!r} is not one of {', '.join(TIMINGS)}"
-    device = values.get("device")
+    device = values.device
     if device not in DEVICES:
         errors["device"] = f"device {device!r} is not one of {', '.join(DEVICES)}"
     target = None
     try:
-        target = check_text(values.get("target"), "target")
+        target = check_text(values.target, "target")
     except SpecError as e:
         errors["target"] = str(e)
     if errors:
         return Checked(errors=errors)
     raw = {"workload": workload, "params": params, "batch_sizes": sizes, "modes": modes,
            "device": device, "timing": timing,
-           "label": str(values.get("label") or "")}
+           "label": str(values.label or "")}
     try:  # the queue's own check, so the form refuses exactly what enqueue would
         spec = check_sweep(raw, queued=True)
     except SpecError as e:
