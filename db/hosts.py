@@ -3,16 +3,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from runner.format.queue import Worker
 from runner.format.vocab import HOST_POLICIES
 
 FIELDS = {"host_slot": int, "host_policy": str, "cuda_visible_devices": str, "cpus": str}
 _LIMITS = {"cuda_visible_devices": 200, "cpus": 1000}
 
 
-def check_fields(host: dict[str, Any]) -> dict[str, Any]:
-    """The worker-table host fields, checked: a wrong one is a bug in the caller."""
+def check_fields(host: Mapping[str, Any]) -> dict[str, int | str | None]:
+    """The worker-table host fields, checked: a wrong one is a bug in the caller. `host`
+    is register_worker's keyword arguments: the columns to write, by name."""
     unknown = set(host) - set(FIELDS)
     if unknown:
         raise TypeError(f"unknown worker fields: {', '.join(sorted(unknown))}")
@@ -30,26 +33,25 @@ def check_fields(host: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def by_host(workers: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def by_host(workers: list[Worker]) -> dict[str, list[Worker]]:
     """hostname -> its workers, hosts by name, each host's workers by slot then id."""
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[Worker]] = {}
     for w in workers:
-        out.setdefault(w.get("hostname") or "?", []).append(w)
-    return {h: sorted(ws, key=lambda w: (w.get("host_slot") is None, w.get("host_slot") or 0,
-                                         w["id"]))
+        out.setdefault(w.hostname or "?", []).append(w)
+    return {h: sorted(ws, key=lambda w: (w.host_slot is None, w.host_slot or 0, w.id))
             for h, ws in sorted(out.items())}
 
 
-def describe(host: str, workers: list[dict[str, Any]]) -> str:
+def describe(host: str, workers: list[Worker]) -> str:
     """'4 workers on host X (timing: exclusive)': the one line a host gets."""
-    policies = sorted({w.get("host_policy") or "unknown" for w in workers})
+    policies = sorted({w.host_policy or "unknown" for w in workers})
     n = len(workers)
     return (f"{n} worker{'s' if n != 1 else ''} on host {host} "
             f"(timing: {', '.join(policies)})")
 
 
-def mixed_policies(workers: list[dict[str, Any]]) -> list[str]:
+def mixed_policies(workers: list[Worker]) -> list[str]:
     """The policies of one host's workers when they differ: an `exclusive` worker's lock
     does not keep a `shared` neighbour from timing beside it."""
-    policies = sorted({w["host_policy"] for w in workers if w.get("host_policy")})
+    policies = sorted({w.host_policy for w in workers if w.host_policy})
     return policies if len(policies) > 1 else []

@@ -25,6 +25,7 @@ from db.hosts import check_fields
 from db.liveness import is_postgres as _is_pg
 from db.liveness import now_expr as _now  # the database's clock (module doc)
 from db.models import JOB_STATUSES, Job, Run, Worker
+from runner.format import queue
 from runner.format.limits import (
     HEARTBEAT_S,
     LOST_AFTER_S,
@@ -32,6 +33,7 @@ from runner.format.limits import (
     MAX_QUEUED_JOBS,
     MAX_QUEUED_PER_SESSION,
 )
+from runner.format.measurement import JsonObject
 from runner.format.specs import SpecError, SweepSpec, check_sweep, check_text, estimate_cost
 from runner.format.vocab import FINISHED_STATUSES as FINISHED
 from runner.format.vocab import JOB_EXECUTORS
@@ -62,7 +64,7 @@ class QueueFull(JobSpecError):
 
 # --- the spec -------------------------------------------------------------------------
 
-def check_spec(spec: SweepSpec | dict[str, Any], memory_bytes: int | None = None
+def check_spec(spec: SweepSpec | JsonObject, memory_bytes: int | None = None
                ) -> SweepSpec:
     """A queued sweep's spec as a SweepSpec, or JobSpecError.
 
@@ -108,13 +110,22 @@ def db_now(engine: Engine) -> datetime:
         return _aware(c.scalar(select(func.now())))
 
 
-def _row(row: Any) -> dict[str, Any]:
+def _row(row: Any) -> JsonObject:
+    # The boundary: a row's columns, times made aware, before they become a record.
     return {k: _aware(v) if isinstance(v, datetime) else v for k, v in row._mapping.items()}
+
+
+def _job(row: Any) -> queue.Job:
+    return queue.Job.from_row(_row(row))
+
+
+def _worker(row: Any) -> queue.Worker:
+    return queue.Worker.from_row(_row(row))
 
 
 # --- queueing (browser-reachable writes: guarded) --------------------------------------
 
-def enqueue(engine: Engine, spec: SweepSpec | dict[str, Any], target: str | None = None,
+def enqueue(engine: Engine, spec: SweepSpec | JsonObject, target: str | None = None,
             label: str | None = None, *, executor: str = "local",
             gpu_type: str | None = None, session: str | None = None,
             memory_bytes: int | None = None) -> int:
@@ -167,7 +178,7 @@ def enqueue(engine: Engine, spec: SweepSpec | dict[str, Any], target: str | None
         return job_id
 
 
-def _relabelled(spec: SweepSpec | dict[str, Any], label: str | None):
+def _relabelled(spec: SweepSpec | JsonObject, label: str | None):
     if label is None or not isinstance(spec, SweepSpec):
         return spec if label is None else {**spec, "label": label}
     try:
@@ -209,7 +220,7 @@ def _shown(c: Connection, now: datetime | None):
     return liveness.job_status(liveness.cutoff(c, now)).label("shown_status")
 
 
-def get_job(engine: Engine, job_id: int, *, now: datetime | None = None) -> dict[str, Any]:
+def get_job(engine: Engine, job_id: int, *, now: datetime | None = None) -> queue.Job:
     """The job's row, plus shown_status (decided at `now`, default the database's now)."""
     _check_id(job_id)
     with engine.connect() as c:
@@ -217,15 +228,15 @@ def get_job(engine: Engine, job_id: int, *, now: datetime | None = None) -> dict
                         .where(Job.id == job_id)).first()
     if row is None:
         raise JobNotFound(f"job {job_id} does not exist")
-    return _row(row)
+    return _job(row)
 
 
 def list_jobs(engine: Engine, *, limit: int = 50,
-              now: datetime | None = None) -> list[dict[str, Any]]:
+              now: datetime | None = None) -> list[queue.Job]:
     """Newest first, each with shown_status (see get_job)."""
     with engine.connect() as c:
         stmt = select(*Job.__table__.c, _shown(c, now)).order_by(Job.id.desc()).limit(limit)
-        return [_row(r) for r in c.execute(stmt)]
+        return [_job(r) for r in c.execute(stmt)]
 
 
 # --- workers ----------------------------------------------------------------------------
@@ -247,47 +258,47 @@ def stop_worker(engine: Engine, worker_id: int) -> None:
         c.execute(update(Worker).where(Worker.id == worker_id).values(stopped_at=_now(c)))
 
 
-def live_workers(engine: Engine, timeout_s: float = LOST_AFTER_S) -> list[dict[str, Any]]:
+def live_workers(engine: Engine, timeout_s: float = LOST_AFTER_S) -> list[queue.Worker]:
     """Workers that heartbeated within `timeout_s` and did not say goodbye."""
     with engine.connect() as c:
         cutoff = _now(c) - timedelta(seconds=timeout_s)
         rows = c.execute(select(Worker.__table__).where(
             Worker.stopped_at.is_(None), Worker.heartbeat_at >= cutoff).order_by(Worker.id))
-        return [_row(r) for r in rows]
+        return [_worker(r) for r in rows]
 
 
-def can_serve(worker: dict[str, Any], job: dict[str, Any]) -> bool:
+def can_serve(worker: queue.Worker, job: queue.Job) -> bool:
     """The rule claim_next applies in SQL, for the page's 'is anyone there?' question."""
-    if job.get("device") == "cuda" and not worker.get("has_cuda"):
+    if job.device == "cuda" and not worker.has_cuda:
         return False
-    target = (job.get("target") or "").lower()
-    return not target or target in ((worker.get("name") or "").lower(),
-                                    (worker.get("gpu_name") or "").lower())
+    target = (job.target or "").lower()
+    return not target or target in ((worker.name or "").lower(),
+                                    (worker.gpu_name or "").lower())
 
 
-def claim_next(engine: Engine, worker: dict[str, Any]) -> dict[str, Any] | None:
+def claim_next(engine: Engine, worker: queue.Worker) -> queue.Job | None:
     """Atomically take the oldest queued job this worker can serve; None if there is none.
 
-    `worker` is the registered worker: id, name, gpu_name, has_cuda."""
-    names = [n.lower() for n in (worker["name"], worker.get("gpu_name")) if n]
+    `worker` is the registered worker: its id, name, gpu_name and has_cuda count."""
+    names = [n.lower() for n in (worker.name, worker.gpu_name) if n]
     serves = [Job.status == "queued", Job.executor == "local",
               or_(Job.target.is_(None), func.lower(Job.target).in_(names))]
-    if not worker.get("has_cuda"):
+    if not worker.has_cuda:
         serves.append(Job.device != "cuda")
     pick = (select(Job.id).where(and_(*serves)).order_by(Job.id).limit(1)
             .with_for_update(skip_locked=True).scalar_subquery())
     with engine.begin() as c:
         now = _now(c)
         row = c.execute(update(Job).where(Job.id == pick, Job.status == "queued")
-                        .values(status="running", worker_id=worker["id"],
-                                worker_name=worker["name"], started_at=now,
+                        .values(status="running", worker_id=worker.id,
+                                worker_name=worker.name, started_at=now,
                                 heartbeat_at=now)
                         .returning(*Job.__table__.c)).first()
-    return _row(row) if row else None
+    return _job(row) if row else None
 
 
-def claim_job(engine: Engine, worker: dict[str, Any], job_id: int,
-              slurm_job_id: str | None = None) -> dict[str, Any] | None:
+def claim_job(engine: Engine, worker: queue.Worker, job_id: int,
+              slurm_job_id: str | None = None) -> queue.Job | None:
     """Take one named job (`worker --job ID`, what a Slurm batch job runs), whatever its
     executor or target: the scheduler already placed it. None unless it was still queued,
     so a requeued batch job (same job, second start) never runs it twice.
@@ -295,16 +306,16 @@ def claim_job(engine: Engine, worker: dict[str, Any], job_id: int,
     `slurm_job_id`: the batch job doing the claiming; recorded, so a job submitted by hand
     from `slurm-script` is followed (cancel, reconciliation) like a submitted one."""
     _check_id(job_id)
-    values: dict[str, Any] = {"status": "running", "worker_id": worker["id"],
-                              "worker_name": worker["name"]}
-    if slurm_job_id:
-        values["slurm_job_id"] = slurm_job_id
+    # Only a batch job's id is written: a hand-run `worker --job` keeps any recorded one.
+    slurm = {"slurm_job_id": slurm_job_id} if slurm_job_id else {}
     with engine.begin() as c:
         now = _now(c)
         row = c.execute(update(Job).where(Job.id == job_id, Job.status == "queued")
-                        .values(**values, started_at=now, heartbeat_at=now)
+                        .values(status="running", worker_id=worker.id,
+                                worker_name=worker.name, **slurm, started_at=now,
+                                heartbeat_at=now)
                         .returning(*Job.__table__.c)).first()
-    return _row(row) if row else None
+    return _job(row) if row else None
 
 
 def set_slurm_job(engine: Engine, job_id: int, slurm_job_id: str) -> None:
@@ -322,12 +333,12 @@ def withdraw(engine: Engine, job_id: int) -> None:
                                                Job.slurm_job_id.is_(None)))
 
 
-def slurm_jobs_in_flight(engine: Engine) -> list[dict[str, Any]]:
+def slurm_jobs_in_flight(engine: Engine) -> list[queue.Job]:
     """Queued or running jobs with a Slurm batch job: what reconciliation looks at."""
-    stmt = select(Job.id, Job.status, Job.slurm_job_id, Job.cancel_requested).where(
+    stmt = select(*Job.__table__.c).where(
         Job.status.in_(("queued", "running")), Job.slurm_job_id.is_not(None)).order_by(Job.id)
     with engine.connect() as c:
-        return [dict(r._mapping) for r in c.execute(stmt)]
+        return [_job(r) for r in c.execute(stmt)]
 
 
 def end_unfinished(engine: Engine, job_id: int, status: str, message: str) -> bool:
@@ -359,12 +370,12 @@ def heartbeat(engine: Engine, worker_id: int, job_id: int | None = None, *,
         c.execute(update(Worker).where(Worker.id == worker_id).values(heartbeat_at=now))
         if job_id is None:
             return False
-        values: dict[str, Any] = {"heartbeat_at": now}
-        if progress is not None:
-            values.update(points_done=progress[0], points_total=progress[1],
-                          current_point=progress[2])
+        points = {} if progress is None else {
+            "points_done": progress[0], "points_total": progress[1],
+            "current_point": progress[2]}
         stop = c.execute(update(Job).where(Job.id == job_id, Job.status == "running")
-                         .values(**values).returning(Job.cancel_requested)).scalar()
+                         .values(heartbeat_at=now, **points)
+                         .returning(Job.cancel_requested)).scalar()
     # A job no longer running (reaped as lost, say) must stop too: nobody waits for it.
     return stop is None or bool(stop)
 
@@ -422,16 +433,16 @@ def reap_lost(engine: Engine, timeout_s: float = LOST_AFTER_S, *,
     return sorted(r.id for r in lost)
 
 
-def progress(job: dict[str, Any], now: datetime) -> dict[str, Any]:
+def progress(job: queue.Job, now: datetime) -> queue.JobProgress:
     """Elapsed seconds and a linear estimate of the time left (None while unknown)."""
-    start, end = job.get("started_at"), job.get("finished_at")
+    start, end = job.started_at, job.finished_at
     elapsed = None if start is None else max(0.0, ((end or now) - start).total_seconds())
-    done, total = job.get("points_done") or 0, job.get("points_total")
+    done, total = job.points_done or 0, job.points_total
     remaining = None
-    if job.get("status") == "running" and elapsed is not None and done and total:
+    if job.status == "running" and elapsed is not None and done and total:
         remaining = elapsed / done * (total - done)
-    return {"elapsed_s": elapsed, "remaining_s": remaining, "done": done, "total": total,
-            "fraction": (done / total) if total else None}
+    return queue.JobProgress(elapsed_s=elapsed, remaining_s=remaining, done=done,
+                             total=total, fraction=(done / total) if total else None)
 
 
 __all__ = ["FINISHED", "HEARTBEAT_S", "JOB_STATUSES", "LOST_AFTER_S", "JobFinished",

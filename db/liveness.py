@@ -14,12 +14,12 @@ pass `now` to decide without waiting.
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 from sqlalchemy import case, func, literal
 from sqlalchemy.engine import Connection, Engine
 
 from db.models import Job, Run
+from runner.format import queue
 from runner.format.limits import LOST_AFTER_S
 
 LOST = "lost"
@@ -73,16 +73,15 @@ def lost_runs(engine: Engine, now: datetime | None = None,
                               .order_by(Run.id)).scalars())
 
 
-def shown_job_status(job: dict[str, Any], now: datetime,
-                     timeout_s: float = LOST_AFTER_S) -> str:
-    """The same rule for a job already read (a dict from db/jobs.py)."""
-    beat = job.get("heartbeat_at") or job.get("started_at")
-    if job.get("status") == "running" and beat is not None:
+def shown_job_status(job: queue.Job, now: datetime, timeout_s: float = LOST_AFTER_S) -> str:
+    """The same rule for a job already read (a record from db/jobs.py)."""
+    beat = job.heartbeat_at or job.started_at
+    if job.status == "running" and beat is not None:
         if beat.tzinfo is None:
             beat = beat.replace(tzinfo=timezone.utc)
         if beat < now - timedelta(seconds=timeout_s):
             return LOST
-    return job.get("status") or ""
+    return job.status or ""
 
 
 __all__ = ["LOST", "cutoff", "job_is_lost", "job_status", "lost_runs", "now_expr",

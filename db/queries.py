@@ -13,9 +13,10 @@ from db import liveness
 from db.models import Environment, Measurement, Run, ServeResult, Trace
 from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
 from runner.format.measurement import details_of
+from runner.format.run_summary import RunSummary
 
 
-def list_runs(engine: Engine, now: datetime | None = None) -> list[dict[str, Any]]:
+def list_runs(engine: Engine, now: datetime | None = None) -> list[RunSummary]:
     """Every run, newest first, with what tells runs apart: workload, GPU, torch, status
     ("lost" for a running run whose writer went silent, see db/liveness.py)."""
     with engine.connect() as c:
@@ -25,7 +26,7 @@ def list_runs(engine: Engine, now: datetime | None = None) -> list[dict[str, Any
                        Environment.torch_version)
                 .join(Environment, Run.environment_id == Environment.id)
                 .order_by(Run.created_at.desc(), Run.id.desc()))
-        return [dict(row._mapping) for row in c.execute(stmt)]
+        return [RunSummary(**row._mapping) for row in c.execute(stmt)]
 
 
 # --- The dashboard's reads: DataFrames for pages (pandas is a dashboard dependency) -----

@@ -40,7 +40,7 @@ else:
     columns = st.columns(len(fields))
     for f, col in zip(fields, columns, strict=True):
         with col:  # keyed per workload: switching workloads brings its defaults
-            params[f["name"]] = jv.param_widget(f, f"lf_p_{workload}_{f['name']}")
+            params[f.name] = jv.param_widget(f, f"lf_p_{workload}_{f.name}")
     modes = st.multiselect("Modes", list(lf.MODES), lf.DEFAULTS["modes"], key="lf_modes")
     c1, c2 = st.columns(2)
     preset = c1.radio("Batch sizes", [*lf.BATCH_PRESETS, lf.CUSTOM], key="lf_preset")
@@ -62,12 +62,12 @@ else:
     label = st.text_input("Label", key="lf_label", max_chars=MAX_LABEL)
     st.caption(lf.limits_text(None, "any GPU"))
     # Checked on every change, so a bad field says so beside it before Launch.
-    checked = lf.check({"workload": workload, "params": params, "modes": modes,
-                        "batch_preset": preset, "custom_batches": custom,
-                        "timing": timing, "device": device, "target": target,
-                        "label": label})
-    for name, message in lf.field_errors(checked.errors, [f["name"] for f in fields]).items():
-        columns[[f["name"] for f in fields].index(name)].error(message)
+    checked = lf.check(lf.FormValues(workload=workload, params=params, modes=modes,
+                                     batch_preset=preset, custom_batches=custom,
+                                     timing=timing, device=device, target=target,
+                                     label=label))
+    for name, message in lf.field_errors(checked.errors, [f.name for f in fields]).items():
+        columns[[f.name for f in fields].index(name)].error(message)
     memory, refusal = None, None
     if checked.spec is not None:
         workers = jobs.live_workers(engine)
@@ -130,7 +130,7 @@ def live() -> None:
             jv.show_job(engine, job, jobs.progress(job, now), locked)
     st.subheader("Queue")
     queue = jobs.list_jobs(engine, limit=20, now=now)
-    lost = [j["id"] for j in queue if j["shown_status"] == "lost"]
+    lost = [j.id for j in queue if j.shown_status == "lost"]
     lost_runs = [] if locked else liveness.lost_runs(engine, now)
     if (lost or lost_runs) and not locked and st.button(
             f"Mark {len(lost)} lost job(s) and {len(lost_runs)} lost run(s) failed",

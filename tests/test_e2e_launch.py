@@ -61,18 +61,18 @@ def test_launch_watch_progress_then_open_the_run(dashboard, db, page):
     page.get_by_text(f"Job {job_id}: done").wait_for(timeout=120_000)
     page.get_by_text("4 of 4 points").first.wait_for()
     job = jobs.get_job(db, job_id)
-    assert job["status"] == "done" and job["spec"]["label"] == "e2e launch"
-    doc = store.export_bundle(db, job["run_id"])
+    assert job.status == "done" and job.spec["label"] == "e2e launch"
+    doc = store.export_bundle(db, job.run_id)
     assert [m["batch_size"] for m in doc["measurements"]] == [1, 2, 4, 8]
     assert all(m["status"] == "ok" and m["step_ms"] > 0 for m in doc["measurements"])
     # The worker the page started ran this job alone, then said goodbye.
-    assert job["worker_name"]
-    page.get_by_text(f"Open run {job['run_id']}").click()
+    assert job.worker_name
+    page.get_by_text(f"Open run {job.run_id}").click()
     wait_for_app(page, "Every finding")
     page.wait_for_function(
         "() => document.querySelectorAll(\"[data-testid='stVegaLiteChart'] canvas, "
         "[data-testid='stVegaLiteChart'] svg.marks\").length >= 1")
-    assert f"run={job['run_id']}" in page.url
+    assert f"run={job.run_id}" in page.url
     assert "Traceback" not in page.content()
 
 
@@ -86,8 +86,8 @@ def test_cancel_a_running_job(dashboard, db, page):
     page.get_by_role("button", name="Cancel").click()
     page.get_by_text(f"Job {job_id}: cancelled").wait_for(timeout=60_000)
     job = jobs.get_job(db, job_id)
-    assert job["status"] == "cancelled"
-    doc = store.export_bundle(db, job["run_id"])
+    assert job.status == "cancelled"
+    doc = store.export_bundle(db, job.run_id)
     assert doc["run"]["status"] == "cancelled"
     assert 1 <= len(doc["measurements"]) < 64  # stopped between points, finished kept
-    page.get_by_text(f"Open run {job['run_id']}").wait_for()
+    page.get_by_text(f"Open run {job.run_id}").wait_for()

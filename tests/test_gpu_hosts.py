@@ -45,16 +45,16 @@ def test_one_pinned_worker_per_gpu_and_timing_never_overlaps(sqlite_url, tmp_pat
         env={k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"})
     try:
         end = time.monotonic() + 900
-        while {jobs.get_job(engine, i)["status"] for i in ids} != {"done"}:
+        while {jobs.get_job(engine, i).status for i in ids} != {"done"}:
             assert time.monotonic() < end and launcher.poll() is None, "jobs not done"
             time.sleep(1)
         workers = jobs.live_workers(engine)
     finally:
         launcher.send_signal(signal.SIGTERM)
         assert launcher.wait(timeout=120) == 130
-    names = sorted(w["name"] for w in workers)
+    names = sorted(w.name for w in workers)
     assert names == sorted(f"{socket.gethostname()}-gpu{g}" for g in range(n))
-    assert sorted(w["host_slot"] for w in workers) == list(range(n))
+    assert sorted(w.host_slot for w in workers) == list(range(n))
     with engine.connect() as c:
         rows = c.execute(select(Run.id, Measurement.status, Measurement.details)
                          .join(Measurement.run)).all()

@@ -35,7 +35,7 @@ def points():
 def kinds(trace: dict) -> dict[str, int]:
     out: dict[str, int] = {}
     for e in tr.events(trace):
-        out[e["kind"]] = out.get(e["kind"], 0) + 1
+        out[e.kind] = out.get(e.kind, 0) + 1
     return out
 
 
@@ -73,7 +73,7 @@ def test_kernel_time_of_the_step_equals_the_points_gpu_busy_time(points, mode):
     kept_ms = tr.kernel_sum_us(m["trace"]) / 1e3
     assert kept_ms == pytest.approx(m["gpu_busy_ms"], rel=0.01), describe(m)
     g = tr.gpu_idle(m["trace"])
-    assert 0 <= g["idle_us"] < g["span_us"] and g["busy_us"] <= kept_ms * 1e3 + 1e-6
+    assert 0 <= g.idle_us < g.span_us and g.busy_us <= kept_ms * 1e3 + 1e-6
 
 
 @pytest.mark.parametrize("mode", ["eager", "cuda-graph"])

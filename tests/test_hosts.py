@@ -26,6 +26,7 @@ from db.engine import make_engine
 from db.models import Measurement, Run
 from runner.core import host_gate
 from runner.core.placement import PlacementError, format_cpus, parse_cpus
+from runner.format.queue import Worker
 from runner.ops import host
 from runner.ops.cli import main
 
@@ -106,12 +107,12 @@ def test_host_fields_checked_and_workers_grouped_by_host(sqlite_engine):
     jobs.register_worker(e, name="y", hostname="y", pid=2, gpu_name=None, has_cuda=False,
                          torch_version="t")
     groups = hosts.by_host(jobs.live_workers(e))
-    assert list(groups) == ["x", "y"] and [w["host_slot"] for w in groups["x"]] == [0, 2]
+    assert list(groups) == ["x", "y"] and [w.host_slot for w in groups["x"]] == [0, 2]
     assert hosts.describe("x", groups["x"]) == "2 workers on host x (timing: exclusive)"
     assert hosts.describe("y", groups["y"]) == "1 worker on host y (timing: unknown)"
     assert hosts.mixed_policies(groups["x"]) == []
-    assert hosts.mixed_policies([*groups["x"], {"host_policy": "shared"}]) == [
-        "exclusive", "shared"]
+    shared = Worker(id=0, name="s", host_policy="shared")
+    assert hosts.mixed_policies([*groups["x"], shared]) == ["exclusive", "shared"]
     with pytest.raises(ValueError, match="host_policy 'loose'"):
         jobs.register_worker(e, name="z", hostname="z", pid=3, gpu_name=None,
                              has_cuda=False, torch_version="t", host_policy="loose")
@@ -252,7 +253,7 @@ def test_two_workers_never_time_at_once(any_url, tmp_path):
         os.close(held)
     outs = [p.communicate(timeout=GUARD_S)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
-    assert {jobs.get_job(engine, i)["status"] for i in ids} == {"done"}
+    assert {jobs.get_job(engine, i).status for i in ids} == {"done"}
     with engine.connect() as c:
         rows = c.execute(select(Run.id, Measurement.details).join(Measurement.run)).all()
     engine.dispose()

@@ -22,6 +22,7 @@ from db.engine import make_engine
 from db.models import Measurement, Run
 from runner.format import bundle as fmt
 from runner.format.measurement import Measurement as Point
+from runner.format.queue import Job, JobProgress, Worker
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {"workload": "mlp", "params": {"depth": "1", "width": "4"}, "batch_sizes": [1],
@@ -38,7 +39,7 @@ def engine(any_url):
 def _worker(engine, name="w", gpu=None, cuda=False):
     wid = jobs.register_worker(engine, name=name, hostname="host", pid=1, gpu_name=gpu,
                                has_cuda=cuda, torch_version="2.x")
-    return {"id": wid, "name": name, "gpu_name": gpu, "has_cuda": cuda}
+    return Worker(id=wid, name=name, gpu_name=gpu, has_cuda=cuda)
 
 
 def _cli(*args, env=None, timeout=120):
@@ -52,10 +53,10 @@ def test_claim_takes_oldest_once_and_records_worker(engine):
     a, b = jobs.enqueue(engine, TINY), jobs.enqueue(engine, TINY)
     w = _worker(engine)
     first = jobs.claim_next(engine, w)
-    assert first["id"] == a and first["status"] == "running" and first["worker_name"] == "w"
-    assert jobs.claim_next(engine, w)["id"] == b
+    assert first.id == a and first.status == "running" and first.worker_name == "w"
+    assert jobs.claim_next(engine, w).id == b
     assert jobs.claim_next(engine, w) is None
-    assert jobs.get_job(engine, a)["points_total"] == 1
+    assert jobs.get_job(engine, a).points_total == 1
 
 
 def test_target_and_cuda_matching(engine):
@@ -65,25 +66,25 @@ def test_target_and_cuda_matching(engine):
     cpu = _worker(engine, "laptop")
     assert jobs.claim_next(engine, cpu) is None  # cuda job, someone else's GPU, other name
     box7 = _worker(engine, "BOX7")  # names match case-insensitively
-    assert jobs.claim_next(engine, box7)["id"] == named_job
+    assert jobs.claim_next(engine, box7).id == named_job
     l40s = _worker(engine, "l40s-host", gpu="NVIDIA L40S", cuda=True)
-    assert jobs.claim_next(engine, l40s)["id"] == cuda_job
+    assert jobs.claim_next(engine, l40s).id == cuda_job
     assert jobs.claim_next(engine, l40s) is None  # the H200 job is not for it
     h200 = _worker(engine, "gpu-host", gpu="NVIDIA H200", cuda=True)
-    assert jobs.claim_next(engine, h200)["id"] == h200_job
-    job = {"device": "cuda", "target": None}
+    assert jobs.claim_next(engine, h200).id == h200_job
+    job = Job(id=0, device="cuda", target=None)
     assert not jobs.can_serve(cpu, job) and jobs.can_serve(l40s, job)
-    assert jobs.can_serve(h200, {"device": "auto", "target": "nvidia h200"})
+    assert jobs.can_serve(h200, Job(id=0, device="auto", target="nvidia h200"))
 
 
 def test_cancel_queued_running_and_finished(engine):
     queued, running = jobs.enqueue(engine, TINY), jobs.enqueue(engine, TINY)
     assert jobs.cancel(engine, queued) == "cancelled"
     w = _worker(engine)
-    assert jobs.claim_next(engine, w)["id"] == running  # the cancelled one is skipped
-    assert jobs.heartbeat(engine, w["id"], running) is False
+    assert jobs.claim_next(engine, w).id == running  # the cancelled one is skipped
+    assert jobs.heartbeat(engine, w.id, running) is False
     assert jobs.cancel(engine, running) == "running"
-    assert jobs.heartbeat(engine, w["id"], running, progress=(1, 3, "eager batch 2")) is True
+    assert jobs.heartbeat(engine, w.id, running, progress=(1, 3, "eager batch 2")) is True
     assert jobs.finish(engine, running, "cancelled")
     with pytest.raises(jobs.JobFinished, match="already ended"):
         jobs.cancel(engine, running)
@@ -107,21 +108,21 @@ def test_reap_lost_keeps_points_and_fails_run(engine):
     # Decided at an explicit time, not by waiting: a busy machine changes nothing.
     assert jobs.reap_lost(engine, timeout_s=60, now=now + timedelta(seconds=61)) == [job_id]
     job = jobs.get_job(engine, job_id)
-    assert job["status"] == "failed" and job["message"].startswith("worker lost")
+    assert job.status == "failed" and job.message.startswith("worker lost")
     assert store.export_bundle(engine, run_id)["run"]["status"] == "failed"
     assert len(store.export_bundle(engine, run_id)["measurements"]) == 1
     assert not jobs.finish(engine, job_id, "done")  # a late worker cannot overturn it
-    assert jobs.heartbeat(engine, w["id"], job_id) is True  # ...and is told to stop
+    assert jobs.heartbeat(engine, w.id, job_id) is True  # ...and is told to stop
 
 
 def test_live_workers_and_goodbye(engine):
     w = _worker(engine, gpu="NVIDIA H200", cuda=True)
-    assert [x["name"] for x in jobs.live_workers(engine)] == ["w"]
+    assert [x.name for x in jobs.live_workers(engine)] == ["w"]
     time.sleep(1.1)
     assert jobs.live_workers(engine, timeout_s=1) == []
-    jobs.heartbeat(engine, w["id"])
+    jobs.heartbeat(engine, w.id)
     assert len(jobs.live_workers(engine, timeout_s=1)) == 1
-    jobs.stop_worker(engine, w["id"])
+    jobs.stop_worker(engine, w.id)
     assert jobs.live_workers(engine) == []
 
 
@@ -161,7 +162,7 @@ def test_read_only_refused_in_the_functions(engine, monkeypatch):
 
     with pytest.raises(ReadOnlyError):
         ensure_local_worker(engine, jobs.get_job(engine, job_id), "sqlite:///x.db")
-    assert [j["status"] for j in jobs.list_jobs(engine)] == ["queued"]
+    assert [j.status for j in jobs.list_jobs(engine)] == ["queued"]
     with engine.connect() as c:
         assert c.scalar(select(func.count()).select_from(Run)) == 0
     monkeypatch.setenv("LAUNCHBENCH_READ_ONLY", "0")
@@ -172,12 +173,12 @@ def test_progress_estimate():
     from datetime import datetime, timedelta, timezone
 
     t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
-    p = jobs.progress({"status": "running", "started_at": t0, "points_done": 2,
-                       "points_total": 8}, t0 + timedelta(seconds=10))
-    assert p == {"elapsed_s": 10.0, "remaining_s": 30.0, "done": 2, "total": 8,
-                 "fraction": 0.25}
-    assert jobs.progress({"status": "queued", "points_done": 0, "points_total": 8},
-                         t0)["remaining_s"] is None
+    p = jobs.progress(Job(id=1, status="running", started_at=t0, points_done=2,
+                          points_total=8), t0 + timedelta(seconds=10))
+    assert p == JobProgress(elapsed_s=10.0, remaining_s=30.0, done=2, total=8,
+                            fraction=0.25)
+    assert jobs.progress(Job(id=1, status="queued", points_done=0, points_total=8),
+                         t0).remaining_s is None
 
 
 # --- the command line ------------------------------------------------------------------
@@ -320,9 +321,9 @@ def test_four_workers_race_for_every_job_and_run_each_exactly_once(any_url,
                      if line.startswith("claimed job "))
     assert set(claims) == ids and set(claims.values()) == {1}  # each claimed exactly once
     assert sum(1 for out in outs if "claimed job" in out) >= 2  # they really raced
-    rows = [j for j in jobs.list_jobs(engine, limit=1000) if j["id"] in ids]
-    assert {j["status"] for j in rows} == {"done"}
-    run_ids = {j["run_id"] for j in rows}
+    rows = [j for j in jobs.list_jobs(engine, limit=1000) if j.id in ids]
+    assert {j.status for j in rows} == {"done"}
+    run_ids = {j.run_id for j in rows}
     assert len(run_ids) == RACED_JOBS and None not in run_ids
     with engine.connect() as c:
         assert c.scalar(select(func.count()).select_from(Run)) == RACED_JOBS  # none twice
@@ -342,21 +343,21 @@ def test_sigkill_mid_job_fails_after_timeout_points_intact(any_url):
     engine = make_engine(any_url)
     job_id = _long_job(engine)
     proc = _start_worker(any_url, "--heartbeat", "0.3")
-    _wait_for(lambda: jobs.get_job(engine, job_id)["points_done"] >= 2, 90, "2 points")
+    _wait_for(lambda: jobs.get_job(engine, job_id).points_done >= 2, 90, "2 points")
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
-    run_id = jobs.get_job(engine, job_id)["run_id"]
+    run_id = jobs.get_job(engine, job_id).run_id
     assert jobs.reap_lost(engine, timeout_s=3) == []  # it beat moments ago: not lost yet
     # Another worker comes up, reaps the silent one's job, and finds nothing to do.
     survivor = _start_worker(any_url, "--lost-after", "3", "--idle-exit", "5")
     out = survivor.communicate(timeout=120)[0]
     assert f"job {job_id} failed: worker lost" in out
     job = jobs.get_job(engine, job_id)
-    assert job["status"] == "failed" and job["message"].startswith("worker lost")
+    assert job.status == "failed" and job.message.startswith("worker lost")
     doc = fmt.validate(store.export_bundle(engine, run_id))  # whole and readable
     assert doc["run"]["status"] == "failed"
     points = doc["measurements"]
-    assert 2 <= len(points) < 24 and len(points) >= job["points_done"]
+    assert 2 <= len(points) < 24 and len(points) >= job.points_done
     assert all(m["status"] == "ok" and m["step_ms"] > 0 for m in points)
     with engine.connect() as c:
         if engine.dialect.name == "sqlite":
@@ -372,13 +373,13 @@ def test_cancel_is_honoured_between_points(any_url):
     engine = make_engine(any_url)
     job_id = _long_job(engine)
     proc = _start_worker(any_url, "--once")
-    _wait_for(lambda: jobs.get_job(engine, job_id)["points_done"] >= 1, 90, "a point")
+    _wait_for(lambda: jobs.get_job(engine, job_id).points_done >= 1, 90, "a point")
     assert jobs.cancel(engine, job_id) == "running"
     out = proc.communicate(timeout=60)[0]
     assert proc.returncode == 0, out
     job = jobs.get_job(engine, job_id)
-    assert job["status"] == "cancelled", out
-    doc = store.export_bundle(engine, job["run_id"])
+    assert job.status == "cancelled", out
+    doc = store.export_bundle(engine, job.run_id)
     assert doc["run"]["status"] == "cancelled"
     assert 1 <= len(doc["measurements"]) < 24  # stopped early, finished points kept
     assert {m["status"] for m in doc["measurements"]} == {"ok"}
@@ -389,13 +390,13 @@ def test_sigterm_stops_the_worker_and_its_job_cleanly(sqlite_url):
     engine = make_engine(sqlite_url)
     job_id, queued = _long_job(engine), jobs.enqueue(engine, TINY)
     proc = _start_worker(sqlite_url)
-    _wait_for(lambda: jobs.get_job(engine, job_id)["points_done"] >= 1, 90, "a point")
+    _wait_for(lambda: jobs.get_job(engine, job_id).points_done >= 1, 90, "a point")
     proc.send_signal(signal.SIGTERM)
     out = proc.communicate(timeout=60)[0]
     assert proc.returncode == 130, out
     job = jobs.get_job(engine, job_id)
-    assert (job["status"], job["message"]) == ("cancelled", "worker interrupted")
-    assert store.export_bundle(engine, job["run_id"])["run"]["status"] == "cancelled"
-    assert jobs.get_job(engine, queued)["status"] == "queued"  # left for another worker
+    assert (job.status, job.message) == ("cancelled", "worker interrupted")
+    assert store.export_bundle(engine, job.run_id)["run"]["status"] == "cancelled"
+    assert jobs.get_job(engine, queued).status == "queued"  # left for another worker
     assert jobs.live_workers(engine) == []
     engine.dispose()

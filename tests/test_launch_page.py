@@ -3,6 +3,7 @@ field refused with its message and nothing queued, read-only mode, the followed 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from db import jobs
 from db.engine import make_engine
 from pages.common import launch_form as lf
+from runner.format.queue import Job, JobProgress
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -51,12 +53,12 @@ def test_defaults_queue_a_valid_job(engine):
     at.radio(key="lf_timing").set_value("quick")
     submit(at)
     [job] = jobs.list_jobs(engine)
-    assert job["status"] == "queued" and job["label"] == "from the form"
-    assert job["spec"]["workload"] == "mlp" and job["spec"]["params"]["depth"] == "32"
-    assert job["spec"]["batch_sizes"][-1] == 8192 and job["spec"]["timing"] == "quick"
-    assert any(f"Queued job {job['id']}" in t for t in texts(at, "success"))
-    assert at.query_params["job"] in (str(job["id"]), [str(job["id"])])
-    assert f"Job {job['id']}: queued" in texts(at, "subheader")
+    assert job.status == "queued" and job.label == "from the form"
+    assert job.spec["workload"] == "mlp" and job.spec["params"]["depth"] == "32"
+    assert job.spec["batch_sizes"][-1] == 8192 and job.spec["timing"] == "quick"
+    assert any(f"Queued job {job.id}" in t for t in texts(at, "success"))
+    assert at.query_params["job"] in (str(job.id), [str(job.id)])
+    assert f"Job {job.id}: queued" in texts(at, "subheader")
     assert "test-worker" in str(at.dataframe[-1].value)  # the live workers table
 
 
@@ -97,7 +99,7 @@ def test_followed_job_shows_progress_cancel_and_run_link(engine):
     at = open_launch(job=str(job_id))
     assert f"Job {job_id}: queued" in texts(at, "subheader")
     at.button(key=f"cancel_{job_id}").click().run()
-    assert jobs.get_job(engine, job_id)["status"] == "cancelled"
+    assert jobs.get_job(engine, job_id).status == "cancelled"
     at = open_launch(job="abc")
     assert "?job='abc' is not a job id" in texts(at, "warning")
     at = open_launch(job="999")
@@ -114,21 +116,22 @@ def test_read_only_mode_has_no_form_and_no_cancel(engine, monkeypatch):
     assert any("Read-only share mode" in t for t in texts(at, "info"))
     assert not [b for b in at.button if b.label in ("Launch", "Cancel")]
     assert f"Job {job_id}: queued" in texts(at, "subheader")  # reading still works
-    assert jobs.get_job(engine, job_id)["status"] == "queued"
+    assert jobs.get_job(engine, job_id).status == "queued"
 
 
 def test_form_check_is_pure_and_never_accepts_import_paths():
-    good = {"workload": "mlp", "params": {"depth": 2, "width": 16, "dtype": "float32"},
-            "modes": ["eager"], "batch_preset": lf.CUSTOM, "custom_batches": "1,2,4,...,64",
-            "timing": "quick", "device": "cpu", "target": " NVIDIA H200 ", "label": ""}
+    good = lf.FormValues(workload="mlp", params={"depth": 2, "width": 16, "dtype": "float32"},
+                         modes=["eager"], batch_preset=lf.CUSTOM,
+                         custom_batches="1,2,4,...,64", timing="quick", device="cpu",
+                         target=" NVIDIA H200 ", label="")
     checked = lf.check(good)
     assert checked.errors == {} and checked.target == "NVIDIA H200"
     assert checked.spec["batch_sizes"] == [1, 2, 4, 8, 16, 32, 64]
     assert checked.spec["params"] == {"depth": "2", "width": "16", "dtype": "float32"}
-    bad = lf.check({**good, "workload": "os:system", "device": "tpu", "timing": "x"})
+    bad = lf.check(replace(good, workload="os:system", device="tpu", timing="x"))
     assert set(bad.errors) == {"workload", "device", "timing"} and bad.spec is None
-    assert "at most 200" in lf.check({**good, "label": "x" * 201}).errors["label"]
-    bad = lf.check({**good, "params": {"depth": 0, "width": 16, "dtype": "float32"}})
+    assert "at most 200" in lf.check(replace(good, label="x" * 201)).errors["label"]
+    bad = lf.check(replace(good, params={"depth": 0, "width": 16, "dtype": "float32"}))
     assert "outside" in bad.errors["param.depth"]
 
 
@@ -228,24 +231,23 @@ def test_estimate_counts_compile_apart_from_past_compiles_or_says_first_compile(
 
 def test_time_left_uses_the_estimate_until_a_point_is_measured():
     # A cold compile: 40 s in, no point measured; the estimate said 128 s.
-    left, basis = lf.time_left({"remaining_s": None, "elapsed_s": 40.0}, 128.0)
+    left, basis = lf.time_left(JobProgress(remaining_s=None, elapsed_s=40.0), 128.0)
     assert left == 88.0 and "estimate" in basis
-    assert lf.time_left({"remaining_s": None, "elapsed_s": 200.0}, 128.0)[0] == 0.0
-    assert lf.time_left({"remaining_s": 30.0, "elapsed_s": 90.0}, 128.0) == (
+    assert lf.time_left(JobProgress(remaining_s=None, elapsed_s=200.0), 128.0)[0] == 0.0
+    assert lf.time_left(JobProgress(remaining_s=30.0, elapsed_s=90.0), 128.0) == (
         30.0, "from the points measured so far")
-    assert lf.time_left({"remaining_s": None, "elapsed_s": None}, 128.0) == (None, "")
-    assert lf.time_left({"remaining_s": None, "elapsed_s": 5.0}, None) == (None, "")
+    assert lf.time_left(JobProgress(remaining_s=None, elapsed_s=None), 128.0) == (None, "")
+    assert lf.time_left(JobProgress(remaining_s=None, elapsed_s=5.0), None) == (None, "")
 
 
 def test_the_bar_moves_per_mode_while_a_batch_size_is_set_up():
     from runner.format.point_text import describe, parse
 
     spec = {"modes": ["eager", "compile"]}
-    p = {"done": 0, "total": 4}
 
     def at(current, done=0, status="running"):
-        job = {"status": status, "spec": spec, "current_point": describe(current)}
-        return lf.bar_fraction(job, {**p, "done": done})
+        job = Job(id=1, status=status, spec=spec, current_point=describe(current))
+        return lf.bar_fraction(job, JobProgress(None, None, done=done, total=4))
 
     assert parse(describe(("compile", 8, "setup"))) == ("compile", 8, "setup")
     assert parse("eager batch 64") == ("eager", 64, None)
@@ -259,5 +261,5 @@ def test_the_bar_moves_per_mode_while_a_batch_size_is_set_up():
     assert at(("compile", 1, "profiling")) == 1.5 / 4
     assert at(("compile", 8, "setup"), done=2) == 2.5 / 4
     assert at(None, done=4, status="done") == 1.0
-    assert lf.bar_fraction({"status": "queued", "spec": spec}, {"done": 0, "total": None}) \
-        is None
+    assert lf.bar_fraction(Job(id=1, status="queued", spec=spec),
+                           JobProgress(None, None, done=0, total=None)) is None

@@ -24,7 +24,7 @@ from db import jobs, queries, store
 from db.engine import make_engine
 from db.models import Job, Run
 from runner.format import bundle as fmt
-from runner.format import limits
+from runner.format import limits, queue
 from runner.format.specs import estimate_cost
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +45,7 @@ def _stored(engine, model, row_id: int) -> str:
 def _worker(engine, name="w"):
     wid = jobs.register_worker(engine, name=name, hostname="h", pid=1, gpu_name=None,
                                has_cuda=False, torch_version="x")
-    return {"id": wid, "name": name, "gpu_name": None, "has_cuda": False}
+    return queue.Worker(id=wid, name=name, gpu_name=None, has_cuda=False)
 
 
 # --- a killed `runner sweep` ------------------------------------------------------------------
@@ -75,7 +75,7 @@ def test_sigkilled_sweep_reads_lost_after_the_timeout_and_a_writer_persists_it(
     finally:
         if p.poll() is None:
             p.kill()
-    run_id = queries.list_runs(engine)[0]["id"]
+    run_id = queries.list_runs(engine)[0].id
     with engine.connect() as c:
         beat = c.scalar(select(Run.heartbeat_at).where(Run.id == run_id))
     assert beat is not None  # the sweep heartbeated its run
@@ -84,7 +84,7 @@ def test_sigkilled_sweep_reads_lost_after_the_timeout_and_a_writer_persists_it(
     assert _status(engine, run_id, now + LATER) == "lost"
     frame = queries.runs_frame(engine, now=now + LATER)
     assert frame.loc[frame["id"] == run_id, "status"].item() == "lost"
-    assert queries.list_runs(engine, now + LATER)[0]["status"] == "lost"  # `runner list`
+    assert queries.list_runs(engine, now + LATER)[0].status == "lost"  # `runner list`
     assert _stored(engine, Run, run_id) == "running"  # reading wrote nothing
 
     # A read-only deployment shows the truth too, through its read-only engine.
@@ -146,13 +146,13 @@ def test_dead_workers_job_reads_lost_with_nothing_else_running(any_url):
     job_id = jobs.enqueue(engine, TINY)
     jobs.claim_next(engine, _worker(engine))  # ...and then the worker dies: no beats
     now = jobs.db_now(engine)
-    assert jobs.get_job(engine, job_id, now=now)["shown_status"] == "running"
-    assert jobs.get_job(engine, job_id, now=now + LATER)["shown_status"] == "lost"
+    assert jobs.get_job(engine, job_id, now=now).shown_status == "running"
+    assert jobs.get_job(engine, job_id, now=now + LATER).shown_status == "lost"
     listed = jobs.list_jobs(engine, now=now + LATER)
-    assert [(j["id"], j["status"], j["shown_status"]) for j in listed] == [
+    assert [(j.id, j.status, j.shown_status) for j in listed] == [
         (job_id, "running", "lost")]  # stored: still running; nothing wrote
     assert jobs.reap_lost(engine, now=now + LATER) == [job_id]
-    assert jobs.get_job(engine, job_id)["shown_status"] == "failed"
+    assert jobs.get_job(engine, job_id).shown_status == "failed"
     engine.dispose()
 
 
@@ -209,8 +209,8 @@ def test_worker_retries_result_writes_and_keeps_the_measured_job(sqlite_engine, 
     sleeps: list[float] = []
     assert _one_job_worker(sqlite_engine, sleeps).serve(once=True) == 0
     job = jobs.get_job(sqlite_engine, job_id)
-    assert job["status"] == "done", job["message"]
-    doc = store.export_bundle(sqlite_engine, job["run_id"])
+    assert job.status == "done", job.message
+    doc = store.export_bundle(sqlite_engine, job.run_id)
     assert doc["run"]["status"] == "done" and len(doc["measurements"]) == 2
     assert len(finish_calls) == 4 and len(point_calls) == 4  # 2 points + 2 failures
     from runner.ops.worker import RETRY_DELAYS_S
@@ -234,7 +234,7 @@ def test_worker_keeps_points_in_a_bundle_when_the_database_stays_away(
     assert doc["run"]["status"] == "done"  # the sweep's verdict, not the clean-up's
     # The job was never ended: it reads lost after the timeout, like a dead worker's.
     assert jobs.get_job(sqlite_engine, job_id, now=jobs.db_now(sqlite_engine) + LATER
-                        )["shown_status"] == "lost"
+                        ).shown_status == "lost"
 
 
 def test_worker_survives_its_connections_killed_on_postgresql(pg_url, monkeypatch):
@@ -253,7 +253,7 @@ def test_worker_survives_its_connections_killed_on_postgresql(pg_url, monkeypatc
 
     monkeypatch.setattr(jobs, "finish", kill_then_finish)
     assert _one_job_worker(engine, []).serve(once=True) == 0
-    assert jobs.get_job(engine, job_id)["status"] == "done"
+    assert jobs.get_job(engine, job_id).status == "done"
     engine.dispose()
 
 

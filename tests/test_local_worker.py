@@ -57,8 +57,8 @@ def test_a_worker_started_for_a_job_runs_it_and_no_older_one(setup):
     assert pid is not None
     started.append(pid)
     _wait_exit(pid)
-    assert jobs.get_job(engine, mine)["status"] == "done"
-    assert jobs.get_job(engine, older)["status"] == "queued"  # not taken instead
+    assert jobs.get_job(engine, mine).status == "done"
+    assert jobs.get_job(engine, older).status == "queued"  # not taken instead
 
 
 def test_a_target_nobody_serves_starts_no_measurement_here(setup):
@@ -69,5 +69,5 @@ def test_a_target_nobody_serves_starts_no_measurement_here(setup):
     assert pid is not None
     started.append(pid)
     _wait_exit(pid)
-    assert jobs.get_job(engine, aimed)["status"] == "queued"  # left for a worker that can
-    assert jobs.get_job(engine, other)["status"] == "queued"  # and nothing else taken
+    assert jobs.get_job(engine, aimed).status == "queued"  # left for a worker that can
+    assert jobs.get_job(engine, other).status == "queued"  # and nothing else taken

@@ -183,15 +183,14 @@ def test_timm_names_are_checked_in_the_leaf_and_by_timm():
 def test_launch_form_offers_the_model_workloads_without_cli_only_overrides():
     from pages.common import launch_form
 
-    names = [f["name"] for f in launch_form.param_fields("hf-causal-lm")]
+    names = [f.name for f in launch_form.param_fields("hf-causal-lm")]
     assert names[:2] == ["model", "phase"] and "layers" not in names
-    checked = launch_form.check({"workload": "hf-causal-lm",
-                                 "params": {"model": "tiny-llama"}, "modes": ["eager"],
-                                 "batch_preset": launch_form.CUSTOM, "custom_batches": "1",
-                                 "timing": "quick", "device": "cpu"})
+    checked = launch_form.check(launch_form.FormValues(
+        workload="hf-causal-lm", params={"model": "tiny-llama"}, modes=["eager"],
+        batch_preset=launch_form.CUSTOM, custom_batches="1", timing="quick", device="cpu"))
     assert checked.errors == {} and checked.spec["workload"] == "hf-causal-lm"
-    refused = launch_form.check({"workload": "hf-causal-lm",
-                                 "params": {"model": "meta-llama/Llama-3.2-1B"},
-                                 "modes": ["eager"], "batch_preset": launch_form.CUSTOM,
-                                 "custom_batches": "1", "timing": "quick", "device": "cpu"})
+    refused = launch_form.check(launch_form.FormValues(
+        workload="hf-causal-lm", params={"model": "meta-llama/Llama-3.2-1B"},
+        modes=["eager"], batch_preset=launch_form.CUSTOM, custom_batches="1",
+        timing="quick", device="cpu"))
     assert refused.errors and "LAUNCHBENCH_MODEL_DIR" in " ".join(refused.errors.values())

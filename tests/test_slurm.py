@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 from db import jobs, store
 from db.engine import make_engine
 from db.models import Job, Measurement, Run
+from runner.format import queue
 from runner.ops import slurm
 from tests.conftest import must_skip
 
@@ -46,17 +47,17 @@ def test_config_and_script(tmp_path):
                     '[gpu_types.v100]\ngres = true\n[gpu_types.h100]\nconstraint = "h100"\n')
     cfg = slurm.load_config(path)
     assert list(cfg.gpu_types) == ["v100", "h100"]
-    text = slurm.script({"id": 7, "gpu_type": "v100", "spec": TINY}, cfg)
+    text = slurm.script(queue.Job(id=7, gpu_type="v100", spec=TINY), cfg)
     for line in ("#SBATCH --job-name=launchbench-7", "#SBATCH --partition=gpu",
                  "#SBATCH --account=perf", "#SBATCH --time=02:00:00",
                  "#SBATCH --gres=gpu:v100:1", "#SBATCH --qos=bench",
                  "exec '/opt/lb venv/bin/python' -m runner worker --once --job 7"):
         assert line in text.splitlines(), text
     assert "--constraint" not in text and "postgres" not in text  # no URL in the script
-    h100 = slurm.script({"id": 8, "gpu_type": "h100", "spec": TINY}, cfg)
+    h100 = slurm.script(queue.Job(id=8, gpu_type="h100", spec=TINY), cfg)
     assert "#SBATCH --constraint=h100" in h100 and "--gres" not in h100
     with pytest.raises(slurm.SlurmError, match="unknown GPU type 'a100'.*v100, h100"):
-        slurm.script({"id": 9, "gpu_type": "a100", "spec": TINY}, cfg)
+        slurm.script(queue.Job(id=9, gpu_type="a100", spec=TINY), cfg)
 
 
 @pytest.mark.parametrize("text, match", [
@@ -79,13 +80,14 @@ def test_bad_config_is_one_clear_line(tmp_path, text, match):
 
 def test_claims_never_run_a_slurm_job_twice_or_elsewhere(sqlite_engine):
     job_id = jobs.enqueue(sqlite_engine, TINY, executor="slurm", gpu_type="v100")
-    w = {"id": jobs.register_worker(sqlite_engine, name="w", hostname="h", pid=1,
-                                    gpu_name=None, has_cuda=False, torch_version="2.x"),
-         "name": "w", "gpu_name": None, "has_cuda": False}
+    w = queue.Worker(id=jobs.register_worker(sqlite_engine, name="w", hostname="h", pid=1,
+                                             gpu_name=None, has_cuda=False,
+                                             torch_version="2.x"),
+                     name="w", gpu_name=None, has_cuda=False)
     assert jobs.claim_next(sqlite_engine, w) is None  # a local worker leaves it to Slurm
-    assert jobs.claim_job(sqlite_engine, w, job_id, "41")["status"] == "running"
+    assert jobs.claim_job(sqlite_engine, w, job_id, "41").status == "running"
     assert jobs.claim_job(sqlite_engine, w, job_id, "41") is None  # a requeued copy
-    assert jobs.get_job(sqlite_engine, job_id)["slurm_job_id"] == "41"
+    assert jobs.get_job(sqlite_engine, job_id).slurm_job_id == "41"
     assert jobs.end_unfinished(sqlite_engine, job_id, "failed", "Slurm job 41 ended TIMEOUT")
     assert not jobs.finish(sqlite_engine, job_id, "done")  # that verdict stands
 
@@ -194,15 +196,15 @@ def test_form_launch_on_v100_runs_under_slurm_once(on_slurm, cluster, tmp_path):
     at.button[0].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     [job] = jobs.list_jobs(engine)
-    assert f"Queued job {job['id']} as Slurm job {job['slurm_job_id']} (GPU type v100)." \
+    assert f"Queued job {job.id} as Slurm job {job.slurm_job_id} (GPU type v100)." \
         in [s.value for s in at.success]
-    assert job["executor"] == "slurm" and job["gpu_type"] == "v100"
-    sid = job["slurm_job_id"]
-    done = wait_for(lambda: (j := jobs.get_job(engine, job["id"]))["status"] in jobs.FINISHED
+    assert job.executor == "slurm" and job.gpu_type == "v100"
+    sid = job.slurm_job_id
+    done = wait_for(lambda: (j := jobs.get_job(engine, job.id)).status in jobs.FINISHED
                     and j, "the job to finish")
-    assert done["status"] == "done", (done["message"], outputs(tmp_path))
-    assert done["slurm_job_id"] == sid and done["worker_name"]
-    doc = store.export_bundle(engine, done["run_id"])
+    assert done.status == "done", (done.message, outputs(tmp_path))
+    assert done.slurm_job_id == sid and done.worker_name
+    doc = store.export_bundle(engine, done.run_id)
     assert doc["run"]["status"] == "done" and len(doc["measurements"]) == 1
     assert wait_for(lambda: slurm_state(cluster, sid) == "COMPLETED", "Slurm's COMPLETED")
     # Slurm requeues the batch job: its second start must refuse the job, not rerun it.
@@ -214,7 +216,7 @@ def test_form_launch_on_v100_runs_under_slurm_once(on_slurm, cluster, tmp_path):
              detail=lambda: outputs(tmp_path) + cluster.run("scontrol", "show", "job",
                                                             sid).stdout)
     assert wait_for(lambda: slurm_state(cluster, sid) == "COMPLETED", "the copy's end")
-    assert jobs.get_job(engine, job["id"])["status"] == "done"
+    assert jobs.get_job(engine, job.id).status == "done"
     assert runs(engine) == before + 1
 
 
@@ -222,13 +224,13 @@ def settled(engine, job_id: int):
     """Reconcile as the Launch page does every second; the job once it has ended."""
     slurm.reconcile(engine)
     job = jobs.get_job(engine, job_id)
-    return job["status"] in jobs.FINISHED and job
+    return job.status in jobs.FINISHED and job
 
 
 def _running(engine, job_id: int):
     job = jobs.get_job(engine, job_id)
-    assert job["status"] in ("queued", "running"), job["message"]
-    return job["status"] == "running" and job["points_done"] >= 1 and job
+    assert job.status in ("queued", "running"), job.message
+    return job.status == "running" and job.points_done >= 1 and job
 
 
 def test_outside_scancel_fails_the_job_with_slurms_reason(on_slurm, cluster, tmp_path):
@@ -237,9 +239,9 @@ def test_outside_scancel_fails_the_job_with_slurms_reason(on_slurm, cluster, tmp
     wait_for(lambda: _running(engine, job_id), "a point done under Slurm")
     cluster.run("scancel", sid)  # from outside: launchbench did not ask
     job = wait_for(lambda: settled(engine, job_id), "the job to end")
-    assert job["status"] == "failed", outputs(tmp_path)
-    assert f"Slurm job {sid} ended CANCELLED" in job["message"]
-    assert store.export_bundle(engine, job["run_id"])["run"]["status"] == "failed"
+    assert job.status == "failed", outputs(tmp_path)
+    assert f"Slurm job {sid} ended CANCELLED" in job.message
+    assert store.export_bundle(engine, job.run_id)["run"]["status"] == "failed"
 
 
 def test_cancel_from_cli_and_dashboard_runs_scancel(on_slurm, cluster, tmp_path, capsys):
@@ -253,7 +255,7 @@ def test_cancel_from_cli_and_dashboard_runs_scancel(on_slurm, cluster, tmp_path,
     assert main(["cancel", str(running), "--db", url]) == 0
     assert "is running: it stops" in capsys.readouterr().out
     job = wait_for(lambda: settled(engine, running), "the cancelled job to end")
-    assert job["status"] == "cancelled", (job["message"], outputs(tmp_path))
+    assert job.status == "cancelled", (job.message, outputs(tmp_path))
     assert wait_for(lambda: slurm_state(cluster, sid) == "CANCELLED", "Slurm's CANCELLED")
     held = slurm.load_config(write_config(tmp_path / "held.toml", tmp_path))
     held = dataclasses.replace(held, sbatch_flags=(*held.sbatch_flags, "--hold"))
@@ -264,7 +266,7 @@ def test_cancel_from_cli_and_dashboard_runs_scancel(on_slurm, cluster, tmp_path,
     at.run()
     assert at.selectbox(key="lf_gpu_type").options == ["v100 · 0 running, 1 pending"]
     at.button(key=f"cancel_{queued}").click().run()  # (AppTest cannot rerun a fragment)
-    assert jobs.get_job(engine, queued)["status"] == "cancelled"
+    assert jobs.get_job(engine, queued).status == "cancelled"
     assert wait_for(lambda: slurm_state(cluster, sid) == "CANCELLED", "scancel of the held")
 
 
@@ -285,8 +287,8 @@ def test_time_limit_fails_the_job(on_slurm, cluster, tmp_path, monkeypatch):
         cluster.run("scontrol", "update", f"JobId={sid}", "EndTime=now")
         wait_for(lambda: slurm_state(cluster, sid) == "TIMEOUT", "Slurm's TIMEOUT")
     job = wait_for(lambda: settled(engine, job_id), "the job to fail")
-    assert job["status"] == "failed", outputs(tmp_path)
-    assert f"Slurm job {sid} ended TIMEOUT (TimeLimit)" in job["message"]
+    assert job.status == "failed", outputs(tmp_path)
+    assert f"Slurm job {sid} ended TIMEOUT (TimeLimit)" in job.message
 
 
 def test_a_job_killed_before_claiming_is_reconciled(on_slurm, cluster):
@@ -296,11 +298,11 @@ def test_a_job_killed_before_claiming_is_reconciled(on_slurm, cluster):
     broken = dataclasses.replace(config, python="/nonexistent/python")
     job_id, sid = slurm.submit(engine, TINY, "v100", url, broken)
     wait_for(lambda: slurm_state(cluster, sid) == "FAILED", "the batch job to fail")
-    assert jobs.get_job(engine, job_id)["status"] == "queued"  # nobody claimed it
+    assert jobs.get_job(engine, job_id).status == "queued"  # nobody claimed it
     [(ended, message)] = slurm.reconcile(engine)  # what the page and the workers run
     assert ended == job_id and message.startswith(f"Slurm job {sid} ended FAILED")
     assert "exit code 127:0" in message
-    assert jobs.get_job(engine, job_id)["status"] == "failed"
+    assert jobs.get_job(engine, job_id).status == "failed"
     assert slurm.reconcile(engine) == []
 
 
@@ -348,13 +350,13 @@ def test_jobs_over_two_gpus_each_run_once(on_slurm, cluster, tmp_path):
         running = cluster.run("squeue", "-h", "-t", "RUNNING", "-o", "%i").stdout.split()
         busiest = max(busiest, len(running))
         rows = [jobs.get_job(engine, j) for j in submitted]
-        assert not [r for r in rows if r["status"] in ("failed", "cancelled")], \
-            [r["message"] for r in rows]
-        return all(r["status"] == "done" for r in rows) and rows
+        assert not [r for r in rows if r.status in ("failed", "cancelled")], \
+            [r.message for r in rows]
+        return all(r.status == "done" for r in rows) and rows
 
     rows = wait_for(all_done, f"{SLURM_JOBS} jobs done", timeout_s=400, every_s=0.5)
     assert busiest <= 2  # one fake GPU each: Slurm never ran a third at once
-    assert {r["slurm_job_id"] for r in rows} == set(submitted.values())
+    assert {r.slurm_job_id for r in rows} == set(submitted.values())
     # Each batch job's worker exits on its own after its job: none is left running for
     # the teardown's scancel (or the suite's reaper) to end.
     wait_for(lambda: {slurm_state(cluster, s) for s in submitted.values()} == {"COMPLETED"},
@@ -365,4 +367,4 @@ def test_jobs_over_two_gpus_each_run_once(on_slurm, cluster, tmp_path):
     with engine.connect() as c:
         assert c.scalar(select(func.count()).select_from(Run)) == SLURM_JOBS
         assert c.scalar(select(func.count()).select_from(Measurement)) == SLURM_JOBS
-    assert len({r["run_id"] for r in rows}) == SLURM_JOBS
+    assert len({r.run_id for r in rows}) == SLURM_JOBS

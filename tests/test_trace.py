@@ -52,10 +52,10 @@ def test_the_step_kept_is_not_the_first_and_matches_the_mean_busy_time():
     assert t["match"] == "correlation" and t["dropped"] == 0
     assert t["cpu_us"] == [0.0, 100.0] and t["gpu_us"] == [12.0, 44.0]
     rows = tr.events(t)
-    assert [r["name"] for r in rows if r["lane"] == "cpu"] == ["cudaLaunchKernel"] * 2
-    gpu = [r for r in rows if r["lane"] == "gpu"]
-    assert [r["name"] for r in gpu] == ["gemm_kernel", "triton_poi_fused_relu_0"]
-    assert [r["stream"] for r in gpu] == [7, 13] and tr.kernel_sum_us(t) == 28
+    assert [r.name for r in rows if r.lane == "cpu"] == ["cudaLaunchKernel"] * 2
+    gpu = [r for r in rows if r.lane == "gpu"]
+    assert [r.name for r in gpu] == ["gemm_kernel", "triton_poi_fused_relu_0"]
+    assert [r.stream for r in gpu] == [7, 13] and tr.kernel_sum_us(t) == 28
     assert abs(tr.kernel_sum_us(t) - mean_us) < abs(20 - mean_us)
     tr.validate(t)
 
@@ -65,7 +65,7 @@ def test_kernels_belong_to_the_step_that_launched_them_even_when_they_run_later(
     evs = step_events(0, 0, 10, lag=1500) + step_events(1, 1000, 10, lag=1500)
     t = tr.select_step(evs)
     assert t["step"] == 2 and len(t["gpu"]) == 2
-    assert max(r["end_us"] for r in tr.events(t)) == pytest.approx(30 + 1500 + 10)
+    assert max(r.end_us for r in tr.events(t)) == pytest.approx(30 + 1500 + 10)
     # Without correlation ids, time decides: a kernel is in the last step begun before it.
     t = tr.select_step(step_events(0, 0, 10, corr=False) + step_events(1, 1000, 10,
                                                                       corr=False))
@@ -75,7 +75,7 @@ def test_kernels_belong_to_the_step_that_launched_them_even_when_they_run_later(
 def test_a_graph_step_is_one_graph_launch_before_its_kernels():
     evs = step_events(0, 0, 5, graph=True) + step_events(1, 1000, 5, graph=True)
     t = tr.select_step(evs)
-    kinds = [(r["lane"], r["kind"]) for r in tr.events(t)]
+    kinds = [(r.lane, r.kind) for r in tr.events(t)]
     assert kinds == [("cpu", "graph"), ("gpu", "kernel"), ("gpu", "kernel")]
 
 
@@ -108,13 +108,13 @@ def test_idle_gaps_count_overlapping_kernels_on_two_streams_once():
                  cpu_end=80.0, gpu_span=[10.0, 60.0])
     g = tr.gpu_idle(t)
     # the host range runs on to 80 us, but the step's own span ends with its last kernel
-    assert g["busy_us"] == 40 and g["span_us"] == 60 and g["queued"] is None
-    assert g["gaps"] == [(0.0, 10.0), (40.0, 50.0)] and g["idle_us"] == 20
+    assert g.busy_us == 40 and g.span_us == 60 and g.queued is None
+    assert g.gaps == [(0.0, 10.0), (40.0, 50.0)] and g.idle_us == 20
     assert tr.idle_text(t) == "GPU idle 0.020 ms of 0.060 ms profiled"
     assert tr.kernel_sum_us(t) == 53  # the sum, as gpu_busy_ms counts, is not the union
     assert tr.merge([(0, 1), (1, 2), (5, 6)]) == [(0, 2), (5, 6)]
     cpu_only = tr.build([("cudaLaunchKernel", 0.0, 5.0)], [], cpu_end=9.0, gpu_span=None)
-    assert tr.gpu_idle(cpu_only)["idle_us"] is None and tr.idle_text(cpu_only) == (
+    assert tr.gpu_idle(cpu_only).idle_us is None and tr.idle_text(cpu_only) == (
         "no GPU lane")
 
 
@@ -131,7 +131,7 @@ def test_the_lanes_trim_the_profilers_lead_in_and_name_the_timed_step():
     assert tr.window(t) == (0.0, 940.0)  # what the lanes used to span: 0.94 ms
     assert tr.step_span(t) == (300.0, 940.0)
     g = tr.gpu_idle(t)
-    assert g["queued"] == (300.0, 800.0) and g["step_us"] == 140 and g["idle_us"] == 10
+    assert g.queued == (300.0, 800.0) and g.step_us == 140 and g.idle_us == 10
     assert tr.idle_text(t, 0.136) == ("GPU idle 0.010 ms of 0.140 ms profiled · 0.500 ms "
                                       "before it queued behind the previous step · timed "
                                       "step 0.136 ms (median)")
@@ -150,8 +150,8 @@ def test_the_lanes_trim_the_profilers_lead_in_and_name_the_timed_step():
                      [("a", 62.0, 5.0, 7), ("b", 82.0, 5.0, 7)], cpu_end=95.0,
                      gpu_span=[62.0, 87.0])
     e = tr.gpu_idle(eager)
-    assert e["queued"] is None and tr.step_span(eager) == (50.0, 87.0)
-    assert e["gaps"] == [(50.0, 62.0), (67.0, 82.0)] and e["step_us"] == 37
+    assert e.queued is None and tr.step_span(eager) == (50.0, 87.0)
+    assert e.gaps == [(50.0, 62.0), (67.0, 82.0)] and e.step_us == 37
     # where the two step times differ by more than half, the reason stands beside them
     assert tr.idle_text(eager, 0.020).endswith(
         "timed step 0.020 ms (median) · profiled longer: the profiler slows the host's calls")

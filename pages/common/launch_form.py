@@ -8,6 +8,7 @@ data, checked here once (the queue's own check) and queued as a SweepSpec.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,8 +22,9 @@ from runner.format.limits import (
     MAX_QUEUED_PER_SESSION,
     MEMORY_HEADROOM,
 )
-from runner.format.measurement import details_of
+from runner.format.measurement import JsonObject, details_of
 from runner.format.point_text import parse
+from runner.format.queue import Job, JobProgress, Worker
 from runner.format.specs import (
     SpecError,
     SweepSpec,
@@ -50,29 +52,41 @@ DEFAULTS = {"workload": "mlp", "modes": list(MODES), "batch_preset": next(iter(B
 class Checked:
     """A checked form: the spec to queue, or errors by field name (never both)."""
 
-    spec: dict[str, Any] | None = None  # sweep's fields as the queue stores them
+    spec: JsonObject | None = None  # sweep's fields as the queue stores them (its JSON)
     target: str | None = None
     sweep: SweepSpec | None = None  # the same, checked: what is queued
     errors: dict[str, str] = field(default_factory=dict)
 
 
-def param_fields(workload: str) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ParamField:
+    """What a widget needs of one workload parameter (its ParamSpec, as the form shows it)."""
+
+    name: str
+    kind: str  # "int", "float", "choice" or "str"
+    default: Any
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[str, ...] = ()
+    help: str | None = None
+
+
+def param_fields(workload: str) -> list[ParamField]:
     """What a widget needs per parameter: kind, bounds, default, help."""
     out = []
     for p in WORKLOADS[workload].params.values():
         if p.default is None:  # an optional override (hf-causal-lm's layers=): CLI only
             continue
-        out.append({"name": p.name, "kind": p.type, "default": p.default,
-                    "min": p.min, "max": p.max, "choices": list(p.choices or ()),
-                    "help": p.help})
+        out.append(ParamField(name=p.name, kind=p.type, default=p.default, min=p.min,
+                              max=p.max, choices=tuple(p.choices or ()), help=p.help))
     return out
 
 
-def field_help(f: dict[str, Any]) -> str | None:
+def field_help(f: ParamField) -> str | None:
     """A parameter's help with its allowed range in words."""
-    parts = [f["help"]] if f.get("help") else []
-    if f["kind"] in ("int", "float") and f.get("min") is not None and f.get("max") is not None:
-        parts.append(f"allowed: {f['min']:,} to {f['max']:,}")
+    parts = [f.help] if f.help else []
+    if f.kind in ("int", "float") and f.min is not None and f.max is not None:
+        parts.append(f"allowed: {f.min:,} to {f.max:,}")
     return ". ".join(parts) or None
 
 
@@ -87,17 +101,31 @@ def batch_sizes(preset: str, custom: str) -> list[int]:
     return list(parse_batch_sizes(text))
 
 
-def check(values: dict[str, Any]) -> Checked:
-    """`values`: workload, params (name -> value as the widget gave it), modes,
-    batch_preset, custom_batches, timing, device, target, label."""
+@dataclass(frozen=True)
+class FormValues:
+    """The Launch form as its widgets gave it, before any check."""
+
+    workload: str | None
+    params: Mapping[str, Any] = field(default_factory=dict)  # name -> widget value
+    modes: Sequence[str] = ()
+    batch_preset: str = ""
+    custom_batches: str = ""
+    timing: str | None = None
+    device: str | None = None
+    target: str | None = None
+    label: str = ""
+
+
+def check(values: FormValues) -> Checked:
+    """The form's values checked: a spec to queue, or one message per bad field."""
     errors: dict[str, str] = {}
-    workload = values.get("workload")
+    workload = values.workload
     params: dict[str, str] = {}
     if workload not in WORKLOADS:
         errors["workload"] = f"unknown workload {workload!r}: choose one of " \
                              f"{', '.join(WORKLOADS)}"
     else:
-        raw = values.get("params") or {}
+        raw = values.params or {}
         for p in WORKLOADS[workload].params.values():
             if p.name in raw and raw[p.name] is not None:
                 v = raw[p.name]
@@ -110,31 +138,30 @@ def check(values: dict[str, Any]) -> Checked:
                 p.parse(params.get(p.name, p.default), workload)
             except WorkloadError as e:
                 errors[f"param.{p.name}"] = str(e)
-    modes = list(values.get("modes") or [])
+    modes = list(values.modes or [])
     if not modes:
         errors["modes"] = "choose at least one mode"
     try:
-        sizes = batch_sizes(values.get("batch_preset") or "", values.get("custom_batches")
-                            or "")
+        sizes = batch_sizes(values.batch_preset or "", values.custom_batches or "")
     except ValueError as e:
         errors["batch_sizes"] = f"batch sizes: {e}"
         sizes = []
-    timing = values.get("timing")
+    timing = values.timing
     if timing not in TIMINGS:
         errors["timing"] = f"timing {timing!r} is not one of {', '.join(TIMINGS)}"
-    device = values.get("device")
+    device = values.device
     if device not in DEVICES:
         errors["device"] = f"device {device!r} is not one of {', '.join(DEVICES)}"
     target = None
     try:
-        target = check_text(values.get("target"), "target")
+        target = check_text(values.target, "target")
     except SpecError as e:
         errors["target"] = str(e)
     if errors:
         return Checked(errors=errors)
     raw = {"workload": workload, "params": params, "batch_sizes": sizes, "modes": modes,
            "device": device, "timing": timing,
-           "label": str(values.get("label") or "")}
+           "label": str(values.label or "")}
     try:  # the queue's own check, so the form refuses exactly what enqueue would
         spec = check_sweep(raw, queued=True)
     except SpecError as e:
@@ -144,9 +171,9 @@ def check(values: dict[str, Any]) -> Checked:
     return Checked(spec=spec.to_json(queued=True), target=target, sweep=spec)
 
 
-def describe_point(job: dict[str, Any]) -> str:
+def describe_point(job: Job) -> str:
     """'eager batch 64' while running, else the job's status."""
-    return job.get("current_point") or job.get("status") or ""
+    return job.current_point or job.status or ""
 
 
 def format_seconds(s: float | None) -> str:
@@ -157,28 +184,28 @@ def format_seconds(s: float | None) -> str:
         f"{s // 60}m {s % 60:02d}s" if s >= 60 else f"{s}s")
 
 
-def queue_rows(queue: list[dict[str, Any]], base_url: str | None) -> list[dict[str, Any]]:
-    """The queue table: one row per job, a link to its run once there is one."""
+def queue_rows(queue: list[Job], base_url: str | None) -> list[dict[str, Any]]:
+    """The queue table (st.dataframe's rows, by column): one row per job, a link to its
+    run once there is one."""
     from pages.common.links import run_url
 
-    return [{"job": j["id"], "status": j.get("shown_status") or j["status"],
-             "workload": j["spec"].get("workload"),
-             "points": f"{j['points_done']}/{j['points_total']}",
-             "now": j["current_point"] or "", "device": j["device"],
-             "target": j["target"] or "any", "worker": j["worker_name"] or "",
-             "label": j["label"] or "",
-             "slurm": f"{j['slurm_job_id']} ({j['gpu_type']})" if j.get("slurm_job_id")
-             else "",
-             "run": run_url(base_url, j["run_id"]) if j["run_id"] else None}
+    return [{"job": j.id, "status": j.shown, "workload": j.workload,
+             "points": f"{j.points_done}/{j.points_total}",
+             "now": j.current_point or "", "device": j.device,
+             "target": j.target or "any", "worker": j.worker_name or "",
+             "label": j.label or "",
+             "slurm": f"{j.slurm_job_id} ({j.gpu_type})" if j.slurm_job_id else "",
+             "run": run_url(base_url, j.run_id) if j.run_id else None}
             for j in queue]
 
 
-def worker_rows(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"worker": w["name"], "host": w["hostname"], "GPU": w["gpu_name"] or "none (cpu)",
+def worker_rows(workers: list[Worker]) -> list[dict[str, Any]]:
+    """The workers table (st.dataframe's rows, by column)."""
+    return [{"worker": w.name, "host": w.hostname, "GPU": w.gpu_name or "none (cpu)",
              # The GPU it is pinned to on its host (`worker --gpu N`), and its host policy.
-             "slot": None if w.get("host_slot") is None else f"gpu{w['host_slot']}",
-             "timing": w.get("host_policy"),
-             "torch": w["torch_version"], "pid": w["pid"]} for w in workers]
+             "slot": None if w.host_slot is None else f"gpu{w.host_slot}",
+             "timing": w.host_policy,
+             "torch": w.torch_version, "pid": w.pid} for w in workers]
 
 
 # --- before Launch: how long, and who will run it -------------------------------------------
@@ -207,11 +234,11 @@ class Estimate:
                 f"({self.basis})")
 
 
-def point_count(spec: dict[str, Any]) -> int:
+def point_count(spec: JsonObject) -> int:
     return len(spec.get("batch_sizes") or ()) * len(spec.get("modes") or ())
 
 
-def compiled_count(spec: dict[str, Any]) -> int:
+def compiled_count(spec: JsonObject) -> int:
     """Points whose mode goes through torch.compile: each pays a compile."""
     return len(spec.get("batch_sizes") or ()) * sum(
         m in COMPILED_MODES for m in (spec.get("modes") or ()))
@@ -271,8 +298,10 @@ def _rough_compile(n: int) -> tuple[float, str]:
     return s, f"first compile: about {COMPILE_S['first']:.0f} s{later}"
 
 
-def estimate(spec: dict[str, Any], history, where: str, points=None) -> Estimate:
-    """The point count and a duration, compile counted apart: the median seconds per
+def estimate(spec: JsonObject, history, where: str, points=None) -> Estimate:
+    """`spec`: its fields as the queue stores them (Checked.spec, a job's row).
+
+    The point count and a duration, compile counted apart: the median seconds per
     point of past runs of this workload on `where` (the target) less their compiles,
     times the point count, plus the mean past compile per compiled point. `points` are
     those past runs' points (queries.key_points) with the details that hold each
@@ -317,17 +346,17 @@ def estimate(spec: dict[str, Any], history, where: str, points=None) -> Estimate
 SETUP_SHARE = 0.5
 
 
-def bar_fraction(job: dict[str, Any], p: dict[str, Any]) -> float | None:
+def bar_fraction(job: Job, p: JobProgress) -> float | None:
     """How far the job is, per (mode, batch) point: points measured, plus, for the batch
     size in flight, SETUP_SHARE for each mode whose setup is done, the rest for each
     mode once the rounds end and its profiled pass starts (the job's current point, as
     runner/format/point_text.describe writes it). None while the total is unknown."""
-    total, done = p.get("total"), p.get("done") or 0
+    total, done = p.total, p.done or 0
     if not total:
         return None
     credit = 0.0
-    now = parse(job.get("current_point")) if job.get("status") == "running" else None
-    modes = list((job.get("spec") or {}).get("modes") or [])
+    now = parse(job.current_point) if job.status == "running" else None
+    modes = list(job.modes)
     if now is not None and now[2] is not None and modes:
         what, _, phase = now
         i = modes.index(what) if what in modes else None
@@ -340,19 +369,19 @@ def bar_fraction(job: dict[str, Any], p: dict[str, Any]) -> float | None:
     return min(1.0, (done + credit) / total)
 
 
-def time_left(p: dict[str, Any], estimate_s: float | None) -> tuple[float | None, str]:
+def time_left(p: JobProgress, estimate_s: float | None) -> tuple[float | None, str]:
     """(seconds left, where the figure comes from) of a job in flight, from
     db.jobs.progress's `p`: the rate of its measured points once one is done; before that
     (a cold compile may take minutes) the estimate made before Launch less the time spent,
     never below 0; None when neither is known."""
-    if p.get("remaining_s") is not None:
-        return p["remaining_s"], "from the points measured so far"
-    if estimate_s is None or p.get("elapsed_s") is None:
+    if p.remaining_s is not None:
+        return p.remaining_s, "from the points measured so far"
+    if estimate_s is None or p.elapsed_s is None:
         return None, ""
-    return max(0.0, estimate_s - p["elapsed_s"]), "from the estimate, no point measured yet"
+    return max(0.0, estimate_s - p.elapsed_s), "from the estimate, no point measured yet"
 
 
-def history_gpu(device: str, target: str | None, workers: list[dict[str, Any]]) -> str | None:
+def history_gpu(device: str, target: str | None, workers: list[Worker]) -> str | None:
     """Which GPU's past runs tell how long the job takes: the target's (a worker name
     stands for that worker's GPU), 'cpu' for a CPU job, None for any."""
     if device == "cpu":
@@ -361,26 +390,27 @@ def history_gpu(device: str, target: str | None, workers: list[dict[str, Any]]) 
     if not t:
         return None
     for w in workers:
-        if (w.get("name") or "").lower() == t:
-            return w.get("gpu_name") or "cpu"
+        if (w.name or "").lower() == t:
+            return w.gpu_name or "cpu"
     return target
 
 
-def no_worker_reason(workers: list[dict[str, Any]], device: str, target: str | None,
+def no_worker_reason(workers: list[Worker], device: str, target: str | None,
                      can_start_here: bool) -> str | None:
     """Why no live worker can serve a job of `device` on `target`, with what to start;
     None when one can (or, without a target, when Launch starts one on this machine)."""
     from db.jobs import can_serve
 
-    job = {"device": device, "target": (target or "").strip() or None}
+    # The job as it would be queued (id 0: not yet), for the queue's own matching rule.
+    job = Job(id=0, device=device, target=(target or "").strip() or None)
     if any(can_serve(w, job) for w in workers):
         return None
     start = "`python -m runner worker --db URL`"
-    if job["target"]:
-        live = ", ".join(sorted({f"{w['name']} ({w.get('gpu_name') or 'cpu'})"
+    if job.target:
+        live = ", ".join(sorted({f"{w.name} ({w.gpu_name or 'cpu'})"
                                  for w in workers})) or "none"
-        return (f"No worker matches target {job['target']!r} (live workers: {live}). Start "
-                f"`python -m runner worker --name {job['target']} --db URL` on that host, "
+        return (f"No worker matches target {job.target!r} (live workers: {live}). Start "
+                f"`python -m runner worker --name {job.target} --db URL` on that host, "
                 "or leave the target empty; the job waits in the queue until then.")
     if device == "cuda":
         if not workers and can_start_here:
@@ -413,7 +443,7 @@ def limits_text(memory_bytes: int | None, where: str) -> str:
             f"the queue holds {MAX_QUEUED_JOBS}.")
 
 
-def cost(spec: dict[str, Any], memory_bytes: int | None) -> tuple[str, str | None]:
+def cost(spec: JsonObject, memory_bytes: int | None) -> tuple[str, str | None]:
     """(the job's estimated cost in words, why the queue refuses it or None)."""
     c = estimate_cost(spec["workload"], spec.get("params") or {}, spec["batch_sizes"],
                       spec["modes"])

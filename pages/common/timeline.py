@@ -13,6 +13,7 @@ every mode its own time axis, which one chart cannot. The width is therefore fix
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 
@@ -123,7 +124,7 @@ def frame(trace: dict) -> pd.DataFrame:
     """The trace's events on the step's own time axis: 0 at its first host call
     (runner/format/trace.py step_span); what lies before it is the profiler's lead-in."""
     lo, _ = tr.step_span(trace)
-    rows = tr.events(trace)
+    rows = [dataclasses.asdict(e) for e in tr.events(trace)]  # the frame's rows
     df = pd.DataFrame(rows, columns=["lane", "kind", "name", "start_us", "end_us", "dur_us",
                                      "stream"])
     df["start_us"] -= lo
@@ -145,8 +146,8 @@ def gaps_frame(trace: dict) -> pd.DataFrame:
     step's own time axis (frame's)."""
     g = tr.gpu_idle(trace)
     lo, _ = tr.step_span(trace)
-    spans = [("queued", *g["queued"])] if g["queued"] else []
-    spans += [("idle", s, e) for s, e in g["gaps"]]
+    spans = [("queued", *g.queued)] if g.queued else []
+    spans += [("idle", s, e) for s, e in g.gaps]
     return pd.DataFrame({"lane": GPU_LANE, "gap": [k for k, _, _ in spans],
                          "what": [GAP_KINDS[k][0] for k, _, _ in spans],
                          "start_us": [s - lo for _, s, _ in spans],

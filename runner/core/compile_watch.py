@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 from contextlib import contextmanager
-from typing import Any
+
+from runner.format.measurement import JsonObject
 
 
 class _SkipHandler(logging.Handler):
@@ -59,7 +60,7 @@ def compile_watch(active: bool = True):
     for lg in loggers:
         lg.addHandler(handler)
     before = _counters()
-    watch: dict[str, Any] = {}
+    watch: JsonObject = {}  # Measurement.setup.compile: JSON details, stored as they are
     try:
         yield watch
     finally:

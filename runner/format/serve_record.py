@@ -22,6 +22,7 @@ from runner.format.buckets import (
     parse_strategy,
 )
 from runner.format.limits import MAX_BATCH_SIZE, MAX_DIST_TEXT, MAX_REQUESTS
+from runner.format.measurement import JsonObject
 from runner.format.numbers import is_number
 from runner.format.vocab import STRATEGY_KINDS
 
@@ -56,9 +57,11 @@ class SectionError(ValueError):
     BundleError (this module cannot import that one: bundle.py imports this module)."""
 
 
-def empty_result(strategy: str) -> dict[str, Any]:
+def empty_result(strategy: str) -> JsonObject:
+    """A strategy's result as the serve section holds it (RESULT_FIELDS; validate_result
+    checks it where it enters the bundle or the database)."""
     s = parse_strategy(strategy)
-    r: dict[str, Any] = {f: None for f in RESULT_FIELDS}
+    r: JsonObject = {f: None for f in RESULT_FIELDS}
     r.update(strategy=s.name, kind=s.kind, buckets=list(s.buckets), status="ok",
              message="", latencies_ms=[], details={})
     return r
@@ -76,7 +79,7 @@ def _int(v: Any, lo: int, hi: int) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
 
 
-def validate_section(sec: Any) -> dict[str, Any]:
+def validate_section(sec: Any) -> JsonObject:
     """Check a serve section; return it normalised or raise SectionError naming the value."""
     if not isinstance(sec, dict):
         raise SectionError(f"serve must be an object, got {type(sec).__name__}")

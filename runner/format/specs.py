@@ -36,6 +36,7 @@ from runner.format.limits import (
     MAX_SEED,
     MEMORY_HEADROOM,
 )
+from runner.format.measurement import JsonObject
 from runner.format.model_catalog import hf_bytes
 from runner.format.vocab import DEFAULT_PROCESSES, JOB_DEVICES, MODE_TABLE, MODES, TIMINGS
 
@@ -66,7 +67,7 @@ class SweepSpec:
     # (runner/core/repeat.py). Front ends default to DEFAULT_PROCESSES[timing].
     processes: int = 1
 
-    def to_json(self, *, queued: bool = False) -> dict[str, Any]:
+    def to_json(self, *, queued: bool = False) -> JsonObject:
         """The spec as JSON data: the one form it travels in, to the queue (a job row's
         spec) and to the child processes of runner/core/repeat.py and rescue.py. A queued
         job leaves processes out: it runs in its worker's one process."""

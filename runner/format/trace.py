@@ -26,6 +26,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from runner.format.limits import MAX_TRACE_EVENTS, MAX_TRACE_NAME
@@ -204,17 +205,27 @@ def build(cpu: Sequence, gpu: Sequence, *, cpu_end: float, gpu_span: list | None
 
 # --- reading a trace --------------------------------------------------------------------------
 
-def events(trace: TraceDoc) -> list[dict[str, Any]]:
-    """Every event as a row: lane ('cpu'|'gpu'), kind, name, start_us, end_us, dur_us,
-    stream."""
+@dataclass(frozen=True)
+class TraceEvent:
+    """One event of a stored step, as the lanes draw it."""
+
+    lane: str  # "cpu" or "gpu"
+    kind: str  # KIND_LABELS' keys
+    name: str
+    start_us: float
+    end_us: float
+    dur_us: float
+    stream: Any = None  # the GPU stream; None on the host lane
+
+
+def events(trace: TraceDoc) -> list[TraceEvent]:
+    """Every event of the step: the host's launches, then the GPU lane's work."""
     names = trace["names"]
     rows = []
     for i, s, d in trace["cpu"]:
-        rows.append({"lane": "cpu", "kind": host_kind(names[i]) or "launch", "name": names[i],
-                     "start_us": s, "end_us": s + d, "dur_us": d, "stream": None})
+        rows.append(TraceEvent("cpu", host_kind(names[i]) or "launch", names[i], s, s + d, d))
     for i, s, d, st in trace["gpu"]:
-        rows.append({"lane": "gpu", "kind": gpu_kind(names[i]), "name": names[i],
-                     "start_us": s, "end_us": s + d, "dur_us": d, "stream": st})
+        rows.append(TraceEvent("gpu", gpu_kind(names[i]), names[i], s, s + d, d, st))
     return rows
 
 
@@ -271,15 +282,25 @@ def queued_until(trace: TraceDoc) -> float | None:
     return first_kernel if first_kernel - host_done > QUEUE_MIN_US else None
 
 
-def gpu_idle(trace: TraceDoc) -> dict[str, Any]:
-    """Idle gaps of the GPU lane over the step's own span (step_span): {"idle_us",
-    "span_us" (first call to last kernel end), "step_us" (the same less a queued start:
-    what compares with the timed step), "busy_us", "gaps": [(start, end), ...],
-    "queued": (start, end) | None}; None figures for a trace without a GPU lane."""
+@dataclass(frozen=True)
+class GpuIdle:
+    """The GPU lane's idle time over the step's own span (step_span). None figures for a
+    trace without a GPU lane."""
+
+    idle_us: float | None
+    span_us: float  # first call to last kernel end
+    step_us: float  # the same less a queued start: what compares with the timed step
+    busy_us: float | None
+    gaps: list[tuple[float, float]]  # (start, end) each
+    queued: tuple[float, float] | None  # waiting behind the previous step (host ahead)
+
+
+def gpu_idle(trace: TraceDoc) -> GpuIdle:
+    """Idle gaps of the GPU lane over the step's own span (GpuIdle says what each is)."""
     lo, hi = step_span(trace)
     if not trace["gpu"]:
-        return {"idle_us": None, "span_us": hi - lo, "step_us": hi - lo, "busy_us": None,
-                "gaps": [], "queued": None}
+        return GpuIdle(idle_us=None, span_us=hi - lo, step_us=hi - lo, busy_us=None,
+                       gaps=[], queued=None)
     q = queued_until(trace)
     busy = merge((s, s + d) for _, s, d, _ in trace["gpu"])
     gaps, t = [], (lo if q is None else q)
@@ -290,9 +311,9 @@ def gpu_idle(trace: TraceDoc) -> dict[str, Any]:
     if t < hi:
         gaps.append((t, hi))
     idle = sum(e - s for s, e in gaps)
-    return {"idle_us": idle, "span_us": hi - lo, "step_us": hi - (lo if q is None else q),
-            "busy_us": sum(e - s for s, e in busy), "gaps": gaps,
-            "queued": None if q is None else (lo, q)}
+    return GpuIdle(idle_us=idle, span_us=hi - lo, step_us=hi - (lo if q is None else q),
+                   busy_us=sum(e - s for s, e in busy), gaps=gaps,
+                   queued=None if q is None else (lo, q))
 
 
 def _ms(us: float) -> str:
@@ -306,17 +327,17 @@ def idle_text(trace: TraceDoc, timed_ms: float | None = None) -> str:
     The timed figure stands beside the profiled one so a reader never meets two step
     times for one point without both being named (STEP_TIMES_NOTE says why they differ)."""
     g = gpu_idle(trace)
-    if g["idle_us"] is None:
+    if g.idle_us is None:
         parts = ["no GPU lane"]
     else:
-        parts = [f"GPU idle {_ms(g['idle_us'])} ms of {_ms(g['step_us'])} ms profiled"]
-        if g["queued"] is not None:
-            a, b = g["queued"]
+        parts = [f"GPU idle {_ms(g.idle_us)} ms of {_ms(g.step_us)} ms profiled"]
+        if g.queued is not None:
+            a, b = g.queued
             parts.append(f"{_ms(b - a)} ms before it queued behind the previous step")
     if timed_ms is not None and timed_ms == timed_ms and timed_ms > 0:
         parts.append(f"timed step {_ms(timed_ms * 1e3)} ms (median)")
         # Where the two differ by more than half, the likely reason, in a few words.
-        ratio = (g["step_us"] / 1e3) / timed_ms
+        ratio = (g.step_us / 1e3) / timed_ms
         if ratio > DIFFER:
             parts.append("profiled longer: the profiler slows the host's calls")
         elif ratio < 1 / DIFFER:
@@ -349,7 +370,8 @@ def chrome_trace(traces: Sequence[tuple[str, TraceDoc]]) -> dict[str, Any]:
     """A Chrome trace event file (opens in ui.perfetto.dev and chrome://tracing): one
     process per labelled trace, a 'CPU launches' thread and one thread per GPU stream;
     every event a complete ('X') event in microseconds."""
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []  # JSON: the file's events (measurement.py imports
+    # this module, so its JsonObject alias cannot be imported here)
     for pid, (label, trace) in enumerate(traces, start=1):
         out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
                     "args": {"name": label}})
@@ -357,18 +379,18 @@ def chrome_trace(traces: Sequence[tuple[str, TraceDoc]]) -> dict[str, Any]:
                     "args": {"name": "CPU launches"}})
         streams: dict[Any, int] = {}
         for e in events(trace):
-            if e["lane"] == "cpu":
+            if e.lane == "cpu":
                 tid = 0
             else:
-                if e["stream"] not in streams:
-                    streams[e["stream"]] = len(streams) + 1
-                    shown = "?" if e["stream"] is None else e["stream"]
+                if e.stream not in streams:
+                    streams[e.stream] = len(streams) + 1
+                    shown = "?" if e.stream is None else e.stream
                     out.append({"ph": "M", "name": "thread_name", "pid": pid,
-                                "tid": streams[e["stream"]],
+                                "tid": streams[e.stream],
                                 "args": {"name": f"GPU stream {shown}"}})
-                tid = streams[e["stream"]]
-            out.append({"ph": "X", "name": e["name"], "cat": e["kind"], "pid": pid,
-                        "tid": tid, "ts": e["start_us"], "dur": e["dur_us"]})
+                tid = streams[e.stream]
+            out.append({"ph": "X", "name": e.name, "cat": e.kind, "pid": pid,
+                        "tid": tid, "ts": e.start_us, "dur": e.dur_us})
     return {"traceEvents": out, "displayTimeUnit": "ms",
             "otherData": {"source": "launchbench", "note": "one profiled step per point, "
                           "times relative to the host's step start"}}

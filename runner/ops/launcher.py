@@ -13,9 +13,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from db import jobs
+from runner.format.queue import Job
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: where `-m runner` resolves
 
@@ -67,7 +67,7 @@ def local_worker_pid(db_url: str) -> int | None:
     return pid if _alive(pid) else None
 
 
-def ensure_local_worker(engine, job: dict[str, Any], db_url: str) -> int | None:
+def ensure_local_worker(engine, job: Job, db_url: str) -> int | None:
     """Start `python -m runner worker --job ID --check-target` on this machine unless a
     live worker can serve `job`. Returns the new pid, or None.
 
@@ -90,7 +90,7 @@ def ensure_local_worker(engine, job: dict[str, Any], db_url: str) -> int | None:
     env["LAUNCHBENCH_DB"] = _absolute(db_url)  # not on the command line: ps would show a password
     with open(_state_path(db_url, "log"), "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "runner", "worker", "--job", str(int(job["id"])),
+            [sys.executable, "-m", "runner", "worker", "--job", str(int(job.id)),
              "--check-target"],
             cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             start_new_session=True)

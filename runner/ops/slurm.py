@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.format.queue import Job
+
 # The repository (runner/ops/slurm.py -> the folder holding app.py): the admin's slurm.toml
 # lives there, and it is where `-m runner` resolves on the compute nodes.
 ROOT = Path(__file__).resolve().parents[2]
@@ -163,13 +165,13 @@ def load_config(path: str | Path | None = None) -> SlurmConfig:
 
 # --- the batch script ---------------------------------------------------------------------
 
-def script(job: dict[str, Any], config: SlurmConfig) -> str:
+def script(job: Job, config: SlurmConfig) -> str:
     """The sbatch script for `job` (a db.jobs row). The database URL is not in it (it may
     hold a password, and Slurm keeps scripts readable): the worker reads LAUNCHBENCH_DB
     from the job's environment, which sbatch takes from the submitter's."""
-    t = config.gpu_type(job.get("gpu_type"))
-    spec = job.get("spec") or {}
-    opts = [f"--job-name=launchbench-{job['id']}"]
+    t = config.gpu_type(job.gpu_type)
+    spec = job.spec or {}
+    opts = [f"--job-name=launchbench-{job.id}"]
     opts += [f"--partition={config.partition}"] if config.partition else []
     opts += [f"--account={config.account}"] if config.account else []
     opts += [f"--time={config.time_limit}"] if config.time_limit else []
@@ -177,12 +179,12 @@ def script(job: dict[str, Any], config: SlurmConfig) -> str:
     what = (f"{spec.get('workload', '?')}, {len(spec.get('batch_sizes') or [])} batch "
             f"size(s) x {len(spec.get('modes') or [])} mode(s), device "
             f"{spec.get('device', 'auto')}, GPU type {t.name}")
-    worker = [config.python, "-m", "runner", "worker", "--once", "--job", str(job["id"])]
+    worker = [config.python, "-m", "runner", "worker", "--once", "--job", str(job.id)]
     return "\n".join([
         "#!/bin/bash",
         *(f"#SBATCH {o}" for o in opts),
-        f"# launchbench job {job['id']}: {what}".replace("\n", " "),
-        f"# Made by `python -m runner slurm-script {job['id']}` from {config.source or '?'}.",
+        f"# launchbench job {job.id}: {what}".replace("\n", " "),
+        f"# Made by `python -m runner slurm-script {job.id}` from {config.source or '?'}.",
         "# Runs the job at most once: a requeued copy finds it claimed and exits.",
         'if [ -z "${LAUNCHBENCH_DB:-}" ]; then',
         '  echo "LAUNCHBENCH_DB is not set: export the shared database URL" >&2; exit 2',
@@ -350,7 +352,7 @@ def cancel(engine, job_id: int) -> str:
     from db import jobs
 
     status = jobs.cancel(engine, job_id)
-    sid = jobs.get_job(engine, job_id).get("slurm_job_id")
+    sid = jobs.get_job(engine, job_id).slurm_job_id
     if sid:
         try:
             scancel(sid)
@@ -369,25 +371,25 @@ def reconcile(engine) -> list[tuple[int, str]]:
     if not rows or shutil.which("squeue") is None:
         return []
     try:
-        alive = states(sorted({r["slurm_job_id"] for r in rows}))
+        alive = states(sorted({r.slurm_job_id for r in rows}))
     except SlurmError:
         return []
     if alive is None:
         return []
     ended = []
     for r in rows:
-        state = alive.get(r["slurm_job_id"])
+        state = alive.get(r.slurm_job_id)
         if state is not None and state not in ENDED:
             continue  # pending, running, completing, requeued: Slurm is still on it
         try:
-            info = show_job(r["slurm_job_id"]) if state is not None else None
+            info = show_job(r.slurm_job_id) if state is not None else None
         except SlurmError:
             continue
-        message = verdict(r["slurm_job_id"], info)
+        message = verdict(r.slurm_job_id, info)
         # Cancelled here (the job asked to stop, then scancel): that is what it was.
-        status = "cancelled" if r["cancel_requested"] else "failed"
-        if jobs.end_unfinished(engine, r["id"], status, message):
-            ended.append((r["id"], message))
+        status = "cancelled" if r.cancel_requested else "failed"
+        if jobs.end_unfinished(engine, r.id, status, message):
+            ended.append((r.id, message))
     return ended
 
 
@@ -401,7 +403,7 @@ def interrupted(engine):
 
     def decide(job_id: int) -> tuple[str, str] | None:
         try:
-            if jobs.get_job(engine, job_id)["cancel_requested"]:
+            if jobs.get_job(engine, job_id).cancel_requested:
                 return "cancelled", "cancelled (scancel)"
         except Exception:  # noqa: BLE001 - the database gone too: reconcile settles it
             pass

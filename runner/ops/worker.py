@@ -12,7 +12,8 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
@@ -20,6 +21,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, Operation
 from db import jobs
 from runner.format.measurement import JsonObject, Measurement
 from runner.format.point_text import describe
+from runner.format.queue import Job
+from runner.format.queue import Worker as WorkerRow
 
 POLL_S = 1.0
 # A result write that meets a database outage is tried again after each of these pauses
@@ -59,17 +62,19 @@ def retrying(call: Callable[[], Any], what: str, *, log: Callable[[str], None],
     raise AssertionError("unreachable")
 
 
-def identity() -> dict[str, Any]:
-    """What claim_next matches jobs against: GPU name and whether CUDA is there."""
+def identity(name: str | None = None) -> tuple[WorkerRow, int | None]:
+    """This process as a worker, not registered yet (id 0): what claim_next matches jobs
+    against (GPU name, whether CUDA is there); and its GPU's memory in bytes, what a job's
+    memory bound is checked against here (None: the default's)."""
     import torch
 
     has_cuda = torch.cuda.is_available()
-    return {"hostname": socket.gethostname(), "pid": os.getpid(), "has_cuda": has_cuda,
-            "gpu_name": torch.cuda.get_device_name(0) if has_cuda else None,
-            "torch_version": torch.__version__,
-            # What a job's memory bound is checked against here (None: the default's).
-            "gpu_memory_bytes": (torch.cuda.get_device_properties(0).total_memory
-                                 if has_cuda else None)}
+    hostname = socket.gethostname()
+    me = WorkerRow(id=0, name=name or hostname, hostname=hostname, pid=os.getpid(),
+                   has_cuda=has_cuda,
+                   gpu_name=torch.cuda.get_device_name(0) if has_cuda else None,
+                   torch_version=torch.__version__)
+    return me, (torch.cuda.get_device_properties(0).total_memory if has_cuda else None)
 
 
 class _JobSink:
@@ -161,7 +166,7 @@ class Worker:
                  poll_s: float = POLL_S, log: Callable[[str], None] = print,
                  interrupted: Callable[[int], tuple[str, str] | None] | None = None,
                  sleep: Callable[[float], None] = time.sleep,
-                 host: dict[str, Any] | None = None) -> None:
+                 host: Mapping[str, Any] | None = None) -> None:
         self.engine, self.log, self.sleep = engine, log, sleep
         # What an interrupt (SIGTERM, Ctrl-C) means for the job in flight: (status,
         # message), or None to leave the job to its executor's verdict: under Slurm the
@@ -172,13 +177,14 @@ class Worker:
         # as a cancel: a batch job's SIGTERM must not land inside a database call.
         self.stopping = threading.Event()
         self.heartbeat_s, self.lost_after_s, self.poll_s = heartbeat_s, lost_after_s, poll_s
-        self.info = identity()
-        self.info["name"] = name or self.info["hostname"]
-        # `host`: slot, policy, GPUs and CPUs on a shared host (runner/ops/host.py pin).
-        self.info.update(host or {})
-        self.info["id"] = jobs.register_worker(
-            engine, **{k: self.info[k] for k in ("name", "hostname", "pid", "gpu_name",
-                                                 "has_cuda", "torch_version")}, **(host or {}))
+        me, self.gpu_memory_bytes = identity(name)
+        # `host`: slot, policy, GPUs and CPUs on a shared host (runner/ops/host.py pin):
+        # register_worker's keyword arguments, checked there (db/hosts.py check_fields).
+        host = dict(host or {})
+        wid = jobs.register_worker(
+            engine, name=me.name, hostname=me.hostname, pid=me.pid, gpu_name=me.gpu_name,
+            has_cuda=me.has_cuda, torch_version=me.torch_version, **host)
+        self.info: WorkerRow = replace(me, id=wid, **host)
 
     def serve(self, *, once: bool = False, idle_exit_s: float | None = None,
               job_id: int | None = None, slurm_job_id: str | None = None,
@@ -194,11 +200,11 @@ class Worker:
         device (a worker the dashboard starts for a job), else leave it queued."""
         if job_id is not None:
             return self._serve_one(job_id, slurm_job_id, sweep_up, check_target)
-        beat = _Heartbeat(self.engine, self.info["id"], self.heartbeat_s)
+        beat = _Heartbeat(self.engine, self.info.id, self.heartbeat_s)
         beat.start()
-        gpu = self.info["gpu_name"] or "no CUDA"
-        self.log(f"worker {self.info['name']} (id {self.info['id']}) on "
-                 f"{self.info['hostname']}: {gpu}, torch {self.info['torch_version']}")
+        gpu = self.info.gpu_name or "no CUDA"
+        self.log(f"worker {self.info.name} (id {self.info.id}) on "
+                 f"{self.info.hostname}: {gpu}, torch {self.info.torch_version}")
         idle_since = time.monotonic()
         try:
             while True:
@@ -230,11 +236,11 @@ class Worker:
             return 130
         finally:
             beat.close()
-            jobs.stop_worker(self.engine, self.info["id"])
+            jobs.stop_worker(self.engine, self.info.id)
 
     def _serve_one(self, job_id: int, slurm_job_id: str | None,
                    sweep_up: Callable[[], None] | None, check_target: bool = False) -> int:
-        beat = _Heartbeat(self.engine, self.info["id"], self.heartbeat_s)
+        beat = _Heartbeat(self.engine, self.info.id, self.heartbeat_s)
         beat.start()
         try:
             if sweep_up is not None:
@@ -249,8 +255,8 @@ class Worker:
                 except jobs.JobNotFound:
                     self.log(f"job {job_id} does not exist: nothing to run")
                     return 2
-                by = f" by {seen['worker_name']}" if seen["worker_name"] else ""
-                self.log(f"job {job_id} is {seen['status']}{by}, not queued: refusing to "
+                by = f" by {seen.worker_name}" if seen.worker_name else ""
+                self.log(f"job {job_id} is {seen.status}{by}, not queued: refusing to "
                          "claim it again (it runs at most once)")
                 return 0
             self.run_job(job, beat)
@@ -259,7 +265,7 @@ class Worker:
             return 130
         finally:
             beat.close()
-            jobs.stop_worker(self.engine, self.info["id"])
+            jobs.stop_worker(self.engine, self.info.id)
 
     def _serves(self, job_id: int) -> bool:
         """Whether this worker may run job `job_id` by the rule claim_next applies; says
@@ -270,17 +276,15 @@ class Worker:
             return True  # claim_job's path says so in its own words
         if jobs.can_serve(self.info, job):
             return True
-        self.log(f"job {job_id} wants target {job.get('target')!r}, device "
-                 f"{job.get('device')!r}; this worker ({self.info['name']}, "
-                 f"{self.info['gpu_name'] or 'no CUDA'}) does not serve it: left queued")
+        self.log(f"job {job_id} wants target {job.target!r}, device "
+                 f"{job.device!r}; this worker ({self.info.name}, "
+                 f"{self.info.gpu_name or 'no CUDA'}) does not serve it: left queued")
         return False
 
-    def run_job(self, job: dict[str, Any], beat: _Heartbeat) -> str:
-        from dataclasses import replace
-
+    def run_job(self, job: Job, beat: _Heartbeat) -> str:
         from runner.core.sweep import prepare, run_sweep
 
-        job_id = job["id"]
+        job_id = job.id
         self.log(f"claimed job {job_id}")
         beat.job_id = job_id
         sink = _JobSink(self.engine, job_id, self._retry)
@@ -288,9 +292,9 @@ class Worker:
         try:
             # The row may come from anywhere: it enters here, checked once, its memory
             # against this GPU's; then what it needs of this machine.
-            spec = jobs.check_spec(job["spec"], self.info.get("gpu_memory_bytes"))
+            spec = jobs.check_spec(job.spec, self.gpu_memory_bytes)
             if spec.device == "auto":
-                spec = replace(spec, device="cuda" if self.info["has_cuda"] else "cpu")
+                spec = replace(spec, device="cuda" if self.info.has_cuda else "cpu")
             workload = prepare(spec, allow_import=False)
 
             def progress(done: int, total: int, current, _last) -> None:

@@ -7,11 +7,11 @@ strategy captures). runner/format/advisor.py chooses bucket sets from these figu
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import torch
 
 from runner.core import memory
+from runner.format.measurement import JsonObject
 from runner.format.numbers import finite, percentile
 from runner.serve.context import Context, capture, reset
 
@@ -31,7 +31,7 @@ def _median_ms(ctx: Context, fn, calls: int) -> float:
     return percentile(times, 50)
 
 
-def profile(ctx: Context, sizes: list[int]) -> list[dict[str, Any]]:
+def profile(ctx: Context, sizes: list[int]) -> list[JsonObject]:
     """Per candidate size: eager time, bucketed time and pool (alone), and the extra pool
     bytes when captured largest first into one shared pool."""
     calls, model = PROFILE_CALLS[ctx.quick], ctx.model

@@ -31,7 +31,7 @@ from runner.format import advisor, buckets, serve_record
 from runner.format.buckets import Strategy
 from runner.format.bundle import now_iso
 from runner.format.limits import TOLERANCE
-from runner.format.measurement import Launches, split
+from runner.format.measurement import JsonObject, Launches, split
 from runner.format.numbers import finite
 from runner.serve.context import (  # noqa: F401 - the scenario's API includes its context
     Context,
@@ -100,7 +100,7 @@ def _buckets(ctx: Context, s: Strategy) -> Executor:
     sizes, model = s.buckets, ctx.model
     gen = torch.Generator().manual_seed(0)
     static: dict[int, tuple] = {}
-    details: dict[str, Any] = {}
+    details: JsonObject = {}
     if ctx.cuda:
         details.update(capture_order=[], pool_bytes_by_bucket={}, capture_s_by_bucket={})
         pool = torch.cuda.graph_pool_handle()
@@ -201,7 +201,7 @@ def _launches(ctx: Context, serve) -> Launches:
     return profile_step(lambda: serve(ctx.inputs[next(order)]), n)[0]
 
 
-def _profile(launches: Launches) -> dict[str, Any]:
+def _profile(launches: Launches) -> JsonObject:
     """A serve result's details["profile"]: the counts beyond the two per-request ones,
     with the profiler's own details under "details" (the layout bundles hold)."""
     top, details = split(launches)
@@ -210,7 +210,7 @@ def _profile(launches: Launches) -> dict[str, Any]:
     return {**top, "details": details}
 
 
-def measure(ctx: Context, s: Strategy) -> dict[str, Any]:
+def measure(ctx: Context, s: Strategy) -> JsonObject:
     """One strategy's result record (runner/format/serve_record.py RESULT_FIELDS)."""
     r = serve_record.empty_result(s.name)
     stream = ctx.stream

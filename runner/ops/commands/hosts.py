@@ -13,6 +13,7 @@ import shlex
 import sys
 
 from runner.core import host_gate
+from runner.format.queue import Worker
 from runner.ops import host
 from runner.ops.cli import UsageError
 from runner.ops.commands import flags
@@ -123,25 +124,25 @@ def run_workers(args: argparse.Namespace) -> int:
                             log=lambda line: print(line, file=sys.stderr, flush=True))
 
 
-def announce(engine, info: dict, log) -> None:
+def announce(engine, me: Worker, log) -> None:
     """A starting worker says who shares its host (the workers table)."""
     from db import hosts, jobs
 
-    here = [w for w in jobs.live_workers(engine) if w.get("hostname") == info["hostname"]]
+    here = [w for w in jobs.live_workers(engine) if w.hostname == me.hostname]
     if here:
-        log(hosts.describe(info["hostname"], here))
+        log(hosts.describe(me.hostname, here))
     mixed = hosts.mixed_policies(here)
     if mixed:
         log(f"warning: workers on this host time under different policies ({', '.join(mixed)})"
             ": the shared ones time beside the exclusive ones")
 
 
-def format_worker(w: dict) -> str:
-    slot = f"gpu{w['host_slot']}" if w.get("host_slot") is not None else "-"
-    return "  ".join([f"{w['id']:>5}", f"{w['name']:<24}", f"{slot:<6}",
-                      f"pid={w['pid']}", w["gpu_name"] or "no CUDA",
-                      f"CUDA_VISIBLE_DEVICES={w.get('cuda_visible_devices') or 'all'}",
-                      f"cpus={w.get('cpus') or '?'}"])
+def format_worker(w: Worker) -> str:
+    slot = f"gpu{w.host_slot}" if w.host_slot is not None else "-"
+    return "  ".join([f"{w.id:>5}", f"{w.name:<24}", f"{slot:<6}",
+                      f"pid={w.pid}", w.gpu_name or "no CUDA",
+                      f"CUDA_VISIBLE_DEVICES={w.cuda_visible_devices or 'all'}",
+                      f"cpus={w.cpus or '?'}"])
 
 
 def _list(args: argparse.Namespace) -> int:

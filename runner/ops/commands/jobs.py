@@ -14,6 +14,7 @@ import signal
 import sys
 
 from runner.format.catalog import WORKLOADS
+from runner.format.queue import Job
 from runner.ops import slurm
 from runner.ops.cli import UsageError
 from runner.ops.commands import flags, hosts
@@ -138,22 +139,21 @@ def _when(t) -> str:
     return t.strftime("%Y-%m-%d %H:%M:%S") if t else "-"
 
 
-def format_job(job: dict) -> str:
-    s = job["spec"]
-    total = job["points_total"]
-    status = job.get("shown_status") or job["status"]  # "lost" is decided at read time
-    parts = [f"{job['id']:>5}", f"{status:<9}", _when(job["created_at"]),
-             s.get("workload", "?"), job["device"],
-             f"{job['points_done']}/{total if total is not None else '?'}",
-             f"target={job['target']}" if job["target"] else "any",
-             f"worker={job['worker_name']}" if job["worker_name"] else "-",
-             f"run={job['run_id']}" if job["run_id"] else "-"]
-    if job.get("slurm_job_id"):
-        parts.append(f"slurm={job['slurm_job_id']}({job.get('gpu_type') or '?'})")
-    if job["label"]:
-        parts.append(repr(job["label"]))
-    if job["message"]:
-        parts.append(f"({job['message']})")
+def format_job(job: Job) -> str:
+    total = job.points_total
+    status = job.shown  # "lost" is decided at read time
+    parts = [f"{job.id:>5}", f"{status:<9}", _when(job.created_at),
+             job.spec.get("workload", "?"), job.device,
+             f"{job.points_done}/{total if total is not None else '?'}",
+             f"target={job.target}" if job.target else "any",
+             f"worker={job.worker_name}" if job.worker_name else "-",
+             f"run={job.run_id}" if job.run_id else "-"]
+    if job.slurm_job_id:
+        parts.append(f"slurm={job.slurm_job_id}({job.gpu_type or '?'})")
+    if job.label:
+        parts.append(repr(job.label))
+    if job.message:
+        parts.append(f"({job.message})")
     return "  ".join(parts)
 
 

@@ -7,6 +7,7 @@ LAUNCHBENCH_DB exported): the worker it runs records its own Slurm job id when i
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from runner.ops.cli import UsageError
 from runner.ops.commands import flags
@@ -37,9 +38,9 @@ def run(args: argparse.Namespace) -> int:
         job = _known(jobs.get_job, engine, int(args.job))
     finally:
         engine.dispose()
-    gpu_type = args.gpu_type or job.get("gpu_type")
+    gpu_type = args.gpu_type or job.gpu_type
     if gpu_type is None:
-        raise UsageError(f"job {job['id']} has no GPU type: give --gpu-type (configured: "
+        raise UsageError(f"job {job.id} has no GPU type: give --gpu-type (configured: "
                          f"{', '.join(config.gpu_types)})")
-    print(_known(slurm.script, {**job, "gpu_type": gpu_type}, config), end="")
+    print(_known(slurm.script, replace(job, gpu_type=gpu_type), config), end="")
     return 0

@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from runner.format import bundle as fmt
+from runner.format.run_summary import RunSummary
 from runner.ops.cli import UsageError
 from runner.ops.commands.flags import ALL, db_flag, table
 
@@ -185,16 +185,15 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_runs(runs: list[dict[str, Any]]) -> list[str]:
+def format_runs(runs: list[RunSummary]) -> list[str]:
     """One aligned line per run (a pure function, so tests need no terminal)."""
     rows = []
     for r in runs:
-        t = r["created_at"]
+        t = r.created_at
         date = t.strftime("%Y-%m-%d %H:%M") if t is not None else "-"
-        where = r["gpu_name"] or (r["device"] if r["device"] == "cpu" else "unknown GPU")
-        torch = f"torch {r['torch_version']}" if r["torch_version"] else "torch ?"
-        rows.append([str(r["id"]), date, r["workload"], where, torch, r["status"],
-                     r["label"] or ""])
+        where = r.gpu_name or (r.device if r.device == "cpu" else "unknown GPU")
+        torch = f"torch {r.torch_version}" if r.torch_version else "torch ?"
+        rows.append([str(r.id), date, r.workload, where, torch, r.status, r.label or ""])
     return table(rows, left=ALL)
 
 
