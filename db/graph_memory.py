@@ -75,7 +75,8 @@ def graph_memory_runs(engine: Engine) -> pd.DataFrame:
 
 
 def attributions(engine: Engine, run_ids: list[int] | tuple) -> dict[int, dict]:
-    """Each run's attribution (runner/format/graph_memory.attribute), for the Runs board."""
+    """Each run's attribution (runner/format/graph_memory.attribute) and its number of
+    sizes, for the Runs board."""
     ids = [int(i) for i in run_ids]
     if not ids:
         return {}
@@ -84,7 +85,11 @@ def attributions(engine: Engine, run_ids: list[int] | tuple) -> dict[int, dict]:
     by_run: dict[int, list[GraphMemoryCapture]] = {}
     for r in rows:
         by_run.setdefault(r.run_id, []).append(r)
-    return {rid: gm.attribute(_series(rs)) for rid, rs in by_run.items()}
+    out = {}
+    for rid, rs in by_run.items():
+        series = _series(rs)
+        out[rid] = {**gm.attribute(series), "sizes": len(next(iter(series.values())))}
+    return out
 
 
 def graph_memory_doc(engine: Engine, run_id: int) -> dict:

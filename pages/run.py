@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import analysis, charts, cost, links, report, ui, workload_views
+from pages.common import capture_advice as ca
 from pages.common.plain import plain
 from runner.format.bundle import ENVIRONMENT_FIELDS
 
@@ -50,6 +51,33 @@ def tables(url: str, data_v: tuple, run_id: int) -> tuple:
     return report.speedup_pivot(points), report.points_table(points)
 
 
+def graph_memory_run(run_id: int, header: dict) -> None:
+    """A graph-memory run: its two charts, what its series attribute, every capture."""
+    st.title(report.run_title(header, plain) + " · graph memory")
+    if header.get("label"):
+        st.caption(plain(header["label"]))
+    try:
+        doc = ui.graph_memory_doc(run_id)
+    except LookupError as e:  # deleted since the header was read
+        st.error(plain(str(e)))
+        return
+    for col, (i, figure) in zip(st.columns(2), enumerate(ca.curve_charts(doc)), strict=True):
+        with col:
+            ui.chart(figure, key=f"gm_chart_{i}")
+    st.caption("One CUDA graph captured per size, largest first (as vLLM and SGLang do); "
+               "the pools' MiB read after each capture. Shared: one pool for every graph; "
+               "private: a pool per graph, each paying the fixed part (workspaces) again.")
+    st.dataframe(ca.attribution_frame(doc), hide_index=True, key="gm_attribution")
+    st.dataframe(ca.captures_frame(doc), hide_index=True, key="gm_captures")
+    if ui.has_page("serve"):
+        st.page_link(ui.PAGES["serve"], label="Price capture lists with this curve (Serve "
+                     "page)", icon=":material/dynamic_feed:", query_params={"curve": run_id})
+    st.caption(f"On the command line: python -m runner advise-capture --from FILE "
+               f"--engine vllm --budget-mib N --curve {run_id}")
+    st.page_link(ui.PAGES["import"], label="Download: bundle, HTML report",
+                 icon=":material/download:", query_params={"run": run_id})
+
+
 # --- settings: the run id comes from the URL only, so the link is the whole state --------
 run_id = ui.run_id_from_url()
 
@@ -67,6 +95,9 @@ if header.get("kind") == "serve":
     if ui.has_page("serve"):
         st.page_link(ui.PAGES["serve"], label=f"Open serve run {run_id}",
                      icon=":material/dynamic_feed:", query_params={"run": run_id})
+    st.stop()
+if header.get("kind") == "graph-memory":
+    graph_memory_run(run_id, header)
     st.stop()
 points = ui.points([run_id])
 

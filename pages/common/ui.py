@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
+from db import graph_memory as dbgm
 from db import queries
 from db.engine import default_url, make_engine
 from db.engine import shown_url as engine_shown_url
@@ -166,8 +167,10 @@ def _board(url: str, data_v: tuple, gpus: tuple, workloads: tuple,
     runs = _runs(url, data_v, gpus, workloads, torches)
     sweeps = runs.loc[runs["kind"] == "sweep", "id"]
     serves = runs.loc[runs["kind"] == "serve", "id"]
+    captures = runs.loc[runs["kind"] == "graph-memory", "id"]
     return boards.board(runs, queries.key_points(engine, tuple(int(i) for i in sweeps)),
-                        queries.serve_key_results(engine, tuple(int(i) for i in serves)))
+                        queries.serve_key_results(engine, tuple(int(i) for i in serves)),
+                        dbgm.attributions(engine, tuple(int(i) for i in captures)))
 
 
 def board(gpus: Sequence[str] = (), workloads: Sequence[str] = (),
@@ -179,6 +182,27 @@ def board(gpus: Sequence[str] = (), workloads: Sequence[str] = (),
 def key_points(ids: Sequence[int]) -> pd.DataFrame:
     """The points of many runs, without raw samples (the Runs board, Trends)."""
     return _key_points(db_url(), version(), tuple(int(i) for i in ids))
+
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=16)
+def _graph_memory_runs(url: str, data_v: tuple) -> pd.DataFrame:
+    return dbgm.graph_memory_runs(_engine(url))
+
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=32)
+def _graph_memory_doc(url: str, data_v: tuple, run_id: int) -> dict:
+    return dbgm.graph_memory_doc(_engine(url), run_id)
+
+
+def graph_memory_runs() -> pd.DataFrame:
+    """Every stored graph-memory run, newest first (db/graph_memory.py)."""
+    return _graph_memory_runs(db_url(), version())
+
+
+def graph_memory_doc(run_id: int) -> dict:
+    """A stored graph-memory run as a document: gm.curve() and the curve charts read it.
+    RunNotFound / NotGraphMemory as db.graph_memory.graph_memory_doc raises them."""
+    return _graph_memory_doc(db_url(), version(), int(run_id))
 
 
 def serve_keys(ids: Sequence[int]) -> pd.DataFrame:
