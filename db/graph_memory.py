@@ -11,7 +11,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from db.models import Environment, GraphMemoryCapture, Run
-from db.rows import RunNotFound
+from db.rows import RunNotFound, iso
+from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
 from runner.format.measurement import JsonObject
 
@@ -95,11 +96,16 @@ def attributions(engine: Engine, run_ids: list[int] | tuple) -> dict[int, dict]:
 def graph_memory_doc(engine: Engine, run_id: int) -> dict:
     """A stored run as gm.read_doc() returns a document (for gm.curve, gm.table_rows).
     RunNotFound when no run has the id, NotGraphMemory when it is another kind."""
-    from db.store import export_bundle  # the one place a run becomes a bundle
-
-    bundle = export_bundle(engine, run_id)
-    kind = bundle["run"].get("kind") or "sweep"
-    if kind != KIND:
-        raise NotGraphMemory(f"run {run_id} is a {kind} run, not a graph-memory run "
-                             "(python -m runner list shows each run's kind)")
-    return gm.doc_from_bundle(bundle, f"run {run_id}")
+    with Session(engine) as s:
+        row = s.get(Run, run_id)
+        if row is None:
+            raise RunNotFound(f"run {run_id} does not exist")
+        if row.kind != KIND:
+            raise NotGraphMemory(f"run {run_id} is a {row.kind} run, not a graph-memory run "
+                                 "(python -m runner list shows each run's kind)")
+        env = {f: getattr(row.environment, f) for f in fmt.ENVIRONMENT_FIELDS}
+        run = {f: getattr(row, f) for f in fmt.RUN_FIELDS}
+        run.update(created_at=iso(row.created_at), finished_at=iso(row.finished_at))
+        section = read_section(s, run_id)
+    return gm.doc_from_bundle({"environment": env, "run": run, gm.SECTION: section},
+                              f"run {run_id}")

@@ -223,12 +223,6 @@ def delete_run(engine: Engine, run_id: int) -> JsonObject:
     return facts
 
 
-def _iso(t: datetime | None) -> str | None:
-    if t is None:
-        return None
-    return (t if t.tzinfo else t.replace(tzinfo=fmt.timezone.utc)).isoformat()
-
-
 def export_bundle(engine: Engine, run_id: int) -> JsonObject:
     """The run as a bundle dict, exactly what `import_bundle` takes back."""
     with Session(engine) as s:
@@ -239,7 +233,7 @@ def export_bundle(engine: Engine, run_id: int) -> JsonObject:
             raise RunNotFound(f"run {run_id} does not exist")
         env = {f: getattr(row.environment, f) for f in fmt.ENVIRONMENT_FIELDS}
         run = {f: getattr(row, f) for f in fmt.RUN_FIELDS}
-        run["created_at"], run["finished_at"] = _iso(row.created_at), _iso(row.finished_at)
+        run.update(created_at=rows.iso(row.created_at), finished_at=rows.iso(row.finished_at))
         ms = [{**{f: getattr(m, f) for f in fmt.MEASUREMENT_FIELDS},
                fmt.TRACE_FIELD: m.trace_row.trace if m.trace_row is not None else None}
               for m in row.measurements]

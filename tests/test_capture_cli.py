@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.format import bundle as fmt
 from runner.format import capture_sizes as cs
 from runner.format import graph_memory as gm
 from runner.ops.cli import main
@@ -160,7 +161,7 @@ def test_graph_memory_on_the_gpu(capsys, tmp_path):
     rc, text, err = cli(capsys, "graph-memory", "--workload", "mlp", "--sizes",
                         "1,8,64,512", "--pool", "both", "--no-db", "--out", str(out))
     assert rc == 0, err
-    doc = gm.read_any(json.loads(out.read_text()), str(out))  # the run's bundle
+    doc = fmt.graph_memory_doc(json.loads(out.read_text()), str(out))  # the run's bundle
     a = doc["attribution"]
     assert [r.batch_size for r in doc["rows"]["shared"]] == [512, 64, 8, 1]
     assert a["private_total_bytes"] >= a["shared_total_bytes"] > 0

@@ -92,3 +92,14 @@ def test_curve_choices_and_frames():
     assert list(frame["Pool"].unique()) == ["shared", "private"]
     assert ca.attribution_frame(doc).set_index("Figure").at[
         "One shared pool saves", "Value"] == 306.0
+
+
+def test_an_uploaded_graph_memory_bundle_says_what_it_holds(dash):
+    from pages.common import uploads
+    from runner.format import bundle as fmt
+
+    text = fmt.dumps(probe_bundle()).encode()
+    (first,) = uploads.import_uploads(dash.engine, [("gm.json", text)])
+    assert first.ok and "graph-memory, 20 captures of 10 sizes" in first.message
+    (again,) = uploads.import_uploads(dash.engine, [("gm.json", text)])
+    assert not again.ok and again.run_id == first.run_id

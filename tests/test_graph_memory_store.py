@@ -41,7 +41,7 @@ def test_round_trip_on_both_backends(engine):
     assert "NVIDIA H200" in curve.source
     runs = dbgm.graph_memory_runs(engine)
     assert list(runs["id"]) == [run_id]
-    assert dbgm.attributions(engine, [run_id])[run_id] == a
+    assert dbgm.attributions(engine, [run_id])[run_id] == {**a, "sizes": 10}
     store.delete_run(engine, run_id)
     with engine.connect() as c:
         assert c.scalar(select(func.count()).select_from(GraphMemoryCapture)) == 0
@@ -110,17 +110,17 @@ def test_file_forms_read_alike(tmp_path):
     """advise-capture --curve and the Serve page take the bundle (graph-memory --out,
     export) and the older launchbench.graph-memory document alike."""
     doc = probe_bundle()
-    a = gm.read_any(doc, "b.json")
+    a = fmt.graph_memory_doc(doc, "b.json")
     sec = doc[gm.SECTION]
     older = gm.make_doc(doc["environment"], doc["run"], sec["sizes"],
                         gm.section_rows(sec)[1])
-    b = gm.read_any(older, "d.json")
+    b = fmt.graph_memory_doc(older, "d.json")
     assert gm.curve(a, "x") == gm.curve(b, "x")
     sweep = fmt.make_bundle({"device": "cpu"}, {"uuid": "u", "workload": "mlp",
                                                 "created_at": fmt.now_iso(),
                                                 "status": "done"}, [])
     with pytest.raises(gm.GraphMemoryError, match="s.json is a sweep run"):
-        gm.read_any(sweep, "s.json")
+        fmt.graph_memory_doc(sweep, "s.json")
 
 
 def test_migration_0009_keeps_runs_and_widens_the_kind(tmp_path):

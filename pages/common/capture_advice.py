@@ -13,6 +13,7 @@ import pandas as pd
 
 from pages.common import chart_layout as layout
 from pages.common.names import device_name
+from runner.format import bundle as fmt
 from runner.format import capture_dist as cdist
 from runner.format import capture_sizes as cs
 from runner.format import graph_memory as gm
@@ -26,7 +27,7 @@ def curve_from_text(text: str | None, name: str = "uploaded curve") -> tuple[cs.
     if not text:
         return cs.DEFAULT_CURVE, None
     try:
-        doc = gm.read_any(json.loads(text), name)  # graph-memory --out's bundle, or older
+        doc = fmt.graph_memory_doc(json.loads(text), name)  # graph-memory --out's bundle, or older
     except ValueError as e:  # json's own errors and GraphMemoryError alike
         raise gm.GraphMemoryError(f"{name}: {str(e).splitlines()[0]}") from None
     return gm.curve(doc, name), doc

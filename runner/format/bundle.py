@@ -178,6 +178,28 @@ def make_bundle(environment: Mapping[str, Any], run: Mapping[str, Any],
     return doc
 
 
+def contents(doc: JsonObject) -> str:
+    """What a validated bundle holds, in a few words (import and export say it): a
+    graph-memory run has captures, not points."""
+    sec = doc.get(gm.SECTION)
+    if sec is not None:
+        n = sum(len(v) for v in sec["series"].values())
+        return f"graph-memory, {n} captures of {len(sec['sizes'])} sizes"
+    return f"{len(doc['measurements'])} points"
+
+
+def graph_memory_doc(doc: Any, source: str) -> JsonObject:
+    """A graph-memory run's document (graph_memory.read_doc's form, what curve() reads)
+    from either file form: a bundle of kind graph-memory (graph-memory --out, export) or
+    the older launchbench.graph-memory document. GraphMemoryError names `source`."""
+    if isinstance(doc, dict) and doc.get("format") == FORMAT:
+        try:
+            return gm.doc_from_bundle(validate(doc), source)
+        except BundleError as e:
+            raise gm.GraphMemoryError(f"{source}: {e}") from None
+    return gm.read_doc(doc, source)
+
+
 def _events(trace: Any) -> int:
     if not isinstance(trace, dict):
         return 0

@@ -248,16 +248,3 @@ def doc_from_bundle(bundle: dict, source: str) -> dict:
                      "environment": bundle["environment"], "run": bundle["run"],
                      "sizes": sec["sizes"], "series": sec["series"],
                      "attribution": sec["attribution"]}, source)
-
-
-def read_any(doc: object, source: str) -> dict:
-    """A graph-memory document or a bundle of a graph-memory run (what graph-memory --out
-    and export write), as read_doc() returns it."""
-    if isinstance(doc, dict) and doc.get("format") == "launchbench.run":
-        from runner.format import bundle as fmt  # here: bundle.py imports this module
-
-        try:
-            return doc_from_bundle(fmt.validate(doc), source)
-        except fmt.BundleError as e:
-            raise GraphMemoryError(f"{source}: {e}") from None
-    return read_doc(doc, source)

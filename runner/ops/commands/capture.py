@@ -140,7 +140,7 @@ def load_curve(ref: str | None, db: str | None = None) -> cs.Curve:
     except (OSError, ValueError) as e:
         raise UsageError(f"--curve {ref!r} cannot be read: {e}") from None
     try:
-        return gm.curve(gm.read_any(doc, ref), ref)
+        return gm.curve(fmt.graph_memory_doc(doc, ref), ref)
     except gm.GraphMemoryError as e:
         raise UsageError(f"--curve {e}") from None
 

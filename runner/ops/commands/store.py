@@ -122,21 +122,10 @@ def run_import(args: argparse.Namespace) -> int:
         engine.dispose()
     uuid = doc["run"]["uuid"]
     if created:
-        print(f"imported run {run_id} (uuid {uuid}, {contents(doc)})")
+        print(f"imported run {run_id} (uuid {uuid}, {fmt.contents(doc)})")
     else:
         print(f"already imported: run {run_id} (uuid {uuid}); nothing added")
     return 0
-
-
-def contents(doc: dict) -> str:
-    """What a bundle holds, in a few words: a graph-memory run has captures, not points."""
-    from runner.format.graph_memory import SECTION
-
-    sec = doc.get(SECTION)
-    if sec is not None:
-        n = sum(len(v) for v in sec["series"].values())
-        return f"graph-memory, {n} captures of {len(sec['sizes'])} sizes"
-    return f"{len(doc['measurements'])} points"
 
 
 def import_one(engine, doc: dict, name: str) -> tuple[int, bool]:
@@ -197,7 +186,8 @@ def run_export(args: argparse.Namespace) -> int:
     finally:
         engine.dispose()
     fmt.write(args.out, doc)
-    print(f"exported run {run_id} (uuid {doc['run']['uuid']}, {contents(doc)}) to {args.out}")
+    print(f"exported run {run_id} (uuid {doc['run']['uuid']}, {fmt.contents(doc)}) to "
+          f"{args.out}")
     return 0
 
 
