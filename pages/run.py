@@ -74,8 +74,11 @@ def graph_memory_run(run_id: int, header: dict) -> None:
                      "page)", icon=":material/dynamic_feed:", query_params={"curve": run_id})
     st.caption(f"On the command line: python -m runner advise-capture --from FILE "
                f"--engine vllm --budget-mib N --curve {run_id}")
-    st.page_link(ui.PAGES["import"], label="Download: bundle, HTML report",
-                 icon=":material/download:", query_params={"run": run_id})
+    left, right = st.columns([4, 1])
+    left.page_link(ui.PAGES["import"], label="Download: bundle, captures CSV, HTML report",
+                   icon=":material/download:", query_params={"run": run_id})
+    with right:
+        ui.delete_run_button(run_id)
 
 
 # --- settings: the run id comes from the URL only, so the link is the whole state --------
