@@ -5,7 +5,8 @@ curve and the dashboard (SQL only here, through select())."""
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
@@ -15,6 +16,9 @@ from db.rows import RunNotFound, iso
 from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
 from runner.format.measurement import JsonObject
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 KIND = "graph-memory"
 
@@ -63,6 +67,10 @@ RUN_COLUMNS = ("id", "created_at", "workload", "workload_params", "dtype", "stat
 
 def graph_memory_runs(engine: Engine) -> pd.DataFrame:
     """Every graph-memory run, newest first: what a picker lists."""
+    # pandas here, not at the top: db/store.py imports this module, and `import`, `sweep`
+    # and the worker never needed pandas to start.
+    import pandas as pd
+
     stmt = (select(Run.id, Run.created_at, Run.workload, Run.workload_params, Run.dtype,
                    Run.status, Run.label, Environment.device, Environment.gpu_name,
                    Environment.torch_version)

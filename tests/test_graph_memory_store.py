@@ -5,6 +5,7 @@ one line, and migration 0009 on a database that already holds runs."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select, text
@@ -157,3 +158,15 @@ def test_migration_0009_keeps_runs_and_widens_the_kind(tmp_path):
     migrate.upgrade(engine)
     assert store.import_bundle(engine, probe_bundle())[1]
     engine.dispose()
+
+
+def test_db_store_still_starts_without_pandas():
+    """db/store.py imports db/graph_memory.py: `import`, `sweep` and the worker must not pay
+    for pandas on start (a worker race test timed out under load when they did)."""
+    import subprocess
+    import sys
+
+    code = "import sys, db.store; assert 'pandas' not in sys.modules, 'pandas imported'"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=str(Path(__file__).resolve().parents[1]))
+    assert done.returncode == 0, done.stderr
