@@ -24,6 +24,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from runner.format.graph_memory import POOLS as GRAPH_POOLS
 from runner.format.limits import ENVIRONMENT_TEXT_LIMITS as ENV_TEXT
 from runner.format.limits import MAX_DIST_TEXT, MAX_LABEL, RUN_TEXT_LIMITS
 from runner.format.measurement import JsonObject
@@ -88,7 +89,8 @@ class Run(Base):
     label: Mapped[str | None] = mapped_column(String(MAX_LABEL))
     source: Mapped[str] = mapped_column(String(16), default="measured")
     command: Mapped[str | None] = mapped_column(Text)
-    # What the run measured: a sweep (measurements) or a serve replay (serve_* tables).
+    # What the run measured: a sweep (measurements), a serve replay (serve_* tables) or a
+    # graph-memory series (graph_memory_captures).
     kind: Mapped[str] = mapped_column(String(16), default="sweep", server_default="sweep")
     # Set while the run is being written (db/store.py heartbeat_run); a running run whose
     # heartbeat is older than limits.LOST_AFTER_S reads as lost (db/liveness.py).
@@ -324,4 +326,31 @@ class ServeProfilePoint(Base):
     __table_args__ = (
         UniqueConstraint("run_id", "batch_size", name="uq_serve_profile_size"),
         CheckConstraint("batch_size >= 1", name="ck_serve_profile_batch_size"),
+    )
+
+
+# --- Graph-memory runs (issue 27): one CUDA graph captured per size, the pools read after
+# each capture (runner/format/graph_memory.py, the bundle's "graph_memory" section); a Run
+# row of kind 'graph-memory' with no measurements. The attribution (fixed MiB per capture,
+# MiB per row, a shared pool's MiB per further graph) is derived from these rows on read.
+
+class GraphMemoryCapture(Base):
+    """One capture of a series: cumulative figures since the series began."""
+
+    __tablename__ = "graph_memory_captures"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    pool: Mapped[str] = mapped_column(String(16))
+    position: Mapped[int] = mapped_column(Integer)  # 1 = the first (largest) capture
+    batch_size: Mapped[int] = mapped_column(Integer)
+    capture_s: Mapped[float] = mapped_column(Float)
+    pool_reserved_bytes: Mapped[int] = mapped_column(BigInteger)
+    allocated_bytes: Mapped[int] = mapped_column(BigInteger)
+    device_used_bytes: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        UniqueConstraint("run_id", "pool", "position", name="uq_graph_memory_capture"),
+        CheckConstraint(_one_of("pool", GRAPH_POOLS), name="ck_graph_memory_pool"),
+        CheckConstraint("batch_size >= 1", name="ck_graph_memory_batch_size"),
+        CheckConstraint("pool_reserved_bytes >= 0", name="ck_graph_memory_pool_bytes"),
     )

@@ -21,8 +21,8 @@ def list_runs(engine: Engine, now: datetime | None = None) -> list[RunSummary]:
     ("lost" for a running run whose writer went silent, see db/liveness.py)."""
     with engine.connect() as c:
         status = liveness.run_status(liveness.cutoff(c, now)).label("status")
-        stmt = (select(Run.id, Run.uuid, Run.created_at, Run.workload, status, Run.label,
-                       Run.source, Environment.device, Environment.gpu_name,
+        stmt = (select(Run.id, Run.uuid, Run.kind, Run.created_at, Run.workload, status,
+                       Run.label, Run.source, Environment.device, Environment.gpu_name,
                        Environment.torch_version)
                 .join(Environment, Run.environment_id == Environment.id)
                 .order_by(Run.created_at.desc(), Run.id.desc()))

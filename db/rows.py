@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import datetime, timezone
 
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -28,6 +29,13 @@ from runner.format.measurement import JsonObject
 
 class RunNotFound(LookupError):
     pass
+
+
+def iso(t: datetime | None) -> str | None:
+    """A stored time as the bundle writes it (SQLite hands back naive UTC datetimes)."""
+    if t is None:
+        return None
+    return (t if t.tzinfo else t.replace(tzinfo=timezone.utc)).isoformat()
 
 
 def environment_key(env: JsonObject) -> str:

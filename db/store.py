@@ -9,11 +9,13 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, selectinload
 
+from db import graph_memory as dbgm
 from db import liveness, rows
 from db.access import require_writable
 from db.models import Measurement, Run, Trace
 from db.rows import RunNotFound, environment_key  # noqa: F401 - part of this API
 from runner.format import bundle as fmt
+from runner.format import graph_memory as gm
 from runner.format.bundle import BundleError
 from runner.format.measurement import JsonObject
 from runner.format.measurement import Measurement as Point
@@ -119,6 +121,8 @@ def fingerprint(doc: JsonObject) -> str:
         serve = dict(doc["serve"])
         serve["profile"] = sorted(serve.get("profile") or [], key=lambda p: p["batch_size"])
         body["serve"] = serve
+    if doc.get(gm.SECTION) is not None:
+        body[gm.SECTION] = doc[gm.SECTION]
     return json.dumps(_canon(body), sort_keys=True)
 
 
@@ -142,6 +146,8 @@ def import_bundle(engine: Engine, doc: JsonObject, name: str = "the bundle"
         s.flush()
         if doc.get("serve") is not None:  # a serve run (bundle version 2): same transaction
             rows.add_section(s, row.id, doc["serve"])
+        if doc.get(gm.SECTION) is not None:  # a graph-memory run: same transaction
+            dbgm.add_section(s, row.id, doc[gm.SECTION])
         return row.id, True
 
 
@@ -190,7 +196,13 @@ def delete_run(engine: Engine, run_id: int) -> JsonObject:
     require_writable("delete a run")
     from sqlalchemy import delete, func
 
-    from db.models import Job, ServeConfig, ServeProfilePoint, ServeResult
+    from db.models import (
+        GraphMemoryCapture,
+        Job,
+        ServeConfig,
+        ServeProfilePoint,
+        ServeResult,
+    )
 
     with Session(engine) as s, s.begin():
         row = s.get(Run, run_id)
@@ -204,16 +216,11 @@ def delete_run(engine: Engine, run_id: int) -> JsonObject:
         s.execute(update(Job).where(Job.run_id == run_id).values(run_id=None))
         s.execute(delete(Trace).where(Trace.measurement_id.in_(
             select(Measurement.id).where(Measurement.run_id == run_id))))
-        for model in (Measurement, ServeResult, ServeProfilePoint, ServeConfig):
+        for model in (Measurement, ServeResult, ServeProfilePoint, ServeConfig,
+                      GraphMemoryCapture):
             s.execute(delete(model).where(model.run_id == run_id))
         s.execute(delete(Run).where(Run.id == run_id))
     return facts
-
-
-def _iso(t: datetime | None) -> str | None:
-    if t is None:
-        return None
-    return (t if t.tzinfo else t.replace(tzinfo=fmt.timezone.utc)).isoformat()
 
 
 def export_bundle(engine: Engine, run_id: int) -> JsonObject:
@@ -226,14 +233,16 @@ def export_bundle(engine: Engine, run_id: int) -> JsonObject:
             raise RunNotFound(f"run {run_id} does not exist")
         env = {f: getattr(row.environment, f) for f in fmt.ENVIRONMENT_FIELDS}
         run = {f: getattr(row, f) for f in fmt.RUN_FIELDS}
-        run["created_at"], run["finished_at"] = _iso(row.created_at), _iso(row.finished_at)
+        run.update(created_at=rows.iso(row.created_at), finished_at=rows.iso(row.finished_at))
         ms = [{**{f: getattr(m, f) for f in fmt.MEASUREMENT_FIELDS},
                fmt.TRACE_FIELD: m.trace_row.trace if m.trace_row is not None else None}
               for m in row.measurements]
-        serve = None
+        serve = graph_memory = None
         if row.kind == "serve":
             serve = rows.read_section(s, row.id)
-    return fmt.make_bundle(env, run, ms, serve=serve)
+        elif row.kind == dbgm.KIND:
+            graph_memory = dbgm.read_section(s, row.id)
+    return fmt.make_bundle(env, run, ms, serve=serve, graph_memory=graph_memory)
 
 
 __all__ = ["BundleConflict", "BundleError", "RunNotFound", "add_measurement",

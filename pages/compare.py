@@ -19,9 +19,10 @@ all_runs = every_run[every_run["kind"] == "sweep"]  # serve runs have no speedup
 names = analysis.run_names(all_runs) if not all_runs.empty else {}
 labels = dict(zip(all_runs["id"].astype(int), all_runs["label"].fillna(""), strict=True))
 found = [i for i in asked if i in names]
-for rid in sorted(set(asked) - set(names) & set(every_run["id"].astype(int))):
-    st.warning(f"run {rid} is a serve run: it has no speedup curves to compare (open it "
-               "on the Serve page)")
+kinds = dict(zip(every_run["id"].astype(int), every_run["kind"], strict=True))
+for rid in sorted(set(asked) - set(names) & set(kinds)):
+    st.warning(f"run {rid} is a {kinds[rid]} run: it has no speedup curves to compare "
+               f"(open it on {'the Serve page' if kinds[rid] == 'serve' else 'its page'})")
 for line in links.missing_runs(asked, every_run["id"]):
     st.warning(plain(line))
 

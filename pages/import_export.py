@@ -6,6 +6,7 @@ import streamlit as st
 from db.access import ReadOnlyError, read_only
 from db.store import RunNotFound, export_bundle
 from pages.common import analysis, charts, data, links, report, timeline, ui, uploads, widgets
+from pages.common import capture_advice as ca
 from pages.common.plain import plain
 from runner.format import bundle as fmt
 
@@ -71,6 +72,8 @@ points = data.points([run_id])
 stem = f"launchbench-run-{run_id}"
 engine = data.engine()
 app_url = widgets.app_url()
+# A graph-memory run has captures, not points: its table and its two curve charts instead.
+captured = data.graph_memory_doc(run_id) if header.get("kind") == "graph-memory" else None
 
 
 def bundle_text() -> str:
@@ -82,6 +85,8 @@ def bundle_text() -> str:
 
 
 def report_html() -> str:
+    if captured is not None:
+        return report.graph_memory_report(header, captured, links.run_url(app_url, run_id))
     batch = timeline.headline_batch(points)  # its step timeline goes into the report
     return report.html_report(header, points, links.run_url(app_url, run_id, batch),
                               data.traces([run_id], batch) if batch else [])
@@ -91,11 +96,15 @@ widgets.published_banner(header)
 c1, c2, c3 = st.columns(3)
 c1.download_button("Bundle (.json)", bundle_text, f"{stem}.json", "application/json",
                    key="dl_bundle", on_click="ignore")
-c2.download_button("Points (.csv)", report.points_csv(points), f"{stem}.csv", "text/csv",
-                   key="dl_csv", on_click="ignore")
+c2.download_button("Captures (.csv)" if captured else "Points (.csv)",
+                   report.csv_text(ca.captures_frame(captured)) if captured
+                   else report.points_csv(points), f"{stem}.csv", "text/csv", key="dl_csv",
+                   on_click="ignore")
 c3.download_button("Report (.html, opens offline)", report_html, f"{stem}.html",
                    "text/html", key="dl_html", on_click="ignore")
-figures = charts.run_charts(points)
+figures = (dict(zip(("graph-memory-total", "graph-memory-added"),
+                   ca.curve_charts(captured), strict=True)) if captured
+           else charts.run_charts(points))
 if figures:
     st.caption("Charts as PNG:")
     for col, (name, chart) in zip(st.columns(len(figures)), figures.items(), strict=True):

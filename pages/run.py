@@ -5,7 +5,18 @@ command and a share link)."""
 import pandas as pd
 import streamlit as st
 
-from pages.common import analysis, charts, cost, data, links, report, ui, widgets, workload_views
+from pages.common import (
+    analysis,
+    charts,
+    cost,
+    data,
+    graph_memory_view,
+    links,
+    report,
+    ui,
+    widgets,
+    workload_views,
+)
 from pages.common.plain import plain
 from runner.format.bundle import ENVIRONMENT_FIELDS
 
@@ -68,6 +79,9 @@ if header.get("kind") == "serve":
     if ui.has_page("serve"):
         st.page_link(ui.PAGES["serve"], label=f"Open serve run {run_id}",
                      icon=":material/dynamic_feed:", query_params={"run": run_id})
+    st.stop()
+if header.get("kind") == "graph-memory":
+    graph_memory_view.show(run_id, header)
     st.stop()
 points = data.points([run_id])
 

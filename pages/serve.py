@@ -13,6 +13,7 @@ from pages.common import serve_charts as sc
 from pages.common.names import device_name
 from pages.common.plain import plain
 from runner.format import capture_sizes as cs
+from runner.format import graph_memory as gm
 
 ui.ensure_frame()
 
@@ -26,18 +27,29 @@ def capture_section() -> None:
     engine = c1.radio("Engine", cs.ENGINES, horizontal=True, key="cap_engine")
     budget = c2.number_input("Graph memory budget (MiB)", 1.0, 1e6, 256.0, key="cap_budget")
     spec = c3.number_input("Speculative tokens", 0, 64, 0, key="cap_spec")
-    curve_up = st.file_uploader("Measured curve (graph-memory --out), optional", key="cap_curve")
+    choices = ca.curve_choices(data.graph_memory_runs())
+    asked = st.query_params.get("curve", "")  # the Run page's link to price with a run
+    start = list(choices).index(int(asked)) if asked.isdigit() and int(asked) in choices \
+        else 0
+    picked = st.selectbox("Priced by (a stored graph-memory run, or the built-in curve)",
+                          list(choices), index=start, format_func=choices.get,
+                          key="cap_curve_run")
+    curve_up = st.file_uploader("... or upload a graph-memory file (graph-memory --out)",
+                                key="cap_curve")
     if up is not None:
         text = up.getvalue().decode("utf-8", "replace")
     if not text.strip():
-        st.caption(f"Priced by {cs.DEFAULT_CURVE.source} unless a curve is given.")
         return
     try:
-        curve, doc = ca.curve_from_text(curve_up.getvalue().decode("utf-8", "replace")
-                                        if curve_up else None)
+        if curve_up is not None or picked is ca.BUILT_IN:
+            curve, doc = ca.curve_from_text(curve_up.getvalue().decode("utf-8", "replace")
+                                            if curve_up else None)
+        else:  # stored: checked on import, so only a run deleted meanwhile fails here
+            doc = data.graph_memory_doc(picked)
+            curve = gm.curve(doc, f"run {picked}")
         a = ca.advise_text(text, engine, budget, spec, curve)
-    except ValueError as e:  # a bad distribution, budget or curve: its one line
-        st.error(plain(str(e)))  # it may quote a line of the upload
+    except (ValueError, LookupError) as e:  # a bad distribution, budget or curve; a
+        st.error(plain(str(e)))  # deleted run: its one line (it may quote the upload)
         return
     st.dataframe(ca.comparison_frame(a), hide_index=True, key="cap_table")
     st.code("\n".join(a.config), language="python" if engine == "torch" else "bash",
@@ -50,7 +62,8 @@ def capture_section() -> None:
 
 # --- settings: ?run=ID, else the newest serve run ----------------------------------------
 st.title("Serving dynamic batch sizes")
-with st.expander("Which batch sizes to capture: vLLM, SGLang, torch.compile"):
+with st.expander("Which batch sizes to capture: vLLM, SGLang, torch.compile",
+                 expanded="curve" in st.query_params):
     capture_section()
 runs = data.serve_runs()
 if runs.empty:

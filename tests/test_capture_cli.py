@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.format import bundle as fmt
 from runner.format import capture_sizes as cs
 from runner.format import graph_memory as gm
 from runner.ops.cli import main
@@ -125,8 +126,10 @@ def test_advise_capture_torch_with_a_measured_curve(capsys, tmp_path):
     (["--from", "OK", "--engine", "vllm", "--budget-mib", "-4"], "--budget-mib: -4"),
     (["--from", "OK", "--engine", "vllm", "--budget-mib", "64", "--spec-tokens", "x"],
      "--spec-tokens: 'x'"),
-    (["--from", "OK", "--engine", "vllm", "--budget-mib", "64", "--curve", "12"],
-     "not stored in the database yet"),
+    (["--from", "OK", "--engine", "vllm", "--budget-mib", "64", "--curve", "12", "--db",
+      "sqlite:////nonexistent/lb.db"], "does not exist"),
+    (["--from", "OK", "--engine", "vllm", "--budget-mib", "64", "--curve", "no-such.json"],
+     "neither a run id nor a file"),
     (["--from", "/nonexistent/f.txt", "--engine", "vllm", "--budget-mib", "64"],
      "does not exist"),
 ])
@@ -156,9 +159,9 @@ def test_graph_memory_refuses_cpu_and_writes_nothing(capsys, tmp_path):
 def test_graph_memory_on_the_gpu(capsys, tmp_path):
     out = tmp_path / "gm.json"
     rc, text, err = cli(capsys, "graph-memory", "--workload", "mlp", "--sizes",
-                        "1,8,64,512", "--pool", "both", "--out", str(out))
+                        "1,8,64,512", "--pool", "both", "--no-db", "--out", str(out))
     assert rc == 0, err
-    doc = gm.read_doc(json.loads(out.read_text()), str(out))
+    doc = fmt.graph_memory_doc(json.loads(out.read_text()), str(out))  # the run's bundle
     a = doc["attribution"]
     assert [r.batch_size for r in doc["rows"]["shared"]] == [512, 64, 8, 1]
     assert a["private_total_bytes"] >= a["shared_total_bytes"] > 0

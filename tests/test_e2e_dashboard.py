@@ -136,3 +136,21 @@ def test_html_report_downloads_and_opens_offline(dashboard, db, browser, page, t
         assert [u for u in asked if not u.startswith("file:")] == []
     finally:
         offline.close()
+
+
+def test_a_graph_memory_run_link_draws_its_two_curves(dashboard, db, page):
+    """A stored graph-memory run (the H200 probe's rows) in a fresh browser: both curve
+    charts, and the link that prices capture lists with it on the Serve page."""
+    from tests.graph_memory_data import probe_bundle
+
+    rid = import_bundle(db, probe_bundle())[0]
+    page.goto(dashboard.url(f"run?run={rid}"))
+    wait_for_app(page, "graph memory")
+    _expect_charts(page, 2)
+    page.get_by_text("Price capture lists with this curve").first.click()
+    page.wait_for_function(f"() => location.search.includes('curve={rid}')")
+    # The curve picker (a combobox: its choice is the input's value, not text) shows it.
+    page.wait_for_function(
+        "v => [...document.querySelectorAll('input[role=combobox]')]"
+        ".some(i => i.value.startsWith(v))", arg=f"#{rid} mlp on NVIDIA H200")
+    assert "Traceback" not in page.content()

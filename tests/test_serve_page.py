@@ -134,7 +134,7 @@ def test_unknown_run_falls_back_to_the_newest_and_says_so(db):
     run_id = import_bundle(db, serve_bundle(cuda=True, requests=30))[0]
     at = open_page(run="999")
     assert any("Run 999 is not a serve run" in str(e.value) for e in at.error)
-    assert at.selectbox[0].value == run_id
+    assert next(s for s in at.selectbox if s.label == "Serve run").value == run_id
 
 
 def test_no_serve_run_yet(db):
@@ -148,7 +148,7 @@ def test_no_serve_run_yet(db):
 
 def test_the_shipped_h200_sample_shows_on_a_fresh_database(db):
     at = open_page()  # the app seeds data/samples/ into the empty database
-    assert "NVIDIA H200" in at.selectbox[0].options[0]
+    assert "NVIDIA H200" in next(s for s in at.selectbox if s.label == "Serve run").options[0]
     text = _text(at)
     assert "Batch 11 pads to 16: 5 of its 16 rows (31%)" in text and "Measured:" in text
     summary = at.dataframe[0].value.set_index("Strategy")

@@ -1,6 +1,7 @@
 """The Runs board's logic, free of streamlit: each run's key figures (best speedup per
 graph mode with its batch and graph pool, the break-even batch; a serve run's best
-strategy), and whether a selection of runs can be compared.
+strategy; a graph-memory run's fixed MiB per capture), and whether a selection of runs
+can be compared.
 
 Key figures are numbers (NaN when unknown), so the table sorts them as numbers.
 """
@@ -152,8 +153,21 @@ def _serve_figure(results: pd.DataFrame) -> str:
     return f"best {best['strategy']}: {best['rows_per_s']:,.0f} rows/s{tail}"
 
 
+def graph_memory_figure(a: dict) -> str:
+    """A graph-memory run's key figure: what each capture pays alone (the workspaces), and
+    what all its sizes cost in one shared pool, as the engines capture them."""
+    parts = []
+    if "fixed_bytes_per_capture" in a:
+        parts.append(f"{a['fixed_bytes_per_capture'] / MIB:,.1f} MiB fixed per capture")
+    if "shared_total_bytes" in a:
+        parts.append(f"{a.get('sizes', '?')} sizes in one pool: "
+                     f"{a['shared_total_bytes'] / MIB:,.1f} MiB")
+    return "; ".join(parts) or "no capture stored"
+
+
 def key_figures(runs: pd.DataFrame, points: pd.DataFrame,
-                serve: pd.DataFrame | None = None) -> pd.DataFrame:
+                serve: pd.DataFrame | None = None,
+                graph_memory: dict[int, dict] | None = None) -> pd.DataFrame:
     """Per run (index run_id): key_columns() as numbers, `key figure` as one line (a
     sweep's best graph speedup; a serve run's best strategy) and `points` as text (ok
     points of a sweep, ok strategies of a serve run: never '0/0 ok')."""
@@ -170,6 +184,11 @@ def key_figures(runs: pd.DataFrame, points: pd.DataFrame,
             row["key figure"] = _serve_figure(res)
             ok = int((res["status"] == "ok").sum()) if not res.empty else 0
             row["points"] = f"{ok}/{len(res)} strategies ok"
+        elif r["kind"] == "graph-memory":
+            a = (graph_memory or {}).get(rid, {})
+            row = {c: math.nan for c in key_columns()}
+            row["key figure"] = graph_memory_figure(a)
+            row["points"] = f"{a.get('sizes', 0)} sizes captured"
         else:
             row = (sweeps.loc[rid].to_dict() if rid in sweeps.index
                    else {**{c: math.nan for c in key_columns()}, "key figure": NO_GRAPH})
@@ -179,14 +198,14 @@ def key_figures(runs: pd.DataFrame, points: pd.DataFrame,
     return pd.DataFrame(rows, columns=cols).set_index("run_id")
 
 
-def board(runs: pd.DataFrame, points: pd.DataFrame,
-          serve: pd.DataFrame | None = None) -> pd.DataFrame:
+def board(runs: pd.DataFrame, points: pd.DataFrame, serve: pd.DataFrame | None = None,
+          graph_memory: dict[int, dict] | None = None) -> pd.DataFrame:
     """The Runs page's table: who and what first, then the key figures, then the rest
     (analysis.runs_table's columns)."""
     table = analysis.runs_table(runs)
     if table.empty:
         return table.reindex(columns=[*table.columns, *key_columns(), "key figure"])
-    figs = key_figures(runs, points, serve)
+    figs = key_figures(runs, points, serve, graph_memory)
     table = table.drop(columns=["points"]).join(figs, on="id")
     first = ["id", "GPU", "workload", "torch", "key figure", *key_columns()]
     return table[first + [c for c in table.columns if c not in first]]
@@ -197,9 +216,10 @@ def compare_refusal(selected: pd.DataFrame) -> list[str]:
     can. Compare overlays sweeps of one model at one size and precision."""
     if len(selected) < 2:
         return []
-    reasons = [f"Run {int(r['id'])} is a serve run: Compare overlays sweeps. Open it on "
-               "the Serve page instead." for _, r in selected.iterrows()
-               if r["kind"] == "serve"]
+    where = {"serve": "on the Serve page", "graph-memory": "on its own page"}
+    reasons = [f"Run {int(r['id'])} is a {r['kind']} run: Compare overlays sweeps. Open "
+               f"it {where[r['kind']]} instead." for _, r in selected.iterrows()
+               if r["kind"] in where]
     if reasons:
         return reasons
     return [w.replace("Not comparable: ", "Cannot compare: ")

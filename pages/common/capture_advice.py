@@ -1,6 +1,7 @@
 """The Serve page's capture-size advice, as pure functions (no streamlit): read a pasted or
 uploaded distribution, advise for an engine within a budget, lay out the comparison, and
-chart a graph-memory run (MiB against the number of captured sizes, MiB added per size).
+show a graph-memory run (MiB against the number of captured sizes, MiB added per size, its
+captures and attribution as tables: the Serve page, the Run page and the HTML report).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import altair as alt
 import pandas as pd
 
 from pages.common import chart_layout as layout
+from pages.common.names import device_name
+from runner.format import bundle as fmt
 from runner.format import capture_dist as cdist
 from runner.format import capture_sizes as cs
 from runner.format import graph_memory as gm
@@ -24,7 +27,7 @@ def curve_from_text(text: str | None, name: str = "uploaded curve") -> tuple[cs.
     if not text:
         return cs.DEFAULT_CURVE, None
     try:
-        doc = gm.read_doc(json.loads(text), name)
+        doc = fmt.graph_memory_doc(json.loads(text), name)  # graph-memory --out's bundle, or older
     except ValueError as e:  # json's own errors and GraphMemoryError alike
         raise gm.GraphMemoryError(f"{name}: {str(e).splitlines()[0]}") from None
     return gm.curve(doc, name), doc
@@ -64,3 +67,48 @@ def curve_charts(doc: dict) -> tuple[alt.Chart, alt.Chart]:
                  alt.Tooltip("capture_s:Q", format=".3f")],
     ).properties(width=WIDTH, height=layout.HEIGHT)
     return total, added
+
+
+BUILT_IN = None  # the curve picker's first option: cs.DEFAULT_CURVE
+
+
+def curve_choices(runs: pd.DataFrame) -> dict:
+    """The curve picker's options: the built-in curve, then each stored graph-memory run
+    (db.graph_memory.graph_memory_runs), newest first."""
+    out = {BUILT_IN: f"Built-in: {cs.DEFAULT_CURVE.source}"}
+    for r in runs.itertuples():
+        out[int(r.id)] = (f"#{r.id} {r.workload} on {device_name(r)}, "
+                          f"{r.created_at:%Y-%m-%d %H:%M}" + (f", {r.label}" if r.label
+                                                             else ""))
+    return out
+
+
+def attribution_frame(doc: dict) -> pd.DataFrame:
+    """What the run's series say, one figure a row, in MiB and seconds."""
+    a = doc["attribution"]
+    names = (("fixed_bytes_per_capture", "Fixed part per capture (workspaces)", "MiB"),
+             ("per_row_bytes", "Per batch row (activations)", "KiB"),
+             ("shared_first_bytes", "Shared pool after the first (largest) capture", "MiB"),
+             ("shared_total_bytes", "Shared pool after every size", "MiB"),
+             ("shared_per_graph_bytes", "Device memory per further graph, shared pool",
+              "MiB"),
+             ("private_total_bytes", "Private pools, every size", "MiB"),
+             ("shared_saves_bytes", "One shared pool saves", "MiB"),
+             ("first_capture_s", "First capture", "s"), ("capture_s", "Each further capture",
+                                                          "s"))
+    scale = {"MiB": 2**20, "KiB": 2**10, "s": 1}
+    rows = [{"Figure": label, "Value": round(a[k] / scale[unit], 3), "Unit": unit}
+            for k, label, unit in names if k in a]
+    return pd.DataFrame(rows, columns=["Figure", "Value", "Unit"])
+
+
+def captures_frame(doc: dict) -> pd.DataFrame:
+    """Every capture, in the order taken: the table under the charts."""
+    df = pd.DataFrame(gm.table_rows(doc))
+    out = pd.DataFrame({"Pool": df["pool"], "Graphs": df["graphs"],
+                        "Batch size": df["batch_size"],
+                        "Pool MiB": df["pool_mib"].round(1),
+                        "Added MiB": df["marginal_mib"].round(1),
+                        "Device MiB": df["device_mib"].round(1),
+                        "Capture s": df["capture_s"].round(3)})
+    return out

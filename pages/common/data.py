@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
+from db import graph_memory as dbgm
 from db import queries
 from db import serve as dbserve
 from db.engine import default_url, make_engine
@@ -124,8 +125,10 @@ def _board(engine, gpus: tuple, workloads: tuple, torches: tuple) -> pd.DataFram
     table = runs(gpus, workloads, torches)
     sweeps = table.loc[table["kind"] == "sweep", "id"]
     serves = table.loc[table["kind"] == "serve", "id"]
+    captures = table.loc[table["kind"] == "graph-memory", "id"]
     return boards.board(table, queries.key_points(engine, tuple(int(i) for i in sweeps)),
-                        queries.serve_key_results(engine, tuple(int(i) for i in serves)))
+                        queries.serve_key_results(engine, tuple(int(i) for i in serves)),
+                        dbgm.attributions(engine, tuple(int(i) for i in captures)))
 
 
 def board(gpus: Sequence[str] = (), workloads: Sequence[str] = (),
@@ -187,3 +190,14 @@ def traces(ids: Sequence[int], batch: int) -> list[dict]:
 
 def serve_runs() -> pd.DataFrame:
     return cached(dbserve.serve_runs)
+
+
+def graph_memory_runs() -> pd.DataFrame:
+    """Every stored graph-memory run, newest first (db/graph_memory.py)."""
+    return cached(dbgm.graph_memory_runs)
+
+
+def graph_memory_doc(run_id: int) -> dict:
+    """A stored graph-memory run as a document: gm.curve() and the curve charts read it.
+    RunNotFound / NotGraphMemory as db.graph_memory.graph_memory_doc raises them."""
+    return cached(dbgm.graph_memory_doc, int(run_id))

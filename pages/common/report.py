@@ -345,3 +345,34 @@ def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None
                                   points.get("mode", [])),
         share_url=share_url, timeline=_timeline(traces or [], points),
         stamp=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+GRAPH_MEMORY_NOTE = ("One CUDA graph captured per size, largest first (as vLLM and SGLang "
+                     "do), the pools read after each capture. Shared: one pool for every "
+                     "graph; private: a pool per graph, each paying the fixed part "
+                     "(workspaces) again.")
+
+
+def graph_memory_report(header: dict, doc: dict, share_url: str | None = None) -> str:
+    """A graph-memory run as one HTML file (templates/graph_memory_report.html): MiB
+    against the number of captured sizes and MiB added per size (inline SVG), the
+    attribution and every capture. No script, no external resource: it opens offline."""
+    from pages.common import capture_advice as ca  # the Serve page's charts, the same
+
+    total, added = ca.curve_charts(doc)
+    run_rows = [("kind", "graph-memory"), ("workload", header.get("workload")),
+                ("parameters", analysis._canon(header.get("workload_params"))),
+                ("status", header.get("status")), ("created", header.get("created_at")),
+                ("finished", header.get("finished_at") or MISSING),
+                ("uuid", header.get("uuid"))]
+    env_rows = [(f, MISSING if header.get(f) is None else header.get(f))
+                for f in ENVIRONMENT_FIELDS]
+    return _TEMPLATES.get_template("graph_memory_report.html").render(
+        title=run_title(header) + " · graph memory", css=CSS, label=header.get("label"),
+        note=GRAPH_MEMORY_NOTE,
+        charts=[("graph-memory-total", chart_svg(total)),
+                ("graph-memory-added", chart_svg(added))],
+        attribution=_rows(ca.attribution_frame(doc)), captures=_rows(ca.captures_frame(doc)),
+        run_rows=run_rows, env_rows=env_rows, command=header.get("command"),
+        run_id=header.get("id"), share_url=share_url,
+        stamp=datetime.now(timezone.utc).isoformat(timespec="seconds"))

@@ -72,7 +72,7 @@ def import_uploads(engine: Engine, files: Iterable[tuple[str, bytes]]) -> list[U
             continue
         if created:
             results.append(UploadResult(name, True, f"{name!r}: imported as run {run_id} "
-                                        f"({len(doc['measurements'])} points)", run_id))
+                                        f"({fmt.contents(doc)})", run_id))
         else:
             results.append(UploadResult(name, False, f"{name!r}: already imported as run "
                                         f"{run_id}: nothing added", run_id))

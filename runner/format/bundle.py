@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from runner.format import graph_memory as gm
 from runner.format.limits import (
     ENVIRONMENT_TEXT_LIMITS,
     INT32_MAX,
@@ -61,7 +62,10 @@ FORMAT = "launchbench.run"
 # across the modes of one batch size, and launch_us_rounds the host's launch cost in each
 # round. Older bundles read with those fields null: "no interval". Version 4 (issue 12) adds
 # each measurement's "trace": one profiled step's timeline (runner/format/trace.py), null
-# where none was kept (a CPU run, an older bundle, a failed point).
+# where none was kept (a CPU run, an older bundle, a failed point). A graph-memory run
+# (issue 27) is a version 4 bundle with run.kind "graph-memory", no measurements and a
+# top-level "graph_memory" section (runner/format/graph_memory.py); a reader that predates
+# it refuses the kind in one line ("run.kind ... is not one of").
 VERSION = 4
 SUPPORTED_VERSIONS = (1, 2, 3, 4)
 
@@ -150,7 +154,8 @@ def empty_measurement(mode: str, batch_size: int) -> JsonObject:
 
 def make_bundle(environment: Mapping[str, Any], run: Mapping[str, Any],
                 measurements: Sequence[Measurement | Mapping[str, Any]],
-                serve: JsonObject | None = None) -> JsonObject:
+                serve: JsonObject | None = None,
+                graph_memory: JsonObject | None = None) -> JsonObject:
     """The bundle of one run; a typed Measurement turns to JSON here."""
     measurements = [m.to_json() if isinstance(m, Measurement) else m for m in measurements]
     doc = {
@@ -158,7 +163,9 @@ def make_bundle(environment: Mapping[str, Any], run: Mapping[str, Any],
         "version": VERSION,
         "environment": {f: environment.get(f) for f in ENVIRONMENT_FIELDS},
         "run": {**{f: run.get(f) for f in RUN_FIELDS},
-                "kind": run.get("kind") or ("serve" if serve is not None else "sweep")},
+                "kind": run.get("kind") or ("serve" if serve is not None else
+                                            "graph-memory" if graph_memory is not None
+                                            else "sweep")},
         "measurements": [{**{f: m.get(f) for f in MEASUREMENT_FIELDS},
                           TRACE_FIELD: t} for m, t in zip(measurements,
                                                           _traces_within_budget(measurements),
@@ -166,7 +173,31 @@ def make_bundle(environment: Mapping[str, Any], run: Mapping[str, Any],
     }
     if serve is not None:
         doc["serve"] = serve
+    if graph_memory is not None:
+        doc[gm.SECTION] = graph_memory
     return doc
+
+
+def contents(doc: JsonObject) -> str:
+    """What a validated bundle holds, in a few words (import and export say it): a
+    graph-memory run has captures, not points."""
+    sec = doc.get(gm.SECTION)
+    if sec is not None:
+        n = sum(len(v) for v in sec["series"].values())
+        return f"graph-memory, {n} captures of {len(sec['sizes'])} sizes"
+    return f"{len(doc['measurements'])} points"
+
+
+def graph_memory_doc(doc: Any, source: str) -> JsonObject:
+    """A graph-memory run's document (graph_memory.read_doc's form, what curve() reads)
+    from either file form: a bundle of kind graph-memory (graph-memory --out, export) or
+    the older launchbench.graph-memory document. GraphMemoryError names `source`."""
+    if isinstance(doc, dict) and doc.get("format") == FORMAT:
+        try:
+            return gm.doc_from_bundle(validate(doc), source)
+        except BundleError as e:
+            raise gm.GraphMemoryError(f"{source}: {e}") from None
+    return gm.read_doc(doc, source)
 
 
 def _events(trace: Any) -> int:
@@ -262,6 +293,7 @@ def validate(doc: Any) -> JsonObject:
     if doc["version"] == 1 and (kind != "sweep" or "serve" in doc):
         raise BundleError("a version 1 bundle holds a sweep only (serve runs are version 2)")
     serve = _validate_serve(doc.get("serve"), kind)
+    graph_memory = _validate_graph_memory(doc.get(gm.SECTION), kind, doc["measurements"])
     events = sum(_events(m.get(TRACE_FIELD)) for m in doc["measurements"]
                  if isinstance(m, dict))
     if events > MAX_BUNDLE_TRACE_EVENTS:
@@ -292,7 +324,27 @@ def validate(doc: Any) -> JsonObject:
     }
     if serve is not None:
         out["serve"] = serve
+    if graph_memory is not None:
+        out[gm.SECTION] = graph_memory
     return out
+
+
+def _validate_graph_memory(section: Any, kind: str, measurements: list) -> JsonObject | None:
+    """A graph-memory run carries its section and no points; any other run no section."""
+    if section is None:
+        if kind == "graph-memory":
+            raise BundleError(f"run.kind is 'graph-memory' but the bundle has no "
+                              f"{gm.SECTION!r} section")
+        return None
+    if kind != "graph-memory":
+        raise BundleError(f"bundle has a {gm.SECTION!r} section but run.kind is {kind!r}")
+    if measurements:
+        raise BundleError(f"a graph-memory run has no measurements; this one has "
+                          f"{len(measurements)}")
+    try:
+        return gm.validate_section(section)
+    except gm.GraphMemoryError as e:
+        raise BundleError(str(e)) from None
 
 
 def _validate_serve(section: Any, kind: str) -> JsonObject | None:

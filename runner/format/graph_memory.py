@@ -164,3 +164,87 @@ def table_rows(doc: dict) -> list[dict]:
                         "device_mib": r.device_used_bytes / 2**20,
                         "capture_s": r.capture_s})
     return out
+
+
+# --- the bundle's "graph_memory" section (a run of kind graph-memory) ------------------------
+# A stored graph-memory run travels as a launchbench.run bundle whose run.kind is
+# "graph-memory", with no measurements and this section: the sizes and the raw series. The
+# attribution is derived, so it is recomputed from the rows wherever a section is read: an
+# edited file cannot carry figures its rows do not give.
+
+SECTION = "graph_memory"
+ROW_FIELDS = tuple(CaptureRow.__dataclass_fields__)
+SIGNED_ROW_FIELDS = ("allocated_bytes", "device_used_bytes")  # deltas: frees can win
+MAX_SIZES = 1024  # far above any engine's list (vLLM 67, SGLang 52 by default)
+_INT64 = 2**63 - 1
+
+
+def make_section(sizes: Sequence[int], series: Mapping[str, Sequence[CaptureRow]]) -> dict:
+    return {"sizes": sorted(sizes, reverse=True),
+            "series": {k: [asdict(r) for r in v] for k, v in series.items()},
+            "attribution": attribute(series)}
+
+
+def _row(pool: str, i: int, r: object) -> CaptureRow:
+    where = f"graph_memory.series.{pool}[{i}]"
+    if not isinstance(r, dict) or set(r) != set(ROW_FIELDS):
+        raise GraphMemoryError(f"{where}: expected exactly the fields {', '.join(ROW_FIELDS)}")
+    for f in ROW_FIELDS:
+        v = r[f]
+        if f == "capture_s":
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e9
+        else:
+            lo = -_INT64 if f in SIGNED_ROW_FIELDS else (1 if f == "batch_size" else 0)
+            ok = isinstance(v, int) and not isinstance(v, bool) and lo <= v <= _INT64
+        if not ok:
+            raise GraphMemoryError(f"{where}: {f} {v!r} is out of range")
+    return CaptureRow(**r)
+
+
+def section_rows(sec: object) -> tuple[list[int], dict[str, list[CaptureRow]]]:
+    """Check a section; (sizes largest first, rows per pool) or GraphMemoryError naming the
+    value. Every series captured every size, largest first: a run that failed part-way
+    writes nothing (runner/ops/commands/capture.py), so anything else was edited."""
+    if not isinstance(sec, dict):
+        raise GraphMemoryError("graph_memory section must be an object")
+    sizes = sec.get("sizes")
+    if (not isinstance(sizes, list) or not sizes or len(sizes) > MAX_SIZES
+            or not all(isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= 1 << 24
+                       for b in sizes) or len(set(sizes)) != len(sizes)):
+        raise GraphMemoryError(f"graph_memory.sizes {str(sizes)[:60]} must be 1 to "
+                               f"{MAX_SIZES} distinct batch sizes")
+    order = sorted(sizes, reverse=True)
+    series = sec.get("series")
+    if not isinstance(series, dict) or not series or set(series) - set(POOLS):
+        raise GraphMemoryError(f"graph_memory.series must be some of {', '.join(POOLS)}")
+    rows: dict[str, list[CaptureRow]] = {}
+    for pool in POOLS:
+        if pool not in series:
+            continue
+        if not isinstance(series[pool], list):
+            raise GraphMemoryError(f"graph_memory.series.{pool} must be a list")
+        rows[pool] = [_row(pool, i, r) for i, r in enumerate(series[pool])]
+        got = [r.batch_size for r in rows[pool]]
+        if got != order:
+            raise GraphMemoryError(f"graph_memory.series.{pool}: sizes {str(got)[:60]} are "
+                                   f"not {str(order)[:60]} (every size, largest first)")
+    return order, rows
+
+
+def validate_section(sec: object) -> dict:
+    """The section normalised: sizes largest first, rows as dicts, attribution recomputed."""
+    sizes, rows = section_rows(sec)
+    return make_section(sizes, rows)
+
+
+def doc_from_bundle(bundle: dict, source: str) -> dict:
+    """A validated launchbench.run bundle of kind graph-memory as a read_doc() document,
+    so curve() and table_rows() read a stored run and a file alike."""
+    if bundle["run"].get("kind") != "graph-memory" or SECTION not in bundle:
+        raise GraphMemoryError(f"{source} is a {bundle['run'].get('kind') or 'sweep'} run, "
+                               "not a graph-memory run")
+    sec = bundle[SECTION]
+    return read_doc({"format": FORMAT, "version": VERSION,
+                     "environment": bundle["environment"], "run": bundle["run"],
+                     "sizes": sec["sizes"], "series": sec["series"],
+                     "attribution": sec["attribution"]}, source)

@@ -14,6 +14,7 @@ class RunSummary:
     created_at: datetime | None
     workload: str
     status: str  # "lost" for a running run whose writer went silent (db/liveness.py)
+    kind: str = "sweep"  # sweep, serve or graph-memory (runner/format/vocab.py RUN_KINDS)
     label: str | None = None
     source: str | None = None
     device: str | None = None

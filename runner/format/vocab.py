@@ -36,7 +36,8 @@ FINISHED_STATUSES = ("done", "failed", "cancelled")
 POINT_STATUSES = ("ok", "error", "unsupported", "skipped")
 CUDAGRAPH_STATUSES = ("replay", "partial", "skipped", "eager-fallback", "n/a")
 SOURCES = ("measured", "published")
-RUN_KINDS = ("sweep", "serve")
+# graph-memory: one graph captured per size, the pool read after each (graph_memory.py).
+RUN_KINDS = ("sweep", "serve", "graph-memory")
 DEVICES = ("cuda", "cpu")
 # Where a queued job may run: "auto" lets the worker choose (cuda if it has one).
 JOB_DEVICES = ("auto", *DEVICES)

@@ -1,9 +1,10 @@
 """`advise-capture` (which batch sizes to capture, from a real distribution, priced in MiB)
 and `graph-memory` (measure the curve the advice is priced by; GPU).
 
-advise-capture reads a file and prints; it stores nothing. graph-memory writes its run as
-a `launchbench.graph-memory` document (--out), which advise-capture --curve reads. torch is
-imported inside graph-memory's run() only: the parser imports this module everywhere.
+advise-capture reads files (and, for --curve RUN_ID, the database) and prints; it stores
+nothing. graph-memory stores its run as a run of kind graph-memory (the database and/or
+a bundle with --out), which advise-capture --curve reads by id or file. torch is imported
+inside graph-memory's run() only: the parser imports this module everywhere.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 import uuid
 
 from runner.format import bundle as fmt
@@ -48,8 +48,10 @@ def register(sub) -> None:
     a.add_argument("--kv-bytes-per-token", metavar="B",
                    help="KV-cache bytes per token (2 x layers x kv heads x head dim x dtype "
                         "bytes)")
-    a.add_argument("--curve", metavar="FILE", help="a graph-memory run (--out of "
-                   "graph-memory); default: the shipped H200 mlp figures")
+    a.add_argument("--curve", metavar="RUN_ID|FILE", help="a graph-memory run: its id in "
+                   "the database, or its file (graph-memory --out, export); default: the "
+                   "shipped H200 mlp figures")
+    a.add_argument("--db", metavar="URL", help=f"for --curve RUN_ID: {flags.DB_HELP}")
     a.add_argument("--cover", default="1", metavar="Q",
                    help="share of batches the largest size must hold (default 1: all)")
     a.add_argument("--max-graphs", default=str(cs.MAX_GRAPHS), metavar="N")
@@ -73,14 +75,14 @@ def register(sub) -> None:
                     "and/or private pools; record each pool's reserved and allocated bytes "
                     "and the capture seconds after every capture; attribute the "
                     "per-capture fixed part (workspaces) and the per-size part "
-                    "(activations). Writes a graph-memory document for advise-capture "
-                    "--curve.",
+                    "(activations). Stores the run (kind graph-memory) in the database "
+                    "and/or a bundle (--out); advise-capture --curve takes its id or file.",
         parents=[flags.workload_flags("built-in workload (mlp) or module.path:factory",
-                                      "must be cuda")])
+                                      "must be cuda"),
+                 flags.storage_flags("write only the --out bundle")])
     g.add_argument("--sizes", default=DEFAULT_SIZES, metavar="LIST",
                    help=f"comma-separated batch sizes (default {DEFAULT_SIZES})")
     g.add_argument("--pool", default="both", choices=("shared", "private", "both"))
-    g.add_argument("--out", required=True, metavar="FILE.json", help="where the run goes")
     g.set_defaults(func=run_graph_memory)
 
 
@@ -122,23 +124,44 @@ def _budget(args) -> int:
     return tokens * per
 
 
-def load_curve(path: str | None) -> cs.Curve:
-    if path is None:
+def load_curve(ref: str | None, db: str | None = None) -> cs.Curve:
+    """The default curve, a graph-memory file, or a stored graph-memory run by id (an
+    existing file of that name wins: a file called 12 is read as a file)."""
+    if ref is None:
         return cs.DEFAULT_CURVE
-    if path.strip().isdigit() and not os.path.exists(path):
-        raise UsageError(f"--curve {path}: graph-memory runs are not stored in the database "
-                         "yet; pass the file graph-memory --out wrote")
+    if ref.strip().isdigit() and not os.path.exists(ref):
+        return _stored_curve(ref, db)
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(ref, encoding="utf-8") as f:
             doc = json.load(f)
     except FileNotFoundError:
-        raise UsageError(f"--curve {path!r} does not exist") from None
+        raise UsageError(f"--curve {ref!r} is neither a run id nor a file that "
+                         "exists") from None
     except (OSError, ValueError) as e:
-        raise UsageError(f"--curve {path!r} cannot be read: {e}") from None
+        raise UsageError(f"--curve {ref!r} cannot be read: {e}") from None
     try:
-        return gm.curve(gm.read_doc(doc, path), path)
+        return gm.curve(fmt.graph_memory_doc(doc, ref), ref)
     except gm.GraphMemoryError as e:
         raise UsageError(f"--curve {e}") from None
+
+
+def _stored_curve(ref: str, db: str | None) -> cs.Curve:
+    from runner.ops.commands.store import open_engine, parse_run_id
+
+    run_id = parse_run_id(ref)
+    engine = open_engine(db, must_exist=True)
+    try:
+        from db.graph_memory import NotGraphMemory, graph_memory_doc
+        from db.store import RunNotFound
+
+        try:
+            return gm.curve(graph_memory_doc(engine, run_id), f"run {run_id}")
+        except (RunNotFound, NotGraphMemory) as e:
+            raise UsageError(f"--curve {ref}: {e}") from None
+        except gm.GraphMemoryError as e:
+            raise UsageError(f"--curve {e}") from None
+    finally:
+        engine.dispose()
 
 
 def _pct(v: float) -> str:
@@ -166,7 +189,7 @@ def format_advice(a, curve: cs.Curve) -> list[str]:
 
 def run_advise(args: argparse.Namespace) -> int:
     budget = _budget(args)
-    curve = load_curve(args.curve)
+    curve = load_curve(args.curve, args.db)
     rules = cs.EngineRules(
         args.engine, spec_tokens=_int(args.spec_tokens, "--spec-tokens", 0, 64),
         tp=_int(args.tp, "--tp", 1, 1024), sequence_parallel=args.sequence_parallel,
@@ -195,22 +218,16 @@ def run_advise(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_json(path: str, doc: dict) -> None:
-    p = fmt.check_writable(path)
-    fd, tmp = tempfile.mkstemp(dir=str(p.parent), prefix=".graph-memory-")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(tmp, p)
-
-
 def run_graph_memory(args: argparse.Namespace) -> int:
+    from runner.ops.commands.sweep import storage_choice
+
     params = parse_params(args.param)
     label = parse_label(args.label)
     try:
         sizes = gm.parse_sizes(args.sizes)
     except gm.GraphMemoryError as e:
         raise UsageError(str(e)) from None
-    fmt.check_writable(args.out)
+    use_db, note = storage_choice(args)  # bad --db / --out fail before any capture
     if args.device == "cpu":
         raise UsageError("--device cpu: graph-memory captures CUDA graphs and needs cuda")
     try:
@@ -230,8 +247,7 @@ def run_graph_memory(args: argparse.Namespace) -> int:
     pools = ("shared", "private") if args.pool == "both" else (args.pool,)
     cmd = shlex.join(["python", "-m", "runner", "graph-memory", "--workload", workload.name,
                       "--sizes", ",".join(map(str, sorted(sizes))), "--pool", args.pool,
-                      "--out", args.out, *sum((["--param", f"{k}={v}"]
-                                               for k, v in params.items()), [])])
+                      *sum((["--param", f"{k}={v}"] for k, v in params.items()), [])])
     run = {"uuid": str(uuid.uuid4()), "kind": "graph-memory", "workload": workload.name,
            "workload_params": dict(workload.params), "dtype": workload.dtype,
            "created_at": fmt.now_iso(), "label": label, "command": cmd}
@@ -244,15 +260,41 @@ def run_graph_memory(args: argparse.Namespace) -> int:
         print(f"error: graph-memory: capture failed, nothing written: {first}",
               file=sys.stderr)
         return 1
-    run["finished_at"] = fmt.now_iso()
-    doc = gm.make_doc(environment.capture("cuda"), run, sizes, series)
-    _write_json(args.out, doc)
-    rows = gm.table_rows(gm.read_doc(doc, args.out))
+    run.update(finished_at=fmt.now_iso(), status="done")
+    doc = fmt.validate(fmt.make_bundle(environment.capture("cuda"), run, [],
+                                       graph_memory=gm.make_section(sizes, series)))
+    print_run(gm.doc_from_bundle(doc, "this run"))
+    return store_run(doc, args.db if use_db else None, use_db, args.out, note)
+
+
+def print_run(doc: dict) -> None:
+    """The captures as a table, then the attribution."""
     head = ["pool", "graphs", "size", "pool MiB", "+MiB", "device MiB", "capture s"]
     body = [[r["pool"], str(r["graphs"]), str(r["batch_size"]), f"{r['pool_mib']:.1f}",
              f"{r['marginal_mib']:.1f}", f"{r['device_mib']:.1f}", f"{r['capture_s']:.3f}"]
-            for r in rows]
+            for r in gm.table_rows(doc)]
     print("\n".join(flags.table([head, *body], left=(0,))))
     print(json.dumps(doc["attribution"], indent=1))
-    print(f"graph-memory run written to {args.out}")
+
+
+def store_run(doc: dict, db: str | None, use_db: bool, out: str | None,
+              note: str | None) -> int:
+    """The bundle first (a file cannot half-fail the database), then the database last:
+    opening a valid URL creates the file (runner/ops/commands/sweep.py does the same)."""
+    if out:
+        fmt.write(out, doc)
+        print(f"graph-memory run written to {out}")
+    if use_db:
+        from runner.ops.commands.store import import_one, open_engine, shown_url
+
+        engine = open_engine(db)
+        try:
+            run_id, _ = import_one(engine, doc, out or "this run")
+        finally:
+            engine.dispose()
+        print(f"graph-memory run {run_id} stored in {shown_url(str(engine.url))} (uuid "
+              f"{doc['run']['uuid']}); price advice with it: advise-capture --curve "
+              f"{run_id}")
+    if note:
+        print(note, file=sys.stderr)
     return 0

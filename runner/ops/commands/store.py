@@ -94,7 +94,9 @@ def register(sub) -> None:
 
     p = sub.add_parser("list", help="one line per stored run",
                        description="One line per run, newest first: id, date (UTC), "
-                                   "workload, GPU (or cpu), torch version, status, label.",
+                                   "workload (with its kind unless a sweep: [serve], "
+                                   "[graph-memory]), GPU (or cpu), torch version, status, "
+                                   "label.",
                        parents=[db_flag()])
     p.set_defaults(func=run_list)
 
@@ -116,7 +118,7 @@ def run_import(args: argparse.Namespace) -> int:
         engine.dispose()
     uuid = doc["run"]["uuid"]
     if created:
-        print(f"imported run {run_id} (uuid {uuid}, {len(doc['measurements'])} points)")
+        print(f"imported run {run_id} (uuid {uuid}, {fmt.contents(doc)})")
     else:
         print(f"already imported: run {run_id} (uuid {uuid}); nothing added")
     return 0
@@ -180,8 +182,8 @@ def run_export(args: argparse.Namespace) -> int:
     finally:
         engine.dispose()
     fmt.write(args.out, doc)
-    print(f"exported run {run_id} (uuid {doc['run']['uuid']}, {len(doc['measurements'])} "
-          f"points) to {args.out}")
+    print(f"exported run {run_id} (uuid {doc['run']['uuid']}, {fmt.contents(doc)}) to "
+          f"{args.out}")
     return 0
 
 
@@ -193,7 +195,9 @@ def format_runs(runs: list[RunSummary]) -> list[str]:
         date = t.strftime("%Y-%m-%d %H:%M") if t is not None else "-"
         where = r.gpu_name or (r.device if r.device == "cpu" else "unknown GPU")
         torch = f"torch {r.torch_version}" if r.torch_version else "torch ?"
-        rows.append([str(r.id), date, r.workload, where, torch, r.status, r.label or ""])
+        kind = r.kind or "sweep"  # a sweep goes unmarked, as before kinds existed
+        what = r.workload if kind == "sweep" else f"{r.workload} [{kind}]"
+        rows.append([str(r.id), date, what, where, torch, r.status, r.label or ""])
     return table(rows, left=ALL)
 
 

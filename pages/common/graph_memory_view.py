@@ -1,0 +1,40 @@
+"""The Run page of a graph-memory run (`runner graph-memory`): its two curves, what its
+series attribute, every capture, and where to price capture lists with it."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages.common import capture_advice as ca
+from pages.common import data, report, ui, widgets
+from pages.common.plain import plain
+
+
+def show(run_id: int, header: dict) -> None:
+    """A graph-memory run: its two charts, what its series attribute, every capture."""
+    st.title(report.run_title(header, plain) + " · graph memory")
+    if header.get("label"):
+        st.caption(plain(header["label"]))
+    try:
+        doc = data.graph_memory_doc(run_id)
+    except LookupError as e:  # deleted since the header was read
+        st.error(plain(str(e)))
+        return
+    for col, (i, figure) in zip(st.columns(2), enumerate(ca.curve_charts(doc)), strict=True):
+        with col:
+            widgets.chart(figure, key=f"gm_chart_{i}")
+    st.caption("One CUDA graph captured per size, largest first (as vLLM and SGLang do); "
+               "the pools' MiB read after each capture. Shared: one pool for every graph; "
+               "private: a pool per graph, each paying the fixed part (workspaces) again.")
+    st.dataframe(ca.attribution_frame(doc), hide_index=True, key="gm_attribution")
+    st.dataframe(ca.captures_frame(doc), hide_index=True, key="gm_captures")
+    if ui.has_page("serve"):
+        st.page_link(ui.PAGES["serve"], label="Price capture lists with this curve (Serve "
+                     "page)", icon=":material/dynamic_feed:", query_params={"curve": run_id})
+    st.caption(f"On the command line: python -m runner advise-capture --from FILE "
+               f"--engine vllm --budget-mib N --curve {run_id}")
+    left, right = st.columns([4, 1])
+    left.page_link(ui.PAGES["import"], label="Download: bundle, captures CSV, HTML report",
+                   icon=":material/download:", query_params={"run": run_id})
+    with right:
+        widgets.delete_run_button(run_id)
