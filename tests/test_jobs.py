@@ -308,7 +308,9 @@ def test_four_workers_race_for_every_job_and_run_each_exactly_once(any_url,
     # Every worker up and polling before the first job is queued: each job is raced by
     # all four. They time under the default (exclusive) policy, in this test's own host
     # lock directory, while another process holds the machine's default one.
-    procs = [_start_worker(any_url, "--name", f"w{i}", "--idle-exit", "2") for i in range(4)]
+    # --idle-exit 10: a worker up first waits for the slowest to start (torch's import
+    # takes seconds on a busy 2-core host) instead of leaving before the race begins.
+    procs = [_start_worker(any_url, "--name", f"w{i}", "--idle-exit", "10") for i in range(4)]
     try:
         _wait_for(lambda: len(jobs.live_workers(engine)) == 4, 300, "four workers polling")
         ids = {jobs.enqueue(engine, TINY) for _ in range(RACED_JOBS)}
