@@ -162,7 +162,7 @@ def runs_points(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
     for f in MEASUREMENT_FIELDS:
         if f not in ("mode", "status", "message", "cudagraph_status", "correct",
                      "stop_reason", "noisy", "host_unstable", "samples_ms",
-                     "launch_us_rounds", "details"):
+                     "launch_us_rounds", "details", "energy_unavailable_reason"):
             df[f] = pd.to_numeric(df[f], errors="coerce")
     return df
 
