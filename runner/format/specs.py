@@ -62,6 +62,9 @@ class SweepSpec:
     # Fresh processes the timed phase of each batch size runs in, rounds pooled
     # (runner/core/repeat.py). Front ends default to DEFAULT_PROCESSES[timing].
     processes: int = 1
+    # Energy windows after each batch size's rounds (issue 28; runner/core/energy.py);
+    # False: none run (`--no-energy`), and every point says so instead of a figure.
+    energy: bool = True
 
 
 # --- text to values: each error names the value ------------------------------------------
@@ -194,9 +197,12 @@ def check_sweep(spec: SweepSpec | Mapping[str, Any], *, allow_import: bool = Tru
     if not isinstance(p, int) or isinstance(p, bool) or not 1 <= p <= MAX_PROCESSES:
         raise SpecError(f"processes {p!r} must be an integer from 1 to {MAX_PROCESSES}",
                         "processes")
+    energy = raw.get("energy", True)
+    if not isinstance(energy, bool):
+        raise SpecError(f"energy {energy!r} must be true or false", "energy")
     return SweepSpec(workload=name, params=dict(params), batch_sizes=sizes, modes=modes,
                      device=device, timing=timing, label=check_text(raw.get("label"), "label"),
-                     processes=p)
+                     processes=p, energy=energy)
 
 
 # --- cost: what a sweep asks of the machine, before it is queued ---------------------------

@@ -51,6 +51,10 @@ def register(sub) -> None:
                         "so host states that last a process are covered "
                         f"(1..{MAX_PROCESSES}; default by timing preset: "
                         + ", ".join(f"{k} {v}" for k, v in DEFAULT_PROCESSES.items()) + ")")
+    p.add_argument("--no-energy", dest="energy", action="store_false",
+                   help="skip the energy windows (NVML's energy counter, read after each "
+                        "batch size's rounds: at most ~15%% more wall time); the points "
+                        "then say energy was turned off")
     p.set_defaults(func=run)
 
 
@@ -132,6 +136,8 @@ def command_line(spec: Any) -> str:
         parts += ["--param", f"{key}={value}"]
     if getattr(spec, "processes", 1) > 1:
         parts += ["--processes", str(spec.processes)]
+    if not getattr(spec, "energy", True):
+        parts.append("--no-energy")
     if spec.label:
         parts += ["--label", spec.label]
     return shlex.join(parts)
@@ -341,7 +347,7 @@ def run(args: argparse.Namespace) -> int:
 
     spec = SweepSpec(workload=args.workload, params=params, batch_sizes=sizes, modes=modes,
                      device=device, timing=timing, label=label,
-                     processes=processes)
+                     processes=processes, energy=args.energy)
     try:
         validate_spec(spec)
         host_gate.current()  # a bad LAUNCHBENCH_HOST_POLICY/_DIR: said before any point
