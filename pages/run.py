@@ -4,7 +4,7 @@ environment, the reproducing command and a share link."""
 import pandas as pd
 import streamlit as st
 
-from pages.common import analysis, charts, cost, links, report, ui, workload_views
+from pages.common import analysis, charts, cost, energy, links, report, ui, workload_views
 from pages.common.plain import plain
 from runner.format.bundle import ENVIRONMENT_FIELDS
 
@@ -13,7 +13,8 @@ ui.ensure_frame()
 # A run's headline and charts depend on its points only: built once per run and data
 # version, they are what a shared link opened again draws from (building them was most of
 # the page's time before its first chart; bench/page_speed.py).
-PAIRS = [("speedup", "step-time"), ("memory", "memory-tradeoff")]
+PAIRS = [("speedup", "step-time"), ("memory", "memory-tradeoff"),
+         ("energy", "energy-above-idle")]
 
 
 @st.cache_data(ttl=ui.CACHE_TTL_S, show_spinner=False, max_entries=32)
@@ -100,9 +101,9 @@ with ui.drawn('The headline'):
 # One view at a time, named in the URL (?view=Memory): only the open tab is computed and
 # sent, so a shared link draws two charts, not nine, before the reader sees the first
 # (bench/page_speed.py). A ?batch= link opens the timeline.
-view = ui.view_tabs(links.RUN_VIEWS, default=links.RUN_VIEWS[3] if "batch" in st.query_params
+view = ui.view_tabs(links.RUN_VIEWS, default=links.TIMELINE_VIEW if "batch" in st.query_params
                     else links.RUN_VIEWS[0])
-speed, memory, split_tab, timeline_tab, points_tab, about = view
+speed, memory, energy_tab, split_tab, timeline_tab, points_tab, about = view
 paired, split = {}, {}
 with ui.drawn("The charts"):
     paired, split = figures(ui.db_url(), ui.version(), run_id)
@@ -118,7 +119,7 @@ def draw_pair(names: tuple[str, str]) -> None:
         with col:
             if name == "speedup":  # a click on a point opens its batch size's timeline
                 ui.chart_picking_batch(paired[name], key=f"chart_{name}",
-                                       view=(ui.VIEW_KEY, links.RUN_VIEWS[3]))
+                                       view=(ui.VIEW_KEY, links.TIMELINE_VIEW))
             else:
                 draw(paired[name], key=f"chart_{name}")
 
@@ -134,6 +135,13 @@ if memory.open:
                        "reserved is part of what a mode costs (an upper bound: tensors living "
                        "in the pool while the peak is taken count in both). Diamonds: the "
                        "modes no other mode beats on both speed and memory at that batch size.")
+if energy_tab.open:
+    with energy_tab, ui.drawn("The charts"):
+        if "energy" in paired:
+            draw_pair(PAIRS[2])
+            st.caption(energy.CAPTION)
+        elif not points.empty:
+            st.info(energy.missing_reason(points))
 if split_tab.open:
     with split_tab, ui.drawn("The charts"):
         if not split:

@@ -399,12 +399,21 @@ class _Derived:
         return cost.memory_cost(self.points)
 
 
+def _energy(d: _Derived, above_idle: bool = False) -> alt.LayerChart | None:
+    # Imported here: energy_charts draws with this module's helpers, so it imports this one.
+    from pages.common.energy_charts import energy_chart
+
+    return energy_chart(d.points, above_idle)
+
+
 RUN_CHARTS = {
     "speedup": lambda d: speedup_chart(analysis.speedups(d.points)),
     "step-time": lambda d: step_time_chart(d.points),
     "memory": lambda d: memory_chart(d.points, d.costs),
     "memory-tradeoff": lambda d: tradeoff_chart(d.costs),
     "time-split": lambda d: time_split_chart(analysis.time_split(d.points)),
+    "energy": _energy,
+    "energy-above-idle": lambda d: _energy(d, above_idle=True),
 }
 
 
