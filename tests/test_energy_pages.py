@@ -111,3 +111,35 @@ def test_run_page_energy_view(dash):
         ("eager", 8): {"energy_unavailable_reason": "no CUDA device: this sweep runs on cpu"}})
     at = run_views(dash, cpu, ("Energy",))["Energy"]
     assert texts(at, "info") == ["No energy figures: no CUDA device: this sweep runs on cpu."]
+
+
+def test_compare_and_trend_show_energy_where_measured(dash):
+    a = dash.add(batches=BATCHES, overrides=_energy_overrides(), gpu="A",
+                 created_at="2026-01-01T00:00:00+00:00")
+    b = dash.add(batches=BATCHES, gpu="A", created_at="2026-01-02T00:00:00+00:00")
+    at = dash.open("pages/compare.py", run=[str(a), str(b)])
+    assert "Energy per step, side by side" in texts(at, "subheader")
+    table = next(d.value for d in at.dataframe if any(c.endswith(" mJ") for c in d.value))
+    assert table[[c for c in table.columns if c.endswith(" mJ")]].notna().sum().tolist() \
+        == [len(BATCHES) * 4, 0]  # the run without energy: empty, never 0
+    at = dash.open("pages/compare.py", run=[str(b), str(dash.published)])
+    assert "Energy per step, side by side" not in texts(at, "subheader")
+    at = dash.open("pages/trend.py", workload="mlp", gpu="A")
+    table = at.dataframe[-1].value
+    assert "energy_mj_per_step" in table.columns
+    assert table["energy_mj_per_step"].notna().any() and table["energy_mj_per_step"].isna().any()
+
+
+def test_serve_summary_has_energy_per_request_only_where_measured():
+    from pages.common.serve_charts import summary_table
+
+    base = {"strategy": "eager", "status": "ok", "execution": "eager", "message": "",
+            "requests_per_s": 1.0, "rows_per_s": 1.0, "latency_ms_p50": 1.0,
+            "latency_ms_p99": 1.0, "padding_waste": 0.0, "hit_rate": None,
+            "fallback_rate": None, "graphs": 0, "graph_pool_bytes": None, "setup_s": 0.1,
+            "correct": True, "kind": "eager"}
+    none = pd.DataFrame([{**base, "details": {"energy": {"unavailable_reason": "no CUDA"}}}])
+    assert "mJ/request" not in summary_table(none).columns
+    some = pd.DataFrame([{**base, "details": {"energy": {"energy_mj_per_request": 12.5}}},
+                         {**base, "strategy": "compile", "details": {}}])
+    assert summary_table(some)["mJ/request"].tolist() == ["12.500", "—"]

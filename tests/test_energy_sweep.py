@@ -124,3 +124,29 @@ def test_a_cuda_sweep_reads_nvml_or_says_why():
     graph = next(p for p in sink.points if p["mode"] == "cuda-graph")
     if graph["energy_gain"] is not None:
         assert graph["energy_gain"] > 1  # a launch-bound step: the graph saves energy
+
+
+def _serve_ctx():
+    from runner.core.workloads import resolve
+    from runner.serve import scenario as serve
+
+    return serve, serve.make_context(resolve("mlp", {"depth": "2", "width": "8"}), "cpu",
+                                     [3, 5, 5, 8], 0, True)
+
+
+def test_serve_reports_energy_per_request_for_each_strategy():
+    from runner.format.buckets import parse_strategy
+
+    serve, ctx = _serve_ctx()
+    counter = FakeDevice(wall=True, wall_power_w=100.0).counter()
+    for name in ("eager", "buckets:4/8"):
+        r = serve.measure(ctx, parse_strategy(name), counter)
+        e = r["details"]["energy"]
+        assert r["status"] == "ok" and e["energy_mj_per_request"] > 0, e
+        assert e["energy_mj_per_request_ci_low"] <= e["energy_mj_per_request"] \
+            <= e["energy_mj_per_request_ci_high"]
+        assert e["avg_power_w"] == pytest.approx(100.0, rel=0.05)
+        assert len(e["windows"]) == ENERGY_PRESETS["quick"].windows
+        serve.reset(ctx.device)
+    r = serve.measure(ctx, parse_strategy("eager"), "no CUDA device: this run is on cpu")
+    assert r["details"]["energy"] == {"unavailable_reason": "no CUDA device: this run is on cpu"}
