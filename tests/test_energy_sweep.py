@@ -150,3 +150,22 @@ def test_serve_reports_energy_per_request_for_each_strategy():
         serve.reset(ctx.device)
     r = serve.measure(ctx, parse_strategy("eager"), "no CUDA device: this run is on cpu")
     assert r["details"]["energy"] == {"unavailable_reason": "no CUDA device: this run is on cpu"}
+
+
+def test_cli_table_shows_energy_columns_or_why_not():
+    from runner.format.energy import Energy
+    from runner.format.measurement import Measurement
+    from runner.ops.commands.sweep import format_table
+
+    def point(mode, step, mj=None):
+        m = Measurement(mode, 8)
+        m.timing.step_ms = step
+        m.energy.set(Energy(energy_mj_per_step=mj) if mj else Energy.unavailable(ENERGY_OFF))
+        return m
+
+    text = format_table([point("eager", 0.9, 107.0), point("cuda-graph", 0.137, 17.1)],
+                        ("eager", "cuda-graph"))
+    assert "eager mJ" in text and "17.1" in text and "mJ: energy per step" in text
+    text = format_table([point("eager", 0.9), point("cuda-graph", 0.137)],
+                        ("eager", "cuda-graph"))
+    assert " mJ" not in text and f"energy: not measured: {ENERGY_OFF}" in text

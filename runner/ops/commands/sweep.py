@@ -188,6 +188,11 @@ def _speedup_cell(m: Measurement | None, eager: Measurement | None) -> str:
     return f"{vd.x_text(e / t)}x" if e and t else "-"
 
 
+def _energy_cell(m: Measurement | None) -> str:
+    e = m.energy.energy_mj_per_step if m is not None else None
+    return "-" if e is None else f"{e:.3g}"
+
+
 def format_table(measurements: list[Measurement], modes: tuple[str, ...]) -> str:
     """Step ms per mode and speedup over eager (95% interval) per batch size, as aligned
     text, with which statistic each column is, the host's launch cost and what the marks
@@ -196,11 +201,16 @@ def format_table(measurements: list[Measurement], modes: tuple[str, ...]) -> str
     batches = sorted({m.batch_size for m in measurements})
     others = [m for m in modes if m != "eager"] if "eager" in modes else []
     header = ["batch", *(f"{m} ms" for m in modes), *(f"{m} x" for m in others)]
+    # Energy columns only where some point has the figure (issue 28); else one footnote.
+    energy = any(m.energy.energy_mj_per_step is not None for m in measurements)
+    header += [f"{m} mJ" for m in modes] if energy else []
     rows = [header]
     for b in batches:
         row = [str(b), *(_cell(by_point.get((m, b))) for m in modes)]
         eager = by_point.get(("eager", b))
         row += [_speedup_cell(by_point.get((m, b)), eager) for m in others]
+        if energy:
+            row += [_energy_cell(by_point.get((m, b))) for m in modes]
         if any(m.intervals.host_unstable for m in measurements if m.batch_size == b):
             row[0] += "!"
         rows.append(row)
@@ -231,6 +241,12 @@ def _footnotes(measurements: list[Measurement], body: str, ratios: bool) -> list
             f" (rounds of {k} processes, the spread between them included)" if k > 1 else
             " (one process: states of the host that last a process are not covered; see "
             "--processes)"))
+    reasons = {m.energy.unavailable_reason for m in measurements} - {None}
+    if any(m.energy.energy_mj_per_step is not None for m in measurements):
+        notes.append("mJ: energy per step from the GPU's energy counter (median over "
+                     "windows after the rounds)")
+    elif reasons:
+        notes.append(f"energy: not measured: {sorted(reasons)[0]}")
     if "inconclusive" in body:
         notes.append(vd.RULE_TEXT)
     if DISAGREE in body:
