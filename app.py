@@ -12,7 +12,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from db.access import read_only
 from db.engine import DatabaseError
-from pages.common import links, ui
+from pages.common import data, links, ui
 
 HERE = Path(__file__).resolve().parent
 
@@ -34,13 +34,13 @@ nav = st.navigation([
 with st.sidebar:
     st.caption("What CUDA Graphs buy, per model, GPU and batch size, and what they cost "
                "in memory.")
-    st.caption(f"Database: `{ui.shown_url()}`")
+    st.caption(f"Database: `{data.shown_url()}`")
     if read_only():
         st.badge("read-only share mode", icon=":material/lock:", color="orange")
 
 try:
-    ui.engine()
-    seeded = ui.seed()
+    data.engine()
+    seeded = data.seed()
 except DatabaseError as e:
     st.error(f"{e}. {e.advice}")
     st.stop()
@@ -61,4 +61,4 @@ try:
 except SQLAlchemyError as e:
     # A database that goes away mid-session (server restart, file removed): one line.
     first = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
-    st.error(f"The database {ui.shown_url()} failed: {first}. Reload the page to retry.")
+    st.error(f"The database {data.shown_url()} failed: {first}. Reload the page to retry.")

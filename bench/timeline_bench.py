@@ -74,16 +74,16 @@ def run_page(url: str, run_id: int, repeat: int) -> dict[str, tuple[float, float
 
     from streamlit.testing.v1 import AppTest
 
-    from pages.common import ui
+    from pages.common import widgets
 
     os.environ["LAUNCHBENCH_DB"] = url
     os.environ.pop("LAUNCHBENCH_READ_ONLY", None)
-    real = ui.timeline_section
+    real = widgets.timeline_section
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()  # the frame, engine and caches
 
     def render(timeline_on: bool) -> float:
-        ui.timeline_section = real if timeline_on else (lambda *a, **k: None)
+        widgets.timeline_section = real if timeline_on else (lambda *a, **k: None)
         t = time.perf_counter()
         at.switch_page("pages/run.py")
         at.query_params = {"run": str(run_id), "batch": "8"}
@@ -102,7 +102,7 @@ def run_page(url: str, run_id: int, repeat: int) -> dict[str, tuple[float, float
             for on in (True, False):
                 times[on].append(render(on))
     finally:
-        ui.timeline_section = real
+        widgets.timeline_section = real
     return {"Run page (AppTest)": (first[True], statistics.median(times[True])),
             "  same page, timeline stubbed out": (first[False],
                                                   statistics.median(times[False]))}

@@ -12,6 +12,7 @@ UTC clock is that host's clock.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -21,6 +22,8 @@ from sqlalchemy.engine import Connection, Engine
 from db import liveness
 from db.access import require_writable
 from db.hosts import check_fields
+from db.liveness import is_postgres as _is_pg
+from db.liveness import now_expr as _now  # the database's clock (module doc)
 from db.models import JOB_STATUSES, Job, Run, Worker
 from runner.format.limits import (
     HEARTBEAT_S,
@@ -29,14 +32,16 @@ from runner.format.limits import (
     MAX_QUEUED_JOBS,
     MAX_QUEUED_PER_SESSION,
 )
-from runner.format.specs import SpecError, check_sweep, check_text, estimate_cost
+from runner.format.specs import SpecError, SweepSpec, check_sweep, check_text, estimate_cost
 from runner.format.vocab import FINISHED_STATUSES as FINISHED
 from runner.format.vocab import JOB_EXECUTORS
 
 # HEARTBEAT_S (how often a worker says it is alive) and LOST_AFTER_S (silence after which
 # a worker, its job or any run counts as lost) are runner/format/limits.py's, re-exported.
 # The fields of a queued job's spec: sweep's flags as data, no more.
-JOB_FIELDS = {"workload", "params", "batch_sizes", "modes", "device", "timing", "label"}
+# energy (issue 28): a queued sweep may turn its energy windows off, as --no-energy does.
+JOB_FIELDS = {"workload", "params", "batch_sizes", "modes", "device", "timing", "label",
+              "energy"}
 MAX_ID = 2**31 - 1  # an INTEGER key: a larger id cannot exist (and PostgreSQL would refuse it)
 _QUEUE_LOCK = 0x6C62_7175  # PostgreSQL advisory lock key held while queueing ("lbqu")
 
@@ -59,22 +64,27 @@ class QueueFull(JobSpecError):
 
 # --- the spec -------------------------------------------------------------------------
 
-def check_spec(spec: Any, memory_bytes: int | None = None) -> dict[str, Any]:
-    """Normalise a queued sweep's spec (sweep's flags as data) or raise JobSpecError.
+def check_spec(spec: SweepSpec | dict[str, Any], memory_bytes: int | None = None
+               ) -> SweepSpec:
+    """A queued sweep's spec as a SweepSpec, or JobSpecError.
 
-    The leaf's one check (runner/format/specs.py), as a queued job: only registered
-    workloads (a job runs on whichever worker claims it, so it may never name a Python
-    import path) and device "auto" allowed. Its cost is bounded too: the estimated peak
-    memory must fit `memory_bytes` (the target's memory; unknown: the default GPU's)."""
-    if not isinstance(spec, dict):
+    A dict (a job row, sweep's flags as data) gets the leaf's one check (runner/format/
+    specs.py), as a queued job: only registered workloads (a job runs on whichever worker
+    claims it, so it may never name a Python import path) and device "auto" allowed. A
+    SweepSpec was checked so where it entered (the Launch form, `enqueue`). Either way its
+    cost is bounded here: the estimated peak memory must fit `memory_bytes` (the target's
+    memory; unknown: the default GPU's). A job runs in its worker's one process."""
+    if isinstance(spec, SweepSpec):
+        s = spec
+    elif not isinstance(spec, dict):
         raise JobSpecError(f"job spec must be an object, got {type(spec).__name__}")
-    unknown = set(spec) - JOB_FIELDS
-    if unknown:
-        raise JobSpecError(f"unknown job spec field {sorted(unknown)[0]!r}")
-    try:
-        s = check_sweep(spec, queued=True)
-    except SpecError as e:
-        raise JobSpecError(str(e)) from None
+    elif set(spec) - JOB_FIELDS:
+        raise JobSpecError(f"unknown job spec field {sorted(set(spec) - JOB_FIELDS)[0]!r}")
+    else:
+        try:
+            s = check_sweep(spec, queued=True)
+        except SpecError as e:
+            raise JobSpecError(str(e)) from None
     if len(s.batch_sizes) * len(s.modes) > MAX_JOB_POINTS:
         raise JobSpecError(f"{len(s.batch_sizes)} batch sizes x {len(s.modes)} modes is "
                            f"more than {MAX_JOB_POINTS} points for one job")
@@ -82,21 +92,10 @@ def check_spec(spec: Any, memory_bytes: int | None = None) -> dict[str, Any]:
         memory_bytes)
     if refusal:
         raise JobSpecError(refusal)
-    return {"workload": s.workload, "params": dict(s.params),
-            "batch_sizes": list(s.batch_sizes), "modes": list(s.modes), "device": s.device,
-            "timing": s.timing, "label": s.label}
+    return replace(s, processes=1)
 
 
 # --- helpers ----------------------------------------------------------------------------
-
-def _is_pg(bind: Engine | Connection) -> bool:
-    return bind.dialect.name == "postgresql"
-
-
-def _now(bind: Engine | Connection):
-    """A value or SQL expression for 'now' (see the module doc: the database's clock)."""
-    return func.now() if _is_pg(bind) else datetime.now(timezone.utc)
-
 
 def _aware(t: datetime | None) -> datetime | None:
     # SQLite hands back naive datetimes; everything here is stored in UTC.
@@ -117,7 +116,7 @@ def _row(row: Any) -> dict[str, Any]:
 
 # --- queueing (browser-reachable writes: guarded) --------------------------------------
 
-def enqueue(engine: Engine, spec: dict[str, Any], target: str | None = None,
+def enqueue(engine: Engine, spec: SweepSpec | dict[str, Any], target: str | None = None,
             label: str | None = None, *, executor: str = "local",
             gpu_type: str | None = None, session: str | None = None,
             memory_bytes: int | None = None) -> int:
@@ -128,8 +127,7 @@ def enqueue(engine: Engine, spec: dict[str, Any], target: str | None = None,
     already has MAX_QUEUED_PER_SESSION waiting jobs or the queue MAX_QUEUED_JOBS. `memory_bytes`:
     the target's memory when known (default: DEFAULT_GPU_MEMORY_BYTES)."""
     require_writable("queue a job")
-    spec = check_spec({**spec, **({"label": label} if label is not None else {})},
-                      memory_bytes)
+    spec = check_spec(_relabelled(spec, label), memory_bytes)
     try:
         target = check_text(target, "target")
         gpu_type = check_text(gpu_type, "GPU type")
@@ -148,9 +146,10 @@ def enqueue(engine: Engine, spec: dict[str, Any], target: str | None = None,
             c.execute(select(func.pg_advisory_xact_lock(_QUEUE_LOCK)))
         job_id = c.execute(
             Job.__table__.insert().values(
-                spec=spec, device=spec["device"], target=target, label=spec["label"],
-                status="queued", cancel_requested=False, created_at=_now(c),
-                points_done=0, points_total=len(spec["modes"]) * len(spec["batch_sizes"]),
+                spec=spec.to_json(queued=True), device=spec.device, target=target,
+                label=spec.label, status="queued", cancel_requested=False,
+                created_at=_now(c), points_done=0,
+                points_total=len(spec.modes) * len(spec.batch_sizes),
                 message="", executor=executor, gpu_type=gpu_type, session=session)
             .returning(Job.id)).scalar_one()
         # Counted after the insert, in the same transaction: raising rolls it back. Only
@@ -168,6 +167,15 @@ def enqueue(engine: Engine, spec: dict[str, Any], target: str | None = None,
                                 f"{MAX_QUEUED_PER_SESSION} waiting jobs; wait for them "
                                 "to run or cancel some")
         return job_id
+
+
+def _relabelled(spec: SweepSpec | dict[str, Any], label: str | None):
+    if label is None or not isinstance(spec, SweepSpec):
+        return spec if label is None else {**spec, "label": label}
+    try:
+        return replace(spec, label=check_text(label, "label"))
+    except SpecError as e:
+        raise JobSpecError(str(e)) from None
 
 
 def cancel(engine: Engine, job_id: int) -> str:

@@ -25,7 +25,8 @@ from runner.format.limits import LOST_AFTER_S
 LOST = "lost"
 
 
-def _is_pg(bind: Engine | Connection) -> bool:
+def is_postgres(bind: Engine | Connection) -> bool:
+    """PostgreSQL (the database's clock, row locks), else SQLite."""
     return bind.dialect.name == "postgresql"
 
 
@@ -33,7 +34,7 @@ def now_expr(bind: Engine | Connection, now: datetime | None = None):
     """'now' as a value or SQL expression: `now` if given, else the database's clock."""
     if now is not None:
         return now
-    return func.now() if _is_pg(bind) else datetime.now(timezone.utc)
+    return func.now() if is_postgres(bind) else datetime.now(timezone.utc)
 
 
 def cutoff(bind: Engine | Connection, now: datetime | None = None,

@@ -4,7 +4,7 @@ diff; one line per reason the runs measure different things."""
 
 import streamlit as st
 
-from pages.common import analysis, charts, comparing, links, ui, workload_views
+from pages.common import analysis, charts, comparing, data, links, ui, widgets, workload_views
 from pages.common.plain import plain
 from runner.format import verdict
 
@@ -13,8 +13,8 @@ ui.ensure_frame()
 st.title("Compare runs")
 
 # --- settings: ids from the URL; the picker below rewrites the URL ------------------------
-asked = ui.run_ids_from_url()
-every_run = ui.runs()
+asked = widgets.run_ids_from_url()
+every_run = data.runs()
 all_runs = every_run[every_run["kind"] == "sweep"]  # serve runs have no speedup curves
 names = analysis.run_names(all_runs) if not all_runs.empty else {}
 labels = dict(zip(all_runs["id"].astype(int), all_runs["label"].fillna(""), strict=True))
@@ -29,15 +29,15 @@ picked = st.multiselect("Runs to compare", list(names), default=found,
                         format_func=lambda i: f"{names[i]} · {labels[i]}",
                         max_selections=links.MAX_COMPARE, key=f"pick_{'_'.join(map(str, found))}")
 if picked != found:
-    ui.set_run_ids(picked)
+    widgets.set_run_ids(picked)
     st.rerun()
 if len(found) < 2:
     st.info("Pick at least two runs (or open a link such as /compare?run=1&run=2).")
     st.stop()
 
 # --- load -------------------------------------------------------------------------------
-headers = ui.headers(found)
-points = ui.points(found)
+headers = data.headers(found)
+points = data.points(found)
 
 # --- show -------------------------------------------------------------------------------
 # One line per distinct reason, warnings in one box: a banner per field and run pushed
@@ -55,7 +55,7 @@ if figure is None:
     st.info("No speedup to draw: none of these runs has an ok mode point beside an ok eager "
             "point at the same batch size.")
 else:
-    ui.chart(figure, key="compare_chart")
+    widgets.chart(figure, key="compare_chart")
     # A run with nothing in the chart is named, so its absence from the legend reads as a
     # fact about the run rather than a bug.
     drawn = set(speedups.loc[speedups["mode"] != "eager", "run_id"].astype(int))
@@ -72,12 +72,12 @@ if not per_kernel.empty:
     st.dataframe(per_kernel, hide_index=True, key="per_kernel")
 
 arrived_for_timeline = "batch" in st.query_params  # a ?batch= link opens at the timeline
-st.subheader("One step per run", anchor=ui.TIMELINE_ANCHOR)
+st.subheader("One step per run", anchor=widgets.TIMELINE_ANCHOR)
 batch = None
-with ui.drawn("The step timeline"):
-    batch = ui.timeline_section(found, points, lambda x: names[x["run_id"]], key="timeline",
+with widgets.drawn("The step timeline"):
+    batch = widgets.timeline_section(found, points, lambda x: names[x["run_id"]], key="timeline",
                                 pick_mode=True)
-ui.scroll_to_on_arrival(ui.TIMELINE_ANCHOR, arrived_for_timeline and batch is not None,
+widgets.scroll_to_on_arrival(widgets.TIMELINE_ANCHOR, arrived_for_timeline and batch is not None,
                         key="compare_" + "_".join(map(str, found)))
 
 st.subheader("Per batch size")
@@ -126,4 +126,4 @@ with st.expander("All fields"):
     st.dataframe(analysis.environment_diff(headers, only_differences=False, points=points),
                  hide_index=True, key="env_all")
 
-ui.share_link(links.compare_url(ui.app_url(), found, batch))
+widgets.share_link(links.compare_url(widgets.app_url(), found, batch))

@@ -5,7 +5,7 @@ import streamlit as st
 
 from db.access import ReadOnlyError, read_only
 from db.store import RunNotFound, export_bundle
-from pages.common import analysis, charts, links, report, timeline, ui, uploads
+from pages.common import analysis, charts, data, links, report, timeline, ui, uploads, widgets
 from pages.common.plain import plain
 from runner.format import bundle as fmt
 
@@ -27,13 +27,13 @@ else:
                "per file, or import a large one with `python -m runner import FILE.json`.")
     if files and st.button(f"Import {len(files)} file(s)", type="primary", key="do_import"):
         try:
-            results = uploads.import_uploads(ui.engine(), [(f.name, f.getvalue())
+            results = uploads.import_uploads(data.engine(), [(f.name, f.getvalue())
                                                            for f in files])
         except ReadOnlyError as e:
             results = []
             st.error(str(e))
         if any(r.ok for r in results):
-            ui.clear_caches()
+            data.clear_caches()
         for r in results:
             if r.ok:
                 st.success(plain(r.message))
@@ -46,7 +46,7 @@ else:
 
 # --- export: settings -------------------------------------------------------------------
 st.subheader("Export a run")
-runs = ui.runs()
+runs = data.runs()
 if runs.empty:
     st.info("No runs to export yet.")
     st.stop()
@@ -66,11 +66,11 @@ run_id = st.selectbox("Run", list(names), format_func=names.get, key="export_run
 st.query_params["run"] = str(run_id)
 
 # --- export: load -----------------------------------------------------------------------
-header = ui.headers([run_id]).iloc[0].to_dict()
-points = ui.points([run_id])
+header = data.headers([run_id]).iloc[0].to_dict()
+points = data.points([run_id])
 stem = f"launchbench-run-{run_id}"
-engine = ui.engine()
-app_url = ui.app_url()
+engine = data.engine()
+app_url = widgets.app_url()
 
 
 def bundle_text() -> str:
@@ -84,10 +84,10 @@ def bundle_text() -> str:
 def report_html() -> str:
     batch = timeline.headline_batch(points)  # its step timeline goes into the report
     return report.html_report(header, points, links.run_url(app_url, run_id, batch),
-                              ui.traces([run_id], batch) if batch else [])
+                              data.traces([run_id], batch) if batch else [])
 
 # --- export: show -----------------------------------------------------------------------
-ui.published_banner(header)
+widgets.published_banner(header)
 c1, c2, c3 = st.columns(3)
 c1.download_button("Bundle (.json)", bundle_text, f"{stem}.json", "application/json",
                    key="dl_bundle", on_click="ignore")

@@ -2,50 +2,28 @@
 The job followed lives in the URL (?job=ID), so a reload or a shared link shows it too."""
 
 import importlib.util
-import re
 
 import streamlit as st
 
 import runner.ops.slurm as slurm
 from db import hosts, jobs, liveness, queries
 from db.access import ReadOnlyError, read_only
+from pages.common import data, ui, widgets
+from pages.common import job_view as jv
 from pages.common import launch_form as lf
-from pages.common import ui
 from pages.common.plain import plain
 from runner.format.limits import MAX_LABEL
 from runner.format.vocab import TIMINGS
-from runner.ops.launcher import ensure_local_worker
 
 ui.ensure_frame()
 st.title("Launch a sweep")
-engine = ui.engine()
+engine = data.engine()
 locked = read_only()
 cluster, broken = None, None
 try:  # the admin's settings (environment, config file), never the browser's
-    cluster = slurm.load_config() if slurm.executor() == "slurm" else None
+    cluster = slurm.executor_config()
 except slurm.SlurmError as e:
     broken = f"Launching is off: the Slurm executor is misconfigured: {e}"
-
-
-def session_id() -> str | None:
-    """This browser session's id: what the per-session queue cap counts by."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    return ctx.session_id if ctx is not None else None
-
-
-def param_widget(f: dict, key: str):
-    label, kw = f["name"], {"help": lf.field_help(f), "key": key}
-    if f["kind"] == "choice":
-        return st.selectbox(label, f["choices"], index=f["choices"].index(f["default"]), **kw)
-    # No bounds on the widget: a browser would only redden an out-of-range value and send
-    # the old one; the check below says what is allowed, in words, beside the field.
-    if f["kind"] == "int":
-        return st.number_input(label, value=int(f["default"]), step=1, **kw)
-    if f["kind"] == "float":
-        return st.number_input(label, value=float(f["default"]), **kw)
-    return st.text_input(label, str(f["default"]), max_chars=MAX_LABEL, **kw)
 
 
 # --- settings: the form -----------------------------------------------------------------
@@ -62,7 +40,7 @@ else:
     columns = st.columns(len(fields))
     for f, col in zip(fields, columns, strict=True):
         with col:  # keyed per workload: switching workloads brings its defaults
-            params[f["name"]] = param_widget(f, f"lf_p_{workload}_{f['name']}")
+            params[f["name"]] = jv.param_widget(f, f"lf_p_{workload}_{f['name']}")
     modes = st.multiselect("Modes", list(lf.MODES), lf.DEFAULTS["modes"], key="lf_modes")
     c1, c2 = st.columns(2)
     preset = c1.radio("Batch sizes", [*lf.BATCH_PRESETS, lf.CUSTOM], key="lf_preset")
@@ -118,35 +96,22 @@ else:
                      key.startswith("param.") else message)
         if checked.spec is not None:
             try:
-                if cluster is not None:
-                    job_id, sid = slurm.submit(engine, checked.spec, gpu_type, ui.db_url(),
-                                               cluster, session=session_id(),
-                                               memory_bytes=memory)
-                    done = f" as Slurm job {sid} (GPU type {gpu_type})."
-                else:
-                    job_id = jobs.enqueue(engine, checked.spec, checked.target,
-                                          session=session_id(), memory_bytes=memory)
-                    pid = ensure_local_worker(engine, jobs.get_job(engine, job_id),
-                                              ui.db_url())
-                    done = " and started a worker on this machine." if pid else "."
+                queued = slurm.queue_sweep(
+                    engine, checked.sweep, data.db_url(), cluster,
+                    gpu_type=gpu_type if cluster is not None else None,
+                    target=checked.target, session=jv.session_id(), memory_bytes=memory,
+                    start_worker=True)
             except (ValueError, ReadOnlyError, OSError, slurm.SlurmError) as e:
                 st.error(str(e))
             else:
-                st.query_params["job"] = str(job_id)
-                st.success(f"Queued job {job_id}{done}")
+                st.query_params["job"] = str(queued.job_id)
+                st.success(f"Queued job {queued.job_id}" + (
+                    f" as Slurm job {queued.slurm_job_id} (GPU type {gpu_type})."
+                    if queued.slurm_job_id else " and started a worker on this machine."
+                    if queued.worker_pid else "."))
 
 
 # --- load + show, live ------------------------------------------------------------------
-def followed_job() -> int | None:
-    raw = st.query_params.get("job")
-    if raw is None:
-        return None
-    if not re.fullmatch(r"[0-9]{1,12}", raw) or int(raw) < 1:
-        st.warning(f"?job={raw!r} is not a job id")
-        return None
-    return int(raw)
-
-
 @st.fragment(run_every=1.0)
 def live() -> None:
     # Reads only, every second: "lost" is decided at read time (db/liveness.py); workers,
@@ -154,7 +119,7 @@ def live() -> None:
     # job in flight has ended (else it is one read).
     if not locked:
         slurm.reconcile(engine)  # a job whose Slurm job ended fails with Slurm's reason
-    job_id, now = followed_job(), jobs.db_now(engine)
+    job_id, now = jv.followed_job(), jobs.db_now(engine)
     if job_id is not None:
         try:
             job = jobs.get_job(engine, job_id, now=now)
@@ -162,7 +127,7 @@ def live() -> None:
             st.warning(str(e))
             job = None
         if job is not None:
-            show_job(job, jobs.progress(job, now))
+            jv.show_job(engine, job, jobs.progress(job, now), locked)
     st.subheader("Queue")
     queue = jobs.list_jobs(engine, limit=20, now=now)
     lost = [j["id"] for j in queue if j["shown_status"] == "lost"]
@@ -177,7 +142,7 @@ def live() -> None:
         except ReadOnlyError as e:
             st.warning(str(e))
         st.rerun(scope="fragment")
-    st.dataframe(lf.queue_rows(queue, ui.app_url()), hide_index=True,
+    st.dataframe(lf.queue_rows(queue, widgets.app_url()), hide_index=True,
                  column_config={"run": st.column_config.LinkColumn("run", display_text=
                                                                    r"run=(\d+)")})
     st.subheader("Live workers")
@@ -191,52 +156,6 @@ def live() -> None:
     else:
         st.caption("No live worker. Launching starts one on this machine; GPU hosts run "
                    "`python -m runner worker` against this database.")
-
-
-def job_estimate(job: dict) -> float | None:
-    """The job's duration as estimated before Launch, worked out once per job and
-    session (the live view redraws every second)."""
-    key = f"_estimate_{job['id']}"
-    if key not in st.session_state:
-        spec = job["spec"]
-        gpu = "cpu" if spec.get("device") == "cpu" else None
-        history = queries.past_durations(engine, spec.get("workload"), gpu)
-        past = queries.key_points(engine, [int(i) for i in history["run_id"]])
-        st.session_state[key] = lf.estimate(spec, history, gpu or "any GPU", past).seconds
-    return st.session_state[key]
-
-
-def show_job(job: dict, p: dict) -> None:
-    st.subheader(f"Job {job['id']}: {job['shown_status']}")
-    total = p["total"] or 0
-    # Points count as measured when their batch size's rounds end; meanwhile the bar moves
-    # per mode's setup and the text names the mode and phase in flight.
-    st.progress(lf.bar_fraction(job, p) or 0.0, text=f"{p['done']} of {total} points "
-                f"measured · {lf.describe_point(job)}")
-    c1, c2, c3 = st.columns(3)
-    c1.metric("Elapsed", lf.format_seconds(p["elapsed_s"]))
-    running = job["status"] == "running"
-    left, basis = lf.time_left(p, job_estimate(job) if running else None)
-    c2.metric("Estimated time left", lf.format_seconds(left), help=basis or None)
-    waiting = f"Slurm job {job['slurm_job_id']}" if job.get("slurm_job_id") else "waiting for one"
-    c3.metric("Worker", job["worker_name"] or waiting)
-    if job["message"]:
-        st.caption(plain(job["message"]))
-    if job["shown_status"] == "lost":
-        st.warning("Its worker stopped heartbeating: the job is lost. Its finished points "
-                   "stay in its run.")
-    if job["status"] in ("queued", "running") and not locked:
-        if job["cancel_requested"]:
-            st.caption("Cancel requested: it stops after the point in flight.")
-        elif st.button("Cancel", key=f"cancel_{job['id']}"):
-            try:
-                slurm.cancel(engine, job["id"])  # plus scancel for a Slurm job
-            except (jobs.JobFinished, ReadOnlyError, slurm.SlurmError) as e:
-                st.warning(str(e))
-            st.rerun(scope="fragment")
-    if job["run_id"] is not None and job["status"] in jobs.FINISHED:
-        st.page_link(ui.PAGES["run"], label=f"Open run {job['run_id']}",
-                     icon=":material/monitoring:", query_params={"run": job["run_id"]})
 
 
 live()

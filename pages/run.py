@@ -1,10 +1,22 @@
-"""Run (/run?run=ID): the headline, the charts, every point (failures marked), the
-environment, the reproducing command and a share link."""
+"""Run (/run?run=ID): the headline, then one view a tab (?view=): Speed, Memory, Time
+split, Timeline, Points (every point, failures marked), Environment (with the reproducing
+command and a share link)."""
 
 import pandas as pd
 import streamlit as st
 
-from pages.common import analysis, charts, cost, energy, links, report, ui, workload_views
+from pages.common import (
+    analysis,
+    charts,
+    cost,
+    data,
+    energy,
+    links,
+    report,
+    ui,
+    widgets,
+    workload_views,
+)
 from pages.common.plain import plain
 from runner.format.bundle import ENVIRONMENT_FIELDS
 
@@ -17,19 +29,19 @@ PAIRS = [("speedup", "step-time"), ("memory", "memory-tradeoff"),
          ("energy", "energy-above-idle")]
 
 
-@st.cache_data(ttl=ui.CACHE_TTL_S, show_spinner=False, max_entries=32)
+@st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
 def headline_text(url: str, data_v: tuple, run_id: int) -> tuple[str | None, list[str]]:
-    points = ui.points([run_id])
+    points = data.points([run_id])
     return cost.headline(points), report.headline(points)
 
 
-@st.cache_data(ttl=ui.CACHE_TTL_S, show_spinner=False, max_entries=32)
+@st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
 def figures(url: str, data_v: tuple, run_id: int) -> tuple[dict, dict]:
     """(the paired charts, the time split's charts); the time split's one-chart form (for
     exports) is not built here. Charts other than the clickable speedup one are kept as
     Vega-Lite specs: Altair validates a whole spec again each time a page draws it, about
     half of the 100 ms a chart cost per render."""
-    points = ui.points([run_id])
+    points = data.points([run_id])
     paired = charts.run_charts(points, names=[n for pair in PAIRS for n in pair])
     split = charts.time_split_charts(analysis.time_split(points))
     return ({k: c if k == "speedup" else c.to_dict() for k, c in paired.items()},
@@ -37,25 +49,25 @@ def figures(url: str, data_v: tuple, run_id: int) -> tuple[dict, dict]:
 
 
 def draw(figure, key: str) -> None:
-    """A chart from figures(), stretched to its column like ui.chart."""
+    """A chart from figures(), stretched to its column like widgets.chart."""
     if isinstance(figure, dict):
         st.vega_lite_chart(spec=figure, key=key, width="stretch")
     else:
-        ui.chart(figure, key=key)
+        widgets.chart(figure, key=key)
 
 
-@st.cache_data(ttl=ui.CACHE_TTL_S, show_spinner=False, max_entries=32)
+@st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
 def tables(url: str, data_v: tuple, run_id: int) -> tuple:
     """(the speedup pivot, the points table): half a second of a page's run otherwise."""
-    points = ui.points([run_id])
+    points = data.points([run_id])
     return report.speedup_pivot(points), report.points_table(points)
 
 
 # --- settings: the run id comes from the URL only, so the link is the whole state --------
-run_id = ui.run_id_from_url()
+run_id = widgets.run_id_from_url()
 
 # --- load -------------------------------------------------------------------------------
-headers = ui.headers([run_id])
+headers = data.headers([run_id])
 if headers.empty:
     st.error(links.missing_runs([run_id], [])[0])
     st.page_link(ui.PAGES["runs"], label="Back to the runs", icon=":material/list:")
@@ -69,27 +81,27 @@ if header.get("kind") == "serve":
         st.page_link(ui.PAGES["serve"], label=f"Open serve run {run_id}",
                      icon=":material/dynamic_feed:", query_params={"run": run_id})
     st.stop()
-points = ui.points([run_id])
+points = data.points([run_id])
 
 # --- show -------------------------------------------------------------------------------
 st.title(report.run_title(header, plain))
 if header.get("label") and header.get("source") != "published":
     st.caption(plain(header["label"]))
-ui.published_banner(header)
+widgets.published_banner(header)
 if header["status"] != "done":
     st.warning(f"Run status: **{plain(header['status'])}**: its points may be incomplete.")
 
-with ui.drawn('The headline'):
+with widgets.drawn('The headline'):
     if points.empty:
         st.info("This run has no points yet.")
     else:
-        summary, lines = headline_text(ui.db_url(), ui.version(), run_id)
+        summary, lines = headline_text(data.db_url(), data.version(), run_id)
         if summary:
             st.markdown(f"#### {summary}")
         counts = analysis.noise_counts(points)
         level, text = analysis.noise_summary(counts.iloc[0] if len(counts) else {})
         cost = analysis.launch_cost(points)
-        ui.noise_badge(level, text)
+        widgets.noise_badge(level, text)
         st.caption("Host launch cost (one trivial kernel launch, a property of the host, "
                    "not the GPU): " + (f"median {cost.text()} over {cost.points} points."
                                        if cost else "not measured in this run."))
@@ -101,12 +113,12 @@ with ui.drawn('The headline'):
 # One view at a time, named in the URL (?view=Memory): only the open tab is computed and
 # sent, so a shared link draws two charts, not nine, before the reader sees the first
 # (bench/page_speed.py). A ?batch= link opens the timeline.
-view = ui.view_tabs(links.RUN_VIEWS, default=links.TIMELINE_VIEW if "batch" in st.query_params
-                    else links.RUN_VIEWS[0])
+view = widgets.view_tabs(links.RUN_VIEWS, default=links.TIMELINE_VIEW
+                         if "batch" in st.query_params else links.RUN_VIEWS[0])
 speed, memory, energy_tab, split_tab, timeline_tab, points_tab, about = view
 paired, split = {}, {}
-with ui.drawn("The charts"):
-    paired, split = figures(ui.db_url(), ui.version(), run_id)
+with widgets.drawn("The charts"):
+    paired, split = figures(data.db_url(), data.version(), run_id)
 if not paired and not points.empty:
     st.info("No chart: no point of this run has a step time (every point failed, was "
             "skipped or is unsupported here; see Points).")
@@ -118,17 +130,17 @@ def draw_pair(names: tuple[str, str]) -> None:
     for col, name in zip(st.columns(len(shown)) if shown else [], shown, strict=True):
         with col:
             if name == "speedup":  # a click on a point opens its batch size's timeline
-                ui.chart_picking_batch(paired[name], key=f"chart_{name}",
-                                       view=(ui.VIEW_KEY, links.TIMELINE_VIEW))
+                widgets.chart_picking_batch(paired[name], key=f"chart_{name}",
+                                            view=(widgets.VIEW_KEY, links.TIMELINE_VIEW))
             else:
                 draw(paired[name], key=f"chart_{name}")
 
 
 if speed.open:
-    with speed, ui.drawn("The charts"):
+    with speed, widgets.drawn("The charts"):
         draw_pair(PAIRS[0])
 if memory.open:
-    with memory, ui.drawn("The charts"):
+    with memory, widgets.drawn("The charts"):
         draw_pair(PAIRS[1])
         if "memory" in paired:
             st.caption("Memory held = graph pool + peak allocated: the pool a CUDA graph keeps "
@@ -136,14 +148,14 @@ if memory.open:
                        "in the pool while the peak is taken count in both). Diamonds: the "
                        "modes no other mode beats on both speed and memory at that batch size.")
 if energy_tab.open:
-    with energy_tab, ui.drawn("The charts"):
+    with energy_tab, widgets.drawn("The charts"):
         if "energy" in paired:
             draw_pair(PAIRS[2])
             st.caption(energy.CAPTION)
         elif not points.empty:
             st.info(energy.missing_reason(points))
 if split_tab.open:
-    with split_tab, ui.drawn("The charts"):
+    with split_tab, widgets.drawn("The charts"):
         if not split:
             st.info("No time split: it needs profiled GPU points (CPU runs have none).")
         # Two a row: three in a row left each plot 60 px tall and cut its legend.
@@ -154,27 +166,27 @@ if split_tab.open:
                     draw(chart, key=f"chart_{name}")
 
 if timeline_tab.open:
-    with timeline_tab, ui.drawn("The step timeline"):
-        st.subheader("One step, launch by launch", anchor=ui.TIMELINE_ANCHOR)
-        ui.timeline_section([run_id], points, lambda x: x["mode"], key="timeline")
+    with timeline_tab, widgets.drawn("The step timeline"):
+        st.subheader("One step, launch by launch", anchor=widgets.TIMELINE_ANCHOR)
+        widgets.timeline_section([run_id], points, lambda x: x["mode"], key="timeline")
 
 if points_tab.open:
     with points_tab:
         st.subheader("Speedup at a glance")
         st.caption("Speedup over eager (95% interval where measured) · extra memory over "
                    "eager's pool + peak, per batch size and mode.")
-        with ui.drawn("The speedup table"):
-            st.dataframe(tables(ui.db_url(), ui.version(), run_id)[0], hide_index=True,
+        with widgets.drawn("The speedup table"):
+            st.dataframe(tables(data.db_url(), data.version(), run_id)[0], hide_index=True,
                          key="speedup_pivot")
         for section in workload_views.run_sections(header, points):
             st.subheader(section.title)
             st.caption(section.caption)
             if section.chart is not None:
-                ui.chart(section.chart, key=f"workload_chart_{section.title}")
+                widgets.chart(section.chart, key=f"workload_chart_{section.title}")
             st.dataframe(section.table, hide_index=True, key=f"workload_{section.title}")
         st.subheader("Points")
-        with ui.drawn('The points table'):
-            table = tables(ui.db_url(), ui.version(), run_id)[1]
+        with widgets.drawn('The points table'):
+            table = tables(data.db_url(), data.version(), run_id)[1]
             bad = (int((~table["Status"].astype(str).str.startswith("ok")).sum())
                    if len(table) else 0)
             if bad:
@@ -195,7 +207,7 @@ if about.open:
             st.dataframe(env, hide_index=True, key="env_table")
         with right:
             st.subheader("Reproduce")
-            with ui.drawn("The command"):
+            with widgets.drawn("The command"):
                 offer = links.reproduce(header, points["batch_size"].tolist(),
                                         points["mode"].tolist())
                 if offer.note:
@@ -204,7 +216,7 @@ if about.open:
                     st.code(offer.command, language="bash", wrap_lines=True)
 
             st.subheader("Share")
-            ui.share_link(links.run_url(ui.app_url(), run_id))
+            widgets.share_link(links.run_url(widgets.app_url(), run_id))
             st.caption("Each view has its own link: the address bar carries it (?view=, and "
                        "?batch= for the timeline).")
 
@@ -218,4 +230,4 @@ left.page_link(ui.PAGES["import"], label="Download: bundle, CSV, HTML report, PN
 middle.page_link(ui.PAGES["compare"], label="Compare with other runs",
                  icon=":material/compare_arrows:", query_params={"run": run_id})
 with right:
-    ui.delete_run_button(run_id)
+    widgets.delete_run_button(run_id)

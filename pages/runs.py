@@ -3,7 +3,7 @@ The filters live in the URL (?gpu=...&workload=...&torch=...), so the view is sh
 
 import streamlit as st
 
-from pages.common import board, links, ui
+from pages.common import board, data, links, ui, widgets
 from pages.common.plain import plain
 
 ui.ensure_frame()
@@ -11,15 +11,15 @@ ui.ensure_frame()
 st.title("Runs")
 
 # --- settings ---------------------------------------------------------------------------
-options = ui.filter_options()
+options = data.filter_options()
 c1, c2, c3 = st.columns(3)
-gpus = ui.multiselect_param(c1, "GPU", "gpu", options["gpu"])
-workloads = ui.multiselect_param(c2, "Workload", "workload", options["workload"])
-torches = ui.multiselect_param(c3, "torch version", "torch", options["torch"])
+gpus = widgets.multiselect_param(c1, "GPU", "gpu", options["gpu"])
+workloads = widgets.multiselect_param(c2, "Workload", "workload", options["workload"])
+torches = widgets.multiselect_param(c3, "torch version", "torch", options["torch"])
 
 # --- load -------------------------------------------------------------------------------
-runs = ui.runs(gpus, workloads, torches)
-table = ui.board(gpus, workloads, torches)
+runs = data.runs(gpus, workloads, torches)
+table = data.board(gpus, workloads, torches)
 
 # --- show -------------------------------------------------------------------------------
 if runs.empty:
@@ -73,5 +73,5 @@ elif len(chosen) > 1:
     if len(chosen) > links.MAX_COMPARE:
         st.caption(f"Compare shows at most {links.MAX_COMPARE} runs.")
 
-ui.share_link(links.page_url(ui.app_url(), links.RUNS,
+widgets.share_link(links.page_url(widgets.app_url(), links.RUNS,
                              {"gpu": gpus, "workload": workloads, "torch": torches}))

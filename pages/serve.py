@@ -6,11 +6,10 @@ pasted or uploaded here (runner/format/capture_advisor.py)."""
 
 import streamlit as st
 
-from db import serve as dbserve
 from db.store import RunNotFound
 from pages.common import capture_advice as ca
+from pages.common import data, ui, widgets
 from pages.common import serve_charts as sc
-from pages.common import ui
 from pages.common.names import device_name
 from pages.common.plain import plain
 from runner.format import capture_sizes as cs
@@ -46,33 +45,21 @@ def capture_section() -> None:
     for note in (*a.notes, f"Sizes are {a.unit}; priced by {curve.source}."):
         st.caption(plain(note))
     for i, figure in enumerate(ca.curve_charts(doc) if doc else ()):
-        ui.chart(figure, key=f"cap_curve_{i}")
-
-
-@st.cache_data(ttl=ui.CACHE_TTL_S, show_spinner=False, max_entries=16)
-def serve_runs(url: str, data_v: tuple):
-    return dbserve.serve_runs(ui.engine())
-
-
-@st.cache_data(ttl=ui.CACHE_TTL_S, show_spinner=False, max_entries=64)
-def load(url: str, data_v: tuple, run_id: int):
-    engine = ui.engine()
-    return (dbserve.serve_run(engine, run_id), dbserve.serve_results(engine, run_id),
-            dbserve.serve_profile(engine, run_id), dbserve.serve_requests(engine, run_id))
+        widgets.chart(figure, key=f"cap_curve_{i}")
 
 
 # --- settings: ?run=ID, else the newest serve run ----------------------------------------
 st.title("Serving dynamic batch sizes")
 with st.expander("Which batch sizes to capture: vLLM, SGLang, torch.compile"):
     capture_section()
-runs = serve_runs(ui.db_url(), ui.version())
+runs = data.serve_runs()
 if runs.empty:
     st.info("No serve run stored yet. Measure one on a GPU host, e.g. `python -m runner serve "
             "--workload mlp --strategies eager,compile,reduce-overhead,buckets:8/16/32,"
             "buckets:pow2-256 --requests 500 --batch-dist uniform:1-64`, then import it.")
     st.stop()
 ids = [int(i) for i in runs["id"]]
-run_id = ui.run_id_from_url() if st.query_params.get_all("run") else ids[0]
+run_id = widgets.run_id_from_url() if st.query_params.get_all("run") else ids[0]
 if run_id not in ids:
     st.error(f"Run {run_id} is not a serve run (or does not exist): pick one below.")
     run_id = ids[0]
@@ -83,7 +70,7 @@ st.query_params["run"] = str(run_id)
 
 # --- load --------------------------------------------------------------------------------
 try:
-    run, results, profile, requests = load(ui.db_url(), ui.version(), run_id)
+    run, results, profile, requests = data.serve_run(run_id)
 except RunNotFound as e:
     st.error(str(e))
     st.stop()
@@ -108,7 +95,7 @@ st.caption("Latency: one request, synchronised (a server hands its result back).
 
 chart = sc.memory_throughput_chart(results)
 if chart is not None:
-    ui.chart(chart, key="mem_chart")
+    widgets.chart(chart, key="mem_chart")
 else:
     st.info("No graph memory figures: this run had no CUDA, so no graph was captured "
             "(bucket strategies ran eagerly at their padded sizes).")
@@ -121,16 +108,16 @@ waste = list(sc.waste_charts(sc.waste_frame(stream, results)).items())
 for row in range(0, len(waste), 2):
     for col, (name, figure) in zip(st.columns(2), waste[row:row + 2], strict=False):
         with col:
-            ui.chart(figure, key=f"waste_chart_{name}")
+            widgets.chart(figure, key=f"waste_chart_{name}")
 latency = sc.latency_chart(requests)
 if latency is not None:
-    ui.chart(latency, key="latency_chart")
+    widgets.chart(latency, key="latency_chart")
 
 st.subheader("Bucket advisor")
 if profile.empty:
     st.info("This run has no per-size profile, so the advisor has nothing to choose from.")
     st.stop()
-with ui.drawn("The bucket advisor"):
+with widgets.drawn("The bucket advisor"):
     bounds = sc.budget_bounds(profile)
     if bounds is None:
         budget = None

@@ -4,7 +4,7 @@ marked. The whole view lives in the URL, so the link reproduces it."""
 
 import streamlit as st
 
-from pages.common import links, trends, ui
+from pages.common import data, links, trends, ui, widgets
 from pages.common.plain import plain
 from runner.format import verdict
 from runner.format.vocab import ALTERNATIVE_MODES
@@ -13,7 +13,7 @@ ui.ensure_frame()
 st.title("Trends")
 
 # --- settings: the query string, checked before anything is drawn ------------------------
-options = ui.filter_options()
+options = data.filter_options()
 asked = {k: st.query_params.get_all(k) for k in ("workload", "gpu", "params", "batch", "mode")}
 try:
     q = trends.parse_query(asked, options["workload"], options["gpu"])
@@ -38,14 +38,14 @@ def pick(container, label, choices, wanted, key, **kw):
 
 # Without a workload or GPU in the URL, open at the series with the most runs: the first
 # workload alphabetically may have a single run, which is no trend.
-first = trends.default_view(ui.runs(), q.workload) if q.gpu is None else None
+first = trends.default_view(data.runs(), q.workload) if q.gpu is None else None
 c1, c2, c3 = st.columns([1, 1, 2])
 workload = pick(c1, "Workload", options["workload"], q.workload or (first or (None,))[0],
                 "tr_workload")
 gpu = pick(c2, "GPU", options["gpu"], q.gpu or (first[1] if first and first[0] == workload
                                               else None), "tr_gpu",
            format_func=lambda g: "CPU" if g == "cpu" else g)
-runs = ui.trend_runs(workload, gpu)
+runs = data.trend_runs(workload, gpu)
 if runs.empty:
     st.info(f"No sweep of {plain(workload)} on {plain(gpu)} yet. Pick another GPU or workload.")
     st.stop()
@@ -59,7 +59,7 @@ chosen_set = pick(c3, "Parameter set (workload parameters · dtype)", list(sets)
 
 # --- load ---------------------------------------------------------------------------------
 runs = runs[runs["id"].isin(sets[chosen_set])]
-points = ui.key_points(runs["id"])
+points = data.key_points(runs["id"])
 measured = trends.measured_batches(points)
 c1, c2 = st.columns(2)
 wanted = [b for b in q.batches if b in measured] or trends.default_batches(points)
@@ -99,7 +99,7 @@ else:
         for col, (b, chart) in zip(st.columns(per_row), figures[row:row + per_row],
                                    strict=False):
             with col:
-                ui.chart(chart, key=f"trend_{b}")
+                widgets.chart(chart, key=f"trend_{b}")
     # Energy columns only where some run measured energy: a column of dashes says nothing.
     empty = [c for c in trends.ENERGY_TREND_COLUMNS if table[c].isna().all()]
     st.dataframe(table.drop(columns=["order", "change", *empty]), hide_index=True,
@@ -110,6 +110,6 @@ else:
         "speedup_ci_low": st.column_config.NumberColumn("95% low", format="%.2fx"),
         "speedup_ci_high": st.column_config.NumberColumn("95% high", format="%.2fx")})
 
-ui.share_link(links.page_url(ui.app_url(), links.PAGES["trend"].url_path,
+widgets.share_link(links.page_url(widgets.app_url(), links.PAGES["trend"].url_path,
                              dict(st.query_params.to_dict(),
                                   batch=[str(b) for b in batches], mode=modes)))

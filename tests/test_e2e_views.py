@@ -115,18 +115,28 @@ def test_trends_at_1280_and_a_bad_query_string(dashboard, db, page):
     assert "/trend?workload=mlp&gpu=Trend+GPU&params=" in page.url
 
 
-def test_a_share_link_with_batch_draws_the_step_timeline(dashboard, db, page):
-    # A fresh context (a new visitor) opens /run?run=ID&batch=8 and Vega draws the lanes.
+def _open_traced_run(dashboard, db, page, label: str, query: str = "") -> int:
+    """A synthetic run with step traces at batch 1, 8, 64, opened at 1280x720."""
     rid = import_bundle(db, sweep_bundle(batches=(1, 8, 64), modes=("eager", "cuda-graph"),
-                                         traces=True, label="SYNTHETIC timeline"))[0]
+                                         traces=True, label=f"SYNTHETIC {label}"))[0]
     page.set_viewport_size(SMALL)
-    page.goto(dashboard.url(f"run?run={rid}&batch=8"))
-    wait_for_app(page, "One step, launch by launch")
-    # Vega draws SVG here: the stacked lane pairs carry their titles and idle totals.
+    page.goto(dashboard.url(f"run?run={rid}{query}"))
+    return rid
+
+
+def _wait_for_lanes(page) -> None:
+    """Vega draws SVG here: the stacked lane pairs carry their titles and idle totals."""
     page.wait_for_function(
         "() => [...document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks "
         "text\")].filter(t => t.textContent.startsWith('GPU idle ')).length >= 2",
         timeout=60_000)
+
+
+def test_a_share_link_with_batch_draws_the_step_timeline(dashboard, db, page):
+    # A fresh context (a new visitor) opens /run?run=ID&batch=8 and Vega draws the lanes.
+    _open_traced_run(dashboard, db, page, "timeline", "&batch=8")
+    wait_for_app(page, "One step, launch by launch")
+    _wait_for_lanes(page)
     # The link asked for the timeline: it opens the Timeline view, on the first screen.
     page.wait_for_function(
         "() => { const h = document.getElementById('timeline');"
@@ -150,10 +160,7 @@ def test_a_share_link_with_batch_draws_the_step_timeline(dashboard, db, page):
 
 
 def test_a_click_on_a_speedup_point_opens_its_timeline(dashboard, db, page):
-    rid = import_bundle(db, sweep_bundle(batches=(1, 8, 64), modes=("eager", "cuda-graph"),
-                                         traces=True, label="SYNTHETIC click"))[0]
-    page.set_viewport_size(SMALL)
-    page.goto(dashboard.url(f"run?run={rid}"))
+    _open_traced_run(dashboard, db, page, "click")
     wait_for_app(page, "Every finding")
     points = page.locator("[data-testid='stVegaLiteChart']").first.locator(
         "svg .mark-symbol path")
@@ -162,7 +169,4 @@ def test_a_click_on_a_speedup_point_opens_its_timeline(dashboard, db, page):
     page.wait_for_function("() => location.search.includes('batch=1')", timeout=30_000)
     page.get_by_role("tab", name="Timeline", selected=True).wait_for()
     wait_for_app(page, "One step, launch by launch")
-    page.wait_for_function(  # batch 1's lanes, drawn
-        "() => [...document.querySelectorAll(\"[data-testid='stVegaLiteChart'] svg.marks "
-        "text\")].filter(t => t.textContent.startsWith('GPU idle ')).length >= 2",
-        timeout=60_000)
+    _wait_for_lanes(page)  # batch 1's

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import pytest
 
@@ -161,7 +161,8 @@ def test_a_read_only_share_makes_no_request_for_bundle_text(tmp_path, counting_s
     trend = urlencode({"workload": f"mlp {payloads(host)['link']}",
                        "gpu": f"GPU {payloads(host)['image']}"})
     # Each page with a text it shows once its script has run through.
-    paths = [(f"run?run={rid}", "Reproduce"), ("", "run(s)"),
+    paths = [*[(f"run?run={rid}&view={quote(v)}", "Every finding") for v in RUN_VIEWS],
+             (f"run?run={rid}&view=Environment", "Reproduce"), ("", "run(s)"),
              (f"compare?run={rid}&run={other}", "Environment differences"),
              (f"trend?{trend}", "run(s) of"), (f"import?run={rid}", "Export a run")]
     context = browser.new_context(viewport={"width": 1280, "height": 800})

@@ -1,5 +1,5 @@
 """A run's energy figures as the pages read them (issue 28): the points that have one,
-why a run has none, and the words a headline adds. No charts here (energy_charts.py), so
+why a run has none, and the words a headline adds. No charts here (charts.py draws them), so
 cost.py's headline can use it without importing Altair's chart helpers.
 
 Energy per step comes from the GPU's energy counter over windows apart from the rounds

@@ -3,7 +3,7 @@ turning what was typed into a job spec with one clear message per bad field.
 
 Only registered workloads can be chosen, every parameter is bounded by its ParamSpec, and
 nothing typed here can name an import path, a shell command or a file: the form builds
-data that db.jobs.check_spec checks once more where it is written.
+data, checked here once (the queue's own check) and queued as a SweepSpec.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from runner.format.measurement import details_of
 from runner.format.point_text import parse
 from runner.format.specs import (
     SpecError,
+    SweepSpec,
     check_sweep,
     check_text,
     estimate_cost,
@@ -49,8 +50,9 @@ DEFAULTS = {"workload": "mlp", "modes": list(MODES), "batch_preset": next(iter(B
 class Checked:
     """A checked form: the spec to queue, or errors by field name (never both)."""
 
-    spec: dict[str, Any] | None = None
+    spec: dict[str, Any] | None = None  # sweep's fields as the queue stores them
     target: str | None = None
+    sweep: SweepSpec | None = None  # the same, checked: what is queued
     errors: dict[str, str] = field(default_factory=dict)
 
 
@@ -139,7 +141,7 @@ def check(values: dict[str, Any]) -> Checked:
         return Checked(errors={e.field: str(e)})
     except WorkloadError as e:
         return Checked(errors={"params": str(e)})
-    return Checked(spec={**raw, "timing": spec.timing, "label": spec.label}, target=target)
+    return Checked(spec=spec.to_json(queued=True), target=target, sweep=spec)
 
 
 def describe_point(job: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from runner.format.bundle import MODES
 from runner.format.catalog import WORKLOADS, WorkloadError, check_workload, is_factory
+from runner.format.specs import sweep_command
 from runner.format.vocab import DEVICES, TIMINGS
 
 
@@ -155,12 +156,8 @@ def measure_command(header: dict, batch_sizes: Iterable[int], modes: Iterable[st
     """The sweep command that measures the same workload here (for runs that carry no
     command of their own, such as published figures)."""
     params = given_params(header)
-    argv = ["python", "-m", "runner", "sweep", "--workload", str(header["workload"])]
-    for k in sorted(params):
-        argv += ["--param", f"{k}={params[k]}"]
-    argv += ["--batch-sizes", ",".join(str(b) for b in sorted(set(batch_sizes))),
-             "--modes", ",".join(m for m in MODES if m in set(modes))]
-    return shlex.join(argv)
+    return sweep_command(str(header["workload"]), {k: params[k] for k in sorted(params)},
+                         sorted(set(batch_sizes)), [m for m in MODES if m in set(modes)])
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,10 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from runner.core.rounds import RepeatError, Rounds
+from runner.format.specs import SweepSpec
 
 CHILD_TIMEOUT_S = 1800
 
@@ -51,41 +53,64 @@ def from_json(doc: dict) -> Rounds:
                   seconds=float(doc["seconds"]))
 
 
-def _child(request: dict, stderr) -> subprocess.Popen:
+def child(module: str, spec: SweepSpec, stderr, **popen: Any) -> subprocess.Popen:
+    """`python -m module` with `spec` (its to_json, the one serialised form) on stdin,
+    one JSON line per result on stdout. Shared with runner/core/rescue.py."""
     root = str(Path(__file__).resolve().parents[2])  # the repository: where -m resolves
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (root, os.environ.get("PYTHONPATH")) if p)}
-    proc = subprocess.Popen([sys.executable, "-m", "runner.core.repeat"], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=stderr, text=True,
-                            env=env)
-    proc.stdin.write(json.dumps(request))
+                            env=env, **popen)
+    proc.stdin.write(json.dumps(spec.to_json()))
     proc.stdin.close()
     return proc
 
 
-def passes(request: dict, k: int, *, on_batch: Callable[[int, int], None] | None = None,
+def _child(spec: SweepSpec, stderr) -> subprocess.Popen:
+    return child("runner.core.repeat", spec, stderr)
+
+
+def end(proc: subprocess.Popen, err) -> str:
+    """A child done with: killed if it still runs, its stderr file (`err`) read and
+    closed; returns that file's last line."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    err.seek(0)
+    tail = (err.read().strip().splitlines() or ["no output"])[-1]
+    err.close()
+    return tail
+
+
+def read_spec() -> SweepSpec:
+    """A child's side of child(): the spec its parent checked."""
+    return SweepSpec.from_json(json.loads(sys.stdin.read()))
+
+
+def passes(spec: SweepSpec, *, on_batch: Callable[[int, int], None] | None = None,
            should_stop: Callable[[], bool] | None = None,
            on_rounds: Callable[[int, int, object], None] | None = None
            ) -> dict[int, list]:
-    """Run k - 1 child passes over request["batch_sizes"], one after the other.
+    """Run spec.processes - 1 child passes over spec.batch_sizes, one after the other.
 
     Returns batch size -> one entry per pass: its Rounds, or a RepeatError saying why that
     pass has none for this batch size. on_batch(pass, batch) is called before each batch
     size a child starts (progress); on_rounds(pass, batch, entry) as soon as an entry is
     known (the sweep updates that batch size's stored points then); should_stop() ends
     the children early."""
-    out: dict[int, list] = {b: [] for b in request["batch_sizes"]}
-    for i in range(1, k):
+    out: dict[int, list] = {b: [] for b in spec.batch_sizes}
+    for i in range(1, spec.processes):
         if should_stop is not None and should_stop():
             break
         # stderr to a file, not a pipe: compile warnings could fill a pipe nobody
         # reads while the child's stdout is being read, and both would wait forever.
         err = tempfile.TemporaryFile("w+")
-        proc = _child(request, err)
+        proc = _child(spec, err)
         seen: set[int] = set()
         try:
             if on_batch is not None:
-                on_batch(i, request["batch_sizes"][0])
+                on_batch(i, spec.batch_sizes[0])
             for line in proc.stdout:
                 doc = json.loads(line)
                 b = int(doc["batch_size"])
@@ -94,7 +119,7 @@ def passes(request: dict, k: int, *, on_batch: Callable[[int, int], None] | None
                               else RepeatError(f"repeat process {i}: {doc['error']}"))
                 if on_rounds is not None:
                     on_rounds(i, b, out[b][-1])
-                rest = [x for x in request["batch_sizes"] if x not in seen]
+                rest = [x for x in spec.batch_sizes if x not in seen]
                 if rest and on_batch is not None:
                     on_batch(i, rest[0])
                 if should_stop is not None and should_stop():
@@ -102,13 +127,8 @@ def passes(request: dict, k: int, *, on_batch: Callable[[int, int], None] | None
                     break
             proc.wait(timeout=CHILD_TIMEOUT_S)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        err.seek(0)
-        tail = (err.read().strip().splitlines() or ["no output"])[-1]
-        err.close()
-        for b in request["batch_sizes"]:
+            tail = end(proc, err)
+        for b in spec.batch_sizes:
             if b not in seen:
                 out[b].append(RepeatError(
                     f"repeat process {i} exited {proc.returncode}: {tail[:300]}"))
@@ -122,13 +142,12 @@ def main() -> int:
     from runner.core.timing import TIMING_PRESETS, for_processes
     from runner.core.workloads import resolve
 
-    req = json.loads(sys.stdin.read())
-    workload = resolve(req["workload"], dict(req["params"]))
-    config = for_processes(TIMING_PRESETS[req["timing"]], int(req.get("processes", 1)))
-    for batch in req["batch_sizes"]:
+    spec = read_spec()
+    workload = resolve(spec.workload, dict(spec.params))
+    config = for_processes(TIMING_PRESETS[spec.timing], spec.processes)
+    for batch in spec.batch_sizes:
         try:
-            r = time_batch_rounds(workload, tuple(req["modes"]), int(batch), req["device"],
-                                  config)
+            r = time_batch_rounds(workload, spec.modes, int(batch), spec.device, config)
             line = {"batch_size": batch, "rounds": to_json(r)}
         except Exception as e:  # noqa: BLE001 - this batch size only; the pass goes on
             line = {"batch_size": batch, "error": f"{type(e).__name__}: {e}"[:300]}

@@ -15,43 +15,32 @@ processes that met the same error); each such point records processes = 1.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import replace
 
 from runner.core.cuda_fatal import lost_in, lost_message
+from runner.core.repeat import child, end, read_spec
 from runner.format.measurement import Measurement
+from runner.format.specs import SweepSpec
 
 CHILD_TIMEOUT_S = 3600
 
 
-def _child(request: dict, stderr) -> subprocess.Popen:
-    root = str(Path(__file__).resolve().parents[2])  # the repository: where -m resolves
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (root, os.environ.get("PYTHONPATH")) if p)}
-    # Its own session: a Ctrl-C meant for the sweep reaches the sweep, which ends the
-    # child itself (below), instead of racing it.
-    proc = subprocess.Popen([sys.executable, "-m", "runner.core.rescue"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                            text=True, env=env, start_new_session=True)
-    proc.stdin.write(json.dumps(request))
-    proc.stdin.close()
-    return proc
-
-
-def run_rest(request: dict, emit: Callable[[Measurement], None],
+def run_rest(spec: SweepSpec, emit: Callable[[Measurement], None],
              should_stop: Callable[[], bool] | None = None) -> bool:
-    """Measure request["batch_sizes"] in fresh processes, emit(measurement) for each point
-    in order. Returns False when stopped early (should_stop), else True."""
-    rest = list(request["batch_sizes"])
+    """Measure spec.batch_sizes in fresh processes, emit(measurement) for each point in
+    order. Returns False when stopped early (should_stop), else True."""
+    rest = list(spec.batch_sizes)
     while rest:
         if should_stop is not None and should_stop():
             return False
         err = tempfile.TemporaryFile("w+")
-        proc = _child({**request, "batch_sizes": rest}, err)
+        # Its own session: a Ctrl-C meant for the sweep reaches the sweep, which ends the
+        # child itself (below), instead of racing it.
+        proc = child("runner.core.rescue", replace(spec, batch_sizes=tuple(rest)), err,
+                     start_new_session=True)
         seen: list[int] = []
         lost_at: int | None = None
         try:
@@ -66,18 +55,13 @@ def run_rest(request: dict, emit: Callable[[Measurement], None],
                     return False
             proc.wait(timeout=CHILD_TIMEOUT_S)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            err.seek(0)
-            tail = (err.read().strip().splitlines() or ["no output"])[-1][:300]
-            err.close()
+            tail = end(proc, err)[:300]
         left = [b for b in rest if b not in seen]
         if lost_at is None and left:
             # The child died without a word on these (killed, a crash below Python):
             # they are stored as not run, with its last line, rather than retried forever.
             for b in left:
-                for mode in request["modes"]:
+                for mode in spec.modes:
                     emit(Measurement(mode, b, status="skipped", message=f"not run: the "
                                      f"fresh process for the rest exited {proc.returncode}: "
                                      f"{tail}"))
@@ -100,10 +84,8 @@ def rest_of_sweep(spec, lost_batch: int, sink, progress, should_stop, done: int,
         if progress is not None:
             progress(count[0], total, (m.mode, m.batch_size), m)
 
-    request = {"workload": spec.workload, "params": dict(spec.params or {}),
-               "modes": list(spec.modes), "batch_sizes": rest, "device": spec.device,
-               "timing": spec.timing}
-    finished = run_rest(request, emit, should_stop) if rest else True
+    finished = run_rest(replace(spec, batch_sizes=tuple(rest)), emit, should_stop) \
+        if rest else True
     return ("failed" if finished else "cancelled"), count[0]
 
 
@@ -117,14 +99,14 @@ def main() -> int:
     from runner.core.timing import TIMING_PRESETS, for_processes
     from runner.core.workloads import resolve
 
-    req = json.loads(sys.stdin.read())
-    workload = resolve(req["workload"], dict(req["params"]))
-    config = for_processes(TIMING_PRESETS[req["timing"]], 1)
-    reset_state(req["device"])
-    for batch in req["batch_sizes"]:
+    spec = read_spec()
+    workload = resolve(spec.workload, dict(spec.params))
+    config = for_processes(TIMING_PRESETS[spec.timing], 1)
+    reset_state(spec.device)
+    for batch in spec.batch_sizes:
         # No energy windows here: a rescue is about getting the points at all.
-        measured = measure_batch(workload, tuple(req["modes"]), int(batch), req["device"],
-                                 config, energy_plan=EnergyPlan(RESCUED_NO_ENERGY))
+        measured = measure_batch(workload, spec.modes, int(batch), spec.device, config,
+                                 energy_plan=EnergyPlan(RESCUED_NO_ENERGY))
         for m in measured:
             m.host.rescued = True  # measured after the sweep's process lost it
             print(json.dumps({"point": m.to_json()}), flush=True)

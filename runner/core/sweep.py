@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from runner.core import cuda_fatal, rescue
+from runner.core.device import pick_device
 from runner.core.energy import ENERGY_PRESETS, EnergyPlan, idle_power
 from runner.core.timing import TIMING_PRESETS, Clock, for_processes, phase
 from runner.core.workloads import Workload, resolve
@@ -27,7 +28,7 @@ from runner.format.bundle import now_iso
 from runner.format.measurement import JsonObject, Measurement
 from runner.format.specs import SpecError, SweepSpec, check_sweep
 
-__all__ = ["SpecError", "SweepSpec", "run_sweep", "validate_spec"]
+__all__ = ["SpecError", "SweepSpec", "prepare", "run_sweep", "validate_spec"]
 
 class Sink(Protocol):
     def start(self, environment: dict, run: dict) -> None: ...
@@ -36,35 +37,19 @@ class Sink(Protocol):
     def finish(self, status: str) -> None: ...
 
 
-def cuda_available() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
-
-
 def validate_spec(spec: SweepSpec, allow_import: bool = True) -> Workload:
-    """The leaf's one check (runner/format/specs.py), then what needs this machine: the
-    workload resolved (a user factory imported) and the device present. Raise SpecError /
-    WorkloadError (one line naming the bad value); return the resolved workload."""
-    spec = check_sweep(spec, allow_import=allow_import)
+    """The leaf's one check (runner/format/specs.py), then what needs this machine
+    (prepare). Raise SpecError / WorkloadError (one line naming the bad value); return the
+    resolved workload."""
+    return prepare(check_sweep(spec, allow_import=allow_import), allow_import)
+
+
+def prepare(spec: SweepSpec, allow_import: bool = True) -> Workload:
+    """What a checked spec needs of this machine: the workload resolved (a user factory
+    imported) and the device present (runner/core/device.py)."""
     workload = resolve(spec.workload, dict(spec.params or {}), allow_import=allow_import)
-    _check_device(spec.device)
+    pick_device(spec.device)
     return workload
-
-
-def _check_device(device: str) -> None:
-    if device == "cpu":
-        return
-    if not cuda_available():
-        raise SpecError(f"device {device!r}: no CUDA device is available on this machine")
-    import torch
-
-    idx = int(device[5:]) if ":" in device else 0
-    if idx >= torch.cuda.device_count():
-        raise SpecError(f"device {device!r}: this machine has "
-                        f"{torch.cuda.device_count()} CUDA device(s)")
 
 
 def points(spec: SweepSpec) -> list[tuple[str, int]]:
@@ -94,13 +79,16 @@ def energy_plan(spec: SweepSpec, counter=None) -> EnergyPlan:
 
 def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
               should_stop: Callable[[], bool] | None = None,
-              command: str | None = None, energy_counter=None) -> str:
-    """Run the sweep; return the final run status (done | cancelled). `energy_counter`:
-    one to read instead of NVML's (tests; a CPU sweep then gets energy figures too)."""
+              command: str | None = None, workload: Workload | None = None,
+              energy_counter=None) -> str:
+    """Run the sweep; return the final run status (done | cancelled). `workload`: what
+    validate_spec (or prepare) returned where the spec entered, so it is not checked
+    again; without it the spec is checked here. `energy_counter`: one to read instead of
+    NVML's (tests; a CPU sweep then gets energy figures too)."""
     from runner.core import environment
     from runner.core.point import measure_batch, reset_state
 
-    workload = validate_spec(spec)
+    workload = workload or validate_spec(spec)
     config = for_processes(TIMING_PRESETS[spec.timing], spec.processes)
     env = environment.capture(spec.device)
     run: JsonObject = {
@@ -216,12 +204,9 @@ def _repeat_passes(spec: SweepSpec, sink: Sink, own: dict[int, tuple], config,
         for mode in timed:
             _update(sink, ms[mode])
 
-    request = {"workload": spec.workload, "params": dict(spec.params or {}),
-               "modes": list(spec.modes), "batch_sizes": list(own),
-               "device": spec.device, "timing": spec.timing, "processes": spec.processes}
     if not own:
         return "done"
-    repeat.passes(request, spec.processes, on_batch=on_batch, on_rounds=on_rounds,
+    repeat.passes(replace(spec, batch_sizes=tuple(own)), on_batch=on_batch, on_rounds=on_rounds,
                   should_stop=should_stop)
     return "cancelled" if should_stop is not None and should_stop() else "done"
 

@@ -155,20 +155,27 @@ def parse_sizes_text(text: str, where: str) -> tuple[int, ...]:
     return tuple(sizes)
 
 
-def read_sizes_file(path: str) -> tuple[int, ...]:
+def read_input_file(path: str, where: str, max_bytes: int, error: type[ValueError],
+                    errors: str = "strict") -> str:
+    """The text of a file a person named (a sizes file, a serving log): one `error` line
+    naming it when it is missing, not a file, too large or unreadable."""
     p = Path(path)
-    where = f"batch-size file {path!r}"
     if not p.exists():
-        raise ServeInputError(f"{where} does not exist")
+        raise error(f"{where} does not exist")
     if not p.is_file():
-        raise ServeInputError(f"{where} is not a file")
-    if p.stat().st_size > MAX_SIZES_FILE_BYTES:
-        raise ServeInputError(f"{where} is larger than {MAX_SIZES_FILE_BYTES >> 20} MiB")
+        raise error(f"{where} is not a file")
+    if p.stat().st_size > max_bytes:
+        raise error(f"{where} is larger than {max_bytes >> 20} MiB")
     try:
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8", errors=errors)
     except (OSError, UnicodeDecodeError) as e:
-        raise ServeInputError(f"cannot read {where}: {e}") from None
-    return parse_sizes_text(text, where)
+        raise error(f"cannot read {where}: {e}") from None
+
+
+def read_sizes_file(path: str) -> tuple[int, ...]:
+    where = f"batch-size file {path!r}"
+    return parse_sizes_text(read_input_file(path, where, MAX_SIZES_FILE_BYTES,
+                                            ServeInputError), where)
 
 
 def parse_distribution(text: str, *, allow_files: bool = True) -> Distribution:

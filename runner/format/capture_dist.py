@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from runner.format.buckets import read_input_file
 from runner.format.limits import MAX_BATCH_SIZE, MAX_SIZES_FILE_BYTES
 
 FORMATS = ("auto", "plain", "vllm-metrics", "vllm-prometheus", "sglang-log")
@@ -66,26 +66,28 @@ class BatchCounts:
         return self.max_size
 
 
-def _size(text: str, where: str) -> int:
+def _whole(text: str, where: str, what: str, not_whole: str, least: int,
+           most: int | None = None) -> int:
+    """A whole number in [least, most] read from a log or file cell, or one line naming it
+    (`not_whole` formats the cell's text when it is no whole number)."""
     t = text.strip()
     if not re.fullmatch(r"[+-]?[0-9]+", t):
-        raise DistError(f"{where}: {t[:40]!r} is not a whole batch size")
+        raise DistError(f"{where}: " + not_whole.format(repr(t[:40])))
     n = int(t)
-    if n < 1:
-        raise DistError(f"{where}: batch size {n} is below 1")
-    if n > MAX_BATCH_SIZE:
-        raise DistError(f"{where}: batch size {n} is above {MAX_BATCH_SIZE}")
+    if n < least:
+        raise DistError(f"{where}: {what} {n} is " + ("negative" if least == 0 else
+                                                       f"below {least}"))
+    if most is not None and n > most:
+        raise DistError(f"{where}: {what} {n} is above {most}")
     return n
+
+
+def _size(text: str, where: str) -> int:
+    return _whole(text, where, "batch size", "{} is not a whole batch size", 1, MAX_BATCH_SIZE)
 
 
 def _count(text: str, where: str) -> int:
-    t = text.strip()
-    if not re.fullmatch(r"[+-]?[0-9]+", t):
-        raise DistError(f"{where}: count {t[:40]!r} is not a whole number")
-    n = int(t)
-    if n < 0:
-        raise DistError(f"{where}: count {n} is negative")
-    return n
+    return _whole(text, where, "count", "count {} is not a whole number", 0)
 
 
 def _done(counts: dict[int, float], fmt: str, unit: str, where: str,
@@ -280,17 +282,8 @@ def _looks_plain(text: str) -> bool:
 
 
 def read_file(path: str, fmt: str = "auto") -> BatchCounts:
-    p = Path(path)
-    where = f"{path}"
-    if not p.exists():
-        raise DistError(f"distribution file {path!r} does not exist")
-    if not p.is_file():
-        raise DistError(f"distribution file {path!r} is not a file")
-    if p.stat().st_size > MAX_SIZES_FILE_BYTES * 10:
-        raise DistError(f"distribution file {path!r} is larger than "
-                        f"{MAX_SIZES_FILE_BYTES * 10 >> 20} MiB")
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError as e:
-        raise DistError(f"cannot read distribution file {path!r}: {e}") from None
-    return parse_text(text, fmt, where)
+    # Serving logs run larger than a sizes file; undecodable bytes in a log line are no
+    # reason to refuse the rest of it.
+    text = read_input_file(path, f"distribution file {path!r}", MAX_SIZES_FILE_BYTES * 10,
+                           DistError, errors="replace")
+    return parse_text(text, fmt, f"{path}")

@@ -1,17 +1,20 @@
 """What to measure, as data: SweepSpec and ServeSpec, and the one function that checks
 each.
 
-The CLI (runner/ops/commands/sweep.py), the Launch form (pages/common/launch_form.py),
-the queue (db/jobs.py) and the worker all build a SweepSpec and call check_sweep(); what
-the checks need from the machine (a CUDA device, importing a user factory) is the
-measuring core's (runner/core/sweep.py validate_spec). The serve CLI
-(runner/ops/commands/serve.py) builds a ServeSpec with check_serve().
+A spec is checked once, where it enters: the CLI (runner/ops/commands/sweep.py, and
+`enqueue`), the Launch form (pages/common/launch_form.py), a job row a worker claims
+(db/jobs.py check_spec); from there it travels as a SweepSpec, serialised one way
+(to_json) for the queue and for child processes, and its command line is written by one
+function (sweep_command). What the check needs from the machine (a CUDA device, importing
+a user factory) is the measuring core's (runner/core/sweep.py validate_spec, prepare).
+The serve CLI (runner/ops/commands/serve.py) builds a ServeSpec with check_serve().
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import shlex
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +68,58 @@ class SweepSpec:
     # Energy windows after each batch size's rounds (issue 28; runner/core/energy.py);
     # False: none run (`--no-energy`), and every point says so instead of a figure.
     energy: bool = True
+
+    def to_json(self, *, queued: bool = False) -> dict[str, Any]:
+        """The spec as JSON data: the one form it travels in, to the queue (a job row's
+        spec) and to the child processes of runner/core/repeat.py and rescue.py. A queued
+        job leaves processes out: it runs in its worker's one process."""
+        doc = {"workload": self.workload, "params": dict(self.params),
+               "batch_sizes": list(self.batch_sizes), "modes": list(self.modes),
+               "device": self.device, "timing": self.timing, "label": self.label,
+               "processes": self.processes, "energy": self.energy}
+        if queued:
+            del doc["processes"]
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> SweepSpec:
+        """Back from to_json, unchecked: for a child process handed a spec its parent
+        checked. Anything from outside goes through check_sweep."""
+        return cls(workload=doc["workload"], params=dict(doc["params"]),
+                   batch_sizes=tuple(doc["batch_sizes"]), modes=tuple(doc["modes"]),
+                   device=doc["device"], timing=doc["timing"], label=doc.get("label"),
+                   processes=int(doc.get("processes", 1)),
+                   energy=bool(doc.get("energy", True)))
+
+    def command(self) -> str:
+        """The CLI line that measures the same thing again (destinations left out: they
+        say where results went, not what was measured)."""
+        return sweep_command(self.workload, self.params, self.batch_sizes, self.modes,
+                             device=self.device, timing=self.timing,
+                             processes=self.processes, label=self.label,
+                             energy=self.energy)
+
+
+def sweep_command(workload: str, params: Mapping[str, Any], batch_sizes: Iterable[int],
+                  modes: Iterable[str], *, device: str | None = None,
+                  timing: str | None = None, processes: int = 1,
+                  label: str | None = None, energy: bool = True) -> str:
+    """`python -m runner sweep ...` for these values, every one quoted (shlex); a flag
+    whose value is None (or processes 1) is left out, so the command's own default holds.
+    The one writer of a sweep's command line: the CLI and worker record it in each run,
+    the run page offers it for a run that carries none."""
+    parts = ["python", "-m", "runner", "sweep", "--workload", workload]
+    for key, value in params.items():
+        parts += ["--param", f"{key}={value}"]
+    parts += ["--batch-sizes", ",".join(map(str, batch_sizes)), "--modes", ",".join(modes)]
+    for flag, value in (("--device", device), ("--timing", timing),
+                        ("--processes", str(processes) if processes > 1 else None),
+                        ("--label", label or None)):
+        if value is not None:
+            parts += [flag, value]
+    if not energy:
+        parts.append("--no-energy")
+    return shlex.join(parts)
 
 
 # --- text to values: each error names the value ------------------------------------------

@@ -287,7 +287,7 @@ def verdict(slurm_job_id: str, info: dict[str, str] | None) -> str:
 
 # --- the executor's operations -------------------------------------------------------------
 
-def submit(engine, spec: dict[str, Any], gpu_type: str, db_url: str,
+def submit(engine, spec: Any, gpu_type: str, db_url: str,
            config: SlurmConfig | None = None, *, session: str | None = None,
            memory_bytes: int | None = None) -> tuple[int, str]:
     """Queue `spec` for a node of `gpu_type` and submit its batch job: (job id, Slurm job
@@ -307,6 +307,42 @@ def submit(engine, spec: dict[str, Any], gpu_type: str, db_url: str,
         raise
     jobs.set_slurm_job(engine, job_id, sid)
     return job_id, sid
+
+
+def executor_config() -> SlurmConfig | None:
+    """The Slurm settings when the slurm executor is configured (the admin's environment
+    and config file, never the browser's), else None; SlurmError when misconfigured."""
+    return load_config() if executor() == "slurm" else None
+
+
+@dataclass(frozen=True)
+class Queued:
+    job_id: int
+    slurm_job_id: str | None = None  # the batch job submitted for it (slurm executor)
+    worker_pid: int | None = None  # the local worker started for it (start_worker)
+
+
+def queue_sweep(engine, spec, db_url: str, config: SlurmConfig | None, *,
+                gpu_type: str | None = None, target: str | None = None,
+                session: str | None = None, memory_bytes: int | None = None,
+                start_worker: bool = False) -> Queued:
+    """The one queue entry (the Launch page, `runner enqueue`): with a Slurm `config`
+    (executor_config()), a batch job on a node of `gpu_type` (submit); else a job for any
+    local worker (of `target`'s name or GPU, if given), and with `start_worker` one started
+    on this machine when no live worker serves it (runner/ops/launcher.py). `spec`: a
+    SweepSpec checked where it entered, or its fields as a dict (checked by jobs.enqueue).
+    `session`, `memory_bytes`: the queue's bounds (jobs.enqueue)."""
+    from db import jobs
+    from runner.ops.launcher import ensure_local_worker
+
+    if config is not None:
+        job_id, sid = submit(engine, spec, gpu_type, db_url, config, session=session,
+                             memory_bytes=memory_bytes)
+        return Queued(job_id, slurm_job_id=sid)
+    job_id = jobs.enqueue(engine, spec, target, session=session, memory_bytes=memory_bytes)
+    pid = ensure_local_worker(engine, jobs.get_job(engine, job_id), db_url) \
+        if start_worker else None
+    return Queued(job_id, worker_pid=pid)
 
 
 def cancel(engine, job_id: int) -> str:

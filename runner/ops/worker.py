@@ -276,8 +276,9 @@ class Worker:
         return False
 
     def run_job(self, job: dict[str, Any], beat: _Heartbeat) -> str:
-        from runner.core.sweep import SweepSpec, run_sweep, validate_spec
-        from runner.ops.commands.sweep import command_line
+        from dataclasses import replace
+
+        from runner.core.sweep import prepare, run_sweep
 
         job_id = job["id"]
         self.log(f"claimed job {job_id}")
@@ -285,14 +286,12 @@ class Worker:
         sink = _JobSink(self.engine, job_id, self._retry)
         status, message, crashed, spec, interrupted = "failed", "", False, None, False
         try:
-            # The row may come from anywhere: check again, its memory against this GPU's.
-            s = jobs.check_spec(job["spec"], self.info.get("gpu_memory_bytes"))
-            device = s["device"] if s["device"] != "auto" else (
-                "cuda" if self.info["has_cuda"] else "cpu")
-            spec = SweepSpec(workload=s["workload"], params=s["params"],
-                             batch_sizes=tuple(s["batch_sizes"]), modes=tuple(s["modes"]),
-                             device=device, timing=s["timing"], label=s["label"])
-            validate_spec(spec, allow_import=False)
+            # The row may come from anywhere: it enters here, checked once, its memory
+            # against this GPU's; then what it needs of this machine.
+            spec = jobs.check_spec(job["spec"], self.info.get("gpu_memory_bytes"))
+            if spec.device == "auto":
+                spec = replace(spec, device="cuda" if self.info["has_cuda"] else "cpu")
+            workload = prepare(spec, allow_import=False)
 
             def progress(done: int, total: int, current, _last) -> None:
                 point = describe(current)
@@ -306,7 +305,7 @@ class Worker:
                 return beat.stopped_job == job_id
 
             status = run_sweep(spec, sink, progress=progress, should_stop=should_stop,
-                               command=command_line(spec))
+                               command=spec.command(), workload=workload)
             if status == "cancelled" and beat.stopped_job != job_id:
                 # run_sweep took a Ctrl-C / SIGTERM meant for the worker: stop it too.
                 interrupted = True

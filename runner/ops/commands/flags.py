@@ -40,6 +40,7 @@ def sweep_flags(batch_sizes_help: str, quick_help: str) -> argparse.ArgumentPars
 
 
 def db_flag() -> argparse.ArgumentParser:
+    """--db: every command that reads or writes the database."""
     p = _parent()
     p.add_argument("--db", metavar="URL", help=DB_HELP)
     return p
@@ -47,11 +48,24 @@ def db_flag() -> argparse.ArgumentParser:
 
 def storage_flags(no_db_help: str) -> argparse.ArgumentParser:
     """--db, --no-db, --out: where a run measured here goes (sweep, serve)."""
-    p = _parent()
-    p.add_argument("--db", metavar="URL", help=DB_HELP)
+    p = argparse.ArgumentParser(add_help=False, parents=[db_flag()])
     p.add_argument("--no-db", action="store_true", help=no_db_help)
     p.add_argument("--out", metavar="FILE.json", help="also write the run as a bundle file")
     return p
+
+
+def device(requested: str | None, command: str) -> str:
+    """--device checked on this machine (runner/core/device.py pick_device), as a usage
+    error naming the flag; torch is imported then (by the core), never at parse time."""
+    from runner.core.device import DeviceError, pick_device, torch_installed
+    from runner.ops.cli import UsageError
+
+    if not torch_installed():  # measuring needs it: say so before anything else
+        raise UsageError(f"{command} needs torch, which is not installed here")
+    try:
+        return pick_device(requested)
+    except DeviceError as e:
+        raise UsageError(f"--device {requested}: {e.reason}") from None
 
 
 class _All:

@@ -15,7 +15,7 @@ import sys
 from runner.core import host_gate
 from runner.ops import host
 from runner.ops.cli import UsageError
-from runner.ops.commands.flags import DB_HELP
+from runner.ops.commands import flags
 
 POLICY_HELP = ("exclusive: a host-wide lock, two workers on this host never time at once "
                "(compile and capture still overlap); shared: no lock, each point records "
@@ -49,8 +49,8 @@ def register(sub) -> None:
                        description="Without --per-gpu: the live workers, grouped by host. "
                                    "With --per-gpu: start one worker per visible GPU here, "
                                    "named <host>-gpu<N>, each pinned to its GPU; Ctrl-C or "
-                                   "SIGTERM stops them all.")
-    p.add_argument("--db", metavar="URL", help=DB_HELP)
+                                   "SIGTERM stops them all.",
+                       parents=[flags.db_flag()])
     p.add_argument("--per-gpu", action="store_true",
                    help="start one worker per visible GPU (CUDA_VISIBLE_DEVICES, else "
                         "nvidia-smi -L)")

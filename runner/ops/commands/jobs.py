@@ -18,7 +18,6 @@ from runner.ops import slurm
 from runner.ops.cli import UsageError
 from runner.ops.commands import flags, hosts
 from runner.ops.commands import sweep as sweep_cmd
-from runner.ops.commands.flags import DB_HELP
 
 
 def register(sub) -> None:
@@ -40,24 +39,23 @@ def register(sub) -> None:
     p.set_defaults(func=run_enqueue)
 
     p = sub.add_parser("jobs", help="list queued, running and finished jobs",
-                       description="One line per job, newest first.")
+                       description="One line per job, newest first.",
+                       parents=[flags.db_flag()])
     p.add_argument("--limit", type=int, default=50, metavar="N", help="at most N (50)")
-    p.add_argument("--db", metavar="URL", help=DB_HELP)
     p.set_defaults(func=run_jobs)
 
     p = sub.add_parser("cancel", help="cancel a queued or running job",
                        description="A queued job is cancelled at once; a running one stops "
-                                   "after the point in flight, keeping finished points.")
+                                   "after the point in flight, keeping finished points.",
+                       parents=[flags.db_flag()])
     p.add_argument("job", metavar="JOB", help="job id (see `jobs`)")
-    p.add_argument("--db", metavar="URL", help=DB_HELP)
     p.set_defaults(func=run_cancel)
 
     p = sub.add_parser("worker", help="claim and run queued jobs",
                        description="Register this host (GPU, torch), then claim queued jobs "
                                    "one at a time, run them, store each point as it "
                                    "finishes and heartbeat.",
-                       parents=[hosts.host_flags()])
-    p.add_argument("--db", metavar="URL", help=DB_HELP)
+                       parents=[hosts.host_flags(), flags.db_flag()])
     p.add_argument("--name", metavar="NAME", help="worker name jobs may --target "
                                                   "(default: host name)")
     p.add_argument("--once", action="store_true",
@@ -99,23 +97,23 @@ def run_enqueue(args: argparse.Namespace) -> int:
     from db import jobs
     from db.engine import default_url
 
-    spec = {"workload": args.workload, "params": sweep_cmd.parse_params(args.param),
-            "batch_sizes": list(sweep_cmd.parse_batch_sizes(args.batch_sizes)),
-            "modes": list(sweep_cmd.parse_modes(args.modes)),
-            "device": args.device or "auto", "timing": sweep_cmd.parse_timing(args),
-            "label": sweep_cmd.parse_label(args.label)}
+    fields = {"workload": args.workload, "params": sweep_cmd.parse_params(args.param),
+              "batch_sizes": list(sweep_cmd.parse_batch_sizes(args.batch_sizes)),
+              "modes": list(sweep_cmd.parse_modes(args.modes)),
+              "device": args.device or "auto", "timing": sweep_cmd.parse_timing(args),
+              "label": sweep_cmd.parse_label(args.label)}
     target = None
     if args.target is not None:
         target = args.target.strip()
         if not target or len(target) > 200 or any(ord(c) < 32 for c in target):
             raise UsageError(f"--target {args.target!r} must be 1..200 printable characters")
-    _known(jobs.check_spec, spec)  # before the database: a bad flag writes nothing
-    config = None
-    if _known(slurm.executor) == "slurm":
+    # Checked once, here, before the database: a bad flag writes nothing.
+    spec = _known(jobs.check_spec, fields)
+    config = _known(slurm.executor_config)
+    if config is not None:
         if target is not None:
             raise UsageError("--target is for local workers; with the slurm executor "
                              "choose --gpu-type")
-        config = _known(slurm.load_config)
         if args.gpu_type is None:
             raise UsageError(f"--gpu-type is required with the slurm executor (configured: "
                              f"{', '.join(config.gpu_types)})")
@@ -124,15 +122,15 @@ def run_enqueue(args: argparse.Namespace) -> int:
         raise UsageError(f"--gpu-type {args.gpu_type!r} needs {slurm.EXECUTOR_VAR}=slurm")
     engine = _engine(args.db)
     try:
-        if args.gpu_type is not None:
-            job_id, sid = _known(slurm.submit, engine, spec, args.gpu_type,
-                                 args.db or default_url(), config)
-            print(f"job {job_id} submitted as Slurm job {sid}", file=sys.stderr)
-        else:
-            job_id = _known(jobs.enqueue, engine, spec, target)
+        queued = _known(lambda: slurm.queue_sweep(engine, spec, args.db or default_url(),
+                                                  config, gpu_type=args.gpu_type,
+                                                  target=target))
     finally:
         engine.dispose()
-    print(job_id)
+    if queued.slurm_job_id:
+        print(f"job {queued.job_id} submitted as Slurm job {queued.slurm_job_id}",
+              file=sys.stderr)
+    print(queued.job_id)
     return 0
 
 

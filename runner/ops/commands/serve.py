@@ -49,19 +49,6 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _device(requested: str | None) -> str:
-    try:
-        import torch
-    except ImportError:
-        raise UsageError("serve needs torch, which is not installed here") from None
-    if requested == "cpu":
-        return "cpu"
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise UsageError(f"--device cuda: CUDA is not available here (torch "
-                         f"{torch.__version__})")
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 def command_line(workload: str, params: dict, strategies: str, requests: int, dist: str,
                  seed: int, device: str, quick: bool, label: str | None) -> str:
     parts = ["python", "-m", "runner", "serve", "--workload", workload, "--strategies",
@@ -175,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
                          else str(e)) from None
     strategies, dist, requests, seed = spec.strategies, spec.dist, spec.requests, spec.seed
     use_db, note = storage_choice(args)
-    device = _device(args.device)
+    device = flags.device(args.device, "serve")
 
     from runner.core import environment
     from runner.core.workloads import resolve

@@ -9,18 +9,19 @@ from __future__ import annotations
 import argparse
 
 from runner.ops.cli import UsageError
-from runner.ops.commands.jobs import DB_HELP, _engine, _known
+from runner.ops.commands import flags
+from runner.ops.commands.jobs import _engine, _known
 
 
 def register(sub) -> None:
     p = sub.add_parser("slurm-script", help="print the sbatch script for a queued job",
                        description="Print the sbatch script the slurm executor submits for "
                                    "JOB (settings from $LAUNCHBENCH_SLURM_CONFIG, else "
-                                   "slurm.toml).")
+                                   "slurm.toml).",
+                       parents=[flags.db_flag()])
     p.add_argument("job", metavar="JOB", help="job id (see `jobs`)")
     p.add_argument("--gpu-type", metavar="TYPE",
                    help="GPU type from the Slurm config (default: the job's own)")
-    p.add_argument("--db", metavar="URL", help=DB_HELP)
     p.set_defaults(func=run)
 
 

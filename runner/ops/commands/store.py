@@ -14,7 +14,7 @@ from typing import Any
 
 from runner.format import bundle as fmt
 from runner.ops.cli import UsageError
-from runner.ops.commands.flags import ALL, DB_HELP, table
+from runner.ops.commands.flags import ALL, db_flag, table
 
 NO_SQLALCHEMY = ("SQLAlchemy is not installed here, so no database can be opened")
 
@@ -70,36 +70,32 @@ def open_engine(url: str | None, *, must_exist: bool = False):
     return make_engine(url)
 
 
-def _add_db(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", metavar="URL", help=DB_HELP)
-
-
 def register(sub) -> None:
     p = sub.add_parser("import", help="store a result bundle (JSON) in the database",
                        description="Store a result bundle in the database. Importing the "
-                                   "same bundle twice adds nothing the second time.")
+                                   "same bundle twice adds nothing the second time.",
+                       parents=[db_flag()])
     p.add_argument("file", metavar="FILE.json")
-    _add_db(p)
     p.set_defaults(func=run_import)
 
     p = sub.add_parser("export", help="write one run as a result bundle (JSON)",
-                       description="Write one stored run as a result bundle file.")
+                       description="Write one stored run as a result bundle file.",
+                       parents=[db_flag()])
     p.add_argument("run_id", metavar="RUN_ID", help="run id, as `list` shows it")
     p.add_argument("--out", metavar="FILE.json", required=True)
-    _add_db(p)
     p.set_defaults(func=run_export)
 
     p = sub.add_parser("delete", help="remove one run, its points and its serve data",
                        description="Remove one stored run with its points and sections "
-                                   "(refused in read-only share mode).")
+                                   "(refused in read-only share mode).",
+                       parents=[db_flag()])
     p.add_argument("run_id", metavar="RUN_ID", help="run id, as `list` shows it")
-    _add_db(p)
     p.set_defaults(func=run_delete)
 
     p = sub.add_parser("list", help="one line per stored run",
                        description="One line per run, newest first: id, date (UTC), "
-                                   "workload, GPU (or cpu), torch version, status, label.")
-    _add_db(p)
+                                   "workload, GPU (or cpu), torch version, status, label.",
+                       parents=[db_flag()])
     p.set_defaults(func=run_list)
 
 

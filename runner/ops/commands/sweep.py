@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shlex
 import signal
 import sys
 from collections.abc import Iterator
@@ -123,24 +122,6 @@ def parse_timing(args: argparse.Namespace) -> str:
     if args.quick and args.timing not in (None, "quick"):
         raise UsageError(f"--quick contradicts --timing {args.timing}: give one of them")
     return "quick" if args.quick else (args.timing or "standard")
-
-
-def command_line(spec: Any) -> str:
-    """The CLI line that measures the same thing again (destinations left out: they say
-    where results went, not what was measured)."""
-    parts = ["python", "-m", "runner", "sweep", "--workload", spec.workload,
-             "--batch-sizes", ",".join(map(str, spec.batch_sizes)),
-             "--modes", ",".join(spec.modes), "--device", spec.device,
-             "--timing", spec.timing]
-    for key, value in spec.params.items():
-        parts += ["--param", f"{key}={value}"]
-    if getattr(spec, "processes", 1) > 1:
-        parts += ["--processes", str(spec.processes)]
-    if not getattr(spec, "energy", True):
-        parts.append("--no-energy")
-    if spec.label:
-        parts += ["--label", spec.label]
-    return shlex.join(parts)
 
 
 # --- output ------------------------------------------------------------------------------
@@ -329,21 +310,6 @@ def storage_choice(args: argparse.Namespace) -> tuple[bool, str | None]:
     return use_db, note
 
 
-def _check_device(requested: str | None) -> str:
-    try:
-        import torch
-    except ImportError:
-        raise UsageError("sweep needs torch, which is not installed here") from None
-    if requested == "cpu":
-        return "cpu"
-    available = torch.cuda.is_available()
-    if requested == "cuda" and not available:
-        why = "torch is built without CUDA" if torch.version.cuda is None else "no GPU is visible"
-        raise UsageError(f"--device cuda: CUDA is not available here ({why}; torch "
-                         f"{torch.__version__})")
-    return "cuda" if available else "cpu"
-
-
 def run(args: argparse.Namespace) -> int:
     from runner.ops.commands.store import open_engine, shown_url
 
@@ -355,7 +321,7 @@ def run(args: argparse.Namespace) -> int:
     label = parse_label(args.label)
     processes = parse_processes(args.processes, timing)
     use_db, note = storage_choice(args)
-    device = _check_device(args.device)
+    device = flags.device(args.device, "sweep")
 
     from runner.core import host_gate
     from runner.core.sweep import SweepSpec, run_sweep, validate_spec
@@ -365,7 +331,7 @@ def run(args: argparse.Namespace) -> int:
                      device=device, timing=timing, label=label,
                      processes=processes, energy=args.energy)
     try:
-        validate_spec(spec)
+        workload = validate_spec(spec)  # the one check: run_sweep takes it as checked
         host_gate.current()  # a bad LAUNCHBENCH_HOST_POLICY/_DIR: said before any point
     except WorkloadError:
         raise  # already one line naming the value; main() prints it
@@ -397,7 +363,7 @@ def run(args: argparse.Namespace) -> int:
         with _sigterm_as_interrupt():
             try:
                 status = run_sweep(spec, sink, progress=progress,
-                                   command=command_line(spec))
+                                   command=spec.command(), workload=workload)
             except KeyboardInterrupt:
                 # run_sweep handles Ctrl-C itself; a second one during its clean-up
                 # lands here, before or after it finished the run.

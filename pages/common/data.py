@@ -1,0 +1,189 @@
+"""Data access for the pages: the cached engine, first-start seeding, and every query a page
+shows, cached through one helper (`cached`). No widgets here (pages.common.widgets), no SQL
+(db/), no maths (pages.common.analysis).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from numbers import Integral
+from typing import Any, TypeVar
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy.exc import SQLAlchemyError
+
+from db import queries
+from db import serve as dbserve
+from db.engine import default_url, make_engine
+from db.engine import shown_url as engine_shown_url
+from db.samples import SAMPLES, SeedResult, seed_if_empty
+from pages.common import board as boards
+from pages.common import timeline
+
+T = TypeVar("T")
+
+# Query results live this long at most; data_v (queries.data_version) in each cache key
+# already invalidates them as soon as anything is written, by this process or by a worker
+# elsewhere. (Its name must not start with "_": st.cache_data does not hash those.)
+CACHE_TTL_S = 60
+
+
+def db_url() -> str:
+    return default_url()
+
+
+def shown_url(url: str | None = None) -> str:
+    """The database URL without its password, for the sidebar."""
+    return engine_shown_url(url or db_url())
+
+
+@st.cache_resource(show_spinner=False)
+def _engine_for(url: str, read_only: bool):
+    # One engine (and connection pool) per database URL and mode for the whole server
+    # process. A read-only engine opens the database read-only and never migrates it.
+    return make_engine(url, read_only=read_only)
+
+
+def _engine(url: str):
+    from db.access import read_only
+
+    return _engine_for(url, read_only())
+
+
+def engine():
+    return _engine(db_url())
+
+
+@st.cache_resource(show_spinner="Importing the sample runs...")
+def _seed(url: str, folder: str) -> SeedResult:
+    # Once per server process and database: a database emptied later is not refilled.
+    return seed_if_empty(_engine(url), folder)
+
+
+def seed(folder: str | None = None) -> SeedResult:
+    try:
+        return _seed(db_url(), str(folder or SAMPLES))
+    except SQLAlchemyError as e:
+        # The app still opens (the pages say what they can); the sidebar names the cause.
+        first = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+        return SeedResult(errors=[f"cannot import the samples: {first}"])
+
+
+def version() -> tuple:
+    return queries.data_version(engine())
+
+
+# --- the one cached-query helper -----------------------------------------------------------
+
+_QUERIES: dict[str, Callable[..., Any]] = {}
+
+
+def _frozen(value: Any) -> Any:
+    """An argument as a cache key: sequences (a list, a pandas column of ids) as tuples,
+    numpy's integers as int, so equal arguments hit the same entry."""
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (list, tuple, pd.Series, pd.Index)):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=512)
+def _cached(url: str, data_v: tuple, name: str, args: tuple, kwargs: tuple) -> Any:
+    return _QUERIES[name](_engine(url), *args, **dict(kwargs))
+
+
+def cached(query: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """query(engine, *args, **kwargs), cached per database URL, database state (data_v:
+    a write anywhere changes it) and arguments. `query` is a module-level function of
+    db/ (or of this module), named in the key by its module and name."""
+    name = f"{query.__module__}.{query.__qualname__}"
+    _QUERIES.setdefault(name, query)
+    return _cached(db_url(), version(), name, _frozen(args),
+                   tuple(sorted((k, _frozen(v)) for k, v in kwargs.items())))
+
+
+def clear_caches() -> None:
+    """After a write in this process (import, launch): drop every cached query result."""
+    st.cache_data.clear()
+
+
+# --- what the pages read, each through cached ----------------------------------------------
+
+def runs(gpus: Sequence[str] = (), workloads: Sequence[str] = (),
+         torches: Sequence[str] = ()) -> pd.DataFrame:
+    return cached(queries.runs_frame, gpus=gpus, workloads=workloads, torches=torches)
+
+
+def _board(engine, gpus: tuple, workloads: tuple, torches: tuple) -> pd.DataFrame:
+    # The whole table per database state and filters: a rerun, another reader, another
+    # session reads it back in milliseconds. The points go straight from the query into
+    # the board, not through a cached key_points: 100,000 of them pickled into the cache
+    # would cost more than they save.
+    table = runs(gpus, workloads, torches)
+    sweeps = table.loc[table["kind"] == "sweep", "id"]
+    serves = table.loc[table["kind"] == "serve", "id"]
+    return boards.board(table, queries.key_points(engine, tuple(int(i) for i in sweeps)),
+                        queries.serve_key_results(engine, tuple(int(i) for i in serves)))
+
+
+def board(gpus: Sequence[str] = (), workloads: Sequence[str] = (),
+          torches: Sequence[str] = ()) -> pd.DataFrame:
+    """The Runs page's table (pages.common.board.board), cached per database state."""
+    return cached(_board, gpus, workloads, torches)
+
+
+def _timeline(engine, ids: tuple, batch: int, labels: tuple, same_scale: bool) -> dict | None:
+    """The stacked lanes' spec for `labels` ((label, run_id, mode, timed step ms), ...)."""
+    by = {(x["run_id"], x["mode"]): x["trace"] for x in traces(ids, batch)}
+    return timeline.timeline_spec([(label, by[(rid, mode)], timed)
+                                   for label, rid, mode, timed in labels], same_scale)
+
+
+def timeline_spec(ids: Sequence[int], batch: int, labels: tuple,
+                  same_scale: bool) -> dict | None:
+    return cached(_timeline, ids, batch, labels, same_scale)
+
+
+def _serve_run(engine, run_id: int) -> tuple:
+    return (dbserve.serve_run(engine, run_id), dbserve.serve_results(engine, run_id),
+            dbserve.serve_profile(engine, run_id), dbserve.serve_requests(engine, run_id))
+
+
+def serve_run(run_id: int) -> tuple:
+    """A serve run's header, results, per-size profile and requests."""
+    return cached(_serve_run, run_id)
+
+
+def filter_options() -> dict:
+    return cached(queries.run_filter_options)
+
+
+def headers(ids: Sequence[int]) -> pd.DataFrame:
+    return cached(queries.runs_headers, ids)
+
+
+def points(ids: Sequence[int]) -> pd.DataFrame:
+    return cached(queries.runs_points, ids)
+
+
+def key_points(ids: Sequence[int]) -> pd.DataFrame:
+    """The points of many runs, without raw samples (the Runs board, Trends)."""
+    return cached(queries.key_points, ids)
+
+
+def serve_keys(ids: Sequence[int]) -> pd.DataFrame:
+    return cached(queries.serve_key_results, ids)
+
+
+def trend_runs(workload: str, gpu: str) -> pd.DataFrame:
+    return cached(queries.trend_runs, workload, gpu)
+
+
+def traces(ids: Sequence[int], batch: int) -> list[dict]:
+    return cached(queries.point_traces, ids, batch)
+
+
+def serve_runs() -> pd.DataFrame:
+    return cached(dbserve.serve_runs)
