@@ -58,9 +58,14 @@ def test_a_counter_gives_every_timed_mode_energy_after_its_rounds():
         assert p["energy_mj_per_step"] > 0
         assert p["energy_mj_per_step_ci_low"] <= p["energy_mj_per_step"] \
             <= p["energy_mj_per_step_ci_high"]
-        assert p["avg_power_w"] == pytest.approx(100.0, rel=0.05)  # the fake's constant
-        assert p["idle_power_w"] == pytest.approx(100.0, rel=0.05)
         ws = p["details"]["energy_windows"]
+        # The fake's constant power, within what the windows say their edges may cost (on
+        # a loaded host the ticks are seen late: the bound grows, it is not broken).
+        bound = max(w["edge_s"] / w["seconds"] for w in ws) + 0.02
+        assert p["avg_power_w"] == pytest.approx(100.0, rel=bound)
+        idle = p["details"]["energy_idle"]
+        assert p["idle_power_w"] == pytest.approx(100.0, rel=idle["edge_s"] / idle["seconds"]
+                                                  + 0.02)
         assert len(ws) == ENERGY_PRESETS["quick"].windows
         assert all(w["seconds"] >= ENERGY_PRESETS["quick"].window_s for w in ws)
         assert p["details"]["energy_idle"]["power_w"] > 0

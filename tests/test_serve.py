@@ -154,7 +154,7 @@ def test_migration_keeps_existing_runs_and_their_measurements(tmp_path):
                        "cudagraph_status, samples_ms, details) values (1, 'eager', 8, 'ok', "
                        "'', 'n/a', '[]', '{}')"))
     migrate.upgrade(engine)
-    assert migrate.current(engine) == migrate.head() == "0008_hosts"
+    assert migrate.current(engine) == migrate.head() == "0009_energy"
     with engine.connect() as c:
         assert c.scalar(select(Run.kind)) == "sweep"
         assert c.scalar(select(func.count()).select_from(Measurement)) == 1
@@ -181,10 +181,10 @@ def test_ctrl_c_keeps_the_finished_strategies(tmp_path, monkeypatch):
 
     real = serve.measure
 
-    def measure(ctx, s):
+    def measure(ctx, s, *counter):
         if s.name == "buckets:4":
             raise KeyboardInterrupt
-        return real(ctx, s)
+        return real(ctx, s, *counter)
 
     monkeypatch.setattr(serve, "measure", measure)
     out = tmp_path / "r.json"
