@@ -143,3 +143,16 @@ def test_serve_summary_has_energy_per_request_only_where_measured():
     some = pd.DataFrame([{**base, "details": {"energy": {"energy_mj_per_request": 12.5}}},
                          {**base, "strategy": "compile", "details": {}}])
     assert summary_table(some)["mJ/request"].tolist() == ["12.500", "—"]
+
+
+def test_launch_form_energy_checkbox_goes_into_the_queued_spec(tmp_path):
+    from pages.common import launch_form as lf
+
+    good = {**lf.DEFAULTS, "workload": "mlp", "params": {}, "timing": "quick",
+            "batch_preset": lf.CUSTOM, "custom_batches": "1,8"}
+    assert lf.check(good).spec["energy"] is True
+    off = lf.check({**good, "energy": False})
+    assert off.spec["energy"] is False and off.sweep.energy is False
+    assert "--no-energy" in off.sweep.command()
+    bad = lf.check({**good, "energy": "no"})
+    assert bad.errors == {"energy": "energy 'no' must be true or false"}

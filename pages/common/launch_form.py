@@ -43,7 +43,7 @@ BATCH_PRESETS = {
 CUSTOM = "custom list"
 DEFAULTS = {"workload": "mlp", "modes": list(MODES), "batch_preset": next(iter(BATCH_PRESETS)),
             "custom_batches": "1,8,64,512", "timing": "standard", "device": "auto",
-            "target": "", "label": ""}
+            "target": "", "label": "", "energy": True}
 
 
 @dataclass
@@ -89,7 +89,8 @@ def batch_sizes(preset: str, custom: str) -> list[int]:
 
 def check(values: dict[str, Any]) -> Checked:
     """`values`: workload, params (name -> value as the widget gave it), modes,
-    batch_preset, custom_batches, timing, device, target, label."""
+    batch_preset, custom_batches, timing, device, target, label, energy (the energy
+    windows; default on)."""
     errors: dict[str, str] = {}
     workload = values.get("workload")
     params: dict[str, str] = {}
@@ -134,7 +135,7 @@ def check(values: dict[str, Any]) -> Checked:
         return Checked(errors=errors)
     raw = {"workload": workload, "params": params, "batch_sizes": sizes, "modes": modes,
            "device": device, "timing": timing,
-           "label": str(values.get("label") or "")}
+           "label": str(values.get("label") or ""), "energy": values.get("energy", True)}
     try:  # the queue's own check, so the form refuses exactly what enqueue would
         spec = check_sweep(raw, queued=True)
     except SpecError as e:
