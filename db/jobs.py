@@ -41,7 +41,9 @@ from runner.format.vocab import JOB_EXECUTORS
 # HEARTBEAT_S (how often a worker says it is alive) and LOST_AFTER_S (silence after which
 # a worker, its job or any run counts as lost) are runner/format/limits.py's, re-exported.
 # The fields of a queued job's spec: sweep's flags as data, no more.
-JOB_FIELDS = {"workload", "params", "batch_sizes", "modes", "device", "timing", "label"}
+# energy (issue 28): a queued sweep may turn its energy windows off, as --no-energy does.
+JOB_FIELDS = {"workload", "params", "batch_sizes", "modes", "device", "timing", "label",
+              "energy"}
 MAX_ID = 2**31 - 1  # an INTEGER key: a larger id cannot exist (and PostgreSQL would refuse it)
 _QUEUE_LOCK = 0x6C62_7175  # PostgreSQL advisory lock key held while queueing ("lbqu")
 

@@ -145,6 +145,18 @@ class Measurement(Base):
     stop_reason: Mapped[str | None] = mapped_column(String(16))
     noisy: Mapped[bool | None] = mapped_column(Boolean)
     host_unstable: Mapped[bool | None] = mapped_column(Boolean)
+    # Energy from the GPU's counter (bundle version 5, migration 0009_energy); null for
+    # older runs, and with energy_unavailable_reason saying why where there was no counter.
+    energy_mj_per_step: Mapped[float | None] = mapped_column(Float)
+    energy_mj_per_step_ci_low: Mapped[float | None] = mapped_column(Float)
+    energy_mj_per_step_ci_high: Mapped[float | None] = mapped_column(Float)
+    avg_power_w: Mapped[float | None] = mapped_column(Float)
+    idle_power_w: Mapped[float | None] = mapped_column(Float)
+    energy_above_idle_mj_per_step: Mapped[float | None] = mapped_column(Float)
+    energy_gain: Mapped[float | None] = mapped_column(Float)
+    energy_gain_ci_low: Mapped[float | None] = mapped_column(Float)
+    energy_gain_ci_high: Mapped[float | None] = mapped_column(Float)
+    energy_unavailable_reason: Mapped[str | None] = mapped_column(Text)
     samples_ms: Mapped[list[float]] = mapped_column(default=list)
     launch_us_rounds: Mapped[list[float]] = mapped_column(default=list)
     details: Mapped[JsonObject] = mapped_column(default=dict)

@@ -163,7 +163,7 @@ def runs_points(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
     for f in MEASUREMENT_FIELDS:
         if f not in ("mode", "status", "message", "cudagraph_status", "correct",
                      "stop_reason", "noisy", "host_unstable", "samples_ms",
-                     "launch_us_rounds", "details"):
+                     "launch_us_rounds", "details", "energy_unavailable_reason"):
             df[f] = pd.to_numeric(df[f], errors="coerce")
     return df
 
@@ -191,9 +191,11 @@ def point_traces(engine: Engine, run_ids: list[int] | tuple, batch_size: int
 
 # What the Runs board's key figures and the Trends page need of each point: the speedup
 # with its interval, the graph pool, and details (a published point's own eager reference,
-# reduce-overhead's paired ratio over compile). Not the raw samples.
+# reduce-overhead's paired ratio over compile), and energy per step with its gain over
+# eager (Trends). Not the raw samples.
 KEY_POINT_COLUMNS = ("run_id", "mode", "batch_size", "status", "step_ms", "speedup",
-                     "speedup_ci_low", "speedup_ci_high", "graph_pool_bytes", "details")
+                     "speedup_ci_low", "speedup_ci_high", "graph_pool_bytes", "details",
+                     "energy_mj_per_step", "energy_gain")
 
 
 def key_points(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
@@ -206,7 +208,8 @@ def key_points(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
             .order_by(Measurement.run_id, Measurement.mode, Measurement.batch_size))
     with engine.connect() as c:
         df = _frame(c.execute(stmt), KEY_POINT_COLUMNS)
-    for f in ("step_ms", "speedup", "speedup_ci_low", "speedup_ci_high", "graph_pool_bytes"):
+    for f in ("step_ms", "speedup", "speedup_ci_low", "speedup_ci_high", "graph_pool_bytes",
+              "energy_mj_per_step", "energy_gain"):
         df[f] = pd.to_numeric(df[f], errors="coerce")
     return df
 

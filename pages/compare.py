@@ -108,6 +108,15 @@ else:
                  column_config={c: st.column_config.NumberColumn(c, format="%.1f")
                                 for c in memory.columns if c.endswith(" MiB")})
 
+energy = comparing.energy_table(points, headers)
+if not energy.empty:  # no section for runs without energy: nothing to compare
+    st.subheader("Energy per step, side by side")
+    st.caption("From the GPU's energy counter (mJ per step, median over windows) per mode "
+               "and batch size.")
+    st.dataframe(energy, hide_index=True, key="energy_table",
+                 column_config={c: st.column_config.NumberColumn(c, format="%.3f")
+                                for c in energy.columns if c.endswith(" mJ")})
+
 st.subheader("Environment differences")
 diff = analysis.environment_diff(headers, points=points)
 if diff.empty:

@@ -60,12 +60,14 @@ else:
                                 format_func=lambda t: f"{t} · {queue[t]}",
                                 key="lf_gpu_type")
     label = st.text_input("Label", key="lf_label", max_chars=MAX_LABEL)
+    energy = st.checkbox("Measure energy per step (NVML, after each batch size's timing: "
+                         "about 15% more time)", True, key="lf_energy")
     st.caption(lf.limits_text(None, "any GPU"))
     # Checked on every change, so a bad field says so beside it before Launch.
     checked = lf.check(lf.FormValues(workload=workload, params=params, modes=modes,
                                      batch_preset=preset, custom_batches=custom,
                                      timing=timing, device=device, target=target,
-                                     label=label))
+                                     label=label, energy=energy))
     for name, message in lf.field_errors(checked.errors, [f.name for f in fields]).items():
         columns[[f.name for f in fields].index(name)].error(message)
     memory, refusal = None, None

@@ -10,6 +10,7 @@ from pages.common import (
     charts,
     cost,
     data,
+    energy,
     graph_memory_view,
     links,
     report,
@@ -25,7 +26,8 @@ ui.ensure_frame()
 # A run's headline and charts depend on its points only: built once per run and data
 # version, they are what a shared link opened again draws from (building them was most of
 # the page's time before its first chart; bench/page_speed.py).
-PAIRS = [("speedup", "step-time"), ("memory", "memory-tradeoff")]
+PAIRS = [("speedup", "step-time"), ("memory", "memory-tradeoff"),
+         ("energy", "energy-above-idle")]
 
 
 @st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
@@ -115,9 +117,9 @@ with widgets.drawn('The headline'):
 # One view at a time, named in the URL (?view=Memory): only the open tab is computed and
 # sent, so a shared link draws two charts, not nine, before the reader sees the first
 # (bench/page_speed.py). A ?batch= link opens the timeline.
-view = widgets.view_tabs(links.RUN_VIEWS, default=links.RUN_VIEWS[3]
+view = widgets.view_tabs(links.RUN_VIEWS, default=links.TIMELINE_VIEW
                          if "batch" in st.query_params else links.RUN_VIEWS[0])
-speed, memory, split_tab, timeline_tab, points_tab, about = view
+speed, memory, energy_tab, split_tab, timeline_tab, points_tab, about = view
 paired, split = {}, {}
 with widgets.drawn("The charts"):
     paired, split = figures(data.db_url(), data.version(), run_id)
@@ -133,7 +135,7 @@ def draw_pair(names: tuple[str, str]) -> None:
         with col:
             if name == "speedup":  # a click on a point opens its batch size's timeline
                 widgets.chart_picking_batch(paired[name], key=f"chart_{name}",
-                                       view=(widgets.VIEW_KEY, links.RUN_VIEWS[3]))
+                                            view=(widgets.VIEW_KEY, links.TIMELINE_VIEW))
             else:
                 draw(paired[name], key=f"chart_{name}")
 
@@ -149,6 +151,13 @@ if memory.open:
                        "reserved is part of what a mode costs (an upper bound: tensors living "
                        "in the pool while the peak is taken count in both). Diamonds: the "
                        "modes no other mode beats on both speed and memory at that batch size.")
+if energy_tab.open:
+    with energy_tab, widgets.drawn("The charts"):
+        if "energy" in paired:
+            draw_pair(PAIRS[2])
+            st.caption(energy.CAPTION)
+        elif not points.empty:
+            st.info(energy.missing_reason(points))
 if split_tab.open:
     with split_tab, widgets.drawn("The charts"):
         if not split:

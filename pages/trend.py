@@ -100,7 +100,12 @@ else:
                                    strict=False):
             with col:
                 widgets.chart(chart, key=f"trend_{b}")
-    st.dataframe(table.drop(columns=["order", "change"]), hide_index=True, column_config={
+    # Energy columns only where some run measured energy: a column of dashes says nothing.
+    empty = [c for c in trends.ENERGY_TREND_COLUMNS if table[c].isna().all()]
+    st.dataframe(table.drop(columns=["order", "change", *empty]), hide_index=True,
+                 column_config={
+        "energy_mj_per_step": st.column_config.NumberColumn("energy mJ/step", format="%.3f"),
+        "energy_gain": st.column_config.NumberColumn("energy gain", format="%.2fx"),
         "speedup": st.column_config.NumberColumn("speedup", format="%.2fx"),
         "speedup_ci_low": st.column_config.NumberColumn("95% low", format="%.2fx"),
         "speedup_ci_high": st.column_config.NumberColumn("95% high", format="%.2fx")})

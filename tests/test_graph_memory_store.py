@@ -1,6 +1,6 @@
 """Graph-memory runs stored as runs of their own kind (issue 27): the bundle's
 graph_memory section, import / export round trips on SQLite and PostgreSQL, refusals in
-one line, and migration 0009 on a database that already holds runs."""
+one line, and migration 0010 on a database that already holds runs."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def test_file_forms_read_alike(tmp_path):
         fmt.graph_memory_doc(sweep, "s.json")
 
 
-def test_migration_0009_keeps_runs_and_widens_the_kind(tmp_path):
+def test_migration_0010_keeps_runs_and_widens_the_kind(tmp_path):
     engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}", migrate=False)
     migrate.upgrade(engine, "0008_hosts")
     with engine.begin() as c:
@@ -149,7 +149,7 @@ def test_migration_0009_keeps_runs_and_widens_the_kind(tmp_path):
     with engine.begin() as conn:
         cfg = migrate._config()
         cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "0008_hosts")
+        command.downgrade(cfg, "0009_energy")
     with engine.connect() as c:
         assert c.scalar(select(func.count()).select_from(Run)) == 1
         assert c.scalar(select(func.count()).select_from(Measurement)) == 1

@@ -181,10 +181,10 @@ def test_ctrl_c_keeps_the_finished_strategies(tmp_path, monkeypatch):
 
     real = serve.measure
 
-    def measure(ctx, s):
+    def measure(ctx, s, *counter):
         if s.name == "buckets:4":
             raise KeyboardInterrupt
-        return real(ctx, s)
+        return real(ctx, s, *counter)
 
     monkeypatch.setattr(serve, "measure", measure)
     out = tmp_path / "r.json"

@@ -38,15 +38,29 @@ def memory_table(points: pd.DataFrame, headers: pd.DataFrame) -> pd.DataFrame:
     """Per (mode, batch): each run's memory held (graph pool + peak allocated, MiB), side
     by side; only (mode, batch) pairs some run measured memory at. Empty when no run has
     memory figures (CPU runs, published figures)."""
-    c = cost.memory_cost(points)
+    return _side_by_side(cost.memory_cost(points), headers, "total_mib", "MiB")
+
+
+def energy_table(points: pd.DataFrame, headers: pd.DataFrame) -> pd.DataFrame:
+    """Per (mode, batch): each run's energy per step (mJ), side by side; only pairs some
+    run measured energy at. Empty when no run has energy figures (CPU runs, runs from
+    before bundle version 5, --no-energy)."""
+    e = points[points["energy_mj_per_step"].notna()] if "energy_mj_per_step" in points \
+        else points.iloc[0:0]
+    e = analysis.usable(e)
+    return _side_by_side(e, headers, "energy_mj_per_step", "mJ")
+
+
+def _side_by_side(c: pd.DataFrame, headers: pd.DataFrame, value: str,
+                  unit: str) -> pd.DataFrame:
     if c.empty:
         return pd.DataFrame(columns=["mode", "batch_size"])
     names = analysis.run_names(headers)
-    wide = c.pivot_table(index=["mode", "batch_size"], columns="run_id", values="total_mib",
+    wide = c.pivot_table(index=["mode", "batch_size"], columns="run_id", values=value,
                          aggfunc="first")
     out = pd.DataFrame(index=wide.index)
     for rid, name in names.items():
-        out[f"{name} MiB"] = wide[rid] if rid in wide else float("nan")
+        out[f"{name} {unit}"] = wide[rid] if rid in wide else float("nan")
     out = out.reset_index()
     key = out["mode"].map(analysis.MODE_ORDER)
     return (out.assign(_k=key).sort_values(["_k", "batch_size"]).drop(columns="_k")

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from pages.common import analysis
+from pages.common.energy import energy_at
 from runner.format import verdict as vd
 from runner.format.metrics import BYTES_PER_MIB
 
@@ -114,5 +115,6 @@ def headline(points: pd.DataFrame) -> str | None:
            if pd.notna(extra) else "memory not measured")
     # A best that is no faster than eager says so: the line is read as the answer.
     tail = {vd.SAME: " · within noise of eager", vd.SLOWER: " · slower than eager"}
-    return f"{r['mode']} at batch {batch:,}: {_x(r['speedup'])}x {ci} {mem}" + tail.get(
-        r["verdict"], "")
+    energy = energy_at(points, r["mode"], batch)
+    return (f"{r['mode']} at batch {batch:,}: {_x(r['speedup'])}x {ci} {mem}"
+            + (f", {energy}" if energy else "") + tail.get(r["verdict"], ""))

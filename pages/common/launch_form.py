@@ -45,7 +45,7 @@ BATCH_PRESETS = {
 CUSTOM = "custom list"
 DEFAULTS = {"workload": "mlp", "modes": list(MODES), "batch_preset": next(iter(BATCH_PRESETS)),
             "custom_batches": "1,8,64,512", "timing": "standard", "device": "auto",
-            "target": "", "label": ""}
+            "target": "", "label": "", "energy": True}
 
 
 @dataclass
@@ -114,6 +114,7 @@ class FormValues:
     device: str | None = None
     target: str | None = None
     label: str = ""
+    energy: bool = True  # the energy windows (issue 28); default on
 
 
 def check(values: FormValues) -> Checked:
@@ -161,7 +162,7 @@ def check(values: FormValues) -> Checked:
         return Checked(errors=errors)
     raw = {"workload": workload, "params": params, "batch_sizes": sizes, "modes": modes,
            "device": device, "timing": timing,
-           "label": str(values.label or "")}
+           "label": str(values.label or ""), "energy": bool(values.energy)}
     try:  # the queue's own check, so the form refuses exactly what enqueue would
         spec = check_sweep(raw, queued=True)
     except SpecError as e:

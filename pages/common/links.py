@@ -46,7 +46,8 @@ MAX_COMPARE = 12  # more curves than this are unreadable in one chart
 # The Run page's views, one tab each, named in its URL as ?view=LABEL (the first is the
 # default and leaves the parameter out). Renaming one breaks the links that name it.
 VIEW_PARAM = "view"
-RUN_VIEWS = ("Speed", "Memory", "Time split", "Timeline", "Points", "Environment")
+RUN_VIEWS = ("Speed", "Memory", "Energy", "Time split", "Timeline", "Points", "Environment")
+TIMELINE_VIEW = "Timeline"  # where a ?batch= link and a click on a speedup point go
 
 
 def unknown_page(asked: str | None) -> str | None:

@@ -15,7 +15,7 @@ import jinja2
 import pandas as pd
 import vl_convert as vlc
 
-from pages.common import analysis, charts, cost, links, timeline
+from pages.common import analysis, charts, cost, energy, links, timeline
 from pages.common.metrics import (
     MISSING,
     NO_INTERVAL,
@@ -141,6 +141,7 @@ def headline(points: pd.DataFrame) -> list[str]:
     if cost is not None:
         lines.append(f"Host launch cost: {cost.median:.1f} us per launch (median; "
                      f"{cost.low:.1f}-{cost.high:.1f} us over {cost.points} points).")
+    lines.extend(energy.findings(points))
     return lines
 
 
@@ -153,7 +154,14 @@ POINT_COLUMNS = (("speedup", ("speedup_ci_low", "speedup_ci_high")),
                  ("latency_ms", None), ("setup_s", None), ("launch_us", None),
                  ("host_launches_per_step", None), ("graph_launches_per_step", None),
                  ("gpu_busy_ms", None), ("busy_fraction", None),
-                 ("reserved_delta_bytes", None), ("max_abs_err", None))
+                 ("reserved_delta_bytes", None), ("max_abs_err", None),
+                 ("energy_mj_per_step", ("energy_mj_per_step_ci_low",
+                                         "energy_mj_per_step_ci_high")),
+                 ("energy_gain", ("energy_gain_ci_low", "energy_gain_ci_high")),
+                 ("avg_power_w", None), ("energy_above_idle_mj_per_step", None))
+# Shown only for a run with an energy figure: a dash in every row says nothing.
+ENERGY_TABLE_COLUMNS = ("energy_mj_per_step", "energy_gain", "avg_power_w",
+                        "energy_above_idle_mj_per_step")
 RESERVED_NOTE = ("Reserved change in setup: how setup moved the allocator's reserve. It is "
                  "negative where setup made the allocator release cached blocks; it is not "
                  "a cost. What a mode holds is graph pool + peak allocated.")
@@ -182,7 +190,14 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["Mode", "Batch size", "Status"])
     p = analysis._ordered(points_with_speedup(points))
     out = pd.DataFrame({"Mode": p["mode"], "Batch size": p["batch_size"].astype(int)})
-    for c, bounds in POINT_COLUMNS:
+    for c in ENERGY_TABLE_COLUMNS:
+        p[c] = analysis._col(p, c)
+    for c in ("energy_mj_per_step_ci_low", "energy_mj_per_step_ci_high",
+              "energy_gain_ci_low", "energy_gain_ci_high"):
+        p[c] = analysis._col(p, c)
+    shown = [(c, b) for c, b in POINT_COLUMNS
+             if c not in ENERGY_TABLE_COLUMNS or energy.has_energy(points)]
+    for c, bounds in shown:
         if c == "step_ms_p10":  # after the answer columns: how each point went
             out["Status"] = analysis.status_marks(p).values
             out["Noise"] = analysis.point_badges(p).values

@@ -82,8 +82,17 @@ def records(df: pd.DataFrame) -> list[dict]:
     return [{k: _v(v) for k, v in row.items()} for row in df.to_dict("records")]
 
 
+def energy_per_request(r: dict) -> float | None:
+    """A result's energy per request (mJ) from details["energy"] (issue 28); None where
+    not measured (a CPU run, no counter, an older run)."""
+    e = (r.get("details") or {}).get("energy")
+    v = e.get("energy_mj_per_request") if isinstance(e, dict) else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
 def summary_table(results: pd.DataFrame) -> pd.DataFrame:
     rows = []
+    energy = any(energy_per_request(r) is not None for r in records(results))
     for r in records(results):
         note = r["message"] or (r.get("details") or {}).get("note") or ""
         rows.append({
@@ -98,6 +107,8 @@ def summary_table(results: pd.DataFrame) -> pd.DataFrame:
             "Pool MiB": _fmt(None if r["graph_pool_bytes"] is None
                              else r["graph_pool_bytes"] / MIB, "{:,.1f}"),
             "Setup s": _fmt(r["setup_s"], "{:.2f}"),
+            # Only where some strategy has the figure: a column of dashes says nothing.
+            **({"mJ/request": _fmt(energy_per_request(r), "{:.3f}")} if energy else {}),
             "Matches eager": _fmt(r["correct"], "{}"), "Note": note})
     return pd.DataFrame(rows)
 

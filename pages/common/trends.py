@@ -164,7 +164,9 @@ def _change(cur_low, cur_high, prev_low, prev_high, cur, prev) -> tuple[str, str
 
 
 TREND_COLUMNS = ["run", "order", "run_id", "torch", "date", "mode", "batch_size", "speedup",
-                 "speedup_ci_low", "speedup_ci_high", "change", "change vs previous"]
+                 "speedup_ci_low", "speedup_ci_high", "change", "change vs previous",
+                 "energy_mj_per_step", "energy_gain"]
+ENERGY_TREND_COLUMNS = ("energy_mj_per_step", "energy_gain")
 
 
 def trend_table(runs: pd.DataFrame, points: pd.DataFrame, batches: Sequence[int],
@@ -202,6 +204,13 @@ def trend_table(runs: pd.DataFrame, points: pd.DataFrame, batches: Sequence[int]
         prev = r
     sp["change"] = verdicts
     sp["change vs previous"] = texts
+    # Energy where the run measured it (bundle version 5): NaN, never 0, elsewhere.
+    keys = list(zip(points["run_id"].astype(int), points["mode"],
+                    points["batch_size"].astype(int), strict=True))
+    for c in ENERGY_TREND_COLUMNS:
+        by_point = dict(zip(keys, analysis._col(points, c), strict=True))
+        sp[c] = [by_point.get((int(r), m, int(b)), float("nan")) for r, m, b in
+                 zip(sp["run_id"], sp["mode"], sp["batch_size"], strict=True)]
     key = sp["mode"].map(analysis.MODE_ORDER)
     return (sp.assign(_k=key).sort_values(["batch_size", "_k", "order"]).drop(columns="_k")
             .reset_index(drop=True)[TREND_COLUMNS])

@@ -64,11 +64,47 @@ ENERGY_PRESETS: dict[str, EnergyConfig] = {
     # Smoke runs: windows shorter than the issue's second (3-4 counter steps); the bound
     # each window states says what that costs.
     "quick": EnergyConfig(window_s=0.3, windows=2, idle_s=0.3),
-    "standard": EnergyConfig(),
+    # The sweep default, sized to issue 28's budget (a sweep grows by at most 15%):
+    # the shipped H200 `mlp` sweep (standard, --processes 3) takes ~17 s per batch size,
+    # so the windows get ~2.5 s of it. A window costs window_s plus on average half a
+    # counter step (~0.045 s) to find its start and half a step to find its end: 4 modes
+    # x 2 windows x (0.2 + 0.09) s = 2.3 s, plus the idle window once per sweep (1 s +
+    # ~0.1 s over 7 sizes: 0.16 s) = 2.5 s, +14.7%. Two windows, not one, so each
+    # figure keeps an interval (wide: two clusters). The price is quantisation error: a
+    # window's two edges are each seen at most one energy block (ENERGY_BLOCK_MS) and
+    # two counter reads (~4 ms each on the H200) late, ~20 ms over a ~0.25 s window:
+    # at most ~8% per window (EnergyWindow.bound, stored), mean zero. `thorough` keeps the
+    # issue's 1 s windows (bound ~2%), for a run that is about energy.
+    "standard": EnergyConfig(window_s=0.2, windows=2, idle_s=1.0),
     # Six windows: enough for the order-statistic 95% interval on its own.
     "thorough": EnergyConfig(windows=6, idle_s=2.0),
 }
 assert tuple(ENERGY_PRESETS) == TIMINGS, "runner/format/vocab.py TIMINGS is out of step"
+
+
+# An energy window runs each mode in blocks of about this many ms, shorter than the
+# rounds' (10 ms at standard): a window's edges are seen up to one block late, so the
+# block bounds the error; the sync between blocks idles the GPU for some tens of us, a
+# bias of ~1% at 2 ms, below that bound.
+ENERGY_BLOCK_MS = 2.0
+
+
+def energy_iters(iters: int, min_block_ms: float) -> int:
+    """Steps per energy block, from the rounds' block (`iters` steps of at least
+    `min_block_ms`): about ENERGY_BLOCK_MS of work, at least one step."""
+    if min_block_ms <= ENERGY_BLOCK_MS:
+        return max(1, iters)
+    return max(1, round(iters * ENERGY_BLOCK_MS / min_block_ms))
+
+
+@dataclass(frozen=True)
+class EnergyPlan:
+    """What a sweep hands each batch size: the counter opened once per sweep (or the
+    reason there is none, which every point then carries), the windows' config, and the
+    device's idle power read once before the first batch size."""
+    counter: EnergyCounter | str
+    config: EnergyConfig = EnergyConfig()
+    idle: IdlePower | str | None = None
 
 
 class CounterStuck(RuntimeError):

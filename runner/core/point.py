@@ -12,20 +12,23 @@ Within a batch size the modes share one model and live side by side: each mode i
 prepared (compile, capture), checked against eager and warmed up in turn, with its own
 memory snapshots around that, so no mode's pool is counted as another's. Only then are
 they timed, in rounds (runner/core/rounds.py): the host's drift hits every mode alike and the
-speedup is a paired per-round ratio with a 95% interval (runner/core/stats.py). The profiled
-pass and the per-call latency run per mode after the rounds, outside them.
+speedup is a paired per-round ratio with a 95% interval (runner/core/stats.py). The energy
+windows (runner/core/energy.py), then per mode the per-call latency and the profiled pass, run
+after the rounds, outside them: reading the energy counter takes milliseconds of host time
+and the profiler distorts steps, so neither may touch the figures the rounds pair.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import gc
 import logging
 import sys
 import traceback
 
-from runner.core import cuda_fatal, host_gate, memory, modes, profiling, stats
+from runner.core import cuda_fatal, energy, host_gate, memory, modes, profiling, stats
 from runner.core import rounds as rounds_mod
 from runner.core.compile_watch import compile_watch, cudagraph_status, no_recompiles
 from runner.core.memory import clear_cublas_workspaces
@@ -41,7 +44,8 @@ from runner.format.vocab import COMPILED_MODES, CUDA_GRAPH_MODES
 def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: int,
                   device: str, config: TimingConfig, *,
                   extra_rounds=None, on_phase=None,
-                  kept: dict | None = None) -> list[Measurement]:
+                  kept: dict | None = None,
+                  energy_plan: energy.EnergyPlan | None = None) -> list[Measurement]:
     """Measure every mode at one batch size; never raises for a failing mode or batch
     size (status "error" or "unsupported" instead), and resets state before returning.
 
@@ -51,13 +55,16 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
     mode None for the shared rounds), so progress can name the mode in flight rather
     than sit on the batch size for the minutes a cold compile takes. `kept`: receives
     this process's own Rounds under "rounds" (None when no mode got to its rounds), for
-    pool_rounds to add later passes to."""
+    pool_rounds to add later passes to. `energy_plan`: the sweep's counter and idle
+    power; the modes timed get energy windows after the rounds (None: no energy fields
+    at all, as a repeat or rescue process)."""
     ms = {mode: Measurement(mode, batch_size) for mode in mode_names}
     shared: dict[str, float] = {}
     for m in ms.values():
         m.timing.phase_s = {}
     batch = _Batch(workload, batch_size, device, config, ms, shared)
     batch.on_phase = on_phase
+    batch.energy_plan = energy_plan
     try:
         r = batch.run(extra_rounds)
         if kept is not None and r is not None:
@@ -183,6 +190,7 @@ class _Batch:
         self.first_m0: memory.MemState | None = None
         self.sections: list[host_gate.Section] = []  # this batch's gated timing sections
         self.on_phase = None  # measure_batch's progress hook
+        self.energy_plan: energy.EnergyPlan | None = None
 
     def phase_starts(self, mode: str | None, name: str) -> None:
         if self.on_phase is not None:
@@ -222,6 +230,8 @@ class _Batch:
                         r.extend(other)
                 for mode in store_rounds(self.ms, list(self.prepared), r, self.config):
                     self.prepared.pop(mode)
+                if self.energy_plan is not None and self.prepared:
+                    self.measure_energy(self.energy_plan)
                 for mode in list(self.prepared):
                     self.phase_starts(mode, "profiling")
                     self.after_rounds(mode, self.ms[mode])
@@ -310,6 +320,26 @@ class _Batch:
             r = rounds_mod.run_rounds(steps, self.iters, clock, self.config, probe=probe)
         self.shared["rounds"] = r.seconds
         return r
+
+    def measure_energy(self, plan: energy.EnergyPlan) -> None:
+        """Every timed mode's energy windows, interleaved as the rounds are, under the
+        same gate and without gc; never raises (each mode's reason says what failed)."""
+        if isinstance(plan.counter, str):  # no counter: the reason, and no phase to time
+            for mode in self.prepared:
+                self.ms[mode].energy.set(energy.Energy.unavailable(plan.counter))
+            return
+        self.phase_starts(None, "energy")
+        steps = {mode: p.step for mode, p in self.prepared.items()}
+        iters = {mode: energy.energy_iters(self.iters[mode], self.config.min_block_ms)
+                 for mode in steps}
+        with phase(self.shared, "energy"), self.gated(), gc_paused():
+            got = energy.measure_energy(steps, iters, Clock(self.device).sync,
+                                        plan.counter, plan.config, idle=plan.idle)
+        idle = (dataclasses.asdict(plan.idle) if isinstance(plan.idle, energy.IdlePower)
+                else {"unavailable_reason": plan.idle} if isinstance(plan.idle, str)
+                else None)
+        for mode, e in got.items():
+            self.ms[mode].energy.set(e, idle)
 
     @contextlib.contextmanager
     def gated(self):

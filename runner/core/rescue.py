@@ -89,7 +89,12 @@ def rest_of_sweep(spec, lost_batch: int, sink, progress, should_stop, done: int,
     return ("failed" if finished else "cancelled"), count[0]
 
 
+RESCUED_NO_ENERGY = ("energy not measured: this batch size ran in a rescue process, after "
+                     "the sweep's CUDA context was lost")
+
+
 def main() -> int:
+    from runner.core.energy import EnergyPlan
     from runner.core.point import measure_batch, reset_state
     from runner.core.timing import TIMING_PRESETS, for_processes
     from runner.core.workloads import resolve
@@ -99,7 +104,9 @@ def main() -> int:
     config = for_processes(TIMING_PRESETS[spec.timing], 1)
     reset_state(spec.device)
     for batch in spec.batch_sizes:
-        measured = measure_batch(workload, spec.modes, int(batch), spec.device, config)
+        # No energy windows here: a rescue is about getting the points at all.
+        measured = measure_batch(workload, spec.modes, int(batch), spec.device, config,
+                                 energy_plan=EnergyPlan(RESCUED_NO_ENERGY))
         for m in measured:
             m.host.rescued = True  # measured after the sweep's process lost it
             print(json.dumps({"point": m.to_json()}), flush=True)

@@ -21,7 +21,8 @@ from typing import Protocol
 
 from runner.core import cuda_fatal, rescue
 from runner.core.device import pick_device
-from runner.core.timing import TIMING_PRESETS, for_processes, phase
+from runner.core.energy import ENERGY_PRESETS, EnergyPlan, idle_power
+from runner.core.timing import TIMING_PRESETS, Clock, for_processes, phase
 from runner.core.workloads import Workload, resolve
 from runner.format.bundle import now_iso
 from runner.format.measurement import JsonObject, Measurement
@@ -56,12 +57,34 @@ def points(spec: SweepSpec) -> list[tuple[str, int]]:
     return [(mode, b) for b in spec.batch_sizes for mode in spec.modes]
 
 
+NO_CUDA = "no CUDA device"
+ENERGY_OFF = "energy not measured: turned off (--no-energy)"
+
+
+def energy_plan(spec: SweepSpec, counter=None) -> EnergyPlan:
+    """The sweep's energy counter, opened once (runner/core/energy_counter.py), or the
+    reason every point carries instead of a figure: a CPU sweep, --no-energy, no NVML.
+    `counter`: a counter to use instead of NVML's (tests, bench/)."""
+    config = ENERGY_PRESETS[spec.timing]
+    if not spec.energy:
+        return EnergyPlan(ENERGY_OFF, config)
+    if counter is None:
+        if not spec.device.startswith("cuda"):
+            return EnergyPlan(f"{NO_CUDA}: this sweep runs on {spec.device}", config)
+        from runner.core.energy_counter import open_counter
+
+        counter = open_counter(spec.device)
+    return EnergyPlan(counter, config)
+
+
 def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
               should_stop: Callable[[], bool] | None = None,
-              command: str | None = None, workload: Workload | None = None) -> str:
+              command: str | None = None, workload: Workload | None = None,
+              energy_counter=None) -> str:
     """Run the sweep; return the final run status (done | cancelled). `workload`: what
     validate_spec (or prepare) returned where the spec entered, so it is not checked
-    again; without it the spec is checked here."""
+    again; without it the spec is checked here. `energy_counter`: one to read instead of
+    NVML's (tests; a CPU sweep then gets energy figures too)."""
     from runner.core import environment
     from runner.core.point import measure_batch, reset_state
 
@@ -80,8 +103,16 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
     last: Measurement | None = None
     status, done = "done", 0
     own: dict[int, tuple] = {}  # batch -> (this process's Rounds, its points): --processes
+    plan = energy_plan(spec, energy_counter)
     try:
         reset_state(spec.device)  # whatever ran in this process before is not charged
+        if not isinstance(plan.counter, str):
+            # Idle power once per sweep, not per point (issue 28's budget: +15% at most;
+            # runner/core/energy.py ENERGY_PRESETS), after the reset, before any work.
+            if progress is not None:
+                progress(done, total, (doing, spec.batch_sizes[0], "energy"), last)
+            plan = replace(plan, idle=idle_power(plan.counter, Clock(spec.device).sync,
+                                                 plan.config))
         gc.freeze()
         for batch in spec.batch_sizes:
             if should_stop is not None and should_stop():
@@ -100,7 +131,7 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
             kept: dict = {}
             with phase(spent, "point"):
                 measured = measure_batch(workload, spec.modes, batch, spec.device, config,
-                                         on_phase=on_phase, kept=kept)
+                                         on_phase=on_phase, kept=kept, energy_plan=plan)
             if kept.get("rounds") is not None:
                 own[batch] = (kept["rounds"], measured)
             wall = spent["point"]
@@ -128,6 +159,9 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
         raise
     finally:
         gc.unfreeze()  # hand the objects back to the collector for whatever runs next
+        close = getattr(plan.counter, "close", None)
+        if close is not None:
+            close()
     if progress is not None:
         progress(total if status == "done" else done, total, None, last)
     sink.finish(status)

@@ -62,12 +62,14 @@ FORMAT = "launchbench.run"
 # across the modes of one batch size, and launch_us_rounds the host's launch cost in each
 # round. Older bundles read with those fields null: "no interval". Version 4 (issue 12) adds
 # each measurement's "trace": one profiled step's timeline (runner/format/trace.py), null
-# where none was kept (a CPU run, an older bundle, a failed point). A graph-memory run
-# (issue 27) is a version 4 bundle with run.kind "graph-memory", no measurements and a
-# top-level "graph_memory" section (runner/format/graph_memory.py); a reader that predates
-# it refuses the kind in one line ("run.kind ... is not one of").
-VERSION = 4
-SUPPORTED_VERSIONS = (1, 2, 3, 4)
+# where none was kept (a CPU run, an older bundle, a failed point). Version 5 (issue 28)
+# adds each measurement's energy figures (runner/format/measurement.py,
+# ENERGY_NUMBER_FIELDS) and energy_unavailable_reason; older bundles read with them null:
+# "not measured". A graph-memory run (issue 27) has run.kind "graph-memory", no
+# measurements and a top-level "graph_memory" section (runner/format/graph_memory.py); a
+# reader that predates it refuses the kind in one line ("run.kind ... is not one of").
+VERSION = 5
+SUPPORTED_VERSIONS = (1, 2, 3, 4, 5)
 
 ENVIRONMENT_FIELDS = (
     "device", "gpu_name", "gpu_count", "sm_count", "gpu_memory_bytes", "driver_version",
@@ -78,8 +80,10 @@ RUN_FIELDS = (
     "uuid", "workload", "workload_params", "dtype", "created_at", "finished_at", "status",
     "label", "source", "command", "kind",
 )
-# reserved_delta_bytes may be negative (setup can free cached blocks); the rest cannot.
-SIGNED_FIELDS = ("reserved_delta_bytes",)
+# reserved_delta_bytes may be negative (setup can free cached blocks), and so may energy
+# above idle (a mode drawing about idle power, within the counter's error); the rest
+# cannot.
+SIGNED_FIELDS = ("reserved_delta_bytes", "energy_above_idle_mj_per_step")
 # Figures stored in integer columns: whole numbers within the column, never 1e30.
 INTEGER_FIELDS = {"samples": INT32_MAX, "graph_pool_bytes": INT64_MAX,
                   "peak_allocated_bytes": INT64_MAX, "reserved_delta_bytes": INT64_MAX}
@@ -396,6 +400,10 @@ def _validate_measurement(i: int, m: Any) -> None:
         top = INTEGER_FIELDS.get(f)
         if top is not None and (not isinstance(v, int) or not -top - 1 <= v <= top):
             raise BundleError(f"{where}: {f} {v!r} must be a whole number up to {top}")
+    reason = m.get("energy_unavailable_reason")
+    if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_MESSAGE):
+        raise BundleError(f"{where}: energy_unavailable_reason {_short(str(reason))} must "
+                          f"be text of at most {MAX_MESSAGE} characters or null")
     for f in ("correct", "noisy", "host_unstable"):
         if m.get(f) not in (None, True, False):
             raise BundleError(f"{where}: {f} {m.get(f)!r} must be true, false or null")

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.format.energy import Energy, EnergyWindow
 from runner.format.trace import TraceDoc
 
 # A JSON object at a boundary (a bundle's measurement, a details value that is itself
@@ -30,6 +31,12 @@ from runner.format.trace import TraceDoc
 JsonObject = dict[str, Any]
 
 TOP, DETAILS = "top", "details"
+
+ENERGY_NUMBER_FIELDS = (
+    "energy_mj_per_step", "energy_mj_per_step_ci_low", "energy_mj_per_step_ci_high",
+    "avg_power_w", "idle_power_w", "energy_above_idle_mj_per_step", "energy_gain",
+    "energy_gain_ci_low", "energy_gain_ci_high",
+)
 
 # The contract's figures of one point (DESIGN.md), in the order a bundle writes them.
 # Unknown is None, never 0.
@@ -44,10 +51,19 @@ NUMBER_FIELDS = (
     # point's rounds.
     "step_ms_ci_low", "step_ms_ci_high", "speedup", "speedup_ci_low", "speedup_ci_high",
     "launch_us",
+    # Version 5 (issue 28): energy per step from the GPU's energy counter, in windows
+    # apart from the rounds (runner/core/energy.py), with its 95% interval; the mean power
+    # over those windows; the device's idle power read once per sweep; energy per step
+    # above that idle draw (may be negative: within the counter's error of idle); and
+    # eager's energy per step over this mode's, paired per round of windows.
+    *ENERGY_NUMBER_FIELDS,
 )
 MEASUREMENT_FIELDS = (
     "mode", "batch_size", "status", "message", *NUMBER_FIELDS, "cudagraph_status",
     "correct", "stop_reason", "noisy", "host_unstable",
+    # Why the energy figures are absent (no CUDA device, no NVML, --no-energy...): null
+    # where they are present, and in bundles from before version 5.
+    "energy_unavailable_reason",
     # Beyond the contract's list: raw per-step samples (ms, one per timed block) so any
     # statistic can be recomputed, and a free-form dict of details (clocks, setup split,
     # skip reason, host time per step...).
@@ -196,9 +212,45 @@ class Source:
     note: str | None = _detail()
 
 
+@dataclass
+class EnergyRecord:
+    """The energy windows' figures (runner/format/energy.py's Energy, flattened into the
+    bundle's fields): all None with `unavailable_reason` where there is no counter, and
+    all None with no reason in a point from before energy was measured."""
+    energy_mj_per_step: float | None = _top()
+    energy_mj_per_step_ci_low: float | None = _top()
+    energy_mj_per_step_ci_high: float | None = _top()
+    avg_power_w: float | None = _top()
+    idle_power_w: float | None = _top()
+    energy_above_idle_mj_per_step: float | None = _top()
+    energy_gain: float | None = _top()
+    energy_gain_ci_low: float | None = _top()
+    energy_gain_ci_high: float | None = _top()
+    unavailable_reason: str | None = _top(key="energy_unavailable_reason")
+    counter: str | None = _detail("energy_counter")
+    windows: list[JsonObject] | None = _detail("energy_windows")  # raw, EnergyWindow's
+    idle: JsonObject | None = _detail("energy_idle")  # the idle window (IdlePower's)
+
+    def set(self, e: Energy, idle: JsonObject | None = None) -> None:
+        """Fill from one mode's Energy (runner/core/energy.py's answer)."""
+        for name in ENERGY_NUMBER_FIELDS:
+            setattr(self, name, getattr(e, name))
+        self.unavailable_reason, self.counter = e.unavailable_reason, e.counter
+        self.windows = [dataclasses.asdict(w) for w in e.windows] or None
+        self.idle = idle
+
+    def get(self) -> Energy | None:
+        """Back to an Energy; None for a point that says nothing about energy."""
+        if self.unavailable_reason is None and self.energy_mj_per_step is None:
+            return None
+        return Energy(**{n: getattr(self, n) for n in ENERGY_NUMBER_FIELDS},
+                      windows=tuple(EnergyWindow.from_dict(w) for w in self.windows or ()),
+                      counter=self.counter, unavailable_reason=self.unavailable_reason)
+
+
 _RECORDS = {"timing": Timing, "intervals": Intervals, "memory": Memory,
             "launches": Launches, "setup": Setup, "host": Host, "trace": Trace,
-            "source": Source}
+            "source": Source, "energy": EnergyRecord}
 
 
 @dataclass
@@ -216,6 +268,7 @@ class Measurement:
     host: Host = field(default_factory=Host)
     trace: Trace = field(default_factory=Trace)
     source: Source = field(default_factory=Source)
+    energy: EnergyRecord = field(default_factory=EnergyRecord)
     # details keys this record does not declare (and declared ones stored as null)
     extra: JsonObject = field(default_factory=dict)
     # The details' key order as read (from_json): written back in it, so an imported
@@ -318,6 +371,7 @@ DETAILS_ORDER = (
     "profiled_steps", "host_copies_per_step", "gpu_ops_per_step", "triton_kernels_per_step",
     "gpu_busy_union_ms", "trace_error", "clocks_after", "cudagraph_reason",
     "cuda_context_lost", "host", "point_wall_s", "rescued", "repeat_errors",
+    "energy_counter", "energy_idle", "energy_windows",
     "citation", "stddev_ms", "statistic", "url", "eager_reference_ms", "note", "kernel_us",
     "per_kernel_us", "per_kernel_us_sync_each_kernel",
 )

@@ -62,4 +62,18 @@ METRICS: dict[str, Metric] = {
     "extra_mib": Metric("Extra memory over eager", "MiB", "lower", "{:+,.1f}"),
     "max_abs_err": Metric("Max abs error vs eager", "", "lower", "{:.2e}"),
     "batch_size": Metric("Batch size", "", None, "{:,.0f}"),
+    # Energy (issue 28): from the GPU's energy counter, over windows apart from the rounds.
+    "energy_mj_per_step": Metric("Energy per step", "mJ", "lower", "{:.3f}"),
+    "energy_mj_per_step_ci_low": Metric("Energy per step 95% CI low", "mJ", "lower",
+                                        "{:.3f}"),
+    "energy_mj_per_step_ci_high": Metric("Energy per step 95% CI high", "mJ", "lower",
+                                         "{:.3f}"),
+    "avg_power_w": Metric("Average power", "W", None, "{:.1f}"),
+    "idle_power_w": Metric("Idle power", "W", None, "{:.1f}"),
+    # Negative where a mode draws about idle power: within the counter's error of idle.
+    "energy_above_idle_mj_per_step": Metric("Energy per step above idle", "mJ", "lower",
+                                            "{:+.3f}"),
+    "energy_gain": Metric("Energy gain over eager", "x", "higher", "{:.2f}x"),
+    "energy_gain_ci_low": Metric("Energy gain 95% CI low", "x", "higher", "{:.2f}x"),
+    "energy_gain_ci_high": Metric("Energy gain 95% CI high", "x", "higher", "{:.2f}x"),
 }

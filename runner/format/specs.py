@@ -66,6 +66,9 @@ class SweepSpec:
     # Fresh processes the timed phase of each batch size runs in, rounds pooled
     # (runner/core/repeat.py). Front ends default to DEFAULT_PROCESSES[timing].
     processes: int = 1
+    # Energy windows after each batch size's rounds (issue 28; runner/core/energy.py);
+    # False: none run (`--no-energy`), and every point says so instead of a figure.
+    energy: bool = True
 
     def to_json(self, *, queued: bool = False) -> JsonObject:
         """The spec as JSON data: the one form it travels in, to the queue (a job row's
@@ -74,7 +77,7 @@ class SweepSpec:
         doc = {"workload": self.workload, "params": dict(self.params),
                "batch_sizes": list(self.batch_sizes), "modes": list(self.modes),
                "device": self.device, "timing": self.timing, "label": self.label,
-               "processes": self.processes}
+               "processes": self.processes, "energy": self.energy}
         if queued:
             del doc["processes"]
         return doc
@@ -86,20 +89,22 @@ class SweepSpec:
         return cls(workload=doc["workload"], params=dict(doc["params"]),
                    batch_sizes=tuple(doc["batch_sizes"]), modes=tuple(doc["modes"]),
                    device=doc["device"], timing=doc["timing"], label=doc.get("label"),
-                   processes=int(doc.get("processes", 1)))
+                   processes=int(doc.get("processes", 1)),
+                   energy=bool(doc.get("energy", True)))
 
     def command(self) -> str:
         """The CLI line that measures the same thing again (destinations left out: they
         say where results went, not what was measured)."""
         return sweep_command(self.workload, self.params, self.batch_sizes, self.modes,
                              device=self.device, timing=self.timing,
-                             processes=self.processes, label=self.label)
+                             processes=self.processes, label=self.label,
+                             energy=self.energy)
 
 
 def sweep_command(workload: str, params: Mapping[str, Any], batch_sizes: Iterable[int],
                   modes: Iterable[str], *, device: str | None = None,
                   timing: str | None = None, processes: int = 1,
-                  label: str | None = None) -> str:
+                  label: str | None = None, energy: bool = True) -> str:
     """`python -m runner sweep ...` for these values, every one quoted (shlex); a flag
     whose value is None (or processes 1) is left out, so the command's own default holds.
     The one writer of a sweep's command line: the CLI and worker record it in each run,
@@ -113,6 +118,8 @@ def sweep_command(workload: str, params: Mapping[str, Any], batch_sizes: Iterabl
                         ("--label", label or None)):
         if value is not None:
             parts += [flag, value]
+    if not energy:
+        parts.append("--no-energy")
     return shlex.join(parts)
 
 
@@ -246,9 +253,12 @@ def check_sweep(spec: SweepSpec | Mapping[str, Any], *, allow_import: bool = Tru
     if not isinstance(p, int) or isinstance(p, bool) or not 1 <= p <= MAX_PROCESSES:
         raise SpecError(f"processes {p!r} must be an integer from 1 to {MAX_PROCESSES}",
                         "processes")
+    energy = raw.get("energy", True)
+    if not isinstance(energy, bool):
+        raise SpecError(f"energy {energy!r} must be true or false", "energy")
     return SweepSpec(workload=name, params=dict(params), batch_sizes=sizes, modes=modes,
                      device=device, timing=timing, label=check_text(raw.get("label"), "label"),
-                     processes=p)
+                     processes=p, energy=energy)
 
 
 # --- cost: what a sweep asks of the machine, before it is queued ---------------------------

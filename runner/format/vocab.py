@@ -54,6 +54,7 @@ HOST_POLICIES = ("exclusive", "shared")
 # CPU), then the modes' interleaved rounds, then each mode's latency and profiled pass.
 POINT_PHASES = {"setup": "setup (compile or capture, warm-up)",
                 "timing": "timing (the modes' rounds, interleaved)",
+                "energy": "energy windows (the GPU's energy counter)",
                 "profiling": "latency and profiled pass"}
 # Timing presets by name; their figures are the measuring core's (runner/core/timing.py).
 TIMINGS = ("quick", "standard", "thorough")

@@ -15,7 +15,9 @@ First, a profile of candidate bucket sizes for the advisor (runner/serve/profile
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import itertools
 import math
 import time
 import uuid
@@ -25,7 +27,7 @@ from typing import Any
 
 import torch
 
-from runner.core import memory
+from runner.core import energy, memory
 from runner.core.workloads import Workload
 from runner.format import advisor, buckets, serve_record
 from runner.format.buckets import Strategy
@@ -210,8 +212,35 @@ def _profile(launches: Launches) -> JsonObject:
     return {**top, "details": details}
 
 
-def measure(ctx: Context, s: Strategy) -> JsonObject:
-    """One strategy's result record (runner/format/serve_record.py RESULT_FIELDS)."""
+def _energy(ctx: Context, serve, counter) -> JsonObject:
+    """Energy per request (issue 28), for details["energy"]: windows between ticks of the
+    counter (runner/core/energy.py) over the stream's requests in order, each synchronised
+    as in the replay, after the replay so its reads cost no latency. Not interleaved
+    across strategies (each runs alone, its graphs dropped before the next), so there is
+    no paired gain: compare strategies by their figures and intervals. A reason where
+    there is no counter or a window fails; never 0."""
+    if isinstance(counter, str):
+        return {"unavailable_reason": counter}
+    order = itertools.cycle(ctx.stream)
+    config = energy.ENERGY_PRESETS["quick" if ctx.quick else "standard"]
+    try:
+        ws = [energy.window(lambda: serve(ctx.inputs[next(order)]), 1, ctx.sync, counter,
+                            config, "request", k) for k in range(config.windows)]
+    except Exception as e:  # noqa: BLE001 - the strategy's other figures stand
+        return {"unavailable_reason": f"energy window: {type(e).__name__}: {e}"[:300]}
+    e = energy.summarise(ws, None, getattr(counter, "name", None))
+    if not e.available:
+        return {"unavailable_reason": e.unavailable_reason}
+    return {"energy_mj_per_request": e.energy_mj_per_step,
+            "energy_mj_per_request_ci_low": e.energy_mj_per_step_ci_low,
+            "energy_mj_per_request_ci_high": e.energy_mj_per_step_ci_high,
+            "avg_power_w": e.avg_power_w, "counter": e.counter,
+            "windows": [dataclasses.asdict(w) for w in ws]}
+
+
+def measure(ctx: Context, s: Strategy, counter: Any = "energy not measured") -> JsonObject:
+    """One strategy's result record (runner/format/serve_record.py RESULT_FIELDS).
+    `counter`: run_serve's energy counter, or the reason there is none."""
     r = serve_record.empty_result(s.name)
     stream = ctx.stream
     r.update(requests=len(stream), real_rows=sum(stream))
@@ -247,13 +276,15 @@ def measure(ctx: Context, s: Strategy) -> JsonObject:
         m2 = memory.state(ctx.device) if ctx.cuda else None
         c2, g2 = _compiles(), exe.count_graphs() if exe.count_graphs else exe.graphs
         err, ok = _check(ctx, exe.serve)
+        used = _energy(ctx, exe.serve, counter)
         launches = _launches(ctx, exe.serve) if ctx.cuda else None
     r.update(execution=exe.execution, graphs=g2, setup_s=setup_s, latencies_ms=lat,
              **buckets.latency_summary(lat), requests_per_s=len(stream) / wall,
              rows_per_s=sum(stream) / wall, correct=ok,
              max_abs_err=err if math.isfinite(err) else None)
     details = {**exe.details, "replay_wall_s": wall, "compiles_in_setup": c1 - c0,
-               "compiles_in_replay": c2 - c1, "cudagraph_skips": _skips() - k0}
+               "compiles_in_replay": c2 - c1, "cudagraph_skips": _skips() - k0,
+               "energy": used}
     if g1 is not None and g2 is not None:
         details["graphs_recorded_in_replay"] = g2 - g1
     if m0 is not None:
@@ -277,12 +308,19 @@ def measure(ctx: Context, s: Strategy) -> JsonObject:
 # --- the run -----------------------------------------------------------------------------
 
 def run_serve(ctx: Context, strategies: tuple[Strategy, ...], sink, *, environment: dict,
-              run: dict, config: dict, progress: Callable[[str], None] | None = None) -> str:
+              run: dict, config: dict, progress: Callable[[str], None] | None = None,
+              energy_counter: Any = None) -> str:
     """Profile the candidate sizes (quick, and what the advisor needs), then replay under
     each strategy; each part goes to the sink as soon as it is done. A strategy that fails
-    is recorded as `error` and the run goes on."""
+    is recorded as `error` and the run goes on. `energy_counter`: one to read instead of
+    NVML's (tests); NVML's is opened once per run."""
+    from runner.core.energy_counter import open_counter
     from runner.serve.profile import profile
 
+    counter = energy_counter
+    if counter is None:
+        counter = open_counter(ctx.device) if ctx.cuda else \
+            f"no CUDA device: this run is on {ctx.device}"
     say = progress or (lambda _msg: None)
     sink.start(environment, run, config)
     try:
@@ -296,7 +334,7 @@ def run_serve(ctx: Context, strategies: tuple[Strategy, ...], sink, *, environme
         for i, s in enumerate(strategies, 1):
             say(f"[{i}/{len(strategies)}] {s.name}")
             try:
-                r = measure(ctx, s)
+                r = measure(ctx, s, counter)
             except Exception as e:  # noqa: BLE001 - OOM, capture or compile error: recorded
                 r = serve_record.empty_result(s.name)
                 r.update(status="error", message=f"{type(e).__name__}: "
@@ -310,6 +348,10 @@ def run_serve(ctx: Context, strategies: tuple[Strategy, ...], sink, *, environme
     except BaseException:
         sink.finish("failed")
         raise
+    finally:
+        close = getattr(counter, "close", None)
+        if close is not None:
+            close()
     sink.finish("done")
     return "done"
 

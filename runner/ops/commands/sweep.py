@@ -50,6 +50,10 @@ def register(sub) -> None:
                         "so host states that last a process are covered "
                         f"(1..{MAX_PROCESSES}; default by timing preset: "
                         + ", ".join(f"{k} {v}" for k, v in DEFAULT_PROCESSES.items()) + ")")
+    p.add_argument("--no-energy", dest="energy", action="store_false",
+                   help="skip the energy windows (NVML's energy counter, read after each "
+                        "batch size's rounds: at most ~15%% more wall time); the points "
+                        "then say energy was turned off")
     p.set_defaults(func=run)
 
 
@@ -165,6 +169,11 @@ def _speedup_cell(m: Measurement | None, eager: Measurement | None) -> str:
     return f"{vd.x_text(e / t)}x" if e and t else "-"
 
 
+def _energy_cell(m: Measurement | None) -> str:
+    e = m.energy.energy_mj_per_step if m is not None else None
+    return "-" if e is None else f"{e:.3g}"
+
+
 def format_table(measurements: list[Measurement], modes: tuple[str, ...]) -> str:
     """Step ms per mode and speedup over eager (95% interval) per batch size, as aligned
     text, with which statistic each column is, the host's launch cost and what the marks
@@ -173,11 +182,16 @@ def format_table(measurements: list[Measurement], modes: tuple[str, ...]) -> str
     batches = sorted({m.batch_size for m in measurements})
     others = [m for m in modes if m != "eager"] if "eager" in modes else []
     header = ["batch", *(f"{m} ms" for m in modes), *(f"{m} x" for m in others)]
+    # Energy columns only where some point has the figure (issue 28); else one footnote.
+    energy = any(m.energy.energy_mj_per_step is not None for m in measurements)
+    header += [f"{m} mJ" for m in modes] if energy else []
     rows = [header]
     for b in batches:
         row = [str(b), *(_cell(by_point.get((m, b))) for m in modes)]
         eager = by_point.get(("eager", b))
         row += [_speedup_cell(by_point.get((m, b)), eager) for m in others]
+        if energy:
+            row += [_energy_cell(by_point.get((m, b))) for m in modes]
         if any(m.intervals.host_unstable for m in measurements if m.batch_size == b):
             row[0] += "!"
         rows.append(row)
@@ -208,6 +222,12 @@ def _footnotes(measurements: list[Measurement], body: str, ratios: bool) -> list
             f" (rounds of {k} processes, the spread between them included)" if k > 1 else
             " (one process: states of the host that last a process are not covered; see "
             "--processes)"))
+    reasons = {m.energy.unavailable_reason for m in measurements} - {None}
+    if any(m.energy.energy_mj_per_step is not None for m in measurements):
+        notes.append("mJ: energy per step from the GPU's energy counter (median over "
+                     "windows after the rounds)")
+    elif reasons:
+        notes.append(f"energy: not measured: {sorted(reasons)[0]}")
     if "inconclusive" in body:
         notes.append(vd.RULE_TEXT)
     if DISAGREE in body:
@@ -309,7 +329,7 @@ def run(args: argparse.Namespace) -> int:
 
     spec = SweepSpec(workload=args.workload, params=params, batch_sizes=sizes, modes=modes,
                      device=device, timing=timing, label=label,
-                     processes=processes)
+                     processes=processes, energy=args.energy)
     try:
         workload = validate_spec(spec)  # the one check: run_sweep takes it as checked
         host_gate.current()  # a bad LAUNCHBENCH_HOST_POLICY/_DIR: said before any point

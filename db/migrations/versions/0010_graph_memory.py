@@ -1,8 +1,8 @@
 """Graph-memory runs (issue 27): runs.kind may be 'graph-memory', and their captures go to
 the graph_memory_captures table.
 
-Revision ID: 0009_graph_memory
-Revises: 0008_hosts
+Revision ID: 0010_graph_memory
+Revises: 0009_energy
 """
 
 import re
@@ -10,8 +10,8 @@ import re
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0009_graph_memory"
-down_revision = "0008_hosts"
+revision = "0010_graph_memory"
+down_revision = "0009_energy"
 branch_labels = None
 depends_on = None
 
