@@ -5,6 +5,7 @@ and the HTML report."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -148,11 +149,11 @@ def test_serve_summary_has_energy_per_request_only_where_measured():
 def test_launch_form_energy_checkbox_goes_into_the_queued_spec(tmp_path):
     from pages.common import launch_form as lf
 
-    good = {**lf.DEFAULTS, "workload": "mlp", "params": {}, "timing": "quick",
-            "batch_preset": lf.CUSTOM, "custom_batches": "1,8"}
+    good = lf.FormValues(workload="mlp", modes=lf.DEFAULTS["modes"], timing="quick", device="auto",
+                         batch_preset=lf.CUSTOM, custom_batches="1,8")
     assert lf.check(good).spec["energy"] is True
-    off = lf.check({**good, "energy": False})
+    off = lf.check(replace(good, energy=False))
     assert off.spec["energy"] is False and off.sweep.energy is False
     assert "--no-energy" in off.sweep.command()
-    bad = lf.check({**good, "energy": "no"})
+    bad = lf.check(replace(good, energy="no"))
     assert bad.errors == {"energy": "energy 'no' must be true or false"}

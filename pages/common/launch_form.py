@@ -162,7 +162,7 @@ def check(values: FormValues) -> Checked:
         return Checked(errors=errors)
     raw = {"workload": workload, "params": params, "batch_sizes": sizes, "modes": modes,
            "device": device, "timing": timing,
-           "label": str(values.label or ""), "energy": bool(values.energy)}
+           "label": str(values.label or ""), "energy": values.energy}
     try:  # the queue's own check, so the form refuses exactly what enqueue would
         spec = check_sweep(raw, queued=True)
     except SpecError as e:
