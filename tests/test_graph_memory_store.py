@@ -17,6 +17,7 @@ from db.models import GraphMemoryCapture, Measurement, Run
 from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
 from tests.graph_memory_data import probe_bundle
+from tests.old_database import old_database
 
 MIB = 1 << 20
 
@@ -125,16 +126,7 @@ def test_file_forms_read_alike(tmp_path):
 
 
 def test_migration_0010_keeps_runs_and_widens_the_kind(tmp_path):
-    engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}", migrate=False)
-    migrate.upgrade(engine, "0008_hosts")
-    with engine.begin() as c:
-        c.execute(text("insert into environments(id, key, device) values (1, 'k', 'cpu')"))
-        c.execute(text("insert into runs(id, uuid, environment_id, workload, workload_params,"
-                       " created_at, status, source) values (1, 'u', 1, 'mlp', '{}', "
-                       "'2025-01-01', 'done', 'measured')"))
-        c.execute(text("insert into measurements(run_id, mode, batch_size, status, message, "
-                       "cudagraph_status, samples_ms, details) values (1, 'eager', 8, 'ok', "
-                       "'', 'n/a', '[]', '{}')"))
+    engine = old_database(tmp_path, "0008_hosts")
     migrate.upgrade(engine)
     assert migrate.current(engine) == migrate.head()
     with engine.connect() as c:

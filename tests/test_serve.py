@@ -5,7 +5,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 
 from db import serve as dbserve
 from db import store
@@ -13,6 +13,7 @@ from db.engine import make_engine
 from db.models import Measurement, Run, ServeResult
 from runner.format import bundle as fmt
 from runner.ops.cli import main
+from tests.old_database import old_database
 
 TINY = ["--workload", "mlp", "--param", "depth=2", "--param", "width=16", "--device", "cpu",
         "--quick"]
@@ -143,16 +144,7 @@ def test_bad_serve_sections_refused_one_line(served, mutate, match):
 def test_migration_keeps_existing_runs_and_their_measurements(tmp_path):
     from db import migrate
 
-    engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}", migrate=False)
-    migrate.upgrade(engine, "0002_jobs")
-    with engine.begin() as c:
-        c.execute(text("insert into environments(id, key, device) values (1, 'k', 'cpu')"))
-        c.execute(text("insert into runs(id, uuid, environment_id, workload, workload_params,"
-                       " created_at, status, source) values (1, 'u', 1, 'mlp', '{}', "
-                       "'2025-01-01', 'done', 'measured')"))
-        c.execute(text("insert into measurements(run_id, mode, batch_size, status, message, "
-                       "cudagraph_status, samples_ms, details) values (1, 'eager', 8, 'ok', "
-                       "'', 'n/a', '[]', '{}')"))
+    engine = old_database(tmp_path, "0002_jobs")
     migrate.upgrade(engine)
     assert migrate.current(engine) == migrate.head()
     with engine.connect() as c:
