@@ -23,9 +23,7 @@ def show(run_id: int, header: dict) -> None:
     for col, (i, figure) in zip(st.columns(2), enumerate(ca.curve_charts(doc)), strict=True):
         with col:
             widgets.chart(figure, key=f"gm_chart_{i}")
-    st.caption("One CUDA graph captured per size, largest first (as vLLM and SGLang do); "
-               "the pools' MiB read after each capture. Shared: one pool for every graph; "
-               "private: a pool per graph, each paying the fixed part (workspaces) again.")
+    st.caption(report.GRAPH_MEMORY_NOTE)
     st.dataframe(ca.attribution_frame(doc), hide_index=True, key="gm_attribution")
     st.dataframe(ca.captures_frame(doc), hide_index=True, key="gm_captures")
     if ui.has_page("serve"):

@@ -331,6 +331,21 @@ def _timeline(traces: list[dict], points: pd.DataFrame) -> dict | None:
             "svg": chart_svg(chart)}
 
 
+
+def _run_rows(header: dict, after_params: list | None = None,
+              after_status: list | None = None) -> list[tuple]:
+    """The report's "run" table: what a run is, in the order both reports show it."""
+    return [("workload", header.get("workload")),
+            ("parameters", analysis._canon(header.get("workload_params"))),
+            *(after_params or []), ("status", header.get("status")), *(after_status or []),
+            ("created", header.get("created_at")),
+            ("finished", header.get("finished_at") or MISSING), ("uuid", header.get("uuid"))]
+
+
+def _env_rows(header: dict) -> list[tuple]:
+    return [(f, MISSING if header.get(f) is None else header.get(f))
+            for f in ENVIRONMENT_FIELDS]
+
 def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None,
                 traces: list[dict] | None = None) -> str:
     """One run as a single HTML file (templates/report.html): headline, charts (inline
@@ -341,14 +356,9 @@ def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None
     if not points.empty:
         counts = analysis.noise_counts(points)
         noise = analysis.noise_summary(counts.iloc[0] if len(counts) else {})[1]
-    run_rows = [("workload", header.get("workload")),
-                ("parameters", analysis._canon(header.get("workload_params"))),
-                ("dtype", header.get("dtype") or MISSING), ("status", header.get("status")),
-                ("source", header.get("source")), ("created", header.get("created_at")),
-                ("finished", header.get("finished_at") or MISSING),
-                ("uuid", header.get("uuid"))]
-    env_rows = [(f, MISSING if header.get(f) is None else header.get(f))
-                for f in ENVIRONMENT_FIELDS]
+    run_rows = _run_rows(header, [("dtype", header.get("dtype") or MISSING)],
+                         [("source", header.get("source"))])
+    env_rows = _env_rows(header)
     return _TEMPLATES.get_template("report.html").render(
         title=run_title(header), css=CSS, label=header.get("label"),
         published=header.get("source") == "published", published_note=PUBLISHED_NOTE,
@@ -375,13 +385,8 @@ def graph_memory_report(header: dict, doc: dict, share_url: str | None = None) -
     from pages.common import capture_advice as ca  # the Serve page's charts, the same
 
     total, added = ca.curve_charts(doc)
-    run_rows = [("kind", "graph-memory"), ("workload", header.get("workload")),
-                ("parameters", analysis._canon(header.get("workload_params"))),
-                ("status", header.get("status")), ("created", header.get("created_at")),
-                ("finished", header.get("finished_at") or MISSING),
-                ("uuid", header.get("uuid"))]
-    env_rows = [(f, MISSING if header.get(f) is None else header.get(f))
-                for f in ENVIRONMENT_FIELDS]
+    run_rows = [("kind", "graph-memory"), *_run_rows(header)]
+    env_rows = _env_rows(header)
     return _TEMPLATES.get_template("graph_memory_report.html").render(
         title=run_title(header) + " · graph memory", css=CSS, label=header.get("label"),
         note=GRAPH_MEMORY_NOTE,
