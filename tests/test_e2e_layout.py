@@ -166,3 +166,18 @@ def test_serve_page_charts_have_room_and_strategies_have_their_own_colour(
     fills = throughput["fills"]
     assert len(fills) >= 4 and len(set(fills)) == len(fills)
     assert not {"black", "#000", "#000000"} & {f.lower() for f in fills if f}
+
+
+def test_graph_memory_run_page_charts_have_room(dashboard, screen):
+    """A graph-memory run's two curves (built from the H200 probe's own rows)."""
+    from db.engine import make_engine
+    from db.store import import_bundle
+    from tests.graph_memory_data import probe_bundle
+
+    engine = make_engine(dashboard.db_url)
+    try:
+        run_id = import_bundle(engine, probe_bundle())[0]
+    finally:
+        engine.dispose()
+    charts = _charts(screen, dashboard.url(f"run?run={run_id}"))
+    assert len(charts) == 2 and _problems(charts) == []
