@@ -336,3 +336,55 @@ def test_a_failed_open_shuts_nvml_down_again():
     m = _nvml(nvmlDeviceGetTotalEnergyConsumption=_raise(_NVMLError(3)))
     open_counter("cuda", nvml=m, identity=H200)
     assert m.calls == ["shutdown"]
+
+
+def _energy(power_w: float, idle_w: float | None = None, bound: float = 0.05) -> Energy:
+    ws = tuple(EnergyWindow(mode="eager", round=k, mj=power_w * 1e3 * 0.5, steps=100,
+                            seconds=0.5, edge_s=bound * 0.5) for k in range(2))
+    return Energy(energy_mj_per_step=power_w * 5.0, avg_power_w=power_w,
+                  idle_power_w=idle_w, windows=ws, counter="fake")
+
+
+def test_energy_per_step_follows_the_timed_step_not_the_window():
+    from runner.format.energy import on_step
+
+    # The window's own figure: 0.5 s / 100 steps = 5 ms a step at 120 W = 600 mJ; the
+    # rounds timed 1.2 ms: 120 W x 1.2 ms = 144 mJ.
+    e = on_step(_energy(120.0, idle_w=100.0), 1.2, 1.1, 1.4)
+    assert e.energy_mj_per_step == pytest.approx(144.0)
+    assert e.energy_mj_per_step_ci_low == pytest.approx(120 * 0.95 * 1.1)
+    assert e.energy_mj_per_step_ci_high == pytest.approx(120 * 1.05 * 1.4)
+    assert e.energy_above_idle_mj_per_step == pytest.approx(20 * 1.2)
+    # No step (a failed mode) or no counter: unchanged.
+    assert on_step(_energy(120.0), None) == _energy(120.0)
+    gone = Energy.unavailable("no counter")
+    assert on_step(gone, 1.0) is gone
+
+
+def test_energy_gain_is_power_ratio_times_the_shown_speedup():
+    from runner.format.energy import on_step, with_gain
+
+    eager = on_step(_energy(130.0), 1.0, 0.9, 1.1)
+    graph = on_step(_energy(100.0), 0.2, 0.19, 0.21)
+    g = with_gain(graph, eager, 5.0, 4.0, 6.0)
+    assert g.energy_gain == pytest.approx(5.0 * 1.3)
+    assert g.energy_gain_ci_low == pytest.approx(4.0 * 130 * 0.95 / (100 * 1.05))
+    assert g.energy_gain_ci_high == pytest.approx(6.0 * 130 * 1.05 / (100 * 0.95))
+    # A speedup without an interval gives a gain without one.
+    g = with_gain(graph, eager, 5.0, None, None)
+    assert g.energy_gain == pytest.approx(6.5) and g.energy_gain_ci_low is None
+
+
+def test_above_idle_inside_the_counters_error_is_said_so():
+    from runner.format.energy import above_idle_within_error, on_step
+
+    idle = {"power_w": 118.0, "seconds": 1.0, "edge_s": 0.05}  # 5% bound
+    close = on_step(_energy(120.0, idle_w=118.0), 1.0)
+    assert close.energy_above_idle_mj_per_step == pytest.approx(2.0)
+    assert above_idle_within_error(close, idle)  # 2 W against ~6 + 5.9 W of error
+    below = on_step(_energy(114.0, idle_w=118.0), 1.0)
+    assert below.energy_above_idle_mj_per_step < 0
+    assert above_idle_within_error(below, idle)  # never shown as a negative figure
+    busy = on_step(_energy(400.0, idle_w=118.0), 1.0)
+    assert not above_idle_within_error(busy, idle)
+    assert not above_idle_within_error(busy, None)  # unknown error: the figure stands

@@ -119,7 +119,12 @@ def test_twelfth_size_agrees_with_a_fresh_compile():
     for key in ("graph_launches_per_step", "host_launches_per_step",
                 "gpu_kernels_per_step"):
         assert last[key] == fresh[key], key
-    assert last["step_ms"] == pytest.approx(fresh["step_ms"], rel=0.5)
+    # What a recompile-limit fallback changes is the work, not the host: a fallen-back
+    # size runs eager kernels (more of them, no graph) and its GPU busy time moves with
+    # them. The step time of this launch-bound point follows the host's launch cost
+    # instead (0.129 against 0.079 ms in one H200 call, equal in the next), so it is not
+    # what this test compares; GPU busy time is (within 25%: one profiled step each).
+    assert last["gpu_busy_ms"] == pytest.approx(fresh["gpu_busy_ms"], rel=0.25)
     assert last["graph_pool_bytes"] == fresh["graph_pool_bytes"], (
         last["details"]["m1"], fresh["details"]["m1"], last["details"]["compile"],
         fresh["details"]["compile"])

@@ -45,7 +45,9 @@ from dataclasses import dataclass, replace
 from runner.core import stats
 from runner.core.energy_counter import EnergyCounter
 from runner.core.rounds import rotation
+from runner.format import energy as energy_fmt
 from runner.format.energy import Energy, EnergyWindow, IdlePower
+from runner.format.measurement import Measurement
 from runner.format.numbers import percentile
 from runner.format.vocab import BASELINE_MODE, TIMINGS
 
@@ -270,3 +272,24 @@ def with_gain(e: Energy, base: Energy) -> Energy:
         return e
     return replace(e, energy_gain=iv.median, energy_gain_ci_low=iv.low,
                    energy_gain_ci_high=iv.high)
+
+
+def on_timed_steps(ms: dict[str, Measurement]) -> None:
+    """Every mode's energy per step from its windows' power and the step its rounds timed
+    (runner/format/energy.py on_step says why), and each graph mode's gain from the speedup
+    the point shows. Called after the windows, and again whenever a `--processes` pass
+    pools more rounds into the point (the step moves; energy per step moves with it)."""
+    derived: dict[str, Energy] = {}
+    for mode, m in ms.items():
+        e = m.energy.get()
+        if e is None or not e.available:
+            continue
+        derived[mode] = energy_fmt.on_step(e, m.timing.step_ms, m.intervals.step_ms_ci_low,
+                                           m.intervals.step_ms_ci_high)
+    base = derived.get(BASELINE_MODE)
+    for mode, e in derived.items():
+        if base is not None and mode != BASELINE_MODE:
+            iv = ms[mode].intervals
+            e = energy_fmt.with_gain(e, base, iv.speedup, iv.speedup_ci_low,
+                                     iv.speedup_ci_high)
+        ms[mode].energy.set(e, ms[mode].energy.idle)

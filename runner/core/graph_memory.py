@@ -9,6 +9,13 @@ torch.cuda.memory_snapshot(), segments by segment_pool_id), bytes allocated and 
 driver's used bytes since the series began, and the capture's seconds (warm-up included:
 what an engine's start-up pays). Shared: one pool from torch.cuda.graph_pool_handle(), as
 vLLM (current_platform.get_global_graph_pool()) and SGLang do. Private: a pool per graph.
+
+A model with per-batch state (`prepare_batch`: hf-causal-lm's StaticCache, the decoder's
+KV buffers) gets that state for each size before its warm-up, as a sweep point does: the
+state lives outside the pools (an engine's KV cache is its own allocation), so the pools
+stay what is measured. Each graph replays right after its memory is read, while its
+size's state is alive: the next size's prepare_batch replaces that state, after which an
+older graph must not replay (it would write into freed memory).
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ def capture_series(model, make_input: Callable, sizes: Sequence[int], pool_kind:
     keep, rows = [], []
     with torch.no_grad():
         for b in sorted(sizes, reverse=True):
-            x = make_input(b, gen)
+            x = size_input(model, make_input, b, gen)
             torch.cuda.synchronize(device)
             t0 = time.perf_counter()
             warm_up_on_side_stream(model, x)
@@ -52,12 +59,20 @@ def capture_series(model, make_input: Callable, sizes: Sequence[int], pool_kind:
                                    pool_reserved_bytes=now.private_bytes(old),
                                    allocated_bytes=now.allocated - before.allocated,
                                    device_used_bytes=now.device_used - before.device_used))
+            g.replay()  # each graph must replay: a broken capture is no figure
+            torch.cuda.synchronize(device)
             if progress:
                 progress(f"{pool_kind}: size {b} captured, pools "
                          f"{rows[-1].pool_reserved_bytes / 2**20:.1f} MiB")
-        for g, _x, _y in keep:  # each graph must replay: a broken capture is no figure
-            g.replay()
-        torch.cuda.synchronize(device)
     del keep
     reset_state(device)
     return rows
+
+
+def size_input(model, make_input: Callable, batch_size: int, generator):
+    """The input of one size, after the model's per-batch state is made for that size
+    (prepare_batch; the reason the hf-causal-lm capture once crashed: its forward rewinds
+    a cache that only prepare_batch creates). Runs on any device: tests call it on CPU."""
+    if hasattr(model, "prepare_batch"):
+        model.prepare_batch(batch_size)
+    return make_input(batch_size, generator)

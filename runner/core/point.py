@@ -340,6 +340,7 @@ class _Batch:
                 else None)
         for mode, e in got.items():
             self.ms[mode].energy.set(e, idle)
+        energy.on_timed_steps({mode: self.ms[mode] for mode in got})
 
     @contextlib.contextmanager
     def gated(self):

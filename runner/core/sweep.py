@@ -176,6 +176,7 @@ def _repeat_passes(spec: SweepSpec, sink: Sink, own: dict[int, tuple], config,
     with those so far and the batch size's points are replaced (sink.update), so a kill
     loses at most the pass in flight. Returns the run status (cancelled: stopped early)."""
     from runner.core import repeat
+    from runner.core.energy import on_timed_steps
     from runner.core.point import store_rounds
 
     pooled = {b: copy.deepcopy(r) for b, (r, _) in own.items()}
@@ -201,6 +202,7 @@ def _repeat_passes(spec: SweepSpec, sink: Sink, own: dict[int, tuple], config,
         else:
             pooled[batch].extend(got)
             store_rounds(ms, timed, pooled[batch], config)
+            on_timed_steps(ms)  # the step moved: energy per step follows it
         for mode in timed:
             _update(sink, ms[mode])
 
