@@ -1,6 +1,6 @@
 """launchbench dashboard: the frame. `streamlit run app.py`
 
-Navigation over the pages (their URL paths are the share-link contract of DESIGN.md), the
+Navigation over the pages (their URL paths: docs/ARCHITECTURE.md, "A shared link to a page"), the
 shared sidebar, the cached engine, and first-start seeding of an empty database. Each page
 is a script under pages/: settings -> load (db/ functions) -> show.
 """

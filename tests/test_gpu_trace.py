@@ -2,7 +2,7 @@
 on the lent H200: pytest -m gpu tests/test_gpu_trace.py).
 
 The seed MLP at its defaults (depth 32: 32 x (Linear + ReLU)) launches 64 kernels per
-step in eager (MEASUREMENT.md: 64 host launches measured on the H200); a manual CUDA graph
+step in eager (docs/MEASUREMENT.md, "Launch counting and GPU busy time"); a manual CUDA graph
 replays the same 64 with one cudaGraphLaunch. Batch 8 is the article's picture.
 """
 

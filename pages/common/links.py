@@ -22,7 +22,7 @@ class PageSpec:
     file: str        # relative to the repository root
     title: str
     icon: str
-    url_path: str    # the share-link contract of DESIGN.md ("Dashboard URLs")
+    url_path: str    # docs/ARCHITECTURE.md, "A shared link to a page"
     listed: bool     # in the menu; the run page needs ?run=ID, so only links lead there
 
 

@@ -2,7 +2,7 @@
 
 Why windows between ticks: NVML's total-energy counter (nvmlDeviceGetTotalEnergyConsumption,
 mJ) is not a live integral. On the lent H200 it moved about every 100 ms (78-103 ms idle;
-bench/results/h200-energy-probe.txt; MEASUREMENT.md, "Energy"): 3 distinct values in 42
+bench/results/h200-energy-probe.txt; docs/MEASUREMENT.md, "Energy"): 3 distinct values in 42
 reads over 0.2 s. Two reads at arbitrary times can be off by one whole step of the counter
 at each end, ~10% of a one-second window. So a window here starts and ends where the
 counter has just moved: it polls until the value changes, counts steps from that read,
@@ -22,7 +22,7 @@ step done. Each poll runs one block (the rounds' iters for the mode) and then `s
 the count at a read is of steps finished by then, as the counter sees them.
 
 Why interleaved like the rounds (runner/core/rounds.py): the host drifts and flips
-between states (MEASUREMENT.md, "The host is part of the measurement"), and a launch-bound
+between states (docs/MEASUREMENT.md, "The host is part of the measurement"), and a launch-bound
 mode's energy per step follows its step time. Windows go round-robin over the modes,
 rotated each round, so a host state hits every mode of a round alike, and the gain over
 eager is a paired per-round ratio. Each window is long and few are taken, so each is

@@ -1,6 +1,6 @@
-"""What a run was measured on (DESIGN.md environment fields), and GPU clocks over time.
+"""What a run was measured on (docs/ARCHITECTURE.md, "The result bundle"), and GPU clocks.
 
-Clocks and temperature are read, never set (MEASUREMENT.md): a locked clock would make
+Clocks and temperature are only read (docs/MEASUREMENT.md, "Left alone"): a locked clock would make
 the figures unlike what a user gets. torch's NVML wrappers are used when NVML is
 importable (cheap, no process start); nvidia-smi otherwise; None when neither answers.
 """

@@ -1,6 +1,6 @@
 """The host gate: what a point's timing sections do about other workers on the same host.
 
-Why: launch-bound figures are host figures (MEASUREMENT.md, "The host is part of the
+Why: launch-bound figures are host figures (docs/MEASUREMENT.md, "The host is part of the
 measurement"). Eight workers on one 8-GPU node share one CPU; each reports its own GPU,
 so a figure spoiled by a neighbour's timing looks like any other. A deployment chooses:
 

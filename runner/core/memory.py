@@ -6,8 +6,8 @@ segment_pool_id; (0, 0) is the default pool, anything else a private (graph) poo
 segment sizes by pool. torch 2.14 has reserved_bytes_by_private_pools stats, 2.11 does
 not, so the snapshot is the portable way.
 
-Three snapshots per point (MEASUREMENT.md): M0 before setup, M1 after setup, M2 after
-timing, each after a sync. Imports torch lazily (only ever called on a CUDA device).
+Three snapshots per mode (docs/MEASUREMENT.md, "Memory"): M0 before setup, M1 after setup,
+M2 after warm-up, each after a sync. Imports torch lazily (only ever called on a CUDA device).
 """
 
 from __future__ import annotations

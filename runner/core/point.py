@@ -3,7 +3,7 @@ against each other in interleaved rounds, and everything left clean behind.
 
 Isolation between batch sizes is a full in-process reset rather than a fresh process
 per point: a process start (torch import, CUDA context) costs seconds on a slow host CPU,
-which would dwarf an eager point. The reset covers what MEASUREMENT.md names: Dynamo
+which would dwarf an eager point. The reset (docs/MEASUREMENT.md, "Isolation") covers: Dynamo
 caches and recompile counts (torch._dynamo.reset), CUDA graph trees and their pools,
 dropped references, gc, empty_cache. tests/test_gpu_runner proves it: the 12th size of a
 sweep agrees with a fresh compile at that size.

@@ -1,7 +1,7 @@
 """Interleaved rounds: every mode of one batch size timed in turn, until the intervals
 are tight or the time budget is spent.
 
-Why rounds: on a host whose launch cost drifts and flips between states (MEASUREMENT.md,
+Why rounds: on a host whose launch cost drifts and flips between states (docs/MEASUREMENT.md,
 "The host is part of the measurement"), timing eager for a second and then the graph for
 a second compares two host states, not two modes. A round runs one short block of each
 mode back to back, so whatever the host does hits every mode of that round alike; the

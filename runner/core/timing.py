@@ -40,7 +40,7 @@ def phase(into: dict, name: str, *, on_error: bool = False) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class TimingConfig:
-    warmup_ms: float  # steady-state warm-up per mode after setup (MEASUREMENT.md: ~200 ms)
+    warmup_ms: float  # steady warm-up per mode after setup (docs/MEASUREMENT.md, "Warm-up")
     min_block_ms: float  # one mode's block in a round lasts at least this long
     min_rounds: int  # rounds before adaptive stopping may end the point
     max_rounds: int  # rounds at most, whatever the intervals say

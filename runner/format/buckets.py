@@ -3,7 +3,7 @@
 Pure and torch-free: the serve runner, the database layer and the dashboard all use it.
 
 Serving engines capture CUDA graphs for a fixed set of bucket sizes, pad each request up
-to the smallest bucket that holds it and run eager above the largest (MEASUREMENT.md,
+to the smallest bucket that holds it and run eager above the largest (docs/MEASUREMENT.md,
 "Dynamic batch sizes"). Two ways to state what padding costs, both kept because both are
 quoted: `padding_waste` = padded rows / real rows - 1 (extra compute per useful row: batch
 11 padded to 16 is 45% more rows) and `wasted_fraction` = pad rows / padded rows (the share

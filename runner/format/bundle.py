@@ -1,4 +1,4 @@
-"""The result bundle: one run as a JSON file (DESIGN.md, "Result bundle").
+"""The result bundle: one run as a JSON file (docs/ARCHITECTURE.md, "The result bundle").
 
 Standard library only, so a GPU host with nothing but torch can write one, and the
 database layer (which must not import torch) can read one.

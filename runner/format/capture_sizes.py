@@ -3,7 +3,7 @@ and an advisor that picks a capture list within a memory budget for a real distr
 
 Pure and torch-free. A serving engine captures one CUDA graph per size, pads each batch up
 to the next captured size and runs batches above the largest without graphs
-(MEASUREMENT.md, "Dynamic batch sizes"). What the advisor reports for a list, on a
+(docs/MEASUREMENT.md, "Dynamic batch sizes"). What the advisor reports for a list, on a
 distribution: padding waste (padded rows / real rows - 1, over the batches served by a
 graph), the share of batches run without graphs, the graph pool's MiB by a curve, and the
 capture seconds by the same curve.

@@ -5,7 +5,7 @@ A bundle's measurement is flat: ~30 contract fields beside a free `details` obje
 record groups them by what measured them (timing, the rounds' intervals, memory,
 launches, setup and graph status, the host, the trace, a published source's citation),
 and each field says where it lives in JSON: at the top level or under `details`, and
-under which key. So the layout stays the bundle format's (DESIGN.md, "Result bundle")
+under which key. So the layout stays the bundle's (docs/ARCHITECTURE.md, "The result bundle")
 while the code reads `m.timing.step_ms` and `m.intervals.vs_compile`, and every details
 key a page, report or test reads is declared here rather than found by string.
 
@@ -38,7 +38,7 @@ ENERGY_NUMBER_FIELDS = (
     "energy_gain_ci_low", "energy_gain_ci_high",
 )
 
-# The contract's figures of one point (DESIGN.md), in the order a bundle writes them.
+# A point's figures (docs/ARCHITECTURE.md, "The result bundle"), in the order a bundle writes them.
 # Unknown is None, never 0.
 NUMBER_FIELDS = (
     "step_ms", "step_ms_p10", "step_ms_p90", "samples", "latency_ms", "setup_s",
