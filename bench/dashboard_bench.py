@@ -117,11 +117,13 @@ def bench_functions(url: str, run_id: int, repeat: int) -> dict[str, tuple[float
 
     def board_load():  # what the Runs page computes once per database state
         runs = queries.runs_frame(engine)
-        board.board(runs, queries.key_points(engine, runs["id"]))
+        sweeps = queries.run_summaries(engine, runs.loc[runs["kind"] == "sweep", "id"])
+        board.board(runs, {s.header.id: s for s in sweeps})
 
     def run_load():
         points = queries.run_points(engine, run_id)
         queries.run_header(engine, run_id)
+        queries.run_summary(engine, run_id).headline()
         report.headline(points)
         for chart in charts.run_charts(points).values():
             chart.to_dict()

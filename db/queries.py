@@ -13,20 +13,66 @@ from db import liveness
 from db.models import Environment, Measurement, Run, ServeResult, Trace
 from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
 from runner.format.measurement import details_of
-from runner.format.run_summary import RunSummary
+from runner.format.run_summary import (
+    SUMMARY_COLUMNS,
+    RunHeader,
+    RunSummary,
+    record,
+    summarize,
+)
+
+SUMMARY_HEADER = ("id", "uuid", "kind", "workload", "workload_params", "dtype", "created_at",
+                  "finished_at", "status", "label", "source")
+SUMMARY_ENVIRONMENT = ("device", "gpu_name", "torch_version", "hostname")
+
+
+def run_summaries(engine: Engine, run_ids: list[int] | tuple | None = None,
+                  now: datetime | None = None) -> list[RunSummary]:
+    """The runs' summaries (runner/format/run_summary.py): header and key figures, built
+    by its summarize() from each run's points. All runs newest first when `run_ids` is
+    None, else those of the ids that exist, in the order asked. `now`: the time "lost" is
+    decided at (default: the database's clock). Two statements whatever the number."""
+    ids = None if run_ids is None else [int(i) for i in run_ids]
+    if ids == []:
+        return []
+    with engine.connect() as c:
+        # status as readers show it: "lost" for a running run whose writer went silent
+        # (db/liveness.py), decided here at read time, so read-only mode shows it too.
+        status = liveness.run_status(liveness.cutoff(c, now)).label("status")
+        stmt = (select(*(status if f == "status" else getattr(Run, f) for f in SUMMARY_HEADER),
+                       *(getattr(Environment, f) for f in SUMMARY_ENVIRONMENT))
+                .join(Environment, Run.environment_id == Environment.id)
+                .order_by(Run.created_at.desc(), Run.id.desc()))
+        if ids is not None:
+            stmt = stmt.where(Run.id.in_(ids))
+        headers = [RunHeader(**row._mapping) for row in c.execute(stmt)]
+        sweeps = [h.id for h in headers if h.kind == "sweep"]
+        points: dict[int, list] = {}
+        if sweeps:
+            rows = c.execute(select(Measurement.run_id,
+                                    *(getattr(Measurement, f) for f in SUMMARY_COLUMNS))
+                             .where(Measurement.run_id.in_(sweeps)))
+            for row in rows:
+                points.setdefault(row.run_id, []).append(record(row._mapping))
+    summaries = [summarize(h, points.get(h.id, ())) for h in headers]
+    if ids is None:
+        return summaries
+    order = {rid: i for i, rid in enumerate(ids)}
+    return sorted(summaries, key=lambda s: order[s.header.id])
 
 
 def list_runs(engine: Engine, now: datetime | None = None) -> list[RunSummary]:
-    """Every run, newest first, with what tells runs apart: workload, GPU, torch, status
-    ("lost" for a running run whose writer went silent, see db/liveness.py)."""
-    with engine.connect() as c:
-        status = liveness.run_status(liveness.cutoff(c, now)).label("status")
-        stmt = (select(Run.id, Run.uuid, Run.kind, Run.created_at, Run.workload, status,
-                       Run.label, Run.source, Environment.device, Environment.gpu_name,
-                       Environment.torch_version)
-                .join(Environment, Run.environment_id == Environment.id)
-                .order_by(Run.created_at.desc(), Run.id.desc()))
-        return [RunSummary(**row._mapping) for row in c.execute(stmt)]
+    """Every run, newest first, with what tells runs apart (workload, GPU, torch, status:
+    "lost" for a running run whose writer went silent, see db/liveness.py) and its key
+    figures: what `runner list` prints."""
+    return run_summaries(engine, None, now)
+
+
+def run_summary(engine: Engine, run_id: int, now: datetime | None = None
+                ) -> RunSummary | None:
+    """One run's summary; None when no run has this id."""
+    found = run_summaries(engine, [run_id], now)
+    return found[0] if found else None
 
 
 # --- The dashboard's reads: DataFrames for pages (pandas is a dashboard dependency) -----

@@ -4,7 +4,17 @@ diff; one line per reason the runs measure different things."""
 
 import streamlit as st
 
-from pages.common import analysis, charts, comparing, data, links, ui, widgets, workload_views
+from pages.common import (
+    analysis,
+    board,
+    charts,
+    comparing,
+    data,
+    links,
+    ui,
+    widgets,
+    workload_views,
+)
 from pages.common.plain import plain
 from runner.format import verdict
 
@@ -64,6 +74,9 @@ else:
     if absent:
         st.caption(f"Not in the chart: {plain(', '.join(absent))}: no step time beside an "
                    "eager one at the same batch size (see the tables below).")
+
+st.dataframe(board.key_table(data.summaries(found), names), hide_index=True,
+             key="key_figures")
 
 if workload_views.has_published_raw_cuda(headers):
     st.info(workload_views.RAW_CUDA_NOTE, icon=":material/memory:")

@@ -44,7 +44,7 @@ if header.get("kind") == "graph-memory":
 points = data.points([run_id])
 
 # --- show -------------------------------------------------------------------------------
-st.title(report.run_title(header, plain))
+st.title(report.run_title(data.summary(run_id).header, plain))
 if header.get("label") and header.get("source") != "published":
     st.caption(plain(header["label"]))
 widgets.published_banner(header)

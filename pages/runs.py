@@ -5,6 +5,7 @@ import streamlit as st
 
 from pages.common import board, data, links, ui, widgets
 from pages.common.plain import plain
+from runner.format.run_summary import MEMORY_COST_LABEL
 
 ui.ensure_frame()
 
@@ -36,14 +37,15 @@ st.caption(f"{len(runs)} run(s)" + (f", {published} of them published figures "
                                      "(not measured here)" if published else "")
            + ". Select rows to open or compare them. Noise: how many points ended on "
              "their time budget with a wide interval (noisy), saw the host's launch cost "
-             "move (host unstable), or predate intervals (no interval). Key figures: "
-             "each graph mode's best speedup over eager (ranked by its 95% lower bound), "
-             "its batch and graph pool; click a column header to sort.")
+             "move (host unstable), or predate intervals (no interval). Key figure: the "
+             "run's best speedup over eager (ranked by its 95% lower bound) and its memory "
+             f"cost, the {MEMORY_COST_LABEL}; then each graph mode's best, its batch and "
+             "graph pool; click a column header to sort.")
 
 # What a reader scans first fits 1280 px (id, link, who, what, the key figure, how many
 # points are ok); the sortable key figures and the rest follow, a scroll away.
-first = {"id": 36, "link": 52, "GPU": 140, "workload": 128, "torch": 92, "key figure": 210,
-         "points": 128, "noise": 200, "created": 130, "label": 240}
+first = {"id": 36, "link": 52, "GPU": 140, "workload": 128, "torch": 92, "key figure": 300,
+         "memory cost": 270, "points": 128, "noise": 200, "created": 130, "label": 240}
 event = st.dataframe(
     table, key="runs_table", hide_index=True, on_select="rerun", selection_mode="multi-row",
     column_order=[*first, *(c for c in table.columns if c not in first)],
@@ -55,6 +57,8 @@ event = st.dataframe(
         **{c: st.column_config.NumberColumn(c, format=board.key_format(c),
                                             help=board.KEY_HELP.get(c))
            for c in board.key_columns()},
+        **{c: st.column_config.TextColumn(c, width=first[c], help=board.KEY_HELP[c])
+           for c in ("key figure", "memory cost")},
     },
 )
 chosen = [int(table.iloc[i]["id"]) for i in event.selection.rows]

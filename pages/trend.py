@@ -4,7 +4,7 @@ marked. The whole view lives in the URL, so the link reproduces it."""
 
 import streamlit as st
 
-from pages.common import data, links, trends, ui, widgets
+from pages.common import board, data, links, trends, ui, widgets
 from pages.common.plain import plain
 from runner.format import verdict
 from runner.format.vocab import ALTERNATIVE_MODES
@@ -81,6 +81,11 @@ st.caption(f"{len(runs)} run(s) of {plain(workload)} ({plain(chosen_set)}) on {p
            "version then date. A change is marked (triangle) only when the ratio of the two "
            "speedups has a 95% interval wholly above or below 1 (Compare's rule); otherwise "
            f"it is within noise. {verdict.RULE_TEXT}")
+# Each run's key figure in the series' order, as the board and Compare quote it.
+ordered = trends.ordered_runs(runs)
+st.dataframe(board.key_table(data.summaries(ordered["id"]),
+                             dict(zip(ordered["id"].astype(int), ordered["run"], strict=True))),
+             hide_index=True, key="key_figures")
 if table.empty:
     st.info("No speedup measured at these batch sizes and modes.")
 else:

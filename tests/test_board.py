@@ -10,6 +10,8 @@ import pytest
 from db import queries
 from db.store import import_bundle
 from pages.common import board
+from runner.format.run_summary import NO_SPEEDUP
+from runner.format.verdict import INCONCLUSIVE, quoted
 from tests.synthetic import sweep_bundle
 
 
@@ -17,10 +19,14 @@ def _runs(engine):
     return queries.runs_frame(engine)
 
 
+def _summaries(engine, ids) -> dict:
+    return {s.header.id: s for s in queries.run_summaries(engine, ids)}
+
+
 def test_key_figures_rank_by_lower_bound_and_carry_the_pool(sqlite_engine):
     rid = import_bundle(sqlite_engine, sweep_bundle())[0]
     runs = _runs(sqlite_engine)
-    figs = board.key_figures(runs, queries.key_points(sqlite_engine, [rid])).loc[rid]
+    figs = board.key_figures(runs, _summaries(sqlite_engine, [rid])).loc[rid]
     pts = queries.run_points(sqlite_engine, rid)
     for mode in ("reduce-overhead", "cuda-graph"):
         mine = pts[(pts["mode"] == mode)]
@@ -32,10 +38,12 @@ def test_key_figures_rank_by_lower_bound_and_carry_the_pool(sqlite_engine):
 
 
 def test_a_run_without_points_has_no_figures_not_zeros(sqlite_engine):
-    runs = pd.DataFrame([{"id": 1, "kind": "sweep", "points": 0, "ok_points": 0}])
-    figs = board.key_figures(runs, pd.DataFrame(columns=queries.KEY_POINT_COLUMNS)).loc[1]
+    doc = sweep_bundle()
+    doc["measurements"] = []
+    rid = import_bundle(sqlite_engine, doc)[0]
+    figs = board.key_figures(_runs(sqlite_engine), _summaries(sqlite_engine, [rid])).loc[rid]
     assert all(math.isnan(figs[c]) for c in board.key_columns())
-    assert figs["key figure"] == "no graph mode measured"
+    assert figs["key figure"] == NO_SPEEDUP and figs["memory cost"] == ""
 
 
 def test_serve_key_figure_is_the_best_strategy():
@@ -47,7 +55,7 @@ def test_serve_key_figure_is_the_best_strategy():
          "latency_ms_p99": 1.25},
         {"run_id": 7, "strategy": "broken", "status": "error", "rows_per_s": None,
          "latency_ms_p99": None}])
-    figs = board.key_figures(runs, pd.DataFrame(), serve).loc[7]
+    figs = board.key_figures(runs, {}, serve).loc[7]
     assert figs["key figure"] == "best buckets: 900 rows/s, p99 1.25 ms"
     assert figs["points"] == "2/3 strategies ok"
 
@@ -67,27 +75,32 @@ def test_compare_refusal_names_the_reason():
 
 
 def _one_run_at_a_time(points: pd.DataFrame) -> dict:
-    """The oracle: one run's key figures from analysis' per-run functions, as the board
-    computed them before it did all runs at once."""
+    """The oracle: one run's key figures from analysis' per-run functions over its points
+    frame (pandas), against which the summary's standard-library builder is held."""
     from pages.common import analysis
 
     row = {c: math.nan for c in board.key_columns()}
-    lines = []
     ok = analysis.usable(points)
-    for _, b in analysis.largest_speedups(points).iterrows():
-        if b["mode"] not in ("reduce-overhead", "cuda-graph"):
+    best = analysis.largest_speedups(points)
+    for _, b in best.iterrows():
+        if b["mode"] not in ("reduce-overhead", "cuda-graph") or b["verdict"] == INCONCLUSIVE:
             continue
         batch = int(b["batch_size"])
         row[f"{b['mode']} x"], row[f"{b['mode']} batch"] = float(b["speedup"]), batch
         pool = ok.loc[(ok["mode"] == b["mode"]) & (ok["batch_size"] == batch),
                       "graph_pool_bytes"].astype(float)
         row[f"{b['mode']} pool MiB"] = pool.iloc[0] / 2**20 if len(pool) else math.nan
-        lines.append((float(b["speedup"]), f"{b['mode']} {float(b['speedup']):.2f}x at "
-                                           f"batch {batch:,}"))
     be = analysis.break_even(points)
     if be.status in ("crosses", "always-below"):
         row["break-even batch"] = be.batch_size
-    row["key figure"] = max(lines)[1] if lines else "no graph mode measured"
+    found = best[best["verdict"] != INCONCLUSIVE]
+    if found.empty:
+        row["key figure"] = None  # not compared: the inconclusive wording is tested apart
+    else:
+        rank = found["speedup_ci_low"].where(found["speedup_ci_low"].notna(), found["speedup"])
+        k = found.loc[rank.idxmax()]
+        row["key figure"] = (f"{k['mode']} at batch {int(k['batch_size'])}: "
+                             f"{quoted(k['speedup'], k['speedup_ci_low'], k['speedup_ci_high'])}")
     return row
 
 
@@ -123,12 +136,14 @@ def test_key_figures_of_all_runs_at_once_equal_one_run_at_a_time(sqlite_engine):
     runs = _runs(sqlite_engine)
     sweeps = runs[runs["kind"] == "sweep"]
     points = queries.key_points(sqlite_engine, sweeps["id"])
-    figs = board.key_figures(sweeps, points)
+    figs = board.key_figures(sweeps, _summaries(sqlite_engine, sweeps["id"]))
     seen_break_even = 0
     for rid in sweeps["id"].astype(int):
         want = _one_run_at_a_time(points[points["run_id"] == rid])
         got = figs.loc[rid]
         for c, v in want.items():
+            if v is None:
+                continue
             if isinstance(v, float) and math.isnan(v):
                 assert math.isnan(got[c]), (rid, c, got[c])
             else:
@@ -139,7 +154,8 @@ def test_key_figures_of_all_runs_at_once_equal_one_run_at_a_time(sqlite_engine):
 
 
 def test_the_board_is_built_from_one_points_query_per_database_state(sqlite_engine):
-    """The Runs page's load: its queries do not grow with the number of runs."""
+    """The Runs page's load: its queries do not grow with the number of runs (the runs
+    frame, then the summaries' headers and points)."""
     from sqlalchemy import event
 
     for i in range(12):
@@ -148,9 +164,9 @@ def test_the_board_is_built_from_one_points_query_per_database_state(sqlite_engi
     event.listen(sqlite_engine, "before_cursor_execute",
                  lambda *a: statements.append(a[2]))
     runs = _runs(sqlite_engine)
-    table = board.board(runs, queries.key_points(sqlite_engine, runs["id"]))
+    table = board.board(runs, _summaries(sqlite_engine, runs["id"]))
     assert len(table) == 12 and table["cuda-graph x"].notna().all()
-    assert len(statements) == 2, statements  # the runs frame and the key points
+    assert len(statements) == 3, statements
 
 
 def test_the_runs_page_computes_the_board_once_per_database_state(dash, monkeypatch):

@@ -11,6 +11,7 @@ from db.samples import SAMPLES
 from pages.common import analysis, charts, comparing, cost, report, serve_charts
 from pages.common.names import device_name
 from runner.format import bundle as fmt
+from runner.format.run_summary import header_of
 from tests.synthetic import sweep_bundle
 
 MIB = 2**20
@@ -81,10 +82,16 @@ def test_pareto_agrees_with_the_definition_on_many_groups_with_ties_and_gaps():
         assert best is (not beaten), r
 
 
-def test_headline_is_one_line_with_interval_and_extra_mib(batch8):
-    assert cost.headline(batch8) == "cuda-graph at batch 8: 7.1x (6.5-7.6) for +34 MiB"
+def headline(points) -> str | None:
+    return report.summary_of({"id": 1}, points).headline()
+
+
+def test_headline_is_one_line_with_interval_and_the_named_memory_cost(batch8):
+    assert headline(batch8) == ("cuda-graph at batch 8: 7.10x (6.50-7.60x) · 34.0 MiB "
+                                "graph pool kept after capture")
     published = frame(fmt.read(SAMPLES / "published-l40s-day25.json"))
-    assert cost.headline(published).endswith("(no interval) memory not measured")
+    assert headline(published).endswith(
+        "(no interval) · graph pool kept after capture: not measured")
 
 
 def test_memory_chart_stacks_both_parts_in_mode_colours(batch8):
@@ -152,8 +159,8 @@ def test_a_run_without_gpu_is_named_cpu_and_host_never_nan():
     assert device_name({"gpu_name": float("nan"), "hostname": "box"}) == "CPU (box)"
     assert device_name({"gpu_name": None}) == "CPU"
     assert device_name(pd.Series({"gpu_name": "NVIDIA H200"})) == "NVIDIA H200"
-    title = report.run_title({"id": 3, "workload": "mlp", "gpu_name": float("nan"),
-                              "hostname": "box", "torch_version": float("nan")})
+    title = report.run_title(header_of({"id": 3, "workload": "mlp", "gpu_name": float("nan"),
+                                        "hostname": "box", "torch_version": float("nan")}))
     assert title == "Run 3: mlp on CPU (box), torch —"
 
 
@@ -193,7 +200,11 @@ def test_points_table_key_columns_first_and_pivot(batch8):
     assert ro["Verdict"] == "faster"
     assert t[t["Mode"] == "eager"].iloc[0]["Verdict"] == "—"  # the reference itself
     pivot = report.speedup_pivot(batch8).set_index("Batch size")
-    assert pivot.at[8, "cuda-graph"] == "7.1x (6.5-7.6) · +34 MiB"
+    # the memory cost as the summary defines it: reduce-overhead's pool, not its +62 MiB
+    # of pool + peak over eager's peak (the points table's column beside it)
+    assert pivot.at[8, "cuda-graph"] == "7.1x (6.5-7.6) · 34.0 MiB"
+    assert pivot.at[8, "reduce-overhead"] == "6.0x (5.5-6.5) · 95.0 MiB"
+    assert pivot.at[8, "compile"] == "1.1x (1.0-1.2)"  # captures no graph: no pool
 
 
 def test_html_report_table_fits_its_width(batch8):
@@ -201,5 +212,6 @@ def test_html_report_table_fits_its_width(batch8):
                                "source": "measured", "gpu_name": "G"}, batch8)
     assert "white-space:nowrap" not in html  # the 1535 px table came from nowrap cells
     assert "<div class='wide'><table class='points'>" in html
-    assert "cuda-graph at batch 8: 7.1x (6.5-7.6) for +34 MiB" in html
+    assert ("cuda-graph at batch 8: 7.10x (6.50-7.60x) · 34.0 MiB graph pool kept after "
+            "capture") in html
     assert "release cached blocks" in html

@@ -12,6 +12,7 @@ import pytest
 from db import queries
 from db.engine import make_engine
 from db.store import import_bundle
+from runner.format.run_summary import MEMORY_COST_LABEL
 from tests.synthetic import sweep_bundle
 
 pytest_plugins = ("tests.e2e_support",)
@@ -47,8 +48,8 @@ def test_run_page_answer_first_at_1280_and_nothing_fetched_from_outside(dashboar
     page.goto(dashboard.url(f"run?run={rid}"))
     wait_for_app(page, "Every finding")
     text = _visible_text(page)
-    summary = next(line for line in text.splitlines() if " for +" in line)
-    assert " at batch " in summary and "MiB" in summary
+    summary = next(line for line in text.splitlines() if MEMORY_COST_LABEL in line)
+    assert " at batch " in summary and " MiB " in summary
     # The answer first: the first chart starts on the first screen, under the headline.
     chart = page.locator("[data-testid='stVegaLiteChart']").first
     chart.wait_for()

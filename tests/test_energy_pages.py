@@ -10,8 +10,9 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from pages.common import charts, cost, energy, report
+from pages.common import charts, energy, report
 from runner.format import bundle as fmt
+from runner.format.run_summary import less_energy
 from tests.synthetic import sweep_bundle
 from tests.test_pages import charts as page_charts
 from tests.test_pages import run_views, texts
@@ -66,13 +67,13 @@ def test_energy_charts_only_with_data(with_energy, without):
 
 
 def test_headline_gains_energy_words(with_energy, without):
-    line = cost.headline(with_energy)
+    line = report.summary_of({"id": 1}, with_energy).headline()
     assert line.startswith("cuda-graph at batch") and "84% less energy per step" in line
-    assert "energy" not in cost.headline(without)
+    assert "energy" not in report.summary_of({"id": 1}, without).headline()
     found = [x for x in report.headline(with_energy) if x.startswith("Energy: cuda-graph")]
     assert found and "84% less energy per step than eager (6.25x" in found[0]
     assert not [x for x in report.headline(without) if x.startswith("Energy:")]
-    assert energy.less_energy(0.5) == "100% more energy per step"
+    assert less_energy(0.5) == "100% more energy per step"
 
 
 def test_missing_reason_says_why_in_one_line(without):

@@ -75,7 +75,7 @@ def test_sigkilled_sweep_reads_lost_after_the_timeout_and_a_writer_persists_it(
     finally:
         if p.poll() is None:
             p.kill()
-    run_id = queries.list_runs(engine)[0].id
+    run_id = queries.list_runs(engine)[0].header.id
     with engine.connect() as c:
         beat = c.scalar(select(Run.heartbeat_at).where(Run.id == run_id))
     assert beat is not None  # the sweep heartbeated its run
@@ -84,7 +84,7 @@ def test_sigkilled_sweep_reads_lost_after_the_timeout_and_a_writer_persists_it(
     assert _status(engine, run_id, now + LATER) == "lost"
     frame = queries.runs_frame(engine, now=now + LATER)
     assert frame.loc[frame["id"] == run_id, "status"].item() == "lost"
-    assert queries.list_runs(engine, now + LATER)[0].status == "lost"  # `runner list`
+    assert queries.list_runs(engine, now + LATER)[0].header.status == "lost"  # `runner list`
     assert _stored(engine, Run, run_id) == "running"  # reading wrote nothing
 
     # A read-only deployment shows the truth too, through its read-only engine.

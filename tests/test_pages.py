@@ -160,7 +160,8 @@ def test_run_page_headline_charts_table_environment_and_share_link(dash):
     assert [len(charts(views[v])) for v in CHART_VIEWS] == [2, 2, 3]
     at = views["Speed"]
     md = texts(at, "markdown")
-    assert md[0].startswith("#### cuda-graph at batch ") and " for +" in md[0]
+    assert md[0].startswith("#### cuda-graph at batch ")
+    assert md[0].endswith(" MiB graph pool kept after capture")
     head = findings(md)
     assert "reduce-overhead: up to" in head and "Break-even" in head
     assert all(texts(v, "markdown")[:1] == md[:1] and findings(texts(v, "markdown")) == head
@@ -213,7 +214,8 @@ def test_run_page_quotes_intervals_noise_and_launch_cost(dash):
         ("compile", 8): {"noisy": True, "stop_reason": "budget"}})
     at = dash.open("pages/run.py", run=str(rid))
     md = texts(at, "markdown")
-    assert md[0] == "#### cuda-graph at batch 8: 10.5x (10.0-11.0) for +32 MiB"
+    assert md[0] == ("#### cuda-graph at batch 8: 10.50x (10.00-11.00x) · 32.0 MiB graph pool "
+                     "kept after capture")
     head = findings(md)
     assert ("cuda-graph: up to 10.50x (10.00-11.00x) over eager, at batch 8" in head
             and "batches 1-64 within noise" in head), head
@@ -260,14 +262,16 @@ def test_compare_overlays_runs_with_ratio_table_and_environment_diff(dash):
     at = dash.open("pages/compare.py", run=[str(a), str(b)])
     assert len(charts(at)) == 1  # one chart: a colour per run, a mark per mode
     assert not at.warning  # same workload, params, dtype
-    ratios = at.dataframe[0].value
+    keys = at.dataframe[0].value  # each run's key figure, as the board quotes it
+    assert list(keys.columns) == ["run", "key figure", "memory cost"] and len(keys) == 2
+    ratios = at.dataframe[1].value
     col = [c for c in ratios.columns if " vs #" in c][0]
     assert list(ratios.columns).index(col) == 2  # the answer right after mode and batch
     assert ratios[col].dropna().gt(1).all()  # B (half the time) is faster everywhere
-    memory = at.dataframe[1].value
+    memory = at.dataframe[2].value
     assert [c for c in memory.columns if c.endswith(" MiB")] == [
         f"#{a} Synthetic GPU A · torch 2.1 MiB", f"#{b} Synthetic GPU B · torch 2.2 MiB"]
-    diff = at.dataframe[2].value
+    diff = at.dataframe[3].value
     assert {"gpu_name", "torch_version"} <= set(diff["field"])
     assert any(c.endswith(f"/compare?run={a}&run={b}") for c in texts(at, "code"))
 
@@ -280,14 +284,14 @@ def test_compare_marks_ratios_within_noise_and_diffs_launch_cost(dash):
         ("eager", 8): {"step_ms": 2.8, "step_ms_ci_low": 2.77, "step_ms_ci_high": 2.83}})
     old = dash.add(gpu="Synthetic GPU C", intervals=False)
     at = dash.open("pages/compare.py", run=[str(a), str(b), str(old)])
-    ratios = at.dataframe[0].value
+    ratios = at.dataframe[1].value
     col_b = [c for c in ratios.columns if c.startswith(f"#{b} ") and c.endswith(" 95%")][0]
     col_old = [c for c in ratios.columns if c.startswith(f"#{old} ") and c.endswith(" 95%")][0]
     assert ratios[col_b].str.startswith("within noise (").any()
     slower = ratios[ratios[col_b].str.startswith("slower (")]
     assert list(zip(slower["mode"], slower["batch_size"], strict=True)) == [("eager", 8)]
     assert set(ratios[col_old]) == {"no interval"}
-    diff = at.dataframe[2].value.set_index("field")
+    diff = at.dataframe[3].value.set_index("field")
     row = diff.loc["host launch cost (us, median and range)"]
     assert [v for k, v in row.items() if k.startswith("#")] == ["8.0 us (8.0-8.0)",
                                                                 "20.0 us (20.0-20.0)", "—"]
@@ -441,7 +445,8 @@ def test_runs_board_shows_key_figures_and_sorts_them_as_numbers(dash):
     for mode in ("reduce-overhead", "cuda-graph"):
         assert row[f"{mode} x"] > 1 and row[f"{mode} batch"] in (1, 8, 64, 512, 4096)
         assert table[f"{mode} x"].dtype.kind == "f"
-    assert "x at batch" in row["key figure"] and row["points"] == "20/20 ok"
+    assert row["key figure"].startswith("cuda-graph at batch ") and row["points"] == "20/20 ok"
+    assert row["memory cost"].endswith(" MiB graph pool kept after capture")
 
 
 def test_serve_run_on_the_board_and_a_refused_compare(dash):

@@ -69,9 +69,13 @@ def test_quoted_never_gives_an_inconclusive_median():
 
 # --- the rule where a speedup is quoted or ranked -------------------------------------------
 
-from pages.common import analysis, board, cost, report, trends  # noqa: E402
+from pages.common import analysis, board, report, trends  # noqa: E402
 from runner.format import bundle as fmt  # noqa: E402
 from tests.synthetic import sweep_bundle  # noqa: E402
+
+
+def headline(points) -> str | None:
+    return report.summary_of({"id": 1}, points).headline()
 
 # The noisy run: compile at batch 1 spans 0.0-111.7x; cuda-graph is a finding at
 # batch 8 and inconclusive at batch 1; reduce-overhead is inconclusive everywhere.
@@ -113,7 +117,7 @@ def test_headlines_say_inconclusive_and_quote_no_median():
     assert "up to 7.10x" in graph and "inconclusive, not ranked: batch 1" in graph
     assert vd.RULE_TEXT in lines
     assert not any(ln.startswith("compile: its") for ln in lines)  # no payback quoted
-    assert cost.headline(p).startswith("cuda-graph at batch 8: 7.1x")
+    assert headline(p).startswith("cuda-graph at batch 8: 7.10x")
     only_bad = {k: v for k, v in NOISY.items() if k != ("cuda-graph", 8)}
     only_bad[("cuda-graph", 8)] = {"speedup": 2.0, "speedup_ci_low": 0.1,
                                    "speedup_ci_high": 9.0}
@@ -121,11 +125,12 @@ def test_headlines_say_inconclusive_and_quote_no_median():
                                         "speedup_ci_high": 9.0}
     same = dict(only_bad)
     same[("compile", 1)] = {"speedup": 0.9, "speedup_ci_low": 0.8, "speedup_ci_high": 1.1}
-    assert cost.headline(noisy_points(same)) == (
-        "compile at batch 1: 0.9x (0.8-1.1) for +0 MiB · within noise of eager")
-    head = cost.headline(noisy_points(only_bad))
+    assert headline(noisy_points(same)) == (
+        "compile at batch 1: 0.90x (0.80-1.10x) · no graph pool (compile captures no graph)"
+        " · within noise of eager")
+    head = headline(noisy_points(only_bad))
     assert head.startswith("Inconclusive: no mode's speedup is a finding")
-    assert "0.5x" not in head and "2.0x" not in head
+    assert "0.5" not in head and "2.0" not in head
 
 
 def test_pivot_and_points_table_mark_inconclusive():
@@ -142,13 +147,15 @@ def test_pivot_and_points_table_mark_inconclusive():
 
 
 def test_board_key_figure_leaves_inconclusive_modes_unranked():
-    def figures(points):  # the board's one-pass table, one run: (row, key figure)
-        row = board._sweep_table(points).loc[1]
+    def figures(points):  # the board's row of one run: (row, key figure)
+        runs = pd.DataFrame([{"id": 1, "kind": "sweep"}])
+        row = board.key_figures(runs, {1: report.summary_of({"id": 1}, points)}).loc[1]
         return row, row["key figure"]
 
     p = noisy_points()
     row, text = figures(p)
-    assert row["cuda-graph x"] == pytest.approx(7.1) and text == "cuda-graph 7.10x at batch 8"
+    assert row["cuda-graph x"] == pytest.approx(7.1)
+    assert text == "cuda-graph at batch 8: 7.10x (6.50-7.60x)"
     assert math.isnan(row["reduce-overhead x"])
     bad = dict(NOISY)
     bad[("cuda-graph", 8)] = {"speedup": 2.0, "speedup_ci_low": 0.1, "speedup_ci_high": 9.0}

@@ -17,18 +17,16 @@ import numpy as np
 import pandas as pd
 
 from pages.common.names import device_name, known
+from runner.format import run_summary
 from runner.format import verdict as vd
 from runner.format.bundle import ENVIRONMENT_FIELDS, MODES
 from runner.format.measurement import details_of
 from runner.format.numbers import flag_or_none as _flag
 from runner.format.numbers import is_missing
 from runner.format.numbers import number_or_none as _num
+from runner.format.run_summary import BREAK_EVEN_GAIN
 from runner.format.verdict import INCONCLUSIVE, RANKABLE, verdict
 
-# The issue's threshold: above this batch size reduce-overhead gains less than 1.1x over
-# compile, so the extra constraints of CUDA graphs (static shapes, a private pool) stop
-# paying for themselves.
-BREAK_EVEN_GAIN = 1.1
 MODE_ORDER = {m: i for i, m in enumerate(MODES)}
 # What makes two runs' curves comparable: the same model at the same size and precision.
 COMPARABLE_FIELDS = ("kind", "workload", "workload_params", "dtype")
@@ -209,13 +207,7 @@ def break_even(points: pd.DataFrame, threshold: float = BREAK_EVEN_GAIN) -> Brea
             paired[row["batch_size"]] = float(vs["median"])
     # The paired per-round ratio where the runner measured it; else ratio of medians.
     ratios = tuple((int(b), paired.get(b, float(c[b] / r[b]))) for b in both)
-    # Scan from the largest batch down: the break-even is where the tail of "below
-    # threshold" batches starts. One noisy batch in the middle does not move it.
-    first_below = None
-    for b, ratio in reversed(ratios):
-        if ratio >= threshold:
-            break
-        first_below = b
+    first_below = run_summary.first_below(ratios, threshold)  # the one scan of the rule
     if first_below is None:
         return BreakEven("never-below", last_gaining=ratios[-1][0], threshold=threshold,
                          ratios=ratios)

@@ -1,7 +1,8 @@
-"""The Runs board's logic, free of streamlit: each run's key figures (best speedup per
-graph mode with its batch and graph pool, the break-even batch; a serve run's best
-strategy; a graph-memory run's fixed MiB per capture), and whether a selection of runs
-can be compared.
+"""The Runs board's logic, free of streamlit: each run's key figures (a sweep's read from
+its summary, runner/format/run_summary.py: the key figure and its memory cost, each graph
+mode's best speedup with its batch and graph pool, the break-even batch; a serve run's
+best strategy; a graph-memory run's fixed MiB per capture), and whether a selection of
+runs can be compared.
 
 Key figures are numbers (NaN when unknown), so the table sorts them as numbers.
 """
@@ -9,17 +10,22 @@ Key figures are numbers (NaN when unknown), so the table sorts them as numbers.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
 from pages.common import analysis
-from runner.format.measurement import details_of
-from runner.format.numbers import number_or_none as _num
-from runner.format.verdict import RANKABLE, SPREAD_LIMIT
+from runner.format.metrics import BYTES_PER_MIB
+from runner.format.run_summary import (
+    BREAK_EVEN_GAIN,
+    MEMORY_COST_LABEL,
+    NO_SPEEDUP,
+    RunSummary,
+)
+from runner.format.verdict import INCONCLUSIVE, SPREAD_LIMIT
 from runner.format.vocab import CUDA_GRAPH_MODES
 
-MIB = 1024 * 1024
-NO_GRAPH = "no graph mode measured"
+MIB = BYTES_PER_MIB
 
 
 def _col(mode: str, what: str) -> str:
@@ -40,11 +46,13 @@ KEY_HELP = {
                      f"interval contains 1x and spans more than {SPREAD_LIMIT:g}x)"
        for m in CUDA_GRAPH_MODES},
     **{_col(m, "batch"): f"the batch size of {m}'s best speedup" for m in CUDA_GRAPH_MODES},
-    **{_col(m, "pool MiB"): f"graph pool {m} holds at its best point"
+    **{_col(m, "pool MiB"): f"{m}'s memory cost at its best point: the {MEMORY_COST_LABEL}"
        for m in CUDA_GRAPH_MODES},
     "break-even batch": f"first batch from which reduce-overhead gains less than "
-                        f"{analysis.BREAK_EVEN_GAIN}x over compile (empty: not reached or "
-                        "unknown)",
+                        f"{BREAK_EVEN_GAIN}x over compile (empty: not reached or unknown)",
+    "key figure": "the run's best speedup over eager (any mode, ranked by its 95% lower "
+                  "bound), its mode and batch",
+    "memory cost": f"what the key figure's point costs: the {MEMORY_COST_LABEL}",
 }
 
 
@@ -53,91 +61,35 @@ def key_format(column: str) -> str:
     return "%.2fx" if column.endswith(" x") else "%.1f" if column.endswith("MiB") else "%d"
 
 
-def _break_even_batches(points: pd.DataFrame) -> dict[int, int]:
-    """Per run: the break-even batch where it is "crosses" or "always-below", exactly as
-    analysis.break_even decides it one run at a time, for every run in one pass."""
-    ok = analysis.usable(points)
-    ok = ok[ok["mode"].isin(("compile", "reduce-overhead"))]
-    if ok.empty:
-        return {}
-    step = ok.pivot_table(index=["run_id", "batch_size"], columns="mode",
-                          values="step_ms", aggfunc="first")
-    if not {"compile", "reduce-overhead"} <= set(step.columns):
-        return {}
-    step = step.dropna(subset=["compile", "reduce-overhead"]).sort_index()
-    ro = ok[ok["mode"] == "reduce-overhead"]
-    # The paired per-round ratio where the runner measured it; else ratio of medians.
-    paired = {}
-    for rid, b, d in zip(ro["run_id"], ro["batch_size"], ro["details"], strict=True):
-        vs = details_of(d).intervals.vs_compile
-        if isinstance(vs, dict) and _num(vs.get("median")) is not None:
-            paired[(int(rid), int(b))] = float(vs["median"])
-    out: dict[int, int] = {}
-    by_run: dict[int, list[tuple[int, float]]] = {}
-    for (rid, b), c, r in zip(step.index, step["compile"], step["reduce-overhead"],
-                              strict=True):
-        key = (int(rid), int(b))
-        by_run.setdefault(key[0], []).append((key[1], paired.get(key, float(c / r))))
-    for rid, ratios in by_run.items():
-        first_below = None
-        for b, ratio in reversed(ratios):  # the tail of "below threshold" batches
-            if ratio >= analysis.BREAK_EVEN_GAIN:
-                break
-            first_below = b
-        if first_below is not None:
-            out[rid] = first_below
-    return out
+def _sweep_row(summary: RunSummary | None) -> dict:
+    """A sweep's key figures as the board shows them, read from its summary: numbers
+    (NaN when unknown) so the columns sort, and the key figure and its memory cost in the
+    summary's own words."""
+    row: dict = {c: math.nan for c in key_columns()}
+    if summary is None:  # a sweep the summaries did not cover: none of its figures known
+        return {**row, "key figure": NO_SPEEDUP, "memory cost": ""}
+    for b in summary.bests:
+        if b.mode not in CUDA_GRAPH_MODES or b.verdict == INCONCLUSIVE:
+            continue  # an inconclusive best is no number to sort or rank by
+        row[_col(b.mode, "x")] = b.speedup
+        row[_col(b.mode, "batch")] = b.batch_size
+        row[_col(b.mode, "pool MiB")] = (math.nan if b.graph_pool_bytes is None
+                                         else b.graph_pool_bytes / BYTES_PER_MIB)
+    if summary.break_even_batch is not None:
+        row["break-even batch"] = summary.break_even_batch
+    row["key figure"] = summary.speedup_text()
+    row["memory cost"] = summary.memory_text() or ""
+    return row
 
 
-def _sweep_table(points: pd.DataFrame) -> pd.DataFrame:
-    """Per run (index run_id): key_columns() and `key figure`, for every run at once.
-
-    The same figures analysis.largest_speedups and analysis.break_even give one run at a
-    time (tests/test_board.py holds them equal), computed by column over all runs: one run
-    at a time took 14.6 s for 1,000 runs on every rerun of the Runs page."""
-    cols = [*key_columns(), "key figure"]
-    if points.empty:
-        return pd.DataFrame(columns=cols, index=pd.Index([], name="run_id"))
-    sp = analysis.speedups(points)
-    sp = sp[sp["mode"].isin(CUDA_GRAPH_MODES)]
-    rows: dict[int, dict] = {}
-    lines: dict[int, list] = {}
-    if not sp.empty:
-        sp = sp.assign(_rank=sp["speedup_ci_low"].where(sp["speedup_ci_low"].notna(),
-                                                        sp["speedup"]))
-        # idxmax takes the first of equal ranks, in speedups' order (run, mode, batch):
-        # the batch largest_speedups picks.
-        ranked = sp[sp["verdict"].isin(RANKABLE)]  # inconclusive points are never ranked
-        best = ranked.loc[ranked.groupby(["run_id", "mode"])["_rank"].idxmax()]
-        ok = analysis.usable(points)
-        pool = dict(zip(zip(ok["run_id"].astype(int), ok["mode"], ok["batch_size"].astype(int),
-                            strict=True),
-                        pd.to_numeric(ok["graph_pool_bytes"]), strict=True)) \
-            if "graph_pool_bytes" in ok else {}
-        for rid, mode, batch, x in zip(best["run_id"].astype(int), best["mode"],
-                                       best["batch_size"].astype(int),
-                                       best["speedup"].astype(float), strict=True):
-            row = rows.setdefault(rid, {c: math.nan for c in key_columns()})
-            row[_col(mode, "x")] = x
-            row[_col(mode, "batch")] = batch
-            mib = pool.get((rid, mode, batch))
-            row[_col(mode, "pool MiB")] = mib / MIB if mib is not None and mib == mib \
-                else math.nan
-            lines.setdefault(rid, []).append((x, f"{mode} {x:.2f}x at batch {batch:,}"))
-        # A mode whose every point is inconclusive (runner/format/verdict.py) is not a
-        # finding: no number to sort or rank by, only the word.
-        left = sp.drop_duplicates(["run_id", "mode"]).set_index(["run_id", "mode"]).index \
-            .difference(best.set_index(["run_id", "mode"]).index)
-        for rid, mode in left:
-            rows.setdefault(int(rid), {c: math.nan for c in key_columns()})
-            lines.setdefault(int(rid), []).append((-math.inf, f"{mode} inconclusive"))
-    for rid, batch in _break_even_batches(points).items():
-        rows.setdefault(rid, {c: math.nan for c in key_columns()})["break-even batch"] = batch
-    for rid, row in rows.items():
-        row["key figure"] = max(lines[rid])[1] if rid in lines else NO_GRAPH
-    table = pd.DataFrame.from_dict(rows, orient="index", columns=cols)
-    table.index.name = "run_id"
-    return table
+def key_table(summaries: Sequence[RunSummary], names: Mapping[int, str]) -> pd.DataFrame:
+    """One row per run, as its summary quotes it: the run's name (`names`, by id), its
+    key figure and the memory cost it pays (Compare and Trends show it, the board and
+    `runner list` the same words)."""
+    return pd.DataFrame(
+        [{"run": names.get(s.header.id, f"#{s.header.id}"), "key figure": s.speedup_text(),
+          "memory cost": s.memory_text() or ""} for s in summaries],
+        columns=["run", "key figure", "memory cost"])
 
 
 def _serve_figure(results: pd.DataFrame) -> str:
@@ -165,49 +117,49 @@ def graph_memory_figure(a: dict) -> str:
     return "; ".join(parts) or "no capture stored"
 
 
-def key_figures(runs: pd.DataFrame, points: pd.DataFrame,
+def key_figures(runs: pd.DataFrame, summaries: Mapping[int, RunSummary],
                 serve: pd.DataFrame | None = None,
                 graph_memory: dict[int, dict] | None = None) -> pd.DataFrame:
     """Per run (index run_id): key_columns() as numbers, `key figure` as one line (a
-    sweep's best graph speedup; a serve run's best strategy) and `points` as text (ok
-    points of a sweep, ok strategies of a serve run: never '0/0 ok')."""
+    sweep's best speedup, its summary's; a serve run's best strategy), `memory cost` and
+    `points` as text (ok points of a sweep, ok strategies of a serve run: never '0/0 ok').
+    `summaries`: the sweeps' (queries.run_summaries), by run id."""
     serve = serve if serve is not None else pd.DataFrame(
         columns=["run_id", "strategy", "status", "rows_per_s", "latency_ms_p99"])
-    sweeps = _sweep_table(points)
     by_serve = {int(k): g for k, g in serve.groupby("run_id")} if not serve.empty else {}
     rows = []
     for _, r in runs.iterrows():
         rid = int(r["id"])
+        row = {c: math.nan for c in key_columns()}
         if r["kind"] == "serve":
             res = by_serve.get(rid, serve.iloc[0:0])
-            row = {c: math.nan for c in key_columns()}
-            row["key figure"] = _serve_figure(res)
+            row["key figure"], row["memory cost"] = _serve_figure(res), ""
             ok = int((res["status"] == "ok").sum()) if not res.empty else 0
             row["points"] = f"{ok}/{len(res)} strategies ok"
         elif r["kind"] == "graph-memory":
             a = (graph_memory or {}).get(rid, {})
-            row = {c: math.nan for c in key_columns()}
-            row["key figure"] = graph_memory_figure(a)
+            row["key figure"], row["memory cost"] = graph_memory_figure(a), ""
             row["points"] = f"{a.get('sizes', 0)} sizes captured"
         else:
-            row = (sweeps.loc[rid].to_dict() if rid in sweeps.index
-                   else {**{c: math.nan for c in key_columns()}, "key figure": NO_GRAPH})
+            row = _sweep_row(summaries.get(rid))
             row["points"] = points_text(r)
         rows.append({"run_id": rid, **row})
-    cols = ["run_id", *key_columns(), "key figure", "points"]
+    cols = ["run_id", *key_columns(), "key figure", "memory cost", "points"]
     return pd.DataFrame(rows, columns=cols).set_index("run_id")
 
 
-def board(runs: pd.DataFrame, points: pd.DataFrame, serve: pd.DataFrame | None = None,
+def board(runs: pd.DataFrame, summaries: Mapping[int, RunSummary],
+          serve: pd.DataFrame | None = None,
           graph_memory: dict[int, dict] | None = None) -> pd.DataFrame:
     """The Runs page's table: who and what first, then the key figures, then the rest
     (analysis.runs_table's columns)."""
     table = analysis.runs_table(runs)
     if table.empty:
-        return table.reindex(columns=[*table.columns, *key_columns(), "key figure"])
-    figs = key_figures(runs, points, serve, graph_memory)
+        return table.reindex(columns=[*table.columns, *key_columns(), "key figure",
+                                      "memory cost"])
+    figs = key_figures(runs, summaries, serve, graph_memory)
     table = table.drop(columns=["points"]).join(figs, on="id")
-    first = ["id", "GPU", "workload", "torch", "key figure", *key_columns()]
+    first = ["id", "GPU", "workload", "torch", "key figure", "memory cost", *key_columns()]
     return table[first + [c for c in table.columns if c not in first]]
 
 

@@ -8,6 +8,10 @@ extra MiB over eager at the same batch size against speedup over eager.
 The total is an upper bound of what a mode holds: tensors that live in the pool while the
 peak is taken count in both parts. It never understates a cost, which is the error that
 misled readers.
+
+This "extra over eager" is the tradeoff chart's axis, named there. The memory cost a run
+is quoted by (headline, board, reports) is the graph pool alone, as its summary defines
+it (runner/format/run_summary.py, MEMORY_COST_LABEL).
 """
 
 from __future__ import annotations
@@ -16,8 +20,6 @@ import numpy as np
 import pandas as pd
 
 from pages.common import analysis
-from pages.common.energy import energy_at
-from runner.format import verdict as vd
 from runner.format.metrics import BYTES_PER_MIB
 
 COST_COLUMNS = ["run_id", "mode", "batch_size", "pool_mib", "peak_mib", "total_mib",
@@ -82,39 +84,3 @@ def stacked(cost: pd.DataFrame) -> pd.DataFrame:
                      var_name="part", value_name="MiB").dropna(subset=["MiB"])
     long["part"] = long["part"].map(PARTS)
     return long.reset_index(drop=True)
-
-
-def _x(v: float) -> str:
-    return f"{v:.1f}"
-
-
-def headline(points: pd.DataFrame) -> str | None:
-    """The run's answer in one line: the mode one can be most sure of (ranked by its
-    interval's lower bound, as analysis.largest_speedups does, inconclusive points never
-    ranked), where, its interval and what it costs over eager, e.g. 'cuda-graph at batch
-    8: 7.1x (6.5-7.6) for +34 MiB'. When every mode is inconclusive it says so, with an
-    interval, and quotes no median. None when no mode has a speedup."""
-    best = analysis.largest_speedups(points)
-    if best.empty:
-        return None
-    found = best[best["verdict"] != vd.INCONCLUSIVE]
-    if found.empty:
-        r = best.iloc[0]
-        return (f"Inconclusive: no mode's speedup is a finding (e.g. {r['mode']} at batch "
-                f"{int(r['batch_size']):,}: 95% "
-                f"{vd.interval_text(r['speedup_ci_low'], r['speedup_ci_high'])})")
-    rank = found["speedup_ci_low"].where(found["speedup_ci_low"].notna(), found["speedup"])
-    r = found.loc[rank.idxmax()]
-    lo, hi = r["speedup_ci_low"], r["speedup_ci_high"]
-    ci = f"({_x(lo)}-{_x(hi)})" if pd.notna(lo) and pd.notna(hi) else "(no interval)"
-    batch = int(r["batch_size"])
-    cost = memory_cost(points)
-    at = cost[(cost["mode"] == r["mode"]) & (cost["batch_size"] == batch)]
-    extra = at["extra_mib"].iloc[0] if len(at) else float("nan")
-    mem = (f"for {'+' if extra >= 0 else '-'}{abs(extra):,.0f} MiB"
-           if pd.notna(extra) else "memory not measured")
-    # A best that is no faster than eager says so: the line is read as the answer.
-    tail = {vd.SAME: " · within noise of eager", vd.SLOWER: " · slower than eager"}
-    energy = energy_at(points, r["mode"], batch)
-    return (f"{r['mode']} at batch {batch:,}: {_x(r['speedup'])}x {ci} {mem}"
-            + (f", {energy}" if energy else "") + tail.get(r["verdict"], ""))

@@ -21,6 +21,7 @@ from db.engine import shown_url as engine_shown_url
 from db.samples import SAMPLES, SeedResult, seed_if_empty
 from pages.common import board as boards
 from pages.common import timeline
+from runner.format.run_summary import RunSummary
 
 T = TypeVar("T")
 
@@ -119,14 +120,14 @@ def runs(gpus: Sequence[str] = (), workloads: Sequence[str] = (),
 
 def _board(engine, gpus: tuple, workloads: tuple, torches: tuple) -> pd.DataFrame:
     # The whole table per database state and filters: a rerun, another reader, another
-    # session reads it back in milliseconds. The points go straight from the query into
-    # the board, not through a cached key_points: 100,000 of them pickled into the cache
-    # would cost more than they save.
+    # session reads it back in milliseconds. The summaries go straight from the query
+    # into the board: the points they are built from are never pickled into the cache.
     table = runs(gpus, workloads, torches)
     sweeps = table.loc[table["kind"] == "sweep", "id"]
     serves = table.loc[table["kind"] == "serve", "id"]
     captures = table.loc[table["kind"] == "graph-memory", "id"]
-    return boards.board(table, queries.key_points(engine, tuple(int(i) for i in sweeps)),
+    summaries = queries.run_summaries(engine, tuple(int(i) for i in sweeps))
+    return boards.board(table, {s.header.id: s for s in summaries},
                         queries.serve_key_results(engine, tuple(int(i) for i in serves)),
                         dbgm.attributions(engine, tuple(int(i) for i in captures)))
 
@@ -165,6 +166,17 @@ def filter_options() -> dict:
 
 def headers(ids: Sequence[int]) -> pd.DataFrame:
     return cached(queries.runs_headers, ids)
+
+
+def summaries(ids: Sequence[int]) -> list[RunSummary]:
+    """The runs' summaries (runner/format/run_summary.py), in the order asked: every
+    page that quotes a run's key figure reads it here."""
+    return cached(queries.run_summaries, ids)
+
+
+def summary(run_id: int) -> RunSummary | None:
+    found = summaries([run_id])
+    return found[0] if found else None
 
 
 def points(ids: Sequence[int]) -> pd.DataFrame:

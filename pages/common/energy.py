@@ -1,6 +1,7 @@
 """A run's energy figures as the pages read them (issue 28): the points that have one,
-why a run has none, and the words a headline adds. No charts here (charts.py draws them), so
-cost.py's headline can use it without importing Altair's chart helpers.
+why a run has none, and each mode's largest gain in words (the headline's own energy words
+come from the run's summary, runner/format/run_summary.py). No charts here (charts.py
+draws them).
 
 Energy per step comes from the GPU's energy counter over windows apart from the rounds
 (runner/core/energy.py). A point without a figure carries the reason (no CUDA device, no
@@ -12,6 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from pages.common import analysis
+from runner.format.run_summary import less_energy
 
 ENERGY_COLUMNS = ("energy_mj_per_step", "energy_mj_per_step_ci_low",
                   "energy_mj_per_step_ci_high", "avg_power_w", "idle_power_w",
@@ -46,24 +48,6 @@ def missing_reason(points: pd.DataFrame) -> str:
     if reasons.empty:
         return NOT_RECORDED
     return f"No energy figures: {reasons.value_counts().index[0]}."
-
-
-def less_energy(gain: float) -> str:
-    """A gain over eager (eager's energy per step over the mode's) in words."""
-    change = 1 - 1 / gain
-    if round(abs(change) * 100) == 0:
-        return "the same energy per step"
-    return f"{abs(change):.0%} {'less' if change > 0 else 'more'} energy per step"
-
-
-def energy_at(points: pd.DataFrame, mode: str, batch: int) -> str | None:
-    """The headline's energy words for one point, e.g. '84% less energy per step'; None
-    where that point has no energy gain."""
-    df = energy_points(points)
-    row = df[(df["mode"] == mode) & (df["batch_size"] == batch)]
-    if row.empty or pd.isna(row["energy_gain"].iloc[0]) or row["energy_gain"].iloc[0] <= 0:
-        return None
-    return less_energy(float(row["energy_gain"].iloc[0]))
 
 
 def findings(points: pd.DataFrame) -> list[str]:

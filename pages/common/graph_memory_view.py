@@ -12,7 +12,7 @@ from pages.common.plain import plain
 
 def show(run_id: int, header: dict) -> None:
     """A graph-memory run: its two charts, what its series attribute, every capture."""
-    st.title(report.run_title(header, plain) + " · graph memory")
+    st.title(report.run_title(data.summary(run_id).header, plain) + " · graph memory")
     if header.get("label"):
         st.caption(plain(header["label"]))
     try:

@@ -28,19 +28,35 @@ from pages.common.names import device_name, known
 from runner.format import verdict as vd
 from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
 from runner.format.numbers import is_missing
-from runner.format.vocab import ALTERNATIVE_MODES
+from runner.format.run_summary import (
+    MEMORY_COST_LABEL,
+    RunHeader,
+    RunSummary,
+    header_of,
+    mib_text,
+    records,
+    summarize,
+)
+from runner.format.vocab import ALTERNATIVE_MODES, CUDA_GRAPH_MODES
 
 PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not measured by "
                   "launchbench; figures the article does not give are empty.")
 
 
-def run_title(header: dict, shown=str) -> str:
-    """`shown` turns each stored text into what the target shows (pages.common.plain's
-    plain() for a Markdown element; the HTML report escapes by itself)."""
+def run_title(header: RunHeader, shown=str) -> str:
+    """The run's title from its summary's header. `shown` turns each stored text into
+    what the target shows (pages.common.plain's plain() for a Markdown element; the HTML
+    report escapes by itself)."""
     gpu = shown(device_name(header))
-    torch = shown(known(header.get("torch_version")) or MISSING)
-    mark = " [published]" if header.get("source") == "published" else ""
-    return f"Run {header['id']}: {shown(header['workload'])} on {gpu}, torch {torch}{mark}"
+    torch = shown(known(header.torch_version) or MISSING)
+    mark = " [published]" if header.source == "published" else ""
+    return f"Run {header.id}: {shown(header.workload)} on {gpu}, torch {torch}{mark}"
+
+
+def summary_of(header: dict, points: pd.DataFrame) -> RunSummary:
+    """The summary of a run held as frames (its header row and points), built by the
+    one builder the database's reads call (runner/format/run_summary.py)."""
+    return summarize(header_of(header), records(points.to_dict("records")))
 
 
 def duration_text(seconds: float) -> str:
@@ -215,16 +231,22 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+PIVOT_CAPTION = ("Speedup over eager (95% interval where measured) · the graph modes' "
+                 f"memory cost: the {MEMORY_COST_LABEL}, per batch size and mode.")
+
+
 def speedup_pivot(points: pd.DataFrame) -> pd.DataFrame:
     """Batch size x graph mode at a glance: each cell the speedup over eager with its 95%
-    interval and the extra memory over eager, e.g. '7.1x (6.5-7.6) · +34 MiB'; an
-    inconclusive one (runner/format/verdict.py) shows its interval only."""
+    interval and, for a mode that captures graphs, its memory cost as the run's summary
+    defines it (MEMORY_COST_LABEL), e.g. '7.1x (6.5-7.6) · 34.0 MiB'; an inconclusive one
+    (runner/format/verdict.py) shows its interval only."""
     sp = analysis.speedups(points)
     sp = sp[sp["mode"] != "eager"]
     if sp.empty:
         return pd.DataFrame(columns=["Batch size"])
-    mem = cost.memory_cost(points).set_index(["run_id", "mode", "batch_size"])["extra_mib"]
-    sp = sp.join(mem, on=["run_id", "mode", "batch_size"])
+    pool = analysis.usable(points).set_index(["run_id", "mode", "batch_size"])
+    sp = sp.join(analysis._col(pool, "graph_pool_bytes"), on=["run_id", "mode", "batch_size"])
+    sp.loc[~sp["mode"].isin(CUDA_GRAPH_MODES), "graph_pool_bytes"] = float("nan")
 
     def cell(r) -> str:
         if r["verdict"] == vd.INCONCLUSIVE:  # no median: it is not a finding
@@ -234,8 +256,8 @@ def speedup_pivot(points: pd.DataFrame) -> pd.DataFrame:
         if r["verdict"] != vd.INCONCLUSIVE and pd.notna(r["speedup_ci_low"]) \
                 and pd.notna(r["speedup_ci_high"]):
             text += f" ({r['speedup_ci_low']:.1f}-{r['speedup_ci_high']:.1f})"
-        if pd.notna(r["extra_mib"]):
-            text += f" · {r['extra_mib']:+,.0f} MiB"
+        if pd.notna(r["graph_pool_bytes"]):
+            text += f" · {mib_text(r['graph_pool_bytes'])}"
         return text
 
     sp["cell"] = sp.apply(cell, axis=1)
@@ -347,11 +369,14 @@ def _env_rows(header: dict) -> list[tuple]:
             for f in ENVIRONMENT_FIELDS]
 
 def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None,
-                traces: list[dict] | None = None) -> str:
-    """One run as a single HTML file (templates/report.html): headline, charts (inline
-    SVG), the step timeline of its headline batch size (`traces`: queries.point_traces
-    there, for timeline.headline_batch), points, environment, the reproducing command. No
-    script, no external resource: it opens offline."""
+                traces: list[dict] | None = None, summary: RunSummary | None = None) -> str:
+    """One run as a single HTML file (templates/report.html): the summary's headline,
+    charts (inline SVG), the step timeline of its headline batch size (`traces`:
+    queries.point_traces there, for timeline.headline_batch), points, environment, the
+    reproducing command. `summary`: the run's (queries.run_summary); None builds it from
+    `header` and `points` with the same builder. No script, no external resource: it
+    opens offline."""
+    summary = summary or summary_of(header, points)
     noise = None
     if not points.empty:
         counts = analysis.noise_counts(points)
@@ -360,9 +385,9 @@ def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None
                          [("source", header.get("source"))])
     env_rows = _env_rows(header)
     return _TEMPLATES.get_template("report.html").render(
-        title=run_title(header), css=CSS, label=header.get("label"),
-        published=header.get("source") == "published", published_note=PUBLISHED_NOTE,
-        summary=cost.headline(points), headline=headline(points), noise=noise,
+        title=run_title(summary.header), css=CSS, label=summary.header.label,
+        published=summary.header.source == "published", published_note=PUBLISHED_NOTE,
+        summary=summary.headline(), headline=headline(points), noise=noise,
         charts=[(name, chart_svg(chart)) for name, chart in charts.run_charts(points).items()],
         points=_rows(points_table(points)), reserved_note=RESERVED_NOTE,
         run_rows=run_rows, env_rows=env_rows,
@@ -378,17 +403,22 @@ GRAPH_MEMORY_NOTE = ("One CUDA graph captured per size, largest first (as vLLM a
                      "(workspaces) again.")
 
 
-def graph_memory_report(header: dict, doc: dict, share_url: str | None = None) -> str:
+def graph_memory_report(header: dict, doc: dict, share_url: str | None = None,
+                        summary: RunSummary | None = None) -> str:
     """A graph-memory run as one HTML file (templates/graph_memory_report.html): MiB
     against the number of captured sizes and MiB added per size (inline SVG), the
-    attribution and every capture. No script, no external resource: it opens offline."""
+    attribution and every capture. `summary`: the run's (queries.run_summary), whose
+    header titles it; None builds it from `header`. No script, no external resource: it
+    opens offline."""
+    summary = summary or summary_of(header, pd.DataFrame())
     from pages.common import capture_advice as ca  # the Serve page's charts, the same
 
     total, added = ca.curve_charts(doc)
     run_rows = [("kind", "graph-memory"), *_run_rows(header)]
     env_rows = _env_rows(header)
     return _TEMPLATES.get_template("graph_memory_report.html").render(
-        title=run_title(header) + " · graph memory", css=CSS, label=header.get("label"),
+        title=run_title(summary.header) + " · graph memory", css=CSS,
+        label=summary.header.label,
         note=GRAPH_MEMORY_NOTE,
         charts=[("graph-memory-total", chart_svg(total)),
                 ("graph-memory-added", chart_svg(added))],

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages.common import analysis, charts, cost, data, links, report, widgets, workload_views
+from pages.common import analysis, charts, data, links, report, widgets, workload_views
 from pages.common.plain import plain
 from runner.format.bundle import ENVIRONMENT_FIELDS
 
@@ -19,8 +19,9 @@ PAIRS = [("speedup", "step-time"), ("memory", "memory-tradeoff"),
 
 @st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
 def headline_text(url: str, data_v: tuple, run_id: int) -> tuple[str | None, list[str]]:
-    points = data.points([run_id])
-    return cost.headline(points), report.headline(points)
+    """(the run's summary's headline, every finding mode by mode)."""
+    found = data.summary(run_id)
+    return (found.headline() if found else None), report.headline(data.points([run_id]))
 
 
 @st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
@@ -54,8 +55,7 @@ def tables(url: str, data_v: tuple, run_id: int) -> tuple:
 def points_view(run_id: int, header: dict, points: pd.DataFrame) -> None:
     """The speedup pivot, the workload's own sections and every point."""
     st.subheader("Speedup at a glance")
-    st.caption("Speedup over eager (95% interval where measured) · extra memory over "
-               "eager's pool + peak, per batch size and mode.")
+    st.caption(report.PIVOT_CAPTION)
     with widgets.drawn("The speedup table"):
         st.dataframe(tables(data.db_url(), data.version(), run_id)[0], hide_index=True,
                      key="speedup_pivot")

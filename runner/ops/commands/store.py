@@ -188,16 +188,20 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def format_runs(runs: list[RunSummary]) -> list[str]:
-    """One aligned line per run (a pure function, so tests need no terminal)."""
+    """One aligned line per run (a pure function, so tests need no terminal): who and
+    what, then the key figure and its memory cost as the dashboard quotes them (a sweep's
+    only: serve and graph-memory runs are read on their pages)."""
     rows = []
-    for r in runs:
+    for s in runs:
+        r = s.header
         t = r.created_at
         date = t.strftime("%Y-%m-%d %H:%M") if t is not None else "-"
-        where = r.gpu_name or (r.device if r.device == "cpu" else "unknown GPU")
         torch = f"torch {r.torch_version}" if r.torch_version else "torch ?"
         kind = r.kind or "sweep"  # a sweep goes unmarked, as before kinds existed
         what = r.workload if kind == "sweep" else f"{r.workload} [{kind}]"
-        rows.append([str(r.id), date, what, where, torch, r.status, r.label or ""])
+        figure = [s.speedup_text(), s.memory_text() or ""] if kind == "sweep" else ["", ""]
+        rows.append([str(r.id), date, what, r.where, torch, r.status, r.label or "",
+                     *figure])
     return table(rows, left=ALL)
 
 
