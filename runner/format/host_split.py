@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from runner.format.numbers import percentile
+from runner.format.numbers import number_or_none, percentile
 
 # Reference launch costs (us a launch) that speedups are projected to: a fast server CPU,
 # a typical one, a slow or busy one. The lent H200's host read 6.6-10 us.
@@ -54,19 +54,12 @@ class StepSplit:
         return getattr(self, f"{part}_ms") / self.step_ms if self.step_ms > 0 else 0.0
 
 
-def _num(v: object) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    f = float(v)
-    return f if f == f and abs(f) != float("inf") else None
-
-
 def split(step_ms: float | None, gpu_busy_ms: float | None, launches_per_step: float | None,
           launch_us: float | None) -> StepSplit | None:
     """The step's three parts; None where a figure is missing (a CPU point has no GPU busy
     time, an old bundle no launch cost)."""
-    step, gpu = _num(step_ms), _num(gpu_busy_ms)
-    n, cost = _num(launches_per_step), _num(launch_us)
+    step, gpu = number_or_none(step_ms), number_or_none(gpu_busy_ms)
+    n, cost = number_or_none(launches_per_step), number_or_none(launch_us)
     if step is None or gpu is None or n is None or cost is None or step <= 0:
         return None
     gpu = min(max(gpu, 0.0), step)
@@ -79,7 +72,8 @@ def projected_step(gpu_busy_ms: float | None, host_ms_per_step: float | None,
                    launch_us: float | None, at_us: float) -> float | None:
     """The step at another launch cost `at_us`: max(GPU busy, host issue time scaled by
     at_us / launch_us). None without the figures."""
-    gpu, host, cost = _num(gpu_busy_ms), _num(host_ms_per_step), _num(launch_us)
+    gpu, host = number_or_none(gpu_busy_ms), number_or_none(host_ms_per_step)
+    cost = number_or_none(launch_us)
     if gpu is None or host is None or cost is None or cost <= 0:
         return None
     return max(gpu, host * at_us / cost)
