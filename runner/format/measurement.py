@@ -126,6 +126,12 @@ class Intervals:
     round_process: list[int] | None = _detail()
     # reduce-overhead against compile: {"median", "low", "high"}, the graphs' own gain.
     vs_compile: dict[str, float] | None = _detail()
+    # How `noisy` was judged (runner/core/rounds.py judged): the figure's interval
+    # half-width, the target it was held to, and on which figure ("measured", or
+    # "host-normalised" where the host's launch cost sets it).
+    target_half_width: float | None = _detail()
+    judged_half_width: float | None = _detail()
+    judged_on: str | None = _detail()
     repeat_errors: list[str] | None = _detail()
 
 
@@ -367,7 +373,9 @@ DETAILS_ORDER = (
     "compile", "warmup_steps", "iters_per_block", "m0", "m1", "m2",
     "device_used_delta_bytes", "leftover_private_pools_at_m0", "separate_graphs",
     "after_error", "traceback", "processes", "round_process", "rounds", "rounds_s",
-    "round_modes", "host_ms_per_step", "vs_compile", "latency_ms_p10", "latency_ms_p90",
+    "round_modes", "host_ms_per_step", "vs_compile", "target_half_width", "judged_half_width",
+    "judged_on", "latency_ms_p10",
+    "latency_ms_p90",
     "profiled_steps", "host_copies_per_step", "gpu_ops_per_step", "triton_kernels_per_step",
     "gpu_busy_union_ms", "trace_error", "clocks_after", "cudagraph_reason",
     "cuda_context_lost", "host", "point_wall_s", "rescued", "repeat_errors",
