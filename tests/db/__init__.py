@@ -1,0 +1,1 @@
+"""Tests of db/: storage on SQLite and PostgreSQL, the job queue, liveness, read-only mode, importers."""
