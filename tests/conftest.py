@@ -183,8 +183,9 @@ def app_db_url(sqlite_url, monkeypatch):
 
 @pytest.fixture
 def dash(app_db_url):
-    """The dashboard over a temp database (tests/test_pages.py's Dash), disposed after."""
-    from tests.test_pages import Dash
+    """The dashboard over a temp database (tests/pages/test_every_page.py's Dash), disposed
+    after."""
+    from tests.pages.test_every_page import Dash
 
     d = Dash(app_db_url)
     yield d

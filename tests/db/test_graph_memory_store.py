@@ -5,7 +5,6 @@ one line, and migration 0010 on a database that already holds runs."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select, text
@@ -16,6 +15,7 @@ from db.engine import make_engine
 from db.models import GraphMemoryCapture, Measurement, Run
 from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
+from tests.conftest import ROOT
 from tests.graph_memory_data import probe_bundle
 from tests.old_database import old_database
 
@@ -160,5 +160,5 @@ def test_db_store_still_starts_without_pandas():
 
     code = "import sys, db.store; assert 'pandas' not in sys.modules, 'pandas imported'"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=str(Path(__file__).resolve().parents[1]))
+                          cwd=str(ROOT))
     assert done.returncode == 0, done.stderr

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import pytest
 from sqlalchemy import text
@@ -16,8 +15,8 @@ from pages.common import links
 from runner.format import bundle as fmt
 from runner.format.measurement import Measurement
 from runner.ops.cli import main
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "samples" / "h200-mlp.json"
 TABLES = ("environments", "runs", "measurements", "serve_configs", "serve_results",
           "serve_profile", "jobs")

@@ -9,7 +9,6 @@ import json
 import random
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -17,9 +16,9 @@ from db.engine import make_engine
 from runner.format import bundle as fmt
 from runner.ops.cli import UsageError
 from runner.ops.commands.store import import_one
-from tests.test_hardening import snapshot
+from tests.conftest import ROOT
+from tests.db.test_hardening import snapshot
 
-ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = sorted((ROOT / "data" / "samples").glob("*.json"))
 SEED = 11
 BUDGET_S = 6.0       # per backend: 100-150 tries on a 2-core machine, more on a fast one

@@ -11,7 +11,6 @@ import sys
 import time
 from collections import Counter
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select, text
@@ -23,8 +22,8 @@ from db.models import Measurement, Run
 from runner.format import bundle as fmt
 from runner.format.measurement import Measurement as Point
 from runner.format.queue import Job, JobProgress, Worker
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 TINY = {"workload": "mlp", "params": {"depth": "1", "width": "4"}, "batch_sizes": [1],
         "modes": ["eager"], "device": "cpu", "timing": "quick"}
 

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select, text, update
@@ -26,8 +25,8 @@ from db.models import Job, Run
 from runner.format import bundle as fmt
 from runner.format import limits, queue
 from runner.format.specs import estimate_cost
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 TINY = {"workload": "mlp", "params": {"depth": "1", "width": "4"}, "batch_sizes": [1, 2],
         "modes": ["eager"], "device": "cpu", "timing": "quick"}
 LATER = timedelta(seconds=limits.LOST_AFTER_S + 1)
@@ -54,7 +53,7 @@ def test_sigkilled_sweep_reads_lost_after_the_timeout_and_a_writer_persists_it(
         sqlite_url, monkeypatch):
     sizes = ",".join(str(n) for n in range(1, 41))
     p = subprocess.Popen([sys.executable, "-m", "runner", "sweep", "--workload",
-                          "tests.test_cli:slow_model", "--batch-sizes", sizes, "--modes",
+                          "tests.runner.ops.test_cli:slow_model", "--batch-sizes", sizes, "--modes",
                           "eager", "--quick", "--device", "cpu", "--db", sqlite_url],
                          cwd=ROOT, env={**os.environ, "LB_TEST_SLEEP": "0.01"},
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

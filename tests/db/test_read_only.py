@@ -16,8 +16,8 @@ from db.engine import ReadOnlySchemaError, make_engine
 from db.samples import seed_if_empty
 from pages.common.links import RUN_VIEWS
 from runner.ops.cli import main
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
 OLD = "0004_intervals"  # any revision before head
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
+
 PROCESSES = 4
 
 # Each child imports everything first, then waits for the start file and runs

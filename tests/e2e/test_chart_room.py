@@ -131,7 +131,7 @@ def test_run_page_charts_have_room(dashboard, screen, sample_ids):
 
     base = dashboard.url(f"run?run={sample_ids['h200']}")
     # Energy draws only with energy figures, which no shipped sample has (its charts'
-    # room: tests/test_energy_pages.py builds them; the view here says why in one line).
+    # room: tests/pages/test_energy_pages.py builds them; the view here says why in one line).
     with_charts = [v for v in RUN_VIEWS if v != "Energy"][:4]
     views = {v: _charts(screen, f"{base}&view={quote(v)}") for v in with_charts}
     # speedup and step time; memory and its trade-off; the time split's three; the lanes

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from db import queries
@@ -30,7 +28,6 @@ def rendered_charts(page) -> int:
     from tests.e2e_support import rendered_charts as count
 
     return count(page)
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """The Runs board's point counts in words (issue 25): a CPU run's graph points are not
-failures. Apart from tests/test_board.py so the board's computation and its wording can
+failures. Apart from tests/pages/test_board.py so the board's computation and its wording can
 change independently."""
 
 from __future__ import annotations

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -12,8 +11,8 @@ from streamlit.testing.v1 import AppTest
 from pages.common import capture_advice as ca
 from runner.format import capture_sizes as cs
 from runner.format import graph_memory as gm
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
 DATA = ROOT / "tests" / "data" / "capture"
 

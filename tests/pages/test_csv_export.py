@@ -12,6 +12,7 @@ import pytest
 from db import queries
 from db.store import import_bundle
 from pages.common import report
+from tests.conftest import ROOT
 from tests.synthetic import sweep_bundle
 
 FORMULAS = ['=HYPERLINK("http://evil.example","x")', "+1+cmd|' /C calc'!A0", "-2+3",
@@ -55,8 +56,6 @@ def test_csv_cell(value, shown):
 def test_tables_offer_no_csv_of_their_own():
     """st.dataframe's own CSV button writes cells as they are (no formula guard in
     streamlit's exporter): the app's config turns it off, leaving the neutralised one."""
-    from pathlib import Path
-
-    text = (Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text()
+    text = (ROOT / ".streamlit" / "config.toml").read_text()
     client = text.split("[client]", 1)[1].split("\n[", 1)[0]  # tomllib is 3.11+
     assert "\ndisableDataExport = true" in client

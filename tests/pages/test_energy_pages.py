@@ -12,9 +12,9 @@ import pytest
 
 from pages.common import charts, cost, energy, report
 from runner.format import bundle as fmt
+from tests.pages.test_every_page import charts as page_charts
+from tests.pages.test_every_page import run_views, texts
 from tests.synthetic import sweep_bundle
-from tests.test_pages import charts as page_charts
-from tests.test_pages import run_views, texts
 
 BATCHES = (8, 64, 512)
 

@@ -16,9 +16,9 @@ from db.samples import seed_if_empty
 from db.store import import_bundle
 from pages.common import uploads
 from runner.format import bundle as fmt
+from tests.conftest import ROOT
 from tests.synthetic import sweep_bundle
 
-ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
 
 

@@ -5,17 +5,16 @@ the H200 probe's own rows (tests/graph_memory_data.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from db.store import import_bundle
 from pages.common import capture_advice as ca
 from pages.common import report
+from tests.conftest import ROOT
 from tests.graph_memory_data import probe_bundle
-from tests.test_pages import charts, texts
+from tests.pages.test_every_page import charts, texts
 
-DATA = Path(__file__).resolve().parent / "data" / "capture"
+DATA = ROOT / "tests" / "data" / "capture"
 
 
 @pytest.fixture

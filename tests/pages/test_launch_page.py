@@ -4,7 +4,6 @@ field refused with its message and nothing queued, read-only mode, the followed 
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -13,8 +12,9 @@ from db import jobs
 from db.engine import make_engine
 from pages.common import launch_form as lf
 from runner.format.queue import Job, JobProgress
+from tests.conftest import ROOT
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+APP = str(ROOT / "app.py")
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 import uuid
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -20,8 +19,9 @@ from pages.common import serve_charts as sc
 from runner.format import buckets as B
 from runner.format import bundle as fmt
 from runner.format import serve_record as rec
+from tests.conftest import ROOT
 
-APP = Path(__file__).resolve().parents[1] / "app.py"
+APP = ROOT / "app.py"
 MIB = 2**20
 
 

@@ -11,8 +11,8 @@ from db.samples import SAMPLES
 from db.store import import_bundle
 from pages.common import workload_views as wv
 from runner.format import bundle as fmt
+from tests.pages.test_every_page import texts
 from tests.synthetic import sweep_bundle
-from tests.test_pages import texts
 
 V100 = SAMPLES / "published-v100-cuda-graphs-blog.json"
 CHAIN = {"workload": "kernel-chain", "workload_params": {"kernels": 20}, "source": "measured"}

@@ -1,7 +1,7 @@
 """hf-causal-lm and timm on a real GPU (the decode step in all four modes, prefill and timm
 captured as one graph), and a planted out-of-bounds
 index that loses the CUDA context mid-sweep (run on the lent H200:
-pytest -m gpu tests/test_gpu_models.py).
+pytest -m gpu tests/runner/core/test_gpu_models.py).
 
 Small shapes keep compile time down; what is asserted holds whatever the GPU.
 """
@@ -13,16 +13,15 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from runner.core.sweep import SweepSpec, run_sweep
 from runner.ops.sinks import MemorySink
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.gpu
 MODES = ("eager", "compile", "reduce-overhead", "cuda-graph")
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def sweep(workload: str, params: dict, sizes: tuple[int, ...], modes=MODES) -> dict:

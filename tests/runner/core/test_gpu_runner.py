@@ -1,4 +1,5 @@
-"""The runner on a real GPU (run on the lent H200: pytest -m gpu tests/test_gpu_runner.py).
+"""The runner on a real GPU (run on the lent H200:
+pytest -m gpu tests/runner/core/test_gpu_runner.py).
 
 Small models keep compile time down; what is asserted is what the figures must show
 whatever the GPU: graph launches where graphs run and none where they do not, outputs

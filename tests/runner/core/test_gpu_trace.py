@@ -1,5 +1,5 @@
 """The kept step timeline against the profiler's own figures, on a real GPU (issue 12; run
-on the lent H200: pytest -m gpu tests/test_gpu_trace.py).
+on the lent H200: pytest -m gpu tests/runner/core/test_gpu_trace.py).
 
 The seed MLP at its defaults (depth 32: 32 x (Linear + ReLU)) launches 64 kernels per
 step in eager (MEASUREMENT.md: 64 host launches measured on the H200); a manual CUDA graph

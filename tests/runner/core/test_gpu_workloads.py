@@ -1,7 +1,7 @@
 """train-step and kernel-chain on a real GPU (run on the lent H200:
-pytest -m gpu tests/test_gpu_workloads.py).
+pytest -m gpu tests/runner/core/test_gpu_workloads.py).
 
-Launches are counted as tests/test_gpu_runner.py counts them: from the point's profiled
+Launches are counted as tests/runner/core/test_gpu_runner.py counts them: from the point's profiled
 pass (runner/core/profiling.py), per step. Small shapes keep compile time down; what is
 asserted holds whatever the GPU.
 """

@@ -9,15 +9,14 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from runner.core import cuda_fatal
 from runner.core.sweep import SweepSpec, run_sweep
 from runner.ops.sinks import MemorySink
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 FACTORY = "tests.fatal_models:sticky"
 
 

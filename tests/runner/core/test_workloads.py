@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from runner.core.workloads import WORKLOADS, WorkloadError, resolve
+from tests.conftest import ROOT
 
 
 def test_registry_imports_without_torch():
@@ -15,7 +16,7 @@ def test_registry_imports_without_torch():
     code = ("import sys; import runner.core.workloads as w; "
             "assert 'torch' not in sys.modules, 'torch imported'; print(sorted(w.WORKLOADS))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=str(__import__("pathlib").Path(__file__).parents[1]))
+                         cwd=str(ROOT))
     assert out.returncode == 0, out.stderr
     assert "mlp" in out.stdout and "transformer-decode" in out.stdout
 

@@ -4,16 +4,15 @@ force, and the default curve against the shipped files it was taken from."""
 
 import json
 import random
-from pathlib import Path
 
 import pytest
 
 from runner.format import capture_advisor as ca
 from runner.format import capture_dist as cd
 from runner.format import capture_sizes as cs
+from tests.conftest import ROOT
 
-DATA = Path(__file__).parent / "data" / "capture"
-ROOT = Path(__file__).parent.parent
+DATA = ROOT / "tests" / "data" / "capture"
 
 
 # --- readers ---------------------------------------------------------------------------------

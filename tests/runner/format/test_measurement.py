@@ -3,14 +3,13 @@ boundary faithful to every bundle already written."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 import runner.format.bundle as fmt
 from runner.format.measurement import DETAIL_KEYS, Measurement, details_of
+from tests.conftest import ROOT
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+DATA = ROOT / "data"
 
 
 def test_an_empty_point_has_the_bundle_layout_with_every_figure_unknown():

@@ -6,7 +6,6 @@ Bad input: exit 2, one line on stderr naming the value or line, nothing written.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,8 @@ from runner.format import bundle as fmt
 from runner.format import capture_sizes as cs
 from runner.format import graph_memory as gm
 from runner.ops.cli import main
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "capture"
 MIB = 1 << 20
 

@@ -21,8 +21,8 @@ import sqlalchemy as sa
 
 from runner.format import bundle as fmt
 from runner.ops.cli import build_parser, main
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--workload", "mlp", "--param", "depth=2", "--param", "width=16", "--quick",
         "--device", "cpu"]
 
@@ -462,7 +462,7 @@ def failing_model():
 
 def test_sweep_goes_on_past_a_failing_point(capsys, tmp_path):
     url = f"sqlite:///{tmp_path / 'lb.db'}"
-    rc, stdout, err = cli(capsys, "sweep", "--workload", "tests.test_cli:failing_model",
+    rc, stdout, err = cli(capsys, "sweep", "--workload", "tests.runner.ops.test_cli:failing_model",
                           "--batch-sizes", "2,3,4", "--modes", "eager", "--quick",
                           "--device", "cpu", "--db", url)
     assert rc == 0, err
@@ -490,7 +490,7 @@ def test_interrupt_cancels_and_keeps_finished_points(tmp_path, sig):
     out = tmp_path / "run.json"
     sizes = ",".join(str(n) for n in range(1, 41))
     p = subprocess.Popen([sys.executable, "-m", "runner", "sweep", "--workload",
-                          "tests.test_cli:slow_model", "--batch-sizes", sizes, "--modes",
+                          "tests.runner.ops.test_cli:slow_model", "--batch-sizes", sizes, "--modes",
                           "eager", "--quick", "--device", "cpu", "--db", url, "--out",
                           str(out)], cwd=ROOT, env={**_env(tmp_path), "LB_TEST_SLEEP": "0.01"},
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

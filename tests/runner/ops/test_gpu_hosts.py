@@ -1,4 +1,5 @@
-"""`workers --per-gpu` on real GPUs (run on a lent GPU host: pytest -m gpu tests/test_gpu_hosts.py).
+"""`workers --per-gpu` on real GPUs (run on a lent GPU host:
+pytest -m gpu tests/runner/ops/test_gpu_hosts.py).
 
 One worker per GPU that nvidia-smi lists, each pinned (CUDA_VISIBLE_DEVICES, and the CPUs
 `nvidia-smi topo -m` gives its NUMA node); one small CUDA job per worker. What must hold
@@ -16,7 +17,6 @@ import subprocess
 import sys
 import time
 from itertools import combinations
-from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -26,9 +26,9 @@ from db.engine import make_engine
 from db.models import Measurement, Run
 from runner.core.placement import parse_cpus
 from runner.ops import host
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.gpu
-ROOT = Path(__file__).resolve().parents[1]
 JOB = {"workload": "mlp", "params": {"depth": "4", "width": "64"}, "batch_sizes": [1, 8, 64],
        "modes": ["eager", "cuda-graph"], "device": "cuda", "timing": "quick"}
 

@@ -1,22 +1,22 @@
 """graph-memory and advise-capture against stored graph-memory runs: the CLI stores the run
 (database and/or bundle), import / export / list carry it, and advise-capture --curve takes
 a run id (or a file). The GPU part of graph-memory is replaced by the H200 probe's own rows
-(tests/graph_memory_data.py); tests/test_capture_cli.py has the real GPU test."""
+(tests/graph_memory_data.py); tests/runner/ops/test_capture_cli.py has the real GPU test."""
 
 from __future__ import annotations
 
 import json
 import types
-from pathlib import Path
 
 import pytest
 
 from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
+from tests.conftest import ROOT
 from tests.graph_memory_data import probe_bundle, probe_rows
-from tests.test_capture_cli import cli
+from tests.runner.ops.test_capture_cli import cli
 
-DATA = Path(__file__).resolve().parent / "data" / "capture"
+DATA = ROOT / "tests" / "data" / "capture"
 ADVISE = ["advise-capture", "--from", str(DATA / "vllm_cudagraph_metrics.log"), "--engine",
           "vllm", "--budget-mib", "64"]
 

@@ -29,8 +29,8 @@ from runner.core.placement import PlacementError, format_cpus, parse_cpus
 from runner.format.queue import Worker
 from runner.ops import host
 from runner.ops.cli import main
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 GUARD_S = 180.0
 CHILDREN = [sys.executable, str(ROOT / "tests" / "host_children.py")]
 

@@ -18,8 +18,8 @@ from db import queries
 from db.engine import make_engine
 from runner.core.sweep import SweepSpec, run_sweep
 from runner.ops.sinks import MemorySink
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 TINY = {"depth": "2", "width": "16"}
 
 

@@ -19,9 +19,8 @@ from db.engine import make_engine
 from db.models import Job, Measurement, Run
 from runner.format import queue
 from runner.ops import slurm
-from tests.conftest import must_skip
+from tests.conftest import ROOT, must_skip
 
-ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 TINY = {"workload": "mlp", "params": {"depth": "1", "width": "4"}, "batch_sizes": [1],
         "modes": ["eager"], "device": "cpu", "timing": "quick"}

@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.ops import slurm
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
 
 
 def test_default_config_is_beside_app_py(monkeypatch):
