@@ -16,6 +16,7 @@ import importlib.util
 import itertools
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -119,6 +120,29 @@ def _apart_from_the_host(request, tmp_path_factory):
             warnings.warn(pytest.PytestWarning(
                 f"killed {len(left)} process(es) the test left running: "
                 + "; ".join(map(str, left))), stacklevel=1)
+
+
+@pytest.fixture
+def spawn():
+    """`spawn(argv, **popen_kwargs)`: a `subprocess.Popen` in a session of its own, so that
+    it and whatever it starts are one process group. Every group still running when the
+    test ends is killed, quietly: a failed assertion leaves no child behind (what the
+    autouse reaper above would kill too, but with a warning meant for a forgotten one)."""
+    started: list[subprocess.Popen] = []
+
+    def start(argv: list[str], **popen_kwargs) -> subprocess.Popen:
+        p = subprocess.Popen(argv, start_new_session=True, **popen_kwargs)
+        started.append(p)
+        return p
+
+    yield start
+    for p in started:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:  # gone between the poll and the kill
+                pass
+        p.wait()
 
 
 class _Module(pytest.Module):

@@ -6,7 +6,6 @@ so Python's import time does not spread them out."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -33,26 +32,13 @@ CHILD = textwrap.dedent("""
 
 
 @pytest.fixture
-def children():
-    """Start processes in their own process groups; kill every group at teardown."""
-    procs: list[subprocess.Popen] = []
-
+def children(spawn):
     def start(*args: str) -> subprocess.Popen:
-        p = subprocess.Popen([sys.executable, "-c", CHILD, *args], cwd=ROOT,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)},
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
-        procs.append(p)
-        return p
+        return spawn([sys.executable, "-c", CHILD, *args], cwd=ROOT,
+                     env={**os.environ, "PYTHONPATH": str(ROOT)},
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    yield start
-    for p in procs:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
+    return start
 
 
 def _ready(go: Path) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 
@@ -81,23 +80,15 @@ def test_timm_model_captures_as_one_graph():
 
 
 @pytest.fixture
-def cli(tmp_path):
-    procs = []
-
+def cli(tmp_path, spawn):
     def run(*args):
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        p = subprocess.Popen([sys.executable, "-m", "runner", *args], cwd=tmp_path,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=env, start_new_session=True)
-        procs.append(p)
+        p = spawn([sys.executable, "-m", "runner", *args], cwd=tmp_path,
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         out, err = p.communicate(timeout=600)
         return p.returncode, out, err
 
-    yield run
-    for p in procs:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
+    return run
 
 
 def test_planted_out_of_bounds_index_keeps_points_and_runs_the_rest_fresh(cli, tmp_path):

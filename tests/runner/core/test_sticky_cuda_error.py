@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 
@@ -91,23 +90,15 @@ def test_sticky_detection_reads_codes_messages_and_causes():
 
 
 @pytest.fixture
-def cli(tmp_path):
-    procs = []
-
+def cli(tmp_path, spawn):
     def run(*args):
         env = {**os.environ, "PYTHONPATH": str(ROOT), "LAUNCHBENCH_DB": ""}
-        p = subprocess.Popen([sys.executable, "-m", "runner", *args], cwd=tmp_path,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=env, start_new_session=True)
-        procs.append(p)
+        p = spawn([sys.executable, "-m", "runner", *args], cwd=tmp_path,
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         out, err = p.communicate(timeout=600)
         return p.returncode, out, err
 
-    yield run
-    for p in procs:  # whatever a failed assertion left running, children included
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
+    return run
 
 
 def test_cli_exits_non_zero_with_one_line_and_the_bundle_keeps_the_points(cli, tmp_path):

@@ -24,26 +24,14 @@ TINY = {"depth": "2", "width": "16"}
 
 
 @pytest.fixture
-def sweeps(tmp_path):
-    procs: list[subprocess.Popen] = []
-
+def sweeps(tmp_path, spawn):
     def start(*argv: str) -> subprocess.Popen:
         env = {**os.environ, "LAUNCHBENCH_HOST_DIR": str(tmp_path / "host-lock")}
         env.pop("LAUNCHBENCH_READ_ONLY", None)
-        p = subprocess.Popen([sys.executable, "-m", "runner", "sweep", *argv], cwd=ROOT,
-                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             text=True, start_new_session=True)
-        procs.append(p)
-        return p
+        return spawn([sys.executable, "-m", "runner", "sweep", *argv], cwd=ROOT, env=env,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
-    yield start
-    for p in procs:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        p.wait()
+    return start
 
 
 def _repeat_child_running(pgid: int) -> bool:
