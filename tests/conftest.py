@@ -235,7 +235,7 @@ def _answers(host: str, port: int) -> bool:
         return False
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -249,7 +249,7 @@ def _start_throwaway_cluster() -> tuple[str, callable]:
                            "postgresql is not installed (apt-get install postgresql)")
     bindir = bindirs[-1]
     datadir = Path(tempfile.mkdtemp(prefix="lb-pg-"))
-    port = _free_port()
+    port = free_port()
     # initdb refuses to run as root: run the cluster as the postgres user then.
     as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
     if as_user:

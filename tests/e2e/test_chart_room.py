@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ("tests.e2e_support",)
 pytestmark = pytest.mark.e2e
 
 MIN_PLOT_PX = 150
 MIN_LANE_PAIR_PX = 60
-VIEWPORT = {"width": 1280, "height": 800}
+VIEWPORT = {"width": 1280, "height": 800}  # conftest's page takes it
 
 # Every chart of the page, as Vega drew it. Plot groups: a group whose own marks include
 # an axis. Lanes of the timeline: plots with a "GPU kernels" axis label.
@@ -68,15 +67,10 @@ SETTLED = """() => {
 
 
 @pytest.fixture(scope="module")
-def sample_ids(dashboard) -> dict[str, int]:
+def sample_ids(db) -> dict[str, int]:
     from db import queries
-    from db.engine import make_engine
 
-    engine = make_engine(dashboard.db_url)
-    try:
-        runs = queries.runs_frame(engine)
-    finally:
-        engine.dispose()
+    runs = queries.runs_frame(db)
     sweeps = runs[runs["kind"] == "sweep"]
 
     def one(gpu: str, workload: str | None = None) -> int:
@@ -87,15 +81,6 @@ def sample_ids(dashboard) -> dict[str, int]:
 
     return {"h200": one("H200", "mlp"), "l40s": one("L40S"), "v100": one("V100"),
             "serve": int(runs.loc[runs["kind"] == "serve", "id"].iloc[0])}
-
-
-@pytest.fixture
-def screen(browser):
-    context = browser.new_context(viewport=VIEWPORT)
-    p = context.new_page()
-    p.set_default_timeout(60_000)
-    yield p
-    context.close()
 
 
 def _charts(page, url: str) -> list[dict]:
@@ -123,7 +108,7 @@ def _problems(charts: list[dict]) -> list[str]:
     return out
 
 
-def test_run_page_charts_have_room(dashboard, screen, sample_ids):
+def test_run_page_charts_have_room(dashboard, page, sample_ids):
     """Every chart view of the Run page (a tab each, ?view=), and the timeline."""
     from urllib.parse import quote
 
@@ -133,7 +118,7 @@ def test_run_page_charts_have_room(dashboard, screen, sample_ids):
     # Energy draws only with energy figures, which no shipped sample has (its charts'
     # room: tests/pages/test_energy_pages.py builds them; the view here says why in one line).
     with_charts = [v for v in RUN_VIEWS if v != "Energy"][:4]
-    views = {v: _charts(screen, f"{base}&view={quote(v)}") for v in with_charts}
+    views = {v: _charts(page, f"{base}&view={quote(v)}") for v in with_charts}
     # speedup and step time; memory and its trade-off; the time split's three; the lanes
     assert [len(c) for c in views.values()] == [2, 2, 3, 1]
     assert [p for c in views.values() for p in _problems(c)] == []
@@ -141,26 +126,26 @@ def test_run_page_charts_have_room(dashboard, screen, sample_ids):
     assert len(views["Speed"][0]["fills"]) == 3
 
 
-def test_compare_of_three_gpus_is_one_chart_with_room(dashboard, screen, sample_ids):
+def test_compare_of_three_gpus_is_one_chart_with_room(dashboard, page, sample_ids):
     ids = sample_ids
-    charts = _charts(screen, dashboard.url(
+    charts = _charts(page, dashboard.url(
         f"compare?run={ids['h200']}&run={ids['l40s']}&run={ids['v100']}"))
     assert _problems(charts) == []
     speedup = [c for c in charts if "per run and mode" in c["title"]]
     assert len(speedup) == 1
     # One banner per distinct reason, not one per field and run.
-    assert screen.locator("[data-testid='stAlert']").count() <= 3
+    assert page.locator("[data-testid='stAlert']").count() <= 3
 
 
-def test_trend_page_opens_on_charts_with_room(dashboard, screen):
-    charts = _charts(screen, dashboard.url("trend"))
+def test_trend_page_opens_on_charts_with_room(dashboard, page):
+    charts = _charts(page, dashboard.url("trend"))
     assert charts, "the default selection draws nothing"
     assert _problems(charts) == []
 
 
 def test_serve_page_charts_have_room_and_strategies_have_their_own_colour(
-        dashboard, screen, sample_ids):
-    charts = _charts(screen, dashboard.url(f"serve?run={sample_ids['serve']}"))
+        dashboard, page, sample_ids):
+    charts = _charts(page, dashboard.url(f"serve?run={sample_ids['serve']}"))
     assert _problems(charts) == []
     throughput = [c for c in charts if c["title"].startswith("Memory against throughput")][0]
     fills = throughput["fills"]
@@ -168,16 +153,11 @@ def test_serve_page_charts_have_room_and_strategies_have_their_own_colour(
     assert not {"black", "#000", "#000000"} & {f.lower() for f in fills if f}
 
 
-def test_graph_memory_run_page_charts_have_room(dashboard, screen):
+def test_graph_memory_run_page_charts_have_room(dashboard, db, page):
     """A graph-memory run's two curves (built from the H200 probe's own rows)."""
-    from db.engine import make_engine
     from db.store import import_bundle
     from tests.graph_memory_data import probe_bundle
 
-    engine = make_engine(dashboard.db_url)
-    try:
-        run_id = import_bundle(engine, probe_bundle())[0]
-    finally:
-        engine.dispose()
-    charts = _charts(screen, dashboard.url(f"run?run={run_id}"))
+    run_id = import_bundle(db, probe_bundle())[0]
+    charts = _charts(page, dashboard.url(f"run?run={run_id}"))
     assert len(charts) == 2 and _problems(charts) == []

@@ -6,35 +6,12 @@ from __future__ import annotations
 import pytest
 
 from db import queries
-from db.engine import make_engine
 from db.store import import_bundle
 from runner.format import bundle as fmt
+from tests.e2e_support import rendered_charts, wait_for_app
 from tests.synthetic import sweep_bundle
 
-# The fixtures (dashboard server, browser, page) live in tests/e2e_support.py; pytest
-# imports it as a plugin, so it is not imported here at module level (that would make
-# pytest warn that it cannot rewrite its asserts).
-pytest_plugins = ("tests.e2e_support",)
 pytestmark = pytest.mark.e2e
-
-
-def wait_for_app(page, text=None):
-    from tests.e2e_support import wait_for_app as wait
-
-    wait(page, text)
-
-
-def rendered_charts(page) -> int:
-    from tests.e2e_support import rendered_charts as count
-
-    return count(page)
-
-
-@pytest.fixture(scope="module")
-def db(dashboard):
-    engine = make_engine(dashboard.db_url)
-    yield engine
-    engine.dispose()
 
 
 def _sample_run(db) -> int:

@@ -10,23 +10,15 @@ import signal
 import pytest
 
 from db import jobs, store
-from db.engine import make_engine
+from tests.e2e_support import wait_for_app
 
-pytest_plugins = ("tests.e2e_support",)  # dashboard, browser, page fixtures
 pytestmark = pytest.mark.e2e
 
 
-def wait_for_app(page, text=None):
-    from tests.e2e_support import wait_for_app as wait
-
-    wait(page, text)
-
-
 @pytest.fixture(scope="module")
-def db(dashboard):
-    engine = make_engine(dashboard.db_url)
-    yield engine
-    engine.dispose()
+def db(db, dashboard):
+    """conftest's engine; the worker the page started ends with the module."""
+    yield db
     from runner.ops.launcher import local_worker_pid
 
     pid = local_worker_pid(dashboard.db_url)

@@ -20,7 +20,7 @@ from pages.common.links import RUN_VIEWS
 from pages.common.plain import plain
 from tests.synthetic import sweep_bundle
 
-pytest_plugins = ("tests.e2e_support",)  # browser
+VIEWPORT = {"width": 1280, "height": 800}  # conftest's page takes it
 
 # Streamlit elements whose text is read as Markdown.
 MARKDOWN_ELEMENTS = ("title", "header", "subheader", "caption", "markdown", "info",
@@ -146,7 +146,7 @@ def counting_server():
 
 @pytest.mark.e2e
 def test_a_read_only_share_makes_no_request_for_bundle_text(tmp_path, counting_server,
-                                                            browser):
+                                                            page):
     from db.engine import make_engine
     from db.samples import seed_if_empty
     from tests.e2e_support import streamlit_server, wait_for_app
@@ -165,24 +165,18 @@ def test_a_read_only_share_makes_no_request_for_bundle_text(tmp_path, counting_s
              (f"run?run={rid}&view=Environment", "Reproduce"), ("", "run(s)"),
              (f"compare?run={rid}&run={other}", "Environment differences"),
              (f"trend?{trend}", "run(s) of"), (f"import?run={rid}", "Export a run")]
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    try:
-        with streamlit_server(url, {"LAUNCHBENCH_READ_ONLY": "1"}, tmp_path) as dash:
-            for path, text in paths:
-                page.goto(dash.url(path))
-                wait_for_app(page, text)
-                page.wait_for_timeout(1500)  # images load after the first paint
-                links = page.locator(f"a[href^='{host}']").count()
-                images = page.locator(f"img[src^='{host}']").count()
-                assert (links, images) == (0, 0), path
-            page.goto(dash.url(f"run?run={rid}"))
-            wait_for_app(page, "Re-login here")  # the label is there, as text
-            page.wait_for_timeout(3000)
-            page.screenshot(path=str(tmp_path / "run.png"))
-    finally:
-        context.close()
+    with streamlit_server(url, {"LAUNCHBENCH_READ_ONLY": "1"}, tmp_path) as dash:
+        for path, text in paths:
+            page.goto(dash.url(path))
+            wait_for_app(page, text)
+            page.wait_for_timeout(1500)  # images load after the first paint
+            links = page.locator(f"a[href^='{host}']").count()
+            images = page.locator(f"img[src^='{host}']").count()
+            assert (links, images) == (0, 0), path
+        page.goto(dash.url(f"run?run={rid}"))
+        wait_for_app(page, "Re-login here")  # the label is there, as text
+        page.wait_for_timeout(3000)
+        page.screenshot(path=str(tmp_path / "run.png"))
     assert hits == [], hits
 
 

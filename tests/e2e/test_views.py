@@ -10,27 +10,13 @@ from urllib.parse import urlsplit
 import pytest
 
 from db import queries
-from db.engine import make_engine
 from db.store import import_bundle
+from tests.e2e_support import wait_for_app
 from tests.synthetic import sweep_bundle
 
-pytest_plugins = ("tests.e2e_support",)
 pytestmark = pytest.mark.e2e
 
 SMALL = {"width": 1280, "height": 720}
-
-
-def wait_for_app(page, text=None):
-    from tests.e2e_support import wait_for_app as wait
-
-    wait(page, text)
-
-
-@pytest.fixture(scope="module")
-def db(dashboard):
-    engine = make_engine(dashboard.db_url)
-    yield engine
-    engine.dispose()
 
 
 def _visible_text(page) -> str:
