@@ -30,6 +30,9 @@ import pytest
 
 from tests import procs
 
+# A helper module's asserts read like a test's when they fail (pytest rewrites them on import).
+pytest.register_assert_rewrite("tests.apptest")
+
 ROOT = Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 # What a GPU host may lack: the lent H200 has torch, pandas and pytest, not the database's
@@ -207,9 +210,9 @@ def app_db_url(sqlite_url, monkeypatch):
 
 @pytest.fixture
 def dash(app_db_url):
-    """The dashboard over a temp database (tests/pages/test_every_page.py's Dash), disposed
+    """The dashboard over a temp database (tests/apptest.py's Dash), disposed
     after."""
-    from tests.pages.test_every_page import Dash
+    from tests.apptest import Dash
 
     d = Dash(app_db_url)
     yield d

@@ -14,7 +14,8 @@ from db.store import delete_run, export_bundle, import_bundle
 from pages.common import links
 from runner.format import bundle as fmt
 from runner.format.measurement import Measurement
-from runner.ops.cli import main
+from tests.apptest import open_app
+from tests.command_line import cli
 from tests.conftest import ROOT
 
 SAMPLE = ROOT / "data" / "samples" / "h200-mlp.json"
@@ -38,9 +39,8 @@ def snapshot(engine) -> dict:
 
 
 def _cli(capsys, *argv) -> tuple[int, str]:
-    rc = main(list(argv))
-    cap = capsys.readouterr()
-    return rc, cap.out + cap.err
+    rc, out, err = cli(capsys, *argv)
+    return rc, out + err
 
 
 def _write(tmp_path, body: str, name: str = "b.json") -> str:
@@ -161,17 +161,6 @@ def test_a_writer_cannot_store_an_unbounded_point(sqlite_engine):
         add_measurement(sqlite_engine, rid, Measurement.from_json(m))
 
 
-def _page(page: str, **params):
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    at.switch_page(page)
-    at.query_params = params
-    at.run()
-    assert not at.exception, [e.value for e in at.exception][:1]
-    return at
-
-
 def test_a_run_that_cannot_be_drawn_says_so_in_its_place(app_db_url, monkeypatch):
     from pages.common import analysis, report
 
@@ -184,7 +173,7 @@ def test_a_run_that_cannot_be_drawn_says_so_in_its_place(app_db_url, monkeypatch
 
     monkeypatch.setattr(report, "headline", broken)
     monkeypatch.setattr(analysis, "time_split", broken)
-    at = _page("pages/run.py", run=str(rid))
+    at = open_app("pages/run.py", run=str(rid))
     errors = [str(e.value) for e in at.error]
     assert any("The headline cannot be drawn" in e for e in errors), errors
     assert any("The charts cannot be drawn" in e for e in errors), errors
@@ -203,19 +192,19 @@ def test_serve_run_without_eager_time_leaves_the_serve_page_standing(app_db_url)
     engine = make_engine(app_db_url)
     import_bundle(engine, doc)
     engine.dispose()
-    _page("pages/serve.py")  # the default page shows the newest serve run
+    open_app("pages/serve.py")  # the default page shows the newest serve run
 
 
-def test_delete_button_on_the_run_page(app_db_url, monkeypatch):
+def test_delete_button_on_the_runopen_app(app_db_url, monkeypatch):
     engine = make_engine(app_db_url)
     rid = import_bundle(engine, sample())[0]
-    at = _page("pages/run.py", run=str(rid))
+    at = open_app("pages/run.py", run=str(rid))
     at.button(key="delete_run").click().run()
     assert not at.exception
     assert any(f"Deleted run {rid}" in str(s.value) for s in at.success)
     assert snapshot(engine)["runs"][0] == 0
     rid = import_bundle(engine, sample())[0]
     monkeypatch.setenv("LAUNCHBENCH_READ_ONLY", "1")
-    at = _page("pages/run.py", run=str(rid))
+    at = open_app("pages/run.py", run=str(rid))
     assert not [b for b in at.button if b.key == "delete_run"]
     engine.dispose()

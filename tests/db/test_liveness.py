@@ -53,7 +53,7 @@ def test_sigkilled_sweep_reads_lost_after_the_timeout_and_a_writer_persists_it(
         sqlite_url, monkeypatch):
     sizes = ",".join(str(n) for n in range(1, 41))
     p = subprocess.Popen([sys.executable, "-m", "runner", "sweep", "--workload",
-                          "tests.runner.ops.test_cli:slow_model", "--batch-sizes", sizes, "--modes",
+                          "tests.gpu_models:slow", "--batch-sizes", sizes, "--modes",
                           "eager", "--quick", "--device", "cpu", "--db", sqlite_url],
                          cwd=ROOT, env={**os.environ, "LB_TEST_SLEEP": "0.01"},
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -156,7 +156,7 @@ def test_dead_workers_job_reads_lost_with_nothing_else_running(any_url):
 
 
 def test_launch_page_shows_a_lost_job_without_writing(app_db_url):
-    from streamlit.testing.v1 import AppTest
+    from tests.apptest import open_app
 
     engine = make_engine(app_db_url)
     job_id = jobs.enqueue(engine, TINY)
@@ -164,11 +164,7 @@ def test_launch_page_shows_a_lost_job_without_writing(app_db_url):
     old = jobs.db_now(engine) - timedelta(hours=1)
     with engine.begin() as c:
         c.execute(update(Job).values(heartbeat_at=old))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    at.switch_page("pages/launch.py")
-    at.query_params = {"job": str(job_id)}
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = open_app("pages/launch.py", job=str(job_id))
     assert f"Job {job_id}: lost" in [s.value for s in at.subheader]
     assert _stored(engine, Job, job_id) == "running"  # the page only read
     reap = next(b for b in at.button if b.key == "reap_lost")

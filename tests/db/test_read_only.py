@@ -16,9 +16,9 @@ from db.engine import ReadOnlySchemaError, make_engine
 from db.samples import seed_if_empty
 from pages.common.links import RUN_VIEWS
 from runner.ops.cli import main
+from tests.apptest import open_app
 from tests.conftest import ROOT
 
-APP = ROOT / "app.py"
 OLD = "0004_intervals"  # any revision before head
 
 
@@ -47,9 +47,7 @@ def _revision(url: str) -> str | None:
 def _open_read_only(monkeypatch, url: str) -> AppTest:
     monkeypatch.setenv("LAUNCHBENCH_DB", url)
     monkeypatch.setenv("LAUNCHBENCH_READ_ONLY", "1")
-    at = AppTest.from_file(str(APP), default_timeout=60).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_app()
 
 
 def _errors(at: AppTest) -> list[str]:

@@ -6,24 +6,19 @@ from __future__ import annotations
 import json
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from pages.common import capture_advice as ca
 from runner.format import capture_sizes as cs
 from runner.format import graph_memory as gm
+from tests.apptest import open_app
 from tests.conftest import ROOT
 
-APP = ROOT / "app.py"
 DATA = ROOT / "tests" / "data" / "capture"
 
 
 @pytest.fixture
 def page(app_db_url):
-    at = AppTest.from_file(str(APP), default_timeout=60).run()
-    at.switch_page("pages/serve.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_app("pages/serve.py")
 
 
 def test_paste_a_vllm_table_and_copy_the_config(page):

@@ -12,8 +12,8 @@ import pytest
 
 from pages.common import charts, cost, energy, report
 from runner.format import bundle as fmt
-from tests.pages.test_every_page import charts as page_charts
-from tests.pages.test_every_page import run_views, texts
+from tests.apptest import charts as page_charts
+from tests.apptest import run_views, texts
 from tests.synthetic import sweep_bundle
 
 BATCHES = (8, 64, 512)

@@ -12,51 +12,10 @@ from streamlit.testing.v1 import AppTest
 from db import queries
 from db.access import ReadOnlyError
 from db.engine import make_engine
-from db.samples import seed_if_empty
-from db.store import import_bundle
 from pages.common import uploads
 from runner.format import bundle as fmt
-from tests.conftest import ROOT
+from tests.apptest import APP, charts, run_views, texts
 from tests.synthetic import sweep_bundle
-
-APP = ROOT / "app.py"
-
-
-class Dash:
-    """One temp database, seeded as the app would seed it, and a way to open pages."""
-
-    def __init__(self, url: str):
-        self.url = url
-        self.engine = make_engine(url)
-        seed_if_empty(self.engine)
-        self.published = int(queries.runs_frame(self.engine).query(
-            "uuid == 'published-l40s-day25'")["id"].iloc[0])
-
-    def add(self, **kw) -> int:
-        return import_bundle(self.engine, sweep_bundle(**kw))[0]
-
-    def open(self, page: str | None = None, **params) -> AppTest:
-        at = AppTest.from_file(str(APP), default_timeout=60).run()
-        assert not at.exception, at.exception
-        if page:
-            at.switch_page(page)
-            at.query_params = {k: v for k, v in params.items()}
-            at.run()
-        assert not at.exception, [e.value for e in at.exception]
-        return at
-
-
-def texts(at: AppTest, kind: str) -> list[str]:
-    return [str(e.value) for e in getattr(at, kind)]
-
-
-def run_views(dash, rid: int, views=None, **params) -> dict[str, AppTest]:
-    """The Run page opened once per view (?view=LABEL): a view computes only its own tab."""
-    from pages.common.links import RUN_VIEWS
-
-    return {v: dash.open("pages/run.py", run=str(rid), view=v, **params)
-            for v in (views or RUN_VIEWS)}
-
 
 CHART_VIEWS = ("Speed", "Memory", "Time split")
 
@@ -64,11 +23,6 @@ CHART_VIEWS = ("Speed", "Memory", "Time split")
 def findings(markdown: list[str]) -> str:
     """The Run page's findings list (under the headline, one bullet a mode)."""
     return next(m for m in markdown if m.startswith("- "))
-
-
-def charts(at: AppTest) -> list:
-    return [e for e in at.main if getattr(e, "type", "") in ("vega_lite_chart",
-                                                              "arrow_vega_lite_chart")]
 
 
 # --- frame ------------------------------------------------------------------------------

@@ -10,9 +10,9 @@ import pytest
 from db.store import import_bundle
 from pages.common import capture_advice as ca
 from pages.common import report
+from tests.apptest import charts, texts
 from tests.conftest import ROOT
 from tests.graph_memory_data import probe_bundle
-from tests.pages.test_every_page import charts, texts
 
 DATA = ROOT / "tests" / "data" / "capture"
 

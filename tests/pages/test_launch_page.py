@@ -12,9 +12,7 @@ from db import jobs
 from db.engine import make_engine
 from pages.common import launch_form as lf
 from runner.format.queue import Job, JobProgress
-from tests.conftest import ROOT
-
-APP = str(ROOT / "app.py")
+from tests.apptest import open_app, texts
 
 
 @pytest.fixture
@@ -28,16 +26,7 @@ def engine(app_db_url):
 
 
 def open_launch(**params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60).run()
-    at.switch_page("pages/launch.py")
-    at.query_params = params
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def texts(at: AppTest, kind: str) -> list[str]:
-    return [str(e.value) for e in getattr(at, kind)]
+    return open_app("pages/launch.py", **params)
 
 
 def submit(at: AppTest) -> AppTest:

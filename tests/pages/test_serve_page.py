@@ -19,9 +19,8 @@ from pages.common import serve_charts as sc
 from runner.format import buckets as B
 from runner.format import bundle as fmt
 from runner.format import serve_record as rec
-from tests.conftest import ROOT
+from tests.apptest import open_app
 
-APP = ROOT / "app.py"
 MIB = 2**20
 
 
@@ -78,13 +77,7 @@ def db(app_db_url):
 
 
 def open_page(**params) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=60).run()
-    assert not at.exception, at.exception
-    at.switch_page("pages/serve.py")
-    at.query_params = dict(params)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_app("pages/serve.py", **params)
 
 
 def _text(at: AppTest) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.pages.test_every_page import charts, texts
+from tests.apptest import charts, texts
 
 
 def timeline_spec(at) -> dict | None:

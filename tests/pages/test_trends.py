@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from pages.common import trends
-from tests.pages.test_every_page import charts, texts
+from tests.apptest import charts, texts
 
 WORKLOADS, GPUS = ["mlp", "resnet"], ["NVIDIA H200", "cpu"]
 

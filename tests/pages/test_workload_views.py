@@ -11,7 +11,7 @@ from db.samples import SAMPLES
 from db.store import import_bundle
 from pages.common import workload_views as wv
 from runner.format import bundle as fmt
-from tests.pages.test_every_page import texts
+from tests.apptest import texts
 from tests.synthetic import sweep_bundle
 
 V100 = SAMPLES / "published-v100-cuda-graphs-blog.json"

@@ -12,20 +12,11 @@ import pytest
 from runner.format import bundle as fmt
 from runner.format import capture_sizes as cs
 from runner.format import graph_memory as gm
-from runner.ops.cli import main
+from tests.command_line import cli
 from tests.conftest import ROOT
 
 DATA = ROOT / "tests" / "data" / "capture"
 MIB = 1 << 20
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        rc = main(list(argv))
-    except SystemExit as e:
-        rc = e.code
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def probe_rows(variant: str, shape: str = "mlp") -> list[gm.CaptureRow]:

@@ -20,20 +20,12 @@ import pytest
 import sqlalchemy as sa
 
 from runner.format import bundle as fmt
-from runner.ops.cli import build_parser, main
+from runner.ops.cli import build_parser
+from tests.command_line import cli
 from tests.conftest import ROOT
 
 TINY = ["--workload", "mlp", "--param", "depth=2", "--param", "width=16", "--quick",
         "--device", "cpu"]
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        rc = main(list(argv))
-    except SystemExit as e:  # argparse's own errors
-        rc = e.code
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def count(url: str, table: str) -> int:
@@ -432,49 +424,21 @@ def test_sweep_without_sqlalchemy_writes_the_bundle(tmp_path):
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "SQLAlchemy" in p.stderr
 
 
-class _Slow:
-    """A model slow enough per step that a sweep is still running when Ctrl-C comes."""
-
-    def __init__(self, fail_at: int | None = None):
-        import torch
-
-        self.linear = torch.nn.Linear(4, 4)
-        self.fail_at = fail_at
-
-    def __call__(self, x):
-        if x.shape[0] == self.fail_at:
-            raise RuntimeError(f"deliberate failure at batch {x.shape[0]}")
-        time.sleep(float(os.environ.get("LB_TEST_SLEEP", "0")))
-        return self.linear(x)
-
-
-def slow_model():
-    import torch
-
-    return _Slow(), lambda batch: torch.randn(batch, 4)
-
-
-def failing_model():
-    import torch
-
-    return _Slow(fail_at=3), lambda batch: torch.randn(batch, 4)
-
-
 def test_sweep_goes_on_past_a_failing_point(capsys, tmp_path):
     url = f"sqlite:///{tmp_path / 'lb.db'}"
-    rc, stdout, err = cli(capsys, "sweep", "--workload", "tests.runner.ops.test_cli:failing_model",
+    rc, stdout, err = cli(capsys, "sweep", "--workload", "tests.gpu_models:failing",
                           "--batch-sizes", "2,3,4", "--modes", "eager", "--quick",
                           "--device", "cpu", "--db", url)
     assert rc == 0, err
     assert stdout.startswith("run 1 done: 3 points (1 error)")
-    assert "deliberate failure at batch 3" in err
+    assert "planted failure at batch size 3" in err
     from db.engine import make_engine
     from db.store import export_bundle
 
     engine = make_engine(url)
     ms = {m["batch_size"]: m for m in export_bundle(engine, 1)["measurements"]}
     engine.dispose()
-    assert ms[3]["status"] == "error" and "deliberate failure" in ms[3]["message"]
+    assert ms[3]["status"] == "error" and "planted failure" in ms[3]["message"]
     assert ms[2]["status"] == ms[4]["status"] == "ok"
 
 
@@ -490,7 +454,7 @@ def test_interrupt_cancels_and_keeps_finished_points(tmp_path, sig):
     out = tmp_path / "run.json"
     sizes = ",".join(str(n) for n in range(1, 41))
     p = subprocess.Popen([sys.executable, "-m", "runner", "sweep", "--workload",
-                          "tests.runner.ops.test_cli:slow_model", "--batch-sizes", sizes, "--modes",
+                          "tests.gpu_models:slow", "--batch-sizes", sizes, "--modes",
                           "eager", "--quick", "--device", "cpu", "--db", url, "--out",
                           str(out)], cwd=ROOT, env={**_env(tmp_path), "LB_TEST_SLEEP": "0.01"},
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -12,9 +12,9 @@ import pytest
 
 from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
+from tests.command_line import cli
 from tests.conftest import ROOT
 from tests.graph_memory_data import probe_bundle, probe_rows
-from tests.runner.ops.test_capture_cli import cli
 
 DATA = ROOT / "tests" / "data" / "capture"
 ADVISE = ["advise-capture", "--from", str(DATA / "vllm_cudagraph_metrics.log"), "--engine",
