@@ -11,7 +11,6 @@ from sqlalchemy import func, select, text
 
 from db import graph_memory as dbgm
 from db import migrate, store
-from db.engine import make_engine
 from db.models import GraphMemoryCapture, Measurement, Run
 from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
@@ -20,13 +19,6 @@ from tests.graph_memory_data import probe_bundle
 from tests.old_database import old_database
 
 MIB = 1 << 20
-
-
-@pytest.fixture
-def engine(any_url):
-    e = make_engine(any_url)
-    yield e
-    e.dispose()
 
 
 def test_round_trip_on_both_backends(engine):

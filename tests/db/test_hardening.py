@@ -7,7 +7,6 @@ import copy
 import json
 
 import pytest
-from sqlalchemy import text
 
 from db.engine import make_engine
 from db.store import delete_run, export_bundle, import_bundle
@@ -17,25 +16,11 @@ from runner.format.measurement import Measurement
 from tests.apptest import open_app
 from tests.command_line import cli
 from tests.conftest import ROOT
+from tests.db_snapshot import snapshot
 
 SAMPLE = ROOT / "data" / "samples" / "h200-mlp.json"
-TABLES = ("environments", "runs", "measurements", "serve_configs", "serve_results",
-          "serve_profile", "jobs")
-
-
 def sample() -> dict:
     return json.loads(SAMPLE.read_text())
-
-
-def snapshot(engine) -> dict:
-    """Row count and largest id of every table the importers write."""
-    out = {}
-    with engine.connect() as c:
-        names = set(engine.dialect.get_table_names(c))
-        for t in TABLES:
-            if t in names:
-                out[t] = tuple(c.execute(text(f"SELECT count(*) FROM {t}")).one())
-    return out
 
 
 def _cli(capsys, *argv) -> tuple[int, str]:

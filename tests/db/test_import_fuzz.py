@@ -17,7 +17,7 @@ from runner.format import bundle as fmt
 from runner.ops.cli import UsageError
 from runner.ops.commands.store import import_one
 from tests.conftest import ROOT
-from tests.db.test_hardening import snapshot
+from tests.db_snapshot import snapshot
 
 SAMPLES = sorted((ROOT / "data" / "samples").glob("*.json"))
 SEED = 11

@@ -28,13 +28,6 @@ TINY = {"workload": "mlp", "params": {"depth": "1", "width": "4"}, "batch_sizes"
         "modes": ["eager"], "device": "cpu", "timing": "quick"}
 
 
-@pytest.fixture
-def engine(any_url):
-    e = make_engine(any_url)
-    yield e
-    e.dispose()
-
-
 def _worker(engine, name="w", gpu=None, cuda=False):
     wid = jobs.register_worker(engine, name=name, hostname="host", pid=1, gpu_name=gpu,
                                has_cuda=cuda, torch_version="2.x")

@@ -11,16 +11,12 @@ import pytest
 
 from pages.common import analysis, charts, report
 from runner.format import bundle as fmt
-from tests.synthetic import sweep_bundle
-
-
-def frame(doc, run_id=1):
-    return pd.DataFrame(fmt.validate(doc)["measurements"]).assign(run_id=run_id)
+from tests.synthetic import points_frame, sweep_bundle
 
 
 @pytest.fixture(scope="module")
 def points():
-    return frame(sweep_bundle(failing={("compile", 64): "CUDA out of memory"}))
+    return points_frame(sweep_bundle(failing={("compile", 64): "CUDA out of memory"}))
 
 
 def _units(spec):
@@ -64,7 +60,7 @@ def _title(spec) -> str:
 
 @pytest.fixture(scope="module")
 def old_points():
-    return frame(sweep_bundle(intervals=False))
+    return points_frame(sweep_bundle(intervals=False))
 
 
 def test_speedup_chart_draws_the_interval_as_error_bars(points, old_points):
@@ -156,18 +152,18 @@ def test_memory_and_time_split_charts(points):
 
 
 def test_cpu_run_without_gpu_figures_draws_only_what_it_has():
-    p = frame(sweep_bundle(device="cpu"))
+    p = points_frame(sweep_bundle(device="cpu"))
     got = charts.run_charts(p)
     assert set(got) == {"speedup", "step-time"}  # no memory, no busy time on cpu
-    only_failed = frame(sweep_bundle(modes=("eager",), batches=(8,),
+    only_failed = points_frame(sweep_bundle(modes=("eager",), batches=(8,),
                                      failing={("eager", 8): "boom"}))
     assert charts.run_charts(only_failed) == {}
     assert charts.compare_chart(analysis.speedups(only_failed).assign(run="", series="")) is None
 
 
 def test_compare_is_one_chart_colour_per_run_mark_per_mode():
-    a = frame(sweep_bundle(gpu="A"), run_id=1)
-    b = frame(sweep_bundle(gpu="B", scale=2.0), run_id=2)
+    a = points_frame(sweep_bundle(gpu="A"), run_id=1)
+    b = points_frame(sweep_bundle(gpu="B", scale=2.0), run_id=2)
     h = pd.DataFrame([{"id": 1, "gpu_name": "A", "torch_version": "2.1", "source": "measured"},
                       {"id": 2, "gpu_name": "B", "torch_version": "2.2",
                        "source": "published"}])
@@ -196,7 +192,7 @@ def test_plot_height_is_the_plots_own_and_nothing_is_shortened(points):
 
 
 def test_legends_list_only_the_modes_a_run_has():
-    cpu = frame(sweep_bundle(device="cpu"))
+    cpu = points_frame(sweep_bundle(device="cpu"))
     step = charts.step_time_chart(cpu).to_dict()
     colors = [e["color"] for e in _encodings(step) if "color" in e]
     assert colors[0]["scale"]["domain"] == ["eager", "compile"]  # no graph modes on cpu
@@ -252,7 +248,7 @@ def test_html_report_is_self_contained(points):
 def test_headline_sentences_for_published_figures():
     from db.samples import SAMPLES
 
-    p = frame(fmt.read(SAMPLES / "published-l40s-day25.json"))
+    p = points_frame(fmt.read(SAMPLES / "published-l40s-day25.json"))
     lines = report.headline(p)
     assert lines[0].startswith("compile: up to 1.41x over eager, at batch 8,192")
     assert lines[0].endswith("; no interval")  # published figures carry none
@@ -267,7 +263,7 @@ def test_headline_quotes_the_interval_ranks_by_lower_bound_and_names_ties():
     # the highest, and its median lies inside batch 1's and batch 64's intervals.
     ci = lambda sp, lo, hi: {"speedup": sp, "speedup_ci_low": lo,  # noqa: E731
                              "speedup_ci_high": hi}
-    p = frame(sweep_bundle(overrides={("cuda-graph", 1): ci(10.0, 9.0, 11.0),
+    p = points_frame(sweep_bundle(overrides={("cuda-graph", 1): ci(10.0, 9.0, 11.0),
                                       ("cuda-graph", 8): ci(10.5, 10.0, 11.0),
                                       ("cuda-graph", 64): ci(20.0, 8.0, 40.0),
                                       ("cuda-graph", 512): ci(6.0, 5.8, 6.2)}))
@@ -285,7 +281,7 @@ def test_old_run_headline_says_no_interval(old_points):
 
 
 def test_points_table_shows_intervals_and_noise_badges(old_points):
-    p = frame(sweep_bundle(batches=(8,), overrides={("compile", 8): {"noisy": True}}))
+    p = points_frame(sweep_bundle(batches=(8,), overrides={("compile", 8): {"noisy": True}}))
     t = report.points_table(p).set_index("Mode")
     assert t.at["compile", "Noise"] == "noisy" and t.at["eager", "Noise"] == "ok"
     assert t.at["cuda-graph", "Speedup over eager 95% CI"].endswith("x")

@@ -11,13 +11,9 @@ from db.samples import SAMPLES
 from pages.common import analysis, charts, comparing, cost, report, serve_charts
 from pages.common.names import device_name
 from runner.format import bundle as fmt
-from tests.synthetic import sweep_bundle
+from tests.synthetic import points_frame, sweep_bundle
 
 MIB = 2**20
-
-
-def frame(doc, run_id=1):
-    return pd.DataFrame(fmt.validate(doc)["measurements"]).assign(run_id=run_id)
 
 
 def mem(pool_mib, peak_mib, speedup, lo=None, hi=None):
@@ -30,7 +26,7 @@ def mem(pool_mib, peak_mib, speedup, lo=None, hi=None):
 def batch8():
     # The case: reduce-overhead's peak allocated (7 MiB) is far below eager's
     # (40 MiB), but it holds a 95 MiB graph pool besides.
-    return frame(sweep_bundle(batches=(8,), overrides={
+    return points_frame(sweep_bundle(batches=(8,), overrides={
         ("eager", 8): mem(None, 40, None),
         ("compile", 8): mem(None, 40, 1.1, 1.0, 1.2),
         ("reduce-overhead", 8): mem(95, 7, 6.0, 5.5, 6.5),
@@ -83,7 +79,7 @@ def test_pareto_agrees_with_the_definition_on_many_groups_with_ties_and_gaps():
 
 def test_headline_is_one_line_with_interval_and_extra_mib(batch8):
     assert cost.headline(batch8) == "cuda-graph at batch 8: 7.1x (6.5-7.6) for +34 MiB"
-    published = frame(fmt.read(SAMPLES / "published-l40s-day25.json"))
+    published = points_frame(fmt.read(SAMPLES / "published-l40s-day25.json"))
     assert cost.headline(published).endswith("(no interval) memory not measured")
 
 
@@ -113,7 +109,7 @@ def _has_one_x_rule(spec) -> bool:
 
 
 def test_speedup_axes_are_log_with_a_1x_rule():
-    p = frame(sweep_bundle())
+    p = points_frame(sweep_bundle())
     spec = charts.speedup_chart(analysis.speedups(p)).to_dict()
     y = spec["layer"][0]["encoding"]["y"]
     assert y["scale"]["type"] == "log" and 1.0 in y["axis"]["values"]
@@ -125,14 +121,14 @@ def test_speedup_axes_are_log_with_a_1x_rule():
 
 def test_step_time_ticks_are_readable_and_the_legend_is_on():
     assert charts.log_ticks([0.119, 2.2]) == [0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
-    spec = charts.step_time_chart(frame(sweep_bundle())).to_dict()
+    spec = charts.step_time_chart(points_frame(sweep_bundle())).to_dict()
     enc = [layer["encoding"] for layer in spec["layer"] if "encoding" in layer][0]
     assert enc["y"]["axis"]["format"] == "~g" and 1.0 in enc["y"]["axis"]["values"]
     assert enc["color"]["legend"] is not None
 
 
 def test_published_two_point_series_are_points_not_lines():
-    p = frame(fmt.read(SAMPLES / "published-l40s-day25.json"))
+    p = points_frame(fmt.read(SAMPLES / "published-l40s-day25.json"))
     spec = charts.speedup_chart(analysis.speedups(p)).to_dict()
     line = [layer for layer in spec["layer"] if layer.get("mark", {}).get("type") == "line"][0]
     # The line layer keeps only series of 3+ points; a point layer draws every point.
@@ -158,7 +154,7 @@ def test_a_run_without_gpu_is_named_cpu_and_host_never_nan():
 
 
 def test_ratio_columns_come_before_the_times():
-    a, b = frame(sweep_bundle(gpu="A"), 1), frame(sweep_bundle(gpu="B", scale=2.0), 2)
+    a, b = points_frame(sweep_bundle(gpu="A"), 1), points_frame(sweep_bundle(gpu="B", scale=2.0), 2)
     h = pd.DataFrame([{"id": 1, "gpu_name": "A", "torch_version": "2.1"},
                       {"id": 2, "gpu_name": "B", "torch_version": "2.1"}])
     cols = list(analysis.ratio_table(pd.concat([a, b]), h, 1).columns)
@@ -168,8 +164,8 @@ def test_ratio_columns_come_before_the_times():
 
 
 def test_compare_flags_a_published_mean_and_shows_memory_side_by_side():
-    pub = frame(fmt.read(SAMPLES / "published-l40s-day25.json"), 1)
-    own = frame(sweep_bundle(gpu="A"), 2)
+    pub = points_frame(fmt.read(SAMPLES / "published-l40s-day25.json"), 1)
+    own = points_frame(sweep_bundle(gpu="A"), 2)
     h = pd.DataFrame([{"id": 1, "gpu_name": "NVIDIA L40S", "torch_version": "2.8.0",
                        "source": "published"},
                       {"id": 2, "gpu_name": "A", "torch_version": "2.1", "source": "measured"}])

@@ -11,10 +11,9 @@ import pandas as pd
 import pytest
 
 from pages.common import charts, cost, energy, report
-from runner.format import bundle as fmt
 from tests.apptest import charts as page_charts
 from tests.apptest import run_views, texts
-from tests.synthetic import sweep_bundle
+from tests.synthetic import points_frame, sweep_bundle
 
 BATCHES = (8, 64, 512)
 
@@ -38,18 +37,14 @@ def _energy_overrides() -> dict:
     return out
 
 
-def _frame(doc) -> pd.DataFrame:
-    return pd.DataFrame(fmt.validate(doc)["measurements"]).assign(run_id=1)
-
-
 @pytest.fixture(scope="module")
 def with_energy() -> pd.DataFrame:
-    return _frame(sweep_bundle(batches=BATCHES, overrides=_energy_overrides()))
+    return points_frame(sweep_bundle(batches=BATCHES, overrides=_energy_overrides()))
 
 
 @pytest.fixture(scope="module")
 def without() -> pd.DataFrame:
-    return _frame(sweep_bundle(batches=BATCHES))
+    return points_frame(sweep_bundle(batches=BATCHES))
 
 
 def test_energy_charts_only_with_data(with_energy, without):

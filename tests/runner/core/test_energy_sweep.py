@@ -16,7 +16,7 @@ from runner.format.measurement import ENERGY_NUMBER_FIELDS
 from runner.format.specs import check_sweep
 from runner.ops.cli import main
 from tests.fake_energy import FakeDevice
-from tests.runner.core.test_sweep import TINY, ListSink
+from tests.sweep_sink import TINY, ListSink
 
 
 def spec(**kw) -> SweepSpec:

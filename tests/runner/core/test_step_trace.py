@@ -14,7 +14,7 @@ from runner.core.profiling import Event, count
 from runner.format import bundle as fmt
 from runner.format import trace as tr
 from runner.format.limits import MAX_TRACE_EVENTS
-from tests.synthetic import sweep_bundle
+from tests.synthetic import points_frame, sweep_bundle
 
 
 def step_events(i: int, t0: float, kernel_us: float, *, graph: bool = False,
@@ -216,7 +216,6 @@ def test_traces_round_trip_through_the_database_and_older_bundles_have_none(any_
 
 def test_the_html_report_draws_the_headline_batch_timeline():
     from pages.common import report, timeline
-    from tests.pages.test_charts import frame as points_frame
 
     doc = sweep_bundle(batches=(1, 8, 64), modes=("eager", "cuda-graph"), traces=True)
     pts = points_frame(doc)
@@ -250,7 +249,6 @@ def test_unpaired_kernels_fall_back_to_time_and_a_broken_trace_is_not_kept():
 
 def test_a_click_on_a_speedup_point_picks_its_batch_size():
     from pages.common import analysis, charts, timeline
-    from tests.pages.test_charts import frame as points_frame
 
     pts = points_frame(sweep_bundle(batches=(1, 8, 64)))
     chart = timeline.clickable(charts.speedup_chart(analysis.speedups(pts)))

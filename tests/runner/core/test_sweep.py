@@ -8,31 +8,7 @@ from runner.core.sweep import SpecError, SweepSpec, run_sweep, validate_spec
 from runner.core.workloads import WorkloadError
 from runner.format.bundle import make_bundle, validate
 from runner.format.limits import MAX_BATCH_SIZE
-
-TINY = {"depth": "2", "width": "16"}
-
-
-class ListSink:
-    def __init__(self):
-        self.env = self.run = self.status = None
-        self.kept: list = []  # the sweep's own Measurements (a later pass adds rounds)
-        self.calls: list[str] = []
-
-    def start(self, environment, run):
-        self.env, self.run = environment, run
-        self.calls.append("start")
-
-    def point(self, measurement):
-        self.kept.append(measurement)
-        self.calls.append("point")
-
-    def finish(self, status):
-        self.status = status
-        self.calls.append("finish")
-
-    @property
-    def points(self) -> list[dict]:  # the stored form, as a bundle holds it
-        return [m.to_json() for m in self.kept]
+from tests.sweep_sink import TINY, ListSink
 
 
 def spec(**kw):

@@ -70,8 +70,7 @@ def test_quoted_never_gives_an_inconclusive_median():
 # --- the rule where a speedup is quoted or ranked -------------------------------------------
 
 from pages.common import analysis, board, cost, report, trends  # noqa: E402
-from runner.format import bundle as fmt  # noqa: E402
-from tests.synthetic import sweep_bundle  # noqa: E402
+from tests.synthetic import points_frame, sweep_bundle  # noqa: E402
 
 # The issue's noisy run: compile at batch 1 spans 0.0-111.7x; cuda-graph is a finding at
 # batch 8 and inconclusive at batch 1; reduce-overhead is inconclusive everywhere.
@@ -87,7 +86,7 @@ NOISY = {("compile", 1): {"speedup": 0.5, "speedup_ci_low": 0.0, "speedup_ci_hig
 
 def noisy_points(overrides=NOISY, run_id=1, batches=(1, 8)):
     doc = sweep_bundle(batches=batches, overrides=overrides)
-    return pd.DataFrame(fmt.validate(doc)["measurements"]).assign(run_id=run_id)
+    return points_frame(doc, run_id)
 
 
 def test_largest_speedups_never_ranks_an_inconclusive_point():

@@ -19,8 +19,7 @@ from db.engine import make_engine
 from runner.core.sweep import SweepSpec, run_sweep
 from runner.ops.sinks import MemorySink
 from tests.conftest import ROOT
-
-TINY = {"depth": "2", "width": "16"}
+from tests.sweep_sink import TINY
 
 
 @pytest.fixture
