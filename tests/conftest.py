@@ -6,8 +6,16 @@ that needs the dashboard's packages skips (outside CI) on a host without them.
 Starting a process from a test: plain `subprocess.Popen` / `subprocess.run`, with
 `env={**os.environ, ...}` when the child needs more (never a scrubbed environment: the
 inherited variables are how the child is found, and how its host paths stay the test's).
-Wait for it or stop it in the test; whatever is still running when the test ends is
-killed, and a process a module or session fixture leaves behind fails the run.
+Wait for it or stop it in the test (`spawn` below stops it for you); whatever is still
+running when the test ends is killed, and a process a module or session fixture leaves
+behind fails the run.
+
+Where things are: the tests of a package in the folder of the same path (tests/runner/core,
+tests/runner/format, tests/runner/ops, tests/runner/serve, tests/db, tests/pages; the
+browser tests in tests/e2e); fixtures in conftest.py files (this one for all, tests/e2e's
+for the browser, tests/db's for the storage engine); shared helper modules here at the top
+(synthetic bundles, fake clocks and counters, model factories, AppTest and CLI helpers),
+imported as `tests.<module>`, never from a test module.
 """
 
 from __future__ import annotations
