@@ -180,7 +180,7 @@ def test_serve_run_without_eager_time_leaves_the_serve_page_standing(app_db_url)
     open_app("pages/serve.py")  # the default page shows the newest serve run
 
 
-def test_delete_button_on_the_runopen_app(app_db_url, monkeypatch):
+def test_delete_button_on_the_run_page(app_db_url, monkeypatch):
     engine = make_engine(app_db_url)
     rid = import_bundle(engine, sample())[0]
     at = open_app("pages/run.py", run=str(rid))
