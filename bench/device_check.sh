@@ -16,7 +16,7 @@ torch.version.cuda, torch.cuda.get_device_name(0), 'python', platform.python_ver
 if [ "$T_TESTS" -gt 0 ]; then
   stamp tests
   timeout "$T_TESTS" python3 -m pytest -q -m gpu -p no:cacheprovider \
-    tests/test_gpu_runner.py tests/test_gpu_serve.py ${PYTEST_K:+-k "$PYTEST_K"} \
+    tests/runner/core/test_gpu_runner.py tests/runner/serve/test_gpu_serve.py ${PYTEST_K:+-k "$PYTEST_K"} \
     -o addopts="--strict-markers -ra" > "$OUT/pytest.log" 2>&1
   echo "pytest rc=$?"
 fi

@@ -3,9 +3,9 @@
 # each a `name:seconds:workload:batch sizes:processes[:params]` argument, each bundle
 # written to $OUT/<name>.json and its log to $OUT/<name>.log; a short table last.
 # usage (on the GPU host, from the repository root):
-#   TESTS="tests/test_gpu_x.py ..." bash bench/device_samples.sh NAME:SECS:WORKLOAD:SIZES:K[:P=V,...] ...
+#   TESTS="tests/runner/core/test_gpu_x.py ..." bash bench/device_samples.sh NAME:SECS:WORKLOAD:SIZES:K[:P=V,...] ...
 # The transformers and timm samples (issue 26; the H200 image has both packages):
-#   TESTS="tests/test_gpu_models.py" TESTS_S=150 bash bench/device_samples.sh \
+#   TESTS="tests/runner/core/test_gpu_models.py" TESTS_S=150 bash bench/device_samples.sh \
 #     h200-hf-causal-lm-decode:170:hf-causal-lm:1,8,64:1:model=small-llama,layers=4 \
 #     h200-timm-resnet18:70:timm:1,8,64:1:model=resnet18
 # (4 of small-llama's 8 layers: each compiled mode costs a Dynamo trace of every layer on

@@ -25,7 +25,7 @@ timeout "$T_SERVE" python3 -m runner serve --workload mlp \
 echo "serve rc=$?"
 
 stamp tests
-timeout "$T_TESTS" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_serve.py \
+timeout "$T_TESTS" python3 -m pytest -q -m gpu -p no:cacheprovider tests/runner/serve/test_gpu_serve.py \
   -o addopts="--strict-markers -ra" > "$OUT/pytest.log" 2>&1
 echo "pytest rc=$?"
 stamp done

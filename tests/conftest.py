@@ -6,8 +6,16 @@ that needs the dashboard's packages skips (outside CI) on a host without them.
 Starting a process from a test: plain `subprocess.Popen` / `subprocess.run`, with
 `env={**os.environ, ...}` when the child needs more (never a scrubbed environment: the
 inherited variables are how the child is found, and how its host paths stay the test's).
-Wait for it or stop it in the test; whatever is still running when the test ends is
-killed, and a process a module or session fixture leaves behind fails the run.
+Wait for it or stop it in the test (`spawn` below stops it for you); whatever is still
+running when the test ends is killed, and a process a module or session fixture leaves
+behind fails the run.
+
+Where things are: the tests of a package in the folder of the same path (tests/runner/core,
+tests/runner/format, tests/runner/ops, tests/runner/serve, tests/db, tests/pages; the
+browser tests in tests/e2e); fixtures in conftest.py files (this one for all, tests/e2e's
+for the browser, tests/db's for the storage engine); shared helper modules here at the top
+(synthetic bundles, fake clocks and counters, model factories, AppTest and CLI helpers),
+imported as `tests.<module>`, never from a test module.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import importlib.util
 import itertools
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -28,6 +37,9 @@ from pathlib import Path
 import pytest
 
 from tests import procs
+
+# A helper module's asserts read like a test's when they fail (pytest rewrites them on import).
+pytest.register_assert_rewrite("tests.apptest")
 
 ROOT = Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -121,6 +133,29 @@ def _apart_from_the_host(request, tmp_path_factory):
                 + "; ".join(map(str, left))), stacklevel=1)
 
 
+@pytest.fixture
+def spawn():
+    """`spawn(argv, **popen_kwargs)`: a `subprocess.Popen` in a session of its own, so that
+    it and whatever it starts are one process group. Every group still running when the
+    test ends is killed, quietly: a failed assertion leaves no child behind (what the
+    autouse reaper above would kill too, but with a warning meant for a forgotten one)."""
+    started: list[subprocess.Popen] = []
+
+    def start(argv: list[str], **popen_kwargs) -> subprocess.Popen:
+        p = subprocess.Popen(argv, start_new_session=True, **popen_kwargs)
+        started.append(p)
+        return p
+
+    yield start
+    for p in started:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:  # gone between the poll and the kill
+                pass
+        p.wait()
+
+
 class _Module(pytest.Module):
     def _getobj(self):
         try:
@@ -183,8 +218,9 @@ def app_db_url(sqlite_url, monkeypatch):
 
 @pytest.fixture
 def dash(app_db_url):
-    """The dashboard over a temp database (tests/test_pages.py's Dash), disposed after."""
-    from tests.test_pages import Dash
+    """The dashboard over a temp database (tests/apptest.py's Dash), disposed
+    after."""
+    from tests.apptest import Dash
 
     d = Dash(app_db_url)
     yield d
@@ -210,7 +246,7 @@ def _answers(host: str, port: int) -> bool:
         return False
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -224,7 +260,7 @@ def _start_throwaway_cluster() -> tuple[str, callable]:
                            "postgresql is not installed (apt-get install postgresql)")
     bindir = bindirs[-1]
     datadir = Path(tempfile.mkdtemp(prefix="lb-pg-"))
-    port = _free_port()
+    port = free_port()
     # initdb refuses to run as root: run the cluster as the postgres user then.
     as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
     if as_user:

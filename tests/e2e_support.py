@@ -1,24 +1,13 @@
-"""End-to-end fixtures: a real `streamlit run app.py` on a free port against a temp
-database, and Debian's chromium driven by Playwright (no browser download).
-
-Reuse from another test module:
-
-    pytest_plugins = ("tests.e2e_support",)         # the fixtures below
-    pytestmark = pytest.mark.e2e
-    DASHBOARD_ENV = {"LAUNCHBENCH_READ_ONLY": "1"}   # optional, per module
-
-or parametrize the server indirectly:
-    @pytest.mark.parametrize("dashboard", [{"db_url": url, "env": {...}, "seed": False}],
-                             indirect=True)
-One server per module (it takes a few seconds to start); one fresh browser context per
-test, so every test opens its links like a new visitor would.
+"""The dashboard as a browser sees it: a real `streamlit run app.py` on a free port against
+a database, Debian's chromium (driven by Playwright, no browser download), and the waits
+for streamlit's rendering. Plain functions, so that bench/ (page pictures, page speed) runs
+the same server and browser as the tests; tests/e2e/conftest.py makes fixtures of them.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,23 +17,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
+from tests.conftest import ROOT, free_port
 
-from tests.conftest import must_skip
-
-ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 # Headless, no GPU, and nothing that phones home: the test machine may have no network.
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 START_TIMEOUT_S = 60
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass(frozen=True)
@@ -99,57 +79,6 @@ def streamlit_server(db_url: str, env: dict[str, str] | None = None,
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-
-
-@pytest.fixture(scope="module")
-def dashboard(request, tmp_path_factory) -> Iterator[Dashboard]:
-    """A dashboard server for this module. Settings: indirect param dict (db_url, env,
-    seed) over the module's DASHBOARD_ENV; default: a fresh SQLite file with the samples
-    imported (as the app does on first start)."""
-    cfg = dict(getattr(request, "param", None) or {})
-    db_url = cfg.get("db_url") or f"sqlite:///{tmp_path_factory.mktemp('dash') / 'lb.db'}"
-    env = {**getattr(request.module, "DASHBOARD_ENV", {}), **cfg.get("env", {})}
-    from db.engine import make_engine
-
-    engine = make_engine(db_url)
-    if cfg.get("seed", True):
-        from db.samples import seed_if_empty
-
-        seed_if_empty(engine)
-    engine.dispose()
-    with streamlit_server(db_url, env) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Debian's chromium through Playwright; skips (fails under CI=true) without it."""
-    if not Path(CHROMIUM).exists():
-        must_skip(f"{CHROMIUM} not found: apt-get install chromium (make system-deps)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        must_skip("playwright (python) is not installed: pip install -r requirements.txt")
-    pw = sync_playwright().start()
-    try:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-    except Exception as e:  # noqa: BLE001 - any launch failure means no browser here
-        pw.stop()
-        must_skip(f"cannot launch {CHROMIUM}: {str(e).splitlines()[0]}")
-    yield b
-    b.close()
-    pw.stop()
-
-
-@pytest.fixture
-def page(browser):
-    """A page in a fresh browser context: no cookies, no session state, like a new user
-    opening a shared link."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    p = context.new_page()
-    p.set_default_timeout(30_000)
-    yield p
-    context.close()
 
 
 def wait_for_app(page, text: str | None = None) -> None:

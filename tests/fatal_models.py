@@ -1,5 +1,5 @@
 """A user factory whose model fakes a sticky CUDA error, for the CPU tests of the sweep's
-fatal-error path (tests/test_fatal.py).
+fatal-error path (tests/runner/core/test_sticky_cuda_error.py).
 
 The real thing poisons the process's CUDA context: every CUDA call after it fails. Here
 a module-level flag plays the context: once the model has raised, every later call in

@@ -6,6 +6,9 @@ runner/core/workloads.py. Built on whatever device the runner asks for.
 
 from __future__ import annotations
 
+import os
+import time
+
 import torch
 from torch import nn
 
@@ -55,3 +58,19 @@ def interrupted(fail_at: str = "3", width: str = "8"):
 
 def not_a_pair():
     return nn.Linear(2, 2)
+
+
+class Sleeps:
+    """Sleeps LB_TEST_SLEEP seconds a step (0 unset): a sweep slow enough to be caught
+    running, by a Ctrl-C or a kill. A plain callable, not a module: eager only."""
+
+    def __init__(self):
+        self.linear = nn.Linear(4, 4)
+
+    def __call__(self, x):
+        time.sleep(float(os.environ.get("LB_TEST_SLEEP", "0")))
+        return self.linear(x)
+
+
+def slow():
+    return Sleeps(), lambda batch: torch.randn(batch, 4)

@@ -1,4 +1,4 @@
-"""Child processes for tests/test_hosts.py, sequenced by files (never by sleeps).
+"""Child processes for tests/runner/ops/test_hosts.py, sequenced by files (never by sleeps).
 
 `gate DIR POLICY NAME`: enter a timing section of the host gate, create NAME.in, wait for
 NAME.go, leave, and write NAME.out (the section as JSON).

@@ -1,5 +1,6 @@
 """A SQLite file at an older schema revision holding one run with one point: what a
-migration must carry forward (tests/test_serve.py, tests/test_graph_memory_store.py)."""
+migration must carry forward (tests/runner/serve/test_serve_runs.py,
+tests/db/test_graph_memory_store.py)."""
 
 from __future__ import annotations
 

@@ -143,3 +143,11 @@ def sweep_bundle(*, gpu: str | None = "Synthetic GPU", torch: str = "0.0+synthet
     if not intervals:
         doc["version"] = 2  # what an older runner wrote
     return doc
+
+
+def points_frame(doc: dict, run_id: int = 1):
+    """A bundle's points as the pages read them from the database (one row a point, with
+    its run id): the bundle validated first, as an import would."""
+    import pandas as pd  # only here: bench/ and the GPU host import this module without it
+
+    return pd.DataFrame(fmt.validate(doc)["measurements"]).assign(run_id=run_id)

@@ -54,8 +54,9 @@ def test_gpu_tests_collect_on_a_host_without_the_dashboard(tmp_path):
     assert r.returncode == 0, out
     assert "ERROR" not in out and " error" not in out.replace("_error", ""), out
     # The GPU tests that need only torch are there to run...
-    assert "tests/test_gpu_runner.py::test_every_mode_measures_and_matches_eager" in out
-    assert "tests/test_gpu_workloads.py::" in out and "tests/test_gpu_trace.py::" in out
+    assert "tests/runner/core/test_gpu_runner.py::test_every_mode_measures_and_matches_eager" in out
+    assert "tests/runner/core/test_gpu_workloads.py::" in out
+    assert "tests/runner/core/test_gpu_trace.py::" in out
     # ...and a module that needs the database says so.
     assert "test_gpu_hosts.py needs sqlalchemy, which is not installed here" in out, out
 

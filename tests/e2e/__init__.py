@@ -1,0 +1,1 @@
+"""The dashboard in a real browser: chromium through Playwright against streamlit run app.py."""

@@ -1,0 +1,451 @@
+"""Every dashboard page through streamlit's AppTest, bad URL parameters and bad uploads
+included: a clear message on the page, never an exception, nothing half-written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from db import queries
+from db.access import ReadOnlyError
+from db.engine import make_engine
+from pages.common import uploads
+from runner.format import bundle as fmt
+from tests.apptest import APP, charts, run_views, texts
+from tests.synthetic import sweep_bundle
+
+CHART_VIEWS = ("Speed", "Memory", "Time split")
+
+
+def findings(markdown: list[str]) -> str:
+    """The Run page's findings list (under the headline, one bullet a mode)."""
+    return next(m for m in markdown if m.startswith("- "))
+
+
+# --- frame ------------------------------------------------------------------------------
+
+def test_navigation_url_paths_and_sidebar(dash):
+    at = dash.open()
+    paths = {v["url_pathname"]: Path(v["script_path"]).name
+             for v in at._registered_pages.values()}
+    assert {"": "runs.py", "run": "run.py", "compare": "compare.py",
+            "import": "import_export.py"}.items() <= paths.items()
+    assert paths.get("launch", "launch.py") == "launch.py"
+    side = " ".join(texts(at.sidebar, "caption"))
+    assert dash.url.split("///")[1] in side
+    assert not any("read-only" in m for m in texts(at.sidebar, "markdown"))
+
+
+def test_a_page_opened_first_still_runs_through_the_frame(dash):
+    # A fresh AppTest starts in streamlit's legacy pages/ mode, like a fresh server whose
+    # first request is a share link: the page must rerun through app.py (sidebar).
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.switch_page("pages/run.py")
+    at.query_params = {"run": str(dash.published)}
+    at.run()
+    assert not at.exception
+    assert any("Database:" in c for c in texts(at.sidebar, "caption"))
+    assert "[published]" in at.title[0].value
+
+
+def test_unusable_database_url_is_one_line_not_a_traceback(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAUNCHBENCH_DB", f"sqlite:///{tmp_path / 'missing-dir' / 'x.db'}")
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    assert not at.exception
+    errors = texts(at, "error")
+    assert len(errors) == 1 and "missing-dir" in errors[0] and "LAUNCHBENCH_DB" in errors[0]
+
+
+def test_first_start_seeds_an_empty_database(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    monkeypatch.setenv("LAUNCHBENCH_DB", url)
+    monkeypatch.delenv("LAUNCHBENCH_READ_ONLY", raising=False)
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    assert not at.exception
+    df = queries.runs_frame(make_engine(url))
+    assert "published-l40s-day25" in set(df["uuid"])
+    assert any("imported" in c and "sample" in c for c in texts(at, "caption"))
+
+
+def test_read_only_empty_database_shows_no_runs_and_writes_nothing(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'ro.db'}"
+    make_engine(url, read_only=False).dispose()  # a current schema, no runs
+    monkeypatch.setenv("LAUNCHBENCH_DB", url)
+    monkeypatch.setenv("LAUNCHBENCH_READ_ONLY", "1")
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    assert not at.exception
+    assert any("No runs yet" in t for t in texts(at, "info"))
+    assert any("read-only share mode" in m for m in texts(at.sidebar, "markdown"))
+    assert queries.runs_frame(make_engine(url)).empty  # read-only: not even the samples
+    at.switch_page("pages/import_export.py").run()
+    assert not at.exception and len(at.file_uploader) == 0
+    assert any("Read-only" in t for t in texts(at, "info"))
+    with pytest.raises(ReadOnlyError):
+        uploads.import_uploads(make_engine(url), [("a.json", b"{}")])
+
+
+# --- runs -------------------------------------------------------------------------------
+
+def test_runs_page_lists_and_filters_from_the_url(dash):
+    dash.add(gpu="Synthetic GPU A")
+    dash.add(device="cpu")
+    at = dash.open()
+    table = at.dataframe[0].value
+    assert len(table) == len(queries.runs_frame(dash.engine))
+    assert "published" in set(table["source"])
+    at = dash.open("pages/runs.py", gpu="cpu")
+    assert list(at.dataframe[0].value["GPU"]) == ["CPU (synthetic-host)"]
+    assert at.query_params.get("gpu") == "cpu"
+    assert any("/?gpu=cpu" in c for c in texts(at, "code"))
+    at = dash.open("pages/runs.py", gpu="No such GPU")
+    assert any("'No such GPU' matches no run" in w for w in texts(at, "warning"))
+    assert len(at.dataframe[0].value) == len(queries.runs_frame(dash.engine))
+
+
+# --- run --------------------------------------------------------------------------------
+
+def test_run_page_headline_charts_table_environment_and_share_link(dash):
+    rid = dash.add(failing={("compile", 64): "CUDA out of memory"})
+    views = run_views(dash, rid)
+    # speedup and step time; memory and its trade-off; the time split's three
+    assert [len(charts(views[v])) for v in CHART_VIEWS] == [2, 2, 3]
+    at = views["Speed"]
+    md = texts(at, "markdown")
+    assert md[0].startswith("#### cuda-graph at batch ")
+    assert md[0].endswith(" MiB graph pool kept after capture")
+    head = findings(md)
+    assert "reduce-overhead: up to" in head and "Break-even" in head
+    assert all(texts(v, "markdown")[:1] == md[:1] and findings(texts(v, "markdown")) == head
+               for v in views.values())  # on every view
+    pivot = views["Points"].dataframe[0].value
+    assert list(pivot.columns) == ["Batch size", "compile", "reduce-overhead", "cuda-graph"]
+    points = views["Points"].dataframe[1].value
+    assert "✖ error: CUDA out of memory" in set(points["Status"])
+    assert not views["Points"].code and not at.dataframe  # each view sends only its own
+    env = views["Environment"]
+    assert any(c.endswith(f"/run?run={rid}") for c in texts(env, "code"))
+    # The command: synthetic runs store "... --workload mlp (synthetic)", which is no
+    # command line, so the page builds the runnable one (links.reproduce).
+    assert any(c.startswith("python -m runner sweep --workload mlp --param")
+               for c in texts(env, "code"))
+
+
+def test_published_run_is_marked_and_offers_the_measuring_command(dash):
+    views = run_views(dash, dash.published, ("Speed", "Memory", "Environment"))
+    at = views["Speed"]
+    assert "[published]" in at.title[0].value
+    assert any("Published figures" in t for t in texts(at, "info"))
+    assert len(charts(at)) == 2  # speedup, step time: the article gives no memory figures
+    assert charts(views["Memory"]) == []
+    assert any("--batch-sizes 8,8192" in c for c in texts(views["Environment"], "code"))
+
+
+def test_cpu_run_with_unsupported_points_and_run_with_only_errors(dash):
+    cpu = dash.add(device="cpu")
+    views = run_views(dash, cpu, ("Speed", "Memory", "Time split", "Points"))
+    at = views["Speed"]
+    assert [len(charts(views[v])) for v in CHART_VIEWS] == [2, 0, 0]
+    assert any(s.startswith("⊘ unsupported: reduce-overhead needs CUDA")
+               for s in views["Points"].dataframe[1].value["Status"])
+    everything = " ".join([at.title[0].value, *texts(at, "markdown"), *texts(at, "caption")])
+    assert "CPU (synthetic-host)" in at.title[0].value and "nan" not in everything
+    broken = dash.add(modes=("eager", "compile"), batches=(8,),
+                      failing={("eager", 8): "boom", ("compile", 8): "bang"})
+    at = dash.open("pages/run.py", run=str(broken))
+    assert charts(at) == []
+    assert any("No chart" in t for t in texts(at, "info"))
+
+
+def test_run_page_quotes_intervals_noise_and_launch_cost(dash):
+    ci = lambda sp, lo, hi: {"speedup": sp, "speedup_ci_low": lo,  # noqa: E731
+                             "speedup_ci_high": hi}
+    rid = dash.add(launch_us=12.5, overrides={
+        ("cuda-graph", 1): ci(10.0, 9.0, 11.0), ("cuda-graph", 8): ci(10.5, 10.0, 11.0),
+        ("cuda-graph", 64): ci(20.0, 8.0, 40.0),  # a spike inside noise: not the headline
+        ("compile", 8): {"noisy": True, "stop_reason": "budget"}})
+    at = dash.open("pages/run.py", run=str(rid))
+    md = texts(at, "markdown")
+    assert md[0] == ("#### cuda-graph at batch 8: 10.50x (10.00-11.00x) · 32.0 MiB graph pool "
+                     "kept after capture")
+    head = findings(md)
+    assert ("cuda-graph: up to 10.50x (10.00-11.00x) over eager, at batch 8" in head
+            and "batches 1-64 within noise" in head), head
+    assert any("Noise: 1 of 20 points noisy" in m for m in md), md
+    assert any("median 12.5 us (12.5-12.5) over 20 points" in c for c in texts(at, "caption"))
+    at = dash.open("pages/run.py", run=str(rid), view="Points")
+    table = at.dataframe[1].value.set_index(["Mode", "Batch size"])
+    assert table.at[("compile", 8), "Noise"] == "noisy"
+    assert table.at[("cuda-graph", 64), "Speedup over eager 95% CI"] == "8.00-40.00x"
+
+
+def test_old_run_page_says_no_interval(dash):
+    rid = dash.add(intervals=False)
+    at = dash.open("pages/run.py", run=str(rid))
+    md = texts(at, "markdown")
+    assert "(no interval)" in md[0] and "no interval" in findings(md)
+    assert any("Noise: no interval" in m for m in md), md
+    assert any("Host launch cost" in c and "not measured" in c for c in texts(at, "caption"))
+    views = run_views(dash, rid, (*CHART_VIEWS, "Points"))
+    assert set(views["Points"].dataframe[1].value["Noise"]) == {"no interval"}
+    # every chart still draws (no launch cost: no such panel)
+    assert [len(charts(views[v])) for v in CHART_VIEWS] == [2, 2, 2]
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"run": "abc"}, "?run='abc' is not a run id"),
+    ({"run": "999999"}, "run 999999 does not exist"),
+    ({}, "no run given"),
+    ({"run": ["1", "2"]}, "given 2 times"),
+    ({"run": "-3"}, "is not a run id"),
+])
+def test_run_page_bad_parameters(dash, params, message):
+    at = dash.open("pages/run.py", **params)
+    errors = texts(at, "error")
+    assert len(errors) == 1 and message in errors[0], errors
+    assert charts(at) == []
+
+
+# --- compare ----------------------------------------------------------------------------
+
+def test_compare_overlays_runs_with_ratio_table_and_environment_diff(dash):
+    a = dash.add(gpu="Synthetic GPU A", torch="2.1")
+    b = dash.add(gpu="Synthetic GPU B", torch="2.2", scale=0.5)
+    at = dash.open("pages/compare.py", run=[str(a), str(b)])
+    assert len(charts(at)) == 1  # one chart: a colour per run, a mark per mode
+    assert not at.warning  # same workload, params, dtype
+    keys = at.dataframe[0].value  # each run's key figure, as the board quotes it
+    assert list(keys.columns) == ["run", "key figure", "memory cost"] and len(keys) == 2
+    ratios = at.dataframe[1].value
+    col = [c for c in ratios.columns if " vs #" in c][0]
+    assert list(ratios.columns).index(col) == 2  # the answer right after mode and batch
+    assert ratios[col].dropna().gt(1).all()  # B (half the time) is faster everywhere
+    memory = at.dataframe[2].value
+    assert [c for c in memory.columns if c.endswith(" MiB")] == [
+        f"#{a} Synthetic GPU A · torch 2.1 MiB", f"#{b} Synthetic GPU B · torch 2.2 MiB"]
+    diff = at.dataframe[3].value
+    assert {"gpu_name", "torch_version"} <= set(diff["field"])
+    assert any(c.endswith(f"/compare?run={a}&run={b}") for c in texts(at, "code"))
+
+
+def test_compare_marks_ratios_within_noise_and_diffs_launch_cost(dash):
+    a = dash.add(gpu="Synthetic GPU A", launch_us=8.0)
+    # B: the same figures 1% slower (inside the +-1% intervals) except eager at batch 8,
+    # twice as slow; on a host whose launch cost is 20 us.
+    b = dash.add(gpu="Synthetic GPU B", launch_us=20.0, scale=1.01, overrides={
+        ("eager", 8): {"step_ms": 2.8, "step_ms_ci_low": 2.77, "step_ms_ci_high": 2.83}})
+    old = dash.add(gpu="Synthetic GPU C", intervals=False)
+    at = dash.open("pages/compare.py", run=[str(a), str(b), str(old)])
+    ratios = at.dataframe[1].value
+    col_b = [c for c in ratios.columns if c.startswith(f"#{b} ") and c.endswith(" 95%")][0]
+    col_old = [c for c in ratios.columns if c.startswith(f"#{old} ") and c.endswith(" 95%")][0]
+    assert ratios[col_b].str.startswith("within noise (").any()
+    slower = ratios[ratios[col_b].str.startswith("slower (")]
+    assert list(zip(slower["mode"], slower["batch_size"], strict=True)) == [("eager", 8)]
+    assert set(ratios[col_old]) == {"no interval"}
+    diff = at.dataframe[3].value.set_index("field")
+    row = diff.loc["host launch cost (us, median and range)"]
+    assert [v for k, v in row.items() if k.startswith("#")] == ["8.0 us (8.0-8.0)",
+                                                                "20.0 us (20.0-20.0)", "—"]
+
+
+def test_runs_page_carries_noise_badges(dash):
+    noisy = dash.add(overrides={("compile", 8): {"noisy": True},
+                                ("cuda-graph", 8): {"noisy": True}})
+    old = dash.add(intervals=False)
+    table = dash.open().dataframe[0].value.set_index("id")
+    assert table.at[noisy, "noise"] == "2 of 20 points noisy"
+    assert table.at[old, "noise"] == "no interval"
+    assert table.at[dash.published, "noise"] == "no interval"
+
+
+def test_compare_warns_when_runs_are_not_comparable(dash):
+    a = dash.add()
+    b = dash.add(workload="transformer-decode", params={"layers": 2})
+    at = dash.open("pages/compare.py", run=[str(a), str(b), str(dash.published)])
+    warned = " ".join(texts(at, "warning"))
+    assert "Not comparable: workload differ" in warned
+    assert "workload parameters differ" in warned
+    # one line per reason: the article's run is named published with the statistic it gives
+    assert "Published, not measured here" in warned and len(texts(at, "warning")) == 1
+
+
+@pytest.mark.parametrize("ids, message", [
+    (["VALID", "999999"], "run 999999 does not exist"),
+    (["abc", "VALID"], "?run='abc' is not a run id"),
+])
+def test_compare_with_a_missing_or_bad_id(dash, ids, message):
+    ids = [str(dash.published) if i == "VALID" else i for i in ids]
+    at = dash.open("pages/compare.py", run=ids)
+    assert any(message in w for w in texts(at, "warning"))
+    assert any("at least two runs" in t for t in texts(at, "info"))
+    assert not at.error
+
+
+# --- import / export ----------------------------------------------------------------------
+
+def _upload(at: AppTest, files) -> AppTest:
+    at.file_uploader(key="uploads").set_value(files)
+    at.run()
+    at.button(key="do_import").click().run()
+    assert not at.exception
+    return at
+
+
+def _good() -> bytes:
+    return fmt.dumps(sweep_bundle(label="uploaded SYNTHETIC")).encode()
+
+
+def test_upload_imports_a_bundle_and_refuses_it_the_second_time(dash):
+    data = _good()
+    before = len(queries.runs_frame(dash.engine))
+    at = _upload(dash.open("pages/import_export.py"), ("run.json", data, "application/json"))
+    assert any("imported as run" in s for s in texts(at, "success"))
+    assert len(queries.runs_frame(dash.engine)) == before + 1
+    at = _upload(dash.open("pages/import_export.py"), ("again.json", data, "application/json"))
+    assert any("already imported as run" in t and "nothing added" in t
+               for t in texts(at, "info"))
+    assert len(queries.runs_frame(dash.engine)) == before + 1
+
+
+def _bad_uploads():
+    good = json.loads(_good())
+    wrong_format = {**good, "format": "something.else"}
+    wrong_version = {**good, "version": 99}
+    return [
+        ("notes.json", b"this is not json at all", "not valid JSON"),
+        ("cut.json", _good()[:300], "not valid JSON (truncated or corrupt?)"),
+        ("other.json", json.dumps(wrong_format).encode(), "wrong format 'something.else'"),
+        ("v99.json", json.dumps(wrong_version).encode(), "unsupported bundle version 99"),
+        ("big.json", b" " * (uploads.MAX_UPLOAD_BYTES + 1), "over the 20 MB limit"),
+        ("bin.json", b"\xff\xfe\x00garbage", "not UTF-8"),
+        ("empty.json", b"", "is empty"),
+    ]
+
+
+@pytest.mark.parametrize("name, data, message", _bad_uploads(),
+                         ids=[b[0] for b in _bad_uploads()])
+def test_bad_uploads_get_a_clear_message_and_write_nothing(dash, name, data, message):
+    before = queries.data_version(dash.engine)
+    at = _upload(dash.open("pages/import_export.py"), (name, data, "application/json"))
+    errors = texts(at, "error")
+    assert len(errors) == 1 and message in errors[0] and name in errors[0], errors
+    assert queries.data_version(dash.engine) == before
+
+
+def test_one_bad_file_does_not_block_a_good_one(dash):
+    at = _upload(dash.open("pages/import_export.py"),
+                 [("bad.json", b"{", "application/json"),
+                  ("good.json", _good(), "application/json")])
+    assert len(texts(at, "error")) == 1 and len(texts(at, "success")) == 1
+
+
+def test_export_offers_bundle_csv_report_and_pngs_for_the_linked_run(dash):
+    rid = dash.add()
+    at = dash.open("pages/import_export.py", run=str(rid))
+    assert at.selectbox(key="export_run").value == rid
+    labels = {b.label for b in at.get("download_button")}
+    assert {"Bundle (.json)", "Points (.csv)", "Report (.html, opens offline)",
+            "speedup.png", "memory.png"} <= labels
+    at = dash.open("pages/import_export.py", run="nope")
+    assert any("?run='nope' is not a run id" in w for w in texts(at, "warning"))
+
+
+def test_serve_run_points_to_the_serve_page(dash):
+    from db.serve import start_serve_run
+
+    doc = sweep_bundle()
+    rid = start_serve_run(dash.engine, doc["environment"], doc["run"],
+                          {"batch_dist": "uniform:1-64", "requests": 3, "seed": 0,
+                           "strategies": ["eager"], "stream": [1, 5, 11]})
+    at = dash.open("pages/run.py", run=str(rid))
+    assert any(f"Run {rid} is a serve run" in t for t in texts(at, "info"))
+    assert charts(at) == [] and not at.error
+    table = dash.open().dataframe[0].value.set_index("id")
+    assert (table.at[rid, "kind"], table.at[rid, "link"]) == ("serve", f"serve?run={rid}")
+    at = dash.open("pages/compare.py", run=[str(rid), str(dash.published)])
+    assert any(f"run {rid} is a serve run" in w for w in texts(at, "warning"))
+    options = at.multiselect[0].options
+    assert any(o.startswith(f"#{dash.published} ") for o in options)
+    assert not any(o.startswith(f"#{rid} ") for o in options) and not at.exception
+
+
+def test_selecting_runs_offers_open_and_compare_links(dash):
+    a = dash.add(gpu="Synthetic GPU A")
+    at = dash.open()
+    ids = list(at.dataframe[0].value["id"])
+    at.session_state["runs_table"] = {"selection": {"rows": [ids.index(a)], "columns": []}}
+    at.run()
+    links_ = at.get("page_link")
+    assert [p.label for p in links_] == [f"Open run {a}"], [p.label for p in links_]
+    b = dash.add(gpu="Synthetic GPU B")  # the same model, size and dtype as a
+    at = dash.open()
+    ids = list(at.dataframe[0].value["id"])
+    at.session_state["runs_table"] = {"selection": {"rows": [ids.index(a), ids.index(b)],
+                                                    "columns": []}}
+    at.run()
+    labels = [p.label for p in at.get("page_link")]
+    assert labels == [f"Compare runs {a}, {b}"]
+    assert not at.warning
+
+
+def test_runs_board_shows_key_figures_and_sorts_them_as_numbers(dash):
+    a = dash.add(gpu="Synthetic GPU A")
+    table = dash.open().dataframe[0].value.set_index("id")
+    assert list(table.columns[:4]) == ["GPU", "workload", "torch", "key figure"]
+    row = table.loc[a]
+    for mode in ("reduce-overhead", "cuda-graph"):
+        assert row[f"{mode} x"] > 1 and row[f"{mode} batch"] in (1, 8, 64, 512, 4096)
+        assert table[f"{mode} x"].dtype.kind == "f"
+    assert row["key figure"].startswith("cuda-graph at batch ") and row["points"] == "20/20 ok"
+    assert row["memory cost"].endswith(" MiB graph pool kept after capture")
+
+
+def test_serve_run_on_the_board_and_a_refused_compare(dash):
+    from db.serve import start_serve_run
+
+    a = dash.add(gpu="Synthetic GPU A")
+    doc = sweep_bundle()
+    rid = start_serve_run(dash.engine, doc["environment"], doc["run"],
+                          {"batch_dist": "uniform:1-64", "requests": 3, "seed": 0,
+                           "strategies": ["eager"], "stream": [1, 5, 11]})
+    at = dash.open()
+    table = at.dataframe[0].value
+    row = table.set_index("id").loc[rid]
+    assert row["points"] == "0/0 strategies ok" and row["key figure"] == \
+        "no strategy finished"
+    ids = list(table["id"])
+    at.session_state["runs_table"] = {"selection": {"rows": [ids.index(a), ids.index(rid)],
+                                                    "columns": []}}
+    at.run()
+    assert [p.label for p in at.get("page_link")] == []
+    assert any(f"Run {rid} is a serve run" in w for w in texts(at, "warning"))
+
+
+def test_shipped_samples_compare_without_a_false_alarm(dash):
+    # A newcomer's first comparison: every shipped mlp sweep against the published L40S
+    # figures. Same model, parameters and dtype: no "not comparable" warning.
+    runs = queries.runs_frame(dash.engine)
+    mlp = runs[(runs["kind"] == "sweep") & (runs["workload"] == "mlp")]
+    sweeps = [str(i) for i in mlp["id"]]
+    assert len(sweeps) >= 2, "data/samples/ should ship a measured sweep beside the article's"
+    at = dash.open("pages/compare.py", run=sweeps)
+    # No "not comparable" alarm; only the flag that the article gives means, not medians.
+    assert [w for w in texts(at, "warning") if "not medians" not in w] == []
+    assert any(f": #{dash.published} " in w and "not medians" in w
+               for w in texts(at, "warning"))
+    # One speedup chart, and the step timeline: the H200 sample carries traces.
+    specs = [json.loads(c.proto.spec) for c in charts(at)]
+    timelines = [s for s in specs if "GPU idle" in json.dumps(s)]
+    assert (len(specs) - len(timelines), len(timelines)) == (1, 1)
+
+
+def test_shipped_samples_of_different_workloads_warn_when_compared(dash):
+    runs = queries.runs_frame(dash.engine)
+    sweeps = runs[(runs["kind"] == "sweep") & (runs["source"] == "measured")]
+    if sweeps["workload"].nunique() < 2:
+        pytest.fail("data/samples/ should ship measured sweeps of two workloads")
+    at = dash.open("pages/compare.py", run=[str(i) for i in sweeps["id"]])
+    assert any("comparable" in w for w in texts(at, "warning")), texts(at, "warning")

@@ -1,0 +1,254 @@
+"""The launch page through streamlit's AppTest: defaults that queue a valid job, every bad
+field refused with its message and nothing queued, read-only mode, the followed job."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from db import jobs
+from db.engine import make_engine
+from pages.common import launch_form as lf
+from runner.format.queue import Job, JobProgress
+from tests.apptest import open_app, texts
+
+
+@pytest.fixture
+def engine(app_db_url):
+    e = make_engine(app_db_url)
+    # A live CPU worker: submitting must not start a real one from inside the test.
+    jobs.register_worker(e, name="test-worker", hostname="here", pid=1, gpu_name=None,
+                         has_cuda=False, torch_version="2.x")
+    yield e
+    e.dispose()
+
+
+def open_launch(**params) -> AppTest:
+    return open_app("pages/launch.py", **params)
+
+
+def submit(at: AppTest) -> AppTest:
+    at.button[0].click()  # the form's Launch button comes first
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_defaults_queue_a_valid_job(engine):
+    at = open_launch()
+    at.text_input(key="lf_label").set_value("from the form")
+    at.radio(key="lf_timing").set_value("quick")
+    submit(at)
+    [job] = jobs.list_jobs(engine)
+    assert job.status == "queued" and job.label == "from the form"
+    assert job.spec["workload"] == "mlp" and job.spec["params"]["depth"] == "32"
+    assert job.spec["batch_sizes"][-1] == 8192 and job.spec["timing"] == "quick"
+    assert any(f"Queued job {job.id}" in t for t in texts(at, "success"))
+    assert at.query_params["job"] in (str(job.id), [str(job.id)])
+    assert f"Job {job.id}: queued" in texts(at, "subheader")
+    assert "test-worker" in str(at.dataframe[-1].value)  # the live workers table
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("lf_custom", "1,0,8", "out of range"),
+    ("lf_custom", "1,eight", "'eight' is not a whole number"),
+    ("lf_custom", "", "give at least one batch size"),
+    ("lf_label", "two\nlines", "control character"),
+    ("lf_target", "gpu\tbox", "control character"),
+])
+def test_bad_fields_are_named_and_nothing_is_queued(engine, key, value, message):
+    at = open_launch()
+    at.radio(key="lf_preset").set_value(lf.CUSTOM)
+    at.text_input(key=key).set_value(value)
+    submit(at)
+    assert any(message in t for t in texts(at, "error")), texts(at, "error")
+    assert jobs.list_jobs(engine) == []
+
+
+def test_no_mode_is_refused(engine):
+    at = open_launch()
+    at.multiselect(key="lf_modes").set_value([])
+    submit(at)
+    assert "choose at least one mode" in texts(at, "error")
+    assert jobs.list_jobs(engine) == []
+
+
+def test_switching_workload_shows_its_bounded_parameters(engine):
+    at = open_launch()
+    at.selectbox(key="lf_workload").set_value("transformer-decode").run()
+    kv = at.number_input(key="lf_p_transformer-decode_kv_len")
+    assert kv.value == 128 and "allowed: 1 to 65,536" in kv.help
+
+
+def test_followed_job_shows_progress_cancel_and_run_link(engine):
+    job_id = jobs.enqueue(engine, {"workload": "mlp", "batch_sizes": [1, 2], "modes":
+                                   ["eager"], "device": "cpu", "timing": "quick"})
+    at = open_launch(job=str(job_id))
+    assert f"Job {job_id}: queued" in texts(at, "subheader")
+    at.button(key=f"cancel_{job_id}").click().run()
+    assert jobs.get_job(engine, job_id).status == "cancelled"
+    at = open_launch(job="abc")
+    assert "?job='abc' is not a job id" in texts(at, "warning")
+    at = open_launch(job="999")
+    assert "job 999 does not exist" in texts(at, "warning")
+    at = open_launch(job="²")
+    assert "?job='²' is not a job id" in texts(at, "warning")
+
+
+def test_read_only_mode_has_no_form_and_no_cancel(engine, monkeypatch):
+    job_id = jobs.enqueue(engine, {"workload": "mlp", "batch_sizes": [1], "modes":
+                                   ["eager"], "device": "cpu", "timing": "quick"})
+    monkeypatch.setenv("LAUNCHBENCH_READ_ONLY", "1")
+    at = open_launch(job=str(job_id))
+    assert any("Read-only share mode" in t for t in texts(at, "info"))
+    assert not [b for b in at.button if b.label in ("Launch", "Cancel")]
+    assert f"Job {job_id}: queued" in texts(at, "subheader")  # reading still works
+    assert jobs.get_job(engine, job_id).status == "queued"
+
+
+def test_form_check_is_pure_and_never_accepts_import_paths():
+    good = lf.FormValues(workload="mlp", params={"depth": 2, "width": 16, "dtype": "float32"},
+                         modes=["eager"], batch_preset=lf.CUSTOM,
+                         custom_batches="1,2,4,...,64", timing="quick", device="cpu",
+                         target=" NVIDIA H200 ", label="")
+    checked = lf.check(good)
+    assert checked.errors == {} and checked.target == "NVIDIA H200"
+    assert checked.spec["batch_sizes"] == [1, 2, 4, 8, 16, 32, 64]
+    assert checked.spec["params"] == {"depth": "2", "width": "16", "dtype": "float32"}
+    bad = lf.check(replace(good, workload="os:system", device="tpu", timing="x"))
+    assert set(bad.errors) == {"workload", "device", "timing"} and bad.spec is None
+    assert "at most 200" in lf.check(replace(good, label="x" * 201)).errors["label"]
+    bad = lf.check(replace(good, params={"depth": 0, "width": 16, "dtype": "float32"}))
+    assert "outside" in bad.errors["param.depth"]
+
+
+def test_estimate_before_launch_from_past_runs_else_a_rough_figure(engine):
+    at = open_launch()  # the shipped samples hold measured mlp sweeps
+    [info] = [t for t in texts(at, "info") if "point(s)" in t]
+    assert info.startswith("56 point(s) · about ") and "past run(s) of mlp on any GPU" in info
+    at.selectbox(key="lf_workload").set_value("transformer-decode").run()
+    at.text_input(key="lf_target").set_value("test-worker").run()
+    [info] = [t for t in texts(at, "info") if "point(s)" in t]
+    assert "rough: no past run of transformer-decode on CPU" in info or \
+        "rough: no past run of transformer-decode" in info
+
+
+def test_estimate_is_pure_arithmetic_over_past_runs():
+    import pandas as pd
+
+    t0 = pd.Timestamp("2026-01-01", tz="UTC")
+    history = pd.DataFrame([
+        {"points": 10, "point_wall_s": 50.0, "created_at": t0, "finished_at": t0},
+        {"points": 4, "point_wall_s": float("nan"), "created_at": t0,
+         "finished_at": t0 + pd.Timedelta(seconds=40)},
+        {"points": 0, "point_wall_s": float("nan"), "created_at": t0, "finished_at": t0}])
+    assert lf.per_point_s(history) == [5.0, 10.0]
+    est = lf.estimate({"workload": "mlp", "batch_sizes": [1, 8], "modes": ["eager"] * 3},
+                      history, "NVIDIA H200")
+    assert (est.points, est.seconds) == (6, 45.0)
+    assert est.text() == ("6 point(s) · about 45s (from 2 past run(s) of mlp on NVIDIA H200, "
+                          "7.5 s per point)")
+    rough = lf.estimate({"workload": "mlp", "batch_sizes": [1], "modes": ["eager"],
+                         "timing": "quick"}, history.iloc[0:0], "any GPU")
+    assert rough.seconds == lf.ROUGH_POINT_S["quick"] and "rough" in rough.basis
+
+
+def test_a_job_no_live_worker_can_serve_says_so_before_launch(engine):
+    at = open_launch()
+    assert not [w for w in texts(at, "warning") if "worker" in w]
+    at.selectbox(key="lf_device").set_value("cuda").run()
+    assert any(w.startswith("No live worker has CUDA. Start `python -m runner worker")
+               for w in texts(at, "warning")), texts(at, "warning")
+    at.selectbox(key="lf_device").set_value("auto").run()
+    at.text_input(key="lf_target").set_value("H100").run()
+    [w] = [w for w in texts(at, "warning") if "target" in w]
+    assert "No worker matches target 'H100' (live workers: test-worker (cpu))" in w
+    assert "--name H100" in w
+
+
+def test_an_out_of_range_parameter_is_named_beside_its_field(engine):
+    at = open_launch()
+    at.number_input(key="lf_p_mlp_depth").set_value(99999).run()
+    assert any("outside" in e and "99999" in e for e in texts(at, "error")), texts(at, "error")
+    submit(at)
+    assert "Not launched: fix the parameter marked above." in texts(at, "error")
+    assert jobs.list_jobs(engine) == []
+
+
+def test_estimate_counts_compile_apart_from_past_compiles_or_says_first_compile():
+    import pandas as pd
+
+    t0 = pd.Timestamp("2026-01-01", tz="UTC")
+    spec = {"workload": "mlp", "batch_sizes": [1, 8], "modes": ["eager", "compile"],
+            "timing": "quick"}
+    # The issue's case: no past run, a CPU sweep with compile. The old rough figure
+    # (4 x 3 s = 12 s) left the cold compile out.
+    rough = lf.estimate(spec, None, "CPU")
+    first, later = lf.COMPILE_S["first"], lf.COMPILE_S["later"]
+    assert rough.seconds == 4 * lf.ROUGH_POINT_S["quick"] + first + later
+    assert f"first compile: about {first:.0f} s, later ones about {later:.0f} s each" \
+        in rough.basis and rough.basis.startswith("rough: no past run of mlp on CPU")
+    # One past run of 4 points: 28 s of wall, of which its two compiles took 11 + 5 s.
+    history = pd.DataFrame([{"run_id": 7, "points": 4, "point_wall_s": 28.0,
+                             "created_at": t0, "finished_at": t0}])
+    past = pd.DataFrame([
+        {"run_id": 7, "mode": "eager", "status": "ok", "details": {"phase_s": {"setup": 0.1}}},
+        {"run_id": 7, "mode": "compile", "status": "ok",
+         "details": {"phase_s": {"setup": 11.0}}},
+        {"run_id": 7, "mode": "compile", "status": "ok",
+         "details": {"phase_s": {"setup": 5.0}}},
+        {"run_id": 7, "mode": "compile", "status": "error", "details": {}}])
+    est = lf.estimate({**spec, "batch_sizes": [1, 8, 64]}, history, "CPU", past)
+    # base (28 - 16) / 4 = 3 s per point x 6, plus 3 compiled points x the 8 s mean
+    assert est.seconds == pytest.approx(6 * 3.0 + 3 * 8.0)
+    assert est.basis == ("from 1 past run(s) of mlp on CPU, 3.0 s per point + 8 s per "
+                         "compiled point (past compiles)")
+    # Past runs without compiled points: their base, and the rough first compile.
+    eager_only = past[past["mode"] == "eager"]
+    est = lf.estimate(spec, history, "CPU", eager_only)
+    assert est.seconds == pytest.approx(4 * 28.0 / 4 + first + later)
+    assert "no past compile recorded: first compile: about" in est.basis
+    # Older runs that compiled without recording it: compiles stay inside their figure.
+    blind = past.assign(details=[{}] * len(past))
+    assert lf.estimate(spec, history, "CPU", blind).seconds == pytest.approx(28.0)
+    # An eager-only sweep pays no compile.
+    assert lf.estimate({**spec, "modes": ["eager"]}, history, "CPU", past).seconds == \
+        pytest.approx(2 * 3.0)
+
+
+def test_time_left_uses_the_estimate_until_a_point_is_measured():
+    # A cold compile: 40 s in, no point measured; the estimate said 128 s.
+    left, basis = lf.time_left(JobProgress(remaining_s=None, elapsed_s=40.0), 128.0)
+    assert left == 88.0 and "estimate" in basis
+    assert lf.time_left(JobProgress(remaining_s=None, elapsed_s=200.0), 128.0)[0] == 0.0
+    assert lf.time_left(JobProgress(remaining_s=30.0, elapsed_s=90.0), 128.0) == (
+        30.0, "from the points measured so far")
+    assert lf.time_left(JobProgress(remaining_s=None, elapsed_s=None), 128.0) == (None, "")
+    assert lf.time_left(JobProgress(remaining_s=None, elapsed_s=5.0), None) == (None, "")
+
+
+def test_the_bar_moves_per_mode_while_a_batch_size_is_set_up():
+    from runner.format.point_text import describe, parse
+
+    spec = {"modes": ["eager", "compile"]}
+
+    def at(current, done=0, status="running"):
+        job = Job(id=1, status=status, spec=spec, current_point=describe(current))
+        return lf.bar_fraction(job, JobProgress(None, None, done=done, total=4))
+
+    assert parse(describe(("compile", 8, "setup"))) == ("compile", 8, "setup")
+    assert parse("eager batch 64") == ("eager", 64, None)
+    assert parse("repeat pass 1/2 batch 8") == ("repeat pass 1/2", 8, None)
+    assert parse("done") is None and parse(None) is None
+    # the issue's sweep: 2 modes x 2 batch sizes, a cold compile at batch 1
+    assert at(("2 modes", 1)) == 0.0
+    assert at(("eager", 1, "setup")) == 0.0
+    assert at(("compile", 1, "setup")) == 0.5 / 4      # eager set up; compiling
+    assert at(("2 modes", 1, "timing")) == 1.0 / 4     # both set up
+    assert at(("compile", 1, "profiling")) == 1.5 / 4
+    assert at(("compile", 8, "setup"), done=2) == 2.5 / 4
+    assert at(None, done=4, status="done") == 1.0
+    assert lf.bar_fraction(Job(id=1, status="queued", spec=spec),
+                           JobProgress(None, None, done=0, total=None)) is None

@@ -1,0 +1,134 @@
+"""Trends: the query string, the ordering over torch versions, the change verdicts, and
+the page through AppTest (a bad query string included)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from pages.common import trends
+from tests.apptest import charts, texts
+
+WORKLOADS, GPUS = ["mlp", "resnet"], ["NVIDIA H200", "cpu"]
+
+
+def _q(**params):
+    return trends.parse_query({k: v if isinstance(v, list) else [v]
+                               for k, v in params.items()}, WORKLOADS, GPUS)
+
+
+def test_a_good_query_string():
+    q = _q(workload="mlp", gpu="NVIDIA H200", batch=["64", "8,8"], mode="cuda-graph")
+    assert (q.workload, q.gpu, q.batches, q.modes) == ("mlp", "NVIDIA H200", (8, 64),
+                                                       ("cuda-graph",))
+    assert _q() == trends.TrendQuery(None, None, None, (), ())
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"workload": "nosuch"}, "?workload='nosuch' has no run here"),
+    ({"gpu": "TPU"}, "?gpu='TPU' has no run here"),
+    ({"batch": "８"}, "?batch='８' is not a batch size: expected a whole number in ASCII"),
+    ({"batch": "1e3"}, "?batch='1e3' is not a batch size"),
+    ({"batch": "-4"}, "?batch='-4' is not a batch size"),
+    ({"batch": "0"}, "?batch='0' is out of range"),
+    ({"batch": "99999999999999999999"}, "is not a batch size"),
+    ({"mode": "eager"}, "?mode='eager' is not a mode with a speedup"),
+    ({"workload": ["mlp", "resnet"]}, "?workload= is given 2 times"),
+])
+def test_bad_query_strings_name_the_value(params, message):
+    with pytest.raises(trends.TrendQueryError) as e:
+        _q(**params)
+    assert message in str(e.value)
+
+
+def test_torch_versions_order_by_release_then_pre_release():
+    versions = ["2.10.0", "2.6.0+cu124", "2.6.0.dev20241112", "2.5.1", None]
+    assert sorted(versions, key=trends.torch_key) == [
+        None, "2.5.1", "2.6.0.dev20241112", "2.6.0+cu124", "2.10.0"]
+
+
+def _sp(run_id, sp, half=0.02, mode="cuda-graph", batch=8):
+    return {"run_id": run_id, "mode": mode, "batch_size": batch, "status": "ok",
+            "step_ms": 1.0, "speedup": sp, "speedup_ci_low": sp * (1 - half),
+            "speedup_ci_high": sp * (1 + half), "details": {}}
+
+
+def test_changes_outside_the_noise_are_marked_against_the_previous_run():
+    runs = pd.DataFrame({"id": [1, 2, 3, 4], "torch_version": ["2.5", "2.6", "2.7", "2.8"],
+                         "created_at": pd.to_datetime(["2026-01-04", "2026-01-03",
+                                                       "2026-01-02", "2026-01-01"], utc=True),
+                         "source": "measured"})
+    eager = [{**_sp(i, 1.0), "mode": "eager", "speedup": None, "speedup_ci_low": None,
+              "speedup_ci_high": None} for i in (1, 2, 3, 4)]
+    points = pd.DataFrame(eager + [_sp(1, 5.0), _sp(2, 5.1), _sp(3, 6.5), _sp(4, 4.0)])
+    table = trends.trend_table(runs, points, [8], ["cuda-graph"])
+    assert list(table["run_id"]) == [1, 2, 3, 4]
+    assert list(table["change"]) == ["first", "within noise", "faster", "slower"]
+    assert table["change vs previous"].iloc[2].startswith("faster (1.27x; ")
+    assert list(trends.changes(table)["run_id"]) == [3, 4]
+    assert trends.trend_chart(table, 8) is not None and trends.trend_chart(table, 64) is None
+
+
+# --- the page -------------------------------------------------------------------------------
+
+def _runs(dash):
+    up = {("cuda-graph", 8): {"speedup": 30.0, "speedup_ci_low": 29.0, "speedup_ci_high": 31.0}}
+    return [dash.add(gpu="Trend GPU", torch="2.5.1", created_at="2026-01-01T00:00:00+00:00"),
+            dash.add(gpu="Trend GPU", torch="2.6.0", created_at="2026-02-01T00:00:00+00:00"),
+            dash.add(gpu="Trend GPU", torch="2.7.0", created_at="2026-03-01T00:00:00+00:00",
+                     overrides=up)]
+
+
+def test_trend_page_marks_a_change_and_shares_its_url(dash):
+    ids = _runs(dash)
+    at = dash.open("pages/trend.py", workload="mlp", gpu="Trend GPU", batch=["8", "512"])
+    assert not at.error and not at.exception
+    keys = at.dataframe[0].value  # each run's key figure, oldest torch first
+    assert [k.rsplit("#", 1)[1] for k in keys["run"]] == [str(i) for i in ids]
+    assert keys["key figure"].iloc[-1] == "cuda-graph at batch 8: 30.00x (29.00-31.00x)"
+    table = at.dataframe[1].value
+    assert set(table["run_id"]) == set(ids) and set(table["batch_size"]) == {8, 512}
+    assert len(charts(at)) == 2
+    moved = " ".join(texts(at, "markdown"))
+    assert "**cuda-graph** at batch 8: faster" in moved and f"#{ids[2]}" in moved
+    share = " ".join(texts(at, "code"))
+    assert "/trend?workload=mlp&gpu=Trend+GPU&params=" in share and "batch=8&batch=512" in share
+    assert at.query_params.get("gpu") == "Trend GPU"
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"workload": "mlp", "batch": "８"}, "?batch='８' is not a batch size"),
+    ({"workload": "mlp", "gpu": "No such GPU"}, "?gpu='No such GPU' has no run here"),
+    ({"workload": "<script>"}, "?workload='<script>' has no run here"),
+])
+def test_trend_page_bad_query_string_is_one_clear_message(dash, params, message):
+    at = dash.open("pages/trend.py", **params)
+    assert [e for e in texts(at, "error") if message in e], texts(at, "error")
+    assert len(at.error) == 1 and not at.exception and not charts(at)
+
+
+def test_default_view_is_the_series_with_the_most_runs():
+    def run(i, workload, gpu, params, day):
+        return {"id": i, "kind": "sweep", "workload": workload, "gpu_name": gpu,
+                "workload_params": params, "dtype": "float32",
+                "created_at": pd.Timestamp(f"2026-01-{day:02d}")}
+    runs = pd.DataFrame([run(1, "alpha", "A", {"n": 1}, 1),
+                         run(2, "mlp", "B", {"n": 1}, 2), run(3, "mlp", "B", {"n": 1}, 3),
+                         run(4, "mlp", None, {"n": 1}, 4),
+                         {**run(5, "zeta", "A", {"n": 1}, 9), "kind": "serve"}])
+    # alpha sorts first but has one run; mlp on B has two of one parameter set
+    assert trends.default_view(runs) == ("mlp", "B")
+    assert trends.default_view(runs, "alpha") == ("alpha", "A")
+    one_each = runs[runs["id"].isin([1, 4])]
+    assert trends.default_view(one_each) == ("mlp", "cpu")  # a tie: the newest
+    assert trends.default_view(runs.iloc[0:0]) is None
+
+
+def test_one_run_in_a_series_says_there_is_nothing_to_compare_yet(dash):
+    # The shipped samples hold one run per series: "no change between consecutive runs"
+    # would claim a comparison that never happened.
+    dash.add(gpu="Lonely GPU", torch="2.6.0")
+    at = dash.open("pages/trend.py", workload="mlp", gpu="Lonely GPU")
+    assert not at.exception
+    assert any("One run in this series" in t for t in texts(at, "info"))
+    assert not any("No change outside the noise" in t for t in texts(at, "success"))

@@ -1,0 +1,127 @@
+"""The kernel-chain and train-step views (pages/common/workload_views.py), the published
+V100 sample, and the Run and Compare pages showing them."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from db import queries
+from db.samples import SAMPLES
+from db.store import import_bundle
+from pages.common import workload_views as wv
+from runner.format import bundle as fmt
+from tests.apptest import texts
+from tests.synthetic import sweep_bundle
+
+V100 = SAMPLES / "published-v100-cuda-graphs-blog.json"
+CHAIN = {"workload": "kernel-chain", "workload_params": {"kernels": 20}, "source": "measured"}
+
+
+def frame(doc: dict, run_id: int = 1) -> pd.DataFrame:
+    df = pd.DataFrame(doc["measurements"])
+    df["run_id"] = run_id
+    return df
+
+
+def test_v100_sample_holds_exactly_the_blogs_figures():
+    doc = fmt.read(V100)
+    run, env = doc["run"], doc["environment"]
+    assert run["source"] == "published" and run["workload"] == "kernel-chain"
+    assert "Getting Started with CUDA Graphs" in run["label"]
+    assert run["workload_params"] == {"kernels": 20, "dtype": "float32"}
+    assert (env["gpu_name"], env["cuda_version"], env["torch_version"]) == (
+        "Tesla V100-SXM2-16GB", "10.1", None)
+    got = {m["mode"]: m for m in doc["measurements"]}
+    assert set(got) == {"eager", "cuda-graph"}
+    assert got["eager"]["details"]["per_kernel_us"] == 3.8
+    assert got["eager"]["details"]["per_kernel_us_sync_each_kernel"] == 9.6
+    assert got["cuda-graph"]["details"]["per_kernel_us"] == 3.4
+    for m in got.values():
+        assert m["batch_size"] == 500000 and m["details"]["kernel_us"] == 2.9
+        assert m["details"]["citation"] == run["label"]
+        # Nothing derived: every contract figure the blog does not give is null.
+        assert all(m[f] is None for f in fmt.NUMBER_FIELDS)
+
+
+def test_per_kernel_figures_measured_and_published():
+    measured = frame(sweep_bundle(workload="kernel-chain", params={"kernels": 20},
+                                  batches=(8,), modes=("eager", "cuda-graph")))
+    table = wv.per_kernel_table(measured, CHAIN).set_index("mode")
+    eager = measured[measured["mode"] == "eager"].iloc[0]
+    assert table.at["eager", "per kernel us"] == pytest.approx(eager["step_ms"] * 1e3 / 20)
+    assert table.at["eager", "GPU per kernel us"] == pytest.approx(
+        eager["gpu_busy_ms"] * 1e3 / eager["gpu_kernels_per_step"])
+    published = wv.per_kernel_table(frame(fmt.read(V100)), {**CHAIN, "source": "published"})
+    assert published.set_index("mode")["per kernel us"].to_dict() == {"eager": 3.8,
+                                                                       "cuda-graph": 3.4}
+    assert published["GPU per kernel us"].tolist() == [2.9, 2.9]
+    assert wv.per_kernel_table(measured, {"workload": "mlp"}).empty
+
+
+def test_hand_calculation_redone_with_measured_figures():
+    assert wv.estimate(100, 5.0, 2.0) == (500.0, 205.0)  # the interview note's figures
+    assert "500 us eager" in wv.note_text() and "205 us under one graph" in wv.note_text()
+    measured = frame(sweep_bundle(workload="kernel-chain", params={"kernels": 20},
+                                  batches=(8,), modes=("eager", "cuda-graph"),
+                                  launch_us=7.0))
+    row = wv.hand_calculation(measured, CHAIN).iloc[0]
+    eager = measured[measured["mode"] == "eager"].iloc[0]
+    kernel = eager["gpu_busy_ms"] * 1e3 / eager["gpu_kernels_per_step"]
+    assert row["launch us (measured)"] == 7.0 and row["kernel us (measured)"] == kernel
+    assert row["eager us: N x max(L, K)"] == 20 * max(7.0, kernel)
+    assert row["graph us: N x K + L"] == pytest.approx(20 * kernel + 7.0)
+    graph = measured[measured["mode"] == "cuda-graph"].iloc[0]
+    assert row["graph us measured"] == pytest.approx(graph["step_ms"] * 1e3)
+
+
+def test_train_memory_table_reads_the_trees_and_the_separate_pools():
+    doc = sweep_bundle(workload="train-step", batches=(8,),
+                       modes=("eager", "reduce-overhead"))
+    ro = next(m for m in doc["measurements"] if m["mode"] == "reduce-overhead")
+    ro["details"].update(
+        cudagraph_trees={"graphs": 2, "pools": 1, "forward": 1, "backward": 1, "nodes": []},
+        separate_graphs={"forward_pool_bytes": 3 * wv.MIB, "backward_pool_bytes": wv.MIB,
+                         "sum_bytes": 4 * wv.MIB})
+    table = wv.train_memory_table(frame(doc), {"workload": "train-step"}).set_index("mode")
+    assert table.at["reduce-overhead", "graphs recorded"] == "1 forward + 1 backward in 1 pool(s)"
+    assert table.at["reduce-overhead", "separate sum MiB"] == 4.0
+    assert pd.isna(table.at["eager", "graphs recorded"])
+    bars = wv.train_pool_chart(frame(doc), {"workload": "train-step"}).data
+    assert bars.groupby("how")["MiB"].sum().to_dict() == {
+        "separate pools": 4.0, "trees: one shared pool": ro["graph_pool_bytes"] / wv.MIB}
+    sections = wv.run_sections({"workload": "train-step"}, frame(doc))
+    assert [x.title for x in sections] == ["Training memory"] and sections[0].chart
+
+
+def test_run_and_compare_pages_show_per_kernel_figures_and_the_raw_cuda_note(dash):
+    v100 = int(queries.runs_frame(dash.engine).query(
+        "uuid == 'published-v100-cuda-graphs-blog'")["id"].iloc[0])
+    h200, _ = import_bundle(dash.engine, sweep_bundle(
+        workload="kernel-chain", params={"kernels": 20, "dtype": "float32"},
+        batches=(8, 4096), modes=("eager", "cuda-graph")))
+    at = dash.open("pages/run.py", run=str(h200), view="Points")
+    heads = [str(h.value) for h in at.subheader]
+    assert "Per kernel" in heads and "The hand calculation, measured" in heads
+    assert any("raw CUDA" in c for c in texts(at, "caption"))
+    at = dash.open("pages/run.py", run=str(v100), view="Points")
+    assert "Per kernel" in [str(h.value) for h in at.subheader]
+    at = dash.open("pages/compare.py", run=[str(h200), str(v100)])
+    assert any("raw CUDA" in t for t in texts(at, "info"))
+    assert "Per kernel (kernel-chain)" in [str(h.value) for h in at.subheader]
+    table = next(d.value for d in at.dataframe if "per kernel us" in d.value.columns)
+    assert set(table["source"]) == {"measured", "published"}
+
+
+def test_run_page_shows_training_memory_with_its_chart(dash):
+    doc = sweep_bundle(workload="train-step", params={"model": "mlp"}, batches=(8, 64),
+                       modes=("eager", "reduce-overhead"))
+    for m in doc["measurements"]:
+        if m["mode"] == "reduce-overhead":
+            m["details"]["separate_graphs"] = {"forward_pool_bytes": wv.MIB,
+                                               "backward_pool_bytes": wv.MIB,
+                                               "sum_bytes": 2 * wv.MIB}
+    rid, _ = import_bundle(dash.engine, doc)
+    at = dash.open("pages/run.py", run=str(rid), view="Points")
+    assert "Training memory" in [str(h.value) for h in at.subheader]
+    assert any("shared pool" in str(c.value) for c in at.caption)

@@ -1,0 +1,77 @@
+"""The typed point (runner/format/measurement.py): JSON only at the boundary, and the
+boundary faithful to every bundle already written."""
+
+from __future__ import annotations
+
+import pytest
+
+import runner.format.bundle as fmt
+from runner.format.measurement import DETAIL_KEYS, Measurement, details_of
+from tests.conftest import ROOT
+
+DATA = ROOT / "data"
+
+
+def test_an_empty_point_has_the_bundle_layout_with_every_figure_unknown():
+    j = Measurement("eager", 8).to_json()
+    assert list(j) == [*fmt.MEASUREMENT_FIELDS, fmt.TRACE_FIELD]
+    assert j["cudagraph_status"] == "n/a" and j["message"] == "" and j["details"] == {}
+    assert j["samples_ms"] == [] and j["launch_us_rounds"] == []
+    assert all(j[f] is None for f in fmt.NUMBER_FIELDS)  # unknown is None, never 0
+
+
+@pytest.mark.parametrize("path", sorted(DATA.rglob("*.json")), ids=lambda p: p.name)
+def test_every_shipped_bundle_round_trips_unchanged(path):
+    try:
+        doc = fmt.read(path)
+    except fmt.BundleError:
+        pytest.skip("not a run bundle")
+    for m in doc["measurements"]:
+        back = Measurement.from_json(m).to_json()
+        assert back == m and list(back) == list(m)
+        assert list(back["details"]) == list(m["details"])  # byte for byte on export
+
+
+def test_unknown_and_null_details_keys_survive_a_round_trip():
+    m = fmt.empty_measurement("eager", 8)
+    m["details"] = {"from_the_future": [1, 2], "stddev_ms": None, "rel_err": 0.5}
+    t = Measurement.from_json(m)
+    assert t.setup.rel_err == 0.5 and t.source.stddev_ms is None
+    assert t.extra == {"from_the_future": [1, 2], "stddev_ms": None}
+    assert t.to_json()["details"] == m["details"]
+
+
+def test_fields_go_where_the_bundle_keeps_them():
+    m = Measurement("reduce-overhead", 4)
+    m.timing.step_ms = 1.5
+    m.intervals.vs_compile = {"median": 2.0, "low": 1.5, "high": 2.5}
+    m.host.placement = {"policy": None}
+    m.trace.error = "ValueError: x"
+    j = m.to_json()
+    assert j["step_ms"] == 1.5
+    assert j["details"] == {"vs_compile": {"median": 2.0, "low": 1.5, "high": 2.5},
+                            "host": {"policy": None}, "trace_error": "ValueError: x"}
+    fmt.check_measurement(j)
+
+
+def test_a_point_the_runner_builds_writes_details_in_the_runners_order():
+    m = Measurement("eager", 2)
+    m.host.placement = {"policy": None}
+    m.timing.phase_s = {"setup": 0.1}
+    m.setup.rel_err = 0.0
+    m.set_details({"clocks_before": None})  # a CPU point: no clocks, the key kept
+    assert list(m.details()) == ["phase_s", "clocks_before", "rel_err", "host"]
+
+
+def test_a_set_field_wins_over_a_null_read_before():
+    m = Measurement.from_json({**fmt.empty_measurement("eager", 1),
+                               "details": {"clocks_before": None}})
+    m.host.clocks_before = {"sm_mhz": 1980}
+    assert m.details() == {"clocks_before": {"sm_mhz": 1980}}
+
+
+def test_a_stored_points_details_read_typed():
+    d = details_of({"vs_compile": {"median": 1}, "statistic": "mean"})
+    assert d.intervals.vs_compile == {"median": 1} and d.source.statistic == "mean"
+    assert details_of(None).timing.phase_s is None  # no details: every key unknown
+    assert {"phase_s", "point_wall_s", "statistic", "processes"} <= set(DETAIL_KEYS)
