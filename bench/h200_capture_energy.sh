@@ -4,9 +4,12 @@
 #   bash bench/h200_capture_energy.sh capture   graph-memory for every built-in CUDA
 #                                               workload (samples: mlp, hf decode), then
 #                                               pytest -m gpu
-#   bash bench/h200_capture_energy.sh energy    bench/energy_check.py, the mlp sweep
-#                                               sample with energy, then pytest -m gpu
-#   bash bench/h200_capture_energy.sh tests     pytest -m gpu alone
+#   bash bench/h200_capture_energy.sh energy    bench/energy_check.py; the default
+#                                               16-point mlp sweep and an hf decode sweep
+#                                               (3 processes, energy on): samples, and
+#                                               issue 39's wall time and host split
+#   bash bench/h200_capture_energy.sh tests     pytest -m gpu, twice
+#   bash bench/h200_capture_energy.sh rep       three mlp 1,8,64 runs: interval coverage
 # Outputs under $OUT; a short table last.
 set -u
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
@@ -61,21 +64,36 @@ capture)
   ;;
 energy)
   stamp energy-check
-  timeout 240 python3 bench/energy_check.py --out "$OUT/energy-check.txt" > "$OUT/energy-check.log" 2>&1
+  timeout 200 python3 bench/energy_check.py --out "$OUT/energy-check.txt" > "$OUT/energy-check.log" 2>&1
   echo "energy-check rc=$?"
+  # Issue 39's default 16-point sweep (target: 60 s), with energy: the shipped sample.
   stamp mlp-sweep
-  timeout -s INT 200 python3 -m runner sweep --workload mlp \
-    --batch-sizes 1,8,64,256,1024,4096,8192 --modes eager,compile,reduce-overhead,cuda-graph \
-    --timing standard --processes 3 --label "H200 mlp" --no-db --out "$OUT/h200-mlp-energy.json" \
-    > "$OUT/mlp-sweep.log" 2>&1
-  echo "mlp-sweep rc=$?"
-  gpu_tests pytest-2
+  t0=$(date +%s)
+  timeout -s INT 200 python3 -m runner sweep --workload mlp --batch-sizes 1,8,64,8192 \
+    --modes eager,compile,reduce-overhead,cuda-graph --timing standard --processes 3 \
+    --label "H200 mlp" --no-db --out "$OUT/h200-mlp-energy.json" > "$OUT/mlp-sweep.log" 2>&1
+  echo "mlp-sweep rc=$? wall $(( $(date +%s) - t0 ))s"
+  stamp hf-sweep
+  t0=$(date +%s)
+  timeout -s INT 200 python3 -m runner sweep --workload hf-causal-lm --param model=small-llama \
+    --param layers=4 --batch-sizes 1,8,64 --modes eager,compile,reduce-overhead,cuda-graph \
+    --timing standard --processes 3 --label "H200 hf-causal-lm decode" --no-db \
+    --out "$OUT/h200-hf-decode-energy.json" > "$OUT/hf-sweep.log" 2>&1
+  echo "hf-sweep rc=$? wall $(( $(date +%s) - t0 ))s"
   echo "---- energy check"; tail -12 "$OUT/energy-check.log"
-  echo "---- mlp sweep"; grep -vE "^\s*$|Warning|warn" "$OUT/mlp-sweep.log" | tail -12
+  echo "---- mlp sweep"; grep -vE "^\s*$|Warning|warn" "$OUT/mlp-sweep.log" | tail -24
   ;;
 tests)
+  gpu_tests pytest-2
   gpu_tests pytest-3
   ;;
-*) echo "usage: $0 capture|energy|tests"; exit 2 ;;
+rep)
+  stamp repeatability
+  python3 bench/repeatability.py run --out "$OUT" --workloads mlp --sizes mlp=1,8,64 --runs 3 \
+    --processes 3 > "$OUT/rep.log" 2>&1
+  echo "repeatability rc=$?"
+  python3 bench/repeatability.py report "$OUT" | tail -30
+  ;;
+*) echo "usage: $0 capture|energy|tests|rep"; exit 2 ;;
 esac
 stamp done

@@ -179,6 +179,17 @@ def advise(dist: BatchCounts, rules: EngineRules, curve: Curve, budget_bytes: in
     else:
         label = (f"{rules.engine} default (largest {rules.default_max()})"
                  if default_sizes else f"{rules.engine} default")
+        # Compared within the range the distribution covers (issue 37: a log up to 128
+        # against a default list up to 512 priced 384 rows of activations no batch used):
+        # the default's sizes up to the first that holds the largest batch seen.
+        seen = max(dist.counts) if dist.counts else 0
+        cut = next((i for i, x in enumerate(default_sizes) if x >= seen), None)
+        if cut is not None and cut + 1 < len(default_sizes):
+            label = (f"{rules.engine} default within the distribution's range: "
+                     f"{cut + 1} of its {len(default_sizes)} sizes, up to "
+                     f"{default_sizes[cut]} (the largest batch seen is {seen}; the full "
+                     f"list goes to {default_sizes[-1]})")
+            default_sizes = default_sizes[:cut + 1]
     default = price(dist, default_sizes, curve, shared)
     if rules.engine == "sglang":  # server_args.py: reserved_mem += cuda_graph_max_bs * 2 (MB)
         notes.append(f"SGLang reserves {2 * chosen.sizes[-1]} MB for graphs by its rule of "

@@ -51,7 +51,12 @@ def register(sub) -> None:
     a.add_argument("--curve", metavar="RUN_ID|FILE", help="a graph-memory run: its id in "
                    "the database, or its file (graph-memory --out, export); default: the "
                    "shipped H200 mlp figures")
-    a.add_argument("--db", metavar="URL", help=f"for --curve RUN_ID: {flags.DB_HELP}")
+    a.add_argument("--workload", metavar="NAME",
+                   help="the served model's workload (e.g. hf-causal-lm): price by the "
+                        "newest stored graph-memory run of it; without one, the built-in "
+                        "curve is borrowed and the advice says so")
+    a.add_argument("--db", metavar="URL",
+                   help=f"for --curve RUN_ID and --workload: {flags.DB_HELP}")
     a.add_argument("--cover", default="1", metavar="Q",
                    help="share of batches the largest size must hold (default 1: all)")
     a.add_argument("--max-graphs", default=str(cs.MAX_GRAPHS), metavar="N")
@@ -145,6 +150,55 @@ def load_curve(ref: str | None, db: str | None = None) -> cs.Curve:
         raise UsageError(f"--curve {e}") from None
 
 
+def choose_curve(ref: str | None, db: str | None, workload: str | None
+                 ) -> tuple[cs.Curve, str | None]:
+    """The curve advice is priced by, and the one line that says whose it is when it is
+    not the served workload's own: --curve wins; else the newest stored graph-memory run
+    of --workload; else the built-in curve, borrowed (issue 38: the vLLM/SGLang advice
+    was priced by the tiny mlp's curve without a word)."""
+    if ref is not None:
+        return load_curve(ref, db), None
+    if workload is None:
+        return cs.DEFAULT_CURVE, ("curve borrowed: no --workload given, so the built-in "
+                                  "one (a tiny model's) prices it; give --workload NAME or "
+                                  "--curve for your model's")
+    name = workload.strip()
+    if not name or len(name) > 200 or not name.isprintable():
+        raise UsageError(f"--workload {workload!r}: give a workload name, e.g. hf-causal-lm")
+    run_id = _newest_graph_memory_run(name, db)
+    if run_id is not None:
+        return _stored_curve(str(run_id), db), None
+    return cs.DEFAULT_CURVE, (f"curve borrowed: no graph-memory run of {name} stored, so "
+                              "the built-in one (a tiny model's) prices it; measure yours: "
+                              f"python -m runner graph-memory --workload {shlex.quote(name)}")
+
+
+def _newest_graph_memory_run(workload: str, db: str | None) -> int | None:
+    """The id of the newest graph-memory run of `workload` in the database; None where
+    there is none, or no database (the local SQLite file not made yet)."""
+    from runner.ops.commands.store import open_engine, sqlalchemy_available
+
+    if not sqlalchemy_available():
+        return None
+    from db.engine import DatabaseError
+
+    try:
+        engine = open_engine(db, must_exist=True)
+    except DatabaseError:
+        if db is not None:
+            raise
+        return None  # no local database yet: nothing stored, the built-in is borrowed
+    try:
+        from db.queries import list_runs
+
+        for r in list_runs(engine):  # newest first
+            if r.header.kind == "graph-memory" and r.header.workload == workload:
+                return r.header.id
+        return None
+    finally:
+        engine.dispose()
+
+
 def _stored_curve(ref: str, db: str | None) -> cs.Curve:
     from runner.ops.commands.store import open_engine, parse_run_id
 
@@ -189,7 +243,7 @@ def format_advice(a, curve: cs.Curve) -> list[str]:
 
 def run_advise(args: argparse.Namespace) -> int:
     budget = _budget(args)
-    curve = load_curve(args.curve, args.db)
+    curve, borrowed = choose_curve(args.curve, args.db, args.workload)
     rules = cs.EngineRules(
         args.engine, spec_tokens=_int(args.spec_tokens, "--spec-tokens", 0, 64),
         tp=_int(args.tp, "--tp", 1, 1024), sequence_parallel=args.sequence_parallel,
@@ -212,9 +266,13 @@ def run_advise(args: argparse.Namespace) -> int:
         print(json.dumps({"engine": a.engine, "unit": a.unit, "budget_mib":
                           a.budget_bytes / cs.MIB, "curve": curve.source,
                           "proposed": priced(a.proposed), "default": priced(a.default),
+                          "curve_borrowed": borrowed,
                           "config": list(a.config), "notes": list(a.notes)}, indent=1))
     else:
-        print("\n".join(format_advice(a, curve)))
+        lines = format_advice(a, curve)
+        if borrowed:
+            lines.insert(1, f"note: {borrowed}")
+        print("\n".join(lines))
     return 0
 
 

@@ -199,7 +199,19 @@ def test_advisor_within_budget_beats_or_ties_every_list_of_its_size():
     real = sum(x * c for x, c in d.counts.items())
     assert a.proposed.padding_waste <= best / real + ca.TOLERANCE + 1e-9
     assert a.config == (f"--cuda-graph-bs {' '.join(map(str, a.proposed.sizes))}",)
-    assert a.default.sizes[-1] == 256
+    # The default is compared within the range the log covers (issue 37): SGLang's list
+    # goes to 256 here, the largest batch seen is 89, so up to its first size >= 89.
+    full = cs.EngineRules("sglang", gpu_mem_gib=80).default_sizes()
+    assert full[-1] == 256
+    assert a.default.sizes == tuple(x for x in full if x < 89) + (96,)
+    assert "within the distribution's range" in a.default_label and "256" in a.default_label
+
+
+def test_a_default_list_inside_the_logs_range_is_compared_whole():
+    d = cd.parse_text("1,10\n600,3\n")
+    a = ca.advise(d, cs.EngineRules("vllm"), cs.DEFAULT_CURVE, 1000 * cs.MIB)
+    assert a.default.sizes == cs.EngineRules("vllm").default_sizes()
+    assert "within" not in a.default_label
 
 
 def test_advisor_vllm_speculative_sizes_are_multiples():

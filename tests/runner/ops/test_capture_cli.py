@@ -89,9 +89,28 @@ def test_advise_capture_sglang_json_and_kv_budget(capsys):
                        "--kv-bytes-per-token", "131072", "--gpu-mem-gib", "141", "--json")
     assert rc == 0, err
     doc = json.loads(out)
-    assert doc["budget_mib"] == 256 and doc["default"]["sizes"][-1] == 256
+    # The log's largest batch is 64: the default list (to 256) is compared up to 64.
+    assert doc["budget_mib"] == 256 and doc["default"]["sizes"][-1] == 64
     assert doc["config"][0].startswith("--cuda-graph-bs ")
     assert doc["proposed"]["sizes"][-1] == 64 and doc["proposed"]["graphless_share"] == 0
+    assert doc["curve_borrowed"].startswith("curve borrowed: no --workload given")
+
+
+def test_advise_capture_names_the_curve_it_borrows(capsys, tmp_path):
+    db = f"sqlite:///{tmp_path / 'lb.db'}"
+    args = ("advise-capture", "--from", str(DATA / "sglang_decode.log"), "--engine",
+            "sglang", "--budget-mib", "256", "--workload", "hf-causal-lm", "--db", db)
+    from db.engine import make_engine
+
+    make_engine(db).dispose()  # an empty database: no graph-memory run of it
+    rc, out, err = cli(capsys, *args)
+    assert rc == 0, err
+    note = out.splitlines()[1]
+    assert note.startswith("note: curve borrowed: no graph-memory run of hf-causal-lm "
+                           "stored")
+    assert "graph-memory --workload hf-causal-lm" in note
+    rc, out, err = cli(capsys, *args[:-4], "--workload", " ", "--db", db)
+    assert rc == 2 and "--workload ' '" in err
 
 
 def test_advise_capture_torch_with_a_measured_curve(capsys, tmp_path):
