@@ -157,6 +157,11 @@ class Measurement(Base):
     energy_gain_ci_low: Mapped[float | None] = mapped_column(Float)
     energy_gain_ci_high: Mapped[float | None] = mapped_column(Float)
     energy_unavailable_reason: Mapped[str | None] = mapped_column(Text)
+    # The step split into GPU busy, launch cost and the rest (bundle version 6, migration
+    # 0011_host_split; runner/format/host_split.py): null for older runs and CPU points.
+    split_gpu_ms: Mapped[float | None] = mapped_column(Float)
+    split_launch_ms: Mapped[float | None] = mapped_column(Float)
+    split_rest_ms: Mapped[float | None] = mapped_column(Float)
     samples_ms: Mapped[list[float]] = mapped_column(default=list)
     launch_us_rounds: Mapped[list[float]] = mapped_column(default=list)
     details: Mapped[JsonObject] = mapped_column(default=dict)

@@ -37,6 +37,7 @@ from runner.core.placement import placement
 from runner.core.rounds import store_rounds
 from runner.core.timing import Clock, TimingConfig, gc_paused, latency, phase, warm_up
 from runner.core.workloads import Workload
+from runner.format import host_split
 from runner.format.measurement import Measurement
 from runner.format.vocab import COMPILED_MODES, CUDA_GRAPH_MODES
 
@@ -235,6 +236,7 @@ class _Batch:
                 for mode in list(self.prepared):
                     self.phase_starts(mode, "profiling")
                     self.after_rounds(mode, self.ms[mode])
+                host_split.fill(self.ms)  # GPU busy came with the profile: now the split
         return r
 
     def build(self) -> None:

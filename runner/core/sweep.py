@@ -178,6 +178,7 @@ def _repeat_passes(spec: SweepSpec, sink: Sink, own: dict[int, tuple], config,
     from runner.core import repeat
     from runner.core.energy import on_timed_steps
     from runner.core.point import store_rounds
+    from runner.format import host_split
 
     pooled = {b: copy.deepcopy(r) for b, (r, _) in own.items()}
     total = len(points(spec))
@@ -203,6 +204,7 @@ def _repeat_passes(spec: SweepSpec, sink: Sink, own: dict[int, tuple], config,
             pooled[batch].extend(got)
             store_rounds(ms, timed, pooled[batch], config)
             on_timed_steps(ms)  # the step moved: energy per step follows it
+            host_split.fill(ms)  # and so do the split and the projection
         for mode in timed:
             _update(sink, ms[mode])
 

@@ -68,8 +68,11 @@ FORMAT = "launchbench.run"
 # "not measured". A graph-memory run (issue 27) has run.kind "graph-memory", no
 # measurements and a top-level "graph_memory" section (runner/format/graph_memory.py); a
 # reader that predates it refuses the kind in one line ("run.kind ... is not one of").
-VERSION = 5
-SUPPORTED_VERSIONS = (1, 2, 3, 4, 5)
+# Version 6 (issue 39) adds each measurement's split of the step (SPLIT_NUMBER_FIELDS:
+# GPU busy, launch cost, the rest; runner/format/host_split.py) and, in details, the
+# speedup projected to reference launch costs; older bundles read with them null.
+VERSION = 6
+SUPPORTED_VERSIONS = (1, 2, 3, 4, 5, 6)
 
 ENVIRONMENT_FIELDS = (
     "device", "gpu_name", "gpu_count", "sm_count", "gpu_memory_bytes", "driver_version",

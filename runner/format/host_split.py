@@ -127,5 +127,38 @@ def check_rounds(samples_ms: Sequence[float], launch_us_rounds: Sequence[float],
                       tuple(launch_us_rounds))
 
 
-__all__ = ["PARTS", "REFERENCE_LAUNCH_US", "RoundCheck", "StepSplit", "check_rounds",
-           "projected_speedup", "projected_step", "split"]
+def of(m) -> StepSplit | None:
+    """A Measurement's split, from its own stored figures (launches: host launches plus
+    graph launches, each costing one launch of the host's)."""
+    n = m.launches.host_launches_per_step
+    if n is not None and m.launches.graph_launches_per_step is not None:
+        n = n + m.launches.graph_launches_per_step
+    return split(m.timing.step_ms, m.launches.gpu_busy_ms, n, m.intervals.launch_us)
+
+
+def host_figures(m) -> tuple:
+    """(gpu_busy_ms, host_ms_per_step, launch_us): what projected_step takes."""
+    return (m.launches.gpu_busy_ms, m.timing.host_ms_per_step, m.intervals.launch_us)
+
+
+def fill(ms: dict) -> None:
+    """Write each point's split and projected speedups into its record (mode -> the
+    Measurement of one batch size). Called when a point is done and again whenever a
+    --processes pass moves its step; a figure that cannot be made is left None."""
+    eager = ms.get("eager")
+    for mode, m in ms.items():
+        s = of(m) if m.status == "ok" else None
+        m.split.gpu_ms = s.gpu_ms if s else None
+        m.split.launch_ms = s.launch_ms if s else None
+        m.split.rest_ms = s.rest_ms if s else None
+        at = None
+        if eager is not None and mode != "eager" and m.status == "ok" \
+                and eager.status == "ok":
+            got = {f"{u:g}": projected_speedup(host_figures(eager), host_figures(m), u)
+                   for u in REFERENCE_LAUNCH_US}
+            at = {k: v for k, v in got.items() if v is not None} or None
+        m.split.speedup_at_launch_us = at
+
+
+__all__ = ["PARTS", "REFERENCE_LAUNCH_US", "RoundCheck", "StepSplit", "check_rounds", "fill",
+           "host_figures", "of", "projected_speedup", "projected_step", "split"]

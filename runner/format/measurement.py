@@ -38,6 +38,8 @@ ENERGY_NUMBER_FIELDS = (
     "energy_gain_ci_low", "energy_gain_ci_high",
 )
 
+SPLIT_NUMBER_FIELDS = ("split_gpu_ms", "split_launch_ms", "split_rest_ms")
+
 # A point's figures (docs/ARCHITECTURE.md, "The result bundle"), in the order a bundle writes them.
 # Unknown is None, never 0.
 NUMBER_FIELDS = (
@@ -57,6 +59,10 @@ NUMBER_FIELDS = (
     # above that idle draw (may be negative: within the counter's error of idle); and
     # eager's energy per step over this mode's, paired per round of windows.
     *ENERGY_NUMBER_FIELDS,
+    # Version 6 (issue 39): the step split into the GPU's busy time, the launches at the
+    # host's launch cost, and the rest of the host's time (runner/format/host_split.py);
+    # they add up to step_ms.
+    *SPLIT_NUMBER_FIELDS,
 )
 MEASUREMENT_FIELDS = (
     "mode", "batch_size", "status", "message", *NUMBER_FIELDS, "cudagraph_status",
@@ -254,9 +260,20 @@ class EnergyRecord:
                       counter=self.counter, unavailable_reason=self.unavailable_reason)
 
 
+@dataclass
+class Split:
+    """Host and GPU apart (runner/format/host_split.py fills it): the step's three parts
+    and the speedup projected to reference launch costs ({"5": x, "10": y, "20": z}, us
+    a launch)."""
+    gpu_ms: float | None = _top(key="split_gpu_ms")
+    launch_ms: float | None = _top(key="split_launch_ms")
+    rest_ms: float | None = _top(key="split_rest_ms")
+    speedup_at_launch_us: dict[str, float] | None = _detail()
+
+
 _RECORDS = {"timing": Timing, "intervals": Intervals, "memory": Memory,
             "launches": Launches, "setup": Setup, "host": Host, "trace": Trace,
-            "source": Source, "energy": EnergyRecord}
+            "source": Source, "energy": EnergyRecord, "split": Split}
 
 
 @dataclass
@@ -273,6 +290,7 @@ class Measurement:
     setup: Setup = field(default_factory=Setup)
     host: Host = field(default_factory=Host)
     trace: Trace = field(default_factory=Trace)
+    split: Split = field(default_factory=Split)
     source: Source = field(default_factory=Source)
     energy: EnergyRecord = field(default_factory=EnergyRecord)
     # details keys this record does not declare (and declared ones stored as null)
@@ -373,8 +391,8 @@ DETAILS_ORDER = (
     "compile", "warmup_steps", "iters_per_block", "m0", "m1", "m2",
     "device_used_delta_bytes", "leftover_private_pools_at_m0", "separate_graphs",
     "after_error", "traceback", "processes", "round_process", "rounds", "rounds_s",
-    "round_modes", "host_ms_per_step", "vs_compile", "target_half_width", "judged_half_width",
-    "judged_on", "latency_ms_p10",
+    "round_modes", "host_ms_per_step", "vs_compile", "target_half_width",
+    "judged_half_width", "judged_on", "speedup_at_launch_us", "latency_ms_p10",
     "latency_ms_p90",
     "profiled_steps", "host_copies_per_step", "gpu_ops_per_step", "triton_kernels_per_step",
     "gpu_busy_union_ms", "trace_error", "clocks_after", "cudagraph_reason",

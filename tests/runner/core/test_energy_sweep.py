@@ -110,7 +110,7 @@ def test_cli_no_energy_is_recorded_and_in_the_command(tmp_path, capsys):
                "--no-energy", "--out", str(out), "--no-db"])
     assert rc == 0, capsys.readouterr().err
     doc = json.loads(out.read_text())
-    assert doc["version"] == 5
+    assert doc["version"] == 6
     assert doc["measurements"][0]["energy_unavailable_reason"] == ENERGY_OFF
     assert "--no-energy" in doc["run"]["command"]
 

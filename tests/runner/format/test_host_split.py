@@ -73,3 +73,35 @@ def test_each_rounds_step_follows_its_launch_cost_on_the_h200_sample():
 def test_rounds_that_do_not_pair_are_not_checked():
     assert check_rounds([1.0, 1.1], [7.0], 0.1, 0.9) is None
     assert check_rounds([], [], 0.1, 0.9) is None
+
+
+def test_fill_writes_each_points_split_and_projection_and_round_trips():
+    from runner.format import host_split
+    from runner.format.measurement import Measurement
+
+    def point(mode, step, gpu, host_launches, graph_launches, host_ms):
+        m = Measurement(mode, 1)
+        m.timing.step_ms, m.timing.host_ms_per_step = step, host_ms
+        m.launches.gpu_busy_ms = gpu
+        m.launches.host_launches_per_step = host_launches
+        m.launches.graph_launches_per_step = graph_launches
+        m.intervals.launch_us = 7.0
+        return m
+
+    ms = {"eager": point("eager", 0.76, 0.10, 64, 0, 0.76),
+          "cuda-graph": point("cuda-graph", 0.12, 0.108, 0, 1, 0.0103)}
+    host_split.fill(ms)
+    e, g = ms["eager"], ms["cuda-graph"]
+    assert e.split.launch_ms == pytest.approx(0.448) and e.split.speedup_at_launch_us is None
+    assert g.split.launch_ms == pytest.approx(0.007)  # one graph launch at the probe's cost
+    at = g.split.speedup_at_launch_us
+    assert set(at) == {"5", "10", "20"} and at["5"] < at["10"] < at["20"]
+    doc = g.to_json()
+    assert doc["split_gpu_ms"] == pytest.approx(0.108)
+    assert doc["details"]["speedup_at_launch_us"] == at
+    back = Measurement.from_json(doc)
+    assert back.split == g.split
+    # A failed point gets no split.
+    ms["cuda-graph"].status = "error"
+    host_split.fill(ms)
+    assert ms["cuda-graph"].split.gpu_ms is None
