@@ -1,4 +1,12 @@
-"""SQLAlchemy 2 typed models: environments, runs, measurements.
+"""SQLAlchemy 2 typed models: environments, runs, measurements, traces, the job queue,
+serve and graph-memory runs.
+
+Naming rule (one name per thing): a table model is named after its row, `...Row`
+(RunRow, MeasurementRow, TraceRow, JobRow, WorkerRow...); the typed record of the same
+thing keeps the plain noun and lives in runner/format/ (Measurement and Trace in
+measurement.py, Job and Worker in queue.py). Code that holds both says which it means
+by the name alone, never by an import alias. The Python names only: the tables and
+columns keep their names (`runs`, `measurements`...), so no migration follows from them.
 
 The vocabularies (modes, statuses) come from runner/format/ (vocab.py, limits.py), the one place
 that defines the result format; CHECK constraints make the database refuse anything outside them.
@@ -53,7 +61,7 @@ class Base(DeclarativeBase):
     type_annotation_map = {JsonObject: JSON, list[float]: JSON}
 
 
-class Environment(Base):
+class EnvironmentRow(Base):
     """Where a run was measured. `key` hashes every field, so identical hosts share a row;
     `gpu_name` + `torch_version` is what the dashboard groups and compares by."""
 
@@ -75,7 +83,7 @@ class Environment(Base):
     __table_args__ = (CheckConstraint("device IN ('cuda', 'cpu')", name="ck_env_device"),)
 
 
-class Run(Base):
+class RunRow(Base):
     __tablename__ = "runs"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     uuid: Mapped[str] = mapped_column(String(RUN_TEXT_LIMITS["uuid"]), unique=True)
@@ -96,9 +104,9 @@ class Run(Base):
     # heartbeat is older than limits.LOST_AFTER_S reads as lost (db/liveness.py).
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
-    environment: Mapped[Environment] = relationship()
-    measurements: Mapped[list[Measurement]] = relationship(
-        back_populates="run", cascade="all, delete-orphan", order_by="Measurement.id")
+    environment: Mapped[EnvironmentRow] = relationship()
+    measurements: Mapped[list[MeasurementRow]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", order_by="MeasurementRow.id")
 
     __table_args__ = (
         CheckConstraint(_one_of("status", RUN_STATUSES), name="ck_run_status"),
@@ -109,7 +117,7 @@ class Run(Base):
     )
 
 
-class Measurement(Base):
+class MeasurementRow(Base):
     """One (mode, batch size) point. Raw samples are kept beside the derived median."""
 
     __tablename__ = "measurements"
@@ -161,9 +169,9 @@ class Measurement(Base):
     launch_us_rounds: Mapped[list[float]] = mapped_column(default=list)
     details: Mapped[JsonObject] = mapped_column(default=dict)
 
-    run: Mapped[Run] = relationship(back_populates="measurements")
-    trace_row: Mapped[Trace | None] = relationship(cascade="all, delete-orphan",
-                                                   lazy="select")
+    run: Mapped[RunRow] = relationship(back_populates="measurements")
+    trace_row: Mapped[TraceRow | None] = relationship(cascade="all, delete-orphan",
+                                                      lazy="select")
 
     __table_args__ = (
         UniqueConstraint("run_id", "mode", "batch_size", name="uq_measurement_point"),
@@ -178,7 +186,7 @@ class Measurement(Base):
     )
 
 
-class Trace(Base):
+class TraceRow(Base):
     """One profiled step of a point (runner/format/trace.py), in a table of its own: the
     pages read a run's points often and its timelines only for the batch size shown."""
 
@@ -194,7 +202,7 @@ class Trace(Base):
 JOB_STATUSES = RUN_STATUSES  # a job ends with the status of the run it produced
 
 
-class Job(Base):
+class JobRow(Base):
     __tablename__ = "jobs"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     spec: Mapped[JsonObject] = mapped_column(default=dict)
@@ -230,7 +238,7 @@ class Job(Base):
     )
 
 
-class Worker(Base):
+class WorkerRow(Base):
     """One worker process. A fresh row per start; rows whose heartbeat is old are dead."""
 
     __tablename__ = "workers"
@@ -260,12 +268,12 @@ class Worker(Base):
 
 # --- Serve runs (issue 5): a request stream replayed under each strategy ---------------
 # Vocabularies and field names come from runner/format/serve_record.py, the serve section of
-# the bundle; a serve run is a Run row with kind 'serve' and no measurements.
+# the bundle; a serve run is a RunRow with kind 'serve' and no measurements.
 
 SERVE_KINDS = STRATEGY_KINDS
 
 
-class ServeConfig(Base):
+class ServeConfigRow(Base):
     """What was replayed: the distribution, the seed and the stream itself (so every
     figure can be recomputed)."""
 
@@ -281,7 +289,7 @@ class ServeConfig(Base):
     __table_args__ = (CheckConstraint("requests >= 1", name="ck_serve_config_requests"),)
 
 
-class ServeResult(Base):
+class ServeResultRow(Base):
     """One strategy's replay of the stream."""
 
     __tablename__ = "serve_results"
@@ -321,7 +329,7 @@ class ServeResult(Base):
     )
 
 
-class ServeProfilePoint(Base):
+class ServeProfilePointRow(Base):
     """One candidate bucket size, measured alone: what the advisor chooses from."""
 
     __tablename__ = "serve_profile"
@@ -342,11 +350,11 @@ class ServeProfilePoint(Base):
 
 
 # --- Graph-memory runs (issue 27): one CUDA graph captured per size, the pools read after
-# each capture (runner/format/graph_memory.py, the bundle's "graph_memory" section); a Run
-# row of kind 'graph-memory' with no measurements. The attribution (fixed MiB per capture,
+# each capture (runner/format/graph_memory.py, the bundle's "graph_memory" section); a
+# RunRow of kind 'graph-memory' with no measurements. The attribution (fixed MiB per capture,
 # MiB per row, a shared pool's MiB per further graph) is derived from these rows on read.
 
-class GraphMemoryCapture(Base):
+class GraphMemoryCaptureRow(Base):
     """One capture of a series: cumulative figures since the series began."""
 
     __tablename__ = "graph_memory_captures"

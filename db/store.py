@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, selectinload
 from db import graph_memory as dbgm
 from db import liveness, rows
 from db.access import require_writable
-from db.models import Measurement, Run, Trace
+from db.models import MeasurementRow, RunRow, TraceRow
 from db.rows import RunNotFound, environment_key  # noqa: F401 - part of this API
 from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
@@ -36,9 +36,9 @@ def heartbeat_run(engine: Engine, run_id: int) -> bool:
     """Say the run's writer is alive. False when the run is no longer running (reaped
     as lost, say): the writer's beats change nothing then."""
     with engine.begin() as c:
-        return c.execute(update(Run).where(Run.id == run_id, Run.status == "running")
+        return c.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == "running")
                          .values(heartbeat_at=liveness.now_expr(c))
-                         .returning(Run.id)).first() is not None
+                         .returning(RunRow.id)).first() is not None
 
 
 def add_measurement(engine: Engine, run_id: int, point: Point) -> None:
@@ -50,7 +50,7 @@ def add_measurement(engine: Engine, run_id: int, point: Point) -> None:
         row = rows.measurement_row(measurement)
         row.run_id = run_id
         s.add(row)
-        s.execute(update(Run).where(Run.id == run_id, Run.status == "running")
+        s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == "running")
                   .values(heartbeat_at=liveness.now_expr(engine)))
 
 
@@ -65,16 +65,16 @@ def replace_measurement(engine: Engine, run_id: int, point: Point) -> None:
     measurement = point.to_json()
     fmt.check_measurement(measurement)  # BundleError: one line, nothing written
     with Session(engine) as s, s.begin():
-        old = select(Measurement.id).where(Measurement.run_id == run_id,
-                                           Measurement.mode == measurement["mode"],
-                                           Measurement.batch_size == measurement["batch_size"])
+        old = select(MeasurementRow.id).where(
+            MeasurementRow.run_id == run_id, MeasurementRow.mode == measurement["mode"],
+            MeasurementRow.batch_size == measurement["batch_size"])
         # Explicit, not only ON DELETE CASCADE: SQLite enforces it only with the pragma.
-        s.execute(delete(Trace).where(Trace.measurement_id.in_(old)))
-        s.execute(delete(Measurement).where(Measurement.id.in_(old)))
+        s.execute(delete(TraceRow).where(TraceRow.measurement_id.in_(old)))
+        s.execute(delete(MeasurementRow).where(MeasurementRow.id.in_(old)))
         row = rows.measurement_row(measurement)
         row.run_id = run_id
         s.add(row)
-        s.execute(update(Run).where(Run.id == run_id, Run.status == "running")
+        s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == "running")
                   .values(heartbeat_at=liveness.now_expr(engine)))
 
 
@@ -83,7 +83,7 @@ def finish_run(engine: Engine, run_id: int, status: str,
     if status not in fmt.RUN_STATUSES:
         raise ValueError(f"unknown run status {status!r}")
     with Session(engine) as s, s.begin():
-        row = s.get(Run, run_id)
+        row = s.get(RunRow, run_id)
         if row is None:
             raise RunNotFound(f"run {run_id} does not exist")
         row.status = status
@@ -135,7 +135,7 @@ def import_bundle(engine: Engine, doc: JsonObject, name: str = "the bundle"
     doc = fmt.validate(doc)
     run = doc["run"]
     with Session(engine) as s:
-        existing = s.scalar(select(Run.id).where(Run.uuid == run["uuid"]))
+        existing = s.scalar(select(RunRow.id).where(RunRow.uuid == run["uuid"]))
     if existing is not None:
         _same_or_conflict(engine, existing, doc, name)
         return existing, False
@@ -197,38 +197,38 @@ def delete_run(engine: Engine, run_id: int) -> JsonObject:
     from sqlalchemy import delete, func
 
     from db.models import (
-        GraphMemoryCapture,
-        Job,
-        ServeConfig,
-        ServeProfilePoint,
-        ServeResult,
+        GraphMemoryCaptureRow,
+        JobRow,
+        ServeConfigRow,
+        ServeProfilePointRow,
+        ServeResultRow,
     )
 
     with Session(engine) as s, s.begin():
-        row = s.get(Run, run_id)
+        row = s.get(RunRow, run_id)
         if row is None:
             raise RunNotFound(f"run {run_id} does not exist")
         facts = {"id": run_id, "uuid": row.uuid, "workload": row.workload,
-                 "points": s.scalar(select(func.count()).select_from(Measurement)
-                                    .where(Measurement.run_id == run_id))}
+                 "points": s.scalar(select(func.count()).select_from(MeasurementRow)
+                                    .where(MeasurementRow.run_id == run_id))}
         # Explicit deletes, not only ON DELETE CASCADE: SQLite enforces it only with the
         # foreign_keys pragma, and a job keeps its row with the run link cleared.
-        s.execute(update(Job).where(Job.run_id == run_id).values(run_id=None))
-        s.execute(delete(Trace).where(Trace.measurement_id.in_(
-            select(Measurement.id).where(Measurement.run_id == run_id))))
-        for model in (Measurement, ServeResult, ServeProfilePoint, ServeConfig,
-                      GraphMemoryCapture):
+        s.execute(update(JobRow).where(JobRow.run_id == run_id).values(run_id=None))
+        s.execute(delete(TraceRow).where(TraceRow.measurement_id.in_(
+            select(MeasurementRow.id).where(MeasurementRow.run_id == run_id))))
+        for model in (MeasurementRow, ServeResultRow, ServeProfilePointRow, ServeConfigRow,
+                      GraphMemoryCaptureRow):
             s.execute(delete(model).where(model.run_id == run_id))
-        s.execute(delete(Run).where(Run.id == run_id))
+        s.execute(delete(RunRow).where(RunRow.id == run_id))
     return facts
 
 
 def export_bundle(engine: Engine, run_id: int) -> JsonObject:
     """The run as a bundle dict, exactly what `import_bundle` takes back."""
     with Session(engine) as s:
-        row = s.scalar(select(Run).where(Run.id == run_id).options(
-            selectinload(Run.measurements).selectinload(Measurement.trace_row),
-            selectinload(Run.environment)))
+        row = s.scalar(select(RunRow).where(RunRow.id == run_id).options(
+            selectinload(RunRow.measurements).selectinload(MeasurementRow.trace_row),
+            selectinload(RunRow.environment)))
         if row is None:
             raise RunNotFound(f"run {run_id} does not exist")
         env = {f: getattr(row.environment, f) for f in fmt.ENVIRONMENT_FIELDS}

@@ -23,7 +23,7 @@ from sqlalchemy import select
 
 from db import hosts, jobs
 from db.engine import make_engine
-from db.models import Measurement, Run
+from db.models import MeasurementRow, RunRow
 from runner.core import host_gate
 from runner.core.placement import PlacementError, format_cpus, parse_cpus
 from runner.format.queue import Worker
@@ -255,7 +255,7 @@ def test_two_workers_never_time_at_once(any_url, tmp_path):
     assert [p.returncode for p in procs] == [0, 0], outs
     assert {jobs.get_job(engine, i).status for i in ids} == {"done"}
     with engine.connect() as c:
-        rows = c.execute(select(Run.id, Measurement.details).join(Measurement.run)).all()
+        rows = c.execute(select(RunRow.id, MeasurementRow.details).join(MeasurementRow.run)).all()
     engine.dispose()
     assert len(rows) == 6 and len({r.id for r in rows}) == 2
     windows = [(r.id, tuple(w)) for r in rows for w in r.details["host"]["windows"]]
