@@ -22,9 +22,7 @@ from sqlalchemy.engine import Connection, Engine
 from db import liveness
 from db.access import require_writable
 from db.hosts import check_fields
-from db.liveness import is_postgres as _is_pg
-from db.liveness import now_expr as _now  # the database's clock (module doc)
-from db.models import JOB_STATUSES, JobRow, RunRow, WorkerRow
+from db.models import JobRow, RunRow, WorkerRow
 from runner.format import queue
 from runner.format.limits import (
     HEARTBEAT_S,
@@ -35,8 +33,7 @@ from runner.format.limits import (
 )
 from runner.format.measurement import JsonObject
 from runner.format.specs import SpecError, SweepSpec, check_sweep, check_text, estimate_cost
-from runner.format.vocab import FINISHED_STATUSES as FINISHED
-from runner.format.vocab import JOB_EXECUTORS
+from runner.format.vocab import FINISHED_STATUSES, JOB_EXECUTORS
 
 # HEARTBEAT_S (how often a worker says it is alive) and LOST_AFTER_S (silence after which
 # a worker, its job or any run counts as lost) are runner/format/limits.py's, re-exported.
@@ -106,7 +103,7 @@ def _aware(t: datetime | None) -> datetime | None:
 
 def db_now(engine: Engine) -> datetime:
     """The clock every heartbeat is compared with."""
-    if not _is_pg(engine):
+    if not liveness.is_postgres(engine):
         return datetime.now(timezone.utc)
     with engine.connect() as c:
         return _aware(c.scalar(select(func.now())))
@@ -150,7 +147,7 @@ def enqueue(engine: Engine, spec: SweepSpec | JsonObject, target: str | None = N
     if executor not in JOB_EXECUTORS:
         raise JobSpecError(f"executor {executor!r} is not one of {', '.join(JOB_EXECUTORS)}")
     with engine.begin() as c:
-        if _is_pg(c):
+        if liveness.is_postgres(c):
             # Concurrent enqueues must not both see room for one more job: one at a time
             # (a transaction-scoped lock, released at commit). SQLite: the INSERT below
             # takes the file's write lock before the count, which does the same.
@@ -159,7 +156,7 @@ def enqueue(engine: Engine, spec: SweepSpec | JsonObject, target: str | None = N
             JobRow.__table__.insert().values(
                 spec=spec.to_json(queued=True), device=spec.device, target=target,
                 label=spec.label, status="queued", cancel_requested=False,
-                created_at=_now(c), points_done=0,
+                created_at=liveness.now_expr(c), points_done=0,
                 points_total=len(spec.modes) * len(spec.batch_sizes),
                 message="", executor=executor, gpu_type=gpu_type, session=session)
             .returning(JobRow.id)).scalar_one()
@@ -197,7 +194,8 @@ def cancel(engine: Engine, job_id: int) -> str:
     with engine.begin() as c:
         done = c.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status == "queued")
                          .values(status="cancelled", cancel_requested=True,
-                                 finished_at=_now(c), message="cancelled before it started")
+                                 finished_at=liveness.now_expr(c),
+                                 message="cancelled before it started")
                          .returning(JobRow.id)).first()
         if done:
             return "cancelled"
@@ -248,7 +246,7 @@ def register_worker(engine: Engine, *, name: str, hostname: str | None, pid: int
                     torch_version: str | None, **host: Any) -> int:
     """`host`: where on its host the worker sits (db/hosts.py FIELDS), all optional."""
     with engine.begin() as c:
-        now = _now(c)
+        now = liveness.now_expr(c)
         return c.execute(WorkerRow.__table__.insert().values(
             name=name, hostname=hostname, pid=pid, gpu_name=gpu_name, has_cuda=has_cuda,
             torch_version=torch_version, started_at=now, heartbeat_at=now,
@@ -257,13 +255,14 @@ def register_worker(engine: Engine, *, name: str, hostname: str | None, pid: int
 
 def stop_worker(engine: Engine, worker_id: int) -> None:
     with engine.begin() as c:
-        c.execute(update(WorkerRow).where(WorkerRow.id == worker_id).values(stopped_at=_now(c)))
+        c.execute(update(WorkerRow).where(WorkerRow.id == worker_id)
+                  .values(stopped_at=liveness.now_expr(c)))
 
 
 def live_workers(engine: Engine, timeout_s: float = LOST_AFTER_S) -> list[queue.Worker]:
     """Workers that heartbeated within `timeout_s` and did not say goodbye."""
     with engine.connect() as c:
-        cutoff = _now(c) - timedelta(seconds=timeout_s)
+        cutoff = liveness.now_expr(c) - timedelta(seconds=timeout_s)
         rows = c.execute(select(WorkerRow.__table__).where(
             WorkerRow.stopped_at.is_(None), WorkerRow.heartbeat_at >= cutoff)
             .order_by(WorkerRow.id))
@@ -291,7 +290,7 @@ def claim_next(engine: Engine, worker: queue.Worker) -> queue.Job | None:
     pick = (select(JobRow.id).where(and_(*serves)).order_by(JobRow.id).limit(1)
             .with_for_update(skip_locked=True).scalar_subquery())
     with engine.begin() as c:
-        now = _now(c)
+        now = liveness.now_expr(c)
         row = c.execute(update(JobRow).where(JobRow.id == pick, JobRow.status == "queued")
                         .values(status="running", worker_id=worker.id,
                                 worker_name=worker.name, started_at=now,
@@ -312,7 +311,7 @@ def claim_job(engine: Engine, worker: queue.Worker, job_id: int,
     # Only a batch job's id is written: a hand-run `worker --job` keeps any recorded one.
     slurm = {"slurm_job_id": slurm_job_id} if slurm_job_id else {}
     with engine.begin() as c:
-        now = _now(c)
+        now = liveness.now_expr(c)
         row = c.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status == "queued")
                         .values(status="running", worker_id=worker.id,
                                 worker_name=worker.name, **slurm, started_at=now,
@@ -352,7 +351,7 @@ def end_unfinished(engine: Engine, job_id: int, status: str, message: str) -> bo
     if status not in ("failed", "cancelled"):
         raise ValueError(f"status {status!r} must be failed or cancelled")
     with engine.begin() as c:
-        now = _now(c)
+        now = liveness.now_expr(c)
         row = c.execute(update(JobRow).where(JobRow.id == job_id,
                                              JobRow.status.in_(("queued", "running")))
                         .values(status=status, finished_at=now, current_point=None,
@@ -370,7 +369,7 @@ def heartbeat(engine: Engine, worker_id: int, job_id: int | None = None, *,
     """Say the worker (and its job) is alive; with `progress` = (done, total, current
     point) also record how far the job got. Returns True when the job was asked to stop."""
     with engine.begin() as c:
-        now = _now(c)
+        now = liveness.now_expr(c)
         c.execute(update(WorkerRow).where(WorkerRow.id == worker_id).values(heartbeat_at=now))
         if job_id is None:
             return False
@@ -392,12 +391,13 @@ def link_run(engine: Engine, job_id: int, run_id: int) -> None:
 def finish(engine: Engine, job_id: int, status: str, message: str = "") -> bool:
     """End a running job. False if it was no longer running (reaped meanwhile): the
     verdict already given stands."""
-    if status not in FINISHED:
-        raise ValueError(f"job status {status!r} is not one of {', '.join(FINISHED)}")
+    if status not in FINISHED_STATUSES:
+        raise ValueError(f"job status {status!r} is not one of {', '.join(FINISHED_STATUSES)}")
     with engine.begin() as c:
         return c.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status == "running")
-                         .values(status=status, finished_at=_now(c), current_point=None,
-                                 message=message[:2000]).returning(JobRow.id)).first() is not None
+                         .values(status=status, finished_at=liveness.now_expr(c),
+                                 current_point=None, message=message[:2000])
+                         .returning(JobRow.id)).first() is not None
 
 
 def reap_lost(engine: Engine, timeout_s: float = LOST_AFTER_S, *,
@@ -419,7 +419,7 @@ def reap_lost(engine: Engine, timeout_s: float = LOST_AFTER_S, *,
         return []
     require_writable("mark lost runs and jobs")
     with engine.begin() as c:
-        at, limit = _now(c), liveness.cutoff(c, now, timeout_s)
+        at, limit = liveness.now_expr(c), liveness.cutoff(c, now, timeout_s)
         lost = c.execute(update(JobRow).where(liveness.job_is_lost(limit))
                          .values(status="failed", finished_at=at, current_point=None,
                                  message="worker lost: no heartbeat for "
@@ -449,7 +449,7 @@ def progress(job: queue.Job, now: datetime) -> queue.JobProgress:
                              total=total, fraction=(done / total) if total else None)
 
 
-__all__ = ["FINISHED", "HEARTBEAT_S", "JOB_STATUSES", "LOST_AFTER_S", "JobFinished",
+__all__ = ["FINISHED_STATUSES", "HEARTBEAT_S", "LOST_AFTER_S", "JobFinished",
            "JobNotFound", "JobSpecError", "QueueFull", "can_serve", "cancel", "check_spec",
            "claim_job",
            "claim_next", "db_now", "end_unfinished", "enqueue", "finish", "get_job",

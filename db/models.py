@@ -32,11 +32,14 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from runner.format.graph_memory import POOLS as GRAPH_POOLS
-from runner.format.limits import ENVIRONMENT_TEXT_LIMITS as ENV_TEXT
-from runner.format.limits import MAX_DIST_TEXT, MAX_LABEL, RUN_TEXT_LIMITS
+from runner.format import graph_memory, serve_record
+from runner.format.limits import (
+    ENVIRONMENT_TEXT_LIMITS,
+    MAX_DIST_TEXT,
+    MAX_LABEL,
+    RUN_TEXT_LIMITS,
+)
 from runner.format.measurement import JsonObject
-from runner.format.serve_record import STATUSES as SERVE_STATUSES
 from runner.format.vocab import (
     CUDAGRAPH_STATUSES,
     HOST_POLICIES,
@@ -57,6 +60,10 @@ def _one_of(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({quoted})"
 
 
+def _env_text(field: str):
+    return mapped_column(String(ENVIRONMENT_TEXT_LIMITS[field]))
+
+
 class Base(DeclarativeBase):
     type_annotation_map = {JsonObject: JSON, list[float]: JSON}
 
@@ -69,17 +76,17 @@ class EnvironmentRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     key: Mapped[str] = mapped_column(String(64), unique=True)
     device: Mapped[str] = mapped_column(String(8))
-    gpu_name: Mapped[str | None] = mapped_column(String(ENV_TEXT["gpu_name"]))
+    gpu_name: Mapped[str | None] = _env_text("gpu_name")
     gpu_count: Mapped[int | None] = mapped_column(Integer)
     sm_count: Mapped[int | None] = mapped_column(Integer)
     gpu_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
-    driver_version: Mapped[str | None] = mapped_column(String(ENV_TEXT["driver_version"]))
-    cuda_version: Mapped[str | None] = mapped_column(String(ENV_TEXT["cuda_version"]))
-    torch_version: Mapped[str | None] = mapped_column(String(ENV_TEXT["torch_version"]))
-    triton_version: Mapped[str | None] = mapped_column(String(ENV_TEXT["triton_version"]))
-    python_version: Mapped[str | None] = mapped_column(String(ENV_TEXT["python_version"]))
-    hostname: Mapped[str | None] = mapped_column(String(ENV_TEXT["hostname"]))
-    cpu_model: Mapped[str | None] = mapped_column(String(ENV_TEXT["cpu_model"]))
+    driver_version: Mapped[str | None] = _env_text("driver_version")
+    cuda_version: Mapped[str | None] = _env_text("cuda_version")
+    torch_version: Mapped[str | None] = _env_text("torch_version")
+    triton_version: Mapped[str | None] = _env_text("triton_version")
+    python_version: Mapped[str | None] = _env_text("python_version")
+    hostname: Mapped[str | None] = _env_text("hostname")
+    cpu_model: Mapped[str | None] = _env_text("cpu_model")
     __table_args__ = (CheckConstraint("device IN ('cuda', 'cpu')", name="ck_env_device"),)
 
 
@@ -199,9 +206,6 @@ class TraceRow(Base):
 # --- The job queue (issue 4): sweeps queued from the dashboard or `enqueue`, claimed by
 # workers. A job's spec is exactly what `sweep`'s flags say, kept as JSON.
 
-JOB_STATUSES = RUN_STATUSES  # a job ends with the status of the run it produced
-
-
 class JobRow(Base):
     __tablename__ = "jobs"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -230,7 +234,8 @@ class JobRow(Base):
     session: Mapped[str | None] = mapped_column(String(64))
 
     __table_args__ = (
-        CheckConstraint(_one_of("status", JOB_STATUSES), name="ck_job_status"),
+        # A job ends with the status of the run it produced.
+        CheckConstraint(_one_of("status", RUN_STATUSES), name="ck_job_status"),
         CheckConstraint(_one_of("device", JOB_DEVICES), name="ck_job_device"),
         CheckConstraint(_one_of("executor", JOB_EXECUTORS), name="ck_job_executor"),
         Index("ix_jobs_status", "status", "id"),
@@ -269,9 +274,6 @@ class WorkerRow(Base):
 # --- Serve runs (issue 5): a request stream replayed under each strategy ---------------
 # Vocabularies and field names come from runner/format/serve_record.py, the serve section of
 # the bundle; a serve run is a RunRow with kind 'serve' and no measurements.
-
-SERVE_KINDS = STRATEGY_KINDS
-
 
 class ServeConfigRow(Base):
     """What was replayed: the distribution, the seed and the stream itself (so every
@@ -324,8 +326,8 @@ class ServeResultRow(Base):
 
     __table_args__ = (
         UniqueConstraint("run_id", "strategy", name="uq_serve_result_strategy"),
-        CheckConstraint(_one_of("status", SERVE_STATUSES), name="ck_serve_result_status"),
-        CheckConstraint(_one_of("kind", SERVE_KINDS), name="ck_serve_result_kind"),
+        CheckConstraint(_one_of("status", serve_record.STATUSES), name="ck_serve_result_status"),
+        CheckConstraint(_one_of("kind", STRATEGY_KINDS), name="ck_serve_result_kind"),
     )
 
 
@@ -370,7 +372,7 @@ class GraphMemoryCaptureRow(Base):
 
     __table_args__ = (
         UniqueConstraint("run_id", "pool", "position", name="uq_graph_memory_capture"),
-        CheckConstraint(_one_of("pool", GRAPH_POOLS), name="ck_graph_memory_pool"),
+        CheckConstraint(_one_of("pool", graph_memory.POOLS), name="ck_graph_memory_pool"),
         CheckConstraint("batch_size >= 1", name="ck_graph_memory_batch_size"),
         CheckConstraint("pool_reserved_bytes >= 0", name="ck_graph_memory_pool_bytes"),
     )

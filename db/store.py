@@ -17,8 +17,7 @@ from db.rows import RunNotFound, environment_key  # noqa: F401 - part of this AP
 from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
 from runner.format.bundle import BundleError
-from runner.format.measurement import JsonObject
-from runner.format.measurement import Measurement as Point
+from runner.format.measurement import JsonObject, Measurement
 
 
 def start_run(engine: Engine, environment: JsonObject, run: JsonObject) -> int:
@@ -41,7 +40,7 @@ def heartbeat_run(engine: Engine, run_id: int) -> bool:
                          .returning(RunRow.id)).first() is not None
 
 
-def add_measurement(engine: Engine, run_id: int, point: Point) -> None:
+def add_measurement(engine: Engine, run_id: int, point: Measurement) -> None:
     """Commit one finished point, so a crash loses only the point in flight. A point is
     a sign of life: the run's heartbeat moves in the same transaction."""
     measurement = point.to_json()
@@ -54,7 +53,7 @@ def add_measurement(engine: Engine, run_id: int, point: Point) -> None:
                   .values(heartbeat_at=liveness.now_expr(engine)))
 
 
-def replace_measurement(engine: Engine, run_id: int, point: Point) -> None:
+def replace_measurement(engine: Engine, run_id: int, point: Measurement) -> None:
     """Replace the run's point at the same (mode, batch_size) with `measurement`, in one
     transaction: `--processes K` stores each point from its first pass and replaces it as
     later passes add their rounds. The new row gets a new id, so queries.data_version

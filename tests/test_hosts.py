@@ -23,7 +23,7 @@ from sqlalchemy import select
 
 from db import hosts, jobs
 from db.engine import make_engine
-from db.models import MeasurementRow, RunRow
+from db.models import MeasurementRow, RunRow, WorkerRow
 from runner.core import host_gate
 from runner.core.placement import PlacementError, format_cpus, parse_cpus
 from runner.format.queue import Worker
@@ -279,7 +279,7 @@ def test_worker_pinned_to_a_gpu_and_cpus_says_so(sqlite_url, tmp_path):
     assert f"1 worker on host {socket.gethostname()} (timing: shared)" in r.stdout
     engine = make_engine(sqlite_url)
     with engine.connect() as c:
-        w = c.execute(select(jobs.Worker.__table__)).one()._mapping
+        w = c.execute(select(WorkerRow.__table__)).one()._mapping
     engine.dispose()
     assert (w["host_slot"], w["cuda_visible_devices"], w["cpus"], w["host_policy"]) == (
         3, "3", str(cpu), "shared")

@@ -21,7 +21,7 @@ from db.access import ReadOnlyError
 from db.engine import make_engine
 from db.models import MeasurementRow, RunRow
 from runner.format import bundle as fmt
-from runner.format.measurement import Measurement as Point
+from runner.format.measurement import Measurement
 from runner.format.queue import Job, JobProgress, Worker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,7 +102,7 @@ def test_reap_lost_keeps_points_and_fails_run(engine):
         "uuid": f"u-{job_id}-{time.time()}", "workload": "mlp", "created_at": fmt.now_iso(),
         "status": "running"})
     jobs.link_run(engine, job_id, run_id)
-    store.add_measurement(engine, run_id, Point("eager", 1))
+    store.add_measurement(engine, run_id, Measurement("eager", 1))
     now = jobs.db_now(engine)
     assert jobs.reap_lost(engine, timeout_s=60, now=now) == []  # it just beat
     # Decided at an explicit time, not by waiting: a busy machine changes nothing.

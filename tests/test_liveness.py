@@ -197,9 +197,9 @@ def _flaky(monkeypatch, module, name: str, failures: int) -> list[int]:
 
 
 def _one_job_worker(engine, sleeps):
-    from runner.ops.worker import Worker
+    from runner.ops.worker import WorkerLoop
 
-    return Worker(engine, "retry-test", sleep=sleeps.append, log=lambda _m: None)
+    return WorkerLoop(engine, "retry-test", sleep=sleeps.append, log=lambda _m: None)
 
 
 def test_worker_retries_result_writes_and_keeps_the_measured_job(sqlite_engine, monkeypatch):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import runner.format.bundle as fmt
-from runner.format.measurement import DETAIL_KEYS, Measurement, details_of
+from runner.format.measurement import DETAILS_ORDER, Measurement, details_of
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -75,4 +75,4 @@ def test_a_stored_points_details_read_typed():
     d = details_of({"vs_compile": {"median": 1}, "statistic": "mean"})
     assert d.intervals.vs_compile == {"median": 1} and d.source.statistic == "mean"
     assert details_of(None).timing.phase_s is None  # no details: every key unknown
-    assert {"phase_s", "point_wall_s", "statistic", "processes"} <= set(DETAIL_KEYS)
+    assert {"phase_s", "point_wall_s", "statistic", "processes"} <= set(DETAILS_ORDER)

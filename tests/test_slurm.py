@@ -200,7 +200,7 @@ def test_form_launch_on_v100_runs_under_slurm_once(on_slurm, cluster, tmp_path):
         in [s.value for s in at.success]
     assert job.executor == "slurm" and job.gpu_type == "v100"
     sid = job.slurm_job_id
-    done = wait_for(lambda: (j := jobs.get_job(engine, job.id)).status in jobs.FINISHED
+    done = wait_for(lambda: (j := jobs.get_job(engine, job.id)).status in jobs.FINISHED_STATUSES
                     and j, "the job to finish")
     assert done.status == "done", (done.message, outputs(tmp_path))
     assert done.slurm_job_id == sid and done.worker_name
@@ -224,7 +224,7 @@ def settled(engine, job_id: int):
     """Reconcile as the Launch page does every second; the job once it has ended."""
     slurm.reconcile(engine)
     job = jobs.get_job(engine, job_id)
-    return job.status in jobs.FINISHED and job
+    return job.status in jobs.FINISHED_STATUSES and job
 
 
 def _running(engine, job_id: int):

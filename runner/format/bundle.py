@@ -42,8 +42,7 @@ from runner.format.measurement import (
 )
 from runner.format.numbers import is_number
 from runner.format.serve_record import SectionError, validate_section
-from runner.format.trace import TraceError
-from runner.format.trace import validate as validate_trace
+from runner.format.trace import TraceError, validate_trace
 from runner.format.vocab import (
     CUDAGRAPH_STATUSES,
     DEVICES,

@@ -406,10 +406,11 @@ def run(args: argparse.Namespace) -> int:
         print(format_table(ms, modes))
     if note:
         print(note, file=sys.stderr)
-    from runner.core.cuda_fatal import summary as lost_summary
+    from runner.core import cuda_fatal
 
-    if lost_summary(ms):
-        print(f"error: {lost_summary(ms)}", file=sys.stderr)
+    lost = cuda_fatal.summary(ms)
+    if lost:
+        print(f"error: {lost}", file=sys.stderr)
         if device != "cpu":  # objects of a dead CUDA context can abort in their destructors
             sys.stdout.flush(), sys.stderr.flush()
             os._exit(1)
