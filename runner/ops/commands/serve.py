@@ -127,7 +127,7 @@ class Collect:
         return fmt.make_bundle(self.environment, self.run, [], serve=section)
 
 
-def _num(v: Any, f: str = "{:.1f}") -> str:
+def _cell(v: Any, f: str = "{:.1f}") -> str:
     return "-" if v is None else f.format(v)
 
 
@@ -137,13 +137,14 @@ def format_table(results: list[dict]) -> str:
     rows = [header]
     for r in results:
         pool = r.get("graph_pool_bytes")
-        rows.append([r["strategy"], r["status"], _num(r.get("requests_per_s")),
-                     _num(r.get("rows_per_s"), "{:.0f}"), _num(r.get("latency_ms_p50"), "{:.3f}"),
-                     _num(r.get("latency_ms_p99"), "{:.3f}"),
-                     _num(r.get("padding_waste"), "{:.0%}"),
-                     _num(r.get("fallback_rate"), "{:.0%}"), _num(r.get("graphs"), "{}"),
-                     _num(None if pool is None else pool / 2**20), _num(r.get("setup_s"), "{:.2f}"),
-                     _num(r.get("correct"), "{}")])
+        rows.append([r["strategy"], r["status"], _cell(r.get("requests_per_s")),
+                     _cell(r.get("rows_per_s"), "{:.0f}"), _cell(r.get("latency_ms_p50"), "{:.3f}"),
+                     _cell(r.get("latency_ms_p99"), "{:.3f}"),
+                     _cell(r.get("padding_waste"), "{:.0%}"),
+                     _cell(r.get("fallback_rate"), "{:.0%}"), _cell(r.get("graphs"), "{}"),
+                     _cell(None if pool is None else pool / 2**20),
+                     _cell(r.get("setup_s"), "{:.2f}"),
+                     _cell(r.get("correct"), "{}")])
     return "\n".join(flags.table(rows, left=(0,)))
 
 
