@@ -14,7 +14,7 @@ import pandas as pd
 
 from pages.common import analysis
 from runner.format.measurement import details_of
-from runner.format.numbers import number_or_none as _num
+from runner.format.numbers import number_or_none
 from runner.format.verdict import RANKABLE, SPREAD_LIMIT
 from runner.format.vocab import CUDA_GRAPH_MODES
 
@@ -70,7 +70,7 @@ def _break_even_batches(points: pd.DataFrame) -> dict[int, int]:
     paired = {}
     for rid, b, d in zip(ro["run_id"], ro["batch_size"], ro["details"], strict=True):
         vs = details_of(d).intervals.vs_compile
-        if isinstance(vs, dict) and _num(vs.get("median")) is not None:
+        if isinstance(vs, dict) and number_or_none(vs.get("median")) is not None:
             paired[(int(rid), int(b))] = float(vs["median"])
     out: dict[int, int] = {}
     by_run: dict[int, list[tuple[int, float]]] = {}
