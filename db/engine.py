@@ -6,10 +6,10 @@ import os
 import sqlite3
 from pathlib import Path
 
+import sqlalchemy.exc
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
-from sqlalchemy.exc import DatabaseError as SADatabaseError
 
 DEFAULT_URL = "sqlite:///data/launchbench.db"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -106,9 +106,9 @@ def make_engine(url: str | None = None, *, migrate: bool = True,
     migrate or seed it; a missing file or a missing or other schema revision raises
     ReadOnlySchemaError instead."""
     if read_only is None:
-        from db.access import read_only as env_read_only
+        from db import access
 
-        read_only = env_read_only()
+        read_only = access.read_only()
     url = url or default_url()
     shown = shown_url(url)
     try:
@@ -163,7 +163,7 @@ def make_engine(url: str | None = None, *, migrate: bool = True,
     except ReadOnlySchemaError:
         engine.dispose()
         raise
-    except (OperationalError, SADatabaseError) as e:
+    except (OperationalError, sqlalchemy.exc.DatabaseError) as e:  # the driver's, not ours
         engine.dispose()
         first = str(e.orig if getattr(e, "orig", None) else e).strip().splitlines()[0]
         raise DatabaseError(f"cannot open database {shown!r}: {first}") from None

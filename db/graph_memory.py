@@ -1,4 +1,4 @@
-"""Graph-memory runs in the database (issue 27): a Run row of kind 'graph-memory' and its
+"""Graph-memory runs in the database (issue 27): a RunRow of kind 'graph-memory' and its
 captures, one row per (pool, capture). Written whole through db/store.py's import_bundle
 (a series is measured before anything is stored), read back for bundles, the advisor's
 curve and the dashboard (SQL only here, through select())."""
@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from db.models import Environment, GraphMemoryCapture, Run
+from db.models import EnvironmentRow, GraphMemoryCaptureRow, RunRow
 from db.rows import RunNotFound, iso
 from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
@@ -32,18 +32,18 @@ class NotGraphMemory(LookupError):
 def add_section(session: Session, run_id: int, section: JsonObject) -> None:
     for pool, rows in section["series"].items():
         for i, r in enumerate(rows, 1):
-            session.add(GraphMemoryCapture(run_id=run_id, pool=pool, position=i,
-                                           **{f: r[f] for f in gm.ROW_FIELDS}))
+            session.add(GraphMemoryCaptureRow(run_id=run_id, pool=pool, position=i,
+                                              **{f: r[f] for f in gm.ROW_FIELDS}))
 
 
-def _rows(session: Session, run_ids: list[int]) -> list[GraphMemoryCapture]:
-    return list(session.scalars(select(GraphMemoryCapture)
-                                .where(GraphMemoryCapture.run_id.in_(run_ids))
-                                .order_by(GraphMemoryCapture.run_id, GraphMemoryCapture.pool,
-                                          GraphMemoryCapture.position)))
+def _rows(session: Session, run_ids: list[int]) -> list[GraphMemoryCaptureRow]:
+    return list(session.scalars(select(GraphMemoryCaptureRow)
+                                .where(GraphMemoryCaptureRow.run_id.in_(run_ids))
+                                .order_by(GraphMemoryCaptureRow.run_id, GraphMemoryCaptureRow.pool,
+                                          GraphMemoryCaptureRow.position)))
 
 
-def _series(rows: list[GraphMemoryCapture]) -> dict[str, list[gm.CaptureRow]]:
+def _series(rows: list[GraphMemoryCaptureRow]) -> dict[str, list[gm.CaptureRow]]:
     out: dict[str, list[gm.CaptureRow]] = {}
     for r in rows:
         out.setdefault(r.pool, []).append(
@@ -71,11 +71,11 @@ def graph_memory_runs(engine: Engine) -> pd.DataFrame:
     # and the worker never needed pandas to start.
     import pandas as pd
 
-    stmt = (select(Run.id, Run.created_at, Run.workload, Run.workload_params, Run.dtype,
-                   Run.status, Run.label, Environment.device, Environment.gpu_name,
-                   Environment.torch_version)
-            .join(Environment, Run.environment_id == Environment.id)
-            .where(Run.kind == KIND).order_by(Run.created_at.desc(), Run.id.desc()))
+    stmt = (select(RunRow.id, RunRow.created_at, RunRow.workload, RunRow.workload_params,
+                   RunRow.dtype, RunRow.status, RunRow.label, EnvironmentRow.device,
+                   EnvironmentRow.gpu_name, EnvironmentRow.torch_version)
+            .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)
+            .where(RunRow.kind == KIND).order_by(RunRow.created_at.desc(), RunRow.id.desc()))
     with engine.connect() as c:
         df = pd.DataFrame([dict(r._mapping) for r in c.execute(stmt)],
                           columns=list(RUN_COLUMNS))
@@ -91,7 +91,7 @@ def attributions(engine: Engine, run_ids: list[int] | tuple) -> dict[int, dict]:
         return {}
     with Session(engine) as s:
         rows = _rows(s, ids)
-    by_run: dict[int, list[GraphMemoryCapture]] = {}
+    by_run: dict[int, list[GraphMemoryCaptureRow]] = {}
     for r in rows:
         by_run.setdefault(r.run_id, []).append(r)
     out = {}
@@ -105,7 +105,7 @@ def graph_memory_doc(engine: Engine, run_id: int) -> dict:
     """A stored run as gm.read_doc() returns a document (for gm.curve, gm.table_rows).
     RunNotFound when no run has the id, NotGraphMemory when it is another kind."""
     with Session(engine) as s:
-        row = s.get(Run, run_id)
+        row = s.get(RunRow, run_id)
         if row is None:
             raise RunNotFound(f"run {run_id} does not exist")
         if row.kind != KIND:

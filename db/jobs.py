@@ -22,9 +22,7 @@ from sqlalchemy.engine import Connection, Engine
 from db import liveness
 from db.access import require_writable
 from db.hosts import check_fields
-from db.liveness import is_postgres as _is_pg
-from db.liveness import now_expr as _now  # the database's clock (module doc)
-from db.models import JOB_STATUSES, Job, Run, Worker
+from db.models import JobRow, RunRow, WorkerRow
 from runner.format import queue
 from runner.format.limits import (
     HEARTBEAT_S,
@@ -35,8 +33,7 @@ from runner.format.limits import (
 )
 from runner.format.measurement import JsonObject
 from runner.format.specs import SpecError, SweepSpec, check_sweep, check_text, estimate_cost
-from runner.format.vocab import FINISHED_STATUSES as FINISHED
-from runner.format.vocab import JOB_EXECUTORS
+from runner.format.vocab import FINISHED_STATUSES, JOB_EXECUTORS
 
 # HEARTBEAT_S (how often a worker says it is alive) and LOST_AFTER_S (silence after which
 # a worker, its job or any run counts as lost) are runner/format/limits.py's, re-exported.
@@ -106,7 +103,7 @@ def _aware(t: datetime | None) -> datetime | None:
 
 def db_now(engine: Engine) -> datetime:
     """The clock every heartbeat is compared with."""
-    if not _is_pg(engine):
+    if not liveness.is_postgres(engine):
         return datetime.now(timezone.utc)
     with engine.connect() as c:
         return _aware(c.scalar(select(func.now())))
@@ -150,29 +147,29 @@ def enqueue(engine: Engine, spec: SweepSpec | JsonObject, target: str | None = N
     if executor not in JOB_EXECUTORS:
         raise JobSpecError(f"executor {executor!r} is not one of {', '.join(JOB_EXECUTORS)}")
     with engine.begin() as c:
-        if _is_pg(c):
+        if liveness.is_postgres(c):
             # Concurrent enqueues must not both see room for one more job: one at a time
             # (a transaction-scoped lock, released at commit). SQLite: the INSERT below
             # takes the file's write lock before the count, which does the same.
             c.execute(select(func.pg_advisory_xact_lock(_QUEUE_LOCK)))
         job_id = c.execute(
-            Job.__table__.insert().values(
+            JobRow.__table__.insert().values(
                 spec=spec.to_json(queued=True), device=spec.device, target=target,
                 label=spec.label, status="queued", cancel_requested=False,
-                created_at=_now(c), points_done=0,
+                created_at=liveness.now_expr(c), points_done=0,
                 points_total=len(spec.modes) * len(spec.batch_sizes),
                 message="", executor=executor, gpu_type=gpu_type, session=session)
-            .returning(Job.id)).scalar_one()
+            .returning(JobRow.id)).scalar_one()
         # Counted after the insert, in the same transaction: raising rolls it back. Only
         # a dashboard session is capped: the CLI's user can run sweeps directly anyway.
         if session is not None:
-            waiting = c.scalar(select(func.count()).select_from(Job)
-                               .where(Job.status == "queued"))
+            waiting = c.scalar(select(func.count()).select_from(JobRow)
+                               .where(JobRow.status == "queued"))
             if waiting > MAX_QUEUED_JOBS:
                 raise QueueFull(f"not queued: the queue already holds {MAX_QUEUED_JOBS} "
                                 "waiting jobs; wait for some to run or cancel some")
-            mine = c.scalar(select(func.count()).select_from(Job).where(
-                Job.status == "queued", Job.session == session))
+            mine = c.scalar(select(func.count()).select_from(JobRow).where(
+                JobRow.status == "queued", JobRow.session == session))
             if mine > MAX_QUEUED_PER_SESSION:
                 raise QueueFull(f"not queued: this session already has "
                                 f"{MAX_QUEUED_PER_SESSION} waiting jobs; wait for them "
@@ -195,17 +192,18 @@ def cancel(engine: Engine, job_id: int) -> str:
     require_writable("cancel a job")
     _check_id(job_id)
     with engine.begin() as c:
-        done = c.execute(update(Job).where(Job.id == job_id, Job.status == "queued")
+        done = c.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status == "queued")
                          .values(status="cancelled", cancel_requested=True,
-                                 finished_at=_now(c), message="cancelled before it started")
-                         .returning(Job.id)).first()
+                                 finished_at=liveness.now_expr(c),
+                                 message="cancelled before it started")
+                         .returning(JobRow.id)).first()
         if done:
             return "cancelled"
-        running = c.execute(update(Job).where(Job.id == job_id, Job.status == "running")
-                            .values(cancel_requested=True).returning(Job.id)).first()
+        running = c.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status == "running")
+                            .values(cancel_requested=True).returning(JobRow.id)).first()
         if running:
             return "running"
-        status = c.scalar(select(Job.status).where(Job.id == job_id))
+        status = c.scalar(select(JobRow.status).where(JobRow.id == job_id))
     if status is None:
         raise JobNotFound(f"job {job_id} does not exist")
     raise JobFinished(f"job {job_id} already ended ({status}): nothing to cancel")
@@ -226,8 +224,8 @@ def get_job(engine: Engine, job_id: int, *, now: datetime | None = None) -> queu
     """The job's row, plus shown_status (decided at `now`, default the database's now)."""
     _check_id(job_id)
     with engine.connect() as c:
-        row = c.execute(select(*Job.__table__.c, _shown(c, now))
-                        .where(Job.id == job_id)).first()
+        row = c.execute(select(*JobRow.__table__.c, _shown(c, now))
+                        .where(JobRow.id == job_id)).first()
     if row is None:
         raise JobNotFound(f"job {job_id} does not exist")
     return _job(row)
@@ -237,7 +235,7 @@ def list_jobs(engine: Engine, *, limit: int = 50,
               now: datetime | None = None) -> list[queue.Job]:
     """Newest first, each with shown_status (see get_job)."""
     with engine.connect() as c:
-        stmt = select(*Job.__table__.c, _shown(c, now)).order_by(Job.id.desc()).limit(limit)
+        stmt = select(*JobRow.__table__.c, _shown(c, now)).order_by(JobRow.id.desc()).limit(limit)
         return [_job(r) for r in c.execute(stmt)]
 
 
@@ -248,24 +246,26 @@ def register_worker(engine: Engine, *, name: str, hostname: str | None, pid: int
                     torch_version: str | None, **host: Any) -> int:
     """`host`: where on its host the worker sits (db/hosts.py FIELDS), all optional."""
     with engine.begin() as c:
-        now = _now(c)
-        return c.execute(Worker.__table__.insert().values(
+        now = liveness.now_expr(c)
+        return c.execute(WorkerRow.__table__.insert().values(
             name=name, hostname=hostname, pid=pid, gpu_name=gpu_name, has_cuda=has_cuda,
             torch_version=torch_version, started_at=now, heartbeat_at=now,
-            **check_fields(host)).returning(Worker.id)).scalar_one()
+            **check_fields(host)).returning(WorkerRow.id)).scalar_one()
 
 
 def stop_worker(engine: Engine, worker_id: int) -> None:
     with engine.begin() as c:
-        c.execute(update(Worker).where(Worker.id == worker_id).values(stopped_at=_now(c)))
+        c.execute(update(WorkerRow).where(WorkerRow.id == worker_id)
+                  .values(stopped_at=liveness.now_expr(c)))
 
 
 def live_workers(engine: Engine, timeout_s: float = LOST_AFTER_S) -> list[queue.Worker]:
     """Workers that heartbeated within `timeout_s` and did not say goodbye."""
     with engine.connect() as c:
-        cutoff = _now(c) - timedelta(seconds=timeout_s)
-        rows = c.execute(select(Worker.__table__).where(
-            Worker.stopped_at.is_(None), Worker.heartbeat_at >= cutoff).order_by(Worker.id))
+        cutoff = liveness.now_expr(c) - timedelta(seconds=timeout_s)
+        rows = c.execute(select(WorkerRow.__table__).where(
+            WorkerRow.stopped_at.is_(None), WorkerRow.heartbeat_at >= cutoff)
+            .order_by(WorkerRow.id))
         return [_worker(r) for r in rows]
 
 
@@ -283,19 +283,19 @@ def claim_next(engine: Engine, worker: queue.Worker) -> queue.Job | None:
 
     `worker` is the registered worker: its id, name, gpu_name and has_cuda count."""
     names = [n.lower() for n in (worker.name, worker.gpu_name) if n]
-    serves = [Job.status == "queued", Job.executor == "local",
-              or_(Job.target.is_(None), func.lower(Job.target).in_(names))]
+    serves = [JobRow.status == "queued", JobRow.executor == "local",
+              or_(JobRow.target.is_(None), func.lower(JobRow.target).in_(names))]
     if not worker.has_cuda:
-        serves.append(Job.device != "cuda")
-    pick = (select(Job.id).where(and_(*serves)).order_by(Job.id).limit(1)
+        serves.append(JobRow.device != "cuda")
+    pick = (select(JobRow.id).where(and_(*serves)).order_by(JobRow.id).limit(1)
             .with_for_update(skip_locked=True).scalar_subquery())
     with engine.begin() as c:
-        now = _now(c)
-        row = c.execute(update(Job).where(Job.id == pick, Job.status == "queued")
+        now = liveness.now_expr(c)
+        row = c.execute(update(JobRow).where(JobRow.id == pick, JobRow.status == "queued")
                         .values(status="running", worker_id=worker.id,
                                 worker_name=worker.name, started_at=now,
                                 heartbeat_at=now)
-                        .returning(*Job.__table__.c)).first()
+                        .returning(*JobRow.__table__.c)).first()
     return _job(row) if row else None
 
 
@@ -311,19 +311,19 @@ def claim_job(engine: Engine, worker: queue.Worker, job_id: int,
     # Only a batch job's id is written: a hand-run `worker --job` keeps any recorded one.
     slurm = {"slurm_job_id": slurm_job_id} if slurm_job_id else {}
     with engine.begin() as c:
-        now = _now(c)
-        row = c.execute(update(Job).where(Job.id == job_id, Job.status == "queued")
+        now = liveness.now_expr(c)
+        row = c.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status == "queued")
                         .values(status="running", worker_id=worker.id,
                                 worker_name=worker.name, **slurm, started_at=now,
                                 heartbeat_at=now)
-                        .returning(*Job.__table__.c)).first()
+                        .returning(*JobRow.__table__.c)).first()
     return _job(row) if row else None
 
 
 def set_slurm_job(engine: Engine, job_id: int, slurm_job_id: str) -> None:
     """Remember the batch job submitted for `job_id` (unless its worker already did)."""
     with engine.begin() as c:
-        c.execute(update(Job).where(Job.id == job_id, Job.slurm_job_id.is_(None))
+        c.execute(update(JobRow).where(JobRow.id == job_id, JobRow.slurm_job_id.is_(None))
                   .values(slurm_job_id=slurm_job_id))
 
 
@@ -331,14 +331,15 @@ def withdraw(engine: Engine, job_id: int) -> None:
     """Delete a Slurm job whose submission failed: nothing was submitted, nobody else may
     claim it (executor slurm), so it leaves no trace, as bad input must not."""
     with engine.begin() as c:
-        c.execute(Job.__table__.delete().where(Job.id == job_id, Job.status == "queued",
-                                               Job.slurm_job_id.is_(None)))
+        c.execute(JobRow.__table__.delete().where(JobRow.id == job_id, JobRow.status == "queued",
+                                                  JobRow.slurm_job_id.is_(None)))
 
 
 def slurm_jobs_in_flight(engine: Engine) -> list[queue.Job]:
     """Queued or running jobs with a Slurm batch job: what reconciliation looks at."""
-    stmt = select(*Job.__table__.c).where(
-        Job.status.in_(("queued", "running")), Job.slurm_job_id.is_not(None)).order_by(Job.id)
+    stmt = select(*JobRow.__table__.c).where(
+        JobRow.status.in_(("queued", "running")), JobRow.slurm_job_id.is_not(None)
+    ).order_by(JobRow.id)
     with engine.connect() as c:
         return [_job(r) for r in c.execute(stmt)]
 
@@ -350,15 +351,15 @@ def end_unfinished(engine: Engine, job_id: int, status: str, message: str) -> bo
     if status not in ("failed", "cancelled"):
         raise ValueError(f"status {status!r} must be failed or cancelled")
     with engine.begin() as c:
-        now = _now(c)
-        row = c.execute(update(Job).where(Job.id == job_id,
-                                          Job.status.in_(("queued", "running")))
+        now = liveness.now_expr(c)
+        row = c.execute(update(JobRow).where(JobRow.id == job_id,
+                                             JobRow.status.in_(("queued", "running")))
                         .values(status=status, finished_at=now, current_point=None,
-                                message=message[:2000]).returning(Job.run_id)).first()
+                                message=message[:2000]).returning(JobRow.run_id)).first()
         if row is not None and row.run_id is not None:
             # "cancelled" too: the sweep calls an interrupt it did not ask for a cancel.
-            c.execute(update(Run).where(Run.id == row.run_id,
-                                        Run.status.in_(("running", "cancelled")))
+            c.execute(update(RunRow).where(RunRow.id == row.run_id,
+                                           RunRow.status.in_(("running", "cancelled")))
                       .values(status=status, finished_at=now))
     return row is not None
 
@@ -368,34 +369,35 @@ def heartbeat(engine: Engine, worker_id: int, job_id: int | None = None, *,
     """Say the worker (and its job) is alive; with `progress` = (done, total, current
     point) also record how far the job got. Returns True when the job was asked to stop."""
     with engine.begin() as c:
-        now = _now(c)
-        c.execute(update(Worker).where(Worker.id == worker_id).values(heartbeat_at=now))
+        now = liveness.now_expr(c)
+        c.execute(update(WorkerRow).where(WorkerRow.id == worker_id).values(heartbeat_at=now))
         if job_id is None:
             return False
         points = {} if progress is None else {
             "points_done": progress[0], "points_total": progress[1],
             "current_point": progress[2]}
-        stop = c.execute(update(Job).where(Job.id == job_id, Job.status == "running")
+        stop = c.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status == "running")
                          .values(heartbeat_at=now, **points)
-                         .returning(Job.cancel_requested)).scalar()
+                         .returning(JobRow.cancel_requested)).scalar()
     # A job no longer running (reaped as lost, say) must stop too: nobody waits for it.
     return stop is None or bool(stop)
 
 
 def link_run(engine: Engine, job_id: int, run_id: int) -> None:
     with engine.begin() as c:
-        c.execute(update(Job).where(Job.id == job_id).values(run_id=run_id))
+        c.execute(update(JobRow).where(JobRow.id == job_id).values(run_id=run_id))
 
 
 def finish(engine: Engine, job_id: int, status: str, message: str = "") -> bool:
     """End a running job. False if it was no longer running (reaped meanwhile): the
     verdict already given stands."""
-    if status not in FINISHED:
-        raise ValueError(f"job status {status!r} is not one of {', '.join(FINISHED)}")
+    if status not in FINISHED_STATUSES:
+        raise ValueError(f"job status {status!r} is not one of {', '.join(FINISHED_STATUSES)}")
     with engine.begin() as c:
-        return c.execute(update(Job).where(Job.id == job_id, Job.status == "running")
-                         .values(status=status, finished_at=_now(c), current_point=None,
-                                 message=message[:2000]).returning(Job.id)).first() is not None
+        return c.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status == "running")
+                         .values(status=status, finished_at=liveness.now_expr(c),
+                                 current_point=None, message=message[:2000])
+                         .returning(JobRow.id)).first() is not None
 
 
 def reap_lost(engine: Engine, timeout_s: float = LOST_AFTER_S, *,
@@ -410,27 +412,27 @@ def reap_lost(engine: Engine, timeout_s: float = LOST_AFTER_S, *,
     transaction (SQLite's file lock) only when needed."""
     with engine.connect() as c:
         limit = liveness.cutoff(c, now, timeout_s)
-        stale = c.execute(select(Job.id).where(liveness.job_is_lost(limit)).limit(1)).first()
-        stale_run = c.execute(select(Run.id).where(liveness.run_is_lost(limit))
+        stale = c.execute(select(JobRow.id).where(liveness.job_is_lost(limit)).limit(1)).first()
+        stale_run = c.execute(select(RunRow.id).where(liveness.run_is_lost(limit))
                               .limit(1)).first()
     if stale is None and stale_run is None:
         return []
     require_writable("mark lost runs and jobs")
     with engine.begin() as c:
-        at, limit = _now(c), liveness.cutoff(c, now, timeout_s)
-        lost = c.execute(update(Job).where(liveness.job_is_lost(limit))
+        at, limit = liveness.now_expr(c), liveness.cutoff(c, now, timeout_s)
+        lost = c.execute(update(JobRow).where(liveness.job_is_lost(limit))
                          .values(status="failed", finished_at=at, current_point=None,
                                  message="worker lost: no heartbeat for "
-                                         f"{timeout_s:g} s").returning(Job.id, Job.run_id)
+                                         f"{timeout_s:g} s").returning(JobRow.id, JobRow.run_id)
                          ).all()
         run_ids = [r.run_id for r in lost if r.run_id is not None]
         if run_ids:
-            c.execute(update(Run).where(Run.id.in_(run_ids), Run.status == "running")
+            c.execute(update(RunRow).where(RunRow.id.in_(run_ids), RunRow.status == "running")
                       .values(status="failed", finished_at=at))
         # A run's own heartbeat (a sweep writing it, in a worker or not): a job still
         # running keeps its run (its worker beats both; the job's verdict comes first).
-        alive = select(Job.run_id).where(Job.status == "running", Job.run_id.is_not(None))
-        c.execute(update(Run).where(liveness.run_is_lost(limit), Run.id.not_in(alive))
+        alive = select(JobRow.run_id).where(JobRow.status == "running", JobRow.run_id.is_not(None))
+        c.execute(update(RunRow).where(liveness.run_is_lost(limit), RunRow.id.not_in(alive))
                   .values(status="failed", finished_at=at))
     return sorted(r.id for r in lost)
 
@@ -447,7 +449,7 @@ def progress(job: queue.Job, now: datetime) -> queue.JobProgress:
                              total=total, fraction=(done / total) if total else None)
 
 
-__all__ = ["FINISHED", "HEARTBEAT_S", "JOB_STATUSES", "LOST_AFTER_S", "JobFinished",
+__all__ = ["FINISHED_STATUSES", "HEARTBEAT_S", "LOST_AFTER_S", "JobFinished",
            "JobNotFound", "JobSpecError", "QueueFull", "can_serve", "cancel", "check_spec",
            "claim_job",
            "claim_next", "db_now", "end_unfinished", "enqueue", "finish", "get_job",

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta, timezone
 from sqlalchemy import case, func, literal
 from sqlalchemy.engine import Connection, Engine
 
-from db.models import Job, Run
+from db.models import JobRow, RunRow
 from runner.format import queue
 from runner.format.limits import LOST_AFTER_S
 
@@ -45,22 +45,22 @@ def cutoff(bind: Engine | Connection, now: datetime | None = None,
 
 def run_is_lost(limit):
     # A run from before heartbeats (migration 0006) has none: its start stands in.
-    return (Run.status == "running") & (func.coalesce(Run.heartbeat_at, Run.created_at)
-                                        < limit)
+    return (RunRow.status == "running") & (func.coalesce(RunRow.heartbeat_at, RunRow.created_at)
+                                           < limit)
 
 
 def job_is_lost(limit):
-    return (Job.status == "running") & (func.coalesce(Job.heartbeat_at, Job.started_at)
-                                        < limit)
+    return (JobRow.status == "running") & (func.coalesce(JobRow.heartbeat_at, JobRow.started_at)
+                                           < limit)
 
 
 def run_status(limit):
     """Run.status as readers show it: "lost" for a running run gone silent."""
-    return case((run_is_lost(limit), literal(LOST)), else_=Run.status)
+    return case((run_is_lost(limit), literal(LOST)), else_=RunRow.status)
 
 
 def job_status(limit):
-    return case((job_is_lost(limit), literal(LOST)), else_=Job.status)
+    return case((job_is_lost(limit), literal(LOST)), else_=JobRow.status)
 
 
 def lost_runs(engine: Engine, now: datetime | None = None,
@@ -69,8 +69,8 @@ def lost_runs(engine: Engine, now: datetime | None = None,
     from sqlalchemy import select
 
     with engine.connect() as c:
-        return list(c.execute(select(Run.id).where(run_is_lost(cutoff(c, now, timeout_s)))
-                              .order_by(Run.id)).scalars())
+        return list(c.execute(select(RunRow.id).where(run_is_lost(cutoff(c, now, timeout_s)))
+                              .order_by(RunRow.id)).scalars())
 
 
 def shown_job_status(job: queue.Job, now: datetime, timeout_s: float = LOST_AFTER_S) -> str:

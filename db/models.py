@@ -1,4 +1,12 @@
-"""SQLAlchemy 2 typed models: environments, runs, measurements.
+"""SQLAlchemy 2 typed models: environments, runs, measurements, traces, the job queue,
+serve and graph-memory runs.
+
+Naming rule (one name per thing): a table model is named after its row, `...Row`
+(RunRow, MeasurementRow, TraceRow, JobRow, WorkerRow...); the typed record of the same
+thing keeps the plain noun and lives in runner/format/ (Measurement and Trace in
+measurement.py, Job and Worker in queue.py). Code that holds both says which it means
+by the name alone, never by an import alias. The Python names only: the tables and
+columns keep their names (`runs`, `measurements`...), so no migration follows from them.
 
 The vocabularies (modes, statuses) come from runner/format/ (vocab.py, limits.py), the one place
 that defines the result format; CHECK constraints make the database refuse anything outside them.
@@ -24,11 +32,14 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from runner.format.graph_memory import POOLS as GRAPH_POOLS
-from runner.format.limits import ENVIRONMENT_TEXT_LIMITS as ENV_TEXT
-from runner.format.limits import MAX_DIST_TEXT, MAX_LABEL, RUN_TEXT_LIMITS
+from runner.format import graph_memory, serve_record
+from runner.format.limits import (
+    ENVIRONMENT_TEXT_LIMITS,
+    MAX_DIST_TEXT,
+    MAX_LABEL,
+    RUN_TEXT_LIMITS,
+)
 from runner.format.measurement import JsonObject
-from runner.format.serve_record import STATUSES as SERVE_STATUSES
 from runner.format.vocab import (
     CUDAGRAPH_STATUSES,
     HOST_POLICIES,
@@ -49,11 +60,15 @@ def _one_of(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({quoted})"
 
 
+def _env_text(field: str):
+    return mapped_column(String(ENVIRONMENT_TEXT_LIMITS[field]))
+
+
 class Base(DeclarativeBase):
     type_annotation_map = {JsonObject: JSON, list[float]: JSON}
 
 
-class Environment(Base):
+class EnvironmentRow(Base):
     """Where a run was measured. `key` hashes every field, so identical hosts share a row;
     `gpu_name` + `torch_version` is what the dashboard groups and compares by."""
 
@@ -61,21 +76,21 @@ class Environment(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     key: Mapped[str] = mapped_column(String(64), unique=True)
     device: Mapped[str] = mapped_column(String(8))
-    gpu_name: Mapped[str | None] = mapped_column(String(ENV_TEXT["gpu_name"]))
+    gpu_name: Mapped[str | None] = _env_text("gpu_name")
     gpu_count: Mapped[int | None] = mapped_column(Integer)
     sm_count: Mapped[int | None] = mapped_column(Integer)
     gpu_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
-    driver_version: Mapped[str | None] = mapped_column(String(ENV_TEXT["driver_version"]))
-    cuda_version: Mapped[str | None] = mapped_column(String(ENV_TEXT["cuda_version"]))
-    torch_version: Mapped[str | None] = mapped_column(String(ENV_TEXT["torch_version"]))
-    triton_version: Mapped[str | None] = mapped_column(String(ENV_TEXT["triton_version"]))
-    python_version: Mapped[str | None] = mapped_column(String(ENV_TEXT["python_version"]))
-    hostname: Mapped[str | None] = mapped_column(String(ENV_TEXT["hostname"]))
-    cpu_model: Mapped[str | None] = mapped_column(String(ENV_TEXT["cpu_model"]))
+    driver_version: Mapped[str | None] = _env_text("driver_version")
+    cuda_version: Mapped[str | None] = _env_text("cuda_version")
+    torch_version: Mapped[str | None] = _env_text("torch_version")
+    triton_version: Mapped[str | None] = _env_text("triton_version")
+    python_version: Mapped[str | None] = _env_text("python_version")
+    hostname: Mapped[str | None] = _env_text("hostname")
+    cpu_model: Mapped[str | None] = _env_text("cpu_model")
     __table_args__ = (CheckConstraint("device IN ('cuda', 'cpu')", name="ck_env_device"),)
 
 
-class Run(Base):
+class RunRow(Base):
     __tablename__ = "runs"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     uuid: Mapped[str] = mapped_column(String(RUN_TEXT_LIMITS["uuid"]), unique=True)
@@ -96,9 +111,9 @@ class Run(Base):
     # heartbeat is older than limits.LOST_AFTER_S reads as lost (db/liveness.py).
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
-    environment: Mapped[Environment] = relationship()
-    measurements: Mapped[list[Measurement]] = relationship(
-        back_populates="run", cascade="all, delete-orphan", order_by="Measurement.id")
+    environment: Mapped[EnvironmentRow] = relationship()
+    measurements: Mapped[list[MeasurementRow]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", order_by="MeasurementRow.id")
 
     __table_args__ = (
         CheckConstraint(_one_of("status", RUN_STATUSES), name="ck_run_status"),
@@ -109,7 +124,7 @@ class Run(Base):
     )
 
 
-class Measurement(Base):
+class MeasurementRow(Base):
     """One (mode, batch size) point. Raw samples are kept beside the derived median."""
 
     __tablename__ = "measurements"
@@ -166,9 +181,9 @@ class Measurement(Base):
     launch_us_rounds: Mapped[list[float]] = mapped_column(default=list)
     details: Mapped[JsonObject] = mapped_column(default=dict)
 
-    run: Mapped[Run] = relationship(back_populates="measurements")
-    trace_row: Mapped[Trace | None] = relationship(cascade="all, delete-orphan",
-                                                   lazy="select")
+    run: Mapped[RunRow] = relationship(back_populates="measurements")
+    trace_row: Mapped[TraceRow | None] = relationship(cascade="all, delete-orphan",
+                                                      lazy="select")
 
     __table_args__ = (
         UniqueConstraint("run_id", "mode", "batch_size", name="uq_measurement_point"),
@@ -183,7 +198,7 @@ class Measurement(Base):
     )
 
 
-class Trace(Base):
+class TraceRow(Base):
     """One profiled step of a point (runner/format/trace.py), in a table of its own: the
     pages read a run's points often and its timelines only for the batch size shown."""
 
@@ -196,10 +211,7 @@ class Trace(Base):
 # --- The job queue (issue 4): sweeps queued from the dashboard or `enqueue`, claimed by
 # workers. A job's spec is exactly what `sweep`'s flags say, kept as JSON.
 
-JOB_STATUSES = RUN_STATUSES  # a job ends with the status of the run it produced
-
-
-class Job(Base):
+class JobRow(Base):
     __tablename__ = "jobs"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     spec: Mapped[JsonObject] = mapped_column(default=dict)
@@ -227,7 +239,8 @@ class Job(Base):
     session: Mapped[str | None] = mapped_column(String(64))
 
     __table_args__ = (
-        CheckConstraint(_one_of("status", JOB_STATUSES), name="ck_job_status"),
+        # A job ends with the status of the run it produced.
+        CheckConstraint(_one_of("status", RUN_STATUSES), name="ck_job_status"),
         CheckConstraint(_one_of("device", JOB_DEVICES), name="ck_job_device"),
         CheckConstraint(_one_of("executor", JOB_EXECUTORS), name="ck_job_executor"),
         Index("ix_jobs_status", "status", "id"),
@@ -235,7 +248,7 @@ class Job(Base):
     )
 
 
-class Worker(Base):
+class WorkerRow(Base):
     """One worker process. A fresh row per start; rows whose heartbeat is old are dead."""
 
     __tablename__ = "workers"
@@ -265,12 +278,9 @@ class Worker(Base):
 
 # --- Serve runs (issue 5): a request stream replayed under each strategy ---------------
 # Vocabularies and field names come from runner/format/serve_record.py, the serve section of
-# the bundle; a serve run is a Run row with kind 'serve' and no measurements.
+# the bundle; a serve run is a RunRow with kind 'serve' and no measurements.
 
-SERVE_KINDS = STRATEGY_KINDS
-
-
-class ServeConfig(Base):
+class ServeConfigRow(Base):
     """What was replayed: the distribution, the seed and the stream itself (so every
     figure can be recomputed)."""
 
@@ -286,7 +296,7 @@ class ServeConfig(Base):
     __table_args__ = (CheckConstraint("requests >= 1", name="ck_serve_config_requests"),)
 
 
-class ServeResult(Base):
+class ServeResultRow(Base):
     """One strategy's replay of the stream."""
 
     __tablename__ = "serve_results"
@@ -321,12 +331,12 @@ class ServeResult(Base):
 
     __table_args__ = (
         UniqueConstraint("run_id", "strategy", name="uq_serve_result_strategy"),
-        CheckConstraint(_one_of("status", SERVE_STATUSES), name="ck_serve_result_status"),
-        CheckConstraint(_one_of("kind", SERVE_KINDS), name="ck_serve_result_kind"),
+        CheckConstraint(_one_of("status", serve_record.STATUSES), name="ck_serve_result_status"),
+        CheckConstraint(_one_of("kind", STRATEGY_KINDS), name="ck_serve_result_kind"),
     )
 
 
-class ServeProfilePoint(Base):
+class ServeProfilePointRow(Base):
     """One candidate bucket size, measured alone: what the advisor chooses from."""
 
     __tablename__ = "serve_profile"
@@ -347,11 +357,11 @@ class ServeProfilePoint(Base):
 
 
 # --- Graph-memory runs (issue 27): one CUDA graph captured per size, the pools read after
-# each capture (runner/format/graph_memory.py, the bundle's "graph_memory" section); a Run
-# row of kind 'graph-memory' with no measurements. The attribution (fixed MiB per capture,
+# each capture (runner/format/graph_memory.py, the bundle's "graph_memory" section); a
+# RunRow of kind 'graph-memory' with no measurements. The attribution (fixed MiB per capture,
 # MiB per row, a shared pool's MiB per further graph) is derived from these rows on read.
 
-class GraphMemoryCapture(Base):
+class GraphMemoryCaptureRow(Base):
     """One capture of a series: cumulative figures since the series began."""
 
     __tablename__ = "graph_memory_captures"
@@ -367,7 +377,7 @@ class GraphMemoryCapture(Base):
 
     __table_args__ = (
         UniqueConstraint("run_id", "pool", "position", name="uq_graph_memory_capture"),
-        CheckConstraint(_one_of("pool", GRAPH_POOLS), name="ck_graph_memory_pool"),
+        CheckConstraint(_one_of("pool", graph_memory.POOLS), name="ck_graph_memory_pool"),
         CheckConstraint("batch_size >= 1", name="ck_graph_memory_batch_size"),
         CheckConstraint("pool_reserved_bytes >= 0", name="ck_graph_memory_pool_bytes"),
     )

@@ -10,7 +10,7 @@ from sqlalchemy import case, func, select
 from sqlalchemy.engine import Engine
 
 from db import liveness
-from db.models import Environment, Measurement, Run, ServeResult, Trace
+from db.models import EnvironmentRow, MeasurementRow, RunRow, ServeResultRow, TraceRow
 from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
 from runner.format.measurement import details_of
 from runner.format.run_summary import (
@@ -39,19 +39,20 @@ def run_summaries(engine: Engine, run_ids: list[int] | tuple | None = None,
         # status as readers show it: "lost" for a running run whose writer went silent
         # (db/liveness.py), decided here at read time, so read-only mode shows it too.
         status = liveness.run_status(liveness.cutoff(c, now)).label("status")
-        stmt = (select(*(status if f == "status" else getattr(Run, f) for f in SUMMARY_HEADER),
-                       *(getattr(Environment, f) for f in SUMMARY_ENVIRONMENT))
-                .join(Environment, Run.environment_id == Environment.id)
-                .order_by(Run.created_at.desc(), Run.id.desc()))
+        stmt = (select(*(status if f == "status" else getattr(RunRow, f)
+                         for f in SUMMARY_HEADER),
+                       *(getattr(EnvironmentRow, f) for f in SUMMARY_ENVIRONMENT))
+                .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)
+                .order_by(RunRow.created_at.desc(), RunRow.id.desc()))
         if ids is not None:
-            stmt = stmt.where(Run.id.in_(ids))
+            stmt = stmt.where(RunRow.id.in_(ids))
         headers = [RunHeader(**row._mapping) for row in c.execute(stmt)]
         sweeps = [h.id for h in headers if h.kind == "sweep"]
         points: dict[int, list] = {}
         if sweeps:
-            rows = c.execute(select(Measurement.run_id,
-                                    *(getattr(Measurement, f) for f in SUMMARY_COLUMNS))
-                             .where(Measurement.run_id.in_(sweeps)))
+            rows = c.execute(select(MeasurementRow.run_id,
+                                    *(getattr(MeasurementRow, f) for f in SUMMARY_COLUMNS))
+                             .where(MeasurementRow.run_id.in_(sweeps)))
             for row in rows:
                 points.setdefault(row.run_id, []).append(record(row._mapping))
     summaries = [summarize(h, points.get(h.id, ())) for h in headers]
@@ -89,8 +90,8 @@ def _run_env_columns(c, now: datetime | None = None):
     # status as readers show it: "lost" for a running run whose writer went silent
     # (db/liveness.py), decided here at read time, so read-only mode shows it too.
     shown = {"status": liveness.run_status(liveness.cutoff(c, now)).label("status")}
-    return ([shown.get(col, getattr(Run, col)) for col in RUN_COLUMNS]
-            + [getattr(Environment, f) for f in ENVIRONMENT_FIELDS])
+    return ([shown.get(col, getattr(RunRow, col)) for col in RUN_COLUMNS]
+            + [getattr(EnvironmentRow, f) for f in ENVIRONMENT_FIELDS])
 
 
 def _frame(rows, columns) -> pd.DataFrame:
@@ -104,13 +105,13 @@ def _frame(rows, columns) -> pd.DataFrame:
 
 def run_filter_options(engine: Engine) -> dict[str, list[str]]:
     """Distinct GPU names (``cpu`` for CPU runs), workloads and torch versions."""
-    gpu = func.coalesce(Environment.gpu_name, CPU)
+    gpu = func.coalesce(EnvironmentRow.gpu_name, CPU)
     with engine.connect() as c:
-        gpus = c.execute(select(gpu).select_from(Run).join(Environment).distinct()).scalars()
+        gpus = c.execute(select(gpu).select_from(RunRow).join(EnvironmentRow).distinct()).scalars()
         gpus = sorted(gpus)
-        workloads = sorted(c.execute(select(Run.workload).distinct()).scalars())
+        workloads = sorted(c.execute(select(RunRow.workload).distinct()).scalars())
         torches = sorted(v for v in c.execute(
-            select(Environment.torch_version).select_from(Run).join(Environment)
+            select(EnvironmentRow.torch_version).select_from(RunRow).join(EnvironmentRow)
             .distinct()).scalars() if v is not None)
     return {"gpu": gpus, "workload": workloads, "torch": torches}
 
@@ -123,35 +124,35 @@ def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
     the time "lost" is decided at (default: the database's clock)."""
     # The noise counts the Runs page badges (pages/common/analysis.noise_counts computes
     # the same from points): summed here so listing runs never loads every point.
-    measured = (Measurement.status == "ok") & Measurement.step_ms.is_not(None)
+    measured = (MeasurementRow.status == "ok") & MeasurementRow.step_ms.is_not(None)
     flags = {
-        "ok_points": Measurement.status == "ok",
-        "unsupported_points": Measurement.status == "unsupported",
-        "interval_points": measured & Measurement.step_ms_ci_low.is_not(None)
-        & Measurement.step_ms_ci_high.is_not(None),
-        "noisy_points": measured & Measurement.noisy.is_(True),
-        "unstable_points": measured & Measurement.host_unstable.is_(True),
+        "ok_points": MeasurementRow.status == "ok",
+        "unsupported_points": MeasurementRow.status == "unsupported",
+        "interval_points": measured & MeasurementRow.step_ms_ci_low.is_not(None)
+        & MeasurementRow.step_ms_ci_high.is_not(None),
+        "noisy_points": measured & MeasurementRow.noisy.is_(True),
+        "unstable_points": measured & MeasurementRow.host_unstable.is_(True),
     }
-    counts = (select(Measurement.run_id, func.count().label("points"),
+    counts = (select(MeasurementRow.run_id, func.count().label("points"),
                      *(func.sum(case((cond, 1), else_=0)).label(name)
                        for name, cond in flags.items()))
-              .group_by(Measurement.run_id).subquery())
+              .group_by(MeasurementRow.run_id).subquery())
     stmt = (select(*_run_env_columns(engine, now),
                    func.coalesce(counts.c.points, 0).label("points"),
                    *(func.coalesce(counts.c[name], 0).label(name) for name in flags))
-            .join(Environment, Run.environment_id == Environment.id)
-            .outerjoin(counts, counts.c.run_id == Run.id)
-            .order_by(Run.created_at.desc(), Run.id.desc()))
+            .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)
+            .outerjoin(counts, counts.c.run_id == RunRow.id)
+            .order_by(RunRow.created_at.desc(), RunRow.id.desc()))
     if gpus:
         named = [g for g in gpus if g != CPU]
-        cond = Environment.gpu_name.in_(named)
+        cond = EnvironmentRow.gpu_name.in_(named)
         if CPU in gpus:
-            cond = cond | Environment.gpu_name.is_(None)
+            cond = cond | EnvironmentRow.gpu_name.is_(None)
         stmt = stmt.where(cond)
     if workloads:
-        stmt = stmt.where(Run.workload.in_(list(workloads)))
+        stmt = stmt.where(RunRow.workload.in_(list(workloads)))
     if torches:
-        stmt = stmt.where(Environment.torch_version.in_(list(torches)))
+        stmt = stmt.where(EnvironmentRow.torch_version.in_(list(torches)))
     if limit is not None:
         stmt = stmt.limit(limit)
     columns = [*RUN_COLUMNS, *ENVIRONMENT_FIELDS, "points", *flags]
@@ -166,8 +167,8 @@ def runs_headers(engine: Engine, run_ids: list[int] | tuple,
     if not ids:
         return pd.DataFrame(columns=[*RUN_COLUMNS, *ENVIRONMENT_FIELDS])
     stmt = (select(*_run_env_columns(engine, now))
-            .join(Environment, Run.environment_id == Environment.id)
-            .where(Run.id.in_(ids)))
+            .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)
+            .where(RunRow.id.in_(ids)))
     with engine.connect() as c:
         df = _frame(c.execute(stmt), [*RUN_COLUMNS, *ENVIRONMENT_FIELDS])
     order = {rid: i for i, rid in enumerate(ids)}
@@ -197,9 +198,9 @@ POINT_COLUMNS = ("run_id", *MEASUREMENT_FIELDS)
 def runs_points(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
     """Every measurement of the given runs, ordered by run, mode, batch size."""
     ids = [int(i) for i in run_ids]
-    cols = [Measurement.run_id] + [getattr(Measurement, f) for f in MEASUREMENT_FIELDS]
-    stmt = (select(*cols).where(Measurement.run_id.in_(ids))
-            .order_by(Measurement.run_id, Measurement.mode, Measurement.batch_size))
+    cols = [MeasurementRow.run_id] + [getattr(MeasurementRow, f) for f in MEASUREMENT_FIELDS]
+    stmt = (select(*cols).where(MeasurementRow.run_id.in_(ids))
+            .order_by(MeasurementRow.run_id, MeasurementRow.mode, MeasurementRow.batch_size))
     if not ids:
         return pd.DataFrame(columns=list(POINT_COLUMNS))
     with engine.connect() as c:
@@ -226,10 +227,10 @@ def point_traces(engine: Engine, run_ids: list[int] | tuple, batch_size: int
     ids = [int(i) for i in run_ids]
     if not ids:
         return []
-    stmt = (select(Measurement.run_id, Measurement.mode, Trace.trace)
-            .join(Trace, Trace.measurement_id == Measurement.id)
-            .where(Measurement.run_id.in_(ids), Measurement.batch_size == int(batch_size))
-            .order_by(Measurement.run_id, Measurement.mode))
+    stmt = (select(MeasurementRow.run_id, MeasurementRow.mode, TraceRow.trace)
+            .join(TraceRow, TraceRow.measurement_id == MeasurementRow.id)
+            .where(MeasurementRow.run_id.in_(ids), MeasurementRow.batch_size == int(batch_size))
+            .order_by(MeasurementRow.run_id, MeasurementRow.mode))
     with engine.connect() as c:
         return [{"run_id": r, "mode": m, "batch_size": int(batch_size), "trace": t}
                 for r, m, t in c.execute(stmt)]
@@ -249,9 +250,9 @@ def key_points(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
     ids = [int(i) for i in run_ids]
     if not ids:
         return pd.DataFrame(columns=list(KEY_POINT_COLUMNS))
-    stmt = (select(*(getattr(Measurement, c) for c in KEY_POINT_COLUMNS))
-            .where(Measurement.run_id.in_(ids))
-            .order_by(Measurement.run_id, Measurement.mode, Measurement.batch_size))
+    stmt = (select(*(getattr(MeasurementRow, c) for c in KEY_POINT_COLUMNS))
+            .where(MeasurementRow.run_id.in_(ids))
+            .order_by(MeasurementRow.run_id, MeasurementRow.mode, MeasurementRow.batch_size))
     with engine.connect() as c:
         df = _frame(c.execute(stmt), KEY_POINT_COLUMNS)
     for f in ("step_ms", "speedup", "speedup_ci_low", "speedup_ci_high", "graph_pool_bytes",
@@ -269,8 +270,9 @@ def serve_key_results(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFram
     ids = [int(i) for i in run_ids]
     if not ids:
         return pd.DataFrame(columns=list(SERVE_KEY_COLUMNS))
-    stmt = (select(*(getattr(ServeResult, c) for c in SERVE_KEY_COLUMNS))
-            .where(ServeResult.run_id.in_(ids)).order_by(ServeResult.run_id, ServeResult.id))
+    stmt = (select(*(getattr(ServeResultRow, c) for c in SERVE_KEY_COLUMNS))
+            .where(ServeResultRow.run_id.in_(ids))
+            .order_by(ServeResultRow.run_id, ServeResultRow.id))
     with engine.connect() as c:
         df = _frame(c.execute(stmt), SERVE_KEY_COLUMNS)
     for f in ("rows_per_s", "latency_ms_p99", "graph_pool_bytes"):
@@ -285,13 +287,13 @@ TREND_RUN_COLUMNS = ("id", "created_at", "workload", "workload_params", "dtype",
 def trend_runs(engine: Engine, workload: str, gpu: str) -> pd.DataFrame:
     """Every sweep of `workload` on GPU `gpu` (``cpu``: runs without a GPU), oldest
     first: the runs a Trends view follows over torch versions and dates."""
-    stmt = (select(*(getattr(Run, c) for c in TREND_RUN_COLUMNS[:7]),
-                   *(getattr(Environment, c) for c in TREND_RUN_COLUMNS[7:]))
-            .join(Environment, Run.environment_id == Environment.id)
-            .where(Run.kind == "sweep", Run.workload == workload)
-            .order_by(Run.created_at, Run.id))
-    stmt = stmt.where(Environment.gpu_name.is_(None) if gpu == CPU
-                      else Environment.gpu_name == gpu)
+    stmt = (select(*(getattr(RunRow, c) for c in TREND_RUN_COLUMNS[:7]),
+                   *(getattr(EnvironmentRow, c) for c in TREND_RUN_COLUMNS[7:]))
+            .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)
+            .where(RunRow.kind == "sweep", RunRow.workload == workload)
+            .order_by(RunRow.created_at, RunRow.id))
+    stmt = stmt.where(EnvironmentRow.gpu_name.is_(None) if gpu == CPU
+                      else EnvironmentRow.gpu_name == gpu)
     with engine.connect() as c:
         return _frame(c.execute(stmt), TREND_RUN_COLUMNS)
 
@@ -301,8 +303,8 @@ def gpu_memory(engine: Engine, gpu: str | None) -> int | None:
     if not gpu or gpu == CPU:
         return None
     with engine.connect() as c:
-        return c.scalar(select(func.max(Environment.gpu_memory_bytes))
-                        .where(func.lower(Environment.gpu_name) == gpu.lower()))
+        return c.scalar(select(func.max(EnvironmentRow.gpu_memory_bytes))
+                        .where(func.lower(EnvironmentRow.gpu_name) == gpu.lower()))
 
 
 def past_durations(engine: Engine, workload: str, gpu: str | None = None,
@@ -311,22 +313,22 @@ def past_durations(engine: Engine, workload: str, gpu: str | None = None,
     without a GPU), one row each: run_id, created_at, finished_at, points, point_wall_s
     (the sum of the points' details["point_wall_s"]; NaN where no point recorded one).
     What the Launch page estimates a new sweep's duration from."""
-    stmt = (select(Run.id.label("run_id"), Run.created_at, Run.finished_at)
-            .join(Environment, Run.environment_id == Environment.id)
-            .where(Run.kind == "sweep", Run.workload == workload, Run.status == "done",
-                   Run.source == "measured", Run.finished_at.is_not(None))
-            .order_by(Run.created_at.desc(), Run.id.desc()).limit(limit))
+    stmt = (select(RunRow.id.label("run_id"), RunRow.created_at, RunRow.finished_at)
+            .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)
+            .where(RunRow.kind == "sweep", RunRow.workload == workload, RunRow.status == "done",
+                   RunRow.source == "measured", RunRow.finished_at.is_not(None))
+            .order_by(RunRow.created_at.desc(), RunRow.id.desc()).limit(limit))
     if gpu == CPU:
-        stmt = stmt.where(Environment.gpu_name.is_(None))
+        stmt = stmt.where(EnvironmentRow.gpu_name.is_(None))
     elif gpu:
-        stmt = stmt.where(func.lower(Environment.gpu_name) == gpu.lower())
+        stmt = stmt.where(func.lower(EnvironmentRow.gpu_name) == gpu.lower())
     cols = ["run_id", "created_at", "finished_at", "points", "point_wall_s"]
     with engine.connect() as c:
         runs = _frame(c.execute(stmt), ["run_id", "created_at", "finished_at"])
         if runs.empty:
             return pd.DataFrame(columns=cols)
-        pts = c.execute(select(Measurement.run_id, Measurement.details)
-                        .where(Measurement.run_id.in_([int(i) for i in runs["run_id"]])))
+        pts = c.execute(select(MeasurementRow.run_id, MeasurementRow.details)
+                        .where(MeasurementRow.run_id.in_([int(i) for i in runs["run_id"]])))
         per: dict[int, list] = {}
         for rid, details in pts:
             wall = details_of(details).timing.point_wall_s
@@ -345,10 +347,10 @@ def data_version(engine: Engine) -> tuple:
     figures a new row id): the dashboard keys its caches on it, so a worker's writes in
     another process show up without waiting for a cache ttl."""
     with engine.connect() as c:
-        runs = c.execute(select(func.max(Run.id), func.count(Run.finished_at),
-                                func.count(Run.id))).one()
-        points = c.execute(select(func.max(Measurement.id))).scalar()
+        runs = c.execute(select(func.max(RunRow.id), func.count(RunRow.finished_at),
+                                func.count(RunRow.id))).one()
+        points = c.execute(select(func.max(MeasurementRow.id))).scalar()
         # A run going lost is no write at all: counted, so it shows without a ttl wait.
-        lost = c.execute(select(func.count()).select_from(Run).where(
+        lost = c.execute(select(func.count()).select_from(RunRow).where(
             liveness.run_is_lost(liveness.cutoff(c)))).scalar()
     return (*runs, points, lost)

@@ -13,13 +13,13 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from db.models import (
-    Environment,
-    Measurement,
-    Run,
-    ServeConfig,
-    ServeProfilePoint,
-    ServeResult,
-    Trace,
+    EnvironmentRow,
+    MeasurementRow,
+    RunRow,
+    ServeConfigRow,
+    ServeProfilePointRow,
+    ServeResultRow,
+    TraceRow,
 )
 from runner.format import bundle as fmt
 from runner.format import serve_record as rec
@@ -44,23 +44,23 @@ def environment_key(env: JsonObject) -> str:
     return hashlib.sha256(canon.encode()).hexdigest()
 
 
-def environment_row(session: Session, env: JsonObject) -> Environment:
+def environment_row(session: Session, env: JsonObject) -> EnvironmentRow:
     key = environment_key(env)
-    row = session.scalar(select(Environment).where(Environment.key == key))
+    row = session.scalar(select(EnvironmentRow).where(EnvironmentRow.key == key))
     if row is None:
         # Workers on one host start runs at the same moment: a plain INSERT after the
         # SELECT above would hit the unique key when another one got there first.
         dialect = session.get_bind().dialect.name
         insert = pg_insert if dialect == "postgresql" else sqlite_insert
-        session.execute(insert(Environment).values(
+        session.execute(insert(EnvironmentRow).values(
             key=key, **{f: env.get(f) for f in fmt.ENVIRONMENT_FIELDS})
             .on_conflict_do_nothing(index_elements=["key"]))
-        row = session.scalar(select(Environment).where(Environment.key == key))
+        row = session.scalar(select(EnvironmentRow).where(EnvironmentRow.key == key))
     return row
 
 
-def run_row(run: JsonObject, env_row: Environment) -> Run:
-    return Run(
+def run_row(run: JsonObject, env_row: EnvironmentRow) -> RunRow:
+    return RunRow(
         uuid=run["uuid"], environment=env_row, workload=run["workload"],
         workload_params=run.get("workload_params") or {}, dtype=run.get("dtype"),
         created_at=fmt.parse_time(run["created_at"]),
@@ -69,15 +69,15 @@ def run_row(run: JsonObject, env_row: Environment) -> Run:
         command=run.get("command"), kind=run.get("kind") or "sweep")
 
 
-def measurement_row(m: JsonObject) -> Measurement:
+def measurement_row(m: JsonObject) -> MeasurementRow:
     values = {f: m.get(f) for f in fmt.MEASUREMENT_FIELDS}
     values["message"] = values["message"] or ""
     values["cudagraph_status"] = values["cudagraph_status"] or "n/a"
     values["samples_ms"] = values["samples_ms"] or []
     values["details"] = values["details"] or {}
-    row = Measurement(**values)
+    row = MeasurementRow(**values)
     if m.get(fmt.TRACE_FIELD) is not None:
-        row.trace_row = Trace(trace=m[fmt.TRACE_FIELD])
+        row.trace_row = TraceRow(trace=m[fmt.TRACE_FIELD])
     return row
 
 
@@ -88,23 +88,23 @@ def check_part(fn, *args) -> None:
         raise BundleError(str(e)) from None
 
 
-def result_row(run_id: int, r: JsonObject) -> ServeResult:
+def result_row(run_id: int, r: JsonObject) -> ServeResultRow:
     values = {f: r.get(f) for f in rec.RESULT_FIELDS}
     values.update(message=values["message"] or "", buckets=list(values["buckets"] or []),
                   latencies_ms=list(values["latencies_ms"] or []),
                   details=values["details"] or {})
-    return ServeResult(run_id=run_id, **values)
+    return ServeResultRow(run_id=run_id, **values)
 
 
-def profile_row(run_id: int, p: JsonObject) -> ServeProfilePoint:
-    return ServeProfilePoint(run_id=run_id, **{f: p.get(f) for f in rec.PROFILE_FIELDS})
+def profile_row(run_id: int, p: JsonObject) -> ServeProfilePointRow:
+    return ServeProfilePointRow(run_id=run_id, **{f: p.get(f) for f in rec.PROFILE_FIELDS})
 
 
 # --- the serve section of a bundle, inside import_bundle's / export_bundle's session -----
 
 def add_section(session: Session, run_id: int, section: JsonObject) -> None:
     """A validated bundle's serve section, inside import_bundle's transaction."""
-    session.add(ServeConfig(run_id=run_id, **{f: section[f] for f in (
+    session.add(ServeConfigRow(run_id=run_id, **{f: section[f] for f in (
         "batch_dist", "requests", "seed", "strategies", "stream")}))
     for r in section["results"]:
         session.add(result_row(run_id, r))
@@ -113,14 +113,14 @@ def add_section(session: Session, run_id: int, section: JsonObject) -> None:
 
 
 def read_section(session: Session, run_id: int) -> JsonObject:
-    cfg = session.get(ServeConfig, run_id)
+    cfg = session.get(ServeConfigRow, run_id)
     if cfg is None:
         raise RunNotFound(f"run {run_id} is a serve run without its serve data")
-    results = session.scalars(select(ServeResult).where(ServeResult.run_id == run_id)
-                              .order_by(ServeResult.id)).all()
-    profile = session.scalars(select(ServeProfilePoint)
-                              .where(ServeProfilePoint.run_id == run_id)
-                              .order_by(ServeProfilePoint.batch_size)).all()
+    results = session.scalars(select(ServeResultRow).where(ServeResultRow.run_id == run_id)
+                              .order_by(ServeResultRow.id)).all()
+    profile = session.scalars(select(ServeProfilePointRow)
+                              .where(ServeProfilePointRow.run_id == run_id)
+                              .order_by(ServeProfilePointRow.batch_size)).all()
     return rec.make_section(
         cfg.batch_dist, cfg.requests, cfg.seed, list(cfg.strategies), list(cfg.stream),
         [{f: getattr(r, f) for f in rec.RESULT_FIELDS} for r in results],

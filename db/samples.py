@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from db.access import read_only
-from db.models import Run
+from db.models import RunRow
 from db.store import import_bundle
 from runner.format import bundle as fmt
 
@@ -29,7 +29,7 @@ class SeedResult:
 
 def is_empty(engine: Engine) -> bool:
     with engine.connect() as c:
-        return not c.execute(select(exists().where(Run.id.is_not(None)))).scalar()
+        return not c.execute(select(exists().where(RunRow.id.is_not(None)))).scalar()
 
 
 def seed_if_empty(engine: Engine, folder: str | Path = SAMPLES) -> SeedResult:

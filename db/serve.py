@@ -9,7 +9,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from db import rows
-from db.models import Environment, Run, ServeConfig, ServeProfilePoint, ServeResult
+from db.models import EnvironmentRow, RunRow, ServeConfigRow, ServeProfilePointRow, ServeResultRow
 from db.rows import RunNotFound, add_section, read_section  # noqa: F401 - part of this API
 from runner.format import serve_record as rec
 from runner.format.measurement import JsonObject
@@ -24,17 +24,17 @@ def start_serve_run(engine: Engine, environment: JsonObject, run: JsonObject,
         row = rows.run_row({**run, "kind": "serve"}, rows.environment_row(s, environment))
         s.add(row)
         s.flush()
-        s.add(ServeConfig(run_id=row.id, batch_dist=config["batch_dist"],
-                          requests=config["requests"], seed=config["seed"],
-                          strategies=list(config["strategies"]),
-                          stream=list(config["stream"])))
+        s.add(ServeConfigRow(run_id=row.id, batch_dist=config["batch_dist"],
+                             requests=config["requests"], seed=config["seed"],
+                             strategies=list(config["strategies"]),
+                             stream=list(config["stream"])))
         return row.id
 
 
 def add_result(engine: Engine, run_id: int, result: JsonObject) -> None:
     """Commit one strategy as soon as it finishes: a crash loses only the one in flight."""
     with Session(engine) as s, s.begin():
-        cfg = s.get(ServeConfig, run_id)
+        cfg = s.get(ServeConfigRow, run_id)
         if cfg is None:
             raise RunNotFound(f"serve run {run_id} does not exist")
         rows.check_part(rec.validate_result, result, cfg.requests,
@@ -64,29 +64,29 @@ def _frame(rows, columns) -> pd.DataFrame:
 
 
 def _serve_runs_stmt():
-    return (select(Run.id, Run.uuid, Run.created_at, Run.workload, Run.workload_params,
-                   Run.status, Run.label, Run.command, Environment.device,
-                   Environment.gpu_name, Environment.hostname, Environment.torch_version,
-                   ServeConfig.batch_dist,
-                   ServeConfig.requests, ServeConfig.seed)
-            .join(Environment, Run.environment_id == Environment.id)
-            .join(ServeConfig, ServeConfig.run_id == Run.id)
-            .where(Run.kind == "serve"))
+    return (select(RunRow.id, RunRow.uuid, RunRow.created_at, RunRow.workload,
+                   RunRow.workload_params, RunRow.status, RunRow.label, RunRow.command,
+                   EnvironmentRow.device, EnvironmentRow.gpu_name, EnvironmentRow.hostname,
+                   EnvironmentRow.torch_version, ServeConfigRow.batch_dist,
+                   ServeConfigRow.requests, ServeConfigRow.seed)
+            .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)
+            .join(ServeConfigRow, ServeConfigRow.run_id == RunRow.id)
+            .where(RunRow.kind == "serve"))
 
 
 def serve_runs(engine: Engine) -> pd.DataFrame:
     """Every serve run, newest first."""
-    stmt = _serve_runs_stmt().order_by(Run.created_at.desc(), Run.id.desc())
+    stmt = _serve_runs_stmt().order_by(RunRow.created_at.desc(), RunRow.id.desc())
     with engine.connect() as c:
         return _frame(c.execute(stmt), SERVE_RUN_COLUMNS)
 
 
 def serve_run(engine: Engine, run_id: int) -> JsonObject:
     """One serve run's header, environment and stream; RunNotFound when there is none."""
-    stmt = _serve_runs_stmt().add_columns(ServeConfig.strategies, ServeConfig.stream,
-                                          Environment.gpu_memory_bytes)
+    stmt = _serve_runs_stmt().add_columns(ServeConfigRow.strategies, ServeConfigRow.stream,
+                                          EnvironmentRow.gpu_memory_bytes)
     with engine.connect() as c:
-        row = c.execute(stmt.where(Run.id == run_id)).first()
+        row = c.execute(stmt.where(RunRow.id == run_id)).first()
     if row is None:
         raise RunNotFound(f"no serve run with id {run_id}")
     return dict(row._mapping)
@@ -94,16 +94,16 @@ def serve_run(engine: Engine, run_id: int) -> JsonObject:
 
 def serve_results(engine: Engine, run_id: int) -> pd.DataFrame:
     """One row per strategy, in the order they ran."""
-    cols = [getattr(ServeResult, f) for f in rec.RESULT_FIELDS]
-    stmt = select(*cols).where(ServeResult.run_id == run_id).order_by(ServeResult.id)
+    cols = [getattr(ServeResultRow, f) for f in rec.RESULT_FIELDS]
+    stmt = select(*cols).where(ServeResultRow.run_id == run_id).order_by(ServeResultRow.id)
     with engine.connect() as c:
         return _frame(c.execute(stmt), rec.RESULT_FIELDS)
 
 
 def serve_profile(engine: Engine, run_id: int) -> pd.DataFrame:
-    cols = [getattr(ServeProfilePoint, f) for f in rec.PROFILE_FIELDS]
-    stmt = (select(*cols).where(ServeProfilePoint.run_id == run_id)
-            .order_by(ServeProfilePoint.batch_size))
+    cols = [getattr(ServeProfilePointRow, f) for f in rec.PROFILE_FIELDS]
+    stmt = (select(*cols).where(ServeProfilePointRow.run_id == run_id)
+            .order_by(ServeProfilePointRow.batch_size))
     with engine.connect() as c:
         return _frame(c.execute(stmt), rec.PROFILE_FIELDS)
 

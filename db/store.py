@@ -12,13 +12,12 @@ from sqlalchemy.orm import Session, selectinload
 from db import graph_memory as dbgm
 from db import liveness, rows
 from db.access import require_writable
-from db.models import Measurement, Run, Trace
+from db.models import MeasurementRow, RunRow, TraceRow
 from db.rows import RunNotFound, environment_key  # noqa: F401 - part of this API
 from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
 from runner.format.bundle import BundleError
-from runner.format.measurement import JsonObject
-from runner.format.measurement import Measurement as Point
+from runner.format.measurement import JsonObject, Measurement
 
 
 def start_run(engine: Engine, environment: JsonObject, run: JsonObject) -> int:
@@ -36,12 +35,12 @@ def heartbeat_run(engine: Engine, run_id: int) -> bool:
     """Say the run's writer is alive. False when the run is no longer running (reaped
     as lost, say): the writer's beats change nothing then."""
     with engine.begin() as c:
-        return c.execute(update(Run).where(Run.id == run_id, Run.status == "running")
+        return c.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == "running")
                          .values(heartbeat_at=liveness.now_expr(c))
-                         .returning(Run.id)).first() is not None
+                         .returning(RunRow.id)).first() is not None
 
 
-def add_measurement(engine: Engine, run_id: int, point: Point) -> None:
+def add_measurement(engine: Engine, run_id: int, point: Measurement) -> None:
     """Commit one finished point, so a crash loses only the point in flight. A point is
     a sign of life: the run's heartbeat moves in the same transaction."""
     measurement = point.to_json()
@@ -50,11 +49,11 @@ def add_measurement(engine: Engine, run_id: int, point: Point) -> None:
         row = rows.measurement_row(measurement)
         row.run_id = run_id
         s.add(row)
-        s.execute(update(Run).where(Run.id == run_id, Run.status == "running")
+        s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == "running")
                   .values(heartbeat_at=liveness.now_expr(engine)))
 
 
-def replace_measurement(engine: Engine, run_id: int, point: Point) -> None:
+def replace_measurement(engine: Engine, run_id: int, point: Measurement) -> None:
     """Replace the run's point at the same (mode, batch_size) with `measurement`, in one
     transaction: `--processes K` stores each point from its first pass and replaces it as
     later passes add their rounds. The new row gets a new id, so queries.data_version
@@ -65,16 +64,16 @@ def replace_measurement(engine: Engine, run_id: int, point: Point) -> None:
     measurement = point.to_json()
     fmt.check_measurement(measurement)  # BundleError: one line, nothing written
     with Session(engine) as s, s.begin():
-        old = select(Measurement.id).where(Measurement.run_id == run_id,
-                                           Measurement.mode == measurement["mode"],
-                                           Measurement.batch_size == measurement["batch_size"])
+        old = select(MeasurementRow.id).where(
+            MeasurementRow.run_id == run_id, MeasurementRow.mode == measurement["mode"],
+            MeasurementRow.batch_size == measurement["batch_size"])
         # Explicit, not only ON DELETE CASCADE: SQLite enforces it only with the pragma.
-        s.execute(delete(Trace).where(Trace.measurement_id.in_(old)))
-        s.execute(delete(Measurement).where(Measurement.id.in_(old)))
+        s.execute(delete(TraceRow).where(TraceRow.measurement_id.in_(old)))
+        s.execute(delete(MeasurementRow).where(MeasurementRow.id.in_(old)))
         row = rows.measurement_row(measurement)
         row.run_id = run_id
         s.add(row)
-        s.execute(update(Run).where(Run.id == run_id, Run.status == "running")
+        s.execute(update(RunRow).where(RunRow.id == run_id, RunRow.status == "running")
                   .values(heartbeat_at=liveness.now_expr(engine)))
 
 
@@ -83,7 +82,7 @@ def finish_run(engine: Engine, run_id: int, status: str,
     if status not in fmt.RUN_STATUSES:
         raise ValueError(f"unknown run status {status!r}")
     with Session(engine) as s, s.begin():
-        row = s.get(Run, run_id)
+        row = s.get(RunRow, run_id)
         if row is None:
             raise RunNotFound(f"run {run_id} does not exist")
         row.status = status
@@ -128,14 +127,17 @@ def fingerprint(doc: JsonObject) -> str:
 
 def import_bundle(engine: Engine, doc: JsonObject, name: str = "the bundle"
                   ) -> tuple[int, bool]:
-    """Store a validated bundle in one transaction. Returns (run id, created); a bundle
-    whose uuid is already stored with the same content adds nothing (created is False);
-    with other content it is refused (BundleConflict names both)."""
+    """Store a bundle in one transaction. Returns (run id, created); a bundle whose uuid
+    is already stored with the same content adds nothing (created is False); with other
+    content it is refused (BundleConflict names both)."""
     require_writable("import a run")  # read-only share mode: enforced here, not only in the UI
-    doc = fmt.validate(doc)
+    # A bundle read from a file (fmt.read, fmt.loads) was checked where it was read; only
+    # a dict built in code (a test, a benchmark) is checked here. Once either way.
+    if not isinstance(doc, fmt.Bundle):
+        doc = fmt.validate(doc)
     run = doc["run"]
     with Session(engine) as s:
-        existing = s.scalar(select(Run.id).where(Run.uuid == run["uuid"]))
+        existing = s.scalar(select(RunRow.id).where(RunRow.uuid == run["uuid"]))
     if existing is not None:
         _same_or_conflict(engine, existing, doc, name)
         return existing, False
@@ -179,6 +181,8 @@ def import_safely(engine: Engine, doc: JsonObject, name: str) -> tuple[int, bool
 
 def _same_or_conflict(engine: Engine, run_id: int, doc: JsonObject, name: str) -> None:
     try:
+        # The stored run, not the one being imported: checked so that both sides are in
+        # validate()'s normal form before their fingerprints are compared.
         stored = fmt.validate(export_bundle(engine, run_id))
         same = fingerprint(stored) == fingerprint(doc)
     except (BundleError, RunNotFound):  # a stored run that no longer reads: not the same
@@ -197,38 +201,38 @@ def delete_run(engine: Engine, run_id: int) -> JsonObject:
     from sqlalchemy import delete, func
 
     from db.models import (
-        GraphMemoryCapture,
-        Job,
-        ServeConfig,
-        ServeProfilePoint,
-        ServeResult,
+        GraphMemoryCaptureRow,
+        JobRow,
+        ServeConfigRow,
+        ServeProfilePointRow,
+        ServeResultRow,
     )
 
     with Session(engine) as s, s.begin():
-        row = s.get(Run, run_id)
+        row = s.get(RunRow, run_id)
         if row is None:
             raise RunNotFound(f"run {run_id} does not exist")
         facts = {"id": run_id, "uuid": row.uuid, "workload": row.workload,
-                 "points": s.scalar(select(func.count()).select_from(Measurement)
-                                    .where(Measurement.run_id == run_id))}
+                 "points": s.scalar(select(func.count()).select_from(MeasurementRow)
+                                    .where(MeasurementRow.run_id == run_id))}
         # Explicit deletes, not only ON DELETE CASCADE: SQLite enforces it only with the
         # foreign_keys pragma, and a job keeps its row with the run link cleared.
-        s.execute(update(Job).where(Job.run_id == run_id).values(run_id=None))
-        s.execute(delete(Trace).where(Trace.measurement_id.in_(
-            select(Measurement.id).where(Measurement.run_id == run_id))))
-        for model in (Measurement, ServeResult, ServeProfilePoint, ServeConfig,
-                      GraphMemoryCapture):
+        s.execute(update(JobRow).where(JobRow.run_id == run_id).values(run_id=None))
+        s.execute(delete(TraceRow).where(TraceRow.measurement_id.in_(
+            select(MeasurementRow.id).where(MeasurementRow.run_id == run_id))))
+        for model in (MeasurementRow, ServeResultRow, ServeProfilePointRow, ServeConfigRow,
+                      GraphMemoryCaptureRow):
             s.execute(delete(model).where(model.run_id == run_id))
-        s.execute(delete(Run).where(Run.id == run_id))
+        s.execute(delete(RunRow).where(RunRow.id == run_id))
     return facts
 
 
 def export_bundle(engine: Engine, run_id: int) -> JsonObject:
     """The run as a bundle dict, exactly what `import_bundle` takes back."""
     with Session(engine) as s:
-        row = s.scalar(select(Run).where(Run.id == run_id).options(
-            selectinload(Run.measurements).selectinload(Measurement.trace_row),
-            selectinload(Run.environment)))
+        row = s.scalar(select(RunRow).where(RunRow.id == run_id).options(
+            selectinload(RunRow.measurements).selectinload(MeasurementRow.trace_row),
+            selectinload(RunRow.environment)))
         if row is None:
             raise RunNotFound(f"run {run_id} does not exist")
         env = {f: getattr(row.environment, f) for f in fmt.ENVIRONMENT_FIELDS}

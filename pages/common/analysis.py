@@ -22,8 +22,7 @@ from runner.format import verdict as vd
 from runner.format.bundle import ENVIRONMENT_FIELDS, MODES
 from runner.format.measurement import details_of
 from runner.format.numbers import flag_or_none as _flag
-from runner.format.numbers import is_missing
-from runner.format.numbers import number_or_none as _num
+from runner.format.numbers import is_missing, number_or_none
 from runner.format.run_summary import BREAK_EVEN_GAIN
 from runner.format.verdict import INCONCLUSIVE, RANKABLE, verdict
 
@@ -50,7 +49,7 @@ def usable(points: pd.DataFrame) -> pd.DataFrame:
 def _eager_reference(details: Any) -> float | None:
     """A point may name the eager time of its own experiment (the published manual graph
     figure was measured against its own eager run); that is the fair reference."""
-    return _num(details_of(details).source.eager_reference_ms)
+    return number_or_none(details_of(details).source.eager_reference_ms)
 
 
 SPEEDUP_COLUMNS = ["run_id", "mode", "batch_size", "step_ms", "eager_ms", "speedup",
@@ -203,7 +202,7 @@ def break_even(points: pd.DataFrame, threshold: float = BREAK_EVEN_GAIN) -> Brea
     paired = {}
     for _, row in ok[ok["mode"] == "reduce-overhead"].iterrows():
         vs = details_of(row.get("details")).intervals.vs_compile
-        if isinstance(vs, dict) and _num(vs.get("median")) is not None:
+        if isinstance(vs, dict) and number_or_none(vs.get("median")) is not None:
             paired[row["batch_size"]] = float(vs["median"])
     # The paired per-round ratio where the runner measured it; else ratio of medians.
     ratios = tuple((int(b), paired.get(b, float(c[b] / r[b]))) for b in both)
@@ -237,7 +236,7 @@ def payback(points: pd.DataFrame) -> pd.DataFrame:
     out["never"] = out["saving_ms"] <= 0
 
     def steps(row) -> float | None:
-        s = _num(row["setup_s"])
+        s = number_or_none(row["setup_s"])
         if s is None or row["never"]:
             return None
         return float(math.ceil(s * 1000.0 / row["saving_ms"]))
@@ -361,7 +360,7 @@ def ratio_interval(num_low: Any, num_high: Any, den_low: Any,
                    den_high: Any) -> tuple[float, float] | None:
     """A conservative interval for num / den from each side's own 95% interval:
     num_low / den_high .. num_high / den_low. None when a bound is unknown."""
-    a, b, c, d = (_num(v) for v in (num_low, num_high, den_low, den_high))
+    a, b, c, d = (number_or_none(v) for v in (num_low, num_high, den_low, den_high))
     if None in (a, b, c, d) or c <= 0 or d <= 0:
         return None
     return a / d, b / c
@@ -488,7 +487,7 @@ def ratio_table(points: pd.DataFrame, headers: pd.DataFrame,
 
 
 def _verdict_text(interval: tuple[float, float] | None, ratio: float) -> str:
-    if _num(ratio) is None:
+    if number_or_none(ratio) is None:
         return "—"
     said = ratio_verdict(interval)
     if interval is None:

@@ -94,6 +94,6 @@ def show_job(engine, job: Job, p: JobProgress, locked: bool) -> None:
             except (jobs.JobFinished, ReadOnlyError, slurm.SlurmError) as e:
                 st.warning(str(e))
             st.rerun(scope="fragment")
-    if job.run_id is not None and job.status in jobs.FINISHED:
+    if job.run_id is not None and job.status in jobs.FINISHED_STATUSES:
         st.page_link(PAGES["run"], label=f"Open run {job.run_id}",
                      icon=":material/monitoring:", query_params={"run": job.run_id})

@@ -15,7 +15,6 @@ captured separately, each in its own pool.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,7 @@ import pandas as pd
 
 from pages.common.analysis import run_names
 from runner.format.measurement import Measurement, details_of
+from runner.format.numbers import number_or_none
 
 RAW_CUDA_NOTE = ("NVIDIA's V100 figures are raw CUDA runtime launches from C++: no "
                  "Python, no PyTorch dispatcher, no caching allocator. A kernel-chain point "
@@ -32,14 +32,6 @@ RAW_CUDA_NOTE = ("NVIDIA's V100 figures are raw CUDA runtime launches from C++: 
                  "per-kernel cost is higher by what PyTorch adds, not by what the GPU does.")
 NOTE_EXAMPLE = {"kernels": 100, "launch_us": 5.0, "kernel_us": 2.0}  # the interview note
 MIB = 1024 * 1024
-
-
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
 
 
 def _details(row) -> Measurement:
@@ -56,17 +48,17 @@ def chain_kernels(header: dict | pd.Series) -> int | None:
     if header.get("workload") != "kernel-chain":
         return None
     params = header.get("workload_params")
-    k = _num(params.get("kernels")) if isinstance(params, dict) else None
+    k = number_or_none(params.get("kernels")) if isinstance(params, dict) else None
     return int(k) if k and k > 0 else None
 
 
 def per_kernel_us(row, kernels: int) -> float | None:
     """One kernel's share of a step (us): step / kernels, or a published per-kernel
     figure where the publication gives only that."""
-    step = _num(row.get("step_ms"))
+    step = number_or_none(row.get("step_ms"))
     if step is not None:
         return step * 1e3 / kernels
-    return _num(_details(row).launches.per_kernel_us)
+    return number_or_none(_details(row).launches.per_kernel_us)
 
 
 def per_kernel_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataFrame:
@@ -77,15 +69,16 @@ def per_kernel_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataF
         return pd.DataFrame()
     rows = []
     for _, p in points[points["status"] == "ok"].iterrows():
-        busy, kernels_run = _num(p.get("gpu_busy_ms")), _num(p.get("gpu_kernels_per_step"))
+        busy = number_or_none(p.get("gpu_busy_ms"))
+        kernels_run = number_or_none(p.get("gpu_kernels_per_step"))
         rows.append({
             "batch (elements)": int(p["batch_size"]), "mode": p["mode"],
-            "step us": None if _num(p.get("step_ms")) is None else p["step_ms"] * 1e3,
+            "step us": None if number_or_none(p.get("step_ms")) is None else p["step_ms"] * 1e3,
             "per kernel us": per_kernel_us(p, k),
             "GPU per kernel us": (busy * 1e3 / kernels_run if busy and kernels_run
-                                  else _num(_details(p).launches.kernel_us)),
-            "host launches": _num(p.get("host_launches_per_step")),
-            "graph launches": _num(p.get("graph_launches_per_step")),
+                                  else number_or_none(_details(p).launches.kernel_us)),
+            "host launches": number_or_none(p.get("host_launches_per_step")),
+            "graph launches": number_or_none(p.get("graph_launches_per_step")),
         })
     return pd.DataFrame(rows).sort_values(["batch (elements)", "mode"]).reset_index(drop=True)
 
@@ -109,8 +102,9 @@ def hand_calculation(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataF
         eager = by_mode.get("eager")
         if eager is None:
             continue
-        launch = _num(eager.get("launch_us"))
-        busy, n = _num(eager.get("gpu_busy_ms")), _num(eager.get("gpu_kernels_per_step"))
+        launch = number_or_none(eager.get("launch_us"))
+        busy = number_or_none(eager.get("gpu_busy_ms"))
+        n = number_or_none(eager.get("gpu_kernels_per_step"))
         if launch is None or not busy or not n:
             continue
         kernel = busy * 1e3 / n
@@ -119,10 +113,11 @@ def hand_calculation(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataF
         rows.append({"batch (elements)": int(batch), "kernels": k,
                      "launch us (measured)": launch, "kernel us (measured)": kernel,
                      "eager us: N x max(L, K)": est_eager,
-                     "eager us measured": _num(eager.get("step_ms")) * 1e3,
+                     "eager us measured": number_or_none(eager.get("step_ms")) * 1e3,
                      "graph us: N x K + L": est_graph,
-                     "graph us measured": (_num(graph.get("step_ms")) * 1e3
-                                           if graph and _num(graph.get("step_ms")) else None)})
+                     "graph us measured": (number_or_none(graph.get("step_ms")) * 1e3
+                                           if graph and number_or_none(graph.get("step_ms"))
+                                           else None)})
     return pd.DataFrame(rows)
 
 
@@ -169,7 +164,7 @@ def train_memory_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.Dat
     for _, p in points[points["status"] == "ok"].iterrows():
         d = _details(p)
         trees, sep = _mapping(d.setup.cudagraph_trees), _mapping(d.memory.separate_graphs)
-        mib = lambda v: None if _num(v) is None else _num(v) / MIB  # noqa: E731
+        mib = lambda v: None if number_or_none(v) is None else number_or_none(v) / MIB  # noqa: E731
         rows.append({
             "batch": int(p["batch_size"]), "mode": p["mode"],
             "graph pool MiB": mib(p.get("graph_pool_bytes")),
@@ -197,8 +192,9 @@ def train_pool_chart(points: pd.DataFrame, header: dict | pd.Series) -> alt.Char
     ro = points[(points["mode"] == "reduce-overhead") & (points["status"] == "ok")]
     for _, p in ro.iterrows():
         sep = _mapping(_details(p).memory.separate_graphs)
-        pool = _num(p.get("graph_pool_bytes"))
-        fwd, bwd = _num(sep.get("forward_pool_bytes")), _num(sep.get("backward_pool_bytes"))
+        pool = number_or_none(p.get("graph_pool_bytes"))
+        fwd = number_or_none(sep.get("forward_pool_bytes"))
+        bwd = number_or_none(sep.get("backward_pool_bytes"))
         if pool is None or fwd is None or bwd is None:
             continue
         b = int(p["batch_size"])

@@ -22,8 +22,8 @@ from runner.format.trace import (  # noqa: F401 - re-exported for callers
     HOST_COPY_PREFIXES,
     HOST_LAUNCH_NAMES,
     select_step,
+    validate_trace,
 )
-from runner.format.trace import validate as validate_trace
 
 
 class ProfilingError(RuntimeError):

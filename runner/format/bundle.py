@@ -42,8 +42,7 @@ from runner.format.measurement import (
 )
 from runner.format.numbers import is_number
 from runner.format.serve_record import SectionError, validate_section
-from runner.format.trace import TraceError
-from runner.format.trace import validate as validate_trace
+from runner.format.trace import TraceError, validate_trace
 from runner.format.vocab import (
     CUDAGRAPH_STATUSES,
     DEVICES,
@@ -92,6 +91,14 @@ INTEGER_FIELDS = {"samples": INT32_MAX, "graph_pool_bytes": INT64_MAX,
                   "peak_allocated_bytes": INT64_MAX, "reserved_delta_bytes": INT64_MAX}
 class BundleError(ValueError):
     """A bundle that cannot be read or does not follow the format. str() is one line."""
+
+
+class Bundle(dict):
+    """A bundle as validate() returns it, and so read() and loads(): checked against the
+    format and normalised where it entered. db/store.py import_bundle stores it as it is
+    and checks only a plain dict (one built in code), so a file is checked once on its
+    way to the database. Changed after the check, it is a plain dict's to check again:
+    pass it through validate()."""
 
 
 # C0 controls other than tab, newline and carriage return (PostgreSQL refuses NUL in text
@@ -249,7 +256,7 @@ def _check_text_fields(where: str, obj: dict, limits: dict[str, int]) -> None:
             raise BundleError(f"{where}.{f} {v[:40]!r}... is longer than {limit} characters")
 
 
-def validate(doc: Any) -> JsonObject:
+def validate(doc: Any) -> Bundle:
     """Check a parsed bundle; return it normalised, or raise BundleError naming the value."""
     if not isinstance(doc, dict):
         raise BundleError(f"not a launchbench bundle: top level is {type(doc).__name__}, "
@@ -333,7 +340,7 @@ def validate(doc: Any) -> JsonObject:
         out["serve"] = serve
     if graph_memory is not None:
         out[gm.SECTION] = graph_memory
-    return out
+    return Bundle(out)
 
 
 def _validate_graph_memory(section: Any, kind: str, measurements: list) -> JsonObject | None:
@@ -433,7 +440,7 @@ def check_measurement(m: Any) -> None:
     _validate_measurement(0, m)
 
 
-def loads(text: str, name: str = "bundle") -> JsonObject:
+def loads(text: str, name: str = "bundle") -> Bundle:
     if len(text) > MAX_BUNDLE_BYTES:
         raise BundleError(f"{name} is {len(text) / 1024 / 1024:.1f} MB: over the "
                           f"{MAX_BUNDLE_BYTES >> 20} MB limit for a bundle")
@@ -449,7 +456,7 @@ def loads(text: str, name: str = "bundle") -> JsonObject:
     return validate(doc)
 
 
-def read(path: str | os.PathLike) -> JsonObject:
+def read(path: str | os.PathLike) -> Bundle:
     p = Path(path)
     if not p.exists():
         raise BundleError(f"bundle file {str(p)!r} does not exist")

@@ -76,7 +76,7 @@ MEASUREMENT_FIELDS = (
     "samples_ms", "launch_us_rounds", "details",
 )
 # Beside the fields above, not among them: the database keeps a point's trace in a table
-# of its own (db/models.py, Trace), so reading points never loads timelines.
+# of its own (db/models.py, TraceRow), so reading points never loads timelines.
 TRACE_FIELD = "trace"
 
 
@@ -406,7 +406,6 @@ _DETAIL_KEYS = _keys(DETAILS)
 assert set(_TOP_KEYS) == set(MEASUREMENT_FIELDS) - {
     "mode", "batch_size", "status", "message", "details"} | {TRACE_FIELD}
 assert sorted(DETAILS_ORDER) == sorted(_DETAIL_KEYS), "DETAILS_ORDER misses a key"
-DETAIL_KEYS = DETAILS_ORDER  # every declared details key
 
 
 def details_of(details: Any) -> Measurement:

@@ -30,13 +30,15 @@ def is_missing(v: Any) -> bool:
 
 
 def number_or_none(v: Any) -> float | None:
-    """Anything numeric (numpy and pandas scalars too) as a finite float; None for None,
-    a bool, text, NaN or inf: a figure a page can compute with, or none."""
-    if v is None or isinstance(v, bool):
+    """The one reading of a figure that may be unknown: anything numeric (numpy and
+    pandas scalars, numeric text such as nvidia-smi prints) as a finite float; None for
+    None, a bool (Python's or numpy's: a yes/no column is not a count), other text, NaN,
+    inf and an integer too large for a float. A figure a caller can compute with, or none."""
+    if v is None or isinstance(v, bool) or getattr(getattr(v, "dtype", None), "kind", "") == "b":
         return None
     try:
         f = float(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return f if math.isfinite(f) else None
 

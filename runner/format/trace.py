@@ -32,7 +32,7 @@ from typing import Any
 from runner.format.limits import MAX_TRACE_EVENTS, MAX_TRACE_NAME
 
 # One step's timeline as stored (a bundle's measurement "trace", the traces table): JSON,
-# checked by validate() where it enters; read by the functions below.
+# checked by validate_trace() where it enters; read by the functions below.
 TraceDoc = dict[str, Any]
 
 # Runtime and driver entry points that launch one kernel each. The profiler may add a
@@ -398,7 +398,7 @@ def chrome_trace(traces: Sequence[tuple[str, TraceDoc]]) -> dict[str, Any]:
 
 # --- checking a stored trace -------------------------------------------------------------------
 
-def validate(trace: Any, where: str = "trace") -> None:
+def validate_trace(trace: Any, where: str = "trace") -> None:
     """Raise TraceError naming the first value that breaks the format or its bounds."""
     if not isinstance(trace, dict):
         raise TraceError(f"{where} must be an object or null")

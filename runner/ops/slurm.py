@@ -394,7 +394,7 @@ def reconcile(engine) -> list[tuple[int, str]]:
 
 
 def interrupted(engine):
-    """For Worker(interrupted=...) in a batch job, where a SIGTERM is Slurm ending it.
+    """For WorkerLoop(interrupted=...) in a batch job, where a SIGTERM is Slurm ending it.
     Cancelled through the queue (then scancel): the job ends cancelled at once. Anything
     else (time limit, an outside scancel): the job is left as it is, because Slurm says
     why only once the batch job has ended (while the worker runs it shows COMPLETING);

@@ -21,8 +21,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, Operation
 from db import jobs
 from runner.format.measurement import JsonObject, Measurement
 from runner.format.point_text import describe
-from runner.format.queue import Job
-from runner.format.queue import Worker as WorkerRow
+from runner.format.queue import Job, Worker
 
 POLL_S = 1.0
 # A result write that meets a database outage is tried again after each of these pauses
@@ -62,7 +61,7 @@ def retrying(call: Callable[[], Any], what: str, *, log: Callable[[str], None],
     raise AssertionError("unreachable")
 
 
-def identity(name: str | None = None) -> tuple[WorkerRow, int | None]:
+def identity(name: str | None = None) -> tuple[Worker, int | None]:
     """This process as a worker, not registered yet (id 0): what claim_next matches jobs
     against (GPU name, whether CUDA is there); and its GPU's memory in bytes, what a job's
     memory bound is checked against here (None: the default's)."""
@@ -70,10 +69,10 @@ def identity(name: str | None = None) -> tuple[WorkerRow, int | None]:
 
     has_cuda = torch.cuda.is_available()
     hostname = socket.gethostname()
-    me = WorkerRow(id=0, name=name or hostname, hostname=hostname, pid=os.getpid(),
-                   has_cuda=has_cuda,
-                   gpu_name=torch.cuda.get_device_name(0) if has_cuda else None,
-                   torch_version=torch.__version__)
+    me = Worker(id=0, name=name or hostname, hostname=hostname, pid=os.getpid(),
+                has_cuda=has_cuda,
+                gpu_name=torch.cuda.get_device_name(0) if has_cuda else None,
+                torch_version=torch.__version__)
     return me, (torch.cuda.get_device_properties(0).total_memory if has_cuda else None)
 
 
@@ -160,7 +159,10 @@ class _Heartbeat(threading.Thread):
         self._done.set()
 
 
-class Worker:
+class WorkerLoop:
+    """A worker's loop in this process: claim, run, heartbeat. Its row's record is
+    `self.info` (runner/format/queue.py Worker); the table model is db.models.WorkerRow."""
+
     def __init__(self, engine, name: str | None = None, *, heartbeat_s: float =
                  jobs.HEARTBEAT_S, lost_after_s: float = jobs.LOST_AFTER_S,
                  poll_s: float = POLL_S, log: Callable[[str], None] = print,
@@ -184,7 +186,7 @@ class Worker:
         wid = jobs.register_worker(
             engine, name=me.name, hostname=me.hostname, pid=me.pid, gpu_name=me.gpu_name,
             has_cuda=me.has_cuda, torch_version=me.torch_version, **host)
-        self.info: WorkerRow = replace(me, id=wid, **host)
+        self.info: Worker = replace(me, id=wid, **host)
 
     def serve(self, *, once: bool = False, idle_exit_s: float | None = None,
               job_id: int | None = None, slurm_job_id: str | None = None,

@@ -11,7 +11,7 @@ from sqlalchemy import func, select, text
 
 from db import graph_memory as dbgm
 from db import migrate, store
-from db.models import GraphMemoryCapture, Measurement, Run
+from db.models import GraphMemoryCaptureRow, MeasurementRow, RunRow
 from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
 from tests.conftest import ROOT
@@ -38,7 +38,7 @@ def test_round_trip_on_both_backends(engine):
     assert dbgm.attributions(engine, [run_id])[run_id] == {**a, "sizes": 10}
     store.delete_run(engine, run_id)
     with engine.connect() as c:
-        assert c.scalar(select(func.count()).select_from(GraphMemoryCapture)) == 0
+        assert c.scalar(select(func.count()).select_from(GraphMemoryCaptureRow)) == 0
 
 
 def test_a_changed_series_under_the_same_uuid_conflicts(engine):
@@ -122,7 +122,7 @@ def test_migration_0010_keeps_runs_and_widens_the_kind(tmp_path):
     migrate.upgrade(engine)
     assert migrate.current(engine) == migrate.head()
     with engine.connect() as c:
-        assert c.scalar(select(func.count()).select_from(Measurement)) == 1
+        assert c.scalar(select(func.count()).select_from(MeasurementRow)) == 1
         assert c.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
     run_id, _ = store.import_bundle(engine, probe_bundle())
     with pytest.raises(Exception, match="ck_run_kind|CHECK"), engine.begin() as c:
@@ -135,8 +135,8 @@ def test_migration_0010_keeps_runs_and_widens_the_kind(tmp_path):
         cfg.attributes["connection"] = conn
         command.downgrade(cfg, "0009_energy")
     with engine.connect() as c:
-        assert c.scalar(select(func.count()).select_from(Run)) == 1
-        assert c.scalar(select(func.count()).select_from(Measurement)) == 1
+        assert c.scalar(select(func.count()).select_from(RunRow)) == 1
+        assert c.scalar(select(func.count()).select_from(MeasurementRow)) == 1
         sql = c.exec_driver_sql("select sql from sqlite_master where name = 'runs'").scalar()
     assert "'graph-memory'" not in sql and "'serve'" in sql
     migrate.upgrade(engine)

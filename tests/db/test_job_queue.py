@@ -18,9 +18,9 @@ from sqlalchemy import func, select, text
 from db import jobs, store
 from db.access import ReadOnlyError
 from db.engine import make_engine
-from db.models import Measurement, Run
+from db.models import MeasurementRow, RunRow
 from runner.format import bundle as fmt
-from runner.format.measurement import Measurement as Point
+from runner.format.measurement import Measurement
 from runner.format.queue import Job, JobProgress, Worker
 from tests.conftest import ROOT
 
@@ -94,7 +94,7 @@ def test_reap_lost_keeps_points_and_fails_run(engine):
         "uuid": f"u-{job_id}-{time.time()}", "workload": "mlp", "created_at": fmt.now_iso(),
         "status": "running"})
     jobs.link_run(engine, job_id, run_id)
-    store.add_measurement(engine, run_id, Point("eager", 1))
+    store.add_measurement(engine, run_id, Measurement("eager", 1))
     now = jobs.db_now(engine)
     assert jobs.reap_lost(engine, timeout_s=60, now=now) == []  # it just beat
     # Decided at an explicit time, not by waiting: a busy machine changes nothing.
@@ -156,7 +156,7 @@ def test_read_only_refused_in_the_functions(engine, monkeypatch):
         ensure_local_worker(engine, jobs.get_job(engine, job_id), "sqlite:///x.db")
     assert [j.status for j in jobs.list_jobs(engine)] == ["queued"]
     with engine.connect() as c:
-        assert c.scalar(select(func.count()).select_from(Run)) == 0
+        assert c.scalar(select(func.count()).select_from(RunRow)) == 0
     monkeypatch.setenv("LAUNCHBENCH_READ_ONLY", "0")
     assert jobs.cancel(engine, job_id) == "cancelled"
 
@@ -320,8 +320,8 @@ def test_four_workers_race_for_every_job_and_run_each_exactly_once(any_url,
     run_ids = {j.run_id for j in rows}
     assert len(run_ids) == RACED_JOBS and None not in run_ids
     with engine.connect() as c:
-        assert c.scalar(select(func.count()).select_from(Run)) == RACED_JOBS  # none twice
-        points = c.execute(select(Measurement.details)).scalars().all()
+        assert c.scalar(select(func.count()).select_from(RunRow)) == RACED_JOBS  # none twice
+        points = c.execute(select(MeasurementRow.details)).scalars().all()
     assert len(points) == RACED_JOBS
     assert {p["host"]["policy"] for p in points} == {"exclusive"}
     assert jobs.live_workers(engine) == []  # each said goodbye

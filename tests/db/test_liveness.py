@@ -21,7 +21,7 @@ from sqlalchemy.exc import OperationalError
 
 from db import jobs, queries, store
 from db.engine import make_engine
-from db.models import Job, Run
+from db.models import JobRow, RunRow
 from runner.format import bundle as fmt
 from runner.format import limits, queue
 from runner.format.specs import estimate_cost
@@ -76,7 +76,7 @@ def test_sigkilled_sweep_reads_lost_after_the_timeout_and_a_writer_persists_it(
             p.kill()
     run_id = queries.list_runs(engine)[0].header.id
     with engine.connect() as c:
-        beat = c.scalar(select(Run.heartbeat_at).where(Run.id == run_id))
+        beat = c.scalar(select(RunRow.heartbeat_at).where(RunRow.id == run_id))
     assert beat is not None  # the sweep heartbeated its run
     now = jobs.db_now(engine)
     assert _status(engine, run_id, now) == "running"  # it beat moments ago
@@ -84,7 +84,7 @@ def test_sigkilled_sweep_reads_lost_after_the_timeout_and_a_writer_persists_it(
     frame = queries.runs_frame(engine, now=now + LATER)
     assert frame.loc[frame["id"] == run_id, "status"].item() == "lost"
     assert queries.list_runs(engine, now + LATER)[0].header.status == "lost"  # `runner list`
-    assert _stored(engine, Run, run_id) == "running"  # reading wrote nothing
+    assert _stored(engine, RunRow, run_id) == "running"  # reading wrote nothing
 
     # A read-only deployment shows the truth too, through its read-only engine.
     monkeypatch.setenv("LAUNCHBENCH_READ_ONLY", "1")
@@ -96,9 +96,9 @@ def test_sigkilled_sweep_reads_lost_after_the_timeout_and_a_writer_persists_it(
     monkeypatch.delenv("LAUNCHBENCH_READ_ONLY")
 
     points = len(store.export_bundle(engine, run_id)["measurements"])
-    assert jobs.reap_lost(engine, now=now) == [] and _stored(engine, Run, run_id) == "running"
+    assert jobs.reap_lost(engine, now=now) == [] and _stored(engine, RunRow, run_id) == "running"
     assert jobs.reap_lost(engine, now=now + LATER) == []  # no job: the run alone
-    assert _stored(engine, Run, run_id) == "failed"
+    assert _stored(engine, RunRow, run_id) == "failed"
     doc = fmt.validate(store.export_bundle(engine, run_id))
     assert doc["run"]["status"] == "failed" and len(doc["measurements"]) == points >= 1
     engine.dispose()
@@ -113,7 +113,7 @@ def test_a_run_sink_heartbeats_while_open_and_stops_when_finished(sqlite_engine)
 
     def beat():
         with sqlite_engine.connect() as c:
-            return c.scalar(select(Run.heartbeat_at).where(Run.id == sink.run_id))
+            return c.scalar(select(RunRow.heartbeat_at).where(RunRow.id == sink.run_id))
 
     first, deadline = beat(), time.monotonic() + 30
     while beat() == first and time.monotonic() < deadline:
@@ -133,9 +133,9 @@ def test_a_job_still_running_keeps_its_run_from_the_runs_own_reaping(sqlite_engi
     jobs.link_run(sqlite_engine, job_id, run_id)
     old = jobs.db_now(sqlite_engine) - timedelta(hours=1)
     with sqlite_engine.begin() as c:  # the run's own beat is old, its job's is fresh
-        c.execute(update(Run).values(heartbeat_at=old, created_at=old))
+        c.execute(update(RunRow).values(heartbeat_at=old, created_at=old))
     assert jobs.reap_lost(sqlite_engine) == []
-    assert _stored(sqlite_engine, Run, run_id) == "running"
+    assert _stored(sqlite_engine, RunRow, run_id) == "running"
 
 
 # --- a dead worker, nothing else running -------------------------------------------------------
@@ -163,14 +163,14 @@ def test_launch_page_shows_a_lost_job_without_writing(app_db_url):
     jobs.claim_next(engine, _worker(engine))
     old = jobs.db_now(engine) - timedelta(hours=1)
     with engine.begin() as c:
-        c.execute(update(Job).values(heartbeat_at=old))
+        c.execute(update(JobRow).values(heartbeat_at=old))
     at = open_app("pages/launch.py", job=str(job_id))
     assert f"Job {job_id}: lost" in [s.value for s in at.subheader]
-    assert _stored(engine, Job, job_id) == "running"  # the page only read
+    assert _stored(engine, JobRow, job_id) == "running"  # the page only read
     reap = next(b for b in at.button if b.key == "reap_lost")
     reap.click()
     at.run()
-    assert _stored(engine, Job, job_id) == "failed"  # the explicit action persists it
+    assert _stored(engine, JobRow, job_id) == "failed"  # the explicit action persists it
     engine.dispose()
 
 
@@ -192,9 +192,9 @@ def _flaky(monkeypatch, module, name: str, failures: int) -> list[int]:
 
 
 def _one_job_worker(engine, sleeps):
-    from runner.ops.worker import Worker
+    from runner.ops.worker import WorkerLoop
 
-    return Worker(engine, "retry-test", sleep=sleeps.append, log=lambda _m: None)
+    return WorkerLoop(engine, "retry-test", sleep=sleeps.append, log=lambda _m: None)
 
 
 def test_worker_retries_result_writes_and_keeps_the_measured_job(sqlite_engine, monkeypatch):
@@ -307,7 +307,7 @@ def test_queue_caps_per_session_and_in_all(any_url, monkeypatch):
     with pytest.raises(jobs.QueueFull, match="queue already holds"):
         jobs.enqueue(engine, TINY, session="tab-c")
     with engine.connect() as c:  # refused: rolled back, nothing half-written
-        assert c.scalar(select(func.count()).select_from(Job)) == (
+        assert c.scalar(select(func.count()).select_from(JobRow)) == (
             limits.MAX_QUEUED_PER_SESSION + 2)
     # A job that runs frees its place.
     jobs.claim_next(engine, _worker(engine))

@@ -93,3 +93,26 @@ def test_intervals_and_rounds_round_trip_and_count_per_run(any_url):
     pts = queries.run_points(engine, new_id)
     assert pts["speedup"].dtype.kind == "f" and pts["stop_reason"].tolist().count("budget") == 1
     engine.dispose()
+
+
+def test_a_bundle_file_is_checked_once_on_its_way_to_the_database(sqlite_url, tmp_path,
+                                                                   monkeypatch, capsys):
+    from runner.ops.cli import main
+
+    path = tmp_path / "run.json"
+    fmt.write(path, fmt.make_bundle({"device": "cpu"}, _run(status="done"),
+                                    [fmt.empty_measurement("eager", 1)]))
+    checks = []
+    check = fmt.validate
+    monkeypatch.setattr(fmt, "validate", lambda doc: checks.append(1) or check(doc))
+    assert main(["import", str(path), "--db", sqlite_url]) == 0
+    assert "imported run" in capsys.readouterr().out
+    assert len(checks) == 1  # where the file was read, not again in db.store
+
+
+def test_a_checked_bundle_changed_in_code_is_checked_again_once_it_is_plain(sqlite_engine):
+    doc = fmt.validate(fmt.make_bundle({"device": "cpu"}, _run(status="done"), []))
+    assert isinstance(doc, fmt.Bundle)
+    plain = {**doc, "run": {**doc["run"], "status": "bogus"}}  # a dict again, unchecked
+    with pytest.raises(fmt.BundleError, match="run.status 'bogus'"):
+        store.import_bundle(sqlite_engine, plain)

@@ -15,6 +15,7 @@ import os
 import shlex
 import sys
 import uuid
+from typing import Any
 
 from runner.format import bundle as fmt
 from runner.format import capture_dist as cdist
@@ -23,6 +24,7 @@ from runner.format import graph_memory as gm
 from runner.format.capture_advisor import advise
 from runner.ops.cli import UsageError
 from runner.ops.commands import flags
+from runner.ops.commands.measured import MeasuringCommand, RunFailed, Storage
 from runner.ops.commands.sweep import parse_label, parse_params
 
 DEFAULT_SIZES = "1,2,4,8,16,32,64,128,256,512"
@@ -276,53 +278,70 @@ def run_advise(args: argparse.Namespace) -> int:
     return 0
 
 
+class GraphMemory(MeasuringCommand):
+    # A series is measured whole before anything is stored: a failed capture leaves no
+    # run behind, and no database file either.
+    writes_as_it_goes = False
+
+    def parse(self, args: argparse.Namespace) -> None:
+        self.params = parse_params(args.param)
+        self.label = parse_label(args.label)
+        try:
+            self.sizes = gm.parse_sizes(args.sizes)
+        except gm.GraphMemoryError as e:
+            raise UsageError(str(e)) from None
+
+    def resolve(self, args: argparse.Namespace, storage: Storage) -> None:
+        # Storage.from_args ran first: bad --db / --out fail before any capture.
+        if args.device == "cpu":
+            raise UsageError("--device cpu: graph-memory captures CUDA graphs and needs cuda")
+        try:
+            import torch
+        except ImportError:
+            raise UsageError("graph-memory needs torch, which is not installed here") from None
+        if not torch.cuda.is_available():
+            raise UsageError(f"graph-memory needs CUDA, which is not available here (torch "
+                             f"{torch.__version__})")
+
+        from runner.core.workloads import resolve
+
+        self.workload = resolve(args.workload, self.params)
+        self.pool = args.pool
+
+    def run(self, engine: Any, storage: Storage) -> str:
+        from runner.core import environment
+        from runner.core.graph_memory import capture_series
+
+        workload, params, sizes = self.workload, self.params, self.sizes
+        model, make_input = workload.build("cuda")
+        pools = ("shared", "private") if self.pool == "both" else (self.pool,)
+        cmd = shlex.join(["python", "-m", "runner", "graph-memory", "--workload",
+                          workload.name, "--sizes", ",".join(map(str, sorted(sizes))),
+                          "--pool", self.pool,
+                          *sum((["--param", f"{k}={v}"] for k, v in params.items()), [])])
+        run = {"uuid": str(uuid.uuid4()), "kind": "graph-memory", "workload": workload.name,
+               "workload_params": dict(workload.params), "dtype": workload.dtype,
+               "created_at": fmt.now_iso(), "label": self.label, "command": cmd}
+        try:
+            series = {p: capture_series(model, make_input, sizes, p, "cuda",
+                                        lambda m: print(m, file=sys.stderr, flush=True))
+                      for p in pools}
+        except (RuntimeError, TypeError, ValueError) as e:  # OOM, a capture error: no run
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+            raise RunFailed(f"graph-memory: capture failed, nothing written: {first}"
+                            ) from None
+        run.update(finished_at=fmt.now_iso(), status="done")
+        self.doc = fmt.validate(fmt.make_bundle(environment.capture("cuda"), run, [],
+                                                graph_memory=gm.make_section(sizes, series)))
+        return "done"
+
+    def report(self, status: str, engine: Any, storage: Storage) -> None:
+        print_run(gm.doc_from_bundle(self.doc, "this run"))
+        store_run(self.doc, storage)
+
+
 def run_graph_memory(args: argparse.Namespace) -> int:
-    from runner.ops.commands.sweep import storage_choice
-
-    params = parse_params(args.param)
-    label = parse_label(args.label)
-    try:
-        sizes = gm.parse_sizes(args.sizes)
-    except gm.GraphMemoryError as e:
-        raise UsageError(str(e)) from None
-    use_db, note = storage_choice(args)  # bad --db / --out fail before any capture
-    if args.device == "cpu":
-        raise UsageError("--device cpu: graph-memory captures CUDA graphs and needs cuda")
-    try:
-        import torch
-    except ImportError:
-        raise UsageError("graph-memory needs torch, which is not installed here") from None
-    if not torch.cuda.is_available():
-        raise UsageError(f"graph-memory needs CUDA, which is not available here (torch "
-                         f"{torch.__version__})")
-
-    from runner.core import environment
-    from runner.core.graph_memory import capture_series
-    from runner.core.workloads import resolve
-
-    workload = resolve(args.workload, params)
-    model, make_input = workload.build("cuda")
-    pools = ("shared", "private") if args.pool == "both" else (args.pool,)
-    cmd = shlex.join(["python", "-m", "runner", "graph-memory", "--workload", workload.name,
-                      "--sizes", ",".join(map(str, sorted(sizes))), "--pool", args.pool,
-                      *sum((["--param", f"{k}={v}"] for k, v in params.items()), [])])
-    run = {"uuid": str(uuid.uuid4()), "kind": "graph-memory", "workload": workload.name,
-           "workload_params": dict(workload.params), "dtype": workload.dtype,
-           "created_at": fmt.now_iso(), "label": label, "command": cmd}
-    try:
-        series = {p: capture_series(model, make_input, sizes, p, "cuda",
-                                    lambda m: print(m, file=sys.stderr, flush=True))
-                  for p in pools}
-    except (RuntimeError, TypeError, ValueError) as e:  # OOM, a capture error: no run
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-        print(f"error: graph-memory: capture failed, nothing written: {first}",
-              file=sys.stderr)
-        return 1
-    run.update(finished_at=fmt.now_iso(), status="done")
-    doc = fmt.validate(fmt.make_bundle(environment.capture("cuda"), run, [],
-                                       graph_memory=gm.make_section(sizes, series)))
-    print_run(gm.doc_from_bundle(doc, "this run"))
-    return store_run(doc, args.db if use_db else None, use_db, args.out, note)
+    return GraphMemory().main(args)
 
 
 def print_run(doc: dict) -> None:
@@ -335,24 +354,20 @@ def print_run(doc: dict) -> None:
     print(json.dumps(doc["attribution"], indent=1))
 
 
-def store_run(doc: dict, db: str | None, use_db: bool, out: str | None,
-              note: str | None) -> int:
+def store_run(doc: dict, storage: Storage) -> None:
     """The bundle first (a file cannot half-fail the database), then the database last:
-    opening a valid URL creates the file (runner/ops/commands/sweep.py does the same)."""
-    if out:
-        fmt.write(out, doc)
-        print(f"graph-memory run written to {out}")
-    if use_db:
+    opening a valid URL creates the file."""
+    if storage.out:
+        fmt.write(storage.out, doc)
+        print(f"graph-memory run written to {storage.out}")
+    if storage.use_db:
         from runner.ops.commands.store import import_one, open_engine, shown_url
 
-        engine = open_engine(db)
+        engine = open_engine(storage.db)
         try:
-            run_id, _ = import_one(engine, doc, out or "this run")
+            run_id, _ = import_one(engine, doc, storage.out or "this run")
         finally:
             engine.dispose()
         print(f"graph-memory run {run_id} stored in {shown_url(str(engine.url))} (uuid "
               f"{doc['run']['uuid']}); price advice with it: advise-capture --curve "
               f"{run_id}")
-    if note:
-        print(note, file=sys.stderr)
-    return 0

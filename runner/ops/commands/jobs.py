@@ -228,7 +228,7 @@ def run_worker(args: argparse.Namespace) -> int:
         import torch  # noqa: F401 - a worker measures: fail here, before registering
     except ImportError:
         raise UsageError("worker needs torch, which is not installed here") from None
-    from runner.ops.worker import Worker
+    from runner.ops.worker import WorkerLoop
 
     engine = _engine(args.db)
     slurm_job_id = os.environ.get("SLURM_JOB_ID") if job_id is not None else None
@@ -241,12 +241,12 @@ def run_worker(args: argparse.Namespace) -> int:
             log(f"job {ended} ended: {message}")
 
     try:
-        worker = Worker(engine, args.name and args.name.strip(),
-                        heartbeat_s=args.heartbeat or jobs.HEARTBEAT_S,
-                        lost_after_s=args.lost_after or jobs.LOST_AFTER_S, log=log,
-                        # In a batch job, a SIGTERM is Slurm's (time limit, scancel).
-                        interrupted=slurm.interrupted(engine) if slurm_job_id else None,
-                        host=placed)
+        worker = WorkerLoop(engine, args.name and args.name.strip(),
+                            heartbeat_s=args.heartbeat or jobs.HEARTBEAT_S,
+                            lost_after_s=args.lost_after or jobs.LOST_AFTER_S, log=log,
+                            # In a batch job, a SIGTERM is Slurm's (time limit, scancel).
+                            interrupted=slurm.interrupted(engine) if slurm_job_id else None,
+                            host=placed)
         hosts.announce(engine, worker.info, log)
         # `kill` stops a worker like Ctrl-C: the job in flight ends cancelled with its
         # finished points, the worker says goodbye, the exit status is 130. In a batch

@@ -20,7 +20,8 @@ from runner.format.limits import MAX_REQUESTS
 from runner.format.specs import SpecError, check_serve
 from runner.ops.cli import UsageError
 from runner.ops.commands import flags
-from runner.ops.commands.sweep import parse_label, parse_params, storage_choice
+from runner.ops.commands.measured import MeasuringCommand, Storage
+from runner.ops.commands.sweep import parse_label, parse_params
 
 DEFAULT_STRATEGIES = "eager,compile,reduce-overhead,buckets:8/16/32,buckets:pow2-256"
 
@@ -127,7 +128,7 @@ class Collect:
         return fmt.make_bundle(self.environment, self.run, [], serve=section)
 
 
-def _num(v: Any, f: str = "{:.1f}") -> str:
+def _cell(v: Any, f: str = "{:.1f}") -> str:
     return "-" if v is None else f.format(v)
 
 
@@ -137,72 +138,78 @@ def format_table(results: list[dict]) -> str:
     rows = [header]
     for r in results:
         pool = r.get("graph_pool_bytes")
-        rows.append([r["strategy"], r["status"], _num(r.get("requests_per_s")),
-                     _num(r.get("rows_per_s"), "{:.0f}"), _num(r.get("latency_ms_p50"), "{:.3f}"),
-                     _num(r.get("latency_ms_p99"), "{:.3f}"),
-                     _num(r.get("padding_waste"), "{:.0%}"),
-                     _num(r.get("fallback_rate"), "{:.0%}"), _num(r.get("graphs"), "{}"),
-                     _num(None if pool is None else pool / 2**20), _num(r.get("setup_s"), "{:.2f}"),
-                     _num(r.get("correct"), "{}")])
+        rows.append([r["strategy"], r["status"], _cell(r.get("requests_per_s")),
+                     _cell(r.get("rows_per_s"), "{:.0f}"), _cell(r.get("latency_ms_p50"), "{:.3f}"),
+                     _cell(r.get("latency_ms_p99"), "{:.3f}"),
+                     _cell(r.get("padding_waste"), "{:.0%}"),
+                     _cell(r.get("fallback_rate"), "{:.0%}"), _cell(r.get("graphs"), "{}"),
+                     _cell(None if pool is None else pool / 2**20),
+                     _cell(r.get("setup_s"), "{:.2f}"),
+                     _cell(r.get("correct"), "{}")])
     return "\n".join(flags.table(rows, left=(0,)))
 
 
-def run(args: argparse.Namespace) -> int:
-    from runner.ops.commands.store import open_engine, shown_url
+class Serve(MeasuringCommand):
+    def parse(self, args: argparse.Namespace) -> None:
+        # Every flag, before anything is built, measured or written.
+        self.params = parse_params(args.param)
+        self.label = parse_label(args.label)
+        try:
+            self.spec = check_serve({"workload": args.workload, "params": self.params,
+                                     "strategies": args.strategies,
+                                     "batch_dist": args.batch_dist, "requests": args.requests,
+                                     "seed": args.seed, "label": self.label})
+        except SpecError as e:
+            raise UsageError(f"--{e.field}: {e}" if e.field in ("requests", "seed")
+                             else str(e)) from None
 
-    # 1. Every flag, before anything is built, measured or written.
-    params = parse_params(args.param)
-    label = parse_label(args.label)
-    try:
-        spec = check_serve({"workload": args.workload, "params": params,
-                            "strategies": args.strategies, "batch_dist": args.batch_dist,
-                            "requests": args.requests, "seed": args.seed, "label": label})
-    except SpecError as e:
-        raise UsageError(f"--{e.field}: {e}" if e.field in ("requests", "seed")
-                         else str(e)) from None
-    strategies, dist, requests, seed = spec.strategies, spec.dist, spec.requests, spec.seed
-    use_db, note = storage_choice(args)
-    device = flags.device(args.device, "serve")
+    def resolve(self, args: argparse.Namespace, storage: Storage) -> None:
+        self.device = flags.device(args.device, "serve")
 
-    from runner.core import environment
-    from runner.core.workloads import resolve
-    from runner.format.buckets import request_stream
-    from runner.serve import scenario as serve
+        from runner.core.workloads import resolve
+        from runner.format.buckets import request_stream
+        from runner.serve import scenario as serve
 
-    workload = resolve(args.workload, params)
-    stream = request_stream(dist, requests, seed)
-    try:  # builds the model: a stateful or non-batch-first workload is refused here
-        ctx = serve.make_context(workload, device, stream, seed, args.quick)
-    except ServeInputError as e:
-        raise UsageError(str(e)) from None
+        self.workload = resolve(args.workload, self.params)
+        self.stream = request_stream(self.spec.dist, self.spec.requests, self.spec.seed)
+        self.quick = args.quick
+        try:  # builds the model: a stateful or non-batch-first workload is refused here
+            self.ctx = serve.make_context(self.workload, self.device, self.stream,
+                                          self.spec.seed, args.quick)
+        except ServeInputError as e:
+            raise UsageError(str(e)) from None
 
-    # 2. The database last: opening a valid URL creates the file.
-    engine = open_engine(args.db) if use_db else None
-    names = ",".join(s.name for s in strategies)
-    cmd = command_line(workload.name, params, names, requests, dist.spec, seed, device,
-                       args.quick, label)
-    config = {"batch_dist": dist.spec, "requests": requests, "seed": seed,
-              "strategies": [s.name for s in strategies], "stream": stream,
-              "profile_sizes": serve.profile_sizes(stream, strategies)}
-    sink = Collect(engine, args.out)
-    try:
-        status = serve.run_serve(
-            ctx, strategies, sink, environment=environment.capture(device),
-            run=serve.new_run(workload, ctx, label, cmd), config=config,
+    def run(self, engine: Any, storage: Storage) -> str:
+        from runner.core import environment
+        from runner.serve import scenario as serve
+
+        spec, stream = self.spec, self.stream
+        names = ",".join(s.name for s in spec.strategies)
+        cmd = command_line(self.workload.name, self.params, names, spec.requests,
+                           spec.dist.spec, spec.seed, self.device, self.quick, self.label)
+        config = {"batch_dist": spec.dist.spec, "requests": spec.requests, "seed": spec.seed,
+                  "strategies": [s.name for s in spec.strategies], "stream": stream,
+                  "profile_sizes": serve.profile_sizes(stream, spec.strategies)}
+        self.sink = Collect(engine, storage.out)
+        return serve.run_serve(
+            self.ctx, spec.strategies, self.sink,
+            environment=environment.capture(self.device),
+            run=serve.new_run(self.workload, self.ctx, self.label, cmd), config=config,
             progress=lambda msg: print(msg, file=sys.stderr, flush=True))
-    finally:
-        if engine is not None:
-            engine.dispose()
 
-    # 3. What happened, on stdout.
-    print(f"serve run {sink.run_id if sink.run_id is not None else sink.run['uuid']} "
-          f"{status}: {len(sink.results)} strategies, {requests} requests ({dist.spec}, "
-          f"seed {seed}) on {device}")
-    if engine is not None:
-        print(f"stored in {shown_url(str(engine.url))} (uuid {sink.run['uuid']})")
-    if sink.written:
-        print(f"bundle written to {args.out}")
-    print(format_table(sink.results))
-    if note:
-        print(note, file=sys.stderr)
-    return 0 if status == "done" else (130 if status == "cancelled" else 1)
+    def report(self, status: str, engine: Any, storage: Storage) -> None:
+        from runner.ops.commands.store import shown_url
+
+        sink, spec = self.sink, self.spec
+        print(f"serve run {sink.run_id if sink.run_id is not None else sink.run['uuid']} "
+              f"{status}: {len(sink.results)} strategies, {spec.requests} requests "
+              f"({spec.dist.spec}, seed {spec.seed}) on {self.device}")
+        if engine is not None:
+            print(f"stored in {shown_url(str(engine.url))} (uuid {sink.run['uuid']})")
+        if sink.written:
+            print(f"bundle written to {storage.out}")
+        print(format_table(sink.results))
+
+
+def run(args: argparse.Namespace) -> int:
+    return Serve().main(args)

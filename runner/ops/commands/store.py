@@ -29,9 +29,9 @@ def sqlalchemy_available() -> bool:
 
 def shown_url(url: str) -> str:
     """The URL as the user may see it: password hidden (db/engine.py's one redaction)."""
-    from db.engine import shown_url as redacted
+    import db.engine
 
-    return redacted(url)
+    return db.engine.shown_url(url)
 
 
 def _sqlite_file(url: str) -> Path | None:

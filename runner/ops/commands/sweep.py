@@ -25,9 +25,9 @@ from runner.format.measurement import Measurement
 from runner.format.vocab import DEFAULT_PROCESSES
 from runner.ops.cli import UsageError
 from runner.ops.commands import flags
+from runner.ops.commands.measured import MeasuringCommand, RunFailed, Storage
 
 PARAM_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
-CANCELLED_EXIT = 130  # what a shell reports for a process ended by Ctrl-C
 
 
 def register(sub) -> None:
@@ -288,131 +288,111 @@ def _reap_lost(engine: Any) -> None:
         pass
 
 
-def storage_choice(args: argparse.Namespace) -> tuple[bool, str | None]:
-    """From --db, --no-db and --out: (write the database?, a note for the user). Checks
-    everything up front, so bad flags fail before anything is measured."""
-    from runner.ops.commands.store import NO_SQLALCHEMY, sqlalchemy_available
+class Sweep(MeasuringCommand):
+    def parse(self, args: argparse.Namespace) -> None:
+        self.sizes = parse_batch_sizes(args.batch_sizes)
+        self.modes = parse_modes(args.modes)
+        self.params = parse_params(args.param)
+        self.timing = parse_timing(args)
+        self.label = parse_label(args.label)
+        self.processes = parse_processes(args.processes, self.timing)
 
-    if args.out:
-        fmt.check_writable(args.out)
-    if args.no_db and args.db:
-        raise UsageError(f"--no-db contradicts --db {args.db!r}: give one of them")
-    use_db, note = not args.no_db, None
-    if use_db and not sqlalchemy_available():
-        if args.db or not args.out:
-            raise UsageError(f"{NO_SQLALCHEMY}: install it, or write a bundle with --out "
-                             "FILE.json and import it where the database is")
-        use_db = False
-        note = (f"note: the database was not written: {NO_SQLALCHEMY}. Import the bundle "
-                f"where it is: python -m runner import {args.out}")
-    if not use_db and not args.out:
-        raise UsageError("--no-db without --out: the results would be written nowhere")
-    return use_db, note
+    def resolve(self, args: argparse.Namespace, storage: Storage) -> None:
+        self.device = flags.device(args.device, "sweep")
+
+        from runner.core import host_gate
+        from runner.core.sweep import SweepSpec, validate_spec
+        from runner.core.workloads import WorkloadError
+
+        self.spec = SweepSpec(workload=args.workload, params=self.params,
+                              batch_sizes=self.sizes, modes=self.modes, device=self.device,
+                              timing=self.timing, label=self.label,
+                              processes=self.processes, energy=args.energy)
+        try:
+            self.workload = validate_spec(self.spec)  # the one check: run_sweep trusts it
+            host_gate.current()  # a bad LAUNCHBENCH_HOST_POLICY/_DIR: said before any point
+        except WorkloadError:
+            raise  # already one line naming the value; main() prints it
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+
+    def run(self, engine: Any, storage: Storage) -> str:
+        from runner.core.sweep import run_sweep
+        from runner.ops.progress import Progress
+        from runner.ops.sinks import BundleSink, DbSink, MemorySink, Tee
+
+        if engine is not None:
+            _reap_lost(engine)
+        self.memory = memory = MemorySink()
+        sinks: list[Any] = [memory]
+        self.db_sink = DbSink(engine) if engine is not None else None
+        if self.db_sink is not None:
+            sinks.append(self.db_sink)
+        self.bundle_sink = BundleSink(storage.out) if storage.out else None
+        if self.bundle_sink is not None:
+            sinks.append(self.bundle_sink)
+        sink = Tee(*sinks)
+        progress = Progress()
+        try:
+            with _sigterm_as_interrupt():
+                try:
+                    return run_sweep(self.spec, sink, progress=progress,
+                                     command=self.spec.command(), workload=self.workload)
+                except KeyboardInterrupt:
+                    # run_sweep handles Ctrl-C itself; a second one during its clean-up
+                    # lands here, before or after it finished the run.
+                    status = memory.status or "cancelled"
+                    if memory.status is None:
+                        sink.finish(status)
+                    return status
+                except Exception as e:
+                    if memory.started and memory.status is None:
+                        try:
+                            sink.finish("failed")  # keeps the finished points in the bundle
+                        except Exception:  # noqa: BLE001 - the first error is the one to show
+                            pass
+                    if not isinstance(e, _database_errors()):
+                        raise  # a bug: the traceback is what a maintainer needs
+                    # The database went away mid-sweep (server down, disk full): not a bug.
+                    first = (str(getattr(e, "orig", None) or e).strip().splitlines()
+                             or [""])[0]
+                    kept = (f"; the bundle {storage.out} keeps the "
+                            f"{len(memory.measurements)} finished points"
+                            if self.bundle_sink is not None and self.bundle_sink.written
+                            else "")
+                    raise RunFailed(f"the database failed during the sweep: {first}{kept}"
+                                    ) from None
+        finally:
+            progress.close()
+
+    def report(self, status: str, engine: Any, storage: Storage) -> None:
+        from runner.ops.commands.store import shown_url
+
+        ms = self.memory.measurements
+        counts = {s: sum(1 for m in ms if m.status == s) for s in fmt.POINT_STATUSES}
+        run_uuid = (self.memory.run or {}).get("uuid")
+        run_ref = self.db_sink.run_id if self.db_sink is not None else run_uuid
+        extra = ", ".join(f"{n} {s}" for s, n in counts.items() if n and s != "ok")
+        print(f"run {run_ref} {status}: {len(ms)} points" + (f" ({extra})" if extra else ""))
+        if self.db_sink is not None:
+            print(f"stored in {shown_url(str(engine.url))} (uuid {run_uuid})")
+        if self.bundle_sink is not None and self.bundle_sink.written:
+            print(f"bundle written to {storage.out}")
+        if ms:
+            print(format_table(ms, self.modes))
+
+    def exit_code(self, status: str) -> int:
+        from runner.core import cuda_fatal
+
+        lost = cuda_fatal.summary(self.memory.measurements)
+        if lost:
+            print(f"error: {lost}", file=sys.stderr)
+            if self.device != "cpu":  # objects of a dead CUDA context can abort in their
+                # destructors
+                sys.stdout.flush(), sys.stderr.flush()
+                os._exit(1)
+        return super().exit_code(status)
 
 
 def run(args: argparse.Namespace) -> int:
-    from runner.ops.commands.store import open_engine, shown_url
-
-    # 1. Every flag, before anything is measured or written.
-    sizes = parse_batch_sizes(args.batch_sizes)
-    modes = parse_modes(args.modes)
-    params = parse_params(args.param)
-    timing = parse_timing(args)
-    label = parse_label(args.label)
-    processes = parse_processes(args.processes, timing)
-    use_db, note = storage_choice(args)
-    device = flags.device(args.device, "sweep")
-
-    from runner.core import host_gate
-    from runner.core.sweep import SweepSpec, run_sweep, validate_spec
-    from runner.core.workloads import WorkloadError
-
-    spec = SweepSpec(workload=args.workload, params=params, batch_sizes=sizes, modes=modes,
-                     device=device, timing=timing, label=label,
-                     processes=processes, energy=args.energy)
-    try:
-        workload = validate_spec(spec)  # the one check: run_sweep takes it as checked
-        host_gate.current()  # a bad LAUNCHBENCH_HOST_POLICY/_DIR: said before any point
-    except WorkloadError:
-        raise  # already one line naming the value; main() prints it
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-
-    # 2. The database last: opening a valid URL creates the file, so only once all else
-    # is known good.
-    engine = open_engine(args.db) if use_db else None
-    if engine is not None:
-        _reap_lost(engine)
-
-    from runner.ops.sinks import BundleSink, DbSink, MemorySink, Tee
-
-    memory = MemorySink()
-    sinks: list[Any] = [memory]
-    db_sink = DbSink(engine) if engine is not None else None
-    if db_sink is not None:
-        sinks.append(db_sink)
-    bundle_sink = BundleSink(args.out) if args.out else None
-    if bundle_sink is not None:
-        sinks.append(bundle_sink)
-    sink = Tee(*sinks)
-
-    from runner.ops.progress import Progress
-
-    progress = Progress()
-    try:
-        with _sigterm_as_interrupt():
-            try:
-                status = run_sweep(spec, sink, progress=progress,
-                                   command=spec.command(), workload=workload)
-            except KeyboardInterrupt:
-                # run_sweep handles Ctrl-C itself; a second one during its clean-up
-                # lands here, before or after it finished the run.
-                status = memory.status or "cancelled"
-                if memory.status is None:
-                    sink.finish(status)
-            except Exception as e:
-                if memory.started and memory.status is None:
-                    try:
-                        sink.finish("failed")  # keeps the finished points in the bundle
-                    except Exception:  # noqa: BLE001 - the first error is the one to show
-                        pass
-                if not isinstance(e, _database_errors()):
-                    raise  # a bug: the traceback is what a maintainer needs
-                # The database went away mid-sweep (server down, disk full): not a bug.
-                first = (str(getattr(e, "orig", None) or e).strip().splitlines() or [""])[0]
-                kept = (f"; the bundle {args.out} keeps the {len(memory.measurements)} "
-                        "finished points" if bundle_sink is not None and bundle_sink.written
-                        else "")
-                print(f"error: the database failed during the sweep: {first}{kept}",
-                      file=sys.stderr)
-                return 1
-    finally:
-        progress.close()
-        if engine is not None:
-            engine.dispose()
-
-    # 3. What happened, on stdout.
-    ms = memory.measurements
-    counts = {s: sum(1 for m in ms if m.status == s) for s in fmt.POINT_STATUSES}
-    run_uuid = (memory.run or {}).get("uuid")
-    run_ref = db_sink.run_id if db_sink is not None else run_uuid
-    extra = ", ".join(f"{n} {s}" for s, n in counts.items() if n and s != "ok")
-    print(f"run {run_ref} {status}: {len(ms)} points" + (f" ({extra})" if extra else ""))
-    if db_sink is not None:
-        print(f"stored in {shown_url(str(engine.url))} (uuid {run_uuid})")
-    if bundle_sink is not None and bundle_sink.written:
-        print(f"bundle written to {args.out}")
-    if ms:
-        print(format_table(ms, modes))
-    if note:
-        print(note, file=sys.stderr)
-    from runner.core.cuda_fatal import summary as lost_summary
-
-    if lost_summary(ms):
-        print(f"error: {lost_summary(ms)}", file=sys.stderr)
-        if device != "cpu":  # objects of a dead CUDA context can abort in their destructors
-            sys.stdout.flush(), sys.stderr.flush()
-            os._exit(1)
-    if status == "cancelled":
-        return CANCELLED_EXIT
-    return 0 if status == "done" else 1
+    return Sweep().main(args)

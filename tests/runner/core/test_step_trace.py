@@ -57,7 +57,7 @@ def test_the_step_kept_is_not_the_first_and_matches_the_mean_busy_time():
     assert [r.name for r in gpu] == ["gemm_kernel", "triton_poi_fused_relu_0"]
     assert [r.stream for r in gpu] == [7, 13] and tr.kernel_sum_us(t) == 28
     assert abs(tr.kernel_sum_us(t) - mean_us) < abs(20 - mean_us)
-    tr.validate(t)
+    tr.validate_trace(t)
 
 
 def test_kernels_belong_to_the_step_that_launched_them_even_when_they_run_later():
@@ -94,8 +94,8 @@ def test_bounding_keeps_the_earliest_events_shares_the_budget_and_counts_the_res
     both = tr.build(cpu * 30, gpu, cpu_end=3000, gpu_span=[0, 2900])
     assert len(both["cpu"]) == len(both["gpu"]) == MAX_TRACE_EVENTS // 2
     assert both["dropped"] == 3000 + 2900 - MAX_TRACE_EVENTS
-    tr.validate(t)
-    tr.validate(both)
+    tr.validate_trace(t)
+    tr.validate_trace(both)
     assert tr.short_name("void at::native::vectorized_elementwise_kernel<4, "
                          "at::native::(anonymous namespace)::f>(int, float)") == (
         "at::native::vectorized_elementwise_kernel")

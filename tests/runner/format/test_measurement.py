@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import runner.format.bundle as fmt
-from runner.format.measurement import DETAIL_KEYS, Measurement, details_of
+from runner.format.measurement import DETAILS_ORDER, Measurement, details_of
 from tests.conftest import ROOT
 
 DATA = ROOT / "data"
@@ -74,4 +74,4 @@ def test_a_stored_points_details_read_typed():
     d = details_of({"vs_compile": {"median": 1}, "statistic": "mean"})
     assert d.intervals.vs_compile == {"median": 1} and d.source.statistic == "mean"
     assert details_of(None).timing.phase_s is None  # no details: every key unknown
-    assert {"phase_s", "point_wall_s", "statistic", "processes"} <= set(DETAIL_KEYS)
+    assert {"phase_s", "point_wall_s", "statistic", "processes"} <= set(DETAILS_ORDER)

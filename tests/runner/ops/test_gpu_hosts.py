@@ -23,7 +23,7 @@ from sqlalchemy import select
 
 from db import jobs
 from db.engine import make_engine
-from db.models import Measurement, Run
+from db.models import MeasurementRow, RunRow
 from runner.core.placement import parse_cpus
 from runner.ops import host
 from tests.conftest import ROOT
@@ -56,8 +56,8 @@ def test_one_pinned_worker_per_gpu_and_timing_never_overlaps(sqlite_url, tmp_pat
     assert names == sorted(f"{socket.gethostname()}-gpu{g}" for g in range(n))
     assert sorted(w.host_slot for w in workers) == list(range(n))
     with engine.connect() as c:
-        rows = c.execute(select(Run.id, Measurement.status, Measurement.details)
-                         .join(Measurement.run)).all()
+        rows = c.execute(select(RunRow.id, MeasurementRow.status, MeasurementRow.details)
+                         .join(MeasurementRow.run)).all()
     engine.dispose()
     assert rows and all(r.status == "ok" for r in rows)
     gpus = {r.details["host"]["cuda_visible_devices"] for r in rows}

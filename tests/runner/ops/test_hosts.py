@@ -23,7 +23,7 @@ from sqlalchemy import select
 
 from db import hosts, jobs
 from db.engine import make_engine
-from db.models import Measurement, Run
+from db.models import MeasurementRow, RunRow, WorkerRow
 from runner.core import host_gate
 from runner.core.placement import PlacementError, format_cpus, parse_cpus
 from runner.format.queue import Worker
@@ -255,7 +255,7 @@ def test_two_workers_never_time_at_once(any_url, tmp_path):
     assert [p.returncode for p in procs] == [0, 0], outs
     assert {jobs.get_job(engine, i).status for i in ids} == {"done"}
     with engine.connect() as c:
-        rows = c.execute(select(Run.id, Measurement.details).join(Measurement.run)).all()
+        rows = c.execute(select(RunRow.id, MeasurementRow.details).join(MeasurementRow.run)).all()
     engine.dispose()
     assert len(rows) == 6 and len({r.id for r in rows}) == 2
     windows = [(r.id, tuple(w)) for r in rows for w in r.details["host"]["windows"]]
@@ -279,7 +279,7 @@ def test_worker_pinned_to_a_gpu_and_cpus_says_so(sqlite_url, tmp_path):
     assert f"1 worker on host {socket.gethostname()} (timing: shared)" in r.stdout
     engine = make_engine(sqlite_url)
     with engine.connect() as c:
-        w = c.execute(select(jobs.Worker.__table__)).one()._mapping
+        w = c.execute(select(WorkerRow.__table__)).one()._mapping
     engine.dispose()
     assert (w["host_slot"], w["cuda_visible_devices"], w["cpus"], w["host_policy"]) == (
         3, "3", str(cpu), "shared")

@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from db import jobs, store
 from db.engine import make_engine
-from db.models import Job, Measurement, Run
+from db.models import JobRow, MeasurementRow, RunRow
 from runner.format import queue
 from runner.ops import slurm
 from tests.conftest import ROOT, must_skip
@@ -172,7 +172,7 @@ def outputs(tmp_path: Path) -> str:
 
 def runs(engine) -> int:
     with engine.connect() as c:
-        return c.scalar(select(func.count()).select_from(Run))
+        return c.scalar(select(func.count()).select_from(RunRow))
 
 
 def test_form_launch_on_v100_runs_under_slurm_once(on_slurm, cluster, tmp_path):
@@ -199,7 +199,7 @@ def test_form_launch_on_v100_runs_under_slurm_once(on_slurm, cluster, tmp_path):
         in [s.value for s in at.success]
     assert job.executor == "slurm" and job.gpu_type == "v100"
     sid = job.slurm_job_id
-    done = wait_for(lambda: (j := jobs.get_job(engine, job.id)).status in jobs.FINISHED
+    done = wait_for(lambda: (j := jobs.get_job(engine, job.id)).status in jobs.FINISHED_STATUSES
                     and j, "the job to finish")
     assert done.status == "done", (done.message, outputs(tmp_path))
     assert done.slurm_job_id == sid and done.worker_name
@@ -223,7 +223,7 @@ def settled(engine, job_id: int):
     """Reconcile as the Launch page does every second; the job once it has ended."""
     slurm.reconcile(engine)
     job = jobs.get_job(engine, job_id)
-    return job.status in jobs.FINISHED and job
+    return job.status in jobs.FINISHED_STATUSES and job
 
 
 def _running(engine, job_id: int):
@@ -279,7 +279,7 @@ def test_time_limit_fails_the_job(on_slurm, cluster, tmp_path, monkeypatch):
     with engine.connect() as lock, lock.begin():
         # Hold the job's row: the worker's next heartbeat waits on it, so the sweep
         # outlasts the limit however fast this machine is (a hung worker, in effect).
-        assert lock.execute(select(Job.status).where(Job.id == job_id)
+        assert lock.execute(select(JobRow.status).where(JobRow.id == job_id)
                             .with_for_update()).scalar() == "running"
         # Slurm limits are whole minutes; moving the end time in is the admin's way to
         # make the limit hit now (slurmctld checks limits only every few seconds).
@@ -364,6 +364,6 @@ def test_jobs_over_two_gpus_each_run_once(on_slurm, cluster, tmp_path):
                                                 re.M))
     assert set(claims) == set(submitted) and set(claims.values()) == {1}
     with engine.connect() as c:
-        assert c.scalar(select(func.count()).select_from(Run)) == SLURM_JOBS
-        assert c.scalar(select(func.count()).select_from(Measurement)) == SLURM_JOBS
+        assert c.scalar(select(func.count()).select_from(RunRow)) == SLURM_JOBS
+        assert c.scalar(select(func.count()).select_from(MeasurementRow)) == SLURM_JOBS
     assert len({r.run_id for r in rows}) == SLURM_JOBS

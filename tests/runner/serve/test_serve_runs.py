@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from db import serve as dbserve
 from db import store
 from db.engine import make_engine
-from db.models import Measurement, Run, ServeResult
+from db.models import MeasurementRow, RunRow, ServeResultRow
 from runner.format import bundle as fmt
 from runner.ops.cli import main
 from tests.old_database import old_database
@@ -85,8 +85,8 @@ def test_serve_bundle_imports_once_on_both_backends(served, any_url):
     assert created and store.import_bundle(engine, doc) == (run_id, False)
     assert store.export_bundle(engine, run_id)["serve"] == doc["serve"]
     with engine.connect() as c:
-        assert c.scalar(select(func.count()).select_from(ServeResult)) == 4
-        assert c.scalar(select(Run.kind)) == "serve"
+        assert c.scalar(select(func.count()).select_from(ServeResultRow)) == 4
+        assert c.scalar(select(RunRow.kind)) == "serve"
     engine.dispose()
 
 
@@ -148,8 +148,8 @@ def test_migration_keeps_existing_runs_and_their_measurements(tmp_path):
     migrate.upgrade(engine)
     assert migrate.current(engine) == migrate.head()
     with engine.connect() as c:
-        assert c.scalar(select(Run.kind)) == "sweep"
-        assert c.scalar(select(func.count()).select_from(Measurement)) == 1
+        assert c.scalar(select(RunRow.kind)) == "sweep"
+        assert c.scalar(select(func.count()).select_from(MeasurementRow)) == 1
     engine.dispose()
 
 
