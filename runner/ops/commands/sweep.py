@@ -224,8 +224,8 @@ def _footnotes(measurements: list[Measurement], body: str, ratios: bool) -> list
             "--processes)"))
     reasons = {m.energy.unavailable_reason for m in measurements} - {None}
     if any(m.energy.energy_mj_per_step is not None for m in measurements):
-        notes.append("mJ: energy per step from the GPU's energy counter (median over "
-                     "windows after the rounds)")
+        notes.append("mJ: energy per step = the GPU's mean power over energy windows "
+                     "after the rounds (its energy counter) x the median step time")
     elif reasons:
         notes.append(f"energy: not measured: {sorted(reasons)[0]}")
     if "inconclusive" in body:
@@ -236,8 +236,9 @@ def _footnotes(measurements: list[Measurement], body: str, ratios: bool) -> list
                      "state); the paired figure compares each round's times, the medians do "
                      "not")
     if any(m.timing.noisy for m in measurements):
-        notes.append("* noisy: the time budget ran out before the interval was within "
-                     "the target")
+        notes.append("* noisy: the interval ended wider than its target: +-2% as "
+                     "measured, +-10% on the host-normalised rounds where the host's launch "
+                     "cost sets the figure (docs/MEASUREMENT.md)")
     if any(m.intervals.host_unstable for m in measurements):
         notes.append("! host unstable: the launch cost moved during that batch size's "
                      "rounds")
