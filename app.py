@@ -12,7 +12,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from db.access import read_only
 from db.engine import DatabaseError
-from pages.common import data, links, ui
+from pages.logic import links
+from pages.widgets import data, frame
 
 HERE = Path(__file__).resolve().parent
 
@@ -21,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 FAVICON = HERE / "static" / "favicon.png"
 st.set_page_config(page_title="launchbench", page_icon=str(FAVICON), layout="wide")
 
-# The pages table lives in pages.common.links (pages link to each other through it). The
+# The pages table lives in pages.logic.links (pages link to each other through it). The
 # page at url path "" is the default page at "/"; a page whose file is not there yet
 # (launch and serve come from other parts of the project) is left out.
 nav = st.navigation([
@@ -51,9 +52,9 @@ with st.sidebar:
     for line in seeded.errors:
         st.warning(f"Sample not imported: {line}")
 
-missing = ui.asked_page()
+missing = frame.asked_page()
 if missing:
-    ui.no_such_page(missing)
+    frame.no_such_page(missing)
     st.stop()
 
 try:

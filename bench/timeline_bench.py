@@ -29,7 +29,7 @@ import dashboard_bench as dash  # noqa: E402
 
 from db import queries  # noqa: E402
 from db.engine import make_engine  # noqa: E402
-from pages.common import timeline  # noqa: E402
+from pages.logic import timeline  # noqa: E402
 from runner.format import bundle as fmt  # noqa: E402
 from tests.synthetic import sweep_bundle  # noqa: E402
 
@@ -74,16 +74,16 @@ def run_page(url: str, run_id: int, repeat: int) -> dict[str, tuple[float, float
 
     from streamlit.testing.v1 import AppTest
 
-    from pages.common import widgets
+    from pages.widgets import parts
 
     os.environ["LAUNCHBENCH_DB"] = url
     os.environ.pop("LAUNCHBENCH_READ_ONLY", None)
-    real = widgets.timeline_section
+    real = parts.timeline_section
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()  # the frame, engine and caches
 
     def render(timeline_on: bool) -> float:
-        widgets.timeline_section = real if timeline_on else (lambda *a, **k: None)
+        parts.timeline_section = real if timeline_on else (lambda *a, **k: None)
         t = time.perf_counter()
         at.switch_page("pages/run.py")
         at.query_params = {"run": str(run_id), "batch": "8"}
@@ -102,7 +102,7 @@ def run_page(url: str, run_id: int, repeat: int) -> dict[str, tuple[float, float
             for on in (True, False):
                 times[on].append(render(on))
     finally:
-        widgets.timeline_section = real
+        parts.timeline_section = real
     return {"Run page (AppTest)": (first[True], statistics.median(times[True])),
             "  same page, timeline stubbed out": (first[False],
                                                   statistics.median(times[False]))}

@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 import vl_convert as vlc  # noqa: E402
 
-from pages.common import timeline  # noqa: E402
+from pages.logic import timeline  # noqa: E402
 from runner.format import bundle as fmt  # noqa: E402
 
 

@@ -4,16 +4,18 @@ diff; one line per reason the runs measure different things."""
 
 import streamlit as st
 
-from pages.common import analysis, charts, comparing, data, links, ui, widgets, workload_views
-from pages.common.plain import plain
+from pages.charts import run_charts
+from pages.logic import analysis, comparing, links, workload_views
+from pages.logic.plain import plain
+from pages.widgets import data, frame, parts
 from runner.format import verdict
 
-ui.ensure_frame()
+frame.ensure_frame()
 
 st.title("Compare runs")
 
 # --- settings: ids from the URL; the picker below rewrites the URL ------------------------
-asked = widgets.run_ids_from_url()
+asked = parts.run_ids_from_url()
 every_run = data.runs()
 all_runs = every_run[every_run["kind"] == "sweep"]  # serve runs have no speedup curves
 names = analysis.run_names(all_runs) if not all_runs.empty else {}
@@ -30,7 +32,7 @@ picked = st.multiselect("Runs to compare", list(names), default=found,
                         format_func=lambda i: f"{names[i]} · {labels[i]}",
                         max_selections=links.MAX_COMPARE, key=f"pick_{'_'.join(map(str, found))}")
 if picked != found:
-    widgets.set_run_ids(picked)
+    parts.set_run_ids(picked)
     st.rerun()
 if len(found) < 2:
     st.info("Pick at least two runs (or open a link such as /compare?run=1&run=2).")
@@ -51,12 +53,12 @@ for line in (line for kind, line in notes if kind == "info"):
     st.info(plain(line), icon=":material/article:")
 
 speedups = analysis.compare_speedups(points, headers)
-figure = charts.compare_chart(speedups)
+figure = run_charts.compare_chart(speedups)
 if figure is None:
     st.info("No speedup to draw: none of these runs has an ok mode point beside an ok eager "
             "point at the same batch size.")
 else:
-    widgets.chart(figure, key="compare_chart")
+    parts.chart(figure, key="compare_chart")
     # A run with nothing in the chart is named, so its absence from the legend reads as a
     # fact about the run rather than a bug.
     drawn = set(speedups.loc[speedups["mode"] != "eager", "run_id"].astype(int))
@@ -73,12 +75,12 @@ if not per_kernel.empty:
     st.dataframe(per_kernel, hide_index=True, key="per_kernel")
 
 arrived_for_timeline = "batch" in st.query_params  # a ?batch= link opens at the timeline
-st.subheader("One step per run", anchor=widgets.TIMELINE_ANCHOR)
+st.subheader("One step per run", anchor=parts.TIMELINE_ANCHOR)
 batch = None
-with widgets.drawn("The step timeline"):
-    batch = widgets.timeline_section(found, points, lambda x: names[x["run_id"]], key="timeline",
+with parts.drawn("The step timeline"):
+    batch = parts.timeline_section(found, points, lambda x: names[x["run_id"]], key="timeline",
                                 pick_mode=True)
-widgets.scroll_to_on_arrival(widgets.TIMELINE_ANCHOR, arrived_for_timeline and batch is not None,
+parts.scroll_to_on_arrival(parts.TIMELINE_ANCHOR, arrived_for_timeline and batch is not None,
                         key="compare_" + "_".join(map(str, found)))
 
 st.subheader("Per batch size")
@@ -127,4 +129,4 @@ with st.expander("All fields"):
     st.dataframe(analysis.environment_diff(headers, only_differences=False, points=points),
                  hide_index=True, key="env_all")
 
-widgets.share_link(links.compare_url(widgets.app_url(), found, batch))
+parts.share_link(links.compare_url(parts.app_url(), found, batch))

@@ -5,12 +5,14 @@ import streamlit as st
 
 from db.access import ReadOnlyError, read_only
 from db.store import RunNotFound, export_bundle
-from pages.common import analysis, charts, data, links, report, timeline, ui, uploads, widgets
-from pages.common import capture_advice as ca
-from pages.common.plain import plain
+from pages.charts import report, run_charts
+from pages.logic import analysis, links, timeline, uploads
+from pages.logic import capture_advice as ca
+from pages.logic.plain import plain
+from pages.widgets import data, frame, parts
 from runner.format import bundle as fmt
 
-ui.ensure_frame()
+frame.ensure_frame()
 
 st.title("Import and export")
 
@@ -38,7 +40,7 @@ else:
         for r in results:
             if r.ok:
                 st.success(plain(r.message))
-                st.page_link(ui.PAGES["run"], label=f"Open run {r.run_id}",
+                st.page_link(frame.PAGES["run"], label=f"Open run {r.run_id}",
                              icon=":material/monitoring:", query_params={"run": r.run_id})
             elif r.run_id is not None:
                 st.info(plain(r.message))
@@ -71,7 +73,7 @@ header = data.headers([run_id]).iloc[0].to_dict()
 points = data.points([run_id])
 stem = f"launchbench-run-{run_id}"
 engine = data.engine()
-app_url = widgets.app_url()
+app_url = parts.app_url()
 # A graph-memory run has captures, not points: its table and its two curve charts instead.
 captured = data.graph_memory_doc(run_id) if header.get("kind") == "graph-memory" else None
 
@@ -92,7 +94,7 @@ def report_html() -> str:
                               data.traces([run_id], batch) if batch else [])
 
 # --- export: show -----------------------------------------------------------------------
-widgets.published_banner(header)
+parts.published_banner(header)
 c1, c2, c3 = st.columns(3)
 c1.download_button("Bundle (.json)", bundle_text, f"{stem}.json", "application/json",
                    key="dl_bundle", on_click="ignore")
@@ -104,7 +106,7 @@ c3.download_button("Report (.html, opens offline)", report_html, f"{stem}.html",
                    "text/html", key="dl_html", on_click="ignore")
 figures = (dict(zip(("graph-memory-total", "graph-memory-added"),
                    ca.curve_charts(captured), strict=True)) if captured
-           else charts.run_charts(points))
+           else run_charts.run_charts(points))
 if figures:
     st.caption("Charts as PNG:")
     for col, (name, chart) in zip(st.columns(len(figures)), figures.items(), strict=True):

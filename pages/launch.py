@@ -8,14 +8,14 @@ import streamlit as st
 import runner.ops.slurm as slurm
 from db import hosts, jobs, liveness, queries
 from db.access import ReadOnlyError, read_only
-from pages.common import data, ui, widgets
-from pages.common import job_view as jv
-from pages.common import launch_form as lf
-from pages.common.plain import plain
+from pages.logic import launch_form as lf
+from pages.logic.plain import plain
+from pages.widgets import data, frame, parts
+from pages.widgets import job_view as jv
 from runner.format.limits import MAX_LABEL
 from runner.format.vocab import TIMINGS
 
-ui.ensure_frame()
+frame.ensure_frame()
 st.title("Launch a sweep")
 engine = data.engine()
 locked = read_only()
@@ -144,7 +144,7 @@ def live() -> None:
         except ReadOnlyError as e:
             st.warning(str(e))
         st.rerun(scope="fragment")
-    st.dataframe(lf.queue_rows(queue, widgets.app_url()), hide_index=True,
+    st.dataframe(lf.queue_rows(queue, parts.app_url()), hide_index=True,
                  column_config={"run": st.column_config.LinkColumn("run", display_text=
                                                                    r"run=(\d+)")})
     st.subheader("Live workers")

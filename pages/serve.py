@@ -7,15 +7,15 @@ pasted or uploaded here (runner/format/capture_advisor.py)."""
 import streamlit as st
 
 from db.store import RunNotFound
-from pages.common import capture_advice as ca
-from pages.common import data, ui, widgets
-from pages.common import serve_charts as sc
-from pages.common.names import device_name
-from pages.common.plain import plain
+from pages.charts import serve_charts as sc
+from pages.logic import capture_advice as ca
+from pages.logic.names import device_name
+from pages.logic.plain import plain
+from pages.widgets import data, frame, parts
 from runner.format import capture_sizes as cs
 from runner.format import graph_memory as gm
 
-ui.ensure_frame()
+frame.ensure_frame()
 
 
 def capture_section() -> None:
@@ -57,7 +57,7 @@ def capture_section() -> None:
     for note in (*a.notes, f"Sizes are {a.unit}; priced by {curve.source}."):
         st.caption(plain(note))
     for i, figure in enumerate(ca.curve_charts(doc) if doc else ()):
-        widgets.chart(figure, key=f"cap_curve_{i}")
+        parts.chart(figure, key=f"cap_curve_{i}")
 
 
 # --- settings: ?run=ID, else the newest serve run ----------------------------------------
@@ -72,7 +72,7 @@ if runs.empty:
             "buckets:pow2-256 --requests 500 --batch-dist uniform:1-64`, then import it.")
     st.stop()
 ids = [int(i) for i in runs["id"]]
-run_id = widgets.run_id_from_url() if st.query_params.get_all("run") else ids[0]
+run_id = parts.run_id_from_url() if st.query_params.get_all("run") else ids[0]
 if run_id not in ids:
     st.error(f"Run {run_id} is not a serve run (or does not exist): pick one below.")
     run_id = ids[0]
@@ -108,7 +108,7 @@ st.caption("Latency: one request, synchronised (a server hands its result back).
 
 chart = sc.memory_throughput_chart(results)
 if chart is not None:
-    widgets.chart(chart, key="mem_chart")
+    parts.chart(chart, key="mem_chart")
 else:
     st.info("No graph memory figures: this run had no CUDA, so no graph was captured "
             "(bucket strategies ran eagerly at their padded sizes).")
@@ -121,16 +121,16 @@ waste = list(sc.waste_charts(sc.waste_frame(stream, results)).items())
 for row in range(0, len(waste), 2):
     for col, (name, figure) in zip(st.columns(2), waste[row:row + 2], strict=False):
         with col:
-            widgets.chart(figure, key=f"waste_chart_{name}")
+            parts.chart(figure, key=f"waste_chart_{name}")
 latency = sc.latency_chart(requests)
 if latency is not None:
-    widgets.chart(latency, key="latency_chart")
+    parts.chart(latency, key="latency_chart")
 
 st.subheader("Bucket advisor")
 if profile.empty:
     st.info("This run has no per-size profile, so the advisor has nothing to choose from.")
     st.stop()
-with widgets.drawn("The bucket advisor"):
+with parts.drawn("The bucket advisor"):
     bounds = sc.budget_bounds(profile)
     if bounds is None:
         budget = None

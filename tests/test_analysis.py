@@ -12,7 +12,7 @@ import pytest
 from db import queries
 from db.samples import SAMPLES, seed_if_empty
 from db.store import import_bundle
-from pages.common import analysis, links, metrics
+from pages.logic import analysis, links, metrics
 from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
 

@@ -9,7 +9,7 @@ import pytest
 
 from db import queries
 from db.store import import_bundle
-from pages.common import board
+from pages.logic import board
 from tests.synthetic import sweep_bundle
 
 
@@ -69,7 +69,7 @@ def test_compare_refusal_names_the_reason():
 def _one_run_at_a_time(points: pd.DataFrame) -> dict:
     """The oracle: one run's key figures from analysis' per-run functions, as the board
     computed them before it did all runs at once."""
-    from pages.common import analysis
+    from pages.logic import analysis
 
     row = {c: math.nan for c in board.key_columns()}
     lines = []

@@ -1,5 +1,5 @@
 """The Serve page's capture-size section through AppTest, and its pure helpers
-(pages/common/capture_advice.py). Distributions are the samples in tests/data/capture/."""
+(pages/logic/capture_advice.py). Distributions are the samples in tests/data/capture/."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pages.common import capture_advice as ca
+from pages.logic import capture_advice as ca
 from runner.format import capture_sizes as cs
 from runner.format import graph_memory as gm
 

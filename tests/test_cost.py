@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 
 from db.samples import SAMPLES
-from pages.common import analysis, charts, comparing, cost, report, serve_charts
-from pages.common.names import device_name
+from pages.charts import report, run_charts, serve_charts
+from pages.logic import analysis, comparing, cost
+from pages.logic.names import device_name
 from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
 
@@ -88,18 +89,18 @@ def test_headline_is_one_line_with_interval_and_extra_mib(batch8):
 
 
 def test_memory_chart_stacks_both_parts_in_mode_colours(batch8):
-    spec = charts.memory_chart(batch8).to_dict()
+    spec = run_charts.memory_chart(batch8).to_dict()
     rows = next(iter(spec["datasets"].values()))
     parts = {(r["mode"], r["part"]): r["MiB"] for r in rows}
     assert parts[("reduce-overhead", "Graph pool")] == pytest.approx(95)
     assert parts[("reduce-overhead", "Peak allocated")] == pytest.approx(7)
     assert spec["encoding"]["y"]["stack"] == "zero"
-    assert spec["encoding"]["color"]["scale"]["range"] == list(charts.MODE_COLORS.values())
+    assert spec["encoding"]["color"]["scale"]["range"] == list(run_charts.MODE_COLORS.values())
     assert "lower is better" not in spec["title"]
 
 
 def test_tradeoff_chart_plots_speedup_against_extra_mib_with_pareto(batch8):
-    spec = charts.tradeoff_chart(cost.memory_cost(batch8)).to_dict()
+    spec = run_charts.tradeoff_chart(cost.memory_cost(batch8)).to_dict()
     rows = next(iter(spec["datasets"].values()))
     assert {r["mode"]: r["best"] for r in rows}["reduce-overhead"] == "dominated"
     enc = spec["layer"][0]["encoding"]
@@ -114,18 +115,18 @@ def _has_one_x_rule(spec) -> bool:
 
 def test_speedup_axes_are_log_with_a_1x_rule():
     p = frame(sweep_bundle())
-    spec = charts.speedup_chart(analysis.speedups(p)).to_dict()
+    spec = run_charts.speedup_chart(analysis.speedups(p)).to_dict()
     y = spec["layer"][0]["encoding"]["y"]
     assert y["scale"]["type"] == "log" and 1.0 in y["axis"]["values"]
     assert _has_one_x_rule(spec)
     h = pd.DataFrame([{"id": 1, "gpu_name": "A", "torch_version": "2.1", "source": "measured"}])
-    d = charts.compare_chart(analysis.compare_speedups(p, h)).to_dict()
+    d = run_charts.compare_chart(analysis.compare_speedups(p, h)).to_dict()
     assert d["layer"][0]["encoding"]["y"]["scale"]["type"] == "log" and _has_one_x_rule(d)
 
 
 def test_step_time_ticks_are_readable_and_the_legend_is_on():
-    assert charts.log_ticks([0.119, 2.2]) == [0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
-    spec = charts.step_time_chart(frame(sweep_bundle())).to_dict()
+    assert run_charts.log_ticks([0.119, 2.2]) == [0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
+    spec = run_charts.step_time_chart(frame(sweep_bundle())).to_dict()
     enc = [layer["encoding"] for layer in spec["layer"] if "encoding" in layer][0]
     assert enc["y"]["axis"]["format"] == "~g" and 1.0 in enc["y"]["axis"]["values"]
     assert enc["color"]["legend"] is not None
@@ -133,18 +134,18 @@ def test_step_time_ticks_are_readable_and_the_legend_is_on():
 
 def test_published_two_point_series_are_points_not_lines():
     p = frame(fmt.read(SAMPLES / "published-l40s-day25.json"))
-    spec = charts.speedup_chart(analysis.speedups(p)).to_dict()
+    spec = run_charts.speedup_chart(analysis.speedups(p)).to_dict()
     line = [layer for layer in spec["layer"] if layer.get("mark", {}).get("type") == "line"][0]
     # The line layer keeps only series of 3+ points; a point layer draws every point.
-    assert {"filter": f"datum._series_points >= {charts.MIN_LINE_POINTS}"} in line["transform"]
+    assert {"filter": f"datum._series_points >= {run_charts.MIN_LINE_POINTS}"} in line["transform"]
     assert any(layer.get("mark", {}).get("type") == "point" for layer in spec["layer"])
-    svg = report.chart_svg(charts.speedup_chart(analysis.speedups(p)))
+    svg = report.chart_svg(run_charts.speedup_chart(analysis.speedups(p)))
     assert "mark-symbol" in svg  # it compiles, and draws the points
 
 
 def test_serve_page_uses_the_mode_colours():
     for kind, colour in serve_charts.KIND_COLORS.items():
-        assert colour == charts.MODE_COLORS.get(kind, charts.MODE_COLORS["cuda-graph"])
+        assert colour == run_charts.MODE_COLORS.get(kind, run_charts.MODE_COLORS["cuda-graph"])
     assert serve_charts.kind_of("buckets:8/16/32") == "buckets"
 
 

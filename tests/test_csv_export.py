@@ -11,7 +11,7 @@ import pytest
 
 from db import queries
 from db.store import import_bundle
-from pages.common import report
+from pages.charts import report
 from tests.synthetic import sweep_bundle
 
 FORMULAS = ['=HYPERLINK("http://evil.example","x")', "+1+cmd|' /C calc'!A0", "-2+3",

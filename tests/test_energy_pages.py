@@ -10,7 +10,8 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from pages.common import charts, cost, energy, report
+from pages.charts import report, run_charts
+from pages.logic import cost, energy
 from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
 from tests.test_pages import charts as page_charts
@@ -53,14 +54,14 @@ def without() -> pd.DataFrame:
 
 
 def test_energy_charts_only_with_data(with_energy, without):
-    got = charts.run_charts(with_energy)
+    got = run_charts.run_charts(with_energy)
     assert {"energy", "energy-above-idle"} <= set(got)
     spec = got["energy"].to_dict()
     assert "Energy per step" in str(spec["title"])
     assert any(layer.get("mark", {}).get("type") == "errorbar"
                if isinstance(layer.get("mark"), dict) else layer.get("mark") == "errorbar"
                for layer in spec["layer"])
-    assert not {"energy", "energy-above-idle"} & set(charts.run_charts(without))
+    assert not {"energy", "energy-above-idle"} & set(run_charts.run_charts(without))
     for name in ("energy", "energy-above-idle"):
         report.chart_svg(got[name])  # renders through vega
 
@@ -132,7 +133,7 @@ def test_compare_and_trend_show_energy_where_measured(dash):
 
 
 def test_serve_summary_has_energy_per_request_only_where_measured():
-    from pages.common.serve_charts import summary_table
+    from pages.charts.serve_charts import summary_table
 
     base = {"strategy": "eager", "status": "ok", "execution": "eager", "message": "",
             "requests_per_s": 1.0, "rows_per_s": 1.0, "latency_ms_p50": 1.0,
@@ -147,7 +148,7 @@ def test_serve_summary_has_energy_per_request_only_where_measured():
 
 
 def test_launch_form_energy_checkbox_goes_into_the_queued_spec(tmp_path):
-    from pages.common import launch_form as lf
+    from pages.logic import launch_form as lf
 
     good = lf.FormValues(workload="mlp", modes=lf.DEFAULTS["modes"], timing="quick", device="auto",
                          batch_preset=lf.CUSTOM, custom_batches="1,8")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from db.store import import_bundle
-from pages.common import capture_advice as ca
-from pages.common import report
+from pages.charts import report
+from pages.logic import capture_advice as ca
 from tests.graph_memory_data import probe_bundle
 from tests.test_pages import charts, texts
 
@@ -95,7 +95,7 @@ def test_curve_choices_and_frames():
 
 
 def test_an_uploaded_graph_memory_bundle_says_what_it_holds(dash):
-    from pages.common import uploads
+    from pages.logic import uploads
     from runner.format import bundle as fmt
 
     text = fmt.dumps(probe_bundle()).encode()

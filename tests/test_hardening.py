@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from db.engine import make_engine
 from db.store import delete_run, export_bundle, import_bundle
-from pages.common import links
+from pages.logic import links
 from runner.format import bundle as fmt
 from runner.format.measurement import Measurement
 from runner.ops.cli import main
@@ -174,7 +174,8 @@ def _page(page: str, **params):
 
 
 def test_a_run_that_cannot_be_drawn_says_so_in_its_place(app_db_url, monkeypatch):
-    from pages.common import analysis, report
+    from pages.charts import report
+    from pages.logic import analysis
 
     engine = make_engine(app_db_url)
     rid = import_bundle(engine, sample())[0]
@@ -189,7 +190,7 @@ def test_a_run_that_cannot_be_drawn_says_so_in_its_place(app_db_url, monkeypatch
     errors = [str(e.value) for e in at.error]
     assert any("The headline cannot be drawn" in e for e in errors), errors
     assert any("The charts cannot be drawn" in e for e in errors), errors
-    from pages.common.links import RUN_VIEWS
+    from pages.logic.links import RUN_VIEWS
 
     assert [t.label for t in at.tabs] == list(RUN_VIEWS)  # the rest still shows
 

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from db import jobs
 from db.engine import make_engine
-from pages.common import launch_form as lf
+from pages.logic import launch_form as lf
 from runner.format.queue import Job, JobProgress
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")

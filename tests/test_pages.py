@@ -14,7 +14,7 @@ from db.access import ReadOnlyError
 from db.engine import make_engine
 from db.samples import seed_if_empty
 from db.store import import_bundle
-from pages.common import uploads
+from pages.logic import uploads
 from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
 
@@ -52,7 +52,7 @@ def texts(at: AppTest, kind: str) -> list[str]:
 
 def run_views(dash, rid: int, views=None, **params) -> dict[str, AppTest]:
     """The Run page opened once per view (?view=LABEL): a view computes only its own tab."""
-    from pages.common.links import RUN_VIEWS
+    from pages.logic.links import RUN_VIEWS
 
     return {v: dash.open("pages/run.py", run=str(rid), view=v, **params)
             for v in (views or RUN_VIEWS)}

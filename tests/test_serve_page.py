@@ -1,4 +1,4 @@
-"""The serve page through AppTest, and its pure helpers (pages/common/serve_charts.py).
+"""The serve page through AppTest, and its pure helpers (pages/charts/serve_charts.py).
 
 The bundles here are synthetic test inputs (made-up figures with a GPU's shape: pools,
 graphs), built to exercise the page; no result is claimed from them.
@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from db.engine import make_engine
 from db.store import import_bundle
-from pages.common import serve_charts as sc
+from pages.charts import serve_charts as sc
 from runner.format import buckets as B
 from runner.format import bundle as fmt
 from runner.format import serve_record as rec

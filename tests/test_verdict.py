@@ -41,7 +41,7 @@ def test_verdict_edges(value, low, high, expected):
 
 
 def test_the_pages_by_column_verdicts_agree_with_the_rule():
-    from pages.common import analysis
+    from pages.logic import analysis
 
     df = pd.DataFrame(EDGES, columns=["speedup", "speedup_ci_low", "speedup_ci_high",
                                       "expected"]).assign(mode="compile")
@@ -69,7 +69,8 @@ def test_quoted_never_gives_an_inconclusive_median():
 
 # --- the rule where a speedup is quoted or ranked -------------------------------------------
 
-from pages.common import analysis, board, cost, report, trends  # noqa: E402
+from pages.charts import report  # noqa: E402
+from pages.logic import analysis, board, cost, trends  # noqa: E402
 from runner.format import bundle as fmt  # noqa: E402
 from tests.synthetic import sweep_bundle  # noqa: E402
 

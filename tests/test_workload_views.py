@@ -1,4 +1,4 @@
-"""The kernel-chain and train-step views (pages/common/workload_views.py), the published
+"""The kernel-chain and train-step views (pages/logic/workload_views.py), the published
 V100 sample, and the Run and Compare pages showing them."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from db import queries
 from db.samples import SAMPLES
 from db.store import import_bundle
-from pages.common import workload_views as wv
+from pages.logic import workload_views as wv
 from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
 from tests.test_pages import texts

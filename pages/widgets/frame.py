@@ -1,6 +1,6 @@
 """The dashboard's frame, for every page: the pages table for st.page_link, leaving
 streamlit's legacy multipage mode, and the page for a URL that names none. Data access is
-pages.common.data's, widgets pages.common.widgets'.
+pages.widgets.data's, widgets pages.widgets.parts'.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.common import links
-from pages.common.plain import plain
+from pages.logic import links
+from pages.logic.plain import plain
 
 APP_PATH = Path(__file__).resolve().parents[2] / "app.py"
 PAGES = {name: spec.file for name, spec in links.PAGES.items()}  # for st.page_link

@@ -1,6 +1,6 @@
 """The Launch page's widgets: a workload parameter's field, this session's id, and the
 followed job's live view (progress, time left, Cancel). The page (pages/launch.py) lays
-them out; the logic is pages.common.launch_form's, the queue db.jobs'.
+them out; the logic is pages.logic.launch_form's, the queue db.jobs'.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import streamlit as st
 import runner.ops.slurm as slurm
 from db import jobs, queries
 from db.access import ReadOnlyError
-from pages.common import launch_form as lf
-from pages.common.plain import plain
-from pages.common.ui import PAGES
+from pages.logic import launch_form as lf
+from pages.logic.plain import plain
+from pages.widgets.frame import PAGES
 from runner.format.limits import MAX_LABEL
 from runner.format.queue import Job, JobProgress
 

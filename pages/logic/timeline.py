@@ -5,7 +5,7 @@ Each pair spans its step's own time (first launch to last kernel end; issue 25) 
 point's timed median beside the profiled figure.
 
 Pure: frames and Altair charts from the traces runner/format/trace.py defines; the page
-glue (picker, toggle, downloads) is pages.common.ui.timeline_section.
+glue (picker, toggle, downloads) is pages.widgets.frame.timeline_section.
 
 Modes are stacked as a vertical concat rather than one layered chart: "fit each" gives
 every mode its own time axis, which one chart cannot. The width is therefore fixed.
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import altair as alt
 import pandas as pd
 
-from pages.common import analysis
+from pages.logic import analysis
 from runner.format import trace as tr
 from runner.format.limits import MAX_BATCH_SIZE
 from runner.format.verdict import INCONCLUSIVE

@@ -1,11 +1,11 @@
 """What Compare adds beside the curves: which runs report another statistic than the
-runner's median, and memory side by side. Pure pandas, like pages.common.analysis."""
+runner's median, and memory side by side. Pure pandas, like pages.logic.analysis."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from pages.common import analysis, cost
+from pages.logic import analysis, cost
 from runner.format.measurement import details_of
 
 RUNNER_STATISTIC = "median"

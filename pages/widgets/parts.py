@@ -1,7 +1,7 @@
 """The widgets pages repeat: a part drawn or said broken in its own place, URL parameters
 with clear messages, charts stretched to their column, badges, the run delete button and
-the step timeline section. Data comes from pages.common.data; no maths here
-(pages.common.analysis), no SQL (db/).
+the step timeline section. Data comes from pages.widgets.data; no maths here
+(pages.logic.analysis), no SQL (db/).
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
-from pages.common import data, links, timeline
-from pages.common.plain import plain
-from pages.common.ui import PAGES
+from pages.logic import links, timeline
+from pages.logic.plain import plain
+from pages.widgets import data
+from pages.widgets.frame import PAGES
 
 
 @contextlib.contextmanager
@@ -108,7 +109,7 @@ def multiselect_param(container, label: str, param: str, options: list[str]) -> 
 
 
 def chart(chart, key: str) -> None:
-    """An Altair chart stretched to its container (pages.common.charts builds single or
+    """An Altair chart stretched to its container (pages.charts.run_charts builds single or
     layered charts only, so every one can stretch)."""
     st.altair_chart(chart, key=key, width="stretch")
 
@@ -133,7 +134,7 @@ def noise_badge(level: str, text: str) -> None:
 
 def published_banner(header) -> None:
     if header.get("source") == "published":
-        from pages.common.report import PUBLISHED_NOTE
+        from pages.charts.report import PUBLISHED_NOTE
 
         st.info(f"{PUBLISHED_NOTE} Source: {plain(header.get('label') or 'unknown')}",
                 icon=":material/article:")

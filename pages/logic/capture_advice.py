@@ -11,8 +11,8 @@ import json
 import altair as alt
 import pandas as pd
 
-from pages.common import chart_layout as layout
-from pages.common.names import device_name
+from pages.charts import layout
+from pages.logic.names import device_name
 from runner.format import bundle as fmt
 from runner.format import capture_dist as cdist
 from runner.format import capture_sizes as cs

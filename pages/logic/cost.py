@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pages.common import analysis
-from pages.common.energy import energy_at
+from pages.logic import analysis
+from pages.logic.energy import energy_at
 from runner.format import verdict as vd
 from runner.format.metrics import BYTES_PER_MIB
 

@@ -1,5 +1,5 @@
 """Altair charts of a run and of a comparison. Each function takes the frames that
-pages.common.analysis (and pages.common.cost) return and gives back a chart, or None when
+pages.logic.analysis (and pages.logic.cost) return and gives back a chart, or None when
 there is nothing to draw (a CPU run has no memory figures; a failed run has no ok point).
 
 The same basics on every chart: one colour per mode (MODE_COLORS, the Serve page's too);
@@ -8,7 +8,7 @@ with 1-2-5 ticks; a series of fewer than MIN_LINE_POINTS points drawn as points,
 line joining batch sizes decades apart; single (layered) charts only, so the page can
 stretch each to its width (a facet or concat keeps fixed panel widths).
 
-Axis titles and tooltip formats come from pages.common.metrics, so units live in one place.
+Axis titles and tooltip formats come from pages.logic.metrics, so units live in one place.
 Batch sizes are powers of two in practice: a log2 x axis spaces them evenly.
 
 Speedup and step-time charts draw each point's 95% interval as error bars where the run
@@ -29,8 +29,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from pages.common import analysis, cost
-from pages.common.chart_layout import (  # noqa: F401 - WIDTH: the report's width, here too
+from pages.charts.layout import (  # noqa: F401 - WIDTH: the report's width, here too
     HEIGHT,
     LABEL_LIMIT,
     WIDTH,
@@ -40,8 +39,9 @@ from pages.common.chart_layout import (  # noqa: F401 - WIDTH: the report's widt
     present_modes,
     unfitted,
 )
-from pages.common.energy import energy_points
-from pages.common.metrics import metric, title
+from pages.logic import analysis, cost
+from pages.logic.energy import energy_points
+from pages.logic.metrics import metric, title
 from runner.format.vocab import MODE_TABLE, MODES
 
 # One colour per mode everywhere (charts, report, the Serve page), so a reader learns it

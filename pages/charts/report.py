@@ -15,8 +15,9 @@ import jinja2
 import pandas as pd
 import vl_convert as vlc
 
-from pages.common import analysis, charts, cost, energy, links, timeline
-from pages.common.metrics import (
+from pages.charts import run_charts
+from pages.logic import analysis, cost, energy, links, timeline
+from pages.logic.metrics import (
     MISSING,
     NO_INTERVAL,
     format_interval,
@@ -24,7 +25,7 @@ from pages.common.metrics import (
     metric,
     title,
 )
-from pages.common.names import device_name, known
+from pages.logic.names import device_name, known
 from runner.format import verdict as vd
 from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
 from runner.format.numbers import is_missing
@@ -35,7 +36,7 @@ PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not me
 
 
 def run_title(header: dict, shown=str) -> str:
-    """`shown` turns each stored text into what the target shows (pages.common.plain's
+    """`shown` turns each stored text into what the target shows (pages.logic.plain's
     plain() for a Markdown element; the HTML report escapes by itself)."""
     gpu = shown(device_name(header))
     torch = shown(known(header.get("torch_version")) or MISSING)
@@ -363,7 +364,7 @@ def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None
         title=run_title(header), css=CSS, label=header.get("label"),
         published=header.get("source") == "published", published_note=PUBLISHED_NOTE,
         summary=cost.headline(points), headline=headline(points), noise=noise,
-        charts=[(name, chart_svg(chart)) for name, chart in charts.run_charts(points).items()],
+        charts=[(name, chart_svg(chart)) for name, chart in run_charts.run_charts(points).items()],
         points=_rows(points_table(points)), reserved_note=RESERVED_NOTE,
         run_rows=run_rows, env_rows=env_rows,
         reproduce=links.reproduce(header, points.get("batch_size", []),
@@ -382,7 +383,7 @@ def graph_memory_report(header: dict, doc: dict, share_url: str | None = None) -
     """A graph-memory run as one HTML file (templates/graph_memory_report.html): MiB
     against the number of captured sizes and MiB added per size (inline SVG), the
     attribution and every capture. No script, no external resource: it opens offline."""
-    from pages.common import capture_advice as ca  # the Serve page's charts, the same
+    from pages.logic import capture_advice as ca  # the Serve page's charts, the same
 
     total, added = ca.curve_charts(doc)
     run_rows = [("kind", "graph-memory"), *_run_rows(header)]

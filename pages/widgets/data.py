@@ -1,6 +1,6 @@
 """Data access for the pages: the cached engine, first-start seeding, and every query a page
-shows, cached through one helper (`cached`). No widgets here (pages.common.widgets), no SQL
-(db/), no maths (pages.common.analysis).
+shows, cached through one helper (`cached`). No widgets here (pages.widgets.parts), no SQL
+(db/), no maths (pages.logic.analysis).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from db import serve as dbserve
 from db.engine import default_url, make_engine
 from db.engine import shown_url as engine_shown_url
 from db.samples import SAMPLES, SeedResult, seed_if_empty
-from pages.common import board as boards
-from pages.common import timeline
+from pages.logic import board as boards
+from pages.logic import timeline
 
 T = TypeVar("T")
 
@@ -133,7 +133,7 @@ def _board(engine, gpus: tuple, workloads: tuple, torches: tuple) -> pd.DataFram
 
 def board(gpus: Sequence[str] = (), workloads: Sequence[str] = (),
           torches: Sequence[str] = ()) -> pd.DataFrame:
-    """The Runs page's table (pages.common.board.board), cached per database state."""
+    """The Runs page's table (pages.logic.board.board), cached per database state."""
     return cached(_board, gpus, workloads, torches)
 
 

@@ -12,7 +12,7 @@ import math
 
 import pandas as pd
 
-from pages.common import analysis
+from pages.logic import analysis
 from runner.format.measurement import details_of
 from runner.format.numbers import number_or_none as _num
 from runner.format.verdict import RANKABLE, SPREAD_LIMIT

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages.common import capture_advice as ca
-from pages.common import data, report, ui, widgets
-from pages.common.plain import plain
+from pages.charts import report
+from pages.logic import capture_advice as ca
+from pages.logic.plain import plain
+from pages.widgets import data, frame, parts
 
 
 def show(run_id: int, header: dict) -> None:
@@ -22,17 +23,17 @@ def show(run_id: int, header: dict) -> None:
         return
     for col, (i, figure) in zip(st.columns(2), enumerate(ca.curve_charts(doc)), strict=True):
         with col:
-            widgets.chart(figure, key=f"gm_chart_{i}")
+            parts.chart(figure, key=f"gm_chart_{i}")
     st.caption(report.GRAPH_MEMORY_NOTE)
     st.dataframe(ca.attribution_frame(doc), hide_index=True, key="gm_attribution")
     st.dataframe(ca.captures_frame(doc), hide_index=True, key="gm_captures")
-    if ui.has_page("serve"):
-        st.page_link(ui.PAGES["serve"], label="Price capture lists with this curve (Serve "
+    if frame.has_page("serve"):
+        st.page_link(frame.PAGES["serve"], label="Price capture lists with this curve (Serve "
                      "page)", icon=":material/dynamic_feed:", query_params={"curve": run_id})
     st.caption(f"On the command line: python -m runner advise-capture --from FILE "
                f"--engine vllm --budget-mib N --curve {run_id}")
     left, right = st.columns([4, 1])
-    left.page_link(ui.PAGES["import"], label="Download: bundle, captures CSV, HTML report",
+    left.page_link(frame.PAGES["import"], label="Download: bundle, captures CSV, HTML report",
                    icon=":material/download:", query_params={"run": run_id})
     with right:
-        widgets.delete_run_button(run_id)
+        parts.delete_run_button(run_id)

@@ -1,4 +1,4 @@
-"""How a chart is laid out on a page, for every chart builder (pages.common.charts,
+"""How a chart is laid out on a page, for every chart builder (pages.charts.run_charts,
 trends, serve_charts): the plot's own height, legends and titles that fit a half-page
 column, nothing cut at the chart's edge. Altair and Vega do the layout from these
 properties; a page only stretches a chart to its column.

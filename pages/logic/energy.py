@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pages.common import analysis
+from pages.logic import analysis
 
 ENERGY_COLUMNS = ("energy_mj_per_step", "energy_mj_per_step_ci_low",
                   "energy_mj_per_step_ci_high", "avg_power_w", "idle_power_w",

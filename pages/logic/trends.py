@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import altair as alt
 import pandas as pd
 
-from pages.common import analysis, charts
-from pages.common import chart_layout as layout
+from pages.charts import layout, run_charts
+from pages.logic import analysis
 from runner.format.vocab import ALTERNATIVE_MODES
 
 MAX_BATCH = 2**31 - 1
@@ -256,14 +256,14 @@ def trend_chart(table: pd.DataFrame, batch: int) -> alt.LayerChart | None:
         changed=df["change"].isin(["faster", "slower"]))
     values = list(df["speedup"]) + list(df["speedup_ci_low"].dropna()) \
         + list(df["speedup_ci_high"].dropna()) + [1.0]
-    y = charts._log_y("speedup", values)
+    y = run_charts._log_y("speedup", values)
     order = list(df.sort_values("order")["run"].drop_duplicates())
     # Horizontal labels on three lines (torch / date / id): rotated ones took a third of
     # the chart's height and still overlapped.
     x = alt.X("run:N", title="Run (torch version · date · id)", sort=order,
               axis=alt.Axis(labelAngle=0, labelExpr="split(datum.label, ' · ')",
                             labelLimit=layout.LABEL_LIMIT, labelOverlap=True))
-    color = charts._mode_color(df["mode"])
+    color = run_charts._mode_color(df["mode"])
     tips = [alt.Tooltip("run:N"), alt.Tooltip("mode:N"),
             alt.Tooltip("speedup:Q", format=".2f"),
             alt.Tooltip("speedup_ci_low:Q", title="95% low", format=".2f"),

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pages.common.names import device_name, known
+from pages.logic.names import device_name, known
 from runner.format import verdict as vd
 from runner.format.bundle import ENVIRONMENT_FIELDS, MODES
 from runner.format.measurement import details_of

@@ -6,8 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages.common import analysis, charts, cost, data, links, report, widgets, workload_views
-from pages.common.plain import plain
+from pages.charts import report, run_charts
+from pages.logic import analysis, cost, links, workload_views
+from pages.logic.plain import plain
+from pages.widgets import data, parts
 from runner.format.bundle import ENVIRONMENT_FIELDS
 
 # A run's headline and charts depend on its points only: built once per run and data
@@ -30,18 +32,18 @@ def figures(url: str, data_v: tuple, run_id: int) -> tuple[dict, dict]:
     Vega-Lite specs: Altair validates a whole spec again each time a page draws it, about
     half of the 100 ms a chart cost per render."""
     points = data.points([run_id])
-    paired = charts.run_charts(points, names=[n for pair in PAIRS for n in pair])
-    split = charts.time_split_charts(analysis.time_split(points))
+    paired = run_charts.run_charts(points, names=[n for pair in PAIRS for n in pair])
+    split = run_charts.time_split_charts(analysis.time_split(points))
     return ({k: c if k == "speedup" else c.to_dict() for k, c in paired.items()},
             {k: c.to_dict() for k, c in split.items()})
 
 
 def draw(figure, key: str) -> None:
-    """A chart from figures(), stretched to its column like widgets.chart."""
+    """A chart from figures(), stretched to its column like parts.chart."""
     if isinstance(figure, dict):
         st.vega_lite_chart(spec=figure, key=key, width="stretch")
     else:
-        widgets.chart(figure, key=key)
+        parts.chart(figure, key=key)
 
 
 @st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
@@ -56,17 +58,17 @@ def points_view(run_id: int, header: dict, points: pd.DataFrame) -> None:
     st.subheader("Speedup at a glance")
     st.caption("Speedup over eager (95% interval where measured) · extra memory over "
                "eager's pool + peak, per batch size and mode.")
-    with widgets.drawn("The speedup table"):
+    with parts.drawn("The speedup table"):
         st.dataframe(tables(data.db_url(), data.version(), run_id)[0], hide_index=True,
                      key="speedup_pivot")
     for section in workload_views.run_sections(header, points):
         st.subheader(section.title)
         st.caption(section.caption)
         if section.chart is not None:
-            widgets.chart(section.chart, key=f"workload_chart_{section.title}")
+            parts.chart(section.chart, key=f"workload_chart_{section.title}")
         st.dataframe(section.table, hide_index=True, key=f"workload_{section.title}")
     st.subheader("Points")
-    with widgets.drawn('The points table'):
+    with parts.drawn('The points table'):
         table = tables(data.db_url(), data.version(), run_id)[1]
         bad = (int((~table["Status"].astype(str).str.startswith("ok")).sum())
                if len(table) else 0)
@@ -89,7 +91,7 @@ def environment_view(run_id: int, header: dict, points: pd.DataFrame) -> None:
         st.dataframe(env, hide_index=True, key="env_table")
     with right:
         st.subheader("Reproduce")
-        with widgets.drawn("The command"):
+        with parts.drawn("The command"):
             offer = links.reproduce(header, points["batch_size"].tolist(),
                                     points["mode"].tolist())
             if offer.note:
@@ -98,6 +100,6 @@ def environment_view(run_id: int, header: dict, points: pd.DataFrame) -> None:
                 st.code(offer.command, language="bash", wrap_lines=True)
 
         st.subheader("Share")
-        widgets.share_link(links.run_url(widgets.app_url(), run_id))
+        parts.share_link(links.run_url(parts.app_url(), run_id))
         st.caption("Each view has its own link: the address bar carries it (?view=, and "
                    "?batch= for the timeline).")

@@ -188,7 +188,7 @@ def format_seconds(s: float | None) -> str:
 def queue_rows(queue: list[Job], base_url: str | None) -> list[dict[str, Any]]:
     """The queue table (st.dataframe's rows, by column): one row per job, a link to its
     run once there is one."""
-    from pages.common.links import run_url
+    from pages.logic.links import run_url
 
     return [{"job": j.id, "status": j.shown, "workload": j.workload,
              "points": f"{j.points_done}/{j.points_total}",

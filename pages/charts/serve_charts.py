@@ -10,14 +10,14 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from pages.common import chart_layout as layout
-from pages.common.charts import MODE_COLORS
-from pages.common.metrics import MISSING
+from pages.charts import layout
+from pages.charts.run_charts import MODE_COLORS
+from pages.logic.metrics import MISSING
 from runner.format import advisor, buckets
 
 MIB = 2**20
 WIDTH, HEIGHT = 520, layout.HEIGHT
-# The run pages' mode colours (pages.common.charts.MODE_COLORS): bucket strategies replay
+# The run pages' mode colours (pages.charts.run_charts.MODE_COLORS): bucket strategies replay
 # manually captured CUDA graphs, so they take cuda-graph's colour; several bucket
 # strategies are told apart by their shape or dash, named in the legend.
 KIND_COLORS = {k: MODE_COLORS[k] for k in ("eager", "compile", "reduce-overhead")} | {
