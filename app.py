@@ -8,10 +8,7 @@ is a script under pages/: settings -> load (db/ functions) -> show.
 from pathlib import Path
 
 import streamlit as st
-from sqlalchemy.exc import SQLAlchemyError
 
-from db.access import read_only
-from db.engine import DatabaseError
 from pages.logic import links
 from pages.widgets import data, frame
 
@@ -36,13 +33,13 @@ with st.sidebar:
     st.caption("What CUDA Graphs buy, per model, GPU and batch size, and what they cost "
                "in memory.")
     st.caption(f"Database: `{data.shown_url()}`")
-    if read_only():
+    if data.read_only():
         st.badge("read-only share mode", icon=":material/lock:", color="orange")
 
 try:
     data.engine()
     seeded = data.seed()
-except DatabaseError as e:
+except data.DatabaseError as e:
     st.error(f"{e}. {e.advice}")
     st.stop()
 
@@ -59,7 +56,7 @@ if missing:
 
 try:
     nav.run()
-except SQLAlchemyError as e:
+except data.SQLAlchemyError as e:
     # A database that goes away mid-session (server restart, file removed): one line.
     first = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
     st.error(f"The database {data.shown_url()} failed: {first}. Reload the page to retry.")

@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 from db import queries  # noqa: E402
 from db.engine import make_engine  # noqa: E402
 from db.store import import_bundle  # noqa: E402
-from pages.charts import report, run_charts  # noqa: E402
-from pages.logic import analysis, board  # noqa: E402
+from pages.charts import run_charts  # noqa: E402
+from pages.logic import analysis, board, points_table, run_text  # noqa: E402
 from tests.synthetic import sweep_bundle  # noqa: E402
 
 TARGET_S = 1.0
@@ -123,10 +123,10 @@ def bench_functions(url: str, run_id: int, repeat: int) -> dict[str, tuple[float
     def run_load():
         points = queries.run_points(engine, run_id)
         queries.run_header(engine, run_id)
-        report.headline(points)
+        run_text.headline(points)
         for chart in run_charts.run_charts(points).values():
             chart.to_dict()
-        report.points_table(points)
+        points_table.points_table(points)
 
     return {"Runs query + table (no cache)": timed(runs_load, repeat),
             "Runs board, 1,000 runs (no cache)": timed(board_load, repeat),

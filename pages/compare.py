@@ -7,7 +7,7 @@ import streamlit as st
 from pages.charts import run_charts
 from pages.logic import analysis, comparing, links, workload_views
 from pages.logic.plain import plain
-from pages.widgets import data, frame, parts
+from pages.widgets import data, frame, parts, timeline_view, url
 from runner.format import verdict
 
 frame.ensure_frame()
@@ -15,7 +15,7 @@ frame.ensure_frame()
 st.title("Compare runs")
 
 # --- settings: ids from the URL; the picker below rewrites the URL ------------------------
-asked = parts.run_ids_from_url()
+asked = url.run_ids_from_url()
 every_run = data.runs()
 all_runs = every_run[every_run["kind"] == "sweep"]  # serve runs have no speedup curves
 names = analysis.run_names(all_runs) if not all_runs.empty else {}
@@ -32,7 +32,7 @@ picked = st.multiselect("Runs to compare", list(names), default=found,
                         format_func=lambda i: f"{names[i]} · {labels[i]}",
                         max_selections=links.MAX_COMPARE, key=f"pick_{'_'.join(map(str, found))}")
 if picked != found:
-    parts.set_run_ids(picked)
+    url.set_run_ids(picked)
     st.rerun()
 if len(found) < 2:
     st.info("Pick at least two runs (or open a link such as /compare?run=1&run=2).")
@@ -75,13 +75,14 @@ if not per_kernel.empty:
     st.dataframe(per_kernel, hide_index=True, key="per_kernel")
 
 arrived_for_timeline = "batch" in st.query_params  # a ?batch= link opens at the timeline
-st.subheader("One step per run", anchor=parts.TIMELINE_ANCHOR)
+st.subheader("One step per run", anchor=timeline_view.TIMELINE_ANCHOR)
 batch = None
 with parts.drawn("The step timeline"):
-    batch = parts.timeline_section(found, points, lambda x: names[x["run_id"]], key="timeline",
-                                pick_mode=True)
-parts.scroll_to_on_arrival(parts.TIMELINE_ANCHOR, arrived_for_timeline and batch is not None,
-                        key="compare_" + "_".join(map(str, found)))
+    batch = timeline_view.timeline_section(found, points, lambda x: names[x["run_id"]],
+                                           key="timeline", pick_mode=True)
+timeline_view.scroll_to_on_arrival(timeline_view.TIMELINE_ANCHOR,
+                                   arrived_for_timeline and batch is not None,
+                                   key="compare_" + "_".join(map(str, found)))
 
 st.subheader("Per batch size")
 base_names = analysis.run_names(headers)
@@ -129,4 +130,4 @@ with st.expander("All fields"):
     st.dataframe(analysis.environment_diff(headers, only_differences=False, points=points),
                  hide_index=True, key="env_all")
 
-parts.share_link(links.compare_url(parts.app_url(), found, batch))
+parts.share_link(links.compare_url(url.app_url(), found, batch))

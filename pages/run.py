@@ -5,15 +5,14 @@ reproducing command and a share link). The views' builders and tables: run_views
 import pandas as pd
 import streamlit as st
 
-from pages.charts import report
-from pages.logic import analysis, energy, links
+from pages.logic import analysis, energy, links, run_text
 from pages.logic.plain import plain
-from pages.widgets import data, frame, graph_memory_view, parts, run_views
+from pages.widgets import data, frame, graph_memory_view, parts, run_views, timeline_view, url
 
 frame.ensure_frame()
 
 # --- settings: the run id comes from the URL only, so the link is the whole state --------
-run_id = parts.run_id_from_url()
+run_id = url.run_id_from_url()
 
 # --- load -------------------------------------------------------------------------------
 headers = data.headers([run_id])
@@ -36,7 +35,7 @@ if header.get("kind") == "graph-memory":
 points = data.points([run_id])
 
 # --- show -------------------------------------------------------------------------------
-st.title(report.run_title(header, plain))
+st.title(run_text.run_title(header, plain))
 if header.get("label") and header.get("source") != "published":
     st.caption(plain(header["label"]))
 parts.published_banner(header)
@@ -65,7 +64,7 @@ with parts.drawn('The headline'):
 # One view at a time, named in the URL (?view=Memory): only the open tab is computed and
 # sent, so a shared link draws two charts, not nine, before the reader sees the first
 # (bench/page_speed.py). A ?batch= link opens the timeline.
-view = parts.view_tabs(links.RUN_VIEWS, default=links.TIMELINE_VIEW
+view = url.view_tabs(links.RUN_VIEWS, default=links.TIMELINE_VIEW
                          if "batch" in st.query_params else links.RUN_VIEWS[0])
 speed, memory, energy_tab, split_tab, timeline_tab, points_tab, about = view
 paired, split = {}, {}
@@ -82,8 +81,8 @@ def draw_pair(names: tuple[str, str]) -> None:
     for col, name in zip(st.columns(len(shown)) if shown else [], shown, strict=True):
         with col:
             if name == "speedup":  # a click on a point opens its batch size's timeline
-                parts.chart_picking_batch(paired[name], key=f"chart_{name}",
-                                            view=(parts.VIEW_KEY, links.TIMELINE_VIEW))
+                timeline_view.chart_picking_batch(paired[name], key=f"chart_{name}",
+                                                  view=(url.VIEW_KEY, links.TIMELINE_VIEW))
             else:
                 run_views.draw(paired[name], key=f"chart_{name}")
 
@@ -119,8 +118,8 @@ if split_tab.open:
 
 if timeline_tab.open:
     with timeline_tab, parts.drawn("The step timeline"):
-        st.subheader("One step, launch by launch", anchor=parts.TIMELINE_ANCHOR)
-        parts.timeline_section([run_id], points, lambda x: x["mode"], key="timeline")
+        st.subheader("One step, launch by launch", anchor=timeline_view.TIMELINE_ANCHOR)
+        timeline_view.timeline_section([run_id], points, lambda x: x["mode"], key="timeline")
 
 if points_tab.open:
     with points_tab:

@@ -5,7 +5,7 @@ import streamlit as st
 
 from pages.logic import board, links
 from pages.logic.plain import plain
-from pages.widgets import data, frame, parts
+from pages.widgets import data, frame, parts, url
 
 frame.ensure_frame()
 
@@ -14,9 +14,9 @@ st.title("Runs")
 # --- settings ---------------------------------------------------------------------------
 options = data.filter_options()
 c1, c2, c3 = st.columns(3)
-gpus = parts.multiselect_param(c1, "GPU", "gpu", options["gpu"])
-workloads = parts.multiselect_param(c2, "Workload", "workload", options["workload"])
-torches = parts.multiselect_param(c3, "torch version", "torch", options["torch"])
+gpus = url.multiselect_param(c1, "GPU", "gpu", options["gpu"])
+workloads = url.multiselect_param(c2, "Workload", "workload", options["workload"])
+torches = url.multiselect_param(c3, "torch version", "torch", options["torch"])
 
 # --- load -------------------------------------------------------------------------------
 runs = data.runs(gpus, workloads, torches)
@@ -74,5 +74,5 @@ elif len(chosen) > 1:
     if len(chosen) > links.MAX_COMPARE:
         st.caption(f"Compare shows at most {links.MAX_COMPARE} runs.")
 
-parts.share_link(links.page_url(parts.app_url(), links.RUNS,
+parts.share_link(links.page_url(url.app_url(), links.RUNS,
                              {"gpu": gpus, "workload": workloads, "torch": torches}))

@@ -6,12 +6,12 @@ pasted or uploaded here (runner/format/capture_advisor.py)."""
 
 import streamlit as st
 
-from db.store import RunNotFound
+from pages.charts import capture_charts
 from pages.charts import serve_charts as sc
 from pages.logic import capture_advice as ca
 from pages.logic.names import device_name
 from pages.logic.plain import plain
-from pages.widgets import data, frame, parts
+from pages.widgets import data, frame, parts, url
 from runner.format import capture_sizes as cs
 from runner.format import graph_memory as gm
 
@@ -56,7 +56,7 @@ def capture_section() -> None:
             wrap_lines=True)
     for note in (*a.notes, f"Sizes are {a.unit}; priced by {curve.source}."):
         st.caption(plain(note))
-    for i, figure in enumerate(ca.curve_charts(doc) if doc else ()):
+    for i, figure in enumerate(capture_charts.curve_charts(doc) if doc else ()):
         parts.chart(figure, key=f"cap_curve_{i}")
 
 
@@ -72,7 +72,7 @@ if runs.empty:
             "buckets:pow2-256 --requests 500 --batch-dist uniform:1-64`, then import it.")
     st.stop()
 ids = [int(i) for i in runs["id"]]
-run_id = parts.run_id_from_url() if st.query_params.get_all("run") else ids[0]
+run_id = url.run_id_from_url() if st.query_params.get_all("run") else ids[0]
 if run_id not in ids:
     st.error(f"Run {run_id} is not a serve run (or does not exist): pick one below.")
     run_id = ids[0]
@@ -84,7 +84,7 @@ st.query_params["run"] = str(run_id)
 # --- load --------------------------------------------------------------------------------
 try:
     run, results, profile, requests = data.serve_run(run_id)
-except RunNotFound as e:
+except data.RunNotFound as e:
     st.error(str(e))
     st.stop()
 except Exception as e:  # noqa: BLE001 - a stored run that cannot be read: say so here

@@ -4,9 +4,10 @@ marked. The whole view lives in the URL, so the link reproduces it."""
 
 import streamlit as st
 
+from pages.charts import trend_chart
 from pages.logic import links, trends
 from pages.logic.plain import plain
-from pages.widgets import data, frame, parts
+from pages.widgets import data, frame, parts, url
 from runner.format import verdict
 from runner.format.vocab import ALTERNATIVE_MODES
 
@@ -94,8 +95,8 @@ else:
         st.markdown(f"- **{r['mode']}** at batch {int(r['batch_size']):,}: "
                     f"{plain(r['change vs previous'])} in {plain(r['run'])}")
     # Two a row while the runs' labels fit half the page; a long history takes the width.
-    figures = [(b, c) for b in batches if (c := trends.trend_chart(table, b)) is not None]
-    per_row = 2 if len(runs) <= trends.RUNS_PER_HALF_ROW else 1
+    figures = [(b, c) for b in batches if (c := trend_chart.trend_chart(table, b)) is not None]
+    per_row = 2 if len(runs) <= trend_chart.RUNS_PER_HALF_ROW else 1
     for row in range(0, len(figures), per_row):
         for col, (b, chart) in zip(st.columns(per_row), figures[row:row + per_row],
                                    strict=False):
@@ -111,6 +112,6 @@ else:
         "speedup_ci_low": st.column_config.NumberColumn("95% low", format="%.2fx"),
         "speedup_ci_high": st.column_config.NumberColumn("95% high", format="%.2fx")})
 
-parts.share_link(links.page_url(parts.app_url(), links.PAGES["trend"].url_path,
+parts.share_link(links.page_url(url.app_url(), links.PAGES["trend"].url_path,
                              dict(st.query_params.to_dict(),
                                   batch=[str(b) for b in batches], mode=modes)))

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from pages.charts import capture_charts
 from pages.logic import capture_advice as ca
 from runner.format import capture_sizes as cs
 from runner.format import graph_memory as gm
@@ -55,7 +56,7 @@ def test_curve_charts_and_comparison_frame():
                       {"shared": rows})
     curve, back = ca.curve_from_text(json.dumps(doc))
     assert back is not None and curve.per_graph_bytes == 1 << 18
-    total, added = ca.curve_charts(back)
+    total, added = capture_charts.curve_charts(back)
     assert total.to_dict()["mark"]["type"] == "line"
     a = ca.advise_text("1\n3\n8\n", "torch", 100, curve=curve)
     frame = ca.comparison_frame(a)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from pages.charts import report, run_charts
-from pages.logic import analysis
+from pages.logic import analysis, points_table, run_text
 from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
 
@@ -219,7 +219,7 @@ def test_every_chart_renders_through_vega(points):
 
 
 def test_points_table_marks_failures_and_shows_unknown_as_dash(points):
-    t = report.points_table(points)
+    t = points_table.points_table(points)
     bad = t[t["Mode"].eq("compile") & t["Batch size"].eq(64)].iloc[0]
     assert bad["Status"] == "✖ error: CUDA out of memory"
     assert bad["Step time (ms)"] == "—"
@@ -228,7 +228,7 @@ def test_points_table_marks_failures_and_shows_unknown_as_dash(points):
 
 
 def test_csv_has_raw_figures_and_unit_named_columns(points):
-    df = pd.read_csv(io.StringIO(report.points_csv(points)))
+    df = pd.read_csv(io.StringIO(points_table.points_csv(points)))
     assert len(df) == len(points)
     assert {"step_ms", "graph_pool_bytes", "speedup", "details"} <= set(df.columns)
     row = df[(df["mode"] == "eager") & (df["batch_size"] == 8)].iloc[0]
@@ -247,7 +247,7 @@ def test_html_report_is_self_contained(points):
     urls = set(re.findall(r"(?:src|href)=['\"]([^'\"]+)", html))
     assert urls <= {"http://127.0.0.1:8501/run?run=7"}
     assert "&lt;b&gt;x&lt;/b&gt;" in html  # the label is escaped
-    assert report.PUBLISHED_NOTE in html
+    assert run_text.PUBLISHED_NOTE in html
     assert "CUDA out of memory" in html
 
 
@@ -255,7 +255,7 @@ def test_headline_sentences_for_published_figures():
     from db.samples import SAMPLES
 
     p = frame(fmt.read(SAMPLES / "published-l40s-day25.json"))
-    lines = report.headline(p)
+    lines = run_text.headline(p)
     assert lines[0].startswith("compile: up to 1.41x over eager, at batch 8,192")
     assert lines[0].endswith("; no interval")  # published figures carry none
     assert any(line.startswith("reduce-overhead: up to 9.45x") for line in lines)
@@ -273,28 +273,28 @@ def test_headline_quotes_the_interval_ranks_by_lower_bound_and_names_ties():
                                       ("cuda-graph", 8): ci(10.5, 10.0, 11.0),
                                       ("cuda-graph", 64): ci(20.0, 8.0, 40.0),
                                       ("cuda-graph", 512): ci(6.0, 5.8, 6.2)}))
-    line = [x for x in report.headline(p) if x.startswith("cuda-graph:")][0]
+    line = [x for x in run_text.headline(p) if x.startswith("cuda-graph:")][0]
     assert line.startswith("cuda-graph: up to 10.50x (10.00-11.00x) over eager, at batch 8 (")
     assert line.endswith("; batches 1-64 within noise")
     assert "20.00x" not in line
-    assert any(x.startswith("Host launch cost: 10.0 us per launch") for x in report.headline(p))
+    assert any(x.startswith("Host launch cost: 10.0 us per launch") for x in run_text.headline(p))
 
 
 def test_old_run_headline_says_no_interval(old_points):
-    lines = report.headline(old_points)
+    lines = run_text.headline(old_points)
     assert all(x.endswith("; no interval") for x in lines if " over eager" in x)
     assert not any(x.startswith("Host launch cost") for x in lines)
 
 
 def test_points_table_shows_intervals_and_noise_badges(old_points):
     p = frame(sweep_bundle(batches=(8,), overrides={("compile", 8): {"noisy": True}}))
-    t = report.points_table(p).set_index("Mode")
+    t = points_table.points_table(p).set_index("Mode")
     assert t.at["compile", "Noise"] == "noisy" and t.at["eager", "Noise"] == "ok"
     assert t.at["cuda-graph", "Speedup over eager 95% CI"].endswith("x")
     assert t.at["eager", "Speedup over eager 95% CI"] == "—"  # the baseline has none
     assert t.at["eager", "Step time 95% CI"].endswith(" ms")
     assert t.at["eager", "Host launch cost (us)"] == "10.0 us"
-    old = report.points_table(old_points)
+    old = points_table.points_table(old_points)
     assert set(old["Noise"]) == {"no interval"}
     assert set(old["Step time 95% CI"]) == {"no interval"}
 

@@ -9,7 +9,7 @@ import pytest
 
 from db.samples import SAMPLES
 from pages.charts import report, run_charts, serve_charts
-from pages.logic import analysis, comparing, cost
+from pages.logic import analysis, comparing, cost, points_table, run_text
 from pages.logic.names import device_name
 from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
@@ -153,7 +153,7 @@ def test_a_run_without_gpu_is_named_cpu_and_host_never_nan():
     assert device_name({"gpu_name": float("nan"), "hostname": "box"}) == "CPU (box)"
     assert device_name({"gpu_name": None}) == "CPU"
     assert device_name(pd.Series({"gpu_name": "NVIDIA H200"})) == "NVIDIA H200"
-    title = report.run_title({"id": 3, "workload": "mlp", "gpu_name": float("nan"),
+    title = run_text.run_title({"id": 3, "workload": "mlp", "gpu_name": float("nan"),
                               "hostname": "box", "torch_version": float("nan")})
     assert title == "Run 3: mlp on CPU (box), torch —"
 
@@ -184,7 +184,7 @@ def test_compare_flags_a_published_mean_and_shows_memory_side_by_side():
 
 
 def test_points_table_key_columns_first_and_pivot(batch8):
-    t = report.points_table(batch8)
+    t = points_table.points_table(batch8)
     assert list(t.columns[:9]) == [
         "Mode", "Batch size", "Speedup over eager (x)", "Speedup over eager 95% CI",
         "Verdict", "Step time (ms)", "Step time 95% CI", "Memory held (pool + peak) (MiB)",
@@ -193,7 +193,7 @@ def test_points_table_key_columns_first_and_pivot(batch8):
     assert ro["Memory held (pool + peak) (MiB)"] == "102.0 MiB"
     assert ro["Verdict"] == "faster"
     assert t[t["Mode"] == "eager"].iloc[0]["Verdict"] == "—"  # the reference itself
-    pivot = report.speedup_pivot(batch8).set_index("Batch size")
+    pivot = points_table.speedup_pivot(batch8).set_index("Batch size")
     assert pivot.at[8, "cuda-graph"] == "7.1x (6.5-7.6) · +34 MiB"
 
 

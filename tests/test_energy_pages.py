@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from pages.charts import report, run_charts
-from pages.logic import cost, energy
+from pages.logic import cost, energy, points_table, run_text
 from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
 from tests.test_pages import charts as page_charts
@@ -70,9 +70,9 @@ def test_headline_gains_energy_words(with_energy, without):
     line = cost.headline(with_energy)
     assert line.startswith("cuda-graph at batch") and "84% less energy per step" in line
     assert "energy" not in cost.headline(without)
-    found = [x for x in report.headline(with_energy) if x.startswith("Energy: cuda-graph")]
+    found = [x for x in run_text.headline(with_energy) if x.startswith("Energy: cuda-graph")]
     assert found and "84% less energy per step than eager (6.25x" in found[0]
-    assert not [x for x in report.headline(without) if x.startswith("Energy:")]
+    assert not [x for x in run_text.headline(without) if x.startswith("Energy:")]
     assert energy.less_energy(0.5) == "100% more energy per step"
 
 
@@ -84,11 +84,11 @@ def test_missing_reason_says_why_in_one_line(without):
 
 
 def test_table_csv_and_html_carry_energy(with_energy, without):
-    table = report.points_table(with_energy)
+    table = points_table.points_table(with_energy)
     assert {"Energy per step (mJ)", "Energy per step 95% CI", "Energy gain over eager (x)",
             "Average power (W)"} <= set(table.columns)
-    assert not any("Energy" in c for c in report.points_table(without).columns)
-    df = pd.read_csv(io.StringIO(report.points_csv(with_energy)))
+    assert not any("Energy" in c for c in points_table.points_table(without).columns)
+    df = pd.read_csv(io.StringIO(points_table.points_csv(with_energy)))
     assert {"energy_mj_per_step", "avg_power_w", "idle_power_w", "energy_gain",
             "energy_unavailable_reason"} <= set(df.columns)
     row = df[(df["mode"] == "cuda-graph") & (df["batch_size"] == 8)].iloc[0]

@@ -174,8 +174,7 @@ def _page(page: str, **params):
 
 
 def test_a_run_that_cannot_be_drawn_says_so_in_its_place(app_db_url, monkeypatch):
-    from pages.charts import report
-    from pages.logic import analysis
+    from pages.logic import analysis, run_text
 
     engine = make_engine(app_db_url)
     rid = import_bundle(engine, sample())[0]
@@ -184,7 +183,7 @@ def test_a_run_that_cannot_be_drawn_says_so_in_its_place(app_db_url, monkeypatch
     def broken(*_a, **_k):
         raise ValueError("cannot draw this")
 
-    monkeypatch.setattr(report, "headline", broken)
+    monkeypatch.setattr(run_text, "headline", broken)
     monkeypatch.setattr(analysis, "time_split", broken)
     at = _page("pages/run.py", run=str(rid))
     errors = [str(e.value) for e in at.error]

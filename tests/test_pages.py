@@ -15,6 +15,7 @@ from db.engine import make_engine
 from db.samples import seed_if_empty
 from db.store import import_bundle
 from pages.logic import uploads
+from pages.widgets.data import import_uploads
 from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
 
@@ -130,7 +131,7 @@ def test_read_only_empty_database_shows_no_runs_and_writes_nothing(tmp_path, mon
     assert not at.exception and len(at.file_uploader) == 0
     assert any("Read-only" in t for t in texts(at, "info"))
     with pytest.raises(ReadOnlyError):
-        uploads.import_uploads(make_engine(url), [("a.json", b"{}")])
+        import_uploads(make_engine(url), [("a.json", b"{}")])
 
 
 # --- runs -------------------------------------------------------------------------------

@@ -1,25 +1,21 @@
-"""The Serve page's capture-size advice, as pure functions (no streamlit): read a pasted or
-uploaded distribution, advise for an engine within a budget, lay out the comparison, and
-show a graph-memory run (MiB against the number of captured sizes, MiB added per size, its
-captures and attribution as tables: the Serve page, the Run page and the HTML report).
+"""The Serve page's capture-size advice, as pure functions: read a pasted or uploaded
+distribution, advise for an engine within a budget, lay out the comparison, and a
+graph-memory run's captures and attribution as tables (the Serve page, the Run page and
+the HTML report; its charts are pages/charts/capture_charts.py's).
 """
 
 from __future__ import annotations
 
 import json
 
-import altair as alt
 import pandas as pd
 
-from pages.charts import layout
 from pages.logic.names import device_name
 from runner.format import bundle as fmt
 from runner.format import capture_dist as cdist
 from runner.format import capture_sizes as cs
 from runner.format import graph_memory as gm
 from runner.format.capture_advisor import Advice, advise
-
-WIDTH = 520
 
 
 def curve_from_text(text: str | None, name: str = "uploaded curve") -> tuple[cs.Curve, dict | None]:
@@ -49,28 +45,6 @@ def comparison_frame(a: Advice) -> pd.DataFrame:
                      "Run without graphs": f"{p.graphless_share:.1%}",
                      "Pool MiB": round(p.pool_mib, 1), "Capture s": round(p.capture_s, 2)})
     return pd.DataFrame(rows)
-
-
-def curve_charts(doc: dict) -> tuple[alt.Chart, alt.Chart]:
-    """A graph-memory run: pool MiB after each capture, and what each capture added (laid
-    out as every page chart is: the plot its own height, legend on top, nothing cut)."""
-    df = pd.DataFrame(gm.table_rows(doc))
-    base = alt.Chart(df).encode(color=alt.Color("pool:N", title="Pool",
-                                                legend=layout.legend(entries=2)))
-    total = base.mark_line(point=True).encode(
-        x=alt.X("graphs:Q", title="Captured sizes (largest first)"),
-        y=alt.Y("pool_mib:Q", title="Pool MiB"),
-        tooltip=["pool", "graphs", "batch_size", alt.Tooltip("pool_mib:Q", format=".1f")],
-    )
-    added = base.mark_bar().encode(
-        x=alt.X("batch_size:O", title="Batch size captured", sort="descending"),
-        xOffset="pool:N", y=alt.Y("marginal_mib:Q", title="MiB added"),
-        tooltip=["pool", "batch_size", alt.Tooltip("marginal_mib:Q", format=".1f"),
-                 alt.Tooltip("capture_s:Q", format=".3f")],
-    )
-    return (layout.fitted(total, layout.chart_title("Graph pool", "MiB after each capture")),
-            layout.fitted(added, layout.chart_title("Each capture's cost",
-                                                    "MiB it added to its pool")))
 
 
 BUILT_IN = None  # the curve picker's first option: cs.DEFAULT_CURVE

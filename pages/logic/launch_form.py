@@ -8,7 +8,7 @@ data, checked here once (the queue's own check) and queued as a SweepSpec.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -397,10 +397,11 @@ def history_gpu(device: str, target: str | None, workers: list[Worker]) -> str |
 
 
 def no_worker_reason(workers: list[Worker], device: str, target: str | None,
-                     can_start_here: bool) -> str | None:
+                     can_start_here: bool,
+                     can_serve: Callable[[Worker, Job], bool]) -> str | None:
     """Why no live worker can serve a job of `device` on `target`, with what to start;
-    None when one can (or, without a target, when Launch starts one on this machine)."""
-    from db.jobs import can_serve
+    None when one can (or, without a target, when Launch starts one on this machine).
+    `can_serve`: the queue's own matching rule (db.jobs.can_serve, through the door)."""
 
     # The job as it would be queued (id 0: not yet), for the queue's own matching rule.
     job = Job(id=0, device=device, target=(target or "").strip() or None)

@@ -7,13 +7,9 @@ bad file never blocks the good ones beside it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from sqlalchemy.engine import Engine
-
-from db.access import require_writable
-from db.store import import_safely
 from runner.format import bundle as fmt
 from runner.format.limits import MAX_BUNDLE_BYTES
 
@@ -50,10 +46,10 @@ def read_upload(name: str, data: bytes) -> dict:
         raise fmt.BundleError(msg if name in msg else f"{shown}: {msg}") from None
 
 
-def import_uploads(engine: Engine, files: Iterable[tuple[str, bytes]]) -> list[UploadResult]:
-    """Import each (file name, bytes); one result line per file. Refused as a whole in
-    read-only share mode (db.access.ReadOnlyError)."""
-    require_writable("import bundles")
+def import_each(files: Iterable[tuple[str, bytes]],
+                import_one: Callable[[dict, str], tuple[int, bool]]) -> list[UploadResult]:
+    """Import each (file name, bytes) through `import_one(bundle, name)` -> (run id, created
+    now) (the door's db.store.import_safely); one result line per file."""
     results = []
     for name, data in files:
         try:
@@ -66,7 +62,7 @@ def import_uploads(engine: Engine, files: Iterable[tuple[str, bytes]]) -> list[U
                                         f"({type(e).__name__}); nothing imported"))
             continue
         try:
-            run_id, created = import_safely(engine, doc, name)
+            run_id, created = import_one(doc, name)
         except (fmt.BundleError, PermissionError) as e:  # one line each, never a traceback
             results.append(UploadResult(name, False, str(e)))
             continue

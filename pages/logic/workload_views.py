@@ -1,5 +1,6 @@
 """What the `kernel-chain` and `train-step` workloads add to the Run and Compare pages,
-as pure functions of the header and points frames (no Streamlit: the pages draw them).
+as pure functions of the header and points frames (the pages draw them; the pool chart
+is pages/charts/workload_charts.py's).
 
 kernel-chain: per-kernel figures (step / kernels) beside per-step ones, and the interview
 note's hand calculation redone with this run's own launch cost and kernel time. The
@@ -20,7 +21,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import altair as alt
 import pandas as pd
 
 from pages.logic.analysis import run_names
@@ -187,10 +187,11 @@ def train_memory_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.Dat
     return pd.DataFrame(rows).sort_values(["batch", "mode"]).reset_index(drop=True)
 
 
-def train_pool_chart(points: pd.DataFrame, header: dict | pd.Series) -> alt.Chart | None:
+def train_pool_frame(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataFrame | None:
     """reduce-overhead per batch size: the trees' one shared pool beside the forward and
-    backward graphs captured separately (stacked): what sharing the pool saves. None
-    where no point recorded the separate captures."""
+    backward graphs captured separately, in MiB (pages/charts/workload_charts.py stacks
+    them): what sharing the pool saves. None where no point recorded the separate
+    captures."""
     if header.get("workload") != "train-step" or points.empty:
         return None
     rows = []
@@ -208,15 +209,7 @@ def train_pool_chart(points: pd.DataFrame, header: dict | pd.Series) -> alt.Char
                   "MiB": fwd / MIB},
                  {"batch": b, "how": "separate pools", "part": "backward alone",
                   "MiB": bwd / MIB}]
-    if not rows:
-        return None
-    return alt.Chart(pd.DataFrame(rows)).mark_bar().encode(
-        x=alt.X("batch:O", title="batch size"), xOffset=alt.XOffset("how:N"),
-        y=alt.Y("sum(MiB):Q", title="graph pool (MiB)"),
-        color=alt.Color("part:N", title=None),
-        tooltip=["batch:O", "how:N", "part:N", alt.Tooltip("MiB:Q", format=".1f")],
-    ).properties(title="reduce-overhead: shared pool vs forward + backward apart",
-                 height=260)
+    return pd.DataFrame(rows) if rows else None
 
 
 @dataclass(frozen=True)
@@ -224,7 +217,7 @@ class Section:
     title: str
     caption: str
     table: pd.DataFrame
-    chart: alt.Chart | None = None
+    pools: pd.DataFrame | None = None  # train_pool_frame's, drawn beside the table
 
 
 def run_sections(header: dict | pd.Series, points: pd.DataFrame) -> list[Section]:
@@ -248,5 +241,5 @@ def run_sections(header: dict | pd.Series, points: pd.DataFrame) -> list[Section
                     "graphs in one shared pool; the forward and backward graphs captured "
                     "separately, each in its own pool, are the reference for what that "
                     "sharing saves (captured from eager kernels after the mode's own "
-                    "figures were taken).", memory, train_pool_chart(points, header)))
+                    "figures were taken).", memory, train_pool_frame(points, header)))
     return out

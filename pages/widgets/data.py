@@ -1,6 +1,8 @@
-"""Data access for the pages: the cached engine, first-start seeding, and every query a page
-shows, cached through one helper (`cached`). No widgets here (pages.widgets.parts), no SQL
-(db/), no maths (pages.logic.analysis).
+"""The pages' one door to the database (tests/test_layout.py: no other module of pages/,
+nor app.py, imports db/ or sqlalchemy): the cached engine, first-start seeding, every query
+a page shows, cached through one helper (`cached`), and the few writes a page makes
+(import, delete, the queue's live reads). No widgets here, no SQL (db/'s), no maths
+(pages/logic/).
 """
 
 from __future__ import annotations
@@ -11,16 +13,28 @@ from typing import Any, TypeVar
 
 import pandas as pd
 import streamlit as st
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError as SQLAlchemyError
 
+# What the pages catch, answer with or read, passed on from db/ under the same names (the
+# `x as x` form marks a name this module hands on): a page never imports db/ itself.
 from db import graph_memory as dbgm
-from db import queries
+from db import hosts, jobs, liveness, queries, store
 from db import serve as dbserve
+from db.access import ReadOnlyError as ReadOnlyError
+from db.access import read_only as read_only
+from db.access import require_writable
+from db.engine import DatabaseError as DatabaseError
 from db.engine import default_url, make_engine
 from db.engine import shown_url as engine_shown_url
+from db.jobs import FINISHED as FINISHED
+from db.jobs import JobFinished as JobFinished
+from db.jobs import JobNotFound as JobNotFound
+from db.jobs import can_serve as can_serve
 from db.samples import SAMPLES, SeedResult, seed_if_empty
+from db.store import RunNotFound as RunNotFound
 from pages.logic import board as boards
-from pages.logic import timeline
+from pages.logic import uploads
+from runner.format.queue import Job, JobProgress, Worker
 
 T = TypeVar("T")
 
@@ -47,8 +61,6 @@ def _engine_for(url: str, read_only: bool):
 
 
 def _engine(url: str):
-    from db.access import read_only
-
     return _engine_for(url, read_only())
 
 
@@ -137,18 +149,6 @@ def board(gpus: Sequence[str] = (), workloads: Sequence[str] = (),
     return cached(_board, gpus, workloads, torches)
 
 
-def _timeline(engine, ids: tuple, batch: int, labels: tuple, same_scale: bool) -> dict | None:
-    """The stacked lanes' spec for `labels` ((label, run_id, mode, timed step ms), ...)."""
-    by = {(x["run_id"], x["mode"]): x["trace"] for x in traces(ids, batch)}
-    return timeline.timeline_spec([(label, by[(rid, mode)], timed)
-                                   for label, rid, mode, timed in labels], same_scale)
-
-
-def timeline_spec(ids: Sequence[int], batch: int, labels: tuple,
-                  same_scale: bool) -> dict | None:
-    return cached(_timeline, ids, batch, labels, same_scale)
-
-
 def _serve_run(engine, run_id: int) -> tuple:
     return (dbserve.serve_run(engine, run_id), dbserve.serve_results(engine, run_id),
             dbserve.serve_profile(engine, run_id), dbserve.serve_requests(engine, run_id))
@@ -201,3 +201,76 @@ def graph_memory_doc(run_id: int) -> dict:
     """A stored graph-memory run as a document: gm.curve() and the curve charts read it.
     RunNotFound / NotGraphMemory as db.graph_memory.graph_memory_doc raises them."""
     return cached(dbgm.graph_memory_doc, int(run_id))
+
+
+# --- writes, each followed by dropping the cached reads --------------------------------------
+
+# What a refused or failed write raises: read-only mode, no such run, the database.
+WRITE_ERRORS = (PermissionError, LookupError, SQLAlchemyError)
+
+
+def import_uploads(engine, files) -> list[uploads.UploadResult]:
+    """Import each uploaded (file name, bytes) in its own transaction (logic/uploads.py
+    says what each gets). Refused as a whole in read-only share mode (ReadOnlyError).
+    `engine`: this door's engine() on a page; a test passes its own."""
+    require_writable("import bundles")
+    results = uploads.import_each(
+        files, lambda doc, name: store.import_safely(engine, doc, name))
+    if any(r.ok for r in results):
+        clear_caches()
+    return results
+
+
+def export_bundle(run_id: int) -> dict:
+    """The stored run as a bundle document (RunNotFound when there is none)."""
+    return store.export_bundle(engine(), run_id)
+
+
+def delete_run(run_id: int) -> int:
+    """Delete the run, its points and sections; the number of points deleted."""
+    facts = store.delete_run(engine(), run_id)
+    clear_caches()
+    return int(facts["points"])
+
+
+# --- the Launch page's live reads: every second, uncached ----------------------------------
+
+def db_now():
+    return jobs.db_now(engine())
+
+
+def live_workers() -> list[Worker]:
+    return jobs.live_workers(engine())
+
+
+def get_job(job_id: int, now) -> Job:
+    return jobs.get_job(engine(), job_id, now=now)
+
+
+def job_progress(job: Job, now) -> JobProgress:
+    return jobs.progress(job, now)
+
+
+def list_jobs(limit: int, now) -> list[Job]:
+    return jobs.list_jobs(engine(), limit=limit, now=now)
+
+
+def lost_runs(now) -> list[int]:
+    return liveness.lost_runs(engine(), now)
+
+
+def reap_lost() -> None:
+    jobs.reap_lost(engine())
+
+
+def hosts_text(workers: list[Worker]) -> str:
+    """One line per host of the live workers ('4 workers on host X (timing: ...)')."""
+    return " · ".join(hosts.describe(h, ws) for h, ws in hosts.by_host(workers).items())
+
+
+def past_durations(workload: str, gpu: str | None) -> pd.DataFrame:
+    return queries.past_durations(engine(), workload, gpu)
+
+
+def gpu_memory(gpu: str | None) -> int | None:
+    return queries.gpu_memory(engine(), gpu)

@@ -1,6 +1,6 @@
 """The dashboard's frame, for every page: the pages table for st.page_link, leaving
 streamlit's legacy multipage mode, and the page for a URL that names none. Data access is
-pages.widgets.data's, widgets pages.widgets.parts'.
+the door's (data.py), the other widgets are their own modules'.
 """
 
 from __future__ import annotations

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages.charts import report
+from pages.charts import capture_charts, report
 from pages.logic import capture_advice as ca
+from pages.logic import run_text
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts
 
 
 def show(run_id: int, header: dict) -> None:
     """A graph-memory run: its two charts, what its series attribute, every capture."""
-    st.title(report.run_title(header, plain) + " · graph memory")
+    st.title(run_text.run_title(header, plain) + " · graph memory")
     if header.get("label"):
         st.caption(plain(header["label"]))
     try:
@@ -21,7 +22,8 @@ def show(run_id: int, header: dict) -> None:
     except LookupError as e:  # deleted since the header was read
         st.error(plain(str(e)))
         return
-    for col, (i, figure) in zip(st.columns(2), enumerate(ca.curve_charts(doc)), strict=True):
+    figures = enumerate(capture_charts.curve_charts(doc))
+    for col, (i, figure) in zip(st.columns(2), figures, strict=True):
         with col:
             parts.chart(figure, key=f"gm_chart_{i}")
     st.caption(report.GRAPH_MEMORY_NOTE)

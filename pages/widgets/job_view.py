@@ -1,6 +1,7 @@
 """The Launch page's widgets: a workload parameter's field, this session's id, and the
 followed job's live view (progress, time left, Cancel). The page (pages/launch.py) lays
-them out; the logic is pages.logic.launch_form's, the queue db.jobs'.
+them out; the logic is pages/logic/launch_form.py's, the queue's reads and writes go
+through the door (pages/widgets/data.py).
 """
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ import re
 import streamlit as st
 
 import runner.ops.slurm as slurm
-from db import jobs, queries
-from db.access import ReadOnlyError
 from pages.logic import launch_form as lf
 from pages.logic.plain import plain
+from pages.widgets import data
 from pages.widgets.frame import PAGES
 from runner.format.limits import MAX_LABEL
 from runner.format.queue import Job, JobProgress
@@ -52,20 +52,20 @@ def followed_job() -> int | None:
     return int(raw)
 
 
-def job_estimate(engine, job: Job) -> float | None:
+def job_estimate(job: Job) -> float | None:
     """The job's duration as estimated before Launch, worked out once per job and
     session (the live view redraws every second)."""
     key = f"_estimate_{job.id}"
     if key not in st.session_state:
         spec = job.spec
         gpu = "cpu" if spec.get("device") == "cpu" else None
-        history = queries.past_durations(engine, spec.get("workload"), gpu)
-        past = queries.key_points(engine, [int(i) for i in history["run_id"]])
+        history = data.past_durations(spec.get("workload"), gpu)
+        past = data.key_points([int(i) for i in history["run_id"]])
         st.session_state[key] = lf.estimate(spec, history, gpu or "any GPU", past).seconds
     return st.session_state[key]
 
 
-def show_job(engine, job: Job, p: JobProgress, locked: bool) -> None:
+def show_job(job: Job, p: JobProgress, locked: bool) -> None:
     """The followed job: progress, times, worker, Cancel, and its run once it ended."""
     st.subheader(f"Job {job.id}: {job.shown_status}")
     total = p.total or 0
@@ -76,7 +76,7 @@ def show_job(engine, job: Job, p: JobProgress, locked: bool) -> None:
     c1, c2, c3 = st.columns(3)
     c1.metric("Elapsed", lf.format_seconds(p.elapsed_s))
     running = job.status == "running"
-    left, basis = lf.time_left(p, job_estimate(engine, job) if running else None)
+    left, basis = lf.time_left(p, job_estimate(job) if running else None)
     c2.metric("Estimated time left", lf.format_seconds(left), help=basis or None)
     waiting = f"Slurm job {job.slurm_job_id}" if job.slurm_job_id else "waiting for one"
     c3.metric("Worker", job.worker_name or waiting)
@@ -90,10 +90,10 @@ def show_job(engine, job: Job, p: JobProgress, locked: bool) -> None:
             st.caption("Cancel requested: it stops after the point in flight.")
         elif st.button("Cancel", key=f"cancel_{job.id}"):
             try:
-                slurm.cancel(engine, job.id)  # plus scancel for a Slurm job
-            except (jobs.JobFinished, ReadOnlyError, slurm.SlurmError) as e:
+                slurm.cancel(data.engine(), job.id)  # plus scancel for a Slurm job
+            except (data.JobFinished, data.ReadOnlyError, slurm.SlurmError) as e:
                 st.warning(str(e))
             st.rerun(scope="fragment")
-    if job.run_id is not None and job.status in jobs.FINISHED:
+    if job.run_id is not None and job.status in data.FINISHED:
         st.page_link(PAGES["run"], label=f"Open run {job.run_id}",
                      icon=":material/monitoring:", query_params={"run": job.run_id})

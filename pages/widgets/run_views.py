@@ -6,10 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages.charts import report, run_charts
-from pages.logic import analysis, cost, links, workload_views
+from pages.charts import run_charts, workload_charts
+from pages.logic import analysis, cost, links, points_table, run_text, workload_views
 from pages.logic.plain import plain
-from pages.widgets import data, parts
+from pages.widgets import data, parts, url
 from runner.format.bundle import ENVIRONMENT_FIELDS
 
 # A run's headline and charts depend on its points only: built once per run and data
@@ -22,7 +22,7 @@ PAIRS = [("speedup", "step-time"), ("memory", "memory-tradeoff"),
 @st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
 def headline_text(url: str, data_v: tuple, run_id: int) -> tuple[str | None, list[str]]:
     points = data.points([run_id])
-    return cost.headline(points), report.headline(points)
+    return cost.headline(points), run_text.headline(points)
 
 
 @st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
@@ -50,7 +50,7 @@ def draw(figure, key: str) -> None:
 def tables(url: str, data_v: tuple, run_id: int) -> tuple:
     """(the speedup pivot, the points table): half a second of a page's run otherwise."""
     points = data.points([run_id])
-    return report.speedup_pivot(points), report.points_table(points)
+    return points_table.speedup_pivot(points), points_table.points_table(points)
 
 
 def points_view(run_id: int, header: dict, points: pd.DataFrame) -> None:
@@ -64,8 +64,9 @@ def points_view(run_id: int, header: dict, points: pd.DataFrame) -> None:
     for section in workload_views.run_sections(header, points):
         st.subheader(section.title)
         st.caption(section.caption)
-        if section.chart is not None:
-            parts.chart(section.chart, key=f"workload_chart_{section.title}")
+        if section.pools is not None:
+            parts.chart(workload_charts.train_pool_chart(section.pools),
+                        key=f"workload_chart_{section.title}")
         st.dataframe(section.table, hide_index=True, key=f"workload_{section.title}")
     st.subheader("Points")
     with parts.drawn('The points table'):
@@ -77,7 +78,7 @@ def points_view(run_id: int, header: dict, points: pd.DataFrame) -> None:
                        "Status column with their message.")
         st.dataframe(table, hide_index=True, key="points_table",
                      column_config={"Status": st.column_config.TextColumn(width="medium")})
-    st.caption(report.RESERVED_NOTE)
+    st.caption(points_table.RESERVED_NOTE)
 
 
 def environment_view(run_id: int, header: dict, points: pd.DataFrame) -> None:
@@ -100,6 +101,6 @@ def environment_view(run_id: int, header: dict, points: pd.DataFrame) -> None:
                 st.code(offer.command, language="bash", wrap_lines=True)
 
         st.subheader("Share")
-        parts.share_link(links.run_url(parts.app_url(), run_id))
+        parts.share_link(links.run_url(url.app_url(), run_id))
         st.caption("Each view has its own link: the address bar carries it (?view=, and "
                    "?batch= for the timeline).")
