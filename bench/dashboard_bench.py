@@ -35,7 +35,7 @@ from db import queries  # noqa: E402
 from db.engine import make_engine  # noqa: E402
 from db.store import import_bundle  # noqa: E402
 from pages.charts import run_charts  # noqa: E402
-from pages.logic import analysis, board, points_table, run_text  # noqa: E402
+from pages.logic import board, points_table, run_text  # noqa: E402
 from tests.synthetic import sweep_bundle  # noqa: E402
 
 TARGET_S = 1.0
@@ -114,7 +114,7 @@ def bench_functions(url: str, run_id: int, repeat: int) -> dict[str, tuple[float
     engine = make_engine(url)
 
     def runs_load():
-        analysis.runs_table(queries.runs_frame(engine))
+        board.runs_table(queries.runs_frame(engine))
 
     def board_load():  # what the Runs page computes once per database state
         runs = queries.runs_frame(engine)

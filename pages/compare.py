@@ -5,7 +5,7 @@ diff; one line per reason the runs measure different things."""
 import streamlit as st
 
 from pages.charts import run_charts
-from pages.logic import analysis, comparing, links, workload_views
+from pages.logic import comparing, links, workload_views
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, timeline_view, url
 from runner.format import verdict
@@ -18,7 +18,7 @@ st.title("Compare runs")
 asked = url.run_ids_from_url()
 every_run = data.runs()
 all_runs = every_run[every_run["kind"] == "sweep"]  # serve runs have no speedup curves
-names = analysis.run_names(all_runs) if not all_runs.empty else {}
+names = comparing.run_names(all_runs) if not all_runs.empty else {}
 labels = dict(zip(all_runs["id"].astype(int), all_runs["label"].fillna(""), strict=True))
 found = [i for i in asked if i in names]
 kinds = dict(zip(every_run["id"].astype(int), every_run["kind"], strict=True))
@@ -52,7 +52,7 @@ if warned:
 for line in (line for kind, line in notes if kind == "info"):
     st.info(plain(line), icon=":material/article:")
 
-speedups = analysis.compare_speedups(points, headers)
+speedups = comparing.compare_speedups(points, headers)
 figure = run_charts.compare_chart(speedups)
 if figure is None:
     st.info("No speedup to draw: none of these runs has an ok mode point beside an ok eager "
@@ -85,11 +85,11 @@ timeline_view.scroll_to_on_arrival(timeline_view.TIMELINE_ANCHOR,
                                    key="compare_" + "_".join(map(str, found)))
 
 st.subheader("Per batch size")
-base_names = analysis.run_names(headers)
+base_names = comparing.run_names(headers)
 baseline = st.selectbox("Baseline run (ratios are baseline time / run time: > 1 means "
                         "faster than the baseline)", found, format_func=base_names.get,
                         key="baseline")
-ratios = analysis.ratio_table(points, headers, baseline)
+ratios = comparing.ratio_table(points, headers, baseline)
 st.caption("95%: a conservative interval of the ratio from both runs' step-time intervals "
            "(low / high .. high / low). It is within noise where it includes 1.0, that is "
            "where the two runs' intervals overlap; runs measured before intervals show no "
@@ -121,13 +121,13 @@ if not energy.empty:  # no section for runs without energy: nothing to compare
                                 for c in energy.columns if c.endswith(" mJ")})
 
 st.subheader("Environment differences")
-diff = analysis.environment_diff(headers, points=points)
+diff = comparing.environment_diff(headers, points=points)
 if diff.empty:
     st.caption("The runs' environments and workloads are identical.")
 else:
     st.dataframe(diff.drop(columns="differs"), hide_index=True, key="env_diff")
 with st.expander("All fields"):
-    st.dataframe(analysis.environment_diff(headers, only_differences=False, points=points),
+    st.dataframe(comparing.environment_diff(headers, only_differences=False, points=points),
                  hide_index=True, key="env_all")
 
 parts.share_link(links.compare_url(url.app_url(), found, batch))

@@ -4,8 +4,8 @@ as a self-contained HTML report, and its charts as PNG. ?run=ID preselects the r
 import streamlit as st
 
 from pages.charts import capture_charts, report, run_charts
-from pages.logic import analysis, links, points_table, timeline, uploads
 from pages.logic import capture_advice as ca
+from pages.logic import comparing, links, points_table, timeline, uploads
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, url
 from runner.format import bundle as fmt
@@ -49,7 +49,7 @@ runs = data.runs()
 if runs.empty:
     st.info("No runs to export yet.")
     st.stop()
-names = analysis.run_names(runs)
+names = comparing.run_names(runs)
 asked = st.query_params.get_all("run")
 start = None
 if asked:

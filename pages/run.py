@@ -5,7 +5,7 @@ reproducing command and a share link). The views' builders and tables: run_views
 import pandas as pd
 import streamlit as st
 
-from pages.logic import analysis, energy, links, run_text
+from pages.logic import energy, links, noise, run_text
 from pages.logic.plain import plain
 from pages.widgets import data, frame, graph_memory_view, parts, run_views, timeline_view, url
 
@@ -49,9 +49,9 @@ with parts.drawn('The headline'):
         summary, lines = run_views.headline_text(data.db_url(), data.version(), run_id)
         if summary:
             st.markdown(f"#### {summary}")
-        counts = analysis.noise_counts(points)
-        level, text = analysis.noise_summary(counts.iloc[0] if len(counts) else {})
-        launch = analysis.launch_cost(points)
+        counts = noise.noise_counts(points)
+        level, text = noise.noise_summary(counts.iloc[0] if len(counts) else {})
+        launch = noise.launch_cost(points)
         parts.noise_badge(level, text)
         st.caption("Host launch cost (one trivial kernel launch, a property of the host, "
                    "not the GPU): " + (f"median {launch.text()} over {launch.points} points."

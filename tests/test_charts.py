@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from pages.charts import report, run_charts
-from pages.logic import analysis, points_table, run_text
+from pages.logic import analysis, comparing, points_table, run_text
 from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
 
@@ -96,14 +96,14 @@ def test_step_time_chart_error_bars_and_band_for_old_runs(points, old_points):
 def test_compare_chart_has_error_bars_where_known(points, old_points):
     h = pd.DataFrame([{"id": 1, "gpu_name": "A", "torch_version": "2.1", "source": "measured"},
                       {"id": 2, "gpu_name": "B", "torch_version": "2.1", "source": "measured"}])
-    sp = analysis.compare_speedups(pd.concat([points, old_points.assign(run_id=2)]), h)
+    sp = comparing.compare_speedups(pd.concat([points, old_points.assign(run_id=2)]), h)
     spec = run_charts.compare_chart(sp).to_dict()
     bars = _error_bars(spec)
     # one layer in the single chart; the old run's points have no interval (filtered out)
     assert len(bars) == 1 and bars[0]["y2"]["field"] == "speedup_ci_high"
     assert bars[0]["color"]["field"] == "series"
     report.chart_svg(run_charts.compare_chart(sp))  # the filtered layer compiles
-    only_old = analysis.compare_speedups(old_points, h.iloc[:1])
+    only_old = comparing.compare_speedups(old_points, h.iloc[:1])
     assert _error_bars(run_charts.compare_chart(only_old).to_dict()) == []
 
 
@@ -173,7 +173,7 @@ def test_compare_is_one_chart_colour_per_run_mark_per_mode():
     h = pd.DataFrame([{"id": 1, "gpu_name": "A", "torch_version": "2.1", "source": "measured"},
                       {"id": 2, "gpu_name": "B", "torch_version": "2.2",
                        "source": "published"}])
-    spec = run_charts.compare_chart(analysis.compare_speedups(pd.concat([a, b]), h)).to_dict()
+    spec = run_charts.compare_chart(comparing.compare_speedups(pd.concat([a, b]), h)).to_dict()
     # a single chart read at a glance (it stretches to the page), not a panel per mode
     assert "facet" not in spec and "hconcat" not in spec
     assert spec["autosize"]["type"] == "fit-x"

@@ -120,7 +120,7 @@ def test_speedup_axes_are_log_with_a_1x_rule():
     assert y["scale"]["type"] == "log" and 1.0 in y["axis"]["values"]
     assert _has_one_x_rule(spec)
     h = pd.DataFrame([{"id": 1, "gpu_name": "A", "torch_version": "2.1", "source": "measured"}])
-    d = run_charts.compare_chart(analysis.compare_speedups(p, h)).to_dict()
+    d = run_charts.compare_chart(comparing.compare_speedups(p, h)).to_dict()
     assert d["layer"][0]["encoding"]["y"]["scale"]["type"] == "log" and _has_one_x_rule(d)
 
 
@@ -162,7 +162,7 @@ def test_ratio_columns_come_before_the_times():
     a, b = frame(sweep_bundle(gpu="A"), 1), frame(sweep_bundle(gpu="B", scale=2.0), 2)
     h = pd.DataFrame([{"id": 1, "gpu_name": "A", "torch_version": "2.1"},
                       {"id": 2, "gpu_name": "B", "torch_version": "2.1"}])
-    cols = list(analysis.ratio_table(pd.concat([a, b]), h, 1).columns)
+    cols = list(comparing.ratio_table(pd.concat([a, b]), h, 1).columns)
     assert cols[:4] == ["mode", "batch_size", "#2 B · torch 2.1 vs #1",
                         "#2 B · torch 2.1 vs #1 95%"]
     assert cols[-1].endswith(" ms")

@@ -70,7 +70,7 @@ def test_quoted_never_gives_an_inconclusive_median():
 # --- the rule where a speedup is quoted or ranked -------------------------------------------
 
 from pages.charts import report, trend_chart  # noqa: E402
-from pages.logic import analysis, board, cost, points_table, run_text, trends  # noqa: E402
+from pages.logic import analysis, board, cost, noise, points_table, run_text, trends  # noqa: E402
 from runner.format import bundle as fmt  # noqa: E402
 from tests.synthetic import sweep_bundle  # noqa: E402
 
@@ -158,8 +158,8 @@ def test_board_key_figure_leaves_inconclusive_modes_unranked():
 
 
 def test_trend_and_compare_verdicts_follow_the_rule():
-    assert analysis.ratio_verdict((0.3, 3.0)) == vd.INCONCLUSIVE
-    assert analysis.ratio_verdict((0.9, 1.1)) == vd.SAME
+    assert noise.ratio_verdict((0.3, 3.0)) == vd.INCONCLUSIVE
+    assert noise.ratio_verdict((0.9, 1.1)) == vd.SAME
     runs = pd.DataFrame({"id": [1, 2], "torch_version": ["2.1", "2.2"],
                          "created_at": pd.to_datetime(["2026-01-01", "2026-01-02"]),
                          "source": ["measured", "measured"]})

@@ -16,8 +16,8 @@ import pandas as pd
 import vl_convert as vlc
 
 from pages.charts import capture_charts, run_charts, timeline_chart
-from pages.logic import analysis, cost, links, timeline
 from pages.logic import capture_advice as ca
+from pages.logic import comparing, cost, links, noise, timeline
 from pages.logic.metrics import (
     MISSING,
 )
@@ -80,7 +80,7 @@ def _run_rows(header: dict, after_params: list | None = None,
               after_status: list | None = None) -> list[tuple]:
     """The report's "run" table: what a run is, in the order both reports show it."""
     return [("workload", header.get("workload")),
-            ("parameters", analysis._canon(header.get("workload_params"))),
+            ("parameters", comparing.value_text(header.get("workload_params"))),
             *(after_params or []), ("status", header.get("status")), *(after_status or []),
             ("created", header.get("created_at")),
             ("finished", header.get("finished_at") or MISSING), ("uuid", header.get("uuid"))]
@@ -97,17 +97,17 @@ def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None
     SVG), the step timeline of its headline batch size (`traces`: queries.point_traces
     there, for timeline.headline_batch), points, environment, the reproducing command. No
     script, no external resource: it opens offline."""
-    noise = None
+    noise_text = None
     if not points.empty:
-        counts = analysis.noise_counts(points)
-        noise = analysis.noise_summary(counts.iloc[0] if len(counts) else {})[1]
+        counts = noise.noise_counts(points)
+        noise_text = noise.noise_summary(counts.iloc[0] if len(counts) else {})[1]
     run_rows = _run_rows(header, [("dtype", header.get("dtype") or MISSING)],
                          [("source", header.get("source"))])
     env_rows = _env_rows(header)
     return _TEMPLATES.get_template("report.html").render(
         title=run_title(header), css=CSS, label=header.get("label"),
         published=header.get("source") == "published", published_note=PUBLISHED_NOTE,
-        summary=cost.headline(points), headline=headline(points), noise=noise,
+        summary=cost.headline(points), headline=headline(points), noise=noise_text,
         charts=[(name, chart_svg(chart)) for name, chart in run_charts.run_charts(points).items()],
         points=_rows(points_table(points)), reserved_note=RESERVED_NOTE,
         run_rows=run_rows, env_rows=env_rows,

@@ -169,7 +169,7 @@ def step_time_chart(points: pd.DataFrame) -> alt.LayerChart | None:
     if ok.empty:
         return None
     cols = ["step_ms", "step_ms_ci_low", "step_ms_ci_high", "step_ms_p10", "step_ms_p90"]
-    df = ok[["mode", "batch_size"]].assign(**{c: analysis._col(ok, c) for c in cols})
+    df = ok[["mode", "batch_size"]].assign(**{c: analysis.numeric_column(ok, c) for c in cols})
     values = df[cols].to_numpy().ravel()
     y = _log_y("step_ms", values)
     color = _mode_color(df["mode"])
@@ -345,7 +345,7 @@ def compare_chart(speedups: pd.DataFrame) -> alt.LayerChart | None:
     run (GPU and torch version), one mark and dash per graph mode, log speedup axis with
     the 1x rule, each point's 95% interval where measured; a run's series of fewer than
     MIN_LINE_POINTS points (published figures) drawn as points. `speedups` is
-    analysis.compare_speedups' frame (columns run, series). None when nothing to draw."""
+    comparing.compare_speedups' frame (columns run, series). None when nothing to draw."""
     df = speedups[speedups["mode"] != "eager"] if not speedups.empty else speedups
     if df.empty:
         return None

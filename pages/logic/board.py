@@ -12,7 +12,10 @@ import math
 
 import pandas as pd
 
-from pages.logic import analysis
+from pages.logic import analysis, comparing
+from pages.logic.comparing import value_text
+from pages.logic.names import device_name
+from pages.logic.noise import NOISE_COUNT_COLUMNS, has_noise_counts, noise_summary
 from runner.format.measurement import details_of
 from runner.format.numbers import number_or_none as _num
 from runner.format.verdict import RANKABLE, SPREAD_LIMIT
@@ -201,8 +204,8 @@ def key_figures(runs: pd.DataFrame, points: pd.DataFrame,
 def board(runs: pd.DataFrame, points: pd.DataFrame, serve: pd.DataFrame | None = None,
           graph_memory: dict[int, dict] | None = None) -> pd.DataFrame:
     """The Runs page's table: who and what first, then the key figures, then the rest
-    (analysis.runs_table's columns)."""
-    table = analysis.runs_table(runs)
+    (runs_table's columns)."""
+    table = runs_table(runs)
     if table.empty:
         return table.reindex(columns=[*table.columns, *key_columns(), "key figure"])
     figs = key_figures(runs, points, serve, graph_memory)
@@ -223,7 +226,7 @@ def compare_refusal(selected: pd.DataFrame) -> list[str]:
     if reasons:
         return reasons
     return [w.replace("Not comparable: ", "Cannot compare: ")
-            for w in analysis.comparability(selected)]
+            for w in comparing.comparability(selected)]
 
 
 def points_text(run) -> str:
@@ -240,3 +243,45 @@ def points_text(run) -> str:
         text += (f" · {unsupported} n/a on CPU" if run.get("device") == "cpu"
                  else f" · {unsupported} unsupported")
     return text
+
+
+def runs_table(runs: pd.DataFrame, noise: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The Runs page's table: one row per run, published runs marked, a noise badge, a
+    relative link to each run page (relative, so it works under any base URL).
+
+    The badge reads the runs frame's noise counts (NOISE_COUNT_COLUMNS) where it has them,
+    else `noise` (noise_counts' frame); without either it shows a dash."""
+    cols = ["id", "created", "source", "kind", "GPU", "torch", "workload", "parameters",
+            "dtype", "status", "points", "noise", "label", "link"]
+    if runs.empty:
+        return pd.DataFrame(columns=cols)
+    if has_noise_counts(runs):
+        noise = runs.set_index(runs["id"].astype(int))[list(NOISE_COUNT_COLUMNS)]
+    badges = []
+    for rid, kind in zip(runs["id"].astype(int), runs["kind"], strict=True):
+        if kind != "sweep" or noise is None:
+            badges.append("—")
+        elif rid in noise.index:
+            badges.append(noise_summary(noise.loc[rid])[1])
+        else:
+            badges.append(noise_summary({})[1])
+    out = pd.DataFrame({
+        "id": runs["id"].astype(int),
+        "created": runs["created_at"].dt.strftime("%Y-%m-%d %H:%M"),
+        "source": runs["source"],
+        "kind": runs["kind"],
+        "GPU": [device_name(r) for _, r in runs.iterrows()],
+        "torch": runs["torch_version"].fillna("—"),
+        "workload": runs["workload"],
+        "parameters": runs["workload_params"].map(value_text),
+        "dtype": runs["dtype"].fillna("—"),
+        "status": runs["status"],
+        "points": [f"{int(o)}/{int(p)} ok"
+                   for o, p in zip(runs["ok_points"], runs["points"], strict=True)],
+        "noise": badges,
+        "label": runs["label"].fillna(""),
+        # Serve runs (dynamic batch sizes) have their own page.
+        "link": [f"{'serve' if k == 'serve' else 'run'}?run={int(i)}"
+                 for i, k in zip(runs["id"], runs["kind"], strict=True)],
+    })
+    return out[cols].reset_index(drop=True)

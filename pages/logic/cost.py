@@ -34,8 +34,8 @@ def memory_cost(points: pd.DataFrame) -> pd.DataFrame:
     ok = analysis.usable(points)
     if ok.empty:
         return pd.DataFrame(columns=COST_COLUMNS)
-    peak = analysis._col(ok, "peak_allocated_bytes") / BYTES_PER_MIB
-    pool = analysis._col(ok, "graph_pool_bytes") / BYTES_PER_MIB
+    peak = analysis.numeric_column(ok, "peak_allocated_bytes") / BYTES_PER_MIB
+    pool = analysis.numeric_column(ok, "graph_pool_bytes") / BYTES_PER_MIB
     pool = pool.where(pool.notna() | ~ok["mode"].isin(("eager", "compile")) | peak.isna(), 0.0)
     df = ok[["run_id", "mode", "batch_size"]].assign(pool_mib=pool, peak_mib=peak)
     df["total_mib"] = df["pool_mib"] + df["peak_mib"]
@@ -50,7 +50,7 @@ def memory_cost(points: pd.DataFrame) -> pd.DataFrame:
         ["speedup", "speedup_ci_low", "speedup_ci_high"]]
     df = df.join(sp, on=["run_id", "mode", "batch_size"])
     df["pareto"] = _pareto(df)
-    return analysis._ordered(df[COST_COLUMNS])
+    return analysis.in_mode_order(df[COST_COLUMNS])
 
 
 def _pareto(df: pd.DataFrame) -> pd.Series:

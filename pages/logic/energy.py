@@ -30,7 +30,7 @@ def energy_points(points: pd.DataFrame) -> pd.DataFrame:
     if ok.empty:
         return pd.DataFrame(columns=["mode", "batch_size", *ENERGY_COLUMNS])
     df = ok[["mode", "batch_size"]].assign(
-        **{c: analysis._col(ok, c) for c in ENERGY_COLUMNS})
+        **{c: analysis.numeric_column(ok, c) for c in ENERGY_COLUMNS})
     return df[df["energy_mj_per_step"].notna()]
 
 

@@ -9,7 +9,7 @@ import json
 
 import pandas as pd
 
-from pages.logic import analysis, cost, energy
+from pages.logic import analysis, cost, energy, noise
 from pages.logic.metrics import MISSING, format_interval, format_value, metric, title
 from runner.format import verdict as vd
 from runner.format.bundle import MEASUREMENT_FIELDS
@@ -54,7 +54,7 @@ def points_with_speedup(points: pd.DataFrame) -> pd.DataFrame:
     out = out.join(sp, on=["run_id", "mode", "batch_size"])
     out["busy_fraction"] = pd.to_numeric(out["gpu_busy_ms"]) / pd.to_numeric(out["step_ms"])
     for c in ("step_ms_ci_low", "step_ms_ci_high", "launch_us"):
-        out[c] = analysis._col(out, c)
+        out[c] = analysis.numeric_column(out, c)
     mem = cost.memory_cost(points).set_index(["run_id", "mode", "batch_size"])[
         ["total_mib", "extra_mib"]]
     return out.join(mem, on=["run_id", "mode", "batch_size"])
@@ -65,19 +65,19 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
     with units (unknown shows as a dash)."""
     if points.empty:
         return pd.DataFrame(columns=["Mode", "Batch size", "Status"])
-    p = analysis._ordered(points_with_speedup(points))
+    p = analysis.in_mode_order(points_with_speedup(points))
     out = pd.DataFrame({"Mode": p["mode"], "Batch size": p["batch_size"].astype(int)})
     for c in ENERGY_TABLE_COLUMNS:
-        p[c] = analysis._col(p, c)
+        p[c] = analysis.numeric_column(p, c)
     for c in ("energy_mj_per_step_ci_low", "energy_mj_per_step_ci_high",
               "energy_gain_ci_low", "energy_gain_ci_high"):
-        p[c] = analysis._col(p, c)
+        p[c] = analysis.numeric_column(p, c)
     shown = [(c, b) for c, b in POINT_COLUMNS
              if c not in ENERGY_TABLE_COLUMNS or energy.has_energy(points)]
     for c, bounds in shown:
         if c == "step_ms_p10":  # after the answer columns: how each point went
-            out["Status"] = analysis.status_marks(p).values
-            out["Noise"] = analysis.point_badges(p).values
+            out["Status"] = status_marks(p).values
+            out["Noise"] = noise.point_badges(p).values
         out[title(c)] = [format_value(c, v) for v in p[c]]
         if bounds:
             lo, hi = p[bounds[0]], p[bounds[1]]
@@ -124,7 +124,7 @@ def speedup_pivot(points: pd.DataFrame) -> pd.DataFrame:
 
 def points_csv(points: pd.DataFrame) -> str:
     """Raw figures, one row per point; column names carry their units."""
-    p = analysis._ordered(points_with_speedup(points)) if not points.empty else points
+    p = analysis.in_mode_order(points_with_speedup(points)) if not points.empty else points
     cols = ["run_id", *(f for f in MEASUREMENT_FIELDS
                         if f not in ("samples_ms", "launch_us_rounds", "details"))]
     out = p.reindex(columns=cols).copy()
@@ -156,3 +156,20 @@ def csv_text(frame: pd.DataFrame) -> str:
     # RFC 4180's CRLF: the writer then quotes every field holding a CR or LF, so a CR in
     # a message stays inside its cell instead of starting a row.
     return out.to_csv(index=False, lineterminator="\r\n")
+
+
+def status_marks(points: pd.DataFrame) -> pd.Series:
+    """A visible mark per point for tables: ok points are blank, others say what and why."""
+    icons = {"ok": "", "error": "✖ error", "unsupported": "⊘ unsupported",
+             "skipped": "⤼ skipped"}
+
+    def mark(row) -> str:
+        icon = icons.get(row["status"], row["status"])
+        if not icon:
+            return "ok"
+        msg = str(row.get("message") or "").strip().splitlines()
+        return f"{icon}: {msg[0]}" if msg else icon
+
+    if points.empty:
+        return pd.Series([], dtype=object)
+    return points.apply(mark, axis=1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pages.logic import analysis, energy
+from pages.logic import analysis, energy, noise
 from pages.logic.metrics import MISSING, NO_INTERVAL, format_interval, format_value
 from pages.logic.names import device_name, known
 from runner.format import verdict as vd
@@ -119,7 +119,7 @@ def headline(points: pd.DataFrame) -> list[str]:
                          f"{int(r['batch_size']):,}.")
     if unknown:
         lines.append(f"Payback unknown for {', '.join(unknown)} (setup time not recorded).")
-    cost = analysis.launch_cost(points)
+    cost = noise.launch_cost(points)
     if cost is not None:
         lines.append(f"Host launch cost: {cost.median:.1f} us per launch (median; "
                      f"{cost.low:.1f}-{cost.high:.1f} us over {cost.points} points).")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from pages.logic import analysis
+from pages.logic import analysis, comparing, noise
 from runner.format.vocab import ALTERNATIVE_MODES
 
 MAX_BATCH = 2**31 - 1
@@ -88,8 +88,8 @@ def parse_query(params: Mapping[str, Sequence[str]], workloads: Sequence[str],
 
 def param_key(run: Mapping) -> str:
     """A run's parameter set as text: its workload parameters and dtype."""
-    p = analysis._canon(analysis._comparable_value(run, "workload_params"))
-    return f"{p} · {analysis._canon(run.get('dtype'))}"
+    p = comparing.value_text(comparing.comparable_value(run, "workload_params"))
+    return f"{p} · {comparing.value_text(run.get('dtype'))}"
 
 
 def param_sets(runs: pd.DataFrame) -> dict[str, list[int]]:
@@ -103,7 +103,7 @@ def param_sets(runs: pd.DataFrame) -> dict[str, list[int]]:
 def torch_key(version) -> tuple:
     """Sort key of a torch version: release numbers, then pre-releases (dev, rc) before
     the release itself; unknown versions first."""
-    text = analysis._canon(version)
+    text = comparing.value_text(version)
     m = re.match(r"(\d+(?:\.\d+)*)(.*)", text)
     if not m:
         return ((), 0, text)
@@ -120,7 +120,7 @@ def ordered_runs(runs: pd.DataFrame) -> pd.DataFrame:
                      axis=1)
     out = runs.assign(_k=key).sort_values("_k").drop(columns="_k").reset_index(drop=True)
     out["order"] = range(len(out))
-    out["run"] = [f"torch {analysis._canon(r['torch_version'])} · "
+    out["run"] = [f"torch {comparing.value_text(r['torch_version'])} · "
                   f"{r['created_at']:%Y-%m-%d} · #{int(r['id'])}"
                   + (" (published)" if r.get("source") == "published" else "")
                   for _, r in out.iterrows()]
@@ -145,8 +145,8 @@ def default_batches(points: pd.DataFrame, limit: int = 3) -> list[int]:
 
 
 def _change(cur_low, cur_high, prev_low, prev_high, cur, prev) -> tuple[str, str]:
-    interval = analysis.ratio_interval(cur_low, cur_high, prev_low, prev_high)
-    verdict = analysis.ratio_verdict(interval)
+    interval = noise.ratio_interval(cur_low, cur_high, prev_low, prev_high)
+    verdict = noise.ratio_verdict(interval)
     ratio = cur / prev if prev and prev == prev else float("nan")
     text = verdict if interval is None else \
         f"{verdict} ({ratio:.2f}x; {interval[0]:.2f}-{interval[1]:.2f}x)"
@@ -177,7 +177,7 @@ def trend_table(runs: pd.DataFrame, points: pd.DataFrame, batches: Sequence[int]
     sp = sp[sp["run_id"].isin(info.index)]
     sp["order"] = sp["run_id"].map(info["order"])
     sp["run"] = sp["run_id"].map(info["run"])
-    sp["torch"] = sp["run_id"].map(info["torch_version"]).map(analysis._canon)
+    sp["torch"] = sp["run_id"].map(info["torch_version"]).map(comparing.value_text)
     sp["date"] = sp["run_id"].map(info["created_at"]).dt.strftime("%Y-%m-%d")
     sp = sp.sort_values(["mode", "batch_size", "order"]).reset_index(drop=True)
     verdicts, texts = [], []
@@ -198,7 +198,7 @@ def trend_table(runs: pd.DataFrame, points: pd.DataFrame, batches: Sequence[int]
     keys = list(zip(points["run_id"].astype(int), points["mode"],
                     points["batch_size"].astype(int), strict=True))
     for c in ENERGY_TREND_COLUMNS:
-        by_point = dict(zip(keys, analysis._col(points, c), strict=True))
+        by_point = dict(zip(keys, analysis.numeric_column(points, c), strict=True))
         sp[c] = [by_point.get((int(r), m, int(b)), float("nan")) for r, m, b in
                  zip(sp["run_id"], sp["mode"], sp["batch_size"], strict=True)]
     key = sp["mode"].map(analysis.MODE_ORDER)

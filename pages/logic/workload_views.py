@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from pages.logic.analysis import run_names
+from pages.logic.comparing import run_names
 from runner.format.measurement import Measurement, details_of
 
 RAW_CUDA_NOTE = ("NVIDIA's V100 figures are raw CUDA runtime launches from C++: no "

@@ -56,7 +56,7 @@ def share_link(url: str) -> None:
     st.code(url, language=None)
 
 
-# One colour and icon per noise level (analysis.NOISE_LEVELS), for run and point badges.
+# One colour and icon per noise level (noise.NOISE_LEVELS), for run and point badges.
 NOISE_BADGES = {"ok": ("green", ":material/check_circle:"),
                 "noisy": ("orange", ":material/graphic_eq:"),
                 "host unstable": ("red", ":material/warning:"),
