@@ -6,6 +6,7 @@ import importlib.util
 import streamlit as st
 
 import runner.ops.slurm as slurm
+from pages.logic import launch_estimate as le
 from pages.logic import launch_form as lf
 from pages.logic.plain import plain
 from pages.widgets import data, frame, url
@@ -77,7 +78,7 @@ else:
         # Their points' details hold each compile's time: the estimate counts it apart.
         past = data.key_points([int(i) for i in history["run_id"]])
         where = {None: "any GPU", "cpu": "CPU"}.get(gpu, gpu)
-        st.info(lf.estimate(checked.spec, history, where, past).text(),
+        st.info(le.estimate(checked.spec, history, where, past).text(),
                 icon=":material/timer:")
         memory = data.gpu_memory(gpu)
         cost, refusal = lf.cost(checked.spec, memory)

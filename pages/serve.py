@@ -9,6 +9,7 @@ import streamlit as st
 from pages.charts import capture_charts
 from pages.charts import serve_charts as sc
 from pages.logic import capture_advice as ca
+from pages.logic import serve_tables
 from pages.logic.names import device_name
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, url
@@ -101,7 +102,7 @@ if run["status"] != "done":
     st.warning(f"Run status **{plain(run['status'])}**: some strategies may be missing.")
 
 st.subheader("Strategies")
-st.dataframe(sc.summary_table(results), hide_index=True, key="summary")
+st.dataframe(serve_tables.summary_table(results), hide_index=True, key="summary")
 st.caption("Latency: one request, synchronised (a server hands its result back). Padding "
            "waste: rows computed / rows asked for - 1. Setup: compile, record or capture "
            "before the first request.")
@@ -114,10 +115,10 @@ else:
             "(bucket strategies ran eagerly at their padded sizes).")
 
 st.subheader("What padding costs: the worked example")
-for line in sc.example_lines(stream, results, requests):
+for line in serve_tables.example_lines(stream, results, requests):
     st.markdown(f"- {line}")
 # Each bucket strategy's padding chart beside the other, stretched to its column.
-waste = list(sc.waste_charts(sc.waste_frame(stream, results)).items())
+waste = list(sc.waste_charts(serve_tables.waste_frame(stream, results)).items())
 for row in range(0, len(waste), 2):
     for col, (name, figure) in zip(st.columns(2), waste[row:row + 2], strict=False):
         with col:
@@ -131,7 +132,7 @@ if profile.empty:
     st.info("This run has no per-size profile, so the advisor has nothing to choose from.")
     st.stop()
 with parts.drawn("The bucket advisor"):
-    bounds = sc.budget_bounds(profile)
+    bounds = serve_tables.budget_bounds(profile)
     if bounds is None:
         budget = None
         st.caption("Graph memory is unknown on this run's device: the advisor ranks by time "
@@ -139,12 +140,12 @@ with parts.drawn("The bucket advisor"):
     else:
         lo, hi, default = bounds
         budget = st.slider("Memory budget for graph pools (MiB)", lo, hi, default, key="budget")
-    advice, table = sc.advice(stream, profile, results, budget, requests)
+    advice, table = serve_tables.advice(stream, profile, results, budget, requests)
     rec = advice.recommended
     st.markdown(
         f"Capture **{'/'.join(map(str, rec.buckets)) or 'nothing (eager only)'}**: "
         f"{rec.rows_per_s:,.0f} rows/s by the model, {len(rec.buckets)} graph(s)"
-        + (f", {rec.pool_bytes / sc.MIB:,.1f} MiB" if rec.pool_bytes is not None else "")
+        + (f", {rec.pool_bytes / serve_tables.MIB:,.1f} MiB" if rec.pool_bytes is not None else "")
         + (f"; powers of two within the budget give {advice.pow2.rows_per_s:,.0f} rows/s "
            f"({'/'.join(map(str, advice.pow2.buckets))})." if advice.pow2 else "."))
     st.dataframe(table, hide_index=True, key="advice")

@@ -9,7 +9,7 @@ import re
 import pandas as pd
 import pytest
 
-from pages.charts import report, run_charts
+from pages.charts import encodings, report, run_charts
 from pages.logic import analysis, comparing, points_table, run_text
 from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
@@ -202,8 +202,8 @@ def test_legends_list_only_the_modes_a_run_has():
     step = run_charts.step_time_chart(cpu).to_dict()
     colors = [e["color"] for e in _encodings(step) if "color" in e]
     assert colors[0]["scale"]["domain"] == ["eager", "compile"]  # no graph modes on cpu
-    assert colors[0]["scale"]["range"] == [run_charts.MODE_COLORS["eager"],
-                                           run_charts.MODE_COLORS["compile"]]
+    assert colors[0]["scale"]["range"] == [encodings.MODE_COLORS["eager"],
+                                           encodings.MODE_COLORS["compile"]]
     speedup = run_charts.speedup_chart(analysis.speedups(cpu)).to_dict()
     colors = [e["color"] for e in _encodings(speedup) if "color" in e]
     assert colors[0]["scale"]["domain"] == ["compile"]  # eager is the 1x line

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from db.samples import SAMPLES
-from pages.charts import report, run_charts, serve_charts
-from pages.logic import analysis, comparing, cost, points_table, run_text
+from pages.charts import encodings, report, run_charts, serve_charts
+from pages.logic import analysis, comparing, cost, points_table, run_text, serve_tables
 from pages.logic.names import device_name
 from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
@@ -95,7 +95,7 @@ def test_memory_chart_stacks_both_parts_in_mode_colours(batch8):
     assert parts[("reduce-overhead", "Graph pool")] == pytest.approx(95)
     assert parts[("reduce-overhead", "Peak allocated")] == pytest.approx(7)
     assert spec["encoding"]["y"]["stack"] == "zero"
-    assert spec["encoding"]["color"]["scale"]["range"] == list(run_charts.MODE_COLORS.values())
+    assert spec["encoding"]["color"]["scale"]["range"] == list(encodings.MODE_COLORS.values())
     assert "lower is better" not in spec["title"]
 
 
@@ -125,7 +125,7 @@ def test_speedup_axes_are_log_with_a_1x_rule():
 
 
 def test_step_time_ticks_are_readable_and_the_legend_is_on():
-    assert run_charts.log_ticks([0.119, 2.2]) == [0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
+    assert encodings.log_ticks([0.119, 2.2]) == [0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
     spec = run_charts.step_time_chart(frame(sweep_bundle())).to_dict()
     enc = [layer["encoding"] for layer in spec["layer"] if "encoding" in layer][0]
     assert enc["y"]["axis"]["format"] == "~g" and 1.0 in enc["y"]["axis"]["values"]
@@ -137,7 +137,7 @@ def test_published_two_point_series_are_points_not_lines():
     spec = run_charts.speedup_chart(analysis.speedups(p)).to_dict()
     line = [layer for layer in spec["layer"] if layer.get("mark", {}).get("type") == "line"][0]
     # The line layer keeps only series of 3+ points; a point layer draws every point.
-    assert {"filter": f"datum._series_points >= {run_charts.MIN_LINE_POINTS}"} in line["transform"]
+    assert {"filter": f"datum._series_points >= {encodings.MIN_LINE_POINTS}"} in line["transform"]
     assert any(layer.get("mark", {}).get("type") == "point" for layer in spec["layer"])
     svg = report.chart_svg(run_charts.speedup_chart(analysis.speedups(p)))
     assert "mark-symbol" in svg  # it compiles, and draws the points
@@ -145,8 +145,8 @@ def test_published_two_point_series_are_points_not_lines():
 
 def test_serve_page_uses_the_mode_colours():
     for kind, colour in serve_charts.KIND_COLORS.items():
-        assert colour == run_charts.MODE_COLORS.get(kind, run_charts.MODE_COLORS["cuda-graph"])
-    assert serve_charts.kind_of("buckets:8/16/32") == "buckets"
+        assert colour == encodings.MODE_COLORS.get(kind, encodings.MODE_COLORS["cuda-graph"])
+    assert serve_tables.kind_of("buckets:8/16/32") == "buckets"
 
 
 def test_a_run_without_gpu_is_named_cpu_and_host_never_nan():

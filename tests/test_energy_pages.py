@@ -133,7 +133,7 @@ def test_compare_and_trend_show_energy_where_measured(dash):
 
 
 def test_serve_summary_has_energy_per_request_only_where_measured():
-    from pages.charts.serve_charts import summary_table
+    from pages.logic.serve_tables import summary_table
 
     base = {"strategy": "eager", "status": "ok", "execution": "eager", "message": "",
             "requests_per_s": 1.0, "rows_per_s": 1.0, "latency_ms_p50": 1.0,

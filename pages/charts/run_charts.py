@@ -2,7 +2,8 @@
 pages.logic.analysis (and pages.logic.cost) return and gives back a chart, or None when
 there is nothing to draw (a CPU run has no memory figures; a failed run has no ok point).
 
-The same basics on every chart: one colour per mode (MODE_COLORS, the Serve page's too);
+The same basics on every chart (encodings.py): one colour per mode (MODE_COLORS, the Serve
+page's too);
 speedup on a log axis with a 1x rule, so a slowdown is not squashed under 1; log time axes
 with 1-2-5 ticks; a series of fewer than MIN_LINE_POINTS points drawn as points, never a
 line joining batch sizes decades apart; single (layered) charts only, so the page can
@@ -24,11 +25,22 @@ nothing is cut at the chart's edge.
 from __future__ import annotations
 
 import functools
-import math
 
 import altair as alt
 import pandas as pd
 
+from pages.charts.encodings import (
+    MIN_LINE_POINTS,
+    batch_tip,
+    batch_x,
+    error_bars,
+    lines_and_points,
+    log_y,
+    mode_color,
+    mode_tip,
+    one_x_rule,
+    tip,
+)
 from pages.charts.layout import (  # noqa: F401 - WIDTH: the report's width, here too
     HEIGHT,
     LABEL_LIMIT,
@@ -42,97 +54,6 @@ from pages.charts.layout import (  # noqa: F401 - WIDTH: the report's width, her
 from pages.logic import analysis, cost
 from pages.logic.energy import energy_points
 from pages.logic.metrics import metric, title
-from runner.format.vocab import MODE_TABLE, MODES
-
-# One colour per mode everywhere (charts, report, the Serve page), so a reader learns it
-# once: the leaf's mode table holds them (colour-blind-safe hues; eager, the baseline,
-# is grey).
-MODE_COLORS = {m: MODE_TABLE[m].color for m in MODES}
-# Fewer points than this in one series are drawn unjoined: the published L40S run has
-# batch 8 and 8192 only, and a line between them would invent three decades of curve.
-MIN_LINE_POINTS = 3
-
-
-def _mode_color(modes=MODES, legend_on: bool = True) -> alt.Color:
-    modes = present_modes(modes) or list(MODES)
-    return alt.Color("mode:N", title="Mode", sort=modes,
-                     scale=alt.Scale(domain=modes, range=[MODE_COLORS[m] for m in modes]),
-                     legend=legend(entries=len(modes)) if legend_on else None)
-
-
-def _batch_x() -> alt.X:
-    # labelFlush keeps the first and last labels (16,777,216 on kernel-chain) inside the
-    # plot's edges instead of half past them.
-    return alt.X("batch_size:Q", title=title("batch_size"),
-                 scale=alt.Scale(type="log", base=2, nice=False),
-                 axis=alt.Axis(format=",d", labelOverlap=True, labelFlush=True))
-
-
-def log_ticks(values) -> list[float]:
-    """1-2-5 ticks covering the values (positive ones), one decade beyond at neither end:
-    vega's own log ticks drop the labels between decades and sometimes 1 itself."""
-    v = [float(x) for x in values if x is not None and not pd.isna(x) and float(x) > 0]
-    if not v:
-        return [1.0]
-    lo, hi = math.floor(math.log10(min(v))), math.ceil(math.log10(max(v)))
-    ticks = [round(m * 10.0 ** e, 12) for e in range(lo, hi + 1) for m in (1, 2, 5)]
-    inside = [t for t in ticks if min(v) / 1.0001 <= t <= max(v) * 1.0001]
-    below = [t for t in ticks if t < min(v)][-1:]
-    above = [t for t in ticks if t > max(v)][:1]
-    return below + inside + above
-
-
-def _log_y(field: str, values, name: str | None = None) -> alt.Y:
-    ticks = log_ticks(values)
-    return alt.Y(f"{field}:Q", title=title(name or field),
-                 scale=alt.Scale(type="log", domain=[ticks[0], ticks[-1]], nice=False),
-                 axis=alt.Axis(values=ticks, format="~g"))
-
-
-def _tip(name: str, fmt: str | None = None) -> alt.Tooltip:
-    m = metric(name)
-    # d3-format strings for the tooltip, derived from the metric's unit.
-    d3 = fmt or {"ms": ".3f", "x": ".2f", "MiB": ",.1f", "s": ".2f"}.get(m.unit, ",.2f")
-    return alt.Tooltip(f"{name}:Q", title=m.title, format=d3)
-
-
-def _mode_tip() -> alt.Tooltip:
-    return alt.Tooltip("mode:N", title="Mode")
-
-
-def _batch_tip() -> alt.Tooltip:
-    return alt.Tooltip("batch_size:Q", title="Batch size", format=",d")
-
-
-def _lines_and_points(x: alt.X, y: alt.Y, color: alt.Color, tooltip: list,
-                      by: list[str], **encoding) -> list[alt.Chart]:
-    """A line per series (grouped by `by`) that has MIN_LINE_POINTS points or more, and a
-    point for every row: short series stay unjoined. On the layer's shared data."""
-    n = "_series_points"
-    line = (alt.Chart().mark_line().encode(x=x, y=y, color=color, **encoding)
-            .transform_joinaggregate(**{n: "count()"}, groupby=by)
-            .transform_filter(f"datum.{n} >= {MIN_LINE_POINTS}"))
-    points = alt.Chart().mark_point(filled=True, size=50).encode(
-        x=x, y=y, color=color, tooltip=tooltip, **encoding)
-    return [line, points]
-
-
-def _one_x_rule() -> alt.Chart:
-    """The 1x line: above it a mode is faster than eager, below it slower."""
-    return alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(
-        strokeDash=[4, 4], color="#444").encode(y="y:Q")
-
-
-def _error_bars(df: pd.DataFrame, low: str, high: str, y: alt.Y, color: alt.Color,
-                **encoding) -> alt.Chart | None:
-    """The 95% interval of each point that has one, as a vertical bar with ticks, on the
-    layer's shared data (a filter skips points without one); None when no point has one."""
-    if not df[[low, high]].notna().all(axis=1).any():
-        return None
-    return alt.Chart().mark_errorbar(ticks=True).encode(
-        x=_batch_x(), y=y, y2=f"{high}:Q", color=color, **encoding,
-    ).transform_filter(f"isValid(datum['{low}']) && isValid(datum['{high}'])")
-
 
 SPEEDUP_TIPS = ("speedup", "speedup_ci_low", "speedup_ci_high", "step_ms", "eager_ms")
 
@@ -149,14 +70,14 @@ def speedup_chart(speedups: pd.DataFrame) -> alt.LayerChart | None:
     df = speedups[speedups["mode"] != "eager"][["mode", "batch_size", *SPEEDUP_TIPS]]
     if df.empty:
         return None
-    y = _log_y("speedup", _speedup_values(df))
-    color = _mode_color(df["mode"])
-    layers = _lines_and_points(_batch_x(), y, color,
-                               [_mode_tip(), _batch_tip(), *(_tip(n) for n in SPEEDUP_TIPS)],
+    y = log_y("speedup", _speedup_values(df))
+    color = mode_color(df["mode"])
+    layers = lines_and_points(batch_x(), y, color,
+                               [mode_tip(), batch_tip(), *(tip(n) for n in SPEEDUP_TIPS)],
                                by=["mode"])
-    bars = _error_bars(df, "speedup_ci_low", "speedup_ci_high",
-                       _log_y("speedup_ci_low", _speedup_values(df), "speedup"), color)
-    chart = alt.layer(*layers, *([bars] if bars is not None else []), _one_x_rule(), data=df)
+    bars = error_bars(df, "speedup_ci_low", "speedup_ci_high",
+                       log_y("speedup_ci_low", _speedup_values(df), "speedup"), color)
+    chart = alt.layer(*layers, *([bars] if bars is not None else []), one_x_rule(), data=df)
     return fitted(chart, chart_title("Speedup over eager",
                                      "95% interval; dashed line: 1x = eager"))
 
@@ -171,20 +92,20 @@ def step_time_chart(points: pd.DataFrame) -> alt.LayerChart | None:
     cols = ["step_ms", "step_ms_ci_low", "step_ms_ci_high", "step_ms_p10", "step_ms_p90"]
     df = ok[["mode", "batch_size"]].assign(**{c: analysis.numeric_column(ok, c) for c in cols})
     values = df[cols].to_numpy().ravel()
-    y = _log_y("step_ms", values)
-    color = _mode_color(df["mode"])
-    layers = _lines_and_points(_batch_x(), y, color,
-                               [_mode_tip(), _batch_tip(), *(_tip(c) for c in cols)],
+    y = log_y("step_ms", values)
+    color = mode_color(df["mode"])
+    layers = lines_and_points(batch_x(), y, color,
+                               [mode_tip(), batch_tip(), *(tip(c) for c in cols)],
                                by=["mode"])
     no_ci = df[df["step_ms_ci_low"].isna() | df["step_ms_ci_high"].isna()]
     banded = no_ci.dropna(subset=["step_ms_p10", "step_ms_p90"])
     if not banded.empty:
         band = alt.Chart(banded).mark_area(opacity=0.2).encode(
-            x=_batch_x(), y=_log_y("step_ms_p10", values, "step_ms"),
+            x=batch_x(), y=log_y("step_ms_p10", values, "step_ms"),
             y2="step_ms_p90:Q", color=color)
         layers.insert(0, band)
-    bars = _error_bars(df, "step_ms_ci_low", "step_ms_ci_high",
-                       _log_y("step_ms_ci_low", values, "step_ms"), color)
+    bars = error_bars(df, "step_ms_ci_low", "step_ms_ci_high",
+                       log_y("step_ms_ci_low", values, "step_ms"), color)
     if bars is not None:
         layers.append(bars)
     what = ("95% interval" if bars is not None and banded.empty else "p10-p90 band, no "
@@ -207,13 +128,13 @@ def memory_chart(points: pd.DataFrame, costs: pd.DataFrame | None = None) -> alt
                 axis=alt.Axis(labelAngle=0, labelOverlap=True)),
         xOffset=alt.XOffset("mode:N", sort=modes),
         y=alt.Y("MiB:Q", title="Memory held (MiB)", stack="zero"),
-        color=_mode_color(modes),
+        color=mode_color(modes),
         opacity=alt.Opacity("part:N", title="Part", sort=list(cost.PARTS.values()),
                             scale=alt.Scale(domain=list(cost.PARTS.values()),
                                             range=[1.0, 0.45]),
                             legend=legend("bottom", entries=2)),
         order=alt.Order("part:N", sort="descending"),
-        tooltip=[_mode_tip(), _batch_tip(), alt.Tooltip("part:N", title="Part"),
+        tooltip=[mode_tip(), batch_tip(), alt.Tooltip("part:N", title="Part"),
                  alt.Tooltip("MiB:Q", title="MiB", format=",.1f"),
                  alt.Tooltip("total_mib:Q", title="Total MiB", format=",.1f")],
     )
@@ -239,13 +160,13 @@ def tradeoff_chart(costs: pd.DataFrame) -> alt.LayerChart | None:
                                    zip(df.loc[top.values, "mode"],
                                        df.loc[top.values, "batch_size"], strict=True)]
     x = alt.X("extra_mib:Q", title="Extra memory over eager (MiB)")
-    y = _log_y("speedup", _speedup_values(df))
-    tips = [_mode_tip(), _batch_tip(), alt.Tooltip("extra_mib:Q", title="Extra MiB",
+    y = log_y("speedup", _speedup_values(df))
+    tips = [mode_tip(), batch_tip(), alt.Tooltip("extra_mib:Q", title="Extra MiB",
                                                    format="+,.1f"),
             alt.Tooltip("total_mib:Q", title="Total MiB", format=",.1f"),
-            *(_tip(n) for n in ("speedup", "speedup_ci_low", "speedup_ci_high")),
+            *(tip(n) for n in ("speedup", "speedup_ci_low", "speedup_ci_high")),
             alt.Tooltip("best:N", title="Pareto")]
-    color = _mode_color(df["mode"])
+    color = mode_color(df["mode"])
     marks = alt.Chart().mark_point(filled=True).encode(
         x=x, y=y, color=color,
         shape=alt.Shape("best:N", title=None, sort=["Pareto-best at its batch", "dominated"],
@@ -264,7 +185,7 @@ def tradeoff_chart(costs: pd.DataFrame) -> alt.LayerChart | None:
         x=x, y=y, color=color, text="label:N").transform_filter(
         f"datum.label && (datum.extra_mib {'<=' if side == 'left' else '>'} {mid!r})")
         for side in ("left", "right")]
-    return fitted(alt.layer(marks, *labels, _one_x_rule(), data=df),
+    return fitted(alt.layer(marks, *labels, one_x_rule(), data=df),
                   chart_title("Speedup against extra memory", "up and left is better"))
 
 
@@ -275,8 +196,8 @@ SPLIT_TIPS = ("step_ms", "gpu_busy_ms", "idle_ms", "busy_fraction", "host_launch
 
 def _split_tips() -> list:
     fmt = {"busy_fraction": ".0%", "launch_us": ".1f"}
-    return [_mode_tip(), _batch_tip(),
-            *(_tip(n, fmt.get(n, ".1f" if "per_step" in n else None)) for n in SPLIT_TIPS)]
+    return [mode_tip(), batch_tip(),
+            *(tip(n, fmt.get(n, ".1f" if "per_step" in n else None)) for n in SPLIT_TIPS)]
 
 
 def time_split_charts(split: pd.DataFrame) -> dict[str, alt.TopLevelMixin]:
@@ -293,14 +214,14 @@ def time_split_charts(split: pd.DataFrame) -> dict[str, alt.TopLevelMixin]:
         y = alt.Y("busy_fraction:Q", title=title("busy_fraction"), axis=alt.Axis(format="%"))
         rule = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(
             y="y:Q")
-        layers = _lines_and_points(_batch_x(), y, _mode_color(busy["mode"]), _split_tips(),
+        layers = lines_and_points(batch_x(), y, mode_color(busy["mode"]), _split_tips(),
                                    by=["mode"])
         out["busy"] = fitted(alt.layer(*layers, rule, data=busy),
                              chart_title("GPU busy / step time", "1.0: no launch gaps left"))
     launches = split.dropna(subset=["host_launches_per_step"])
     if not launches.empty:
         y = alt.Y("host_launches_per_step:Q", title=title("host_launches_per_step"))
-        layers = _lines_and_points(_batch_x(), y, _mode_color(launches["mode"]),
+        layers = lines_and_points(batch_x(), y, mode_color(launches["mode"]),
                                    _split_tips(), by=["mode"])
         out["launches"] = fitted(alt.layer(*layers, data=launches),
                                  chart_title("Launches per step", "host launches"))
@@ -311,11 +232,11 @@ def time_split_charts(split: pd.DataFrame) -> dict[str, alt.TopLevelMixin]:
         long["figure"] = long["figure"].map(lambda n: metric(n).label)
         figures = [metric(n).label for n in LAUNCH_VS_BUSY]
         out["launch-vs-busy"] = fitted(alt.Chart(long).mark_line(point=True).encode(
-            x=_batch_x(), y=alt.Y("ms:Q", title="Time per step (ms)"),
+            x=batch_x(), y=alt.Y("ms:Q", title="Time per step (ms)"),
             color=alt.Color("figure:N", title="Eager", sort=figures,
                             legend=legend(entries=len(figures))),
             strokeDash=alt.StrokeDash("figure:N", legend=None),
-            tooltip=[_batch_tip(), alt.Tooltip("figure:N", title="What"),
+            tooltip=[batch_tip(), alt.Tooltip("figure:N", title="What"),
                      alt.Tooltip("ms:Q", title="ms", format=".3f")],
         ), chart_title("Eager: launch time vs GPU busy",
                        "launch-bound where host launch time exceeds GPU busy time"))
@@ -368,20 +289,20 @@ def compare_chart(speedups: pd.DataFrame) -> alt.LayerChart | None:
                       scale=alt.Scale(domain=modes, range=[MODE_SHAPES[m] for m in modes]))
     dash = alt.StrokeDash("line_mode:N", sort=modes, legend=None,
                           scale=alt.Scale(domain=modes, range=[MODE_DASHES[m] for m in modes]))
-    y = _log_y("speedup", _speedup_values(df))
-    tips = [alt.Tooltip("run:N", title="Run"), _mode_tip(), _batch_tip(),
-            *(_tip(n) for n in SPEEDUP_TIPS)]
+    y = log_y("speedup", _speedup_values(df))
+    tips = [alt.Tooltip("run:N", title="Run"), mode_tip(), batch_tip(),
+            *(tip(n) for n in SPEEDUP_TIPS)]
     n = "_series_points"
     line = (alt.Chart().mark_line(opacity=0.8).encode(
-        x=_batch_x(), y=y, color=color, strokeDash=dash, detail="run:N")
+        x=batch_x(), y=y, color=color, strokeDash=dash, detail="run:N")
         .transform_joinaggregate(**{n: "count()"}, groupby=["run", "mode"])
         .transform_filter(f"datum.{n} >= {MIN_LINE_POINTS}"))
     points = alt.Chart().mark_point(filled=True, size=70, opacity=0.9).encode(
-        x=_batch_x(), y=y, color=color, shape=shape, tooltip=tips)
-    bars = _error_bars(df, "speedup_ci_low", "speedup_ci_high",
-                       _log_y("speedup_ci_low", _speedup_values(df), "speedup"), color,
+        x=batch_x(), y=y, color=color, shape=shape, tooltip=tips)
+    bars = error_bars(df, "speedup_ci_low", "speedup_ci_high",
+                       log_y("speedup_ci_low", _speedup_values(df), "speedup"), color,
                        detail="mode:N")
-    chart = alt.layer(line, points, *([bars] if bars is not None else []), _one_x_rule(),
+    chart = alt.layer(line, points, *([bars] if bars is not None else []), one_x_rule(),
                       data=df)
     return fitted(chart, chart_title("Speedup over eager, per run and mode",
                                      "colour: run · mark: mode · bars: 95% interval · "
@@ -400,22 +321,22 @@ def energy_chart(points: pd.DataFrame, above_idle: bool = False) -> alt.LayerCha
     df = df[df[field].notna()]
     if df.empty:
         return None
-    color = _mode_color(df["mode"])
-    tips = [_mode_tip(), _batch_tip(), *(_tip(c, ".3f") for c in (
+    color = mode_color(df["mode"])
+    tips = [mode_tip(), batch_tip(), *(tip(c, ".3f") for c in (
         "energy_mj_per_step", "energy_mj_per_step_ci_low", "energy_mj_per_step_ci_high",
-        "energy_above_idle_mj_per_step")), _tip("avg_power_w", ".1f"),
-        _tip("idle_power_w", ".1f"), _tip("energy_gain", ".2f")]
+        "energy_above_idle_mj_per_step")), tip("avg_power_w", ".1f"),
+        tip("idle_power_w", ".1f"), tip("energy_gain", ".2f")]
     if above_idle:
         y = alt.Y(f"{field}:Q", title=title(field))
-        layers = _lines_and_points(_batch_x(), y, color, tips, by=["mode"])
+        layers = lines_and_points(batch_x(), y, color, tips, by=["mode"])
         zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(
             strokeDash=[4, 4], color="#444").encode(y="y:Q")
         return fitted(alt.layer(*layers, zero, data=df), chart_title(
             "Energy per step above idle", "median; dashed line: the device's idle draw"))
     cols = ["energy_mj_per_step", "energy_mj_per_step_ci_low", "energy_mj_per_step_ci_high"]
     values = df[cols].to_numpy().ravel()
-    layers = _lines_and_points(_batch_x(), _log_y(field, values), color, tips, by=["mode"])
-    bars = _error_bars(df, cols[1], cols[2], _log_y(cols[1], values, field), color)
+    layers = lines_and_points(batch_x(), log_y(field, values), color, tips, by=["mode"])
+    bars = error_bars(df, cols[1], cols[2], log_y(cols[1], values, field), color)
     return fitted(alt.layer(*layers, *([bars] if bars is not None else []), data=df),
                   chart_title("Energy per step", "median over windows, 95% interval"))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from pages.charts import layout, run_charts
+from pages.charts import encodings, layout
 
 # Up to this many runs a trend chart reads in half the page (each run's three-line label
 # needs about 100 px with its spacing, and Vega hides labels that would touch); more get
@@ -36,14 +36,14 @@ def trend_chart(table: pd.DataFrame, batch: int) -> alt.LayerChart | None:
         changed=df["change"].isin(["faster", "slower"]))
     values = list(df["speedup"]) + list(df["speedup_ci_low"].dropna()) \
         + list(df["speedup_ci_high"].dropna()) + [1.0]
-    y = run_charts._log_y("speedup", values)
+    y = encodings.log_y("speedup", values)
     order = list(df.sort_values("order")["run"].drop_duplicates())
     # Horizontal labels on three lines (torch / date / id): rotated ones took a third of
     # the chart's height and still overlapped.
     x = alt.X("run:N", title="Run (torch version · date · id)", sort=order,
               axis=alt.Axis(labelAngle=0, labelExpr="split(datum.label, ' · ')",
                             labelLimit=layout.LABEL_LIMIT, labelOverlap=True))
-    color = run_charts._mode_color(df["mode"])
+    color = encodings.mode_color(df["mode"])
     tips = [alt.Tooltip("run:N"), alt.Tooltip("mode:N"),
             alt.Tooltip("speedup:Q", format=".2f"),
             alt.Tooltip("speedup_ci_low:Q", title="95% low", format=".2f"),

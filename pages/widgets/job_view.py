@@ -11,6 +11,7 @@ import re
 import streamlit as st
 
 import runner.ops.slurm as slurm
+from pages.logic import launch_estimate as le
 from pages.logic import launch_form as lf
 from pages.logic.plain import plain
 from pages.widgets import data
@@ -61,7 +62,7 @@ def job_estimate(job: Job) -> float | None:
         gpu = "cpu" if spec.get("device") == "cpu" else None
         history = data.past_durations(spec.get("workload"), gpu)
         past = data.key_points([int(i) for i in history["run_id"]])
-        st.session_state[key] = lf.estimate(spec, history, gpu or "any GPU", past).seconds
+        st.session_state[key] = le.estimate(spec, history, gpu or "any GPU", past).seconds
     return st.session_state[key]
 
 
@@ -71,13 +72,13 @@ def show_job(job: Job, p: JobProgress, locked: bool) -> None:
     total = p.total or 0
     # Points count as measured when their batch size's rounds end; meanwhile the bar moves
     # per mode's setup and the text names the mode and phase in flight.
-    st.progress(lf.bar_fraction(job, p) or 0.0, text=f"{p.done} of {total} points "
+    st.progress(le.bar_fraction(job, p) or 0.0, text=f"{p.done} of {total} points "
                 f"measured · {lf.describe_point(job)}")
     c1, c2, c3 = st.columns(3)
-    c1.metric("Elapsed", lf.format_seconds(p.elapsed_s))
+    c1.metric("Elapsed", le.format_seconds(p.elapsed_s))
     running = job.status == "running"
-    left, basis = lf.time_left(p, job_estimate(job) if running else None)
-    c2.metric("Estimated time left", lf.format_seconds(left), help=basis or None)
+    left, basis = le.time_left(p, job_estimate(job) if running else None)
+    c2.metric("Estimated time left", le.format_seconds(left), help=basis or None)
     waiting = f"Slurm job {job.slurm_job_id}" if job.slurm_job_id else "waiting for one"
     c3.metric("Worker", job.worker_name or waiting)
     if job.message:
