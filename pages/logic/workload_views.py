@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from pages.logic.comparing import run_names
-from runner.format.measurement import Measurement, details_of
+from runner.format.measurement import Measurement
 
 RAW_CUDA_NOTE = ("NVIDIA's V100 figures are raw CUDA runtime launches from C++: no "
                  "Python, no PyTorch dispatcher, no caching allocator. A kernel-chain point "
@@ -42,9 +42,13 @@ def _num(v: Any) -> float | None:
     return None if math.isnan(f) else f
 
 
-def _details(row) -> Measurement:
-    """The typed view of a point row's details (runner/format/measurement.py)."""
-    return details_of(row.get("details") if hasattr(row, "get") else None)
+def _point(row: Mapping) -> Measurement:
+    """A points-frame row as the typed point record (runner/format/measurement.py); a
+    details cell that is not a mapping (a frame without the column) reads as none."""
+    doc = dict(row)
+    if not isinstance(doc.get("details"), Mapping):
+        doc["details"] = None
+    return Measurement.from_json(doc)
 
 
 def _mapping(v: Any) -> Mapping:
@@ -60,13 +64,13 @@ def chain_kernels(header: dict | pd.Series) -> int | None:
     return int(k) if k and k > 0 else None
 
 
-def per_kernel_us(row, kernels: int) -> float | None:
+def per_kernel_us(m: Measurement, kernels: int) -> float | None:
     """One kernel's share of a step (us): step / kernels, or a published per-kernel
     figure where the publication gives only that."""
-    step = _num(row.get("step_ms"))
+    step = _num(m.timing.step_ms)
     if step is not None:
         return step * 1e3 / kernels
-    return _num(_details(row).launches.per_kernel_us)
+    return _num(m.launches.per_kernel_us)
 
 
 def per_kernel_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataFrame:
@@ -76,16 +80,18 @@ def per_kernel_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataF
     if k is None or points.empty:
         return pd.DataFrame()
     rows = []
-    for _, p in points[points["status"] == "ok"].iterrows():
-        busy, kernels_run = _num(p.get("gpu_busy_ms")), _num(p.get("gpu_kernels_per_step"))
+    for _, row in points[points["status"] == "ok"].iterrows():
+        m = _point(row)
+        busy, kernels_run = _num(m.launches.gpu_busy_ms), _num(m.launches.gpu_kernels_per_step)
+        step = _num(m.timing.step_ms)
         rows.append({
-            "batch (elements)": int(p["batch_size"]), "mode": p["mode"],
-            "step us": None if _num(p.get("step_ms")) is None else p["step_ms"] * 1e3,
-            "per kernel us": per_kernel_us(p, k),
+            "batch (elements)": int(m.batch_size), "mode": m.mode,
+            "step us": None if step is None else step * 1e3,
+            "per kernel us": per_kernel_us(m, k),
             "GPU per kernel us": (busy * 1e3 / kernels_run if busy and kernels_run
-                                  else _num(_details(p).launches.kernel_us)),
-            "host launches": _num(p.get("host_launches_per_step")),
-            "graph launches": _num(p.get("graph_launches_per_step")),
+                                  else _num(m.launches.kernel_us)),
+            "host launches": _num(m.launches.host_launches_per_step),
+            "graph launches": _num(m.launches.graph_launches_per_step),
         })
     return pd.DataFrame(rows).sort_values(["batch (elements)", "mode"]).reset_index(drop=True)
 
@@ -105,12 +111,12 @@ def hand_calculation(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataF
     ok = points[points["status"] == "ok"]
     rows = []
     for batch, group in ok.groupby("batch_size"):
-        by_mode = {m: r for m, r in zip(group["mode"], group.to_dict("records"), strict=True)}
+        by_mode = {r["mode"]: _point(r) for r in group.to_dict("records")}
         eager = by_mode.get("eager")
         if eager is None:
             continue
-        launch = _num(eager.get("launch_us"))
-        busy, n = _num(eager.get("gpu_busy_ms")), _num(eager.get("gpu_kernels_per_step"))
+        launch = _num(eager.intervals.launch_us)
+        busy, n = _num(eager.launches.gpu_busy_ms), _num(eager.launches.gpu_kernels_per_step)
         if launch is None or not busy or not n:
             continue
         kernel = busy * 1e3 / n
@@ -119,10 +125,10 @@ def hand_calculation(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataF
         rows.append({"batch (elements)": int(batch), "kernels": k,
                      "launch us (measured)": launch, "kernel us (measured)": kernel,
                      "eager us: N x max(L, K)": est_eager,
-                     "eager us measured": _num(eager.get("step_ms")) * 1e3,
+                     "eager us measured": _num(eager.timing.step_ms) * 1e3,
                      "graph us: N x K + L": est_graph,
-                     "graph us measured": (_num(graph.get("step_ms")) * 1e3
-                                           if graph and _num(graph.get("step_ms")) else None)})
+                     "graph us measured": (_num(graph.timing.step_ms) * 1e3
+                                           if graph and _num(graph.timing.step_ms) else None)})
     return pd.DataFrame(rows)
 
 
@@ -166,15 +172,16 @@ def train_memory_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.Dat
     if header.get("workload") != "train-step" or points.empty:
         return pd.DataFrame()
     rows = []
-    for _, p in points[points["status"] == "ok"].iterrows():
-        d = _details(p)
-        trees, sep = _mapping(d.setup.cudagraph_trees), _mapping(d.memory.separate_graphs)
+    for _, row in points[points["status"] == "ok"].iterrows():
+        m = _point(row)
+        # The JSON the runner stored for these two (the edge: db's JSON column).
+        trees, sep = _mapping(m.setup.cudagraph_trees), _mapping(m.memory.separate_graphs)
         mib = lambda v: None if _num(v) is None else _num(v) / MIB  # noqa: E731
         rows.append({
-            "batch": int(p["batch_size"]), "mode": p["mode"],
-            "graph pool MiB": mib(p.get("graph_pool_bytes")),
-            "peak allocated MiB": mib(p.get("peak_allocated_bytes")),
-            "reserved delta MiB": mib(p.get("reserved_delta_bytes")),
+            "batch": int(m.batch_size), "mode": m.mode,
+            "graph pool MiB": mib(m.memory.graph_pool_bytes),
+            "peak allocated MiB": mib(m.memory.peak_allocated_bytes),
+            "reserved delta MiB": mib(m.memory.reserved_delta_bytes),
             "graphs recorded": (f"{trees.get('forward', 0)} forward + "
                                 f"{trees.get('backward', 0)} backward in "
                                 f"{trees.get('pools', 0)} pool(s)"
@@ -182,7 +189,7 @@ def train_memory_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.Dat
             "forward alone MiB": mib(sep.get("forward_pool_bytes")),
             "backward alone MiB": mib(sep.get("backward_pool_bytes")),
             "separate sum MiB": mib(sep.get("sum_bytes")),
-            "params match eager": p.get("correct"),
+            "params match eager": m.setup.correct,
         })
     return pd.DataFrame(rows).sort_values(["batch", "mode"]).reset_index(drop=True)
 
@@ -196,13 +203,14 @@ def train_pool_frame(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataF
         return None
     rows = []
     ro = points[(points["mode"] == "reduce-overhead") & (points["status"] == "ok")]
-    for _, p in ro.iterrows():
-        sep = _mapping(_details(p).memory.separate_graphs)
-        pool = _num(p.get("graph_pool_bytes"))
+    for _, row in ro.iterrows():
+        m = _point(row)
+        sep = _mapping(m.memory.separate_graphs)
+        pool = _num(m.memory.graph_pool_bytes)
         fwd, bwd = _num(sep.get("forward_pool_bytes")), _num(sep.get("backward_pool_bytes"))
         if pool is None or fwd is None or bwd is None:
             continue
-        b = int(p["batch_size"])
+        b = int(m.batch_size)
         rows += [{"batch": b, "how": "trees: one shared pool", "part": "shared pool",
                   "MiB": pool / MIB},
                  {"batch": b, "how": "separate pools", "part": "forward alone",
