@@ -10,6 +10,7 @@ NaN / None all the way through, so a missing number is never shown as 0.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ import pandas as pd
 
 from runner.format import verdict as vd
 from runner.format.bundle import MODES
-from runner.format.measurement import details_of
+from runner.format.measurement import Measurement, details_of
 from runner.format.numbers import number_or_none as _num
 from runner.format.verdict import INCONCLUSIVE, RANKABLE
 
@@ -34,6 +35,16 @@ def numeric_column(df: pd.DataFrame, name: str) -> pd.Series:
     if name in df:
         return pd.to_numeric(df[name], errors="coerce")
     return pd.Series(float("nan"), index=df.index)
+
+
+def point_record(row: Mapping[str, Any]) -> Measurement:
+    """A points-frame row (a Series or a to_dict record) as the typed point record
+    (runner/format/measurement.py); a details cell that is not a mapping (a frame
+    without the column) reads as none."""
+    doc = dict(row)
+    if not isinstance(doc.get("details"), Mapping):
+        doc["details"] = None
+    return Measurement.from_json(doc)
 
 
 def usable(points: pd.DataFrame) -> pd.DataFrame:
@@ -199,7 +210,7 @@ def break_even(points: pd.DataFrame, threshold: float = BREAK_EVEN_GAIN) -> Brea
         return BreakEven("unknown", threshold=threshold)
     paired = {}
     for _, row in ok[ok["mode"] == "reduce-overhead"].iterrows():
-        vs = details_of(row.get("details")).intervals.vs_compile
+        vs = point_record(row).intervals.vs_compile
         if isinstance(vs, dict) and _num(vs.get("median")) is not None:
             paired[row["batch_size"]] = float(vs["median"])
     # The paired per-round ratio where the runner measured it; else ratio of medians.

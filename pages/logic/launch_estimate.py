@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from runner.format.measurement import JsonObject, details_of
+from pages.logic.analysis import point_record
+from runner.format.measurement import JsonObject
 from runner.format.point_text import parse
 from runner.format.queue import Job, JobProgress
 from runner.format.vocab import COMPILED_MODES
@@ -90,12 +91,13 @@ def past_setups(points) -> dict[Any, list[float]]:
     if points is None or len(points) == 0:
         return out
     for r in points.to_dict("records"):
-        if r.get("mode") not in COMPILED_MODES or r.get("status") != "ok":
+        m = point_record(r)
+        if m.mode not in COMPILED_MODES or m.status != "ok":
             continue
-        phases = details_of(r.get("details")).timing.phase_s
+        phases = m.timing.phase_s  # seconds by phase name, as the runner stored them
         s = phases.get("setup") if isinstance(phases, dict) else None
         if isinstance(s, (int, float)) and s == s and s >= 0:
-            out.setdefault(r.get("run_id"), []).append(float(s))
+            out.setdefault(r["run_id"], []).append(float(s))
     return out
 
 

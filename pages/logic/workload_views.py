@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from pages.logic.analysis import point_record
 from pages.logic.comparing import run_names
 from runner.format.measurement import Measurement
 
@@ -40,15 +41,6 @@ def _num(v: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return None if math.isnan(f) else f
-
-
-def _point(row: Mapping) -> Measurement:
-    """A points-frame row as the typed point record (runner/format/measurement.py); a
-    details cell that is not a mapping (a frame without the column) reads as none."""
-    doc = dict(row)
-    if not isinstance(doc.get("details"), Mapping):
-        doc["details"] = None
-    return Measurement.from_json(doc)
 
 
 def _mapping(v: Any) -> Mapping:
@@ -81,7 +73,7 @@ def per_kernel_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataF
         return pd.DataFrame()
     rows = []
     for _, row in points[points["status"] == "ok"].iterrows():
-        m = _point(row)
+        m = point_record(row)
         busy, kernels_run = _num(m.launches.gpu_busy_ms), _num(m.launches.gpu_kernels_per_step)
         step = _num(m.timing.step_ms)
         rows.append({
@@ -111,7 +103,7 @@ def hand_calculation(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataF
     ok = points[points["status"] == "ok"]
     rows = []
     for batch, group in ok.groupby("batch_size"):
-        by_mode = {r["mode"]: _point(r) for r in group.to_dict("records")}
+        by_mode = {r["mode"]: point_record(r) for r in group.to_dict("records")}
         eager = by_mode.get("eager")
         if eager is None:
             continue
@@ -173,7 +165,7 @@ def train_memory_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.Dat
         return pd.DataFrame()
     rows = []
     for _, row in points[points["status"] == "ok"].iterrows():
-        m = _point(row)
+        m = point_record(row)
         # The JSON the runner stored for these two (the edge: db's JSON column).
         trees, sep = _mapping(m.setup.cudagraph_trees), _mapping(m.memory.separate_graphs)
         mib = lambda v: None if _num(v) is None else _num(v) / MIB  # noqa: E731
@@ -204,7 +196,7 @@ def train_pool_frame(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataF
     rows = []
     ro = points[(points["mode"] == "reduce-overhead") & (points["status"] == "ok")]
     for _, row in ro.iterrows():
-        m = _point(row)
+        m = point_record(row)
         sep = _mapping(m.memory.separate_graphs)
         pool = _num(m.memory.graph_pool_bytes)
         fwd, bwd = _num(sep.get("forward_pool_bytes")), _num(sep.get("backward_pool_bytes"))
