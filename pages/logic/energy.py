@@ -1,6 +1,6 @@
 """A run's energy figures as the pages read them (issue 28): the points that have one,
 why a run has none, and each mode's largest gain in words (the headline's own energy words
-come from the run's summary, runner/format/run_summary.py). No charts here (charts.py
+come from the run's summary, runner/format/run_summary.py). No charts here (pages/charts/
 draws them).
 
 Energy per step comes from the GPU's energy counter over windows apart from the rounds

@@ -1,4 +1,4 @@
-"""The pages' one door to the database (tests/test_layout.py: no other module of pages/,
+"""The pages' one door to the database (tests/test_import_rules.py: no other module of pages/,
 nor app.py, imports db/ or sqlalchemy): the cached engine, first-start seeding, every query
 a page shows, cached through one helper (`cached`), and the few writes a page makes
 (import, delete, the queue's live reads). No widgets here, no SQL (db/'s), no maths
