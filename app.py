@@ -8,11 +8,9 @@ is a script under pages/: settings -> load (db/ functions) -> show.
 from pathlib import Path
 
 import streamlit as st
-from sqlalchemy.exc import SQLAlchemyError
 
-from db.access import read_only
-from db.engine import DatabaseError
-from pages.common import data, links, ui
+from pages.logic import links
+from pages.widgets import data, frame
 
 HERE = Path(__file__).resolve().parent
 
@@ -21,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 FAVICON = HERE / "static" / "favicon.png"
 st.set_page_config(page_title="launchbench", page_icon=str(FAVICON), layout="wide")
 
-# The pages table lives in pages.common.links (pages link to each other through it). The
+# The pages table lives in pages.logic.links (pages link to each other through it). The
 # page at url path "" is the default page at "/"; a page whose file is not there yet
 # (launch and serve come from other parts of the project) is left out.
 nav = st.navigation([
@@ -35,13 +33,13 @@ with st.sidebar:
     st.caption("What CUDA Graphs buy, per model, GPU and batch size, and what they cost "
                "in memory.")
     st.caption(f"Database: `{data.shown_url()}`")
-    if read_only():
+    if data.read_only():
         st.badge("read-only share mode", icon=":material/lock:", color="orange")
 
 try:
     data.engine()
     seeded = data.seed()
-except DatabaseError as e:
+except data.DatabaseError as e:
     st.error(f"{e}. {e.advice}")
     st.stop()
 
@@ -51,14 +49,14 @@ with st.sidebar:
     for line in seeded.errors:
         st.warning(f"Sample not imported: {line}")
 
-missing = ui.asked_page()
+missing = frame.asked_page()
 if missing:
-    ui.no_such_page(missing)
+    frame.no_such_page(missing)
     st.stop()
 
 try:
     nav.run()
-except SQLAlchemyError as e:
+except data.SQLAlchemyError as e:
     # A database that goes away mid-session (server restart, file removed): one line.
     first = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
     st.error(f"The database {data.shown_url()} failed: {first}. Reload the page to retry.")

@@ -34,7 +34,8 @@ sys.path.insert(0, str(ROOT))
 from db import queries  # noqa: E402
 from db.engine import make_engine  # noqa: E402
 from db.store import import_bundle  # noqa: E402
-from pages.common import analysis, board, charts, report  # noqa: E402
+from pages.charts import run_charts  # noqa: E402
+from pages.logic import board, points_table, run_text  # noqa: E402
 from tests.synthetic import sweep_bundle  # noqa: E402
 
 TARGET_S = 1.0
@@ -113,7 +114,7 @@ def bench_functions(url: str, run_id: int, repeat: int) -> dict[str, tuple[float
     engine = make_engine(url)
 
     def runs_load():
-        analysis.runs_table(queries.runs_frame(engine))
+        board.runs_table(queries.runs_frame(engine))
 
     def board_load():  # what the Runs page computes once per database state
         runs = queries.runs_frame(engine)
@@ -124,10 +125,10 @@ def bench_functions(url: str, run_id: int, repeat: int) -> dict[str, tuple[float
         points = queries.run_points(engine, run_id)
         queries.run_header(engine, run_id)
         queries.run_summary(engine, run_id).headline()
-        report.headline(points)
-        for chart in charts.run_charts(points).values():
+        run_text.headline(points)
+        for chart in run_charts.run_charts(points).values():
             chart.to_dict()
-        report.points_table(points)
+        points_table.points_table(points)
 
     return {"Runs query + table (no cache)": timed(runs_load, repeat),
             "Runs board, 1,000 runs (no cache)": timed(board_load, repeat),

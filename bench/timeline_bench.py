@@ -29,7 +29,8 @@ import dashboard_bench as dash  # noqa: E402
 
 from db import queries  # noqa: E402
 from db.engine import make_engine  # noqa: E402
-from pages.common import timeline  # noqa: E402
+from pages.charts import timeline_chart  # noqa: E402
+from pages.logic import timeline  # noqa: E402
 from runner.format import bundle as fmt  # noqa: E402
 from tests.synthetic import sweep_bundle  # noqa: E402
 
@@ -74,16 +75,16 @@ def run_page(url: str, run_id: int, repeat: int) -> dict[str, tuple[float, float
 
     from streamlit.testing.v1 import AppTest
 
-    from pages.common import widgets
+    from pages.widgets import timeline_view
 
     os.environ["LAUNCHBENCH_DB"] = url
     os.environ.pop("LAUNCHBENCH_READ_ONLY", None)
-    real = widgets.timeline_section
+    real = timeline_view.timeline_section
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()  # the frame, engine and caches
 
     def render(timeline_on: bool) -> float:
-        widgets.timeline_section = real if timeline_on else (lambda *a, **k: None)
+        timeline_view.timeline_section = real if timeline_on else (lambda *a, **k: None)
         t = time.perf_counter()
         at.switch_page("pages/run.py")
         at.query_params = {"run": str(run_id), "batch": "8"}
@@ -102,7 +103,7 @@ def run_page(url: str, run_id: int, repeat: int) -> dict[str, tuple[float, float
             for on in (True, False):
                 times[on].append(render(on))
     finally:
-        widgets.timeline_section = real
+        timeline_view.timeline_section = real
     return {"Run page (AppTest)": (first[True], statistics.median(times[True])),
             "  same page, timeline stubbed out": (first[False],
                                                   statistics.median(times[False]))}
@@ -122,7 +123,7 @@ def speed(db: str | None, runs: int, repeat: int) -> bool:
     def timeline_load():
         items = timeline.ordered(queries.point_traces(engine, [run_id], 8))
         assert items, "the bench run has no trace at batch 8"
-        timeline.timeline_chart([(x["mode"], x["trace"]) for x in items]).to_dict()
+        timeline_chart.timeline_chart([(x["mode"], x["trace"]) for x in items]).to_dict()
 
     results = {"Run timeline query + chart (no cache)": dash.timed(timeline_load, repeat),
                **run_page(url, run_id, repeat)}

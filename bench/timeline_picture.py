@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 import vl_convert as vlc  # noqa: E402
 
-from pages.common import timeline  # noqa: E402
+from pages.charts import timeline_chart  # noqa: E402
 from runner.format import bundle as fmt  # noqa: E402
 
 
@@ -47,7 +47,7 @@ def main() -> int:
     env = doc["environment"]
     title = (f"{doc['run']['workload']} batch {args.batch} on {env.get('gpu_name')}, "
              f"torch {env.get('torch_version')}: one step")
-    chart = timeline.timeline_chart([(m, found[m], timed[m]) for m in modes],
+    chart = timeline_chart.timeline_chart([(m, found[m], timed[m]) for m in modes],
                                     same_scale=not args.fit_each).properties(title=title)
     Path(args.out).write_bytes(vlc.vegalite_to_png(chart.to_dict(), scale=2))
     print(f"wrote {args.out}")

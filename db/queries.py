@@ -122,7 +122,7 @@ def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
     """Runs with their environment and point counts, newest first. An empty filter list
     means no filter on that field; ``cpu`` in `gpus` matches runs without a GPU. `now`:
     the time "lost" is decided at (default: the database's clock)."""
-    # The noise counts the Runs page badges (pages/common/analysis.noise_counts computes
+    # The noise counts the Runs page badges (pages/logic/analysis.noise_counts computes
     # the same from points): summed here so listing runs never loads every point.
     measured = (MeasurementRow.status == "ok") & MeasurementRow.step_ms.is_not(None)
     flags = {

@@ -4,29 +4,21 @@ diff; one line per reason the runs measure different things."""
 
 import streamlit as st
 
-from pages.common import (
-    analysis,
-    board,
-    charts,
-    comparing,
-    data,
-    links,
-    ui,
-    widgets,
-    workload_views,
-)
-from pages.common.plain import plain
+from pages.charts import run_charts
+from pages.logic import board, comparing, links, workload_views
+from pages.logic.plain import plain
+from pages.widgets import data, frame, parts, timeline_view, url
 from runner.format import verdict
 
-ui.ensure_frame()
+frame.ensure_frame()
 
 st.title("Compare runs")
 
 # --- settings: ids from the URL; the picker below rewrites the URL ------------------------
-asked = widgets.run_ids_from_url()
+asked = url.run_ids_from_url()
 every_run = data.runs()
 all_runs = every_run[every_run["kind"] == "sweep"]  # serve runs have no speedup curves
-names = analysis.run_names(all_runs) if not all_runs.empty else {}
+names = comparing.run_names(all_runs) if not all_runs.empty else {}
 labels = dict(zip(all_runs["id"].astype(int), all_runs["label"].fillna(""), strict=True))
 found = [i for i in asked if i in names]
 kinds = dict(zip(every_run["id"].astype(int), every_run["kind"], strict=True))
@@ -40,7 +32,7 @@ picked = st.multiselect("Runs to compare", list(names), default=found,
                         format_func=lambda i: f"{names[i]} · {labels[i]}",
                         max_selections=links.MAX_COMPARE, key=f"pick_{'_'.join(map(str, found))}")
 if picked != found:
-    widgets.set_run_ids(picked)
+    url.set_run_ids(picked)
     st.rerun()
 if len(found) < 2:
     st.info("Pick at least two runs (or open a link such as /compare?run=1&run=2).")
@@ -60,13 +52,13 @@ if warned:
 for line in (line for kind, line in notes if kind == "info"):
     st.info(plain(line), icon=":material/article:")
 
-speedups = analysis.compare_speedups(points, headers)
-figure = charts.compare_chart(speedups)
+speedups = comparing.compare_speedups(points, headers)
+figure = run_charts.compare_chart(speedups)
 if figure is None:
     st.info("No speedup to draw: none of these runs has an ok mode point beside an ok eager "
             "point at the same batch size.")
 else:
-    widgets.chart(figure, key="compare_chart")
+    parts.chart(figure, key="compare_chart")
     # A run with nothing in the chart is named, so its absence from the legend reads as a
     # fact about the run rather than a bug.
     drawn = set(speedups.loc[speedups["mode"] != "eager", "run_id"].astype(int))
@@ -86,20 +78,21 @@ if not per_kernel.empty:
     st.dataframe(per_kernel, hide_index=True, key="per_kernel")
 
 arrived_for_timeline = "batch" in st.query_params  # a ?batch= link opens at the timeline
-st.subheader("One step per run", anchor=widgets.TIMELINE_ANCHOR)
+st.subheader("One step per run", anchor=timeline_view.TIMELINE_ANCHOR)
 batch = None
-with widgets.drawn("The step timeline"):
-    batch = widgets.timeline_section(found, points, lambda x: names[x["run_id"]], key="timeline",
-                                pick_mode=True)
-widgets.scroll_to_on_arrival(widgets.TIMELINE_ANCHOR, arrived_for_timeline and batch is not None,
-                        key="compare_" + "_".join(map(str, found)))
+with parts.drawn("The step timeline"):
+    batch = timeline_view.timeline_section(found, points, lambda x: names[x["run_id"]],
+                                           key="timeline", pick_mode=True)
+timeline_view.scroll_to_on_arrival(timeline_view.TIMELINE_ANCHOR,
+                                   arrived_for_timeline and batch is not None,
+                                   key="compare_" + "_".join(map(str, found)))
 
 st.subheader("Per batch size")
-base_names = analysis.run_names(headers)
+base_names = comparing.run_names(headers)
 baseline = st.selectbox("Baseline run (ratios are baseline time / run time: > 1 means "
                         "faster than the baseline)", found, format_func=base_names.get,
                         key="baseline")
-ratios = analysis.ratio_table(points, headers, baseline)
+ratios = comparing.ratio_table(points, headers, baseline)
 st.caption("95%: a conservative interval of the ratio from both runs' step-time intervals "
            "(low / high .. high / low). It is within noise where it includes 1.0, that is "
            "where the two runs' intervals overlap; runs measured before intervals show no "
@@ -131,13 +124,13 @@ if not energy.empty:  # no section for runs without energy: nothing to compare
                                 for c in energy.columns if c.endswith(" mJ")})
 
 st.subheader("Environment differences")
-diff = analysis.environment_diff(headers, points=points)
+diff = comparing.environment_diff(headers, points=points)
 if diff.empty:
     st.caption("The runs' environments and workloads are identical.")
 else:
     st.dataframe(diff.drop(columns="differs"), hide_index=True, key="env_diff")
 with st.expander("All fields"):
-    st.dataframe(analysis.environment_diff(headers, only_differences=False, points=points),
+    st.dataframe(comparing.environment_diff(headers, only_differences=False, points=points),
                  hide_index=True, key="env_all")
 
-widgets.share_link(links.compare_url(widgets.app_url(), found, batch))
+parts.share_link(links.compare_url(url.app_url(), found, batch))

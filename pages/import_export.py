@@ -3,20 +3,20 @@ as a self-contained HTML report, and its charts as PNG. ?run=ID preselects the r
 
 import streamlit as st
 
-from db.access import ReadOnlyError, read_only
-from db.store import RunNotFound, export_bundle
-from pages.common import analysis, charts, data, links, report, timeline, ui, uploads, widgets
-from pages.common import capture_advice as ca
-from pages.common.plain import plain
+from pages.charts import capture_charts, report, run_charts
+from pages.logic import capture_advice as ca
+from pages.logic import comparing, links, points_table, timeline, uploads
+from pages.logic.plain import plain
+from pages.widgets import data, frame, parts, url
 from runner.format import bundle as fmt
 
-ui.ensure_frame()
+frame.ensure_frame()
 
 st.title("Import and export")
 
 # --- import -----------------------------------------------------------------------------
 st.subheader("Import bundles")
-if read_only():
+if data.read_only():
     st.info("Read-only share mode: importing is disabled on this deployment.",
             icon=":material/lock:")
 else:
@@ -28,17 +28,15 @@ else:
                "per file, or import a large one with `python -m runner import FILE.json`.")
     if files and st.button(f"Import {len(files)} file(s)", type="primary", key="do_import"):
         try:
-            results = uploads.import_uploads(data.engine(), [(f.name, f.getvalue())
-                                                           for f in files])
-        except ReadOnlyError as e:
+            results = data.import_uploads(data.engine(), [(f.name, f.getvalue())
+                                                         for f in files])
+        except data.ReadOnlyError as e:
             results = []
             st.error(str(e))
-        if any(r.ok for r in results):
-            data.clear_caches()
         for r in results:
             if r.ok:
                 st.success(plain(r.message))
-                st.page_link(ui.PAGES["run"], label=f"Open run {r.run_id}",
+                st.page_link(frame.PAGES["run"], label=f"Open run {r.run_id}",
                              icon=":material/monitoring:", query_params={"run": r.run_id})
             elif r.run_id is not None:
                 st.info(plain(r.message))
@@ -51,7 +49,7 @@ runs = data.runs()
 if runs.empty:
     st.info("No runs to export yet.")
     st.stop()
-names = analysis.run_names(runs)
+names = comparing.run_names(runs)
 asked = st.query_params.get_all("run")
 start = None
 if asked:
@@ -70,8 +68,7 @@ st.query_params["run"] = str(run_id)
 header = data.headers([run_id]).iloc[0].to_dict()
 points = data.points([run_id])
 stem = f"launchbench-run-{run_id}"
-engine = data.engine()
-app_url = widgets.app_url()
+app_url = url.app_url()
 # A graph-memory run has captures, not points: its table and its two curve charts instead.
 captured = data.graph_memory_doc(run_id) if header.get("kind") == "graph-memory" else None
 
@@ -79,8 +76,8 @@ captured = data.graph_memory_doc(run_id) if header.get("kind") == "graph-memory"
 def bundle_text() -> str:
     # Deferred: built when the button is clicked, not on every rerun.
     try:
-        return fmt.dumps(export_bundle(engine, run_id))
-    except RunNotFound as e:
+        return fmt.dumps(data.export_bundle(run_id))
+    except data.RunNotFound as e:
         return str(e)
 
 
@@ -94,19 +91,19 @@ def report_html() -> str:
                               data.traces([run_id], batch) if batch else [], summary)
 
 # --- export: show -----------------------------------------------------------------------
-widgets.published_banner(header)
+parts.published_banner(header)
 c1, c2, c3 = st.columns(3)
 c1.download_button("Bundle (.json)", bundle_text, f"{stem}.json", "application/json",
                    key="dl_bundle", on_click="ignore")
 c2.download_button("Captures (.csv)" if captured else "Points (.csv)",
-                   report.csv_text(ca.captures_frame(captured)) if captured
-                   else report.points_csv(points), f"{stem}.csv", "text/csv", key="dl_csv",
+                   points_table.csv_text(ca.captures_frame(captured)) if captured
+                   else points_table.points_csv(points), f"{stem}.csv", "text/csv", key="dl_csv",
                    on_click="ignore")
 c3.download_button("Report (.html, opens offline)", report_html, f"{stem}.html",
                    "text/html", key="dl_html", on_click="ignore")
 figures = (dict(zip(("graph-memory-total", "graph-memory-added"),
-                   ca.curve_charts(captured), strict=True)) if captured
-           else charts.run_charts(points))
+                   capture_charts.curve_charts(captured), strict=True)) if captured
+           else run_charts.run_charts(points))
 if figures:
     st.caption("Charts as PNG:")
     for col, (name, chart) in zip(st.columns(len(figures)), figures.items(), strict=True):

@@ -6,19 +6,18 @@ import importlib.util
 import streamlit as st
 
 import runner.ops.slurm as slurm
-from db import hosts, jobs, liveness, queries
-from db.access import ReadOnlyError, read_only
-from pages.common import data, ui, widgets
-from pages.common import job_view as jv
-from pages.common import launch_form as lf
-from pages.common.plain import plain
+from pages.logic import launch_estimate as le
+from pages.logic import launch_form as lf
+from pages.logic.plain import plain
+from pages.widgets import data, frame, url
+from pages.widgets import job_view as jv
 from runner.format.limits import MAX_LABEL
 from runner.format.vocab import TIMINGS
 
-ui.ensure_frame()
+frame.ensure_frame()
 st.title("Launch a sweep")
 engine = data.engine()
-locked = read_only()
+locked = data.read_only()
 cluster, broken = None, None
 try:  # the admin's settings (environment, config file), never the browser's
     cluster = slurm.executor_config()
@@ -72,22 +71,23 @@ else:
         columns[[f.name for f in fields].index(name)].error(message)
     memory, refusal = None, None
     if checked.spec is not None:
-        workers = jobs.live_workers(engine)
+        workers = data.live_workers()
         gpu = gpu_type if cluster is not None else lf.history_gpu(device, checked.target,
                                                                   workers)
-        history = queries.past_durations(engine, workload, gpu)
+        history = data.past_durations(workload, gpu)
         # Their points' details hold each compile's time: the estimate counts it apart.
-        past = queries.key_points(engine, [int(i) for i in history["run_id"]])
+        past = data.key_points([int(i) for i in history["run_id"]])
         where = {None: "any GPU", "cpu": "CPU"}.get(gpu, gpu)
-        st.info(lf.estimate(checked.spec, history, where, past).text(),
+        st.info(le.estimate(checked.spec, history, where, past).text(),
                 icon=":material/timer:")
-        memory = queries.gpu_memory(engine, gpu)
+        memory = data.gpu_memory(gpu)
         cost, refusal = lf.cost(checked.spec, memory)
         st.caption(cost)
         if refusal:
             st.error(f"Cannot be queued: {refusal}")
         reason = None if cluster is not None else lf.no_worker_reason(
-            workers, device, checked.target, importlib.util.find_spec("torch") is not None)
+            workers, device, checked.target, importlib.util.find_spec("torch") is not None,
+            data.can_serve)
         if reason:
             st.warning(reason)
     submitted = st.button("Launch", type="primary", key="lf_launch")
@@ -103,7 +103,7 @@ else:
                     gpu_type=gpu_type if cluster is not None else None,
                     target=checked.target, session=jv.session_id(), memory_bytes=memory,
                     start_worker=True)
-            except (ValueError, ReadOnlyError, OSError, slurm.SlurmError) as e:
+            except (ValueError, data.ReadOnlyError, OSError, slurm.SlurmError) as e:
                 st.error(str(e))
             else:
                 st.query_params["job"] = str(queued.job_id)
@@ -121,37 +121,36 @@ def live() -> None:
     # job in flight has ended (else it is one read).
     if not locked:
         slurm.reconcile(engine)  # a job whose Slurm job ended fails with Slurm's reason
-    job_id, now = jv.followed_job(), jobs.db_now(engine)
+    job_id, now = jv.followed_job(), data.db_now()
     if job_id is not None:
         try:
-            job = jobs.get_job(engine, job_id, now=now)
-        except jobs.JobNotFound as e:
+            job = data.get_job(job_id, now)
+        except data.JobNotFound as e:
             st.warning(str(e))
             job = None
         if job is not None:
-            jv.show_job(engine, job, jobs.progress(job, now), locked)
+            jv.show_job(job, data.job_progress(job, now), locked)
     st.subheader("Queue")
-    queue = jobs.list_jobs(engine, limit=20, now=now)
+    queue = data.list_jobs(20, now)
     lost = [j.id for j in queue if j.shown_status == "lost"]
-    lost_runs = [] if locked else liveness.lost_runs(engine, now)
+    lost_runs = [] if locked else data.lost_runs(now)
     if (lost or lost_runs) and not locked and st.button(
             f"Mark {len(lost)} lost job(s) and {len(lost_runs)} lost run(s) failed",
             key="reap_lost",
             help="Their writers (a worker, a `runner sweep`) stopped heartbeating: record "
                  "them as failed. Workers and `runner sweep` do this too when they run."):
         try:
-            jobs.reap_lost(engine)
-        except ReadOnlyError as e:
+            data.reap_lost()
+        except data.ReadOnlyError as e:
             st.warning(str(e))
         st.rerun(scope="fragment")
-    st.dataframe(lf.queue_rows(queue, widgets.app_url()), hide_index=True,
+    st.dataframe(lf.queue_rows(queue, url.app_url()), hide_index=True,
                  column_config={"run": st.column_config.LinkColumn("run", display_text=
                                                                    r"run=(\d+)")})
     st.subheader("Live workers")
-    workers = jobs.live_workers(engine)
+    workers = data.live_workers()
     if workers:
-        st.caption(plain(" · ".join(hosts.describe(h, ws)
-                                    for h, ws in hosts.by_host(workers).items())))
+        st.caption(plain(data.hosts_text(workers)))
         st.dataframe(lf.worker_rows(workers), hide_index=True)
     elif cluster is not None:
         st.caption("No live worker. Slurm starts one per job, on a node of its GPU type.")

@@ -5,37 +5,28 @@ reproducing command and a share link). The views' builders and tables: run_views
 import pandas as pd
 import streamlit as st
 
-from pages.common import (
-    analysis,
-    data,
-    energy,
-    graph_memory_view,
-    links,
-    report,
-    run_views,
-    ui,
-    widgets,
-)
-from pages.common.plain import plain
+from pages.logic import energy, links, noise, run_text
+from pages.logic.plain import plain
+from pages.widgets import data, frame, graph_memory_view, parts, run_views, timeline_view, url
 
-ui.ensure_frame()
+frame.ensure_frame()
 
 # --- settings: the run id comes from the URL only, so the link is the whole state --------
-run_id = widgets.run_id_from_url()
+run_id = url.run_id_from_url()
 
 # --- load -------------------------------------------------------------------------------
 headers = data.headers([run_id])
 if headers.empty:
     st.error(links.missing_runs([run_id], [])[0])
-    st.page_link(ui.PAGES["runs"], label="Back to the runs", icon=":material/list:")
+    st.page_link(frame.PAGES["runs"], label="Back to the runs", icon=":material/list:")
     st.stop()
 header = {k: (None if not isinstance(v, (dict, list)) and pd.isna(v) else v)
           for k, v in headers.iloc[0].to_dict().items()}
 if header.get("kind") == "serve":
     st.info(f"Run {run_id} is a serve run (a replay of dynamic batch sizes): its figures "
             "are on the Serve page.", icon=":material/dynamic_feed:")
-    if ui.has_page("serve"):
-        st.page_link(ui.PAGES["serve"], label=f"Open serve run {run_id}",
+    if frame.has_page("serve"):
+        st.page_link(frame.PAGES["serve"], label=f"Open serve run {run_id}",
                      icon=":material/dynamic_feed:", query_params={"run": run_id})
     st.stop()
 if header.get("kind") == "graph-memory":
@@ -44,24 +35,24 @@ if header.get("kind") == "graph-memory":
 points = data.points([run_id])
 
 # --- show -------------------------------------------------------------------------------
-st.title(report.run_title(data.summary(run_id).header, plain))
+st.title(run_text.run_title(data.summary(run_id).header, plain))
 if header.get("label") and header.get("source") != "published":
     st.caption(plain(header["label"]))
-widgets.published_banner(header)
+parts.published_banner(header)
 if header["status"] != "done":
     st.warning(f"Run status: **{plain(header['status'])}**: its points may be incomplete.")
 
-with widgets.drawn('The headline'):
+with parts.drawn('The headline'):
     if points.empty:
         st.info("This run has no points yet.")
     else:
         summary, lines = run_views.headline_text(data.db_url(), data.version(), run_id)
         if summary:
             st.markdown(f"#### {summary}")
-        counts = analysis.noise_counts(points)
-        level, text = analysis.noise_summary(counts.iloc[0] if len(counts) else {})
-        launch = analysis.launch_cost(points)
-        widgets.noise_badge(level, text)
+        counts = noise.noise_counts(points)
+        level, text = noise.noise_summary(counts.iloc[0] if len(counts) else {})
+        launch = noise.launch_cost(points)
+        parts.noise_badge(level, text)
         st.caption("Host launch cost (one trivial kernel launch, a property of the host, "
                    "not the GPU): " + (f"median {launch.text()} over {launch.points} points."
                                        if launch else "not measured in this run."))
@@ -73,11 +64,11 @@ with widgets.drawn('The headline'):
 # One view at a time, named in the URL (?view=Memory): only the open tab is computed and
 # sent, so a shared link draws two charts, not nine, before the reader sees the first
 # (bench/page_speed.py). A ?batch= link opens the timeline.
-view = widgets.view_tabs(links.RUN_VIEWS, default=links.TIMELINE_VIEW
+view = url.view_tabs(links.RUN_VIEWS, default=links.TIMELINE_VIEW
                          if "batch" in st.query_params else links.RUN_VIEWS[0])
 speed, memory, energy_tab, split_tab, timeline_tab, points_tab, about = view
 paired, split = {}, {}
-with widgets.drawn("The charts"):
+with parts.drawn("The charts"):
     paired, split = run_views.figures(data.db_url(), data.version(), run_id)
 if not paired and not points.empty:
     st.info("No chart: no point of this run has a step time (every point failed, was "
@@ -90,17 +81,17 @@ def draw_pair(names: tuple[str, str]) -> None:
     for col, name in zip(st.columns(len(shown)) if shown else [], shown, strict=True):
         with col:
             if name == "speedup":  # a click on a point opens its batch size's timeline
-                widgets.chart_picking_batch(paired[name], key=f"chart_{name}",
-                                            view=(widgets.VIEW_KEY, links.TIMELINE_VIEW))
+                timeline_view.chart_picking_batch(paired[name], key=f"chart_{name}",
+                                                  view=(url.VIEW_KEY, links.TIMELINE_VIEW))
             else:
                 run_views.draw(paired[name], key=f"chart_{name}")
 
 
 if speed.open:
-    with speed, widgets.drawn("The charts"):
+    with speed, parts.drawn("The charts"):
         draw_pair(run_views.PAIRS[0])
 if memory.open:
-    with memory, widgets.drawn("The charts"):
+    with memory, parts.drawn("The charts"):
         draw_pair(run_views.PAIRS[1])
         if "memory" in paired:
             st.caption("Memory held = graph pool + peak allocated: the pool a CUDA graph keeps "
@@ -108,14 +99,14 @@ if memory.open:
                        "in the pool while the peak is taken count in both). Diamonds: the "
                        "modes no other mode beats on both speed and memory at that batch size.")
 if energy_tab.open:
-    with energy_tab, widgets.drawn("The charts"):
+    with energy_tab, parts.drawn("The charts"):
         if "energy" in paired:
             draw_pair(run_views.PAIRS[2])
             st.caption(energy.CAPTION)
         elif not points.empty:
             st.info(energy.missing_reason(points))
 if split_tab.open:
-    with split_tab, widgets.drawn("The charts"):
+    with split_tab, parts.drawn("The charts"):
         if not split:
             st.info("No time split: it needs profiled GPU points (CPU runs have none).")
         # Two a row: three in a row left each plot 60 px tall and cut its legend.
@@ -126,9 +117,9 @@ if split_tab.open:
                     run_views.draw(chart, key=f"chart_{name}")
 
 if timeline_tab.open:
-    with timeline_tab, widgets.drawn("The step timeline"):
-        st.subheader("One step, launch by launch", anchor=widgets.TIMELINE_ANCHOR)
-        widgets.timeline_section([run_id], points, lambda x: x["mode"], key="timeline")
+    with timeline_tab, parts.drawn("The step timeline"):
+        st.subheader("One step, launch by launch", anchor=timeline_view.TIMELINE_ANCHOR)
+        timeline_view.timeline_section([run_id], points, lambda x: x["mode"], key="timeline")
 
 if points_tab.open:
     with points_tab:
@@ -142,9 +133,9 @@ if about.open:
 # highlighter is a 1.5 MB script a first chart would wait for.
 st.divider()
 left, middle, right = st.columns([5, 3, 2])
-left.page_link(ui.PAGES["import"], label="Download: bundle, CSV, HTML report, PNG charts",
+left.page_link(frame.PAGES["import"], label="Download: bundle, CSV, HTML report, PNG charts",
                icon=":material/download:", query_params={"run": run_id})
-middle.page_link(ui.PAGES["compare"], label="Compare with other runs",
+middle.page_link(frame.PAGES["compare"], label="Compare with other runs",
                  icon=":material/compare_arrows:", query_params={"run": run_id})
 with right:
-    widgets.delete_run_button(run_id)
+    parts.delete_run_button(run_id)

@@ -3,20 +3,21 @@ The filters live in the URL (?gpu=...&workload=...&torch=...), so the view is sh
 
 import streamlit as st
 
-from pages.common import board, data, links, ui, widgets
-from pages.common.plain import plain
+from pages.logic import board, links
+from pages.logic.plain import plain
+from pages.widgets import data, frame, parts, url
 from runner.format.run_summary import MEMORY_COST_LABEL
 
-ui.ensure_frame()
+frame.ensure_frame()
 
 st.title("Runs")
 
 # --- settings ---------------------------------------------------------------------------
 options = data.filter_options()
 c1, c2, c3 = st.columns(3)
-gpus = widgets.multiselect_param(c1, "GPU", "gpu", options["gpu"])
-workloads = widgets.multiselect_param(c2, "Workload", "workload", options["workload"])
-torches = widgets.multiselect_param(c3, "torch version", "torch", options["torch"])
+gpus = url.multiselect_param(c1, "GPU", "gpu", options["gpu"])
+workloads = url.multiselect_param(c2, "Workload", "workload", options["workload"])
+torches = url.multiselect_param(c3, "torch version", "torch", options["torch"])
 
 # --- load -------------------------------------------------------------------------------
 runs = data.runs(gpus, workloads, torches)
@@ -29,7 +30,7 @@ if runs.empty:
     else:
         st.info("No runs yet. Measure one with `python -m runner sweep --workload mlp "
                 "--batch-sizes 1,8,64,512` or upload a bundle on the Import page.")
-        st.page_link(ui.PAGES["import"], label="Import a bundle", icon=":material/upload:")
+        st.page_link(frame.PAGES["import"], label="Import a bundle", icon=":material/upload:")
     st.stop()
 
 published = int((runs["source"] == "published").sum())
@@ -64,7 +65,7 @@ event = st.dataframe(
 chosen = [int(table.iloc[i]["id"]) for i in event.selection.rows]
 
 if len(chosen) == 1:
-    st.page_link(ui.PAGES["run"], label=f"Open run {chosen[0]}", icon=":material/monitoring:",
+    st.page_link(frame.PAGES["run"], label=f"Open run {chosen[0]}", icon=":material/monitoring:",
                  query_params={"run": chosen[0]})
 elif len(chosen) > 1 and (refused := board.compare_refusal(
         runs[runs["id"].isin(chosen)])):
@@ -72,10 +73,10 @@ elif len(chosen) > 1 and (refused := board.compare_refusal(
         st.warning(plain(reason))
 elif len(chosen) > 1:
     shown = chosen[:links.MAX_COMPARE]
-    st.page_link(ui.PAGES["compare"], label=f"Compare runs {', '.join(map(str, shown))}",
+    st.page_link(frame.PAGES["compare"], label=f"Compare runs {', '.join(map(str, shown))}",
                  icon=":material/compare_arrows:", query_params={"run": [str(i) for i in shown]})
     if len(chosen) > links.MAX_COMPARE:
         st.caption(f"Compare shows at most {links.MAX_COMPARE} runs.")
 
-widgets.share_link(links.page_url(widgets.app_url(), links.RUNS,
+parts.share_link(links.page_url(url.app_url(), links.RUNS,
                              {"gpu": gpus, "workload": workloads, "torch": torches}))

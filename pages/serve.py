@@ -6,16 +6,17 @@ pasted or uploaded here (runner/format/capture_advisor.py)."""
 
 import streamlit as st
 
-from db.store import RunNotFound
-from pages.common import capture_advice as ca
-from pages.common import data, ui, widgets
-from pages.common import serve_charts as sc
-from pages.common.names import device_name
-from pages.common.plain import plain
+from pages.charts import capture_charts
+from pages.charts import serve_charts as sc
+from pages.logic import capture_advice as ca
+from pages.logic import serve_tables
+from pages.logic.names import device_name
+from pages.logic.plain import plain
+from pages.widgets import data, frame, parts, url
 from runner.format import capture_sizes as cs
 from runner.format import graph_memory as gm
 
-ui.ensure_frame()
+frame.ensure_frame()
 
 
 def capture_section() -> None:
@@ -56,8 +57,8 @@ def capture_section() -> None:
             wrap_lines=True)
     for note in (*a.notes, f"Sizes are {a.unit}; priced by {curve.source}."):
         st.caption(plain(note))
-    for i, figure in enumerate(ca.curve_charts(doc) if doc else ()):
-        widgets.chart(figure, key=f"cap_curve_{i}")
+    for i, figure in enumerate(capture_charts.curve_charts(doc) if doc else ()):
+        parts.chart(figure, key=f"cap_curve_{i}")
 
 
 # --- settings: ?run=ID, else the newest serve run ----------------------------------------
@@ -72,7 +73,7 @@ if runs.empty:
             "buckets:pow2-256 --requests 500 --batch-dist uniform:1-64`, then import it.")
     st.stop()
 ids = [int(i) for i in runs["id"]]
-run_id = widgets.run_id_from_url() if st.query_params.get_all("run") else ids[0]
+run_id = url.run_id_from_url() if st.query_params.get_all("run") else ids[0]
 if run_id not in ids:
     st.error(f"Run {run_id} is not a serve run (or does not exist): pick one below.")
     run_id = ids[0]
@@ -84,7 +85,7 @@ st.query_params["run"] = str(run_id)
 # --- load --------------------------------------------------------------------------------
 try:
     run, results, profile, requests = data.serve_run(run_id)
-except RunNotFound as e:
+except data.RunNotFound as e:
     st.error(str(e))
     st.stop()
 except Exception as e:  # noqa: BLE001 - a stored run that cannot be read: say so here
@@ -101,37 +102,37 @@ if run["status"] != "done":
     st.warning(f"Run status **{plain(run['status'])}**: some strategies may be missing.")
 
 st.subheader("Strategies")
-st.dataframe(sc.summary_table(results), hide_index=True, key="summary")
+st.dataframe(serve_tables.summary_table(results), hide_index=True, key="summary")
 st.caption("Latency: one request, synchronised (a server hands its result back). Padding "
            "waste: rows computed / rows asked for - 1. Setup: compile, record or capture "
            "before the first request.")
 
 chart = sc.memory_throughput_chart(results)
 if chart is not None:
-    widgets.chart(chart, key="mem_chart")
+    parts.chart(chart, key="mem_chart")
 else:
     st.info("No graph memory figures: this run had no CUDA, so no graph was captured "
             "(bucket strategies ran eagerly at their padded sizes).")
 
 st.subheader("What padding costs: the worked example")
-for line in sc.example_lines(stream, results, requests):
+for line in serve_tables.example_lines(stream, results, requests):
     st.markdown(f"- {line}")
 # Each bucket strategy's padding chart beside the other, stretched to its column.
-waste = list(sc.waste_charts(sc.waste_frame(stream, results)).items())
+waste = list(sc.waste_charts(serve_tables.waste_frame(stream, results)).items())
 for row in range(0, len(waste), 2):
     for col, (name, figure) in zip(st.columns(2), waste[row:row + 2], strict=False):
         with col:
-            widgets.chart(figure, key=f"waste_chart_{name}")
+            parts.chart(figure, key=f"waste_chart_{name}")
 latency = sc.latency_chart(requests)
 if latency is not None:
-    widgets.chart(latency, key="latency_chart")
+    parts.chart(latency, key="latency_chart")
 
 st.subheader("Bucket advisor")
 if profile.empty:
     st.info("This run has no per-size profile, so the advisor has nothing to choose from.")
     st.stop()
-with widgets.drawn("The bucket advisor"):
-    bounds = sc.budget_bounds(profile)
+with parts.drawn("The bucket advisor"):
+    bounds = serve_tables.budget_bounds(profile)
     if bounds is None:
         budget = None
         st.caption("Graph memory is unknown on this run's device: the advisor ranks by time "
@@ -139,12 +140,12 @@ with widgets.drawn("The bucket advisor"):
     else:
         lo, hi, default = bounds
         budget = st.slider("Memory budget for graph pools (MiB)", lo, hi, default, key="budget")
-    advice, table = sc.advice(stream, profile, results, budget, requests)
+    advice, table = serve_tables.advice(stream, profile, results, budget, requests)
     rec = advice.recommended
     st.markdown(
         f"Capture **{'/'.join(map(str, rec.buckets)) or 'nothing (eager only)'}**: "
         f"{rec.rows_per_s:,.0f} rows/s by the model, {len(rec.buckets)} graph(s)"
-        + (f", {rec.pool_bytes / sc.MIB:,.1f} MiB" if rec.pool_bytes is not None else "")
+        + (f", {rec.pool_bytes / serve_tables.MIB:,.1f} MiB" if rec.pool_bytes is not None else "")
         + (f"; powers of two within the budget give {advice.pow2.rows_per_s:,.0f} rows/s "
            f"({'/'.join(map(str, advice.pow2.buckets))})." if advice.pow2 else "."))
     st.dataframe(table, hide_index=True, key="advice")

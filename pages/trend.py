@@ -4,12 +4,14 @@ marked. The whole view lives in the URL, so the link reproduces it."""
 
 import streamlit as st
 
-from pages.common import board, data, links, trends, ui, widgets
-from pages.common.plain import plain
+from pages.charts import trend_chart
+from pages.logic import board, links, trends
+from pages.logic.plain import plain
+from pages.widgets import data, frame, parts, url
 from runner.format import verdict
 from runner.format.vocab import ALTERNATIVE_MODES
 
-ui.ensure_frame()
+frame.ensure_frame()
 st.title("Trends")
 
 # --- settings: the query string, checked before anything is drawn ------------------------
@@ -19,7 +21,7 @@ try:
     q = trends.parse_query(asked, options["workload"], options["gpu"])
 except trends.TrendQueryError as e:
     st.error(str(e))
-    st.page_link(ui.PAGES["trend"], label="Open Trends without parameters",
+    st.page_link(frame.PAGES["trend"], label="Open Trends without parameters",
                  icon=":material/trending_up:", query_params={})
     st.stop()
 if not options["workload"]:
@@ -98,13 +100,13 @@ else:
         st.markdown(f"- **{r['mode']}** at batch {int(r['batch_size']):,}: "
                     f"{plain(r['change vs previous'])} in {plain(r['run'])}")
     # Two a row while the runs' labels fit half the page; a long history takes the width.
-    figures = [(b, c) for b in batches if (c := trends.trend_chart(table, b)) is not None]
-    per_row = 2 if len(runs) <= trends.RUNS_PER_HALF_ROW else 1
+    figures = [(b, c) for b in batches if (c := trend_chart.trend_chart(table, b)) is not None]
+    per_row = 2 if len(runs) <= trend_chart.RUNS_PER_HALF_ROW else 1
     for row in range(0, len(figures), per_row):
         for col, (b, chart) in zip(st.columns(per_row), figures[row:row + per_row],
                                    strict=False):
             with col:
-                widgets.chart(chart, key=f"trend_{b}")
+                parts.chart(chart, key=f"trend_{b}")
     # Energy columns only where some run measured energy: a column of dashes says nothing.
     empty = [c for c in trends.ENERGY_TREND_COLUMNS if table[c].isna().all()]
     st.dataframe(table.drop(columns=["order", "change", *empty]), hide_index=True,
@@ -115,6 +117,6 @@ else:
         "speedup_ci_low": st.column_config.NumberColumn("95% low", format="%.2fx"),
         "speedup_ci_high": st.column_config.NumberColumn("95% high", format="%.2fx")})
 
-widgets.share_link(links.page_url(widgets.app_url(), links.PAGES["trend"].url_path,
+parts.share_link(links.page_url(url.app_url(), links.PAGES["trend"].url_path,
                              dict(st.query_params.to_dict(),
                                   batch=[str(b) for b in batches], mode=modes)))

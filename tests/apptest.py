@@ -52,7 +52,7 @@ def texts(at: AppTest, kind: str) -> list[str]:
 
 def run_views(dash: Dash, rid: int, views=None, **params) -> dict[str, AppTest]:
     """The Run page opened once per view (?view=LABEL): a view computes only its own tab."""
-    from pages.common.links import RUN_VIEWS
+    from pages.logic.links import RUN_VIEWS
 
     return {v: dash.open("pages/run.py", run=str(rid), view=v, **params)
             for v in (views or RUN_VIEWS)}

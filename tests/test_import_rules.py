@@ -7,7 +7,10 @@ count too: a lazy import is still a dependency) and asserts
   runner/ops/launcher.py and, for a Slurm executor, runner/ops/slurm.py), never the
   measuring core, the serve scenario, the CLI or torch;
 - the measuring core and the serve scenario never import db/, pages/ or operations;
-- no two modules import each other, directly or round a longer circle.
+- no two modules import each other, directly or round a longer circle;
+- pages/ in its rooms (issue 36): logic/ imports neither streamlit, altair nor db/;
+  charts/ no streamlit nor db/; widgets/data.py is the one door to db/ (and sqlalchemy)
+  for every page, widget and app.py; no file in pages/ is over 400 lines.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("runner", "db", "pages")
+DOOR = "pages.widgets.data"  # the pages' one door to the database
+MAX_PAGES_LINES = 400
 LEAF = "runner.format"
 PAGES_ENTRY = "runner.ops.launcher"
 SLURM_ENTRY = "runner.ops.slurm"  # the Launch page queues through Slurm when configured
@@ -129,3 +134,52 @@ def test_the_walk_sees_the_house():
     assert "runner.format.bundle" in _ours("db.store")
     assert any(i == "torch" for i in GRAPH["runner.core.point"]) or \
         "torch" in _imports("runner.core.modes", MODULES["runner.core.modes"])
+
+
+# --- pages/ in rooms -------------------------------------------------------------------------
+
+def _top(name: str) -> str:
+    return name.split(".")[0]
+
+
+def _room_offenders(room: str, banned: tuple[str, ...]) -> list[str]:
+    """Modules of `room` that import a banned package (third-party ones included, which
+    GRAPH leaves out)."""
+    return sorted(f"{m} imports {i}" for m, path in MODULES.items() if _in(m, room)
+                  for i in _imports(m, path) if _in(i, *banned) or _top(i) in banned)
+
+
+def test_pages_logic_imports_no_streamlit_altair_or_db():
+    banned = ("streamlit", "altair", "vl_convert", "db", "sqlalchemy", "pages.charts",
+              "pages.widgets")
+    assert _room_offenders("pages.logic", banned) == []
+
+
+def test_pages_charts_import_no_streamlit_or_db():
+    assert _room_offenders("pages.charts", ("streamlit", "db", "sqlalchemy",
+                                            "pages.widgets")) == []
+
+
+def test_only_the_door_imports_db():
+    pages = {m: p for m, p in MODULES.items() if _in(m, "pages") and m != DOOR}
+    pages["app"] = ROOT / "app.py"
+    offenders = sorted(f"{m} imports {i}" for m, path in pages.items()
+                       for i in _imports(m, path) if _top(i) in ("db", "sqlalchemy"))
+    assert offenders == []
+    assert any(_top(i) == "db" for i in _imports(DOOR, MODULES[DOOR]))  # the door is there
+
+
+def test_the_rooms_are_all_of_pages():
+    # A module beside the page scripts would be taken for a page (streamlit's pages/
+    # folder); every other module lives in one of the three rooms.
+    rooms = ("pages.logic", "pages.charts", "pages.widgets")
+    scripts = {p.stem for p in (ROOT / "pages").glob("*.py")}
+    loose = [m for m in MODULES if _in(m, "pages") and not _in(m, *rooms)
+             and m.split(".")[-1] not in scripts]
+    assert loose == [] and not (ROOT / "pages" / "common").exists()
+
+
+def test_no_pages_file_is_over_400_lines():
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "pages").rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_PAGES_LINES}
+    assert long == {}

@@ -76,4 +76,9 @@ METRICS: dict[str, Metric] = {
     "energy_gain": Metric("Energy gain over eager", "x", "higher", "{:.2f}x"),
     "energy_gain_ci_low": Metric("Energy gain 95% CI low", "x", "higher", "{:.2f}x"),
     "energy_gain_ci_high": Metric("Energy gain 95% CI high", "x", "higher", "{:.2f}x"),
+    # Host and GPU apart (issue 39; runner/format/host_split.py): the step's three parts.
+    "split_gpu_ms": Metric("Step: GPU busy", "ms", "lower", "{:.4f}"),
+    "split_launch_ms": Metric("Step: launch cost (launches x probe)", "ms", "lower",
+                              "{:.4f}"),
+    "split_rest_ms": Metric("Step: rest of the host", "ms", "lower", "{:.4f}"),
 }

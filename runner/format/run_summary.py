@@ -9,7 +9,7 @@ read in three shapes, and the same run's memory cost read "+1 MiB" in the headli
 + peak over eager's peak) and 34 MiB on the board (the graph pool). Here the memory cost
 has one definition, named by MEMORY_COST_LABEL wherever it is shown.
 
-The rules are the dashboard's (pages/common/analysis.py states them for frames):
+The rules are the dashboard's (pages/logic/analysis.py states them for frames):
     speedup     the stored median of the per-round paired ratio eager / mode, with its 95%
                 interval; else eager's step time / the mode's (no interval), eager at the
                 same batch or the point's own published reference

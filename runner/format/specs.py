@@ -2,7 +2,7 @@
 each.
 
 A spec is checked once, where it enters: the CLI (runner/ops/commands/sweep.py, and
-`enqueue`), the Launch form (pages/common/launch_form.py), a job row a worker claims
+`enqueue`), the Launch form (pages/logic/launch_form.py), a job row a worker claims
 (db/jobs.py check_spec); from there it travels as a SweepSpec, serialised one way
 (to_json) for the queue and for child processes, and its command line is written by one
 function (sweep_command). What the check needs from the machine (a CUDA device, importing

@@ -10,7 +10,7 @@ import pytest
 
 from db.engine import make_engine
 from db.store import delete_run, export_bundle, import_bundle
-from pages.common import links
+from pages.logic import links
 from runner.format import bundle as fmt
 from runner.format.measurement import Measurement
 from tests.apptest import open_app
@@ -147,7 +147,7 @@ def test_a_writer_cannot_store_an_unbounded_point(sqlite_engine):
 
 
 def test_a_run_that_cannot_be_drawn_says_so_in_its_place(app_db_url, monkeypatch):
-    from pages.common import analysis, report
+    from pages.logic import analysis, run_text
 
     engine = make_engine(app_db_url)
     rid = import_bundle(engine, sample())[0]
@@ -156,13 +156,13 @@ def test_a_run_that_cannot_be_drawn_says_so_in_its_place(app_db_url, monkeypatch
     def broken(*_a, **_k):
         raise ValueError("cannot draw this")
 
-    monkeypatch.setattr(report, "headline", broken)
+    monkeypatch.setattr(run_text, "headline", broken)
     monkeypatch.setattr(analysis, "time_split", broken)
     at = open_app("pages/run.py", run=str(rid))
     errors = [str(e.value) for e in at.error]
     assert any("The headline cannot be drawn" in e for e in errors), errors
     assert any("The charts cannot be drawn" in e for e in errors), errors
-    from pages.common.links import RUN_VIEWS
+    from pages.logic.links import RUN_VIEWS
 
     assert [t.label for t in at.tabs] == list(RUN_VIEWS)  # the rest still shows
 

@@ -228,7 +228,7 @@ def test_cli_in_a_process_read_only_and_bad_flag(sqlite_url):
 
 
 def test_worker_and_form_modules_do_not_import_torch():
-    code = ("import sys, runner.ops.worker, runner.ops.commands.jobs, pages.common.launch_form, "
+    code = ("import sys, runner.ops.worker, runner.ops.commands.jobs, pages.logic.launch_form, "
             "db.jobs; sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
 

@@ -282,7 +282,7 @@ def test_cost_bound_refuses_what_cannot_fit_and_passes_the_defaults(sqlite_engin
 
 
 def test_form_shows_the_limits_and_the_cost():
-    from pages.common import launch_form as lf
+    from pages.logic import launch_form as lf
 
     words = lf.limits_text(None, "any GPU")
     for figure in (limits.MAX_JOB_POINTS, limits.MAX_QUEUED_PER_SESSION,

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from db import migrate, queries
 from db.engine import ReadOnlySchemaError, make_engine
 from db.samples import seed_if_empty
-from pages.common.links import RUN_VIEWS
+from pages.logic.links import RUN_VIEWS
 from runner.ops.cli import main
 from tests.apptest import open_app
 from tests.conftest import ROOT

@@ -8,7 +8,7 @@ that of its `path.background`; a text is cut when its box leaves its svg's box. 
 Vega hides to avoid overlap (opacity 0) are not drawn, so they are not counted.
 
 The step timeline is a Gantt of lanes (two lanes of one mode per panel, its width fixed so
-that modes share a time scale; pages/common/timeline.py): its panels are held to
+that modes share a time scale; pages/logic/timeline.py): its panels are held to
 MIN_LANE_PAIR_PX and to no cut text, not to the plot rule.
 """
 
@@ -112,7 +112,7 @@ def test_run_page_charts_have_room(dashboard, page, sample_ids):
     """Every chart view of the Run page (a tab each, ?view=), and the timeline."""
     from urllib.parse import quote
 
-    from pages.common.links import RUN_VIEWS
+    from pages.logic.links import RUN_VIEWS
 
     base = dashboard.url(f"run?run={sample_ids['h200']}")
     # Energy draws only with energy figures, which no shipped sample has (its charts'

@@ -16,8 +16,8 @@ import pytest
 
 from db import queries
 from db.store import import_bundle
-from pages.common.links import RUN_VIEWS
-from pages.common.plain import plain
+from pages.logic.links import RUN_VIEWS
+from pages.logic.plain import plain
 from tests.synthetic import sweep_bundle
 
 VIEWPORT = {"width": 1280, "height": 800}  # conftest's page takes it
@@ -185,7 +185,7 @@ def test_the_no_run_message_names_streamlits_parameter_limit():
     of more than its limit of parameters whole. The message names that limit."""
     from streamlit.runtime.state import query_params
 
-    from pages.common import links
+    from pages.logic import links
 
     assert links.MAX_URL_FIELDS == query_params.CLIENT_STATE_QUERY_STRING_MAX_FIELDS
     assert query_params.sanitize_query_string("&".join(["run=1"] * 3000)) == ""

@@ -1,1 +1,2 @@
-"""Tests of the dashboard's pages and pages/common/, through AppTest and as plain functions."""
+"""Tests of the dashboard's pages and their modules (pages/logic, pages/charts,
+pages/widgets), through AppTest and as plain functions."""

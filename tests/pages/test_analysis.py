@@ -12,7 +12,7 @@ import pytest
 from db import queries
 from db.samples import SAMPLES, seed_if_empty
 from db.store import import_bundle
-from pages.common import analysis, links, metrics
+from pages.logic import analysis, board, comparing, links, metrics, noise, points_table
 from runner.format import bundle as fmt
 from tests.synthetic import sweep_bundle
 
@@ -132,12 +132,12 @@ def headers(*rows):
 
 def test_comparability_names_each_differing_field_and_run():
     same = headers({"id": 1}, {"id": 2})
-    assert analysis.comparability(same) == []
+    assert comparing.comparability(same) == []
     # dtype recorded among the parameters on one side only is not a difference.
-    assert analysis.comparability(headers({"id": 1}, {"id": 2, "workload_params": {
+    assert comparing.comparability(headers({"id": 1}, {"id": 2, "workload_params": {
         "depth": 2, "dtype": "float32"}})) == []
     diff = headers({"id": 1}, {"id": 2, "workload_params": {"depth": 4}, "dtype": "bfloat16"})
-    w = analysis.comparability(diff)
+    w = comparing.comparability(diff)
     assert len(w) == 2
     assert "workload parameters" in w[0] and "run 2: depth=4" in w[0]
     assert "dtype" in w[1] and "bfloat16" in w[1]
@@ -150,38 +150,38 @@ def test_ratio_table_is_baseline_over_run_and_keeps_gaps():
     p = pd.concat([pts([("eager", 8, 2.0), ("eager", 64, 4.0), ("eager", 512, 5.0)], run_id=1),
                    pts([("eager", 8, 1.0), ("eager", 64, None)], run_id=2),
                    pts([("eager", 64, 8.0)], run_id=3)])
-    t = analysis.ratio_table(p, h3, baseline=1).set_index("batch_size")
+    t = comparing.ratio_table(p, h3, baseline=1).set_index("batch_size")
     col = "#2 B · torch 2.0 vs #1"
     assert t.at[8, col] == 2.0
     assert pd.isna(t.at[64, col])
     assert t.at[64, "#3 C · torch 2.0 vs #1"] == 0.5  # run 3 takes twice as long
     assert 512 not in t.index  # one run only: no ratio to show
-    assert "#1 A · torch 2.0 vs #2" in list(analysis.ratio_table(p, h, baseline=2).columns)
+    assert "#1 A · torch 2.0 vs #2" in list(comparing.ratio_table(p, h, baseline=2).columns)
     assert t.at[8, f"{col} 95%"] == "no interval"  # no step-time intervals in these points
 
 
 def test_environment_diff_lists_only_differences():
     h = headers({"id": 1, "gpu_name": "A"}, {"id": 2, "gpu_name": "B", "source": "published"})
-    d = analysis.environment_diff(h)
+    d = comparing.environment_diff(h)
     assert set(d["field"]) == {"gpu_name", "source"}
-    counts = analysis.environment_diff(
+    counts = comparing.environment_diff(
         headers({"id": 1, "sm_count": 132.0}, {"id": 2, "sm_count": float("nan")}))
     assert list(counts.iloc[0, 1:3]) == ["132", "—"]
-    assert len(analysis.environment_diff(h, only_differences=False)) > len(d)
+    assert len(comparing.environment_diff(h, only_differences=False)) > len(d)
 
 
 def test_series_name_marks_published_runs():
-    assert analysis.series_name({"gpu_name": "NVIDIA L40S", "torch_version": "2.8.0",
+    assert comparing.series_name({"gpu_name": "NVIDIA L40S", "torch_version": "2.8.0",
                                  "source": "published"}) == "NVIDIA L40S · torch 2.8.0 (published)"
-    assert analysis.series_name({"gpu_name": None, "torch_version": "2.13"}) == "CPU · torch 2.13"
+    assert comparing.series_name({"gpu_name": None, "torch_version": "2.13"}) == "CPU · torch 2.13"
     # pandas hands a missing gpu_name back as NaN, which is truthy: never "nan".
-    assert analysis.series_name({"gpu_name": float("nan"), "hostname": "box",
+    assert comparing.series_name({"gpu_name": float("nan"), "hostname": "box",
                                  "torch_version": "2.13"}) == "CPU (box) · torch 2.13"
 
 
 def test_status_marks_show_message():
     p = pts([("eager", 8, 1.0), ("compile", 8, None)])
-    assert list(analysis.status_marks(p)) == ["ok", "✖ error: boom"]
+    assert list(points_table.status_marks(p)) == ["ok", "✖ error: boom"]
 
 
 # --- intervals and noise -------------------------------------------------------------------
@@ -235,15 +235,15 @@ def test_largest_speedup_without_intervals_keeps_the_median_ranking():
 
 
 def test_ratio_interval_and_within_noise_verdict():
-    assert analysis.ratio_interval(1.9, 2.1, 0.95, 1.05) == pytest.approx((1.9 / 1.05,
+    assert noise.ratio_interval(1.9, 2.1, 0.95, 1.05) == pytest.approx((1.9 / 1.05,
                                                                            2.1 / 0.95))
-    assert analysis.ratio_interval(1.0, None, 1.0, 1.0) is None
-    assert analysis.ratio_verdict((1.81, 2.21)) == "faster"
-    assert analysis.ratio_verdict((0.4, 0.6)) == "slower"
-    assert analysis.ratio_verdict((0.97, 1.08)) == "within noise"
-    assert analysis.ratio_verdict(None) == "no interval"
+    assert noise.ratio_interval(1.0, None, 1.0, 1.0) is None
+    assert noise.ratio_verdict((1.81, 2.21)) == "faster"
+    assert noise.ratio_verdict((0.4, 0.6)) == "slower"
+    assert noise.ratio_verdict((0.97, 1.08)) == "within noise"
+    assert noise.ratio_verdict(None) == "no interval"
     # Two runs whose step-time intervals overlap: their ratio interval includes 1.0.
-    overlap = analysis.ratio_interval(1.00, 1.10, 1.05, 1.20)
+    overlap = noise.ratio_interval(1.00, 1.10, 1.05, 1.20)
     assert overlap[0] <= 1 <= overlap[1]
 
 
@@ -254,7 +254,7 @@ def test_ratio_table_marks_ratios_within_noise():
                         ("eager", 512, 1.0)], run_id=1),
                    pts([("eager", 8, 1.0, iv(0.95, 1.05)), ("eager", 64, 0.97, iv(0.9, 1.02)),
                         ("eager", 512, 1.0)], run_id=2)])
-    t = analysis.ratio_table(p, h, baseline=1).set_index("batch_size")
+    t = comparing.ratio_table(p, h, baseline=1).set_index("batch_size")
     col = "#2 B · torch 2.0 vs #1 95%"
     assert t.at[8, col] == "faster (1.81-2.21x)"
     assert t.at[64, col].startswith("within noise (")  # 1.03x, but the intervals overlap
@@ -267,38 +267,38 @@ def test_point_badges_and_run_noise_summary():
                                    ("compile", 1): {"host_unstable": True}},
         failing={("eager", 8): "boom"}))["measurements"]).assign(run_id=3)
     keys = zip(p["mode"], p["batch_size"], strict=True)
-    badges = dict(zip(keys, analysis.point_badges(p), strict=True))
+    badges = dict(zip(keys, noise.point_badges(p), strict=True))
     assert badges[("cuda-graph", 8)] == "noisy"
     assert badges[("compile", 1)] == "host unstable"
     assert badges[("eager", 8)] == "" and badges[("eager", 1)] == "ok"
-    counts = analysis.noise_counts(p)
+    counts = noise.noise_counts(p)
     assert counts.loc[3].to_dict() == {"ok_points": 7, "interval_points": 7,
                                        "noisy_points": 1, "unstable_points": 1}
-    assert analysis.noise_summary(counts.loc[3]) == (
+    assert noise.noise_summary(counts.loc[3]) == (
         "noisy", "1 of 7 points noisy, 1 of 7 points host unstable")
     clean = pd.DataFrame(fmt.validate(sweep_bundle(batches=(8,)))["measurements"])
-    assert analysis.noise_summary(analysis.noise_counts(clean.assign(run_id=1)).loc[1])[0] \
+    assert noise.noise_summary(noise.noise_counts(clean.assign(run_id=1)).loc[1])[0] \
         == "ok"
     # Flags read back from the database as 1.0 / NaN beside nulls count the same.
-    assert list(analysis.point_badges(clean.assign(run_id=1, noisy=1.0)))[0] == "noisy"
+    assert list(noise.point_badges(clean.assign(run_id=1, noisy=1.0)))[0] == "noisy"
 
 
 @pytest.mark.parametrize("doc", [fmt.read(PUBLISHED), sweep_bundle(intervals=False)],
                          ids=["published-v1", "synthetic-v2"])
 def test_old_runs_have_no_interval_badge(doc):
     p = pd.DataFrame(fmt.validate(doc)["measurements"]).assign(run_id=1)
-    assert set(analysis.point_badges(p)) <= {"no interval", ""}
-    assert "no interval" in set(analysis.point_badges(p))
-    assert analysis.noise_summary(analysis.noise_counts(p).loc[1]) == ("no interval",
+    assert set(noise.point_badges(p)) <= {"no interval", ""}
+    assert "no interval" in set(noise.point_badges(p))
+    assert noise.noise_summary(noise.noise_counts(p).loc[1]) == ("no interval",
                                                                        "no interval")
-    assert analysis.launch_cost(p) is None
+    assert noise.launch_cost(p) is None
 
 
 def test_launch_cost_time_split_and_environment_diff_row():
     a = pd.DataFrame(fmt.validate(sweep_bundle(batches=(1, 8), launch_us=12.0, overrides={
         ("compile", 8): {"launch_us": 19.0}, ("eager", 1): {"launch_us": 7.0}}))
         ["measurements"]).assign(run_id=1)
-    cost = analysis.launch_cost(a)
+    cost = noise.launch_cost(a)
     assert (cost.median, cost.low, cost.high, cost.points) == (12.0, 7.0, 19.0, 8)
     ts = analysis.time_split(a).set_index(["mode", "batch_size"])
     # eager: 64 launches x 12 us = 0.768 ms of host launch time per step.
@@ -307,10 +307,10 @@ def test_launch_cost_time_split_and_environment_diff_row():
                      ["measurements"]).assign(run_id=2)
     assert analysis.time_split(b)["host_launch_ms"].isna().all()  # unknown, not 0
     h = headers({"id": 1, "gpu_name": "A"}, {"id": 2, "gpu_name": "B"})
-    diff = analysis.environment_diff(h, points=pd.concat([a, b])).set_index("field")
-    row = diff.loc[analysis.LAUNCH_FIELD]
+    diff = comparing.environment_diff(h, points=pd.concat([a, b])).set_index("field")
+    row = diff.loc[comparing.LAUNCH_FIELD]
     assert list(row.iloc[:2]) == ["12.0 us (7.0-19.0)", "—"] and row["differs"]
-    assert analysis.LAUNCH_FIELD not in set(analysis.environment_diff(h)["field"])
+    assert comparing.LAUNCH_FIELD not in set(comparing.environment_diff(h)["field"])
 
 
 def test_break_even_prefers_the_paired_ratio_over_compile():
@@ -330,9 +330,9 @@ def test_runs_table_noise_column():
                           "ok_points": 40, "label": None}])
     noise = pd.DataFrame({"ok_points": [40], "interval_points": [40], "noisy_points": [3],
                           "unstable_points": [0]}, index=pd.Index([1], name="run_id"))
-    assert analysis.runs_table(runs, noise).at[0, "noise"] == "3 of 40 points noisy"
-    assert analysis.runs_table(runs).at[0, "noise"] == "—"
-    assert analysis.runs_table(runs.assign(**noise.iloc[0])).at[0, "noise"] == \
+    assert board.runs_table(runs, noise).at[0, "noise"] == "3 of 40 points noisy"
+    assert board.runs_table(runs).at[0, "noise"] == "—"
+    assert board.runs_table(runs.assign(**noise.iloc[0])).at[0, "noise"] == \
         "3 of 40 points noisy"
 
 
@@ -479,7 +479,7 @@ def test_headers_points_and_version(sqlite_engine):
 def test_runs_table_marks_published_and_cpu(sqlite_engine):
     seed_if_empty(sqlite_engine)
     import_bundle(sqlite_engine, sweep_bundle(device="cpu"))
-    t = analysis.runs_table(queries.runs_frame(sqlite_engine)).set_index("GPU")
+    t = board.runs_table(queries.runs_frame(sqlite_engine)).set_index("GPU")
     assert t.at["NVIDIA L40S", "source"] == "published"
     cpu = "CPU (synthetic-host)"
     assert t.at[cpu, "source"] == "measured"

@@ -9,7 +9,7 @@ import pytest
 
 from db import queries
 from db.store import import_bundle
-from pages.common import board
+from pages.logic import board
 from runner.format.run_summary import NO_SPEEDUP
 from runner.format.verdict import INCONCLUSIVE, quoted
 from tests.synthetic import sweep_bundle
@@ -77,7 +77,7 @@ def test_compare_refusal_names_the_reason():
 def _one_run_at_a_time(points: pd.DataFrame) -> dict:
     """The oracle: one run's key figures from analysis' per-run functions over its points
     frame (pandas), against which the summary's standard-library builder is held."""
-    from pages.common import analysis
+    from pages.logic import analysis
 
     row = {c: math.nan for c in board.key_columns()}
     ok = analysis.usable(points)

@@ -4,7 +4,7 @@ change independently."""
 
 from __future__ import annotations
 
-from pages.common import board
+from pages.logic import board
 
 
 def test_unsupported_points_are_named_apart_from_failures():

@@ -1,5 +1,5 @@
 """The Serve page's capture-size section through AppTest, and its pure helpers
-(pages/common/capture_advice.py). Distributions are the samples in tests/data/capture/."""
+(pages/logic/capture_advice.py). Distributions are the samples in tests/data/capture/."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from pages.common import capture_advice as ca
+from pages.charts import capture_charts
+from pages.logic import capture_advice as ca
 from runner.format import capture_sizes as cs
 from runner.format import graph_memory as gm
 from tests.apptest import open_app
@@ -49,7 +50,7 @@ def test_curve_charts_and_comparison_frame():
                       {"shared": rows})
     curve, back = ca.curve_from_text(json.dumps(doc))
     assert back is not None and curve.per_graph_bytes == 1 << 18
-    total, added = ca.curve_charts(back)
+    total, added = capture_charts.curve_charts(back)
     assert total.to_dict()["mark"]["type"] == "line"
     a = ca.advise_text("1\n3\n8\n", "torch", 100, curve=curve)
     frame = ca.comparison_frame(a)

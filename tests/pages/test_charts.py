@@ -9,7 +9,8 @@ import re
 import pandas as pd
 import pytest
 
-from pages.common import analysis, charts, report
+from pages.charts import encodings, report, run_charts
+from pages.logic import analysis, comparing, points_table, run_text
 from runner.format import bundle as fmt
 from tests.synthetic import points_frame, sweep_bundle
 
@@ -64,7 +65,7 @@ def old_points():
 
 
 def test_speedup_chart_draws_the_interval_as_error_bars(points, old_points):
-    spec = charts.speedup_chart(analysis.speedups(points)).to_dict()
+    spec = run_charts.speedup_chart(analysis.speedups(points)).to_dict()
     bars = _error_bars(spec)
     assert len(bars) == 1
     assert (bars[0]["y"]["field"], bars[0]["y2"]["field"]) == ("speedup_ci_low",
@@ -72,18 +73,18 @@ def test_speedup_chart_draws_the_interval_as_error_bars(points, old_points):
     rows = [r for d in spec["datasets"].values() for r in d if "speedup_ci_low" in r]
     bar_rows = [r for r in rows if r["speedup_ci_low"] is not None]
     assert {r["mode"] for r in bar_rows} == {"compile", "reduce-overhead", "cuda-graph"}
-    old = charts.speedup_chart(analysis.speedups(old_points)).to_dict()
+    old = run_charts.speedup_chart(analysis.speedups(old_points)).to_dict()
     assert _error_bars(old) == []  # no interval measured: none drawn
 
 
 def test_step_time_chart_error_bars_and_band_for_old_runs(points, old_points):
-    spec = charts.step_time_chart(points).to_dict()
+    spec = run_charts.step_time_chart(points).to_dict()
     bars = _error_bars(spec)
     assert [(b["y"]["field"], b["y2"]["field"]) for b in bars] == [("step_ms_ci_low",
                                                                     "step_ms_ci_high")]
     assert bars[0]["y"]["scale"]["type"] == "log"
     assert "95% interval" in _title(spec)
-    old = charts.step_time_chart(old_points).to_dict()
+    old = run_charts.step_time_chart(old_points).to_dict()
     assert _error_bars(old) == [] and "no interval" in _title(old)
     assert [e["y2"]["field"] for m, e in _layers(old) if m == "area"] == ["step_ms_p90"]
 
@@ -91,19 +92,19 @@ def test_step_time_chart_error_bars_and_band_for_old_runs(points, old_points):
 def test_compare_chart_has_error_bars_where_known(points, old_points):
     h = pd.DataFrame([{"id": 1, "gpu_name": "A", "torch_version": "2.1", "source": "measured"},
                       {"id": 2, "gpu_name": "B", "torch_version": "2.1", "source": "measured"}])
-    sp = analysis.compare_speedups(pd.concat([points, old_points.assign(run_id=2)]), h)
-    spec = charts.compare_chart(sp).to_dict()
+    sp = comparing.compare_speedups(pd.concat([points, old_points.assign(run_id=2)]), h)
+    spec = run_charts.compare_chart(sp).to_dict()
     bars = _error_bars(spec)
     # one layer in the single chart; the old run's points have no interval (filtered out)
     assert len(bars) == 1 and bars[0]["y2"]["field"] == "speedup_ci_high"
     assert bars[0]["color"]["field"] == "series"
-    report.chart_svg(charts.compare_chart(sp))  # the filtered layer compiles
-    only_old = analysis.compare_speedups(old_points, h.iloc[:1])
-    assert _error_bars(charts.compare_chart(only_old).to_dict()) == []
+    report.chart_svg(run_charts.compare_chart(sp))  # the filtered layer compiles
+    only_old = comparing.compare_speedups(old_points, h.iloc[:1])
+    assert _error_bars(run_charts.compare_chart(only_old).to_dict()) == []
 
 
 def test_time_split_puts_eager_host_launch_time_beside_gpu_busy(points, old_points):
-    spec = charts.time_split_chart(analysis.time_split(points)).to_dict()
+    spec = run_charts.time_split_chart(analysis.time_split(points)).to_dict()
     assert any(_title(c).startswith("Eager: launch time vs GPU busy") for c in spec["hconcat"])
     # a concat's panels carry no autosize (top-level only in Vega-Lite)
     assert not any("autosize" in c for c in spec["hconcat"])
@@ -111,12 +112,12 @@ def test_time_split_puts_eager_host_launch_time_beside_gpu_busy(points, old_poin
     launch = [r for r in rows if r["figure"] == "Host launch time" and r["batch_size"] == 8]
     assert launch[0]["ms"] == pytest.approx(64 * 10.0 / 1000)  # launches x launch_us
     assert {"GPU busy time", "Step time"} <= {r["figure"] for r in rows}
-    old = charts.time_split_chart(analysis.time_split(old_points)).to_dict()
+    old = run_charts.time_split_chart(analysis.time_split(old_points)).to_dict()
     assert len(old["hconcat"]) == 2  # no launch cost measured: no such panel
 
 
 def test_speedup_chart_log2_batch_axis_units_and_tooltips(points):
-    spec = charts.speedup_chart(analysis.speedups(points)).to_dict()
+    spec = run_charts.speedup_chart(analysis.speedups(points)).to_dict()
     enc = [e for m, e in _layers(spec) if m == "point"][0]
     assert enc["x"]["scale"]["type"] == "log" and enc["x"]["scale"]["base"] == 2
     assert enc["y"]["title"] == "Speedup over eager (x)"
@@ -128,7 +129,7 @@ def test_speedup_chart_log2_batch_axis_units_and_tooltips(points):
 
 
 def test_step_time_chart_is_log_log(points):
-    spec = charts.step_time_chart(points).to_dict()
+    spec = run_charts.step_time_chart(points).to_dict()
     encs = _encodings(spec)
     line = [e for e in encs if "y2" not in e][0]
     assert line["y"]["scale"]["type"] == "log" and line["x"]["scale"]["type"] == "log"
@@ -136,7 +137,7 @@ def test_step_time_chart_is_log_log(points):
 
 
 def test_memory_and_time_split_charts(points):
-    mem = charts.memory_chart(points).to_dict()
+    mem = run_charts.memory_chart(points).to_dict()
     enc = _encodings(mem)[0]
     assert enc["y"]["title"] == "Memory held (MiB)"
     assert "graph pool (solid) + peak allocated (light)" in _title(mem)
@@ -146,19 +147,20 @@ def test_memory_and_time_split_charts(points):
     pool = [r for r in rows if r["part"] == "Graph pool" and r["mode"] == "cuda-graph"
             and r["batch_size"] == 8][0]
     assert pool["MiB"] == pytest.approx(32 + 8 * 4096 / 2**20)
-    split = charts.time_split_chart(analysis.time_split(points)).to_dict()
+    split = run_charts.time_split_chart(analysis.time_split(points)).to_dict()
     titles = {e["y"]["title"] for e in _encodings(split) if "title" in e.get("y", {})}
     assert {"GPU busy fraction", "Host launches per step"} <= titles
 
 
 def test_cpu_run_without_gpu_figures_draws_only_what_it_has():
     p = points_frame(sweep_bundle(device="cpu"))
-    got = charts.run_charts(p)
+    got = run_charts.run_charts(p)
     assert set(got) == {"speedup", "step-time"}  # no memory, no busy time on cpu
     only_failed = points_frame(sweep_bundle(modes=("eager",), batches=(8,),
                                      failing={("eager", 8): "boom"}))
-    assert charts.run_charts(only_failed) == {}
-    assert charts.compare_chart(analysis.speedups(only_failed).assign(run="", series="")) is None
+    assert run_charts.run_charts(only_failed) == {}
+    assert run_charts.compare_chart(
+        analysis.speedups(only_failed).assign(run="", series="")) is None
 
 
 def test_compare_is_one_chart_colour_per_run_mark_per_mode():
@@ -167,7 +169,7 @@ def test_compare_is_one_chart_colour_per_run_mark_per_mode():
     h = pd.DataFrame([{"id": 1, "gpu_name": "A", "torch_version": "2.1", "source": "measured"},
                       {"id": 2, "gpu_name": "B", "torch_version": "2.2",
                        "source": "published"}])
-    spec = charts.compare_chart(analysis.compare_speedups(pd.concat([a, b]), h)).to_dict()
+    spec = run_charts.compare_chart(comparing.compare_speedups(pd.concat([a, b]), h)).to_dict()
     # a single chart read at a glance (it stretches to the page), not a panel per mode
     assert "facet" not in spec and "hconcat" not in spec
     assert spec["autosize"]["type"] == "fit-x"
@@ -182,7 +184,7 @@ def test_compare_is_one_chart_colour_per_run_mark_per_mode():
 def test_plot_height_is_the_plots_own_and_nothing_is_shortened(points):
     # autosize fit-x: the page stretches the width; legends and titles add to the height
     # instead of squeezing the plot (a 300 px chart had a 105 px plot).
-    for name, chart in charts.run_charts(points).items():
+    for name, chart in run_charts.run_charts(points).items():
         spec = chart.to_dict()
         if "hconcat" in spec:
             continue  # the exports' side-by-side form
@@ -193,27 +195,27 @@ def test_plot_height_is_the_plots_own_and_nothing_is_shortened(points):
 
 def test_legends_list_only_the_modes_a_run_has():
     cpu = points_frame(sweep_bundle(device="cpu"))
-    step = charts.step_time_chart(cpu).to_dict()
+    step = run_charts.step_time_chart(cpu).to_dict()
     colors = [e["color"] for e in _encodings(step) if "color" in e]
     assert colors[0]["scale"]["domain"] == ["eager", "compile"]  # no graph modes on cpu
-    assert colors[0]["scale"]["range"] == [charts.MODE_COLORS["eager"],
-                                           charts.MODE_COLORS["compile"]]
-    speedup = charts.speedup_chart(analysis.speedups(cpu)).to_dict()
+    assert colors[0]["scale"]["range"] == [encodings.MODE_COLORS["eager"],
+                                           encodings.MODE_COLORS["compile"]]
+    speedup = run_charts.speedup_chart(analysis.speedups(cpu)).to_dict()
     colors = [e["color"] for e in _encodings(speedup) if "color" in e]
     assert colors[0]["scale"]["domain"] == ["compile"]  # eager is the 1x line
 
 
 def test_every_chart_renders_through_vega(points):
     # vl-convert runs the real Vega-Lite compiler: an invalid spec raises here.
-    for name, chart in charts.run_charts(points).items():
+    for name, chart in run_charts.run_charts(points).items():
         svg = report.chart_svg(chart)
         assert svg.lstrip().startswith("<svg"), name
-    png = report.chart_png(charts.speedup_chart(analysis.speedups(points)), scale=1)
+    png = report.chart_png(run_charts.speedup_chart(analysis.speedups(points)), scale=1)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_points_table_marks_failures_and_shows_unknown_as_dash(points):
-    t = report.points_table(points)
+    t = points_table.points_table(points)
     bad = t[t["Mode"].eq("compile") & t["Batch size"].eq(64)].iloc[0]
     assert bad["Status"] == "✖ error: CUDA out of memory"
     assert bad["Step time (ms)"] == "—"
@@ -222,7 +224,7 @@ def test_points_table_marks_failures_and_shows_unknown_as_dash(points):
 
 
 def test_csv_has_raw_figures_and_unit_named_columns(points):
-    df = pd.read_csv(io.StringIO(report.points_csv(points)))
+    df = pd.read_csv(io.StringIO(points_table.points_csv(points)))
     assert len(df) == len(points)
     assert {"step_ms", "graph_pool_bytes", "speedup", "details"} <= set(df.columns)
     row = df[(df["mode"] == "eager") & (df["batch_size"] == 8)].iloc[0]
@@ -241,7 +243,7 @@ def test_html_report_is_self_contained(points):
     urls = set(re.findall(r"(?:src|href)=['\"]([^'\"]+)", html))
     assert urls <= {"http://127.0.0.1:8501/run?run=7"}
     assert "&lt;b&gt;x&lt;/b&gt;" in html  # the label is escaped
-    assert report.PUBLISHED_NOTE in html
+    assert run_text.PUBLISHED_NOTE in html
     assert "CUDA out of memory" in html
 
 
@@ -249,7 +251,7 @@ def test_headline_sentences_for_published_figures():
     from db.samples import SAMPLES
 
     p = points_frame(fmt.read(SAMPLES / "published-l40s-day25.json"))
-    lines = report.headline(p)
+    lines = run_text.headline(p)
     assert lines[0].startswith("compile: up to 1.41x over eager, at batch 8,192")
     assert lines[0].endswith("; no interval")  # published figures carry none
     assert any(line.startswith("reduce-overhead: up to 9.45x") for line in lines)
@@ -267,28 +269,28 @@ def test_headline_quotes_the_interval_ranks_by_lower_bound_and_names_ties():
                                       ("cuda-graph", 8): ci(10.5, 10.0, 11.0),
                                       ("cuda-graph", 64): ci(20.0, 8.0, 40.0),
                                       ("cuda-graph", 512): ci(6.0, 5.8, 6.2)}))
-    line = [x for x in report.headline(p) if x.startswith("cuda-graph:")][0]
+    line = [x for x in run_text.headline(p) if x.startswith("cuda-graph:")][0]
     assert line.startswith("cuda-graph: up to 10.50x (10.00-11.00x) over eager, at batch 8 (")
     assert line.endswith("; batches 1-64 within noise")
     assert "20.00x" not in line
-    assert any(x.startswith("Host launch cost: 10.0 us per launch") for x in report.headline(p))
+    assert any(x.startswith("Host launch cost: 10.0 us per launch") for x in run_text.headline(p))
 
 
 def test_old_run_headline_says_no_interval(old_points):
-    lines = report.headline(old_points)
+    lines = run_text.headline(old_points)
     assert all(x.endswith("; no interval") for x in lines if " over eager" in x)
     assert not any(x.startswith("Host launch cost") for x in lines)
 
 
 def test_points_table_shows_intervals_and_noise_badges(old_points):
     p = points_frame(sweep_bundle(batches=(8,), overrides={("compile", 8): {"noisy": True}}))
-    t = report.points_table(p).set_index("Mode")
+    t = points_table.points_table(p).set_index("Mode")
     assert t.at["compile", "Noise"] == "noisy" and t.at["eager", "Noise"] == "ok"
     assert t.at["cuda-graph", "Speedup over eager 95% CI"].endswith("x")
     assert t.at["eager", "Speedup over eager 95% CI"] == "—"  # the baseline has none
     assert t.at["eager", "Step time 95% CI"].endswith(" ms")
     assert t.at["eager", "Host launch cost (us)"] == "10.0 us"
-    old = report.points_table(old_points)
+    old = points_table.points_table(old_points)
     assert set(old["Noise"]) == {"no interval"}
     assert set(old["Step time 95% CI"]) == {"no interval"}
 

@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 
 from db.samples import SAMPLES
-from pages.common import analysis, charts, comparing, cost, report, serve_charts
-from pages.common.names import device_name
+from pages.charts import encodings, report, run_charts, serve_charts
+from pages.logic import analysis, comparing, cost, points_table, run_text, serve_tables
+from pages.logic.names import device_name
 from runner.format import bundle as fmt
 from runner.format.run_summary import header_of
 from tests.synthetic import points_frame, sweep_bundle
@@ -79,7 +80,7 @@ def test_pareto_agrees_with_the_definition_on_many_groups_with_ties_and_gaps():
 
 
 def headline(points) -> str | None:
-    return report.summary_of({"id": 1}, points).headline()
+    return run_text.summary_of({"id": 1}, points).headline()
 
 
 def test_headline_is_one_line_with_interval_and_the_named_memory_cost(batch8):
@@ -91,18 +92,18 @@ def test_headline_is_one_line_with_interval_and_the_named_memory_cost(batch8):
 
 
 def test_memory_chart_stacks_both_parts_in_mode_colours(batch8):
-    spec = charts.memory_chart(batch8).to_dict()
+    spec = run_charts.memory_chart(batch8).to_dict()
     rows = next(iter(spec["datasets"].values()))
     parts = {(r["mode"], r["part"]): r["MiB"] for r in rows}
     assert parts[("reduce-overhead", "Graph pool")] == pytest.approx(95)
     assert parts[("reduce-overhead", "Peak allocated")] == pytest.approx(7)
     assert spec["encoding"]["y"]["stack"] == "zero"
-    assert spec["encoding"]["color"]["scale"]["range"] == list(charts.MODE_COLORS.values())
+    assert spec["encoding"]["color"]["scale"]["range"] == list(encodings.MODE_COLORS.values())
     assert "lower is better" not in spec["title"]
 
 
 def test_tradeoff_chart_plots_speedup_against_extra_mib_with_pareto(batch8):
-    spec = charts.tradeoff_chart(cost.memory_cost(batch8)).to_dict()
+    spec = run_charts.tradeoff_chart(cost.memory_cost(batch8)).to_dict()
     rows = next(iter(spec["datasets"].values()))
     assert {r["mode"]: r["best"] for r in rows}["reduce-overhead"] == "dominated"
     enc = spec["layer"][0]["encoding"]
@@ -117,18 +118,18 @@ def _has_one_x_rule(spec) -> bool:
 
 def test_speedup_axes_are_log_with_a_1x_rule():
     p = points_frame(sweep_bundle())
-    spec = charts.speedup_chart(analysis.speedups(p)).to_dict()
+    spec = run_charts.speedup_chart(analysis.speedups(p)).to_dict()
     y = spec["layer"][0]["encoding"]["y"]
     assert y["scale"]["type"] == "log" and 1.0 in y["axis"]["values"]
     assert _has_one_x_rule(spec)
     h = pd.DataFrame([{"id": 1, "gpu_name": "A", "torch_version": "2.1", "source": "measured"}])
-    d = charts.compare_chart(analysis.compare_speedups(p, h)).to_dict()
+    d = run_charts.compare_chart(comparing.compare_speedups(p, h)).to_dict()
     assert d["layer"][0]["encoding"]["y"]["scale"]["type"] == "log" and _has_one_x_rule(d)
 
 
 def test_step_time_ticks_are_readable_and_the_legend_is_on():
-    assert charts.log_ticks([0.119, 2.2]) == [0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
-    spec = charts.step_time_chart(points_frame(sweep_bundle())).to_dict()
+    assert encodings.log_ticks([0.119, 2.2]) == [0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
+    spec = run_charts.step_time_chart(points_frame(sweep_bundle())).to_dict()
     enc = [layer["encoding"] for layer in spec["layer"] if "encoding" in layer][0]
     assert enc["y"]["axis"]["format"] == "~g" and 1.0 in enc["y"]["axis"]["values"]
     assert enc["color"]["legend"] is not None
@@ -136,27 +137,27 @@ def test_step_time_ticks_are_readable_and_the_legend_is_on():
 
 def test_published_two_point_series_are_points_not_lines():
     p = points_frame(fmt.read(SAMPLES / "published-l40s-day25.json"))
-    spec = charts.speedup_chart(analysis.speedups(p)).to_dict()
+    spec = run_charts.speedup_chart(analysis.speedups(p)).to_dict()
     line = [layer for layer in spec["layer"] if layer.get("mark", {}).get("type") == "line"][0]
     # The line layer keeps only series of 3+ points; a point layer draws every point.
-    assert {"filter": f"datum._series_points >= {charts.MIN_LINE_POINTS}"} in line["transform"]
+    assert {"filter": f"datum._series_points >= {encodings.MIN_LINE_POINTS}"} in line["transform"]
     assert any(layer.get("mark", {}).get("type") == "point" for layer in spec["layer"])
-    svg = report.chart_svg(charts.speedup_chart(analysis.speedups(p)))
+    svg = report.chart_svg(run_charts.speedup_chart(analysis.speedups(p)))
     assert "mark-symbol" in svg  # it compiles, and draws the points
 
 
 def test_serve_page_uses_the_mode_colours():
     for kind, colour in serve_charts.KIND_COLORS.items():
-        assert colour == charts.MODE_COLORS.get(kind, charts.MODE_COLORS["cuda-graph"])
-    assert serve_charts.kind_of("buckets:8/16/32") == "buckets"
+        assert colour == encodings.MODE_COLORS.get(kind, encodings.MODE_COLORS["cuda-graph"])
+    assert serve_tables.kind_of("buckets:8/16/32") == "buckets"
 
 
 def test_a_run_without_gpu_is_named_cpu_and_host_never_nan():
     assert device_name({"gpu_name": float("nan"), "hostname": "box"}) == "CPU (box)"
     assert device_name({"gpu_name": None}) == "CPU"
     assert device_name(pd.Series({"gpu_name": "NVIDIA H200"})) == "NVIDIA H200"
-    title = report.run_title(header_of({"id": 3, "workload": "mlp", "gpu_name": float("nan"),
-                                        "hostname": "box", "torch_version": float("nan")}))
+    title = run_text.run_title(header_of({"id": 3, "workload": "mlp", "gpu_name": float("nan"),
+                                          "hostname": "box", "torch_version": float("nan")}))
     assert title == "Run 3: mlp on CPU (box), torch —"
 
 
@@ -164,7 +165,7 @@ def test_ratio_columns_come_before_the_times():
     a, b = points_frame(sweep_bundle(gpu="A"), 1), points_frame(sweep_bundle(gpu="B", scale=2.0), 2)
     h = pd.DataFrame([{"id": 1, "gpu_name": "A", "torch_version": "2.1"},
                       {"id": 2, "gpu_name": "B", "torch_version": "2.1"}])
-    cols = list(analysis.ratio_table(pd.concat([a, b]), h, 1).columns)
+    cols = list(comparing.ratio_table(pd.concat([a, b]), h, 1).columns)
     assert cols[:4] == ["mode", "batch_size", "#2 B · torch 2.1 vs #1",
                         "#2 B · torch 2.1 vs #1 95%"]
     assert cols[-1].endswith(" ms")
@@ -186,7 +187,7 @@ def test_compare_flags_a_published_mean_and_shows_memory_side_by_side():
 
 
 def test_points_table_key_columns_first_and_pivot(batch8):
-    t = report.points_table(batch8)
+    t = points_table.points_table(batch8)
     assert list(t.columns[:9]) == [
         "Mode", "Batch size", "Speedup over eager (x)", "Speedup over eager 95% CI",
         "Verdict", "Step time (ms)", "Step time 95% CI", "Memory held (pool + peak) (MiB)",
@@ -195,7 +196,7 @@ def test_points_table_key_columns_first_and_pivot(batch8):
     assert ro["Memory held (pool + peak) (MiB)"] == "102.0 MiB"
     assert ro["Verdict"] == "faster"
     assert t[t["Mode"] == "eager"].iloc[0]["Verdict"] == "—"  # the reference itself
-    pivot = report.speedup_pivot(batch8).set_index("Batch size")
+    pivot = points_table.speedup_pivot(batch8).set_index("Batch size")
     # the memory cost as the summary defines it: reduce-overhead's pool, not its +62 MiB
     # of pool + peak over eager's peak (the points table's column beside it)
     assert pivot.at[8, "cuda-graph"] == "7.1x (6.5-7.6) · 34.0 MiB"

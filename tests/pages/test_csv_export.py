@@ -11,7 +11,7 @@ import pytest
 
 from db import queries
 from db.store import import_bundle
-from pages.common import report
+from pages.logic import points_table
 from tests.conftest import ROOT
 from tests.synthetic import sweep_bundle
 
@@ -29,7 +29,7 @@ def test_points_csv_neutralises_every_formula_and_keeps_numbers(sqlite_engine):
     doc = sweep_bundle(failing=failing, uuid="formula-1")
     doc["measurements"][-1]["message"] = FORMULAS[-1]  # an ok point's message too
     rid = import_bundle(sqlite_engine, doc)[0]
-    rows = _rows(report.points_csv(queries.run_points(sqlite_engine, rid)))
+    rows = _rows(points_table.points_csv(queries.run_points(sqlite_engine, rid)))
     cells = [v for r in rows for v in r.values() if v]
     # No cell a spreadsheet would evaluate, except numbers (a negative number is one).
     starts = [v for v in cells if v[0] in "=+-@\t\r" and not _is_number(v)]
@@ -50,7 +50,7 @@ def _is_number(v: str) -> bool:
 @pytest.mark.parametrize("value, shown", [("=1+1", "'=1+1"), ("-x", "'-x"), ("ok", "ok"),
                                           (-1.5, -1.5), (None, None), ("", "")])
 def test_csv_cell(value, shown):
-    assert report.csv_cell(value) == shown
+    assert points_table.csv_cell(value) == shown
 
 
 def test_tables_offer_no_csv_of_their_own():

@@ -10,7 +10,8 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from pages.common import charts, energy, report
+from pages.charts import report, run_charts
+from pages.logic import energy, points_table, run_text
 from runner.format.run_summary import less_energy
 from tests.apptest import charts as page_charts
 from tests.apptest import run_views, texts
@@ -49,25 +50,25 @@ def without() -> pd.DataFrame:
 
 
 def test_energy_charts_only_with_data(with_energy, without):
-    got = charts.run_charts(with_energy)
+    got = run_charts.run_charts(with_energy)
     assert {"energy", "energy-above-idle"} <= set(got)
     spec = got["energy"].to_dict()
     assert "Energy per step" in str(spec["title"])
     assert any(layer.get("mark", {}).get("type") == "errorbar"
                if isinstance(layer.get("mark"), dict) else layer.get("mark") == "errorbar"
                for layer in spec["layer"])
-    assert not {"energy", "energy-above-idle"} & set(charts.run_charts(without))
+    assert not {"energy", "energy-above-idle"} & set(run_charts.run_charts(without))
     for name in ("energy", "energy-above-idle"):
         report.chart_svg(got[name])  # renders through vega
 
 
 def test_headline_gains_energy_words(with_energy, without):
-    line = report.summary_of({"id": 1}, with_energy).headline()
+    line = run_text.summary_of({"id": 1}, with_energy).headline()
     assert line.startswith("cuda-graph at batch") and "84% less energy per step" in line
-    assert "energy" not in report.summary_of({"id": 1}, without).headline()
-    found = [x for x in report.headline(with_energy) if x.startswith("Energy: cuda-graph")]
+    assert "energy" not in run_text.summary_of({"id": 1}, without).headline()
+    found = [x for x in run_text.headline(with_energy) if x.startswith("Energy: cuda-graph")]
     assert found and "84% less energy per step than eager (6.25x" in found[0]
-    assert not [x for x in report.headline(without) if x.startswith("Energy:")]
+    assert not [x for x in run_text.headline(without) if x.startswith("Energy:")]
     assert less_energy(0.5) == "100% more energy per step"
 
 
@@ -79,11 +80,11 @@ def test_missing_reason_says_why_in_one_line(without):
 
 
 def test_table_csv_and_html_carry_energy(with_energy, without):
-    table = report.points_table(with_energy)
+    table = points_table.points_table(with_energy)
     assert {"Energy per step (mJ)", "Energy per step 95% CI", "Energy gain over eager (x)",
             "Average power (W)"} <= set(table.columns)
-    assert not any("Energy" in c for c in report.points_table(without).columns)
-    df = pd.read_csv(io.StringIO(report.points_csv(with_energy)))
+    assert not any("Energy" in c for c in points_table.points_table(without).columns)
+    df = pd.read_csv(io.StringIO(points_table.points_csv(with_energy)))
     assert {"energy_mj_per_step", "avg_power_w", "idle_power_w", "energy_gain",
             "energy_unavailable_reason"} <= set(df.columns)
     row = df[(df["mode"] == "cuda-graph") & (df["batch_size"] == 8)].iloc[0]
@@ -128,7 +129,7 @@ def test_compare_and_trend_show_energy_where_measured(dash):
 
 
 def test_serve_summary_has_energy_per_request_only_where_measured():
-    from pages.common.serve_charts import summary_table
+    from pages.logic.serve_tables import summary_table
 
     base = {"strategy": "eager", "status": "ok", "execution": "eager", "message": "",
             "requests_per_s": 1.0, "rows_per_s": 1.0, "latency_ms_p50": 1.0,
@@ -143,7 +144,7 @@ def test_serve_summary_has_energy_per_request_only_where_measured():
 
 
 def test_launch_form_energy_checkbox_goes_into_the_queued_spec(tmp_path):
-    from pages.common import launch_form as lf
+    from pages.logic import launch_form as lf
 
     good = lf.FormValues(workload="mlp", modes=lf.DEFAULTS["modes"], timing="quick", device="auto",
                          batch_preset=lf.CUSTOM, custom_batches="1,8")

@@ -12,7 +12,8 @@ from streamlit.testing.v1 import AppTest
 from db import queries
 from db.access import ReadOnlyError
 from db.engine import make_engine
-from pages.common import uploads
+from pages.logic import uploads
+from pages.widgets.data import import_uploads
 from runner.format import bundle as fmt
 from tests.apptest import APP, charts, run_views, texts
 from tests.synthetic import sweep_bundle
@@ -84,7 +85,7 @@ def test_read_only_empty_database_shows_no_runs_and_writes_nothing(tmp_path, mon
     assert not at.exception and len(at.file_uploader) == 0
     assert any("Read-only" in t for t in texts(at, "info"))
     with pytest.raises(ReadOnlyError):
-        uploads.import_uploads(make_engine(url), [("a.json", b"{}")])
+        import_uploads(make_engine(url), [("a.json", b"{}")])
 
 
 # --- runs -------------------------------------------------------------------------------

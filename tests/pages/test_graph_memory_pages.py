@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from db.store import import_bundle
-from pages.common import capture_advice as ca
-from pages.common import report
+from pages.charts import report
+from pages.logic import capture_advice as ca
 from tests.apptest import charts, texts
 from tests.conftest import ROOT
 from tests.graph_memory_data import probe_bundle
@@ -94,11 +94,11 @@ def test_curve_choices_and_frames():
 
 
 def test_an_uploaded_graph_memory_bundle_says_what_it_holds(dash):
-    from pages.common import uploads
+    from pages.widgets.data import import_uploads
     from runner.format import bundle as fmt
 
     text = fmt.dumps(probe_bundle()).encode()
-    (first,) = uploads.import_uploads(dash.engine, [("gm.json", text)])
+    (first,) = import_uploads(dash.engine, [("gm.json", text)])
     assert first.ok and "graph-memory, 20 captures of 10 sizes" in first.message
-    (again,) = uploads.import_uploads(dash.engine, [("gm.json", text)])
+    (again,) = import_uploads(dash.engine, [("gm.json", text)])
     assert not again.ok and again.run_id == first.run_id

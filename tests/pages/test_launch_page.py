@@ -10,7 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 from db import jobs
 from db.engine import make_engine
-from pages.common import launch_form as lf
+from pages.logic import launch_estimate as le
+from pages.logic import launch_form as lf
 from runner.format.queue import Job, JobProgress
 from tests.apptest import open_app, texts
 
@@ -144,15 +145,15 @@ def test_estimate_is_pure_arithmetic_over_past_runs():
         {"points": 4, "point_wall_s": float("nan"), "created_at": t0,
          "finished_at": t0 + pd.Timedelta(seconds=40)},
         {"points": 0, "point_wall_s": float("nan"), "created_at": t0, "finished_at": t0}])
-    assert lf.per_point_s(history) == [5.0, 10.0]
-    est = lf.estimate({"workload": "mlp", "batch_sizes": [1, 8], "modes": ["eager"] * 3},
+    assert le.per_point_s(history) == [5.0, 10.0]
+    est = le.estimate({"workload": "mlp", "batch_sizes": [1, 8], "modes": ["eager"] * 3},
                       history, "NVIDIA H200")
     assert (est.points, est.seconds) == (6, 45.0)
     assert est.text() == ("6 point(s) · about 45s (from 2 past run(s) of mlp on NVIDIA H200, "
                           "7.5 s per point)")
-    rough = lf.estimate({"workload": "mlp", "batch_sizes": [1], "modes": ["eager"],
+    rough = le.estimate({"workload": "mlp", "batch_sizes": [1], "modes": ["eager"],
                          "timing": "quick"}, history.iloc[0:0], "any GPU")
-    assert rough.seconds == lf.ROUGH_POINT_S["quick"] and "rough" in rough.basis
+    assert rough.seconds == le.ROUGH_POINT_S["quick"] and "rough" in rough.basis
 
 
 def test_a_job_no_live_worker_can_serve_says_so_before_launch(engine):
@@ -185,9 +186,9 @@ def test_estimate_counts_compile_apart_from_past_compiles_or_says_first_compile(
             "timing": "quick"}
     # The case: no past run, a CPU sweep with compile. The old rough figure
     # (4 x 3 s = 12 s) left the cold compile out.
-    rough = lf.estimate(spec, None, "CPU")
-    first, later = lf.COMPILE_S["first"], lf.COMPILE_S["later"]
-    assert rough.seconds == 4 * lf.ROUGH_POINT_S["quick"] + first + later
+    rough = le.estimate(spec, None, "CPU")
+    first, later = le.COMPILE_S["first"], le.COMPILE_S["later"]
+    assert rough.seconds == 4 * le.ROUGH_POINT_S["quick"] + first + later
     assert f"first compile: about {first:.0f} s, later ones about {later:.0f} s each" \
         in rough.basis and rough.basis.startswith("rough: no past run of mlp on CPU")
     # One past run of 4 points: 28 s of wall, of which its two compiles took 11 + 5 s.
@@ -200,33 +201,33 @@ def test_estimate_counts_compile_apart_from_past_compiles_or_says_first_compile(
         {"run_id": 7, "mode": "compile", "status": "ok",
          "details": {"phase_s": {"setup": 5.0}}},
         {"run_id": 7, "mode": "compile", "status": "error", "details": {}}])
-    est = lf.estimate({**spec, "batch_sizes": [1, 8, 64]}, history, "CPU", past)
+    est = le.estimate({**spec, "batch_sizes": [1, 8, 64]}, history, "CPU", past)
     # base (28 - 16) / 4 = 3 s per point x 6, plus 3 compiled points x the 8 s mean
     assert est.seconds == pytest.approx(6 * 3.0 + 3 * 8.0)
     assert est.basis == ("from 1 past run(s) of mlp on CPU, 3.0 s per point + 8 s per "
                          "compiled point (past compiles)")
     # Past runs without compiled points: their base, and the rough first compile.
     eager_only = past[past["mode"] == "eager"]
-    est = lf.estimate(spec, history, "CPU", eager_only)
+    est = le.estimate(spec, history, "CPU", eager_only)
     assert est.seconds == pytest.approx(4 * 28.0 / 4 + first + later)
     assert "no past compile recorded: first compile: about" in est.basis
     # Older runs that compiled without recording it: compiles stay inside their figure.
     blind = past.assign(details=[{}] * len(past))
-    assert lf.estimate(spec, history, "CPU", blind).seconds == pytest.approx(28.0)
+    assert le.estimate(spec, history, "CPU", blind).seconds == pytest.approx(28.0)
     # An eager-only sweep pays no compile.
-    assert lf.estimate({**spec, "modes": ["eager"]}, history, "CPU", past).seconds == \
+    assert le.estimate({**spec, "modes": ["eager"]}, history, "CPU", past).seconds == \
         pytest.approx(2 * 3.0)
 
 
 def test_time_left_uses_the_estimate_until_a_point_is_measured():
     # A cold compile: 40 s in, no point measured; the estimate said 128 s.
-    left, basis = lf.time_left(JobProgress(remaining_s=None, elapsed_s=40.0), 128.0)
+    left, basis = le.time_left(JobProgress(remaining_s=None, elapsed_s=40.0), 128.0)
     assert left == 88.0 and "estimate" in basis
-    assert lf.time_left(JobProgress(remaining_s=None, elapsed_s=200.0), 128.0)[0] == 0.0
-    assert lf.time_left(JobProgress(remaining_s=30.0, elapsed_s=90.0), 128.0) == (
+    assert le.time_left(JobProgress(remaining_s=None, elapsed_s=200.0), 128.0)[0] == 0.0
+    assert le.time_left(JobProgress(remaining_s=30.0, elapsed_s=90.0), 128.0) == (
         30.0, "from the points measured so far")
-    assert lf.time_left(JobProgress(remaining_s=None, elapsed_s=None), 128.0) == (None, "")
-    assert lf.time_left(JobProgress(remaining_s=None, elapsed_s=5.0), None) == (None, "")
+    assert le.time_left(JobProgress(remaining_s=None, elapsed_s=None), 128.0) == (None, "")
+    assert le.time_left(JobProgress(remaining_s=None, elapsed_s=5.0), None) == (None, "")
 
 
 def test_the_bar_moves_per_mode_while_a_batch_size_is_set_up():
@@ -236,7 +237,7 @@ def test_the_bar_moves_per_mode_while_a_batch_size_is_set_up():
 
     def at(current, done=0, status="running"):
         job = Job(id=1, status=status, spec=spec, current_point=describe(current))
-        return lf.bar_fraction(job, JobProgress(None, None, done=done, total=4))
+        return le.bar_fraction(job, JobProgress(None, None, done=done, total=4))
 
     assert parse(describe(("compile", 8, "setup"))) == ("compile", 8, "setup")
     assert parse("eager batch 64") == ("eager", 64, None)
@@ -250,5 +251,5 @@ def test_the_bar_moves_per_mode_while_a_batch_size_is_set_up():
     assert at(("compile", 1, "profiling")) == 1.5 / 4
     assert at(("compile", 8, "setup"), done=2) == 2.5 / 4
     assert at(None, done=4, status="done") == 1.0
-    assert lf.bar_fraction(Job(id=1, status="queued", spec=spec),
+    assert le.bar_fraction(Job(id=1, status="queued", spec=spec),
                            JobProgress(None, None, done=0, total=None)) is None

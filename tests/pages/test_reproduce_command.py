@@ -10,7 +10,7 @@ import pytest
 from db import queries
 from db.samples import SAMPLES, seed_if_empty
 from db.store import import_bundle
-from pages.common import links
+from pages.logic import links
 from tests.synthetic import sweep_bundle
 
 BATCHES, MODES = [1, 8], ["eager", "compile"]

@@ -11,7 +11,7 @@ import math
 import pytest
 
 from db import queries
-from pages.common import report
+from pages.charts import report
 from runner.format import verdict as vd
 from runner.format.run_summary import (
     MEMORY_COST_LABEL,

@@ -1,4 +1,4 @@
-"""The serve page through AppTest, and its pure helpers (pages/common/serve_charts.py).
+"""The serve page through AppTest, and its pure helpers (pages/charts/serve_charts.py).
 
 The bundles here are synthetic test inputs (made-up figures with a GPU's shape: pools,
 graphs), built to exercise the page; no result is claimed from them.
@@ -15,7 +15,8 @@ from streamlit.testing.v1 import AppTest
 
 from db.engine import make_engine
 from db.store import import_bundle
-from pages.common import serve_charts as sc
+from pages.charts import serve_charts as sc
+from pages.logic import serve_tables
 from runner.format import buckets as B
 from runner.format import bundle as fmt
 from runner.format import serve_record as rec
@@ -153,10 +154,10 @@ def test_the_shipped_h200_sample_shows_on_a_fresh_database(db):
 def test_waste_frame_and_example_without_8_16_32():
     stream = [3, 5, 9, 20, 20]
     results = pd.DataFrame([{**rec.empty_result("buckets:4/8"), "status": "ok"}])
-    w = sc.waste_frame(stream, results).set_index("batch_size")
+    w = serve_tables.waste_frame(stream, results).set_index("batch_size")
     assert w.loc[3, "outcome"] == "padded" and w.loc[20, "requests"] == 2
     assert w.loc[20, "outcome"] == "eager fallback" and pd.isna(w.loc[20, "bucket"])
-    lines = sc.example_lines(stream, results, pd.DataFrame(
+    lines = serve_tables.example_lines(stream, results, pd.DataFrame(
         columns=["strategy", "request", "batch_size", "latency_ms"]))
     assert "2 of 5 requests (40%) ran in a graph" in lines[0]
     assert lines[1].startswith("Batch 5 pads to 8: 3 of its 8 rows (38%)")
@@ -167,10 +168,11 @@ def test_advisor_takes_eager_times_from_the_eager_replay():
     requests = pd.DataFrame({"strategy": ["eager"] * 3 + ["buckets:8"] * 3,
                              "request": [0, 1, 2] * 2, "batch_size": [4, 4, 40] * 2,
                              "latency_ms": [1.0, 3.0, 5.0, 0.1, 0.1, 9.0]})
-    assert sc.eager_from_replay(requests) == {4: 2.0, 40: 5.0}
+    assert serve_tables.eager_from_replay(requests) == {4: 2.0, 40: 5.0}
     profile = pd.DataFrame([{"batch_size": 8, "bucket_ms": 0.2, "eager_ms": 7.0,
                              "pool_bytes": None, "pool_extra_bytes": None}])
-    pts = {p.batch_size: p for p in sc.profile_points(profile, sc.eager_from_replay(requests))}
+    eager = serve_tables.eager_from_replay(requests)
+    pts = {p.batch_size: p for p in serve_tables.profile_points(profile, eager)}
     assert pts[8].eager_ms == 7.0 and pts[8].bucket_ms == 0.2  # no replay figure at 8
     assert pts[40].eager_ms == 5.0 and pts[40].bucket_ms is None  # eager-only point
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from pages.common import trends
+from pages.charts import trend_chart
+from pages.logic import trends
 from tests.apptest import charts, texts
 
 WORKLOADS, GPUS = ["mlp", "resnet"], ["NVIDIA H200", "cpu"]
@@ -66,7 +67,8 @@ def test_changes_outside_the_noise_are_marked_against_the_previous_run():
     assert list(table["change"]) == ["first", "within noise", "faster", "slower"]
     assert table["change vs previous"].iloc[2].startswith("faster (1.27x; ")
     assert list(trends.changes(table)["run_id"]) == [3, 4]
-    assert trends.trend_chart(table, 8) is not None and trends.trend_chart(table, 64) is None
+    assert trend_chart.trend_chart(table, 8) is not None
+    assert trend_chart.trend_chart(table, 64) is None
 
 
 # --- the page -------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The kernel-chain and train-step views (pages/common/workload_views.py), the published
+"""The kernel-chain and train-step views (pages/logic/workload_views.py), the published
 V100 sample, and the Run and Compare pages showing them."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import pytest
 from db import queries
 from db.samples import SAMPLES
 from db.store import import_bundle
-from pages.common import workload_views as wv
+from pages.charts import workload_charts
+from pages.logic import workload_views as wv
 from runner.format import bundle as fmt
 from tests.apptest import texts
 from tests.synthetic import sweep_bundle
@@ -87,11 +88,12 @@ def test_train_memory_table_reads_the_trees_and_the_separate_pools():
     assert table.at["reduce-overhead", "graphs recorded"] == "1 forward + 1 backward in 1 pool(s)"
     assert table.at["reduce-overhead", "separate sum MiB"] == 4.0
     assert pd.isna(table.at["eager", "graphs recorded"])
-    bars = wv.train_pool_chart(frame(doc), {"workload": "train-step"}).data
+    bars = wv.train_pool_frame(frame(doc), {"workload": "train-step"})
     assert bars.groupby("how")["MiB"].sum().to_dict() == {
         "separate pools": 4.0, "trees: one shared pool": ro["graph_pool_bytes"] / wv.MIB}
     sections = wv.run_sections({"workload": "train-step"}, frame(doc))
-    assert [x.title for x in sections] == ["Training memory"] and sections[0].chart
+    assert [x.title for x in sections] == ["Training memory"]
+    assert sections[0].pools is not None and workload_charts.train_pool_chart(sections[0].pools)
 
 
 def test_run_and_compare_pages_show_per_kernel_figures_and_the_raw_cuda_note(dash):

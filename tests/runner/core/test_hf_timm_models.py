@@ -181,7 +181,7 @@ def test_timm_names_are_checked_in_the_leaf_and_by_timm():
 
 
 def test_launch_form_offers_the_model_workloads_without_cli_only_overrides():
-    from pages.common import launch_form
+    from pages.logic import launch_form
 
     names = [f.name for f in launch_form.param_fields("hf-causal-lm")]
     assert names[:2] == ["model", "phase"] and "layers" not in names

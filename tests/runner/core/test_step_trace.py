@@ -119,7 +119,8 @@ def test_idle_gaps_count_overlapping_kernels_on_two_streams_once():
 
 
 def test_the_lanes_trim_the_profilers_lead_in_and_name_the_timed_step():
-    from pages.common import timeline
+    from pages.charts import timeline_chart
+    from pages.logic import timeline
 
     # The H200's cuda-graph at batch 8: the profiled range starts 300 us before the
     # step's first launch (ProfilerStep bookkeeping), the host launches at 300-320 us and
@@ -141,7 +142,7 @@ def test_the_lanes_trim_the_profilers_lead_in_and_name_the_timed_step():
     gaps = timeline.gaps_frame(t)
     assert list(gaps["gap"]) == ["queued", "idle"]
     assert gaps.iloc[0][["start_us", "end_us"]].tolist() == [0, 500]
-    spec = timeline.timeline_spec([("cuda-graph", t, 0.136)])
+    spec = timeline_chart.timeline_spec([("cuda-graph", t, 0.136)])
     pair = spec["vconcat"][0]
     assert "timed step 0.136 ms" in pair["title"]["subtitle"]
     assert pair["layer"][-1]["encoding"]["x"]["scale"]["domain"] == [0, 640.0]
@@ -215,7 +216,8 @@ def test_traces_round_trip_through_the_database_and_older_bundles_have_none(any_
 
 
 def test_the_html_report_draws_the_headline_batch_timeline():
-    from pages.common import report, timeline
+    from pages.charts import report
+    from pages.logic import timeline
 
     doc = sweep_bundle(batches=(1, 8, 64), modes=("eager", "cuda-graph"), traces=True)
     pts = points_frame(doc)
@@ -248,10 +250,11 @@ def test_unpaired_kernels_fall_back_to_time_and_a_broken_trace_is_not_kept():
 
 
 def test_a_click_on_a_speedup_point_picks_its_batch_size():
-    from pages.common import analysis, charts, timeline
+    from pages.charts import run_charts, timeline_chart
+    from pages.logic import analysis, timeline
 
     pts = points_frame(sweep_bundle(batches=(1, 8, 64)))
-    chart = timeline.clickable(charts.speedup_chart(analysis.speedups(pts)))
+    chart = timeline_chart.clickable(run_charts.speedup_chart(analysis.speedups(pts)))
     spec = chart.to_dict()
     picks = spec["params"]  # hoisted by Altair, naming the view (layer) it lives on
     assert [(p["name"], p["select"]["fields"]) for p in picks] == [

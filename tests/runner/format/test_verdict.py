@@ -41,7 +41,7 @@ def test_verdict_edges(value, low, high, expected):
 
 
 def test_the_pages_by_column_verdicts_agree_with_the_rule():
-    from pages.common import analysis
+    from pages.logic import analysis
 
     df = pd.DataFrame(EDGES, columns=["speedup", "speedup_ci_low", "speedup_ci_high",
                                       "expected"]).assign(mode="compile")
@@ -69,12 +69,13 @@ def test_quoted_never_gives_an_inconclusive_median():
 
 # --- the rule where a speedup is quoted or ranked -------------------------------------------
 
-from pages.common import analysis, board, report, trends  # noqa: E402
+from pages.charts import report, trend_chart  # noqa: E402
+from pages.logic import analysis, board, noise, points_table, run_text, trends  # noqa: E402
 from tests.synthetic import points_frame, sweep_bundle  # noqa: E402
 
 
 def headline(points) -> str | None:
-    return report.summary_of({"id": 1}, points).headline()
+    return run_text.summary_of({"id": 1}, points).headline()
 
 # The issue's noisy run: compile at batch 1 spans 0.0-111.7x; cuda-graph is a finding at
 # batch 8 and inconclusive at batch 1; reduce-overhead is inconclusive everywhere.
@@ -108,7 +109,7 @@ def test_largest_speedups_never_ranks_an_inconclusive_point():
 
 def test_headlines_say_inconclusive_and_quote_no_median():
     p = noisy_points()
-    lines = report.headline(p)
+    lines = run_text.headline(p)
     compile_line = next(ln for ln in lines if ln.startswith("compile:"))
     assert "inconclusive at every measured batch size" in compile_line
     assert "30.00x" not in compile_line and "up to" not in compile_line
@@ -134,10 +135,10 @@ def test_headlines_say_inconclusive_and_quote_no_median():
 
 def test_pivot_and_points_table_mark_inconclusive():
     p = noisy_points()
-    pivot = report.speedup_pivot(p).set_index("Batch size")
+    pivot = points_table.speedup_pivot(p).set_index("Batch size")
     assert pivot.at[1, "compile"].startswith("inconclusive (0.00-111.70x)")
     assert pivot.at[8, "cuda-graph"].startswith("7.1x (6.5-7.6)")
-    t = report.points_table(p)
+    t = points_table.points_table(p)
     row = t[(t["Mode"] == "compile") & (t["Batch size"] == 1)].iloc[0]
     assert row["Verdict"] == vd.INCONCLUSIVE
     html = report.html_report({"id": 1, "workload": "mlp", "status": "done",
@@ -148,7 +149,7 @@ def test_pivot_and_points_table_mark_inconclusive():
 def test_board_key_figure_leaves_inconclusive_modes_unranked():
     def figures(points):  # the board's row of one run: (row, key figure)
         runs = pd.DataFrame([{"id": 1, "kind": "sweep"}])
-        row = board.key_figures(runs, {1: report.summary_of({"id": 1}, points)}).loc[1]
+        row = board.key_figures(runs, {1: run_text.summary_of({"id": 1}, points)}).loc[1]
         return row, row["key figure"]
 
     p = noisy_points()
@@ -163,8 +164,8 @@ def test_board_key_figure_leaves_inconclusive_modes_unranked():
 
 
 def test_trend_and_compare_verdicts_follow_the_rule():
-    assert analysis.ratio_verdict((0.3, 3.0)) == vd.INCONCLUSIVE
-    assert analysis.ratio_verdict((0.9, 1.1)) == vd.SAME
+    assert noise.ratio_verdict((0.3, 3.0)) == vd.INCONCLUSIVE
+    assert noise.ratio_verdict((0.9, 1.1)) == vd.SAME
     runs = pd.DataFrame({"id": [1, 2], "torch_version": ["2.1", "2.2"],
                          "created_at": pd.to_datetime(["2026-01-01", "2026-01-02"]),
                          "source": ["measured", "measured"]})
@@ -177,17 +178,17 @@ def test_trend_and_compare_verdicts_follow_the_rule():
 
 
 def test_setup_reads_ms_below_a_second():
-    assert report.duration_text(0.0032) == "3.2 ms"
-    assert report.duration_text(0.85) == "850 ms"
-    assert report.duration_text(12.44) == "12.4 s"
+    assert run_text.duration_text(0.0032) == "3.2 ms"
+    assert run_text.duration_text(0.85) == "850 ms"
+    assert run_text.duration_text(12.44) == "12.4 s"
     p = noisy_points()
     p.loc[(p["mode"] == "cuda-graph") & (p["batch_size"] == 8), "setup_s"] = 0.004
-    line = next(ln for ln in report.headline(p) if ln.startswith("cuda-graph: its"))
+    line = next(ln for ln in run_text.headline(p) if ln.startswith("cuda-graph: its"))
     assert line.startswith("cuda-graph: its 4.0 ms setup pays back after")
 
 
 def test_every_change_verdict_has_a_shape_on_the_trend_chart():
-    assert set(vd.VERDICTS) | {"first"} == set(trends.CHANGE_SHAPES)
+    assert set(vd.VERDICTS) | {"first"} == set(trend_chart.CHANGE_SHAPES)
 
 
 def test_the_headline_names_medians_that_disagree_with_the_paired_speedup():
@@ -195,11 +196,11 @@ def test_the_headline_names_medians_that_disagree_with_the_paired_speedup():
                       ("cuda-graph", 8): {"step_ms": 253.5, "speedup": 7.1,
                                           "speedup_ci_low": 6.5, "speedup_ci_high": 7.6}},
                      batches=(8,))
-    line = next(ln for ln in report.headline(p) if ln.startswith("cuda-graph:"))
+    line = next(ln for ln in run_text.headline(p) if ln.startswith("cuda-graph:"))
     assert "the medians' ratio (0.03x) lies outside the paired interval" in line
     agree = noisy_points({("eager", 8): {"step_ms": 1.0},
                           ("cuda-graph", 8): {"step_ms": 0.141, "speedup": 7.1,
                                               "speedup_ci_low": 6.5, "speedup_ci_high": 7.6}},
                          batches=(8,))
-    line = next(ln for ln in report.headline(agree) if ln.startswith("cuda-graph:"))
+    line = next(ln for ln in run_text.headline(agree) if ln.startswith("cuda-graph:"))
     assert "medians' ratio" not in line

@@ -1,0 +1,148 @@
+"""A run as a file: the self-contained HTML reports (a sweep's, a graph-memory run's) and
+charts as PNG or SVG. Their words and tables are pages/logic/run_text.py's and
+points_table.py's.
+
+The HTML report must open offline and survive being mailed or attached to a ticket, so its
+charts are inlined as SVG rendered here by vl-convert (no vega JavaScript, no network).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+import vl_convert as vlc
+
+from pages.charts import capture_charts, run_charts, timeline_chart
+from pages.logic import capture_advice as ca
+from pages.logic import comparing, links, noise, timeline
+from pages.logic.metrics import MISSING
+from pages.logic.points_table import RESERVED_NOTE, points_table
+from pages.logic.run_text import PUBLISHED_NOTE, headline, run_title, summary_of
+from runner.format.bundle import ENVIRONMENT_FIELDS
+from runner.format.run_summary import RunSummary
+
+
+def chart_png(chart, scale: float = 2.0) -> bytes:
+    return vlc.vegalite_to_png(chart.to_dict(), scale=scale)
+
+
+def chart_svg(chart) -> str:
+    return vlc.vegalite_to_svg(chart.to_dict())
+
+
+def _rows(df: pd.DataFrame) -> dict:
+    """The points table for the template: column names, and each row's cells as text with
+    whether the point failed (its Status is not ok)."""
+    return {"columns": [str(c) for c in df.columns],
+            "rows": [(not str(r.get("Status", "ok")).startswith("ok"), [str(v) for v in r])
+                     for _, r in df.iterrows()]}
+
+
+CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;
+color:#222;max-width:1200px}h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em}
+.published{background:#fff4ce;border:1px solid #e0c050;padding:.6em 1em;border-radius:4px}
+table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ddd;padding:3px 6px;
+text-align:left}tr.bad td{background:#fdecea}.answer{font-size:1.2em;font-weight:600}
+.wide{max-width:100%;overflow-x:auto}table.points{font-size:.72em;width:100%}
+table.points th,table.points td{padding:2px 3px;overflow-wrap:anywhere}.note{color:#555}
+.chart{margin:1em 0}code{background:#f4f4f4;padding:2px 4px;word-break:break-all}
+footer{margin-top:3em;color:#777;font-size:.8em}"""
+
+
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=True, trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+
+
+TIMELINE_NOTE = ("One profiled step per mode, CPU launch calls above the GPU's kernels, "
+                 "on one time axis from the step's first launch to its last kernel's end; "
+                 "shaded yellow: the GPU idle, waiting for the host; grey: the GPU still "
+                 "busy with the previous step. " + timeline.STEP_TIMES_NOTE)
+
+
+def _timeline(traces: list[dict], points: pd.DataFrame) -> dict | None:
+    items = timeline.ordered(traces)
+    chart = timeline_chart.timeline_chart([
+        (x["mode"], x["trace"], timeline.timed_ms(points, x.get("run_id"), x["mode"],
+                                                  x.get("batch_size")))
+        for x in items])
+    if chart is None:
+        return None
+    return {"batch": traces[0].get("batch_size", "?"), "note": TIMELINE_NOTE,
+            "svg": chart_svg(chart)}
+
+
+def _run_rows(header: dict, after_params: list | None = None,
+              after_status: list | None = None) -> list[tuple]:
+    """The report's "run" table: what a run is, in the order both reports show it."""
+    return [("workload", header.get("workload")),
+            ("parameters", comparing.value_text(header.get("workload_params"))),
+            *(after_params or []), ("status", header.get("status")), *(after_status or []),
+            ("created", header.get("created_at")),
+            ("finished", header.get("finished_at") or MISSING), ("uuid", header.get("uuid"))]
+
+
+def _env_rows(header: dict) -> list[tuple]:
+    return [(f, MISSING if header.get(f) is None else header.get(f))
+            for f in ENVIRONMENT_FIELDS]
+
+
+def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None,
+                traces: list[dict] | None = None, summary: RunSummary | None = None) -> str:
+    """One run as a single HTML file (templates/report.html): the summary's headline,
+    charts (inline SVG), the step timeline of its headline batch size (`traces`:
+    queries.point_traces there, for timeline.headline_batch), points, environment, the
+    reproducing command. `summary`: the run's (queries.run_summary); None builds it from
+    `header` and `points` with the same builder. No script, no external resource: it
+    opens offline."""
+    summary = summary or summary_of(header, points)
+    noise_text = None
+    if not points.empty:
+        counts = noise.noise_counts(points)
+        noise_text = noise.noise_summary(counts.iloc[0] if len(counts) else {})[1]
+    run_rows = _run_rows(header, [("dtype", header.get("dtype") or MISSING)],
+                         [("source", header.get("source"))])
+    env_rows = _env_rows(header)
+    return _TEMPLATES.get_template("report.html").render(
+        title=run_title(summary.header), css=CSS, label=summary.header.label,
+        published=summary.header.source == "published", published_note=PUBLISHED_NOTE,
+        summary=summary.headline(), headline=headline(points), noise=noise_text,
+        charts=[(name, chart_svg(chart)) for name, chart in run_charts.run_charts(points).items()],
+        points=_rows(points_table(points)), reserved_note=RESERVED_NOTE,
+        run_rows=run_rows, env_rows=env_rows,
+        reproduce=links.reproduce(header, points.get("batch_size", []),
+                                  points.get("mode", [])),
+        share_url=share_url, timeline=_timeline(traces or [], points),
+        stamp=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+GRAPH_MEMORY_NOTE = ("One CUDA graph captured per size, largest first (as vLLM and SGLang "
+                     "do), the pools read after each capture. Shared: one pool for every "
+                     "graph; private: a pool per graph, each paying the fixed part "
+                     "(workspaces) again.")
+
+
+def graph_memory_report(header: dict, doc: dict, share_url: str | None = None,
+                        summary: RunSummary | None = None) -> str:
+    """A graph-memory run as one HTML file (templates/graph_memory_report.html): MiB
+    against the number of captured sizes and MiB added per size (inline SVG), the
+    attribution and every capture. `summary`: the run's (queries.run_summary), whose
+    header titles it; None builds it from `header`. No script, no external resource: it
+    opens offline."""
+    summary = summary or summary_of(header, pd.DataFrame())
+    total, added = capture_charts.curve_charts(doc)
+    run_rows = [("kind", "graph-memory"), *_run_rows(header)]
+    env_rows = _env_rows(header)
+    return _TEMPLATES.get_template("graph_memory_report.html").render(
+        title=run_title(summary.header) + " · graph memory", css=CSS,
+        label=summary.header.label,
+        note=GRAPH_MEMORY_NOTE,
+        charts=[("graph-memory-total", chart_svg(total)),
+                ("graph-memory-added", chart_svg(added))],
+        attribution=_rows(ca.attribution_frame(doc)), captures=_rows(ca.captures_frame(doc)),
+        run_rows=run_rows, env_rows=env_rows, command=header.get("command"),
+        run_id=header.get("id"), share_url=share_url,
+        stamp=datetime.now(timezone.utc).isoformat(timespec="seconds"))

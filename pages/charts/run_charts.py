@@ -1,0 +1,373 @@
+"""Altair charts of a run and of a comparison. Each function takes the frames that
+pages.logic.analysis (and pages.logic.cost) return and gives back a chart, or None when
+there is nothing to draw (a CPU run has no memory figures; a failed run has no ok point).
+
+The same basics on every chart (encodings.py): one colour per mode (MODE_COLORS, the Serve
+page's too);
+speedup on a log axis with a 1x rule, so a slowdown is not squashed under 1; log time axes
+with 1-2-5 ticks; a series of fewer than MIN_LINE_POINTS points drawn as points, never a
+line joining batch sizes decades apart; single (layered) charts only, so the page can
+stretch each to its width (a facet or concat keeps fixed panel widths).
+
+Axis titles and tooltip formats come from pages.logic.metrics, so units live in one place.
+Batch sizes are powers of two in practice: a log2 x axis spaces them evenly.
+
+Speedup and step-time charts draw each point's 95% interval as error bars where the run
+measured one (bundle version 3); points without one get no bar, never an invented one.
+
+Layout is set here, not by the page: every chart's plot area is `height` tall whatever its
+legends and titles take (autosize fit-x: the page stretches the width, the height is the
+plot's), legends list only the modes the data has and wrap into columns that fit a half-page
+column, titles are short (the detail goes into a subtitle) and start at the left edge, so
+nothing is cut at the chart's edge.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import altair as alt
+import pandas as pd
+
+from pages.charts.encodings import (
+    MIN_LINE_POINTS,
+    batch_tip,
+    batch_x,
+    error_bars,
+    lines_and_points,
+    log_y,
+    mode_color,
+    mode_tip,
+    one_x_rule,
+    tip,
+)
+from pages.charts.layout import (  # noqa: F401 - WIDTH: the report's width, here too
+    HEIGHT,
+    LABEL_LIMIT,
+    WIDTH,
+    chart_title,
+    fitted,
+    legend,
+    present_modes,
+    unfitted,
+)
+from pages.logic import analysis, cost
+from pages.logic.energy import energy_points
+from pages.logic.metrics import metric, title
+
+SPEEDUP_TIPS = ("speedup", "speedup_ci_low", "speedup_ci_high", "step_ms", "eager_ms")
+
+
+def _speedup_values(df: pd.DataFrame) -> list:
+    return [1.0, *df["speedup"], *df["speedup_ci_low"], *df["speedup_ci_high"]]
+
+
+def speedup_chart(speedups: pd.DataFrame) -> alt.LayerChart | None:
+    """Speedup over eager against batch size, one line per mode, on a log axis with the
+    1x rule (eager), with each point's 95% interval as an error bar."""
+    if speedups.empty:
+        return None
+    df = speedups[speedups["mode"] != "eager"][["mode", "batch_size", *SPEEDUP_TIPS]]
+    if df.empty:
+        return None
+    y = log_y("speedup", _speedup_values(df))
+    color = mode_color(df["mode"])
+    layers = lines_and_points(batch_x(), y, color,
+                               [mode_tip(), batch_tip(), *(tip(n) for n in SPEEDUP_TIPS)],
+                               by=["mode"])
+    bars = error_bars(df, "speedup_ci_low", "speedup_ci_high",
+                       log_y("speedup_ci_low", _speedup_values(df), "speedup"), color)
+    chart = alt.layer(*layers, *([bars] if bars is not None else []), one_x_rule(), data=df)
+    return fitted(chart, chart_title("Speedup over eager",
+                                     "95% interval; dashed line: 1x = eager"))
+
+
+def step_time_chart(points: pd.DataFrame) -> alt.LayerChart | None:
+    """Median step time against batch size, log-log with 1-2-5 ticks and a mode legend,
+    each point's 95% interval as error bars; points without one (older runs) get their
+    p10-p90 band instead."""
+    ok = analysis.usable(points)
+    if ok.empty:
+        return None
+    cols = ["step_ms", "step_ms_ci_low", "step_ms_ci_high", "step_ms_p10", "step_ms_p90"]
+    df = ok[["mode", "batch_size"]].assign(**{c: analysis.numeric_column(ok, c) for c in cols})
+    values = df[cols].to_numpy().ravel()
+    y = log_y("step_ms", values)
+    color = mode_color(df["mode"])
+    layers = lines_and_points(batch_x(), y, color,
+                               [mode_tip(), batch_tip(), *(tip(c) for c in cols)],
+                               by=["mode"])
+    no_ci = df[df["step_ms_ci_low"].isna() | df["step_ms_ci_high"].isna()]
+    banded = no_ci.dropna(subset=["step_ms_p10", "step_ms_p90"])
+    if not banded.empty:
+        band = alt.Chart(banded).mark_area(opacity=0.2).encode(
+            x=batch_x(), y=log_y("step_ms_p10", values, "step_ms"),
+            y2="step_ms_p90:Q", color=color)
+        layers.insert(0, band)
+    bars = error_bars(df, "step_ms_ci_low", "step_ms_ci_high",
+                       log_y("step_ms_ci_low", values, "step_ms"), color)
+    if bars is not None:
+        layers.append(bars)
+    what = ("95% interval" if bars is not None and banded.empty else "p10-p90 band, no "
+            "interval" if bars is None else "95% interval (p10-p90 band where none)")
+    return fitted(alt.layer(*layers, data=df), chart_title("Step time", f"median, {what}"))
+
+
+def memory_chart(points: pd.DataFrame, costs: pd.DataFrame | None = None) -> alt.Chart | None:
+    """What each mode holds: graph pool + peak allocated (MiB), stacked so both parts
+    stay visible, one bar per mode beside each other at every batch size. `costs`:
+    cost.memory_cost(points) when the caller has it already."""
+    long = cost.stacked(cost.memory_cost(points) if costs is None else costs)
+    if long.empty:
+        return None
+    modes = present_modes(long["mode"])
+    # Two legends on top sit side by side and ran past a half-page chart: the parts' legend
+    # goes under the plot.
+    chart = alt.Chart(long).mark_bar().encode(
+        x=alt.X("batch_size:O", title=title("batch_size"),
+                axis=alt.Axis(labelAngle=0, labelOverlap=True)),
+        xOffset=alt.XOffset("mode:N", sort=modes),
+        y=alt.Y("MiB:Q", title="Memory held (MiB)", stack="zero"),
+        color=mode_color(modes),
+        opacity=alt.Opacity("part:N", title="Part", sort=list(cost.PARTS.values()),
+                            scale=alt.Scale(domain=list(cost.PARTS.values()),
+                                            range=[1.0, 0.45]),
+                            legend=legend("bottom", entries=2)),
+        order=alt.Order("part:N", sort="descending"),
+        tooltip=[mode_tip(), batch_tip(), alt.Tooltip("part:N", title="Part"),
+                 alt.Tooltip("MiB:Q", title="MiB", format=",.1f"),
+                 alt.Tooltip("total_mib:Q", title="Total MiB", format=",.1f")],
+    )
+    return fitted(chart, chart_title("Memory held",
+                                     "graph pool (solid) + peak allocated (light)"))
+
+
+def tradeoff_chart(costs: pd.DataFrame) -> alt.LayerChart | None:
+    """What the memory buys: speedup over eager (log, 1x rule) against extra MiB over
+    eager's total at the same batch size; one point per (mode, batch), labelled with the
+    batch; the Pareto-best modes of each batch (nothing faster for less) filled and large."""
+    df = costs.dropna(subset=["speedup", "extra_mib"]) if not costs.empty else costs
+    df = df[df["mode"] != "eager"] if not df.empty else df
+    if df.empty:
+        return None
+    df = df[["mode", "batch_size", "extra_mib", "total_mib", "speedup", "speedup_ci_low",
+             "speedup_ci_high", "pareto"]].assign(
+        best=df["pareto"].map({True: "Pareto-best at its batch", False: "dominated"}))
+    # One label per mode (its fastest Pareto-best point): labelling every point overlaps.
+    top = df[df["pareto"]].groupby("mode")["speedup"].idxmax()
+    df["label"] = ""
+    df.loc[top.values, "label"] = [f"{m} @ batch {int(b):,}" for m, b in
+                                   zip(df.loc[top.values, "mode"],
+                                       df.loc[top.values, "batch_size"], strict=True)]
+    x = alt.X("extra_mib:Q", title="Extra memory over eager (MiB)")
+    y = log_y("speedup", _speedup_values(df))
+    tips = [mode_tip(), batch_tip(), alt.Tooltip("extra_mib:Q", title="Extra MiB",
+                                                   format="+,.1f"),
+            alt.Tooltip("total_mib:Q", title="Total MiB", format=",.1f"),
+            *(tip(n) for n in ("speedup", "speedup_ci_low", "speedup_ci_high")),
+            alt.Tooltip("best:N", title="Pareto")]
+    color = mode_color(df["mode"])
+    marks = alt.Chart().mark_point(filled=True).encode(
+        x=x, y=y, color=color,
+        shape=alt.Shape("best:N", title=None, sort=["Pareto-best at its batch", "dominated"],
+                        scale=alt.Scale(range=["diamond", "circle"]),
+                        legend=legend("bottom", entries=2)),
+        size=alt.Size("best:N", scale=alt.Scale(domain=["Pareto-best at its batch",
+                                                        "dominated"], range=[160, 30]),
+                      legend=None),
+        opacity=alt.condition("datum.pareto", alt.value(1.0), alt.value(0.45)),
+        tooltip=tips)
+    # Labels read away from the nearer side: a label right of the rightmost point ran past
+    # the chart's edge.
+    mid = float(df["extra_mib"].min() + df["extra_mib"].max()) / 2
+    labels = [alt.Chart().mark_text(align=side, dx=7 if side == "left" else -7, dy=-6,
+                                    fontSize=10).encode(
+        x=x, y=y, color=color, text="label:N").transform_filter(
+        f"datum.label && (datum.extra_mib {'<=' if side == 'left' else '>'} {mid!r})")
+        for side in ("left", "right")]
+    return fitted(alt.layer(marks, *labels, one_x_rule(), data=df),
+                  chart_title("Speedup against extra memory", "up and left is better"))
+
+
+LAUNCH_VS_BUSY = ("step_ms", "gpu_busy_ms", "host_launch_ms")
+SPLIT_TIPS = ("step_ms", "gpu_busy_ms", "idle_ms", "busy_fraction", "host_launches_per_step",
+              "graph_launches_per_step", "gpu_kernels_per_step", "launch_us", "host_launch_ms")
+
+
+def _split_tips() -> list:
+    fmt = {"busy_fraction": ".0%", "launch_us": ".1f"}
+    return [mode_tip(), batch_tip(),
+            *(tip(n, fmt.get(n, ".1f" if "per_step" in n else None)) for n in SPLIT_TIPS)]
+
+
+def time_split_charts(split: pd.DataFrame) -> dict[str, alt.TopLevelMixin]:
+    """Where the time goes, as separate charts (each stretches to its column): the GPU
+    busy fraction of the step (1.0 = no launch gaps left), host launches per step, and
+    eager's host launch time (launches x the host's launch cost) beside its GPU busy time:
+    when the first exceeds the second, the step is launch-bound, and that is what a CUDA
+    graph removes."""
+    out: dict[str, alt.TopLevelMixin] = {}
+    if split.empty:
+        return out
+    busy = split.dropna(subset=["busy_fraction"])
+    if not busy.empty:
+        y = alt.Y("busy_fraction:Q", title=title("busy_fraction"), axis=alt.Axis(format="%"))
+        rule = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(
+            y="y:Q")
+        layers = lines_and_points(batch_x(), y, mode_color(busy["mode"]), _split_tips(),
+                                   by=["mode"])
+        out["busy"] = fitted(alt.layer(*layers, rule, data=busy),
+                             chart_title("GPU busy / step time", "1.0: no launch gaps left"))
+    launches = split.dropna(subset=["host_launches_per_step"])
+    if not launches.empty:
+        y = alt.Y("host_launches_per_step:Q", title=title("host_launches_per_step"))
+        layers = lines_and_points(batch_x(), y, mode_color(launches["mode"]),
+                                   _split_tips(), by=["mode"])
+        out["launches"] = fitted(alt.layer(*layers, data=launches),
+                                 chart_title("Launches per step", "host launches"))
+    eager = split[(split["mode"] == "eager")].dropna(subset=["host_launch_ms"])
+    if not eager.empty:
+        long = eager.melt(id_vars=["batch_size"], value_vars=list(LAUNCH_VS_BUSY),
+                          var_name="figure", value_name="ms").dropna(subset=["ms"])
+        long["figure"] = long["figure"].map(lambda n: metric(n).label)
+        figures = [metric(n).label for n in LAUNCH_VS_BUSY]
+        out["launch-vs-busy"] = fitted(alt.Chart(long).mark_line(point=True).encode(
+            x=batch_x(), y=alt.Y("ms:Q", title="Time per step (ms)"),
+            color=alt.Color("figure:N", title="Eager", sort=figures,
+                            legend=legend(entries=len(figures))),
+            strokeDash=alt.StrokeDash("figure:N", legend=None),
+            tooltip=[batch_tip(), alt.Tooltip("figure:N", title="What"),
+                     alt.Tooltip("ms:Q", title="ms", format=".3f")],
+        ), chart_title("Eager: launch time vs GPU busy",
+                       "launch-bound where host launch time exceeds GPU busy time"))
+    return out
+
+
+def time_split_chart(split: pd.DataFrame) -> alt.HConcatChart | None:
+    """time_split_charts side by side, for the HTML report and the PNG export."""
+    charts = time_split_charts(split)
+    if not charts:
+        return None
+    return alt.hconcat(*map(unfitted, charts.values())).properties(
+        title="Where the time goes").resolve_scale(
+        color="independent", strokeDash="independent")
+
+
+# One mark per mode on Compare (the colour is the run's): filled shapes told apart at a
+# glance, and a dash per mode for the lines between them.
+MODE_SHAPES = {"compile": "square", "reduce-overhead": "triangle-up", "cuda-graph": "circle",
+               "eager": "cross"}
+MODE_DASHES = {"compile": [2, 2], "reduce-overhead": [6, 3], "cuda-graph": [1, 0],
+               "eager": [1, 3]}
+
+
+def compare_chart(speedups: pd.DataFrame) -> alt.LayerChart | None:
+    """Several runs' speedup curves in one chart, read as one comparison: one colour per
+    run (GPU and torch version), one mark and dash per graph mode, log speedup axis with
+    the 1x rule, each point's 95% interval where measured; a run's series of fewer than
+    MIN_LINE_POINTS points (published figures) drawn as points. `speedups` is
+    comparing.compare_speedups' frame (columns run, series). None when nothing to draw."""
+    df = speedups[speedups["mode"] != "eager"] if not speedups.empty else speedups
+    if df.empty:
+        return None
+    df = df[["run", "series", "mode", "batch_size", *SPEEDUP_TIPS]]
+    # An explicit categorical scheme: the host app's theme would otherwise pick shades
+    # of one hue, and GPUs must be told apart at a glance.
+    series = sorted(set(df["series"]))
+    color = alt.Color("series:N", title="Run: GPU · torch",
+                      scale=alt.Scale(scheme="category10", domain=series),
+                      legend=alt.Legend(orient="bottom", direction="vertical",
+                                        labelLimit=LABEL_LIMIT))
+    modes = present_modes(df["mode"])
+    # The marks' legend in a neutral grey (colour is the run's). The dashes read the mode
+    # from a copy of the column: on the same field Vega-Lite merges the two legends, and
+    # drew the dash over each shape.
+    df = df.assign(line_mode=df["mode"])
+    shape = alt.Shape("mode:N", title="Mode", sort=modes,
+                      legend=legend("bottom", entries=1, direction="vertical",
+                                    symbolFillColor="#666", symbolStrokeColor="#666"),
+                      scale=alt.Scale(domain=modes, range=[MODE_SHAPES[m] for m in modes]))
+    dash = alt.StrokeDash("line_mode:N", sort=modes, legend=None,
+                          scale=alt.Scale(domain=modes, range=[MODE_DASHES[m] for m in modes]))
+    y = log_y("speedup", _speedup_values(df))
+    tips = [alt.Tooltip("run:N", title="Run"), mode_tip(), batch_tip(),
+            *(tip(n) for n in SPEEDUP_TIPS)]
+    n = "_series_points"
+    line = (alt.Chart().mark_line(opacity=0.8).encode(
+        x=batch_x(), y=y, color=color, strokeDash=dash, detail="run:N")
+        .transform_joinaggregate(**{n: "count()"}, groupby=["run", "mode"])
+        .transform_filter(f"datum.{n} >= {MIN_LINE_POINTS}"))
+    points = alt.Chart().mark_point(filled=True, size=70, opacity=0.9).encode(
+        x=batch_x(), y=y, color=color, shape=shape, tooltip=tips)
+    bars = error_bars(df, "speedup_ci_low", "speedup_ci_high",
+                       log_y("speedup_ci_low", _speedup_values(df), "speedup"), color,
+                       detail="mode:N")
+    chart = alt.layer(line, points, *([bars] if bars is not None else []), one_x_rule(),
+                      data=df)
+    return fitted(chart, chart_title("Speedup over eager, per run and mode",
+                                     "colour: run · mark: mode · bars: 95% interval · "
+                                     "dashed line: 1x = eager"), height=HEIGHT + 20)
+
+
+# Energy per step (issue 28) is drawn as step time is (log-log, 95% bars): at small batch it
+# follows step time. Energy above idle may be negative (a mode drawing about idle power,
+# within the counter's error), so that chart has a linear axis and a rule at 0.
+def energy_chart(points: pd.DataFrame, above_idle: bool = False) -> alt.LayerChart | None:
+    """Energy per step (mJ) against batch size, per mode, each point's 95% interval as an
+    error bar; `above_idle`: the energy above the device's idle draw instead (linear axis,
+    no interval). None when no point has the figure."""
+    df = energy_points(points)
+    field = "energy_above_idle_mj_per_step" if above_idle else "energy_mj_per_step"
+    df = df[df[field].notna()]
+    if df.empty:
+        return None
+    color = mode_color(df["mode"])
+    tips = [mode_tip(), batch_tip(), *(tip(c, ".3f") for c in (
+        "energy_mj_per_step", "energy_mj_per_step_ci_low", "energy_mj_per_step_ci_high",
+        "energy_above_idle_mj_per_step")), tip("avg_power_w", ".1f"),
+        tip("idle_power_w", ".1f"), tip("energy_gain", ".2f")]
+    if above_idle:
+        y = alt.Y(f"{field}:Q", title=title(field))
+        layers = lines_and_points(batch_x(), y, color, tips, by=["mode"])
+        zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(
+            strokeDash=[4, 4], color="#444").encode(y="y:Q")
+        return fitted(alt.layer(*layers, zero, data=df), chart_title(
+            "Energy per step above idle", "median; dashed line: the device's idle draw"))
+    cols = ["energy_mj_per_step", "energy_mj_per_step_ci_low", "energy_mj_per_step_ci_high"]
+    values = df[cols].to_numpy().ravel()
+    layers = lines_and_points(batch_x(), log_y(field, values), color, tips, by=["mode"])
+    bars = error_bars(df, cols[1], cols[2], log_y(cols[1], values, field), color)
+    return fitted(alt.layer(*layers, *([bars] if bars is not None else []), data=df),
+                  chart_title("Energy per step", "median over windows, 95% interval"))
+
+
+class _Derived:
+    """A run's points and the frames its charts share, each computed once: the memory
+    cost (Pareto included) fed two charts and was computed twice per page."""
+
+    def __init__(self, points: pd.DataFrame):
+        self.points = points
+
+    @functools.cached_property
+    def costs(self) -> pd.DataFrame:
+        return cost.memory_cost(self.points)
+
+
+RUN_CHARTS = {
+    "speedup": lambda d: speedup_chart(analysis.speedups(d.points)),
+    "step-time": lambda d: step_time_chart(d.points),
+    "memory": lambda d: memory_chart(d.points, d.costs),
+    "memory-tradeoff": lambda d: tradeoff_chart(d.costs),
+    "time-split": lambda d: time_split_chart(analysis.time_split(d.points)),
+    "energy": lambda d: energy_chart(d.points),
+    "energy-above-idle": lambda d: energy_chart(d.points, above_idle=True),
+}
+
+
+def run_charts(points: pd.DataFrame, names=tuple(RUN_CHARTS)) -> dict[str, alt.TopLevelMixin]:
+    """A run's charts in reading order, keyed by a short name (file names in exports);
+    charts with nothing to draw are left out. `names` picks some: building an Altair
+    chart is a large part of a page's render time, so a page builds only what it draws."""
+    derived = _Derived(points)
+    charts = {k: RUN_CHARTS[k](derived) for k in RUN_CHARTS if k in names}
+    return {k: v for k, v in charts.items() if v is not None}

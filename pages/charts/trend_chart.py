@@ -1,0 +1,68 @@
+"""The Trends page's chart: a workload's speedup per mode over the ordered runs at one
+batch size, each change against the previous run marked by its verdict. The table it
+draws is pages/logic/trends.py's.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from pages.charts import encodings, layout
+
+# Up to this many runs a trend chart reads in half the page (each run's three-line label
+# needs about 100 px with its spacing, and Vega hides labels that would touch); more get
+# the whole width.
+RUNS_PER_HALF_ROW = 3
+# One shape per change verdict (runner/format/verdict.py's, and "first"): only a change
+# outside the noise gets a triangle; an inconclusive one is no change to mark.
+CHANGE_SHAPES = {"first": "circle", "within noise": "circle", "inconclusive": "circle",
+                 "no interval": "circle", "faster": "triangle-up", "slower": "triangle-down"}
+
+
+def _present(values, order) -> list[str]:
+    have = {str(v) for v in values}
+    return [v for v in order if v in have]
+
+
+def trend_chart(table: pd.DataFrame, batch: int) -> alt.LayerChart | None:
+    """Speedup per mode over the ordered runs at one batch size: log y with a 1x rule,
+    95% intervals as bars, changes outside the noise as up / down triangles. Legends list
+    only the modes and kinds of change drawn."""
+    df = table[table["batch_size"] == batch]
+    if df.empty:
+        return None
+    df = df.drop(columns=["change vs previous"]).assign(
+        changed=df["change"].isin(["faster", "slower"]))
+    values = list(df["speedup"]) + list(df["speedup_ci_low"].dropna()) \
+        + list(df["speedup_ci_high"].dropna()) + [1.0]
+    y = encodings.log_y("speedup", values)
+    order = list(df.sort_values("order")["run"].drop_duplicates())
+    # Horizontal labels on three lines (torch / date / id): rotated ones took a third of
+    # the chart's height and still overlapped.
+    x = alt.X("run:N", title="Run (torch version · date · id)", sort=order,
+              axis=alt.Axis(labelAngle=0, labelExpr="split(datum.label, ' · ')",
+                            labelLimit=layout.LABEL_LIMIT, labelOverlap=True))
+    color = encodings.mode_color(df["mode"])
+    tips = [alt.Tooltip("run:N"), alt.Tooltip("mode:N"),
+            alt.Tooltip("speedup:Q", format=".2f"),
+            alt.Tooltip("speedup_ci_low:Q", title="95% low", format=".2f"),
+            alt.Tooltip("speedup_ci_high:Q", title="95% high", format=".2f"),
+            alt.Tooltip("change:N")]
+    base = alt.Chart(df)
+    line = base.mark_line(opacity=0.5).encode(x=x, y=y, color=color, detail="mode:N")
+    kinds = _present(df["change"], CHANGE_SHAPES)
+    shape = alt.Shape("change:N", title="Change vs previous",
+                      scale=alt.Scale(domain=kinds, range=[CHANGE_SHAPES[k] for k in kinds]),
+                      legend=layout.legend("bottom", entries=len(kinds)))
+    pts = base.mark_point(filled=True).encode(
+        x=x, y=y, color=color, shape=shape, tooltip=tips,
+        size=alt.condition("datum.changed", alt.value(160), alt.value(60)))
+    bars = base.transform_filter("isValid(datum.speedup_ci_low)").mark_rule().encode(
+        x=x, y=alt.Y("speedup_ci_low:Q"), y2="speedup_ci_high:Q", color=color)
+    rule = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(
+        y="y:Q")
+    runs = df["run_id"].nunique()
+    return layout.fitted(rule + bars + line + pts, layout.chart_title(
+        f"Speedup over eager at batch {batch:,}",
+        f"{runs} run(s); bars: 95% interval; triangles: a change outside the noise"))

@@ -1,0 +1,239 @@
+"""The Runs board's logic, free of streamlit: each run's key figures (a sweep's read from
+its summary, runner/format/run_summary.py: the key figure and its memory cost, each graph
+mode's best speedup with its batch and graph pool, the break-even batch; a serve run's
+best strategy; a graph-memory run's fixed MiB per capture), and whether a selection of
+runs can be compared.
+
+Key figures are numbers (NaN when unknown), so the table sorts them as numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from pages.logic import comparing
+from pages.logic.comparing import value_text
+from pages.logic.names import device_name
+from pages.logic.noise import NOISE_COUNT_COLUMNS, has_noise_counts, noise_summary
+from runner.format.metrics import BYTES_PER_MIB
+from runner.format.run_summary import (
+    BREAK_EVEN_GAIN,
+    MEMORY_COST_LABEL,
+    NO_SPEEDUP,
+    RunSummary,
+)
+from runner.format.verdict import INCONCLUSIVE, SPREAD_LIMIT
+from runner.format.vocab import CUDA_GRAPH_MODES
+
+MIB = BYTES_PER_MIB
+
+
+def _col(mode: str, what: str) -> str:
+    return f"{mode} {what}"
+
+
+def key_columns() -> list[str]:
+    """The numeric key-figure columns, in the order the board shows them."""
+    cols = []
+    for m in CUDA_GRAPH_MODES:
+        cols += [_col(m, "x"), _col(m, "batch"), _col(m, "pool MiB")]
+    return [*cols, "break-even batch"]
+
+
+KEY_HELP = {
+    **{_col(m, "x"): f"{m}'s best speedup over eager: the point whose 95% interval's lower "
+                     "bound is highest; empty where every point is inconclusive (its "
+                     f"interval contains 1x and spans more than {SPREAD_LIMIT:g}x)"
+       for m in CUDA_GRAPH_MODES},
+    **{_col(m, "batch"): f"the batch size of {m}'s best speedup" for m in CUDA_GRAPH_MODES},
+    **{_col(m, "pool MiB"): f"{m}'s memory cost at its best point: the {MEMORY_COST_LABEL}"
+       for m in CUDA_GRAPH_MODES},
+    "break-even batch": f"first batch from which reduce-overhead gains less than "
+                        f"{BREAK_EVEN_GAIN}x over compile (empty: not reached or unknown)",
+    "key figure": "the run's best speedup over eager (any mode, ranked by its 95% lower "
+                  "bound), its mode and batch",
+    "memory cost": f"what the key figure's point costs: the {MEMORY_COST_LABEL}",
+}
+
+
+def key_format(column: str) -> str:
+    """The number format of a key-figure column (streamlit's printf style)."""
+    return "%.2fx" if column.endswith(" x") else "%.1f" if column.endswith("MiB") else "%d"
+
+
+def _sweep_row(summary: RunSummary | None) -> dict:
+    """A sweep's key figures as the board shows them, read from its summary: numbers
+    (NaN when unknown) so the columns sort, and the key figure and its memory cost in the
+    summary's own words."""
+    row: dict = {c: math.nan for c in key_columns()}
+    if summary is None:  # a sweep the summaries did not cover: none of its figures known
+        return {**row, "key figure": NO_SPEEDUP, "memory cost": ""}
+    for b in summary.bests:
+        if b.mode not in CUDA_GRAPH_MODES or b.verdict == INCONCLUSIVE:
+            continue  # an inconclusive best is no number to sort or rank by
+        row[_col(b.mode, "x")] = b.speedup
+        row[_col(b.mode, "batch")] = b.batch_size
+        row[_col(b.mode, "pool MiB")] = (math.nan if b.graph_pool_bytes is None
+                                         else b.graph_pool_bytes / BYTES_PER_MIB)
+    if summary.break_even_batch is not None:
+        row["break-even batch"] = summary.break_even_batch
+    row["key figure"] = summary.speedup_text()
+    row["memory cost"] = summary.memory_text() or ""
+    return row
+
+
+def key_table(summaries: Sequence[RunSummary], names: Mapping[int, str]) -> pd.DataFrame:
+    """One row per run, as its summary quotes it: the run's name (`names`, by id), its
+    key figure and the memory cost it pays (Compare and Trends show it, the board and
+    `runner list` the same words)."""
+    return pd.DataFrame(
+        [{"run": names.get(s.header.id, f"#{s.header.id}"), "key figure": s.speedup_text(),
+          "memory cost": s.memory_text() or ""} for s in summaries],
+        columns=["run", "key figure", "memory cost"])
+
+
+def _serve_figure(results: pd.DataFrame) -> str:
+    """A serve run's key figure: its best strategy by real rows/s, with p99 latency."""
+    if results.empty:
+        return "no strategy finished"
+    ok = results[(results["status"] == "ok") & results["rows_per_s"].notna()]
+    if ok.empty:
+        return f"0/{len(results)} strategies ok"
+    best = ok.loc[ok["rows_per_s"].idxmax()]
+    p99 = best["latency_ms_p99"]
+    tail = f", p99 {p99:.2f} ms" if p99 == p99 and p99 is not None else ""
+    return f"best {best['strategy']}: {best['rows_per_s']:,.0f} rows/s{tail}"
+
+
+def graph_memory_figure(a: dict) -> str:
+    """A graph-memory run's key figure: what each capture pays alone (the workspaces), and
+    what all its sizes cost in one shared pool, as the engines capture them."""
+    parts = []
+    if "fixed_bytes_per_capture" in a:
+        parts.append(f"{a['fixed_bytes_per_capture'] / MIB:,.1f} MiB fixed per capture")
+    if "shared_total_bytes" in a:
+        parts.append(f"{a.get('sizes', '?')} sizes in one pool: "
+                     f"{a['shared_total_bytes'] / MIB:,.1f} MiB")
+    return "; ".join(parts) or "no capture stored"
+
+
+def key_figures(runs: pd.DataFrame, summaries: Mapping[int, RunSummary],
+                serve: pd.DataFrame | None = None,
+                graph_memory: dict[int, dict] | None = None) -> pd.DataFrame:
+    """Per run (index run_id): key_columns() as numbers, `key figure` as one line (a
+    sweep's best speedup, its summary's; a serve run's best strategy), `memory cost` and
+    `points` as text (ok points of a sweep, ok strategies of a serve run: never '0/0 ok').
+    `summaries`: the sweeps' (queries.run_summaries), by run id."""
+    serve = serve if serve is not None else pd.DataFrame(
+        columns=["run_id", "strategy", "status", "rows_per_s", "latency_ms_p99"])
+    by_serve = {int(k): g for k, g in serve.groupby("run_id")} if not serve.empty else {}
+    rows = []
+    for _, r in runs.iterrows():
+        rid = int(r["id"])
+        row = {c: math.nan for c in key_columns()}
+        if r["kind"] == "serve":
+            res = by_serve.get(rid, serve.iloc[0:0])
+            row["key figure"], row["memory cost"] = _serve_figure(res), ""
+            ok = int((res["status"] == "ok").sum()) if not res.empty else 0
+            row["points"] = f"{ok}/{len(res)} strategies ok"
+        elif r["kind"] == "graph-memory":
+            a = (graph_memory or {}).get(rid, {})
+            row["key figure"], row["memory cost"] = graph_memory_figure(a), ""
+            row["points"] = f"{a.get('sizes', 0)} sizes captured"
+        else:
+            row = _sweep_row(summaries.get(rid))
+            row["points"] = points_text(r)
+        rows.append({"run_id": rid, **row})
+    cols = ["run_id", *key_columns(), "key figure", "memory cost", "points"]
+    return pd.DataFrame(rows, columns=cols).set_index("run_id")
+
+
+def board(runs: pd.DataFrame, summaries: Mapping[int, RunSummary],
+          serve: pd.DataFrame | None = None,
+          graph_memory: dict[int, dict] | None = None) -> pd.DataFrame:
+    """The Runs page's table: who and what first, then the key figures, then the rest
+    (runs_table's columns)."""
+    table = runs_table(runs)
+    if table.empty:
+        return table.reindex(columns=[*table.columns, *key_columns(), "key figure",
+                                      "memory cost"])
+    figs = key_figures(runs, summaries, serve, graph_memory)
+    table = table.drop(columns=["points"]).join(figs, on="id")
+    first = ["id", "GPU", "workload", "torch", "key figure", "memory cost", *key_columns()]
+    return table[first + [c for c in table.columns if c not in first]]
+
+
+def compare_refusal(selected: pd.DataFrame) -> list[str]:
+    """Why the selected runs (rows of the runs frame) cannot be compared; [] when they
+    can. Compare overlays sweeps of one model at one size and precision."""
+    if len(selected) < 2:
+        return []
+    where = {"serve": "on the Serve page", "graph-memory": "on its own page"}
+    reasons = [f"Run {int(r['id'])} is a {r['kind']} run: Compare overlays sweeps. Open "
+               f"it {where[r['kind']]} instead." for _, r in selected.iterrows()
+               if r["kind"] in where]
+    if reasons:
+        return reasons
+    return [w.replace("Not comparable: ", "Cannot compare: ")
+            for w in comparing.comparability(selected)]
+
+
+def points_text(run) -> str:
+    """A sweep's point counts: ok out of those that could run here, then the unsupported
+    ones apart. "6/12 ok" read as failure on a CPU run whose other six points are graph
+    modes that need CUDA; it reads "6/6 ok · 6 n/a on CPU"."""
+    def n(key: str) -> int:
+        v = run.get(key)
+        return 0 if v is None or v != v else int(v)
+
+    ok, total, unsupported = n("ok_points"), n("points"), n("unsupported_points")
+    text = f"{ok}/{total - unsupported} ok"
+    if unsupported:
+        text += (f" · {unsupported} n/a on CPU" if run.get("device") == "cpu"
+                 else f" · {unsupported} unsupported")
+    return text
+
+
+def runs_table(runs: pd.DataFrame, noise: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The Runs page's table: one row per run, published runs marked, a noise badge, a
+    relative link to each run page (relative, so it works under any base URL).
+
+    The badge reads the runs frame's noise counts (NOISE_COUNT_COLUMNS) where it has them,
+    else `noise` (noise_counts' frame); without either it shows a dash."""
+    cols = ["id", "created", "source", "kind", "GPU", "torch", "workload", "parameters",
+            "dtype", "status", "points", "noise", "label", "link"]
+    if runs.empty:
+        return pd.DataFrame(columns=cols)
+    if has_noise_counts(runs):
+        noise = runs.set_index(runs["id"].astype(int))[list(NOISE_COUNT_COLUMNS)]
+    badges = []
+    for rid, kind in zip(runs["id"].astype(int), runs["kind"], strict=True):
+        if kind != "sweep" or noise is None:
+            badges.append("—")
+        elif rid in noise.index:
+            badges.append(noise_summary(noise.loc[rid])[1])
+        else:
+            badges.append(noise_summary({})[1])
+    out = pd.DataFrame({
+        "id": runs["id"].astype(int),
+        "created": runs["created_at"].dt.strftime("%Y-%m-%d %H:%M"),
+        "source": runs["source"],
+        "kind": runs["kind"],
+        "GPU": [device_name(r) for _, r in runs.iterrows()],
+        "torch": runs["torch_version"].fillna("—"),
+        "workload": runs["workload"],
+        "parameters": runs["workload_params"].map(value_text),
+        "dtype": runs["dtype"].fillna("—"),
+        "status": runs["status"],
+        "points": [f"{int(o)}/{int(p)} ok"
+                   for o, p in zip(runs["ok_points"], runs["points"], strict=True)],
+        "noise": badges,
+        "label": runs["label"].fillna(""),
+        # Serve runs (dynamic batch sizes) have their own page.
+        "link": [f"{'serve' if k == 'serve' else 'run'}?run={int(i)}"
+                 for i, k in zip(runs["id"], runs["kind"], strict=True)],
+    })
+    return out[cols].reset_index(drop=True)

@@ -1,0 +1,198 @@
+"""How long a sweep on the Launch page will take, before it is queued and while it runs:
+the estimate from past runs of the workload on the target (a rough figure per timing
+preset without one, compiles counted apart), the progress bar's fraction and the time
+left.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pages.logic.analysis import point_record
+from runner.format.measurement import JsonObject
+from runner.format.point_text import parse
+from runner.format.queue import Job, JobProgress
+from runner.format.vocab import COMPILED_MODES
+
+
+def format_seconds(s: float | None) -> str:
+    if s is None:
+        return "—"
+    s = int(round(s))
+    return f"{s // 3600}h {s % 3600 // 60:02d}m" if s >= 3600 else (
+        f"{s // 60}m {s % 60:02d}s" if s >= 60 else f"{s}s")
+
+
+# A rough figure per point when no past run of the workload on the target says better:
+# the timing presets' order of magnitude for a small model (seconds, warm-up and fresh
+# processes included), compile not counted: that is COMPILE_S's.
+ROUGH_POINT_S = {"quick": 3.0, "standard": 15.0, "thorough": 40.0}
+
+
+# A compiled mode's setup (Dynamo + Inductor, warm-up calls) when no past run measured
+# one: the first compile in a worker's process also pays for importing and warming up
+# Inductor, the later ones (each batch size is its own static graph) much less. Seen:
+# `mlp --quick` on a shared 2-core CPU with an empty Inductor cache, 11.1 s first and
+# 3.6 s at the next batch size; issue 25's CPU sweep waited 104 s on its first. Rough,
+# between the two, and said to be rough wherever shown.
+COMPILE_S = {"first": 60.0, "later": 10.0}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    points: int
+    seconds: float
+    basis: str  # where the figure comes from, in words
+
+    def text(self) -> str:
+        return (f"{self.points} point(s) · about {format_seconds(self.seconds)} "
+                f"({self.basis})")
+
+
+def point_count(spec: JsonObject) -> int:
+    return len(spec.get("batch_sizes") or ()) * len(spec.get("modes") or ())
+
+
+def compiled_count(spec: JsonObject) -> int:
+    """Points whose mode goes through torch.compile: each pays a compile."""
+    return len(spec.get("batch_sizes") or ()) * sum(
+        m in COMPILED_MODES for m in (spec.get("modes") or ()))
+
+
+def per_point_s(history) -> list[float]:
+    """Seconds per point of each past run (queries.past_durations' frame): the sum of its
+    points' wall times where recorded, else finished_at - created_at over its points."""
+    return [wall / n for wall, n, _ in _run_walls(history)]
+
+
+def _run_walls(history) -> list[tuple[float, int, Any]]:
+    """(wall seconds, points, run_id) of each past run with both known."""
+    out = []
+    for r in history.to_dict("records"):
+        n = r.get("points") or 0
+        if not n:
+            continue
+        wall = r.get("point_wall_s")
+        if wall is None or wall != wall:
+            start, end = r.get("created_at"), r.get("finished_at")
+            if start is None or end is None or end != end or start != start:
+                continue
+            wall = (end - start).total_seconds()
+        if wall > 0:
+            out.append((float(wall), int(n), r.get("run_id")))
+    return out
+
+
+def past_setups(points) -> dict[Any, list[float]]:
+    """Run id -> the setup seconds (compile, warm-up calls) of each of its compiled ok
+    points, from the points' details (queries.key_points' frame): phase_s["setup"]."""
+    out: dict[Any, list[float]] = {}
+    if points is None or len(points) == 0:
+        return out
+    for r in points.to_dict("records"):
+        m = point_record(r)
+        if m.mode not in COMPILED_MODES or m.status != "ok":
+            continue
+        phases = m.timing.phase_s  # seconds by phase name, as the runner stored them
+        s = phases.get("setup") if isinstance(phases, dict) else None
+        if isinstance(s, (int, float)) and s == s and s >= 0:
+            out.setdefault(r["run_id"], []).append(float(s))
+    return out
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    k = len(xs) // 2
+    return xs[k] if len(xs) % 2 else (xs[k - 1] + xs[k]) / 2
+
+
+def _rough_compile(n: int) -> tuple[float, str]:
+    if not n:
+        return 0.0, ""
+    s = COMPILE_S["first"] + COMPILE_S["later"] * (n - 1)
+    later = (f", later ones about {COMPILE_S['later']:.0f} s each" if n > 1 else "")
+    return s, f"first compile: about {COMPILE_S['first']:.0f} s{later}"
+
+
+def estimate(spec: JsonObject, history, where: str, points=None) -> Estimate:
+    """`spec`: its fields as the queue stores them (Checked.spec, a job's row).
+
+    The point count and a duration, compile counted apart: the median seconds per
+    point of past runs of this workload on `where` (the target) less their compiles,
+    times the point count, plus the mean past compile per compiled point. `points` are
+    those past runs' points (queries.key_points) with the details that hold each
+    compile's time. Without past compiles a rough figure says 'first compile: about N s';
+    without past runs the whole figure is rough."""
+    n, n_compiled = point_count(spec), compiled_count(spec)
+    walls = _run_walls(history) if history is not None else []
+    timing = spec.get("timing") or "standard"
+    workload = spec.get("workload")
+    if not walls:
+        per = ROUGH_POINT_S.get(timing, ROUGH_POINT_S["standard"])
+        extra, said = _rough_compile(n_compiled)
+        return Estimate(n, per * n + extra,
+                        f"rough: no past run of {workload} on {where}; ~{per:g} s per "
+                        f"{timing} point" + (f"; {said}" if said else ""))
+    setups = past_setups(points)
+    measured = [s for run in setups.values() for s in run]
+    if not measured and points is not None and len(points) and \
+            points["mode"].isin(COMPILED_MODES).any():
+        # Past compiled points without a recorded setup (older runs): their compiles are
+        # inside their per-point figure already; splitting would count them twice.
+        per = _median([wall / k for wall, k, _ in walls])
+        return Estimate(n, per * n, f"from {len(walls)} past run(s) of {workload} on "
+                                    f"{where}, {per:.1f} s per point, compiles included")
+    # A past run's compiles come out of its per-point figure: a new sweep's share of
+    # compiled points may differ from theirs.
+    base = _median([max(0.0, wall - sum(setups.get(rid, []))) / k for wall, k, rid in walls])
+    basis = f"from {len(walls)} past run(s) of {workload} on {where}, {base:.1f} s per point"
+    if not n_compiled:
+        return Estimate(n, base * n, basis)
+    if measured:
+        each = sum(measured) / len(measured)  # a mean: the first, cold compile included
+        return Estimate(n, base * n + each * n_compiled,
+                        f"{basis} + {each:.0f} s per compiled point (past compiles)")
+    extra, said = _rough_compile(n_compiled)
+    return Estimate(n, base * n + extra, f"{basis}; no past compile recorded: {said}")
+
+
+# What a point counts for on the bar before it is measured: its setup is half of it, its
+# timing and profiled pass the other half. A cold compile is most of a CPU sweep's time;
+# a bar that waits for a batch size's interleaved rounds to end sat still through it.
+SETUP_SHARE = 0.5
+
+
+def bar_fraction(job: Job, p: JobProgress) -> float | None:
+    """How far the job is, per (mode, batch) point: points measured, plus, for the batch
+    size in flight, SETUP_SHARE for each mode whose setup is done, the rest for each
+    mode once the rounds end and its profiled pass starts (the job's current point, as
+    runner/format/point_text.describe writes it). None while the total is unknown."""
+    total, done = p.total, p.done or 0
+    if not total:
+        return None
+    credit = 0.0
+    now = parse(job.current_point) if job.status == "running" else None
+    modes = list(job.modes)
+    if now is not None and now[2] is not None and modes:
+        what, _, phase = now
+        i = modes.index(what) if what in modes else None
+        if phase == "setup" and i is not None:
+            credit = SETUP_SHARE * i
+        elif phase == "timing":
+            credit = SETUP_SHARE * len(modes)
+        elif phase == "profiling" and i is not None:
+            credit = SETUP_SHARE * len(modes) + (1 - SETUP_SHARE) * i
+    return min(1.0, (done + credit) / total)
+
+
+def time_left(p: JobProgress, estimate_s: float | None) -> tuple[float | None, str]:
+    """(seconds left, where the figure comes from) of a job in flight, from
+    db.jobs.progress's `p`: the rate of its measured points once one is done; before that
+    (a cold compile may take minutes) the estimate made before Launch less the time spent,
+    never below 0; None when neither is known."""
+    if p.remaining_s is not None:
+        return p.remaining_s, "from the points measured so far"
+    if estimate_s is None or p.elapsed_s is None:
+        return None, ""
+    return max(0.0, estimate_s - p.elapsed_s), "from the estimate, no point measured yet"

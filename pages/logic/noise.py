@@ -1,0 +1,132 @@
+"""What the intervals say about a run's points: a noise badge per point and a count per
+run, the host's launch cost, and the one verdict rule (runner/format/verdict.py) on a
+ratio of two runs' figures. Pure pandas over the points frames db.queries returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from pages.logic.analysis import numeric_column, usable
+from runner.format.numbers import flag_or_none as _flag
+from runner.format.numbers import number_or_none
+from runner.format.verdict import verdict
+
+NOISE_LEVELS = ("ok", "noisy", "host unstable", "no interval")
+
+
+def _flags(points: pd.DataFrame, name: str) -> pd.Series:
+    """A yes/no column as bools (the database may hand back 1.0 / NaN beside nulls)."""
+    if name not in points:
+        return pd.Series(False, index=points.index)
+    return points[name].map(lambda v: bool(_flag(v))).astype(bool)
+
+
+def point_badges(points: pd.DataFrame) -> pd.Series:
+    """One noise badge per point: 'noisy' (ended on budget with an interval wider than
+    target), 'host unstable' (launch cost moved during its rounds), both, 'no interval'
+    (measured before intervals existed), or 'ok'. Points without a figure get ''.
+    Vectorised: the Runs page counts badges over every listed run's points."""
+    if points.empty:
+        return pd.Series([], dtype=object)
+    measured = points["status"].eq("ok") & numeric_column(points, "step_ms").notna()
+    noisy, unstable = _flags(points, "noisy"), _flags(points, "host_unstable")
+    has_ci = (numeric_column(points, "step_ms_ci_low").notna()
+              & numeric_column(points, "step_ms_ci_high").notna())
+    out = pd.Series("ok", index=points.index, dtype=object)
+    out[~has_ci] = "no interval"
+    out[noisy] = "noisy"
+    out[unstable] = "host unstable"
+    out[noisy & unstable] = "noisy, host unstable"
+    out[~measured] = ""
+    return out
+
+
+NOISE_COUNT_COLUMNS = ("ok_points", "interval_points", "noisy_points", "unstable_points")
+
+
+def noise_counts(points: pd.DataFrame) -> pd.DataFrame:
+    """Per run (index run_id): ok points, those with an interval, noisy, host unstable."""
+    if points.empty:
+        return pd.DataFrame(columns=list(NOISE_COUNT_COLUMNS)).rename_axis("run_id")
+    b = point_badges(points)
+    ok = b.ne("")
+    df = pd.DataFrame({"run_id": points["run_id"].astype(int), "ok_points": ok,
+                       "interval_points": ok & numeric_column(points, "step_ms_ci_low").notna()
+                       & numeric_column(points, "step_ms_ci_high").notna(),
+                       "noisy_points": b.str.contains("noisy"),
+                       "unstable_points": b.str.contains("host unstable")})
+    return df.groupby("run_id").sum().astype(int)
+
+
+def noise_summary(counts: dict | pd.Series) -> tuple[str, str]:
+    """(level, text) of one run from its noise counts: level is one of NOISE_LEVELS (the
+    worst that applies), text e.g. '3 of 40 points noisy, 1 host unstable'."""
+    ok = int(counts.get("ok_points") or 0)
+    if ok == 0:
+        return "no interval", "no measured point"
+    with_ci = int(counts.get("interval_points") or 0)
+    noisy, unstable = int(counts.get("noisy_points") or 0), int(counts.get("unstable_points")
+                                                                or 0)
+    if with_ci == 0 and not noisy and not unstable:
+        return "no interval", "no interval"
+    parts = []
+    if noisy:
+        parts.append(f"{noisy} of {ok} points noisy")
+    if unstable:
+        parts.append(f"{unstable} of {ok} points host unstable")
+    if with_ci < ok:
+        parts.append(f"{ok - with_ci} of {ok} points without interval")
+    level = ("noisy" if noisy else "host unstable" if unstable
+             else "no interval" if with_ci < ok else "ok")
+    return level, (", ".join(parts) if parts else f"ok: all {ok} points within target")
+
+
+@dataclass(frozen=True)
+class LaunchCost:
+    """The host's cost of one trivial kernel launch over a run's points (us)."""
+    median: float
+    low: float
+    high: float
+    points: int
+
+    def text(self) -> str:
+        return f"{self.median:.1f} us ({self.low:.1f}-{self.high:.1f})"
+
+
+def launch_cost(points: pd.DataFrame) -> LaunchCost | None:
+    """Median and range of the points' launch cost; None when no point measured it."""
+    if points.empty:
+        return None
+    us = numeric_column(usable(points), "launch_us").dropna()
+    if us.empty:
+        return None
+    return LaunchCost(float(us.median()), float(us.min()), float(us.max()), len(us))
+
+
+def ratio_interval(num_low: Any, num_high: Any, den_low: Any,
+                   den_high: Any) -> tuple[float, float] | None:
+    """A conservative interval for num / den from each side's own 95% interval:
+    num_low / den_high .. num_high / den_low. None when a bound is unknown."""
+    a, b, c, d = (number_or_none(v) for v in (num_low, num_high, den_low, den_high))
+    if None in (a, b, c, d) or c <= 0 or d <= 0:
+        return None
+    return a / d, b / c
+
+
+def ratio_verdict(interval: tuple[float, float] | None) -> str:
+    """The one rule (runner/format/verdict.py) on a ratio interval: 'faster' / 'slower'
+    when it lies wholly above / below 1.0; 'within noise' when it includes 1.0 within the
+    rule's spread, 'inconclusive' beyond it; 'no interval' if None."""
+    if interval is None:
+        return "no interval"
+    lo, hi = interval
+    # The verdict needs a value only to know it is known; any finite one inside will do.
+    return verdict(1.0, lo, hi) or "no interval"
+
+
+def has_noise_counts(runs: pd.DataFrame) -> bool:
+    return all(c in runs for c in NOISE_COUNT_COLUMNS)

@@ -1,0 +1,183 @@
+"""A run's points as tables and files: every point with units and marks (the Points view,
+the HTML report), the batch size x mode pivot, and the CSV exports, their text cells
+neutralised for spreadsheets.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from pages.logic import analysis, cost, energy, noise
+from pages.logic.metrics import MISSING, format_interval, format_value, metric, title
+from runner.format import verdict as vd
+from runner.format.bundle import MEASUREMENT_FIELDS
+from runner.format.numbers import is_missing
+from runner.format.run_summary import MEMORY_COST_LABEL, mib_text
+from runner.format.vocab import ALTERNATIVE_MODES, CUDA_GRAPH_MODES
+
+# (column, interval bounds or None): an interval column follows its figure. The answer
+# columns come first (speedup, time, memory), so they are on screen without scrolling.
+POINT_COLUMNS = (("speedup", ("speedup_ci_low", "speedup_ci_high")),
+                 ("step_ms", ("step_ms_ci_low", "step_ms_ci_high")), ("total_mib", None),
+                 ("extra_mib", None), ("graph_pool_bytes", None),
+                 ("peak_allocated_bytes", None), ("step_ms_p10", None), ("step_ms_p90", None),
+                 ("latency_ms", None), ("setup_s", None), ("launch_us", None),
+                 ("host_launches_per_step", None), ("graph_launches_per_step", None),
+                 ("gpu_busy_ms", None), ("busy_fraction", None),
+                 ("reserved_delta_bytes", None), ("max_abs_err", None),
+                 ("energy_mj_per_step", ("energy_mj_per_step_ci_low",
+                                         "energy_mj_per_step_ci_high")),
+                 ("energy_gain", ("energy_gain_ci_low", "energy_gain_ci_high")),
+                 ("avg_power_w", None), ("energy_above_idle_mj_per_step", None))
+
+
+# Shown only for a run with an energy figure: a dash in every row says nothing.
+ENERGY_TABLE_COLUMNS = ("energy_mj_per_step", "energy_gain", "avg_power_w",
+                        "energy_above_idle_mj_per_step")
+
+
+RESERVED_NOTE = ("Reserved change in setup: how setup moved the allocator's reserve. It is "
+                 "negative where setup made the allocator release cached blocks; it is not "
+                 "a cost. What a mode holds is graph pool + peak allocated.")
+
+
+SPEEDUP_FIELDS = ("speedup", "speedup_ci_low", "speedup_ci_high", "verdict")
+
+
+def points_with_speedup(points: pd.DataFrame) -> pd.DataFrame:
+    """Points with analysis.speedups' figure (the stored paired one where measured, else
+    the ratio of medians) in place of the stored columns."""
+    sp = (analysis.speedups(points).set_index(["run_id", "mode", "batch_size"])
+          [list(SPEEDUP_FIELDS)])
+    out = points.drop(columns=[c for c in SPEEDUP_FIELDS if c in points])
+    out = out.join(sp, on=["run_id", "mode", "batch_size"])
+    out["busy_fraction"] = pd.to_numeric(out["gpu_busy_ms"]) / pd.to_numeric(out["step_ms"])
+    for c in ("step_ms_ci_low", "step_ms_ci_high", "launch_us"):
+        out[c] = analysis.numeric_column(out, c)
+    mem = cost.memory_cost(points).set_index(["run_id", "mode", "batch_size"])[
+        ["total_mib", "extra_mib"]]
+    return out.join(mem, on=["run_id", "mode", "batch_size"])
+
+
+def points_table(points: pd.DataFrame) -> pd.DataFrame:
+    """Every point, failed ones included and marked with their message; numbers as text
+    with units (unknown shows as a dash)."""
+    if points.empty:
+        return pd.DataFrame(columns=["Mode", "Batch size", "Status"])
+    p = analysis.in_mode_order(points_with_speedup(points))
+    out = pd.DataFrame({"Mode": p["mode"], "Batch size": p["batch_size"].astype(int)})
+    for c in ENERGY_TABLE_COLUMNS:
+        p[c] = analysis.numeric_column(p, c)
+    for c in ("energy_mj_per_step_ci_low", "energy_mj_per_step_ci_high",
+              "energy_gain_ci_low", "energy_gain_ci_high"):
+        p[c] = analysis.numeric_column(p, c)
+    shown = [(c, b) for c, b in POINT_COLUMNS
+             if c not in ENERGY_TABLE_COLUMNS or energy.has_energy(points)]
+    for c, bounds in shown:
+        if c == "step_ms_p10":  # after the answer columns: how each point went
+            out["Status"] = status_marks(p).values
+            out["Noise"] = noise.point_badges(p).values
+        out[title(c)] = [format_value(c, v) for v in p[c]]
+        if bounds:
+            lo, hi = p[bounds[0]], p[bounds[1]]
+            known = p[c].notna() & p["mode"].ne("eager") if c == "speedup" else p[c].notna()
+            out[f"{metric(c).label} 95% CI"] = [
+                format_interval(c, a, b) if k else MISSING
+                for a, b, k in zip(lo, hi, known, strict=True)]
+        if c == "speedup":  # the one rule's word beside the figure it judges
+            out["Verdict"] = [v if isinstance(v, str) else MISSING for v in p["verdict"]]
+    out["CUDA graph"] = p["cudagraph_status"].values
+    out["Correct"] = [MISSING if is_missing(v) else ("yes" if v else "NO") for v in p["correct"]]
+    return out
+
+
+PIVOT_CAPTION = ("Speedup over eager (95% interval where measured) · the graph modes' "
+                 f"memory cost: the {MEMORY_COST_LABEL}, per batch size and mode.")
+
+
+def speedup_pivot(points: pd.DataFrame) -> pd.DataFrame:
+    """Batch size x graph mode at a glance: each cell the speedup over eager with its 95%
+    interval and, for a mode that captures graphs, its memory cost as the run's summary
+    defines it (MEMORY_COST_LABEL), e.g. '7.1x (6.5-7.6) · 34.0 MiB'; an inconclusive one
+    (runner/format/verdict.py) shows its interval only."""
+    sp = analysis.speedups(points)
+    sp = sp[sp["mode"] != "eager"]
+    if sp.empty:
+        return pd.DataFrame(columns=["Batch size"])
+    pool = analysis.usable(points).set_index(["run_id", "mode", "batch_size"])
+    sp = sp.join(analysis.numeric_column(pool, "graph_pool_bytes"),
+                 on=["run_id", "mode", "batch_size"])
+    sp.loc[~sp["mode"].isin(CUDA_GRAPH_MODES), "graph_pool_bytes"] = float("nan")
+
+    def cell(r) -> str:
+        if r["verdict"] == vd.INCONCLUSIVE:  # no median: it is not a finding
+            text = f"inconclusive ({vd.interval_text(r['speedup_ci_low'], r['speedup_ci_high'])})"
+        else:
+            text = f"{r['speedup']:.1f}x"
+        if r["verdict"] != vd.INCONCLUSIVE and pd.notna(r["speedup_ci_low"]) \
+                and pd.notna(r["speedup_ci_high"]):
+            text += f" ({r['speedup_ci_low']:.1f}-{r['speedup_ci_high']:.1f})"
+        if pd.notna(r["graph_pool_bytes"]):
+            text += f" · {mib_text(r['graph_pool_bytes'])}"
+        return text
+
+    sp["cell"] = sp.apply(cell, axis=1)
+    wide = sp.pivot_table(index="batch_size", columns="mode", values="cell", aggfunc="first")
+    wide = wide[[m for m in ALTERNATIVE_MODES if m in wide.columns]].fillna(MISSING)
+    return wide.rename_axis(columns=None).reset_index().rename(
+        columns={"batch_size": "Batch size"})
+
+
+def points_csv(points: pd.DataFrame) -> str:
+    """Raw figures, one row per point; column names carry their units."""
+    p = analysis.in_mode_order(points_with_speedup(points)) if not points.empty else points
+    cols = ["run_id", *(f for f in MEASUREMENT_FIELDS
+                        if f not in ("samples_ms", "launch_us_rounds", "details"))]
+    out = p.reindex(columns=cols).copy()
+    out["details"] = [json.dumps(d, sort_keys=True) if isinstance(d, dict) else ""
+                      for d in p.get("details", pd.Series([None] * len(p)))]
+    return csv_text(out)
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula
+# (=HYPERLINK("http://evil.example","x") in a point's message): OWASP's CSV injection rule.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value):
+    """A text cell a spreadsheet would read as a formula, prefixed with ' so it stays
+    text; everything else (numbers too: -1.5 is a number, not a formula) as it is."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def csv_text(frame: pd.DataFrame) -> str:
+    """Every CSV export goes through here: text cells neutralised, numbers kept numbers."""
+    out = frame.copy()
+    for c in out.columns:
+        if out[c].dtype == object or pd.api.types.is_string_dtype(out[c]):
+            out[c] = out[c].map(csv_cell)
+    out.columns = [csv_cell(str(c)) for c in out.columns]
+    # RFC 4180's CRLF: the writer then quotes every field holding a CR or LF, so a CR in
+    # a message stays inside its cell instead of starting a row.
+    return out.to_csv(index=False, lineterminator="\r\n")
+
+
+def status_marks(points: pd.DataFrame) -> pd.Series:
+    """A visible mark per point for tables: ok points are blank, others say what and why."""
+    icons = {"ok": "", "error": "✖ error", "unsupported": "⊘ unsupported",
+             "skipped": "⤼ skipped"}
+
+    def mark(row) -> str:
+        icon = icons.get(row["status"], row["status"])
+        if not icon:
+            return "ok"
+        msg = str(row.get("message") or "").strip().splitlines()
+        return f"{icon}: {msg[0]}" if msg else icon
+
+    if points.empty:
+        return pd.Series([], dtype=object)
+    return points.apply(mark, axis=1)

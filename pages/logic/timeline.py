@@ -1,0 +1,153 @@
+"""The step timeline's data (issue 12): the batch sizes and modes a run's traces cover,
+the ?batch= check, and each trace (runner/format/trace.py) as frames on its step's own
+time axis: events by lane, and the GPU's idle gaps. The chart is
+pages/charts/timeline_chart.py's, the page glue pages/widgets/timeline_view.py's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+
+import pandas as pd
+
+from pages.logic import analysis
+from runner.format import trace as tr
+from runner.format.limits import MAX_BATCH_SIZE
+from runner.format.verdict import INCONCLUSIVE
+from runner.format.vocab import MODES
+
+CPU_LANE, GPU_LANE = "CPU launches", "GPU kernels"
+LANES = [CPU_LANE, GPU_LANE]
+GAP_COLOR = "#f2b701"
+# The batch size the article draws (and the one to open on when a run has it).
+PREFERRED_BATCH = 8
+PICK = "pick_batch"  # the speedup chart's click selection
+STEP_TIMES_NOTE = tr.STEP_TIMES_NOTE
+
+
+class BatchError(ValueError):
+    """A ?batch= value that cannot be shown. str() is the one line on the page."""
+
+
+def batch_sizes(points: pd.DataFrame) -> list[int]:
+    """Batch sizes with at least one ok point, ascending."""
+    if points.empty:
+        return []
+    ok = points[points["status"] == "ok"]
+    return sorted({int(b) for b in ok["batch_size"]})
+
+
+def modes_at(points: pd.DataFrame, batch: int) -> list[str]:
+    """Modes with an ok point at `batch`, in mode order."""
+    ok = points[(points["status"] == "ok") & (points["batch_size"] == batch)]
+    return [m for m in MODES if m in set(ok["mode"])]
+
+
+def parse_batch(text: str | None, options: Sequence[int]) -> int | None:
+    """The batch size of ?batch=...; None when absent. BatchError names a value that is not
+    a batch size, or one this run did not measure."""
+    if text is None or not str(text).strip():
+        return None
+    s = str(text).strip()
+    digits = len(str(MAX_BATCH_SIZE))  # refuse a long string before int() reads it
+    if not (s.isascii() and s.isdigit()) or len(s) > digits or not 1 <= int(s) <= MAX_BATCH_SIZE:
+        raise BatchError(f"?batch={s[:40]!r} is not a batch size: expected a whole number "
+                         f"from 1 to {MAX_BATCH_SIZE}, such as ?batch=8")
+    if int(s) not in options:
+        have = ", ".join(str(b) for b in options) or "none"
+        raise BatchError(f"?batch={int(s)}: no point was measured at batch size {int(s)} "
+                         f"(measured: {have}); showing another")
+    return int(s)
+
+
+def default_batch(options: Sequence[int]) -> int | None:
+    if not options:
+        return None
+    return PREFERRED_BATCH if PREFERRED_BATCH in options else min(options)
+
+
+def headline_batch(points: pd.DataFrame) -> int | None:
+    """The batch size the report draws: where the run's largest speedup is; without one,
+    the default."""
+    best = analysis.largest_speedups(points)
+    best = best[best["verdict"] != INCONCLUSIVE] if not best.empty else best
+    if not best.empty and best["speedup"].notna().any():
+        return int(best.loc[best["speedup"].idxmax(), "batch_size"])
+    return default_batch(batch_sizes(points))
+
+
+def picked_batch(selection) -> int | None:
+    """The batch size of a clicked point, from streamlit's selection state."""
+    try:
+        rows = selection[PICK]
+        return int(rows[0]["batch_size"]) if rows else None
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+
+
+def ordered(items: Sequence[dict]) -> list[dict]:
+    """Traces in mode order (eager first, the graphs last), for stacking."""
+    rank = {m: i for i, m in enumerate(MODES)}
+    return sorted(items, key=lambda x: (rank.get(x.get("mode"), len(rank)),
+                                        x.get("run_id", 0)))
+
+
+def frame(trace: dict) -> pd.DataFrame:
+    """The trace's events on the step's own time axis: 0 at its first host call
+    (runner/format/trace.py step_span); what lies before it is the profiler's lead-in."""
+    lo, _ = tr.step_span(trace)
+    rows = [dataclasses.asdict(e) for e in tr.events(trace)]  # the frame's rows
+    df = pd.DataFrame(rows, columns=["lane", "kind", "name", "start_us", "end_us", "dur_us",
+                                     "stream"])
+    df["start_us"] -= lo
+    df["end_us"] -= lo
+    df["lane"] = df["lane"].map({"cpu": CPU_LANE, "gpu": GPU_LANE})
+    df["what"] = df["kind"].map(tr.KIND_LABELS)
+    df["stream"] = [("—" if pd.isna(v) else str(int(v))) for v in df["stream"]]
+    return df
+
+
+# The GPU lane's background: idle (waiting for the host) or, before a step whose host ran
+# ahead, still busy with the previous step: not idle, so not the idle colour.
+GAP_KINDS = {"idle": ("GPU idle, waiting for the host", GAP_COLOR),
+             "queued": ("GPU busy with the previous step (the host ran ahead)", "#9e9e9e")}
+
+
+def gaps_frame(trace: dict) -> pd.DataFrame:
+    """The GPU lane's idle gaps, and a queued start where the host ran ahead, on the
+    step's own time axis (frame's)."""
+    g = tr.gpu_idle(trace)
+    lo, _ = tr.step_span(trace)
+    spans = [("queued", *g.queued)] if g.queued else []
+    spans += [("idle", s, e) for s, e in g.gaps]
+    return pd.DataFrame({"lane": GPU_LANE, "gap": [k for k, _, _ in spans],
+                         "what": [GAP_KINDS[k][0] for k, _, _ in spans],
+                         "start_us": [s - lo for _, s, _ in spans],
+                         "end_us": [e - lo for _, _, e in spans],
+                         "gap_us": [e - s for _, s, e in spans]})
+
+
+def span_us(trace: dict) -> float:
+    lo, hi = tr.step_span(trace)
+    return hi - lo
+
+
+def timed_ms(points: pd.DataFrame, run_id: int, mode: str, batch: int) -> float | None:
+    """The point's timed step (median of its rounds), to stand beside the profiled one."""
+    if points.empty:
+        return None
+    at = points[(points["run_id"] == run_id) & (points["mode"] == mode)
+                & (points["batch_size"] == batch) & (points["status"] == "ok")]
+    v = pd.to_numeric(at["step_ms"], errors="coerce").dropna()
+    return float(v.iloc[0]) if len(v) else None
+
+
+def chrome_trace_text(label: str, trace: dict) -> str:
+    """One point's trace as Chrome trace / Perfetto JSON text."""
+    return json.dumps(tr.chrome_trace([(label, trace)]), separators=(",", ":"))
+
+
+def file_name(run_id: int, mode: str, batch: int) -> str:
+    return f"launchbench-run-{run_id}-{mode}-b{batch}.trace.json"

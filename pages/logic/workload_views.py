@@ -1,0 +1,242 @@
+"""What the `kernel-chain` and `train-step` workloads add to the Run and Compare pages,
+as pure functions of the header and points frames (the pages draw them; the pool chart
+is pages/charts/workload_charts.py's).
+
+kernel-chain: per-kernel figures (step / kernels) beside per-step ones, and the interview
+note's hand calculation redone with this run's own launch cost and kernel time. The
+note's model: with N kernels, a launch cost L and a kernel time K, eager costs about
+N x max(L, K) (the slower of host and GPU sets the pace) and one graph about N x K + L
+(the kernels back to back, one launch). The note's own figures: N 100, L 5 us, K 2 us:
+500 us eager, 205 us in a graph.
+
+train-step: what each mode's memory is made of, and for reduce-overhead its CUDA Graph
+trees (graphs recorded, their kinds and pool) beside the forward and backward graphs
+captured separately, each in its own pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from pages.logic.analysis import point_record
+from pages.logic.comparing import run_names
+from runner.format.measurement import Measurement
+from runner.format.numbers import number_or_none
+
+RAW_CUDA_NOTE = ("NVIDIA's V100 figures are raw CUDA runtime launches from C++: no "
+                 "Python, no PyTorch dispatcher, no caching allocator. A kernel-chain point "
+                 "measured here pays all of those on every eager launch, so its eager "
+                 "per-kernel cost is higher by what PyTorch adds, not by what the GPU does.")
+NOTE_EXAMPLE = {"kernels": 100, "launch_us": 5.0, "kernel_us": 2.0}  # the interview note
+MIB = 1024 * 1024
+
+
+
+
+def _mapping(v: Any) -> Mapping:
+    return v if isinstance(v, Mapping) else {}
+
+
+def chain_kernels(header: dict | pd.Series) -> int | None:
+    """The chain length of a kernel-chain run; None for any other workload."""
+    if header.get("workload") != "kernel-chain":
+        return None
+    params = header.get("workload_params")
+    k = number_or_none(params.get("kernels")) if isinstance(params, dict) else None
+    return int(k) if k and k > 0 else None
+
+
+def per_kernel_us(m: Measurement, kernels: int) -> float | None:
+    """One kernel's share of a step (us): step / kernels, or a published per-kernel
+    figure where the publication gives only that."""
+    step = number_or_none(m.timing.step_ms)
+    if step is not None:
+        return step * 1e3 / kernels
+    return number_or_none(m.launches.per_kernel_us)
+
+
+def per_kernel_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataFrame:
+    """Per batch and mode: the step and each kernel's share of it, the GPU's time per
+    kernel, and launches per step."""
+    k = chain_kernels(header)
+    if k is None or points.empty:
+        return pd.DataFrame()
+    rows = []
+    for _, row in points[points["status"] == "ok"].iterrows():
+        m = point_record(row)
+        busy = number_or_none(m.launches.gpu_busy_ms)
+        kernels_run = number_or_none(m.launches.gpu_kernels_per_step)
+        step = number_or_none(m.timing.step_ms)
+        rows.append({
+            "batch (elements)": int(m.batch_size), "mode": m.mode,
+            "step us": None if step is None else step * 1e3,
+            "per kernel us": per_kernel_us(m, k),
+            "GPU per kernel us": (busy * 1e3 / kernels_run if busy and kernels_run
+                                  else number_or_none(m.launches.kernel_us)),
+            "host launches": number_or_none(m.launches.host_launches_per_step),
+            "graph launches": number_or_none(m.launches.graph_launches_per_step),
+        })
+    return pd.DataFrame(rows).sort_values(["batch (elements)", "mode"]).reset_index(drop=True)
+
+
+def estimate(kernels: int, launch_us: float, kernel_us: float) -> tuple[float, float]:
+    """The note's model: (eager us, one graph us) for a chain of `kernels`."""
+    return kernels * max(launch_us, kernel_us), kernels * kernel_us + launch_us
+
+
+def hand_calculation(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataFrame:
+    """Per batch size with an eager point: the note's estimate from this run's measured
+    launch cost (the host probe) and kernel time (eager's GPU busy time per kernel),
+    beside the measured eager and cuda-graph steps."""
+    k = chain_kernels(header)
+    if k is None or points.empty:
+        return pd.DataFrame()
+    ok = points[points["status"] == "ok"]
+    rows = []
+    for batch, group in ok.groupby("batch_size"):
+        by_mode = {r["mode"]: point_record(r) for r in group.to_dict("records")}
+        eager = by_mode.get("eager")
+        if eager is None:
+            continue
+        launch = number_or_none(eager.intervals.launch_us)
+        busy = number_or_none(eager.launches.gpu_busy_ms)
+        n = number_or_none(eager.launches.gpu_kernels_per_step)
+        if launch is None or not busy or not n:
+            continue
+        kernel = busy * 1e3 / n
+        est_eager, est_graph = estimate(k, launch, kernel)
+        graph = by_mode.get("cuda-graph")
+        graph_ms = number_or_none(graph.timing.step_ms) if graph else None
+        rows.append({"batch (elements)": int(batch), "kernels": k,
+                     "launch us (measured)": launch, "kernel us (measured)": kernel,
+                     "eager us: N x max(L, K)": est_eager,
+                     "eager us measured": number_or_none(eager.timing.step_ms) * 1e3,
+                     "graph us: N x K + L": est_graph,
+                     "graph us measured": graph_ms * 1e3 if graph_ms else None})
+    return pd.DataFrame(rows)
+
+
+def note_text() -> str:
+    n, launch, kernel = (NOTE_EXAMPLE[f] for f in ("kernels", "launch_us", "kernel_us"))
+    eager, graph = estimate(n, launch, kernel)
+    return (f"The interview note's hand calculation: {n} kernels, {launch:g} us per launch, "
+            f"{kernel:g} us per kernel: about {eager:g} us eager (N x launch) and "
+            f"{graph:g} us under one graph (N x kernel + one launch). Below, the same sums "
+            "with this run's measured launch cost (the host probe, one trivial kernel "
+            "launch) and kernel time (eager's GPU busy time per kernel), beside what the "
+            "steps measured.")
+
+
+def compare_per_kernel(points: pd.DataFrame, headers: pd.DataFrame) -> pd.DataFrame:
+    """Compare: per-kernel figures of every kernel-chain run side by side (published
+    V100 figures next to measured points)."""
+    names = run_names(headers) if not headers.empty else {}
+    frames = []
+    for _, h in headers.iterrows():
+        table = per_kernel_table(points[points["run_id"] == h["id"]], h)
+        if table.empty:
+            continue
+        table.insert(0, "run", names[int(h["id"])])
+        table.insert(1, "source", h.get("source"))
+        frames.append(table)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def has_published_raw_cuda(headers: pd.DataFrame) -> bool:
+    """A published kernel-chain run (raw CUDA, no PyTorch) is among these runs."""
+    if headers.empty:
+        return False
+    return bool(((headers["workload"] == "kernel-chain")
+                 & (headers["source"] == "published")).any())
+
+
+def train_memory_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataFrame:
+    """train-step: each mode's memory (MiB), and for reduce-overhead the graphs its trees
+    recorded and the separately captured forward and backward pools."""
+    if header.get("workload") != "train-step" or points.empty:
+        return pd.DataFrame()
+    rows = []
+    for _, row in points[points["status"] == "ok"].iterrows():
+        m = point_record(row)
+        # The JSON the runner stored for these two (the edge: db's JSON column).
+        trees, sep = _mapping(m.setup.cudagraph_trees), _mapping(m.memory.separate_graphs)
+        mib = lambda v: None if number_or_none(v) is None else number_or_none(v) / MIB  # noqa: E731
+        rows.append({
+            "batch": int(m.batch_size), "mode": m.mode,
+            "graph pool MiB": mib(m.memory.graph_pool_bytes),
+            "peak allocated MiB": mib(m.memory.peak_allocated_bytes),
+            "reserved delta MiB": mib(m.memory.reserved_delta_bytes),
+            "graphs recorded": (f"{trees.get('forward', 0)} forward + "
+                                f"{trees.get('backward', 0)} backward in "
+                                f"{trees.get('pools', 0)} pool(s)"
+                                if "graphs" in trees else None),
+            "forward alone MiB": mib(sep.get("forward_pool_bytes")),
+            "backward alone MiB": mib(sep.get("backward_pool_bytes")),
+            "separate sum MiB": mib(sep.get("sum_bytes")),
+            "params match eager": m.setup.correct,
+        })
+    return pd.DataFrame(rows).sort_values(["batch", "mode"]).reset_index(drop=True)
+
+
+def train_pool_frame(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataFrame | None:
+    """reduce-overhead per batch size: the trees' one shared pool beside the forward and
+    backward graphs captured separately, in MiB (pages/charts/workload_charts.py stacks
+    them): what sharing the pool saves. None where no point recorded the separate
+    captures."""
+    if header.get("workload") != "train-step" or points.empty:
+        return None
+    rows = []
+    ro = points[(points["mode"] == "reduce-overhead") & (points["status"] == "ok")]
+    for _, row in ro.iterrows():
+        m = point_record(row)
+        sep = _mapping(m.memory.separate_graphs)
+        pool = number_or_none(m.memory.graph_pool_bytes)
+        fwd = number_or_none(sep.get("forward_pool_bytes"))
+        bwd = number_or_none(sep.get("backward_pool_bytes"))
+        if pool is None or fwd is None or bwd is None:
+            continue
+        b = int(m.batch_size)
+        rows += [{"batch": b, "how": "trees: one shared pool", "part": "shared pool",
+                  "MiB": pool / MIB},
+                 {"batch": b, "how": "separate pools", "part": "forward alone",
+                  "MiB": fwd / MIB},
+                 {"batch": b, "how": "separate pools", "part": "backward alone",
+                  "MiB": bwd / MIB}]
+    return pd.DataFrame(rows) if rows else None
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    caption: str
+    table: pd.DataFrame
+    pools: pd.DataFrame | None = None  # train_pool_frame's, drawn beside the table
+
+
+def run_sections(header: dict | pd.Series, points: pd.DataFrame) -> list[Section]:
+    """The sections the Run page shows for these workloads."""
+    out = []
+    kernels = per_kernel_table(points, header)
+    if not kernels.empty:
+        caption = (f"A step is {chain_kernels(header)} dependent elementwise kernels on "
+                   "batch elements; per kernel = step / kernels. "
+                   + (RAW_CUDA_NOTE if header.get("source") == "published" else
+                      "NVIDIA's V100 reference (a published run) measured raw CUDA "
+                      "launches: " + RAW_CUDA_NOTE.split(": ", 1)[1]))
+        out.append(Section("Per kernel", caption, kernels))
+        calc = hand_calculation(points, header)
+        if not calc.empty:
+            out.append(Section("The hand calculation, measured", note_text(), calc))
+    memory = train_memory_table(points, header)
+    if not memory.empty:
+        out.append(Section("Training memory", "Graph pool, peak allocated and reserved delta per "
+                    "mode. reduce-overhead's CUDA Graph trees keep forward and backward "
+                    "graphs in one shared pool; the forward and backward graphs captured "
+                    "separately, each in its own pool, are the reference for what that "
+                    "sharing saves (captured from eager kernels after the mode's own "
+                    "figures were taken).", memory, train_pool_frame(points, header)))
+    return out

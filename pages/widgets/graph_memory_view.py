@@ -1,0 +1,41 @@
+"""The Run page of a graph-memory run (`runner graph-memory`): its two curves, what its
+series attribute, every capture, and where to price capture lists with it."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages.charts import capture_charts, report
+from pages.logic import capture_advice as ca
+from pages.logic import run_text
+from pages.logic.plain import plain
+from pages.widgets import data, frame, parts
+
+
+def show(run_id: int, header: dict) -> None:
+    """A graph-memory run: its two charts, what its series attribute, every capture."""
+    st.title(run_text.run_title(data.summary(run_id).header, plain) + " · graph memory")
+    if header.get("label"):
+        st.caption(plain(header["label"]))
+    try:
+        doc = data.graph_memory_doc(run_id)
+    except LookupError as e:  # deleted since the header was read
+        st.error(plain(str(e)))
+        return
+    figures = enumerate(capture_charts.curve_charts(doc))
+    for col, (i, figure) in zip(st.columns(2), figures, strict=True):
+        with col:
+            parts.chart(figure, key=f"gm_chart_{i}")
+    st.caption(report.GRAPH_MEMORY_NOTE)
+    st.dataframe(ca.attribution_frame(doc), hide_index=True, key="gm_attribution")
+    st.dataframe(ca.captures_frame(doc), hide_index=True, key="gm_captures")
+    if frame.has_page("serve"):
+        st.page_link(frame.PAGES["serve"], label="Price capture lists with this curve (Serve "
+                     "page)", icon=":material/dynamic_feed:", query_params={"curve": run_id})
+    st.caption(f"On the command line: python -m runner advise-capture --from FILE "
+               f"--engine vllm --budget-mib N --curve {run_id}")
+    left, right = st.columns([4, 1])
+    left.page_link(frame.PAGES["import"], label="Download: bundle, captures CSV, HTML report",
+                   icon=":material/download:", query_params={"run": run_id})
+    with right:
+        parts.delete_run_button(run_id)

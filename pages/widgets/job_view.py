@@ -1,0 +1,101 @@
+"""The Launch page's widgets: a workload parameter's field, this session's id, and the
+followed job's live view (progress, time left, Cancel). The page (pages/launch.py) lays
+them out; the logic is pages/logic/launch_form.py's, the queue's reads and writes go
+through the door (pages/widgets/data.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+import runner.ops.slurm as slurm
+from pages.logic import launch_estimate as le
+from pages.logic import launch_form as lf
+from pages.logic.plain import plain
+from pages.widgets import data
+from pages.widgets.frame import PAGES
+from runner.format.limits import MAX_LABEL
+from runner.format.queue import Job, JobProgress
+from runner.format.vocab import FINISHED_STATUSES
+
+
+def session_id() -> str | None:
+    """This browser session's id: what the per-session queue cap counts by."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else None
+
+
+def param_widget(f: lf.ParamField, key: str):
+    label, kw = f.name, {"help": lf.field_help(f), "key": key}
+    if f.kind == "choice":
+        choices = list(f.choices)
+        return st.selectbox(label, choices, index=choices.index(f.default), **kw)
+    # No bounds on the widget: a browser would only redden an out-of-range value and send
+    # the old one; the check below says what is allowed, in words, beside the field.
+    if f.kind == "int":
+        return st.number_input(label, value=int(f.default), step=1, **kw)
+    if f.kind == "float":
+        return st.number_input(label, value=float(f.default), **kw)
+    return st.text_input(label, str(f.default), max_chars=MAX_LABEL, **kw)
+
+
+def followed_job() -> int | None:
+    """?job=ID: the job this page follows (a bad value gets one line)."""
+    raw = st.query_params.get("job")
+    if raw is None:
+        return None
+    if not re.fullmatch(r"[0-9]{1,12}", raw) or int(raw) < 1:
+        st.warning(f"?job={raw!r} is not a job id")
+        return None
+    return int(raw)
+
+
+def job_estimate(job: Job) -> float | None:
+    """The job's duration as estimated before Launch, worked out once per job and
+    session (the live view redraws every second)."""
+    key = f"_estimate_{job.id}"
+    if key not in st.session_state:
+        spec = job.spec
+        gpu = "cpu" if spec.get("device") == "cpu" else None
+        history = data.past_durations(spec.get("workload"), gpu)
+        past = data.key_points([int(i) for i in history["run_id"]])
+        st.session_state[key] = le.estimate(spec, history, gpu or "any GPU", past).seconds
+    return st.session_state[key]
+
+
+def show_job(job: Job, p: JobProgress, locked: bool) -> None:
+    """The followed job: progress, times, worker, Cancel, and its run once it ended."""
+    st.subheader(f"Job {job.id}: {job.shown_status}")
+    total = p.total or 0
+    # Points count as measured when their batch size's rounds end; meanwhile the bar moves
+    # per mode's setup and the text names the mode and phase in flight.
+    st.progress(le.bar_fraction(job, p) or 0.0, text=f"{p.done} of {total} points "
+                f"measured · {lf.describe_point(job)}")
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Elapsed", le.format_seconds(p.elapsed_s))
+    running = job.status == "running"
+    left, basis = le.time_left(p, job_estimate(job) if running else None)
+    c2.metric("Estimated time left", le.format_seconds(left), help=basis or None)
+    waiting = f"Slurm job {job.slurm_job_id}" if job.slurm_job_id else "waiting for one"
+    c3.metric("Worker", job.worker_name or waiting)
+    if job.message:
+        st.caption(plain(job.message))
+    if job.shown_status == "lost":
+        st.warning("Its worker stopped heartbeating: the job is lost. Its finished points "
+                   "stay in its run.")
+    if job.status in ("queued", "running") and not locked:
+        if job.cancel_requested:
+            st.caption("Cancel requested: it stops after the point in flight.")
+        elif st.button("Cancel", key=f"cancel_{job.id}"):
+            try:
+                slurm.cancel(data.engine(), job.id)  # plus scancel for a Slurm job
+            except (data.JobFinished, data.ReadOnlyError, slurm.SlurmError) as e:
+                st.warning(str(e))
+            st.rerun(scope="fragment")
+    if job.run_id is not None and job.status in FINISHED_STATUSES:
+        st.page_link(PAGES["run"], label=f"Open run {job.run_id}",
+                     icon=":material/monitoring:", query_params={"run": job.run_id})

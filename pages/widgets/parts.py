@@ -1,0 +1,74 @@
+"""The parts every page repeats: a part drawn or said broken in its own place, charts
+stretched to their column, the share link, noise badges, the published-run banner and the
+run delete button. URL parameters are url.py's, the step timeline timeline_view.py's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import streamlit as st
+
+from pages.logic.plain import plain
+from pages.logic.run_text import PUBLISHED_NOTE
+from pages.widgets import data
+
+
+@contextlib.contextmanager
+def drawn(what: str):
+    """Draw one part of a page; if this run's data breaks it, say so in its own place and
+    let the rest of the page (and every other run) carry on. st.stop() and reruns are
+    BaseExceptions and pass through."""
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001 - any stored run must leave the page standing
+        first = (str(e).strip().splitlines() or [""])[0][:200]
+        st.error(f"{what} cannot be drawn for this run ({type(e).__name__}"
+                 + (f": {plain(first)}" if first else "") + ")", icon=":material/broken_image:")
+
+
+def delete_run_button(run_id: int) -> None:
+    """Writable deployments only: delete this run (its points and sections) after a
+    confirmation. The write itself refuses read-only mode too (db.store.delete_run)."""
+    if data.read_only():
+        return
+    with st.popover("Delete this run", icon=":material/delete:"):
+        st.caption("Removes the run, its points and its serve data from this database. "
+                   "Export its bundle first to keep a copy.")
+        if st.button(f"Delete run {run_id}", key="delete_run", type="primary"):
+            try:
+                deleted = data.delete_run(run_id)
+            except data.WRITE_ERRORS as e:
+                st.error(plain(str(e).strip().splitlines()[0]))
+                return
+            st.success(f"Deleted run {run_id} ({deleted} points).")
+
+
+def chart(chart, key: str) -> None:
+    """An Altair chart stretched to its container (pages.charts.run_charts builds single or
+    layered charts only, so every one can stretch)."""
+    st.altair_chart(chart, key=key, width="stretch")
+
+
+def share_link(url: str) -> None:
+    """A copyable link (st.code has a copy button)."""
+    st.caption("Share link: this URL shows the same view in any browser")
+    st.code(url, language=None)
+
+
+# One colour and icon per noise level (noise.NOISE_LEVELS), for run and point badges.
+NOISE_BADGES = {"ok": ("green", ":material/check_circle:"),
+                "noisy": ("orange", ":material/graphic_eq:"),
+                "host unstable": ("red", ":material/warning:"),
+                "no interval": ("gray", ":material/remove:")}
+
+
+def noise_badge(level: str, text: str) -> None:
+    color, icon = NOISE_BADGES.get(level, NOISE_BADGES["no interval"])
+    st.badge(f"Noise: {text}", icon=icon, color=color)
+
+
+def published_banner(header) -> None:
+    if header.get("source") == "published":
+        st.info(f"{PUBLISHED_NOTE} Source: {plain(header.get('label') or 'unknown')}",
+                icon=":material/article:")

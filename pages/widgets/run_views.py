@@ -1,0 +1,106 @@
+"""The Run page's builders (cached per run and database state) and its table views:
+Points and Environment. pages/run.py draws the headline and picks the view."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from pages.charts import run_charts, workload_charts
+from pages.logic import analysis, links, points_table, run_text, workload_views
+from pages.logic.plain import plain
+from pages.widgets import data, parts, url
+from runner.format.bundle import ENVIRONMENT_FIELDS
+
+# A run's headline and charts depend on its points only: built once per run and data
+# version, they are what a shared link opened again draws from (building them was most of
+# the page's time before its first chart; bench/page_speed.py).
+PAIRS = [("speedup", "step-time"), ("memory", "memory-tradeoff"),
+         ("energy", "energy-above-idle")]
+
+
+@st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
+def headline_text(url: str, data_v: tuple, run_id: int) -> tuple[str | None, list[str]]:
+    """(the run's summary's headline, every finding mode by mode)."""
+    found = data.summary(run_id)
+    return (found.headline() if found else None), run_text.headline(data.points([run_id]))
+
+
+@st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
+def figures(url: str, data_v: tuple, run_id: int) -> tuple[dict, dict]:
+    """(the paired charts, the time split's charts); the time split's one-chart form (for
+    exports) is not built here. Charts other than the clickable speedup one are kept as
+    Vega-Lite specs: Altair validates a whole spec again each time a page draws it, about
+    half of the 100 ms a chart cost per render."""
+    points = data.points([run_id])
+    paired = run_charts.run_charts(points, names=[n for pair in PAIRS for n in pair])
+    split = run_charts.time_split_charts(analysis.time_split(points))
+    return ({k: c if k == "speedup" else c.to_dict() for k, c in paired.items()},
+            {k: c.to_dict() for k, c in split.items()})
+
+
+def draw(figure, key: str) -> None:
+    """A chart from figures(), stretched to its column like parts.chart."""
+    if isinstance(figure, dict):
+        st.vega_lite_chart(spec=figure, key=key, width="stretch")
+    else:
+        parts.chart(figure, key=key)
+
+
+@st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
+def tables(url: str, data_v: tuple, run_id: int) -> tuple:
+    """(the speedup pivot, the points table): half a second of a page's run otherwise."""
+    points = data.points([run_id])
+    return points_table.speedup_pivot(points), points_table.points_table(points)
+
+
+def points_view(run_id: int, header: dict, points: pd.DataFrame) -> None:
+    """The speedup pivot, the workload's own sections and every point."""
+    st.subheader("Speedup at a glance")
+    st.caption(points_table.PIVOT_CAPTION)
+    with parts.drawn("The speedup table"):
+        st.dataframe(tables(data.db_url(), data.version(), run_id)[0], hide_index=True,
+                     key="speedup_pivot")
+    for section in workload_views.run_sections(header, points):
+        st.subheader(section.title)
+        st.caption(section.caption)
+        if section.pools is not None:
+            parts.chart(workload_charts.train_pool_chart(section.pools),
+                        key=f"workload_chart_{section.title}")
+        st.dataframe(section.table, hide_index=True, key=f"workload_{section.title}")
+    st.subheader("Points")
+    with parts.drawn('The points table'):
+        table = tables(data.db_url(), data.version(), run_id)[1]
+        bad = (int((~table["Status"].astype(str).str.startswith("ok")).sum())
+               if len(table) else 0)
+        if bad:
+            st.caption(f"{bad} point(s) did not produce a measurement: marked in the "
+                       "Status column with their message.")
+        st.dataframe(table, hide_index=True, key="points_table",
+                     column_config={"Status": st.column_config.TextColumn(width="medium")})
+    st.caption(points_table.RESERVED_NOTE)
+
+
+def environment_view(run_id: int, header: dict, points: pd.DataFrame) -> None:
+    """The environment, the command that reproduces the run, and its share link."""
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Environment")
+        env = pd.DataFrame({"field": list(ENVIRONMENT_FIELDS),
+                            "value": ["—" if header.get(f) is None else str(header[f])
+                                      for f in ENVIRONMENT_FIELDS]})
+        st.dataframe(env, hide_index=True, key="env_table")
+    with right:
+        st.subheader("Reproduce")
+        with parts.drawn("The command"):
+            offer = links.reproduce(header, points["batch_size"].tolist(),
+                                    points["mode"].tolist())
+            if offer.note:
+                st.caption(plain(offer.note))
+            if offer.command:  # st.code: a copy button; only for a catalog workload
+                st.code(offer.command, language="bash", wrap_lines=True)
+
+        st.subheader("Share")
+        parts.share_link(links.run_url(url.app_url(), run_id))
+        st.caption("Each view has its own link: the address bar carries it (?view=, and "
+                   "?batch= for the timeline).")
