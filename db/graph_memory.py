@@ -43,11 +43,11 @@ def _rows(session: Session, run_ids: list[int]) -> list[GraphMemoryCaptureRow]:
                                           GraphMemoryCaptureRow.position)))
 
 
-def _series(rows: list[GraphMemoryCaptureRow]) -> dict[str, list[gm.CaptureRow]]:
-    out: dict[str, list[gm.CaptureRow]] = {}
+def _series(rows: list[GraphMemoryCaptureRow]) -> dict[str, list[gm.Capture]]:
+    out: dict[str, list[gm.Capture]] = {}
     for r in rows:
         out.setdefault(r.pool, []).append(
-            gm.CaptureRow(**{f: getattr(r, f) for f in gm.ROW_FIELDS}))
+            gm.Capture(**{f: getattr(r, f) for f in gm.ROW_FIELDS}))
     return {p: out[p] for p in gm.POOLS if p in out}  # the order the CLI measures in
 
 

@@ -14,9 +14,9 @@ from runner.format import graph_memory as gm
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def probe_rows(variant: str, shape: str = "mlp") -> list[gm.CaptureRow]:
+def probe_rows(variant: str, shape: str = "mlp") -> list[gm.Capture]:
     doc = json.loads((ROOT / f"bench/results/h200-capture-memory-{shape}.json").read_text())
-    return [gm.CaptureRow(r["batch"], r["capture_s"], r["pool_bytes"], r["allocated_bytes"],
+    return [gm.Capture(r["batch"], r["capture_s"], r["pool_bytes"], r["allocated_bytes"],
                           r["device_used_bytes"]) for r in doc["variants"][variant]["rows"]]
 
 

@@ -26,12 +26,12 @@ from collections.abc import Callable, Sequence
 from runner.core import memory
 from runner.core.modes import warm_up_on_side_stream
 from runner.core.point import reset_state
-from runner.format.graph_memory import CaptureRow
+from runner.format.graph_memory import Capture
 
 
 def capture_series(model, make_input: Callable, sizes: Sequence[int], pool_kind: str,
                    device: str = "cuda", progress: Callable[[str], None] | None = None
-                   ) -> list[CaptureRow]:
+                   ) -> list[Capture]:
     import torch
 
     reset_state(device)
@@ -55,7 +55,7 @@ def capture_series(model, make_input: Callable, sizes: Sequence[int], pool_kind:
             cap_s = time.perf_counter() - t0
             keep.append((g, x, y))  # every graph stays alive, as in an engine
             now = memory.state(device)
-            rows.append(CaptureRow(batch_size=b, capture_s=cap_s,
+            rows.append(Capture(batch_size=b, capture_s=cap_s,
                                    pool_reserved_bytes=now.private_bytes(old),
                                    allocated_bytes=now.allocated - before.allocated,
                                    device_used_bytes=now.device_used - before.device_used))

@@ -37,7 +37,7 @@ class GraphMemoryError(ValueError):
 
 
 @dataclass(frozen=True)
-class CaptureRow:
+class Capture:
     """After capturing `batch_size` (sizes taken largest first), cumulative over the
     series: bytes reserved by the pools it created, bytes allocated since it began, bytes
     the driver reports used since it began."""
@@ -49,7 +49,7 @@ class CaptureRow:
     device_used_bytes: int
 
 
-def marginal_bytes(rows: Sequence[CaptureRow]) -> list[int]:
+def marginal_bytes(rows: Sequence[Capture]) -> list[int]:
     """What each capture added to the pools (the first: everything it made)."""
     out, prev = [], 0
     for r in rows:
@@ -68,7 +68,7 @@ def _line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
     return my - slope * mx, slope
 
 
-def attribute(series: Mapping[str, Sequence[CaptureRow]]) -> dict:
+def attribute(series: Mapping[str, Sequence[Capture]]) -> dict:
     """The fixed and per-size parts, and the shared pool's cost per further graph."""
     out: dict = {}
     private, shared = series.get("private"), series.get("shared")
@@ -115,7 +115,7 @@ def curve(doc: dict, source: str) -> Curve:
 
 
 def make_doc(environment: dict, run: dict, sizes: Sequence[int],
-             series: Mapping[str, Sequence[CaptureRow]]) -> dict:
+             series: Mapping[str, Sequence[Capture]]) -> dict:
     return {"format": FORMAT, "version": VERSION, "environment": dict(environment),
             "run": dict(run), "sizes": list(sizes),
             "series": {k: [asdict(r) for r in v] for k, v in series.items()},
@@ -123,7 +123,7 @@ def make_doc(environment: dict, run: dict, sizes: Sequence[int],
 
 
 def read_doc(doc: object, source: str) -> dict:
-    """Check a document read from JSON; rows back as CaptureRow under doc['rows']."""
+    """Check a document read from JSON; rows back as Capture under doc['rows']."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise GraphMemoryError(f"{source}: not a {FORMAT} document")
     if doc.get("version") != VERSION:
@@ -132,10 +132,10 @@ def read_doc(doc: object, source: str) -> dict:
     series = doc.get("series")
     if not isinstance(series, dict) or not series or set(series) - set(POOLS):
         raise GraphMemoryError(f"{source}: series must be some of {', '.join(POOLS)}")
-    rows: dict[str, list[CaptureRow]] = {}
+    rows: dict[str, list[Capture]] = {}
     for k, v in series.items():
         try:
-            rows[k] = [CaptureRow(**r) for r in v]
+            rows[k] = [Capture(**r) for r in v]
         except TypeError as e:
             raise GraphMemoryError(f"{source}: a {k} row is malformed ({e})") from None
     return {**doc, "rows": rows}
@@ -173,19 +173,19 @@ def table_rows(doc: dict) -> list[dict]:
 # edited file cannot carry figures its rows do not give.
 
 SECTION = "graph_memory"
-ROW_FIELDS = tuple(CaptureRow.__dataclass_fields__)
+ROW_FIELDS = tuple(Capture.__dataclass_fields__)
 SIGNED_ROW_FIELDS = ("allocated_bytes", "device_used_bytes")  # deltas: frees can win
 MAX_SIZES = 1024  # far above any engine's list (vLLM 67, SGLang 52 by default)
 _INT64 = 2**63 - 1
 
 
-def make_section(sizes: Sequence[int], series: Mapping[str, Sequence[CaptureRow]]) -> dict:
+def make_section(sizes: Sequence[int], series: Mapping[str, Sequence[Capture]]) -> dict:
     return {"sizes": sorted(sizes, reverse=True),
             "series": {k: [asdict(r) for r in v] for k, v in series.items()},
             "attribution": attribute(series)}
 
 
-def _row(pool: str, i: int, r: object) -> CaptureRow:
+def _row(pool: str, i: int, r: object) -> Capture:
     where = f"graph_memory.series.{pool}[{i}]"
     if not isinstance(r, dict) or set(r) != set(ROW_FIELDS):
         raise GraphMemoryError(f"{where}: expected exactly the fields {', '.join(ROW_FIELDS)}")
@@ -198,10 +198,10 @@ def _row(pool: str, i: int, r: object) -> CaptureRow:
             ok = isinstance(v, int) and not isinstance(v, bool) and lo <= v <= _INT64
         if not ok:
             raise GraphMemoryError(f"{where}: {f} {v!r} is out of range")
-    return CaptureRow(**r)
+    return Capture(**r)
 
 
-def section_rows(sec: object) -> tuple[list[int], dict[str, list[CaptureRow]]]:
+def section_rows(sec: object) -> tuple[list[int], dict[str, list[Capture]]]:
     """Check a section; (sizes largest first, rows per pool) or GraphMemoryError naming the
     value. Every series captured every size, largest first: a run that failed part-way
     writes nothing (runner/ops/commands/capture.py), so anything else was edited."""
@@ -217,7 +217,7 @@ def section_rows(sec: object) -> tuple[list[int], dict[str, list[CaptureRow]]]:
     series = sec.get("series")
     if not isinstance(series, dict) or not series or set(series) - set(POOLS):
         raise GraphMemoryError(f"graph_memory.series must be some of {', '.join(POOLS)}")
-    rows: dict[str, list[CaptureRow]] = {}
+    rows: dict[str, list[Capture]] = {}
     for pool in POOLS:
         if pool not in series:
             continue

@@ -44,7 +44,7 @@ def test_bad_distribution_and_tiny_budget_say_one_line(page):
 
 
 def test_curve_charts_and_comparison_frame():
-    rows = [gm.CaptureRow(b, 0.01, 34 << 20, 0, (34 << 20) + i * (1 << 18))
+    rows = [gm.Capture(b, 0.01, 34 << 20, 0, (34 << 20) + i * (1 << 18))
             for i, b in enumerate((512, 64, 8, 1))]
     doc = gm.make_doc({"gpu_name": "GPU"}, {"workload": "mlp"}, [1, 8, 64, 512],
                       {"shared": rows})
