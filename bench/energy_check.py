@@ -33,32 +33,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from runner.core.energy_counter import open_counter  # noqa: E402
+from runner.core.modes import warm_up_on_side_stream  # noqa: E402
 from runner.core.sweep import SweepSpec, run_sweep  # noqa: E402
 from runner.core.workloads import resolve  # noqa: E402
 from runner.format.specs import check_sweep  # noqa: E402
+from runner.ops.sinks import MemorySink  # noqa: E402
 
 BLOCK_S = 0.05
 BUSY = 0.8  # GPU busy share of the step above which the 5% bar applies
 TIGHT, LOOSE = 0.05, 0.10
-
-
-class Keep:
-    """A sink that keeps the sweep's Measurements (nothing stored)."""
-
-    def __init__(self):
-        self.points = []
-
-    def start(self, environment, run):
-        pass
-
-    def point(self, m):
-        self.points.append(m)
-
-    def update(self, m):
-        pass
-
-    def finish(self, status):
-        pass
 
 
 def workload_of(kind: str, hf_model: str):
@@ -72,9 +55,9 @@ def runner_figures(name: str, params: dict, batch: int) -> dict:
     spec = check_sweep(SweepSpec(workload=name, params={k: str(v) for k, v in params.items()},
                                  batch_sizes=(batch,), modes=("eager", "cuda-graph"),
                                  device="cuda", timing="standard", energy=True))
-    keep = Keep()
+    keep = MemorySink()
     run_sweep(spec, keep)
-    return {m.mode: m for m in keep.points}
+    return {m.mode: m for m in keep.measurements}
 
 
 def loop_reading(step, counter, loop_s: float, sync) -> dict:
@@ -129,12 +112,7 @@ def independent(name: str, params: dict, batch: int, counter, loop_s: float) -> 
     out = {}
     with torch.no_grad():
         out["eager"] = loop_reading(lambda: model(x), counter, loop_s, torch.cuda.synchronize)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                model(x)
-        torch.cuda.current_stream().wait_stream(side)
+        warm_up_on_side_stream(model, x)
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             model(x)
