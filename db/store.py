@@ -18,9 +18,10 @@ from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
 from runner.format.bundle import BundleError
 from runner.format.measurement import JsonObject, Measurement
+from runner.format.run_record import Environment, Run
 
 
-def start_run(engine: Engine, environment: JsonObject, run: JsonObject) -> int:
+def start_run(engine: Engine, environment: Environment, run: Run) -> int:
     """Store a run's header before its first point; returns the run id. Its first
     heartbeat too: the writer then calls heartbeat_run until it finishes the run."""
     with Session(engine) as s, s.begin():
@@ -142,7 +143,8 @@ def import_bundle(engine: Engine, doc: JsonObject, name: str = "the bundle"
         _same_or_conflict(engine, existing, doc, name)
         return existing, False
     with Session(engine) as s, s.begin():
-        row = rows.run_row(run, rows.environment_row(s, doc["environment"]))
+        row = rows.run_row(Run.from_json(run), rows.environment_row(
+            s, Environment.from_json(doc["environment"])))
         row.measurements = [rows.measurement_row(m) for m in doc["measurements"]]
         s.add(row)
         s.flush()
