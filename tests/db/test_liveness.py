@@ -34,7 +34,7 @@ LATER = timedelta(seconds=limits.LOST_AFTER_S + 1)
 
 
 def _status(engine, run_id: int, now=None) -> str:
-    return queries.run_header(engine, run_id, now)["status"]
+    return queries.run_header(engine, run_id, now).status
 
 
 def _stored(engine, model, row_id: int) -> str:
