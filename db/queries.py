@@ -17,6 +17,7 @@ from runner.format.run_summary import (
     SUMMARY_COLUMNS,
     RunHeader,
     RunSummary,
+    header_of,
     record,
     summarize,
 )
@@ -175,21 +176,10 @@ def runs_headers(engine: Engine, run_ids: list[int] | tuple,
     return df.sort_values("id", key=lambda s: s.map(order)).reset_index(drop=True)
 
 
-def run_header(engine: Engine, run_id: int,
-               now: datetime | None = None) -> dict[str, Any] | None:
-    """One run's header and environment as a dict; None when no run has this id."""
+def run_header(engine: Engine, run_id: int, now: datetime | None = None) -> RunHeader | None:
+    """One run's header and environment; None when no run has this id."""
     df = runs_headers(engine, [run_id], now)
-    if df.empty:
-        return None
-    row = df.iloc[0].to_dict()
-    return {k: (None if _is_na(v) else v) for k, v in row.items()}
-
-
-def _is_na(v: Any) -> bool:
-    try:
-        return bool(pd.isna(v))
-    except (TypeError, ValueError):
-        return False  # lists / dicts
+    return None if df.empty else header_of(df.iloc[0].to_dict())
 
 
 POINT_COLUMNS = ("run_id", *MEASUREMENT_FIELDS)

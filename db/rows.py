@@ -25,6 +25,7 @@ from runner.format import bundle as fmt
 from runner.format import serve_record as rec
 from runner.format.bundle import BundleError
 from runner.format.measurement import JsonObject
+from runner.format.run_record import Environment, Run
 
 
 class RunNotFound(LookupError):
@@ -38,13 +39,13 @@ def iso(t: datetime | None) -> str | None:
     return (t if t.tzinfo else t.replace(tzinfo=timezone.utc)).isoformat()
 
 
-def environment_key(env: JsonObject) -> str:
+def environment_key(env: Environment) -> str:
     """Identical environments share one row: the key hashes every field."""
-    canon = json.dumps({f: env.get(f) for f in fmt.ENVIRONMENT_FIELDS}, sort_keys=True)
+    canon = json.dumps(env.to_json(), sort_keys=True)
     return hashlib.sha256(canon.encode()).hexdigest()
 
 
-def environment_row(session: Session, env: JsonObject) -> EnvironmentRow:
+def environment_row(session: Session, env: Environment) -> EnvironmentRow:
     key = environment_key(env)
     row = session.scalar(select(EnvironmentRow).where(EnvironmentRow.key == key))
     if row is None:
@@ -53,20 +54,19 @@ def environment_row(session: Session, env: JsonObject) -> EnvironmentRow:
         dialect = session.get_bind().dialect.name
         insert = pg_insert if dialect == "postgresql" else sqlite_insert
         session.execute(insert(EnvironmentRow).values(
-            key=key, **{f: env.get(f) for f in fmt.ENVIRONMENT_FIELDS})
+            key=key, **env.to_json())
             .on_conflict_do_nothing(index_elements=["key"]))
         row = session.scalar(select(EnvironmentRow).where(EnvironmentRow.key == key))
     return row
 
 
-def run_row(run: JsonObject, env_row: EnvironmentRow) -> RunRow:
+def run_row(run: Run, env_row: EnvironmentRow) -> RunRow:
     return RunRow(
-        uuid=run["uuid"], environment=env_row, workload=run["workload"],
-        workload_params=run.get("workload_params") or {}, dtype=run.get("dtype"),
-        created_at=fmt.parse_time(run["created_at"]),
-        finished_at=fmt.parse_time(run.get("finished_at")),
-        status=run["status"], label=run.get("label"), source=run.get("source") or "measured",
-        command=run.get("command"), kind=run.get("kind") or "sweep")
+        uuid=run.uuid, environment=env_row, workload=run.workload,
+        workload_params=dict(run.workload_params), dtype=run.dtype,
+        created_at=fmt.parse_time(run.created_at), finished_at=fmt.parse_time(run.finished_at),
+        status=run.status, label=run.label, source=run.source, command=run.command,
+        kind=run.kind)
 
 
 def measurement_row(m: JsonObject) -> MeasurementRow:

@@ -3,6 +3,8 @@ for the dashboard's serve page (DataFrames; SQL only here, through select())."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
@@ -13,15 +15,16 @@ from db.models import EnvironmentRow, RunRow, ServeConfigRow, ServeProfilePointR
 from db.rows import RunNotFound, add_section, read_section  # noqa: F401 - part of this API
 from runner.format import serve_record as rec
 from runner.format.measurement import JsonObject
+from runner.format.run_record import Environment, Run
 
 # --- writing -----------------------------------------------------------------------------
 
-def start_serve_run(engine: Engine, environment: JsonObject, run: JsonObject,
+def start_serve_run(engine: Engine, environment: Environment, run: Run,
                     config: JsonObject) -> int:
     """The run header and what is replayed (distribution, seed, stream), in one
     transaction, before the first strategy runs. Returns the run id."""
     with Session(engine) as s, s.begin():
-        row = rows.run_row({**run, "kind": "serve"}, rows.environment_row(s, environment))
+        row = rows.run_row(replace(run, kind="serve"), rows.environment_row(s, environment))
         s.add(row)
         s.flush()
         s.add(ServeConfigRow(run_id=row.id, batch_dist=config["batch_dist"],

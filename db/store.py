@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -18,9 +19,10 @@ from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
 from runner.format.bundle import BundleError
 from runner.format.measurement import JsonObject, Measurement
+from runner.format.run_record import Environment, Run
 
 
-def start_run(engine: Engine, environment: JsonObject, run: JsonObject) -> int:
+def start_run(engine: Engine, environment: Environment, run: Run) -> int:
     """Store a run's header before its first point; returns the run id. Its first
     heartbeat too: the writer then calls heartbeat_run until it finishes the run."""
     with Session(engine) as s, s.begin():
@@ -142,7 +144,8 @@ def import_bundle(engine: Engine, doc: JsonObject, name: str = "the bundle"
         _same_or_conflict(engine, existing, doc, name)
         return existing, False
     with Session(engine) as s, s.begin():
-        row = rows.run_row(run, rows.environment_row(s, doc["environment"]))
+        row = rows.run_row(Run.from_json(run), rows.environment_row(
+            s, Environment.from_json(doc["environment"])))
         row.measurements = [rows.measurement_row(m) for m in doc["measurements"]]
         s.add(row)
         s.flush()
@@ -194,7 +197,16 @@ def _same_or_conflict(engine: Engine, run_id: int, doc: JsonObject, name: str) -
             "first to replace it)")
 
 
-def delete_run(engine: Engine, run_id: int) -> JsonObject:
+@dataclass(frozen=True)
+class DeletedRun:
+    """What delete_run removed, for its message."""
+    id: int
+    uuid: str
+    workload: str
+    points: int
+
+
+def delete_run(engine: Engine, run_id: int) -> DeletedRun:
     """Remove a run with its points and serve data; returns a few facts for the message.
     Refused in read-only share mode; RunNotFound when there is no such run."""
     require_writable("delete a run")
@@ -212,9 +224,9 @@ def delete_run(engine: Engine, run_id: int) -> JsonObject:
         row = s.get(RunRow, run_id)
         if row is None:
             raise RunNotFound(f"run {run_id} does not exist")
-        facts = {"id": run_id, "uuid": row.uuid, "workload": row.workload,
-                 "points": s.scalar(select(func.count()).select_from(MeasurementRow)
-                                    .where(MeasurementRow.run_id == run_id))}
+        facts = DeletedRun(run_id, row.uuid, row.workload,
+                           s.scalar(select(func.count()).select_from(MeasurementRow)
+                                    .where(MeasurementRow.run_id == run_id)))
         # Explicit deletes, not only ON DELETE CASCADE: SQLite enforces it only with the
         # foreign_keys pragma, and a job keeps its row with the run link cleared.
         s.execute(update(JobRow).where(JobRow.run_id == run_id).values(run_id=None))
@@ -249,6 +261,6 @@ def export_bundle(engine: Engine, run_id: int) -> JsonObject:
     return fmt.make_bundle(env, run, ms, serve=serve, graph_memory=graph_memory)
 
 
-__all__ = ["BundleConflict", "BundleError", "RunNotFound", "add_measurement",
+__all__ = ["BundleConflict", "BundleError", "DeletedRun", "RunNotFound", "add_measurement",
            "delete_run", "environment_key", "export_bundle", "fingerprint", "finish_run",
            "heartbeat_run", "import_bundle", "import_safely", "start_run"]

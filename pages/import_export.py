@@ -9,6 +9,7 @@ from pages.logic import comparing, links, points_table, timeline, uploads
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, url
 from runner.format import bundle as fmt
+from runner.format.run_summary import header_of
 
 frame.ensure_frame()
 
@@ -65,12 +66,12 @@ run_id = st.selectbox("Run", list(names), format_func=names.get, key="export_run
 st.query_params["run"] = str(run_id)
 
 # --- export: load -----------------------------------------------------------------------
-header = data.headers([run_id]).iloc[0].to_dict()
+header = header_of(data.headers([run_id]).iloc[0].to_dict())
 points = data.points([run_id])
 stem = f"launchbench-run-{run_id}"
 app_url = url.app_url()
 # A graph-memory run has captures, not points: its table and its two curve charts instead.
-captured = data.graph_memory_doc(run_id) if header.get("kind") == "graph-memory" else None
+captured = data.graph_memory_doc(run_id) if header.kind == "graph-memory" else None
 
 
 def bundle_text() -> str:

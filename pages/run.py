@@ -2,12 +2,12 @@
 Time split, Timeline, Points (every point, failures marked), Environment (with the
 reproducing command and a share link). The views' builders and tables: run_views."""
 
-import pandas as pd
 import streamlit as st
 
 from pages.logic import energy, links, noise, run_text
 from pages.logic.plain import plain
 from pages.widgets import data, frame, graph_memory_view, parts, run_views, timeline_view, url
+from runner.format.run_summary import header_of
 
 frame.ensure_frame()
 
@@ -20,27 +20,26 @@ if headers.empty:
     st.error(links.missing_runs([run_id], [])[0])
     st.page_link(frame.PAGES["runs"], label="Back to the runs", icon=":material/list:")
     st.stop()
-header = {k: (None if not isinstance(v, (dict, list)) and pd.isna(v) else v)
-          for k, v in headers.iloc[0].to_dict().items()}
-if header.get("kind") == "serve":
+header = header_of(headers.iloc[0].to_dict())
+if header.kind == "serve":
     st.info(f"Run {run_id} is a serve run (a replay of dynamic batch sizes): its figures "
             "are on the Serve page.", icon=":material/dynamic_feed:")
     if frame.has_page("serve"):
         st.page_link(frame.PAGES["serve"], label=f"Open serve run {run_id}",
                      icon=":material/dynamic_feed:", query_params={"run": run_id})
     st.stop()
-if header.get("kind") == "graph-memory":
+if header.kind == "graph-memory":
     graph_memory_view.show(run_id, header)
     st.stop()
 points = data.points([run_id])
 
 # --- show -------------------------------------------------------------------------------
 st.title(run_text.run_title(data.summary(run_id).header, plain))
-if header.get("label") and header.get("source") != "published":
-    st.caption(plain(header["label"]))
+if header.label and header.source != "published":
+    st.caption(plain(header.label))
 parts.published_banner(header)
-if header["status"] != "done":
-    st.warning(f"Run status: **{plain(header['status'])}**: its points may be incomplete.")
+if header.status != "done":
+    st.warning(f"Run status: **{plain(header.status)}**: its points may be incomplete.")
 
 with parts.drawn('The headline'):
     if points.empty:

@@ -21,8 +21,7 @@ from pages.logic import comparing, links, noise, timeline
 from pages.logic.metrics import MISSING
 from pages.logic.points_table import RESERVED_NOTE, points_table
 from pages.logic.run_text import PUBLISHED_NOTE, headline, run_title, summary_of
-from runner.format.bundle import ENVIRONMENT_FIELDS
-from runner.format.run_summary import RunSummary
+from runner.format.run_summary import RunHeader, RunSummary
 
 
 def chart_png(chart, scale: float = 2.0) -> bytes:
@@ -75,22 +74,21 @@ def _timeline(traces: list[dict], points: pd.DataFrame) -> dict | None:
             "svg": chart_svg(chart)}
 
 
-def _run_rows(header: dict, after_params: list | None = None,
+def _run_rows(header: RunHeader, after_params: list | None = None,
               after_status: list | None = None) -> list[tuple]:
     """The report's "run" table: what a run is, in the order both reports show it."""
-    return [("workload", header.get("workload")),
-            ("parameters", comparing.value_text(header.get("workload_params"))),
-            *(after_params or []), ("status", header.get("status")), *(after_status or []),
-            ("created", header.get("created_at")),
-            ("finished", header.get("finished_at") or MISSING), ("uuid", header.get("uuid"))]
+    return [("workload", header.workload),
+            ("parameters", comparing.value_text(header.workload_params)),
+            *(after_params or []), ("status", header.status), *(after_status or []),
+            ("created", header.created_at),
+            ("finished", header.finished_at or MISSING), ("uuid", header.uuid)]
 
 
-def _env_rows(header: dict) -> list[tuple]:
-    return [(f, MISSING if header.get(f) is None else header.get(f))
-            for f in ENVIRONMENT_FIELDS]
+def _env_rows(header: RunHeader) -> list[tuple]:
+    return [(f, MISSING if v is None else v) for f, v in header.environment().to_json().items()]
 
 
-def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None,
+def html_report(header: RunHeader, points: pd.DataFrame, share_url: str | None = None,
                 traces: list[dict] | None = None, summary: RunSummary | None = None) -> str:
     """One run as a single HTML file (templates/report.html): the summary's headline,
     charts (inline SVG), the step timeline of its headline batch size (`traces`:
@@ -103,8 +101,8 @@ def html_report(header: dict, points: pd.DataFrame, share_url: str | None = None
     if not points.empty:
         counts = noise.noise_counts(points)
         noise_text = noise.noise_summary(counts.iloc[0] if len(counts) else {})[1]
-    run_rows = _run_rows(header, [("dtype", header.get("dtype") or MISSING)],
-                         [("source", header.get("source"))])
+    run_rows = _run_rows(header, [("dtype", header.dtype or MISSING)],
+                         [("source", header.source)])
     env_rows = _env_rows(header)
     return _TEMPLATES.get_template("report.html").render(
         title=run_title(summary.header), css=CSS, label=summary.header.label,
@@ -125,7 +123,7 @@ GRAPH_MEMORY_NOTE = ("One CUDA graph captured per size, largest first (as vLLM a
                      "(workspaces) again.")
 
 
-def graph_memory_report(header: dict, doc: dict, share_url: str | None = None,
+def graph_memory_report(header: RunHeader, doc: dict, share_url: str | None = None,
                         summary: RunSummary | None = None) -> str:
     """A graph-memory run as one HTML file (templates/graph_memory_report.html): MiB
     against the number of captured sizes and MiB added per size (inline SVG), the
@@ -143,6 +141,6 @@ def graph_memory_report(header: dict, doc: dict, share_url: str | None = None,
         charts=[("graph-memory-total", chart_svg(total)),
                 ("graph-memory-added", chart_svg(added))],
         attribution=_rows(ca.attribution_frame(doc)), captures=_rows(ca.captures_frame(doc)),
-        run_rows=run_rows, env_rows=env_rows, command=header.get("command"),
-        run_id=header.get("id"), share_url=share_url,
+        run_rows=run_rows, env_rows=env_rows, command=header.command,
+        run_id=header.id, share_url=share_url,
         stamp=datetime.now(timezone.utc).isoformat(timespec="seconds"))

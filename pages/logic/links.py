@@ -13,6 +13,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from runner.format.bundle import MODES
 from runner.format.catalog import WORKLOADS, WorkloadError, check_workload, is_factory
+from runner.format.run_summary import RunHeader
 from runner.format.specs import sweep_command
 from runner.format.vocab import DEVICES, TIMINGS
 
@@ -146,17 +147,17 @@ def compare_url(base: str | None, run_ids: Iterable[int], batch: int | None = No
     return page_url(base, COMPARE, {"run": [int(r) for r in run_ids], "batch": batch})
 
 
-def given_params(header: dict) -> dict:
+def given_params(header: RunHeader) -> dict:
     """The run's workload parameters that were given a value: a None one stands for "the
     model's own" (hf-causal-lm's layers=, hidden=, ... overrides) and is no flag to pass."""
-    return {k: v for k, v in (header.get("workload_params") or {}).items() if v is not None}
+    return {k: v for k, v in (header.workload_params or {}).items() if v is not None}
 
 
-def measure_command(header: dict, batch_sizes: Iterable[int], modes: Iterable[str]) -> str:
+def measure_command(header: RunHeader, batch_sizes: Iterable[int], modes: Iterable[str]) -> str:
     """The sweep command that measures the same workload here (for runs that carry no
     command of their own, such as published figures)."""
     params = given_params(header)
-    return sweep_command(str(header["workload"]), {k: params[k] for k in sorted(params)},
+    return sweep_command(str(header.workload), {k: params[k] for k in sorted(params)},
                          sorted(set(batch_sizes)), [m for m in MODES if m in set(modes)])
 
 
@@ -212,12 +213,12 @@ def _stored_sweep(command: str, workload: str) -> str | None:
     return shlex.join(out) if "--workload" in out else None
 
 
-def reproduce(header: dict, batch_sizes: Iterable[int], modes: Iterable[str]) -> Reproduce:
+def reproduce(header: RunHeader, batch_sizes: Iterable[int], modes: Iterable[str]) -> Reproduce:
     """The command to offer for this run. Only a catalog workload gets one (its stored
     line when that is a plain sweep of it, else one built here, every value quoted with
     shlex); a `module:factory` workload would import and call code named by whoever made
     the bundle, so it gets words and no command."""
-    workload = str(header.get("workload") or "")
+    workload = str(header.workload or "")
     params = given_params(header)
     if workload in WORKLOADS:
         try:
@@ -226,7 +227,7 @@ def reproduce(header: dict, batch_sizes: Iterable[int], modes: Iterable[str]) ->
         except WorkloadError as e:
             return Reproduce(None, f"No command offered: this run's parameters do not fit "
                                    f"the catalog's {workload}: {e}")
-        stored = header.get("command")
+        stored = header.command
         line = _stored_sweep(stored, workload) if isinstance(stored, str) else None
         if line:
             return Reproduce(line)

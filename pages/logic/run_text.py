@@ -11,7 +11,7 @@ from pages.logic import analysis, energy, noise
 from pages.logic.metrics import MISSING, NO_INTERVAL, format_interval, format_value
 from pages.logic.names import device_name, known
 from runner.format import verdict as vd
-from runner.format.run_summary import RunHeader, RunSummary, header_of, records, summarize
+from runner.format.run_summary import RunHeader, RunSummary, records, summarize
 
 PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not measured by "
                   "launchbench; figures the article does not give are empty.")
@@ -27,10 +27,10 @@ def run_title(header: RunHeader, shown=str) -> str:
     return f"Run {header.id}: {shown(header.workload)} on {gpu}, torch {torch}{mark}"
 
 
-def summary_of(header: dict, points: pd.DataFrame) -> RunSummary:
-    """The summary of a run held as frames (its header row and points), built by the
-    one builder the database's reads call (runner/format/run_summary.py)."""
-    return summarize(header_of(header), records(points.to_dict("records")))
+def summary_of(header: RunHeader, points: pd.DataFrame) -> RunSummary:
+    """The summary of a run held as a header and a frame of points, built by the one
+    builder the database's reads call (runner/format/run_summary.py)."""
+    return summarize(header, records(points.to_dict("records")))
 
 
 def duration_text(seconds: float) -> str:

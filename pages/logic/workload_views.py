@@ -26,6 +26,7 @@ from pages.logic.analysis import point_record
 from pages.logic.comparing import run_names
 from runner.format.measurement import Measurement
 from runner.format.numbers import number_or_none
+from runner.format.run_summary import RunHeader, header_of
 
 RAW_CUDA_NOTE = ("NVIDIA's V100 figures are raw CUDA runtime launches from C++: no "
                  "Python, no PyTorch dispatcher, no caching allocator. A kernel-chain point "
@@ -41,11 +42,11 @@ def _mapping(v: Any) -> Mapping:
     return v if isinstance(v, Mapping) else {}
 
 
-def chain_kernels(header: dict | pd.Series) -> int | None:
+def chain_kernels(header: RunHeader) -> int | None:
     """The chain length of a kernel-chain run; None for any other workload."""
-    if header.get("workload") != "kernel-chain":
+    if header.workload != "kernel-chain":
         return None
-    params = header.get("workload_params")
+    params = header.workload_params
     k = number_or_none(params.get("kernels")) if isinstance(params, dict) else None
     return int(k) if k and k > 0 else None
 
@@ -59,7 +60,7 @@ def per_kernel_us(m: Measurement, kernels: int) -> float | None:
     return number_or_none(m.launches.per_kernel_us)
 
 
-def per_kernel_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataFrame:
+def per_kernel_table(points: pd.DataFrame, header: RunHeader) -> pd.DataFrame:
     """Per batch and mode: the step and each kernel's share of it, the GPU's time per
     kernel, and launches per step."""
     k = chain_kernels(header)
@@ -88,7 +89,7 @@ def estimate(kernels: int, launch_us: float, kernel_us: float) -> tuple[float, f
     return kernels * max(launch_us, kernel_us), kernels * kernel_us + launch_us
 
 
-def hand_calculation(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataFrame:
+def hand_calculation(points: pd.DataFrame, header: RunHeader) -> pd.DataFrame:
     """Per batch size with an eager point: the note's estimate from this run's measured
     launch cost (the host probe) and kernel time (eager's GPU busy time per kernel),
     beside the measured eager and cuda-graph steps."""
@@ -137,7 +138,7 @@ def compare_per_kernel(points: pd.DataFrame, headers: pd.DataFrame) -> pd.DataFr
     names = run_names(headers) if not headers.empty else {}
     frames = []
     for _, h in headers.iterrows():
-        table = per_kernel_table(points[points["run_id"] == h["id"]], h)
+        table = per_kernel_table(points[points["run_id"] == h["id"]], header_of(h))
         if table.empty:
             continue
         table.insert(0, "run", names[int(h["id"])])
@@ -154,10 +155,10 @@ def has_published_raw_cuda(headers: pd.DataFrame) -> bool:
                  & (headers["source"] == "published")).any())
 
 
-def train_memory_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataFrame:
+def train_memory_table(points: pd.DataFrame, header: RunHeader) -> pd.DataFrame:
     """train-step: each mode's memory (MiB), and for reduce-overhead the graphs its trees
     recorded and the separately captured forward and backward pools."""
-    if header.get("workload") != "train-step" or points.empty:
+    if header.workload != "train-step" or points.empty:
         return pd.DataFrame()
     rows = []
     for _, row in points[points["status"] == "ok"].iterrows():
@@ -182,12 +183,12 @@ def train_memory_table(points: pd.DataFrame, header: dict | pd.Series) -> pd.Dat
     return pd.DataFrame(rows).sort_values(["batch", "mode"]).reset_index(drop=True)
 
 
-def train_pool_frame(points: pd.DataFrame, header: dict | pd.Series) -> pd.DataFrame | None:
+def train_pool_frame(points: pd.DataFrame, header: RunHeader) -> pd.DataFrame | None:
     """reduce-overhead per batch size: the trees' one shared pool beside the forward and
     backward graphs captured separately, in MiB (pages/charts/workload_charts.py stacks
     them): what sharing the pool saves. None where no point recorded the separate
     captures."""
-    if header.get("workload") != "train-step" or points.empty:
+    if header.workload != "train-step" or points.empty:
         return None
     rows = []
     ro = points[(points["mode"] == "reduce-overhead") & (points["status"] == "ok")]
@@ -217,14 +218,14 @@ class Section:
     pools: pd.DataFrame | None = None  # train_pool_frame's, drawn beside the table
 
 
-def run_sections(header: dict | pd.Series, points: pd.DataFrame) -> list[Section]:
+def run_sections(header: RunHeader, points: pd.DataFrame) -> list[Section]:
     """The sections the Run page shows for these workloads."""
     out = []
     kernels = per_kernel_table(points, header)
     if not kernels.empty:
         caption = (f"A step is {chain_kernels(header)} dependent elementwise kernels on "
                    "batch elements; per kernel = step / kernels. "
-                   + (RAW_CUDA_NOTE if header.get("source") == "published" else
+                   + (RAW_CUDA_NOTE if header.source == "published" else
                       "NVIDIA's V100 reference (a published run) measured raw CUDA "
                       "launches: " + RAW_CUDA_NOTE.split(": ", 1)[1]))
         out.append(Section("Per kernel", caption, kernels))

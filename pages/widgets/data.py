@@ -242,7 +242,7 @@ def delete_run(run_id: int) -> int:
     """Delete the run, its points and sections; the number of points deleted."""
     facts = store.delete_run(engine(), run_id)
     clear_caches()
-    return int(facts["points"])
+    return facts.points
 
 
 # --- the Launch page's live reads: every second, uncached ----------------------------------

@@ -10,13 +10,14 @@ from pages.logic import capture_advice as ca
 from pages.logic import run_text
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts
+from runner.format.run_summary import RunHeader
 
 
-def show(run_id: int, header: dict) -> None:
+def show(run_id: int, header: RunHeader) -> None:
     """A graph-memory run: its two charts, what its series attribute, every capture."""
     st.title(run_text.run_title(data.summary(run_id).header, plain) + " · graph memory")
-    if header.get("label"):
-        st.caption(plain(header["label"]))
+    if header.label:
+        st.caption(plain(header.label))
     try:
         doc = data.graph_memory_doc(run_id)
     except LookupError as e:  # deleted since the header was read

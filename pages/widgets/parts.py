@@ -12,6 +12,7 @@ import streamlit as st
 from pages.logic.plain import plain
 from pages.logic.run_text import PUBLISHED_NOTE
 from pages.widgets import data
+from runner.format.run_summary import RunHeader
 
 
 @contextlib.contextmanager
@@ -68,7 +69,7 @@ def noise_badge(level: str, text: str) -> None:
     st.badge(f"Noise: {text}", icon=icon, color=color)
 
 
-def published_banner(header) -> None:
-    if header.get("source") == "published":
-        st.info(f"{PUBLISHED_NOTE} Source: {plain(header.get('label') or 'unknown')}",
+def published_banner(header: RunHeader) -> None:
+    if header.source == "published":
+        st.info(f"{PUBLISHED_NOTE} Source: {plain(header.label or 'unknown')}",
                 icon=":material/article:")

@@ -10,7 +10,7 @@ from pages.charts import run_charts, workload_charts
 from pages.logic import analysis, links, points_table, run_text, workload_views
 from pages.logic.plain import plain
 from pages.widgets import data, parts, url
-from runner.format.bundle import ENVIRONMENT_FIELDS
+from runner.format.run_summary import RunHeader
 
 # A run's headline and charts depend on its points only: built once per run and data
 # version, they are what a shared link opened again draws from (building them was most of
@@ -54,7 +54,7 @@ def tables(url: str, data_v: tuple, run_id: int) -> tuple:
     return points_table.speedup_pivot(points), points_table.points_table(points)
 
 
-def points_view(run_id: int, header: dict, points: pd.DataFrame) -> None:
+def points_view(run_id: int, header: RunHeader, points: pd.DataFrame) -> None:
     """The speedup pivot, the workload's own sections and every point."""
     st.subheader("Speedup at a glance")
     st.caption(points_table.PIVOT_CAPTION)
@@ -81,14 +81,13 @@ def points_view(run_id: int, header: dict, points: pd.DataFrame) -> None:
     st.caption(points_table.RESERVED_NOTE)
 
 
-def environment_view(run_id: int, header: dict, points: pd.DataFrame) -> None:
+def environment_view(run_id: int, header: RunHeader, points: pd.DataFrame) -> None:
     """The environment, the command that reproduces the run, and its share link."""
     left, right = st.columns(2)
     with left:
         st.subheader("Environment")
-        env = pd.DataFrame({"field": list(ENVIRONMENT_FIELDS),
-                            "value": ["—" if header.get(f) is None else str(header[f])
-                                      for f in ENVIRONMENT_FIELDS]})
+        env = pd.DataFrame([{"field": f, "value": "—" if v is None else str(v)}
+                            for f, v in header.environment().to_json().items()])
         st.dataframe(env, hide_index=True, key="env_table")
     with right:
         st.subheader("Reproduce")

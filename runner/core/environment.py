@@ -14,6 +14,7 @@ import socket
 import subprocess
 
 from runner.format.numbers import number_or_none
+from runner.format.run_record import Environment
 
 
 def _cpu_model() -> str | None:
@@ -41,7 +42,7 @@ def _nvidia_smi(query: str, index: int = 0) -> list[str] | None:
     return [v.strip() for v in out.stdout.strip().splitlines()[0].split(",")]
 
 
-def capture(device: str) -> dict:
+def capture(device: str) -> Environment:
     import torch
 
     env = {
@@ -67,7 +68,7 @@ def capture(device: str) -> dict:
                    gpu_memory_bytes=int(props.total_memory))
         smi = _nvidia_smi("driver_version", idx)
         env["driver_version"] = smi[0] if smi else None
-    return env
+    return Environment(**env)
 
 
 def _smi_index(index: int) -> str:

@@ -25,7 +25,8 @@ from runner.core.energy import ENERGY_PRESETS, EnergyPlan, idle_power
 from runner.core.timing import TIMING_PRESETS, Clock, for_processes, phase
 from runner.core.workloads import Workload, resolve
 from runner.format.bundle import now_iso
-from runner.format.measurement import JsonObject, Measurement
+from runner.format.measurement import Measurement
+from runner.format.run_record import Run
 from runner.format.specs import SpecError, SweepSpec, check_sweep
 
 __all__ = ["SpecError", "SweepSpec", "prepare", "run_sweep", "validate_spec"]
@@ -91,12 +92,9 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
     workload = workload or validate_spec(spec)
     config = for_processes(TIMING_PRESETS[spec.timing], spec.processes)
     env = environment.capture(spec.device)
-    run: JsonObject = {
-        "uuid": str(uuid.uuid4()), "workload": workload.name,
-        "workload_params": dict(workload.params), "dtype": workload.dtype,
-        "created_at": now_iso(), "finished_at": None, "status": "running",
-        "label": spec.label, "source": "measured", "command": command,
-    }
+    run = Run(uuid=str(uuid.uuid4()), workload=workload.name,
+              workload_params=dict(workload.params), dtype=workload.dtype,
+              created_at=now_iso(), label=spec.label, command=command)
     sink.start(env, run)
     total = len(points(spec))
     doing = spec.modes[0] if len(spec.modes) == 1 else f"{len(spec.modes)} modes"

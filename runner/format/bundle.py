@@ -41,6 +41,7 @@ from runner.format.measurement import (
     Measurement,
 )
 from runner.format.numbers import is_number
+from runner.format.run_record import ENVIRONMENT_FIELDS, RUN_FIELDS
 from runner.format.serve_record import SectionError, validate_section
 from runner.format.trace import TraceError, validate_trace
 from runner.format.vocab import (
@@ -73,15 +74,6 @@ FORMAT = "launchbench.run"
 VERSION = 6
 SUPPORTED_VERSIONS = (1, 2, 3, 4, 5, 6)
 
-ENVIRONMENT_FIELDS = (
-    "device", "gpu_name", "gpu_count", "sm_count", "gpu_memory_bytes", "driver_version",
-    "cuda_version", "torch_version", "triton_version", "python_version", "hostname",
-    "cpu_model",
-)
-RUN_FIELDS = (
-    "uuid", "workload", "workload_params", "dtype", "created_at", "finished_at", "status",
-    "label", "source", "command", "kind",
-)
 # reserved_delta_bytes may be negative (setup can free cached blocks), and so may energy
 # above idle (a mode drawing about idle power, within the counter's error); the rest
 # cannot.

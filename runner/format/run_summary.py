@@ -37,6 +37,7 @@ from runner.format import verdict as vd
 from runner.format.measurement import Measurement
 from runner.format.metrics import METRICS
 from runner.format.numbers import number_or_none
+from runner.format.run_record import ENVIRONMENT_FIELDS, Environment
 from runner.format.vocab import ALTERNATIVE_MODES, BASELINE_MODE, MODE_TABLE
 
 # The memory a mode's best point costs, in one definition: the private pool its CUDA
@@ -59,7 +60,10 @@ SUMMARY_DETAILS = ("eager_reference_ms", "vs_compile")
 
 @dataclass(frozen=True)
 class RunHeader:
-    """What tells runs apart: who measured what, where, when."""
+    """What tells runs apart: who measured what, where, when; as readers get it back
+    from the database (db/queries.py run_header, or a frame's row through header_of):
+    the Run record's fields with the run's id and its status as shown, and the
+    Environment's (run_record.py)."""
     id: int
     uuid: str
     workload: str
@@ -71,10 +75,23 @@ class RunHeader:
     finished_at: datetime | None = None
     label: str | None = None
     source: str | None = None  # measured or published
+    command: str | None = None  # the line that made it (offered again only if it parses)
+    # the Environment's fields (run_record.py ENVIRONMENT_FIELDS), in its order
     device: str | None = None
     gpu_name: str | None = None
+    gpu_count: int | None = None
+    sm_count: int | None = None
+    gpu_memory_bytes: int | None = None
+    driver_version: str | None = None
+    cuda_version: str | None = None
     torch_version: str | None = None
+    triton_version: str | None = None
+    python_version: str | None = None
     hostname: str | None = None  # what names a CPU run's device
+    cpu_model: str | None = None
+
+    def environment(self) -> Environment:
+        return Environment(**{f: getattr(self, f) for f in ENVIRONMENT_FIELDS})
 
     @property
     def where(self) -> str:
@@ -85,8 +102,8 @@ class RunHeader:
 def header_of(row: Mapping[str, Any]) -> RunHeader:
     """A run header from a mapping holding its fields (a frame's row: NaN reads as
     unknown; keys it does not know are ignored)."""
-    def known(v: Any) -> Any:
-        return None if isinstance(v, float) and math.isnan(v) else v
+    def known(v: Any) -> Any:  # NaN and pandas' NaT (never equal to themselves): unknown
+        return None if v is not None and not isinstance(v, (dict, list)) and v != v else v
 
     return RunHeader(**{f.name: known(row.get(f.name)) for f in fields(RunHeader)})
 

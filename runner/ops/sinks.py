@@ -18,21 +18,20 @@ from typing import Any
 
 from runner.format import bundle as fmt
 from runner.format.measurement import JsonObject, Measurement
+from runner.format.run_record import Environment, Run
 
 
 class MemorySink:
     """Keeps the whole run in memory: what the bundle is made of and the summary table read."""
 
     def __init__(self) -> None:
-        self.environment: JsonObject | None = None
-        self.run: JsonObject | None = None
+        self.environment: Environment | None = None
+        self.run: Run | None = None
         self.measurements: list[Measurement] = []
         self.status: str | None = None
 
-    def start(self, environment: JsonObject, run: JsonObject) -> None:
-        # Copies: the sweep may reuse or mutate its dicts after handing them over.
-        self.environment = copy.deepcopy(environment)
-        self.run = copy.deepcopy(run)
+    def start(self, environment: Environment, run: Run) -> None:
+        self.environment, self.run = environment, run  # frozen: nothing to copy
 
     def point(self, measurement: Measurement) -> None:
         self.measurements.append(copy.deepcopy(measurement))
@@ -48,8 +47,7 @@ class MemorySink:
     def finish(self, status: str) -> None:
         self.status = status
         if self.run is not None:
-            self.run["status"] = status
-            self.run["finished_at"] = fmt.now_iso()
+            self.run = self.run.finished(status, fmt.now_iso())
 
     @property
     def started(self) -> bool:
@@ -58,7 +56,8 @@ class MemorySink:
     def bundle(self) -> JsonObject:
         if self.run is None:
             raise RuntimeError("no run was started")
-        return fmt.make_bundle(self.environment or {}, self.run, self.measurements)
+        return fmt.make_bundle((self.environment or Environment()).to_json(),
+                               self.run.to_json(), self.measurements)
 
 
 class BundleSink(MemorySink):
@@ -92,7 +91,7 @@ class DbSink:
         self._stop = threading.Event()
         self._beats: threading.Thread | None = None
 
-    def start(self, environment: JsonObject, run: JsonObject) -> None:
+    def start(self, environment: Environment, run: Run) -> None:
         from db import store  # here, not at import: db needs SQLAlchemy
 
         self.run_id = store.start_run(self.engine, environment, run)
@@ -153,7 +152,7 @@ class Tee:
         if first is not None:
             raise first
 
-    def start(self, environment: JsonObject, run: JsonObject) -> None:
+    def start(self, environment: Environment, run: Run) -> None:
         self._each("start", environment, run)
 
     def point(self, measurement: Measurement) -> None:

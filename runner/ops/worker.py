@@ -19,9 +19,10 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 
 from db import jobs
-from runner.format.measurement import JsonObject, Measurement
+from runner.format.measurement import Measurement
 from runner.format.point_text import describe
 from runner.format.queue import Job, Worker
+from runner.format.run_record import Environment, Run
 
 POLL_S = 1.0
 # A result write that meets a database outage is tried again after each of these pauses
@@ -97,7 +98,7 @@ class _JobSink:
             self.down = self.down or _outage(e)
             raise
 
-    def start(self, environment: JsonObject, run: JsonObject) -> None:
+    def start(self, environment: Environment, run: Run) -> None:
         self.memory.start(environment, run)
         if self.db.run_id is None:
             self.retry(lambda: self.db.start(environment, run), "storing the run")
@@ -125,7 +126,7 @@ class _JobSink:
         if not self.memory.started:
             return None
         path = os.path.join(os.environ.get(UNSENT_DIR) or os.getcwd(),
-                            f"launchbench-job-{self.job_id}-{self.memory.run['uuid']}.json")
+                            f"launchbench-job-{self.job_id}-{self.memory.run.uuid}.json")
         fmt.write(path, self.memory.bundle())
         return path
 

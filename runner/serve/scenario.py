@@ -35,6 +35,7 @@ from runner.format.bundle import now_iso
 from runner.format.limits import TOLERANCE
 from runner.format.measurement import JsonObject, Launches, split
 from runner.format.numbers import finite
+from runner.format.run_record import Environment, Run
 from runner.serve.context import (  # noqa: F401 - the scenario's API includes its context
     Context,
     capture,
@@ -307,9 +308,9 @@ def measure(ctx: Context, s: Strategy, counter: Any = "energy not measured") -> 
 
 # --- the run -----------------------------------------------------------------------------
 
-def run_serve(ctx: Context, strategies: tuple[Strategy, ...], sink, *, environment: dict,
-              run: dict, config: dict, progress: Callable[[str], None] | None = None,
-              energy_counter: Any = None) -> str:
+def run_serve(ctx: Context, strategies: tuple[Strategy, ...], sink, *,
+              environment: Environment, run: Run, config: dict,
+              progress: Callable[[str], None] | None = None, energy_counter: Any = None) -> str:
     """Profile the candidate sizes (quick, and what the advisor needs), then replay under
     each strategy; each part goes to the sink as soon as it is done. A strategy that fails
     is recorded as `error` and the run goes on. `energy_counter`: one to read instead of
@@ -356,11 +357,10 @@ def run_serve(ctx: Context, strategies: tuple[Strategy, ...], sink, *, environme
     return "done"
 
 
-def new_run(workload: Workload, ctx: Context, label: str | None, command: str | None) -> dict:
-    return {"uuid": str(uuid.uuid4()), "workload": workload.name,
-            "workload_params": dict(workload.params), "dtype": ctx.dtype,
-            "created_at": now_iso(), "finished_at": None, "status": "running",
-            "label": label, "source": "measured", "command": command, "kind": "serve"}
+def new_run(workload: Workload, ctx: Context, label: str | None, command: str | None) -> Run:
+    return Run(uuid=str(uuid.uuid4()), workload=workload.name,
+               workload_params=dict(workload.params), dtype=ctx.dtype, created_at=now_iso(),
+               label=label, command=command, kind="serve")
 
 
 def profile_sizes(stream: list[int], strategies: tuple[Strategy, ...]) -> list[int]:

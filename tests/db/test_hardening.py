@@ -13,6 +13,7 @@ from db.store import delete_run, export_bundle, import_bundle
 from pages.logic import links
 from runner.format import bundle as fmt
 from runner.format.measurement import Measurement
+from runner.format.run_record import Environment, Run
 from tests.apptest import open_app
 from tests.command_line import cli
 from tests.conftest import ROOT
@@ -139,7 +140,8 @@ def test_a_writer_cannot_store_an_unbounded_point(sqlite_engine):
     from db.store import add_measurement, start_run
 
     doc = fmt.validate(sample())
-    rid = start_run(sqlite_engine, doc["environment"], {**doc["run"], "uuid": "w1"})
+    rid = start_run(sqlite_engine, Environment.from_json(doc["environment"]),
+                    Run.from_json({**doc["run"], "uuid": "w1"}))
     m = copy.deepcopy(doc["measurements"][0])
     m["details"] = {"x": "\x00"}
     with pytest.raises(fmt.BundleError, match="U\\+0000"):

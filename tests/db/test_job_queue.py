@@ -22,6 +22,7 @@ from db.models import MeasurementRow, RunRow
 from runner.format import bundle as fmt
 from runner.format.measurement import Measurement
 from runner.format.queue import Job, JobProgress, Worker
+from runner.format.run_record import Environment, Run
 from tests.conftest import ROOT
 
 TINY = {"workload": "mlp", "params": {"depth": "1", "width": "4"}, "batch_sizes": [1],
@@ -90,9 +91,8 @@ def test_reap_lost_keeps_points_and_fails_run(engine):
     job_id = jobs.enqueue(engine, TINY)
     w = _worker(engine)
     jobs.claim_next(engine, w)
-    run_id = store.start_run(engine, {"device": "cpu"}, {
-        "uuid": f"u-{job_id}-{time.time()}", "workload": "mlp", "created_at": fmt.now_iso(),
-        "status": "running"})
+    run_id = store.start_run(engine, Environment(device="cpu"), Run(
+        uuid=f"u-{job_id}-{time.time()}", workload="mlp", created_at=fmt.now_iso()))
     jobs.link_run(engine, job_id, run_id)
     store.add_measurement(engine, run_id, Measurement("eager", 1))
     now = jobs.db_now(engine)

@@ -24,6 +24,7 @@ from db.engine import make_engine
 from db.models import JobRow, RunRow
 from runner.format import bundle as fmt
 from runner.format import limits, queue
+from runner.format.run_record import Environment, Run
 from runner.format.specs import estimate_cost
 from tests.conftest import ROOT
 
@@ -33,7 +34,7 @@ LATER = timedelta(seconds=limits.LOST_AFTER_S + 1)
 
 
 def _status(engine, run_id: int, now=None) -> str:
-    return queries.run_header(engine, run_id, now)["status"]
+    return queries.run_header(engine, run_id, now).status
 
 
 def _stored(engine, model, row_id: int) -> str:
@@ -108,8 +109,8 @@ def test_a_run_sink_heartbeats_while_open_and_stops_when_finished(sqlite_engine)
     from runner.ops.sinks import DbSink
 
     sink = DbSink(sqlite_engine, heartbeat_s=0.02)
-    sink.start({"device": "cpu"}, {"uuid": "beat-1", "workload": "mlp",
-                                   "created_at": fmt.now_iso(), "status": "running"})
+    sink.start(Environment(device="cpu"),
+               Run(uuid="beat-1", workload="mlp", created_at=fmt.now_iso()))
 
     def beat():
         with sqlite_engine.connect() as c:
@@ -127,9 +128,8 @@ def test_a_run_sink_heartbeats_while_open_and_stops_when_finished(sqlite_engine)
 def test_a_job_still_running_keeps_its_run_from_the_runs_own_reaping(sqlite_engine):
     job_id = jobs.enqueue(sqlite_engine, TINY)
     jobs.claim_next(sqlite_engine, _worker(sqlite_engine))
-    run_id = store.start_run(sqlite_engine, {"device": "cpu"}, {
-        "uuid": "job-run", "workload": "mlp", "created_at": fmt.now_iso(),
-        "status": "running"})
+    run_id = store.start_run(sqlite_engine, Environment(device="cpu"),
+                             Run(uuid="job-run", workload="mlp", created_at=fmt.now_iso()))
     jobs.link_run(sqlite_engine, job_id, run_id)
     old = jobs.db_now(sqlite_engine) - timedelta(hours=1)
     with sqlite_engine.begin() as c:  # the run's own beat is old, its job's is fresh

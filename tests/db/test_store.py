@@ -9,16 +9,17 @@ from db import store
 from db.engine import DatabaseError, make_engine
 from runner.format import bundle as fmt
 from runner.format.measurement import Measurement
+from runner.format.run_record import Environment, Run
 
 
 def _run(**kw):
-    return {"uuid": str(uuid.uuid4()), "workload": "mlp", "created_at": fmt.now_iso(),
-            "status": "running", "workload_params": {"depth": 2}, **kw}
+    return Run(uuid=str(uuid.uuid4()), workload="mlp", created_at=fmt.now_iso(),
+               workload_params={"depth": 2}, **kw)
 
 
 def test_point_by_point_then_roundtrip(any_url):
     engine = make_engine(any_url)
-    run_id = store.start_run(engine, {"device": "cpu", "torch_version": "2.13"}, _run())
+    run_id = store.start_run(engine, Environment(device="cpu", torch_version="2.13"), _run())
     m = fmt.empty_measurement("eager", 8)
     m.update(step_ms=1.5, step_ms_p10=1.4, step_ms_p90=1.7, samples=3, samples_ms=[1.4, 1.5, 1.7])
     store.add_measurement(engine, run_id, Measurement.from_json(m))
@@ -35,7 +36,7 @@ def test_point_by_point_then_roundtrip(any_url):
 
 
 def test_import_is_all_or_nothing(sqlite_engine):
-    doc = fmt.make_bundle({"device": "cpu"}, _run(status="done"),
+    doc = fmt.make_bundle({"device": "cpu"}, _run(status="done").to_json(),
                           [fmt.empty_measurement("eager", 1), fmt.empty_measurement("eager", 1)])
     with pytest.raises(fmt.BundleError, match="duplicate point"):
         store.import_bundle(sqlite_engine, doc)
@@ -100,7 +101,7 @@ def test_a_bundle_file_is_checked_once_on_its_way_to_the_database(sqlite_url, tm
     from runner.ops.cli import main
 
     path = tmp_path / "run.json"
-    fmt.write(path, fmt.make_bundle({"device": "cpu"}, _run(status="done"),
+    fmt.write(path, fmt.make_bundle({"device": "cpu"}, _run(status="done").to_json(),
                                     [fmt.empty_measurement("eager", 1)]))
     checks = []
     check = fmt.validate
@@ -111,7 +112,7 @@ def test_a_bundle_file_is_checked_once_on_its_way_to_the_database(sqlite_url, tm
 
 
 def test_a_checked_bundle_changed_in_code_is_checked_again_once_it_is_plain(sqlite_engine):
-    doc = fmt.validate(fmt.make_bundle({"device": "cpu"}, _run(status="done"), []))
+    doc = fmt.validate(fmt.make_bundle({"device": "cpu"}, _run(status="done").to_json(), []))
     assert isinstance(doc, fmt.Bundle)
     plain = {**doc, "run": {**doc["run"], "status": "bogus"}}  # a dict again, unchecked
     with pytest.raises(fmt.BundleError, match="run.status 'bogus'"):

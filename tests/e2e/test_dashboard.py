@@ -35,7 +35,7 @@ def test_run_share_link_shows_its_charts_in_a_fresh_browser(dashboard, db, page,
     wait_for_app(page, "Every finding")
     _expect_charts(page, 2)
     header = queries.run_header(db, rid)
-    page.get_by_text(f"Run {rid}: {header['workload']}").first.wait_for()
+    page.get_by_text(f"Run {rid}: {header.workload}").first.wait_for()
     # A tab a view: a click opens Environment, whose share link (in a copyable code
     # block) names this very run, and the address bar carries the view.
     page.get_by_role("tab", name="Environment").click()

@@ -14,6 +14,7 @@ from db.samples import SAMPLES, seed_if_empty
 from db.store import import_bundle
 from pages.logic import analysis, board, comparing, links, metrics, noise, points_table
 from runner.format import bundle as fmt
+from runner.format.run_summary import header_of
 from tests.synthetic import sweep_bundle
 
 PUBLISHED = SAMPLES / "published-l40s-day25.json"
@@ -360,8 +361,8 @@ def test_page_urls_replace_the_current_page_and_repeat_params():
 
 
 def test_measure_command_for_a_run_without_one():
-    cmd = links.measure_command({"workload": "mlp", "workload_params": {"width": 256,
-                                                                        "depth": 32}},
+    cmd = links.measure_command(header_of({"workload": "mlp",
+                                           "workload_params": {"width": 256, "depth": 32}}),
                                 [8192, 8, 8], ["compile", "eager", "eager"])
     assert cmd == ("python -m runner sweep --workload mlp --param depth=32 --param width=256 "
                    "--batch-sizes 8,8192 --modes eager,compile")
@@ -466,7 +467,7 @@ def test_headers_points_and_version(sqlite_engine):
     h = queries.runs_headers(sqlite_engine, [b, a, 999])
     assert list(h["id"]) == [b, a]
     assert queries.run_header(sqlite_engine, 999) is None
-    assert queries.run_header(sqlite_engine, b)["gpu_name"] is None
+    assert queries.run_header(sqlite_engine, b).gpu_name is None
     p = queries.run_points(sqlite_engine, b)
     assert len(p) == 8 and set(p["run_id"]) == {b}
     unsupported = p[p["status"] == "unsupported"]

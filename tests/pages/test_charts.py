@@ -12,6 +12,7 @@ import pytest
 from pages.charts import encodings, report, run_charts
 from pages.logic import analysis, comparing, points_table, run_text
 from runner.format import bundle as fmt
+from runner.format.run_summary import header_of
 from tests.synthetic import points_frame, sweep_bundle
 
 
@@ -236,7 +237,7 @@ def test_html_report_is_self_contained(points):
               "status": "done", "source": "published", "label": "<b>x</b>",
               "gpu_name": "G", "torch_version": "2.1", "uuid": "u",
               "command": "python -m runner sweep --workload mlp"}
-    html = report.html_report(header, points, "http://127.0.0.1:8501/run?run=7")
+    html = report.html_report(header_of(header), points, "http://127.0.0.1:8501/run?run=7")
     assert html.count("<svg") >= 4
     assert "<script" not in html.lower()
     # No external resource: the only URL outside the SVG namespace is the share link.
@@ -298,6 +299,6 @@ def test_points_table_shows_intervals_and_noise_badges(old_points):
 def test_html_report_carries_intervals_and_noise(points):
     header = {"id": 1, "workload": "mlp", "status": "done", "source": "measured",
               "gpu_name": "G", "torch_version": "2.1", "uuid": "u"}
-    html = report.html_report(header, points)
+    html = report.html_report(header_of(header), points)
     assert "<b>Noise:</b> ok: all 19 points within target" in html
     assert "95% interval" in html

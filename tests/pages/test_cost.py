@@ -80,7 +80,7 @@ def test_pareto_agrees_with_the_definition_on_many_groups_with_ties_and_gaps():
 
 
 def headline(points) -> str | None:
-    return run_text.summary_of({"id": 1}, points).headline()
+    return run_text.summary_of(header_of({"id": 1}), points).headline()
 
 
 def test_headline_is_one_line_with_interval_and_the_named_memory_cost(batch8):
@@ -205,8 +205,8 @@ def test_points_table_key_columns_first_and_pivot(batch8):
 
 
 def test_html_report_table_fits_its_width(batch8):
-    html = report.html_report({"id": 1, "workload": "mlp", "status": "done",
-                               "source": "measured", "gpu_name": "G"}, batch8)
+    html = report.html_report(header_of({"id": 1, "workload": "mlp", "status": "done",
+                                         "source": "measured", "gpu_name": "G"}), batch8)
     assert "white-space:nowrap" not in html  # the 1535 px table came from nowrap cells
     assert "<div class='wide'><table class='points'>" in html
     assert ("cuda-graph at batch 8: 7.10x (6.50-7.60x) · 34.0 MiB graph pool kept after "

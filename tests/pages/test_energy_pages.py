@@ -12,7 +12,7 @@ import pytest
 
 from pages.charts import report, run_charts
 from pages.logic import energy, points_table, run_text
-from runner.format.run_summary import less_energy
+from runner.format.run_summary import header_of, less_energy
 from tests.apptest import charts as page_charts
 from tests.apptest import run_views, texts
 from tests.synthetic import points_frame, sweep_bundle
@@ -63,9 +63,9 @@ def test_energy_charts_only_with_data(with_energy, without):
 
 
 def test_headline_gains_energy_words(with_energy, without):
-    line = run_text.summary_of({"id": 1}, with_energy).headline()
+    line = run_text.summary_of(header_of({"id": 1}), with_energy).headline()
     assert line.startswith("cuda-graph at batch") and "84% less energy per step" in line
-    assert "energy" not in run_text.summary_of({"id": 1}, without).headline()
+    assert "energy" not in run_text.summary_of(header_of({"id": 1}), without).headline()
     found = [x for x in run_text.headline(with_energy) if x.startswith("Energy: cuda-graph")]
     assert found and "84% less energy per step than eager (6.25x" in found[0]
     assert not [x for x in run_text.headline(without) if x.startswith("Energy:")]
@@ -91,7 +91,7 @@ def test_table_csv_and_html_carry_energy(with_energy, without):
     assert row["energy_gain"] == 6.25
     header = {"id": 3, "workload": "mlp", "workload_params": {}, "status": "done",
               "source": "measured", "gpu_name": "G", "torch_version": "2.11", "uuid": "u"}
-    html = report.html_report(header, with_energy)
+    html = report.html_report(header_of(header), with_energy)
     assert "84% less energy per step" in html and "Energy per step (mJ)" in html
     assert html.count("<svg") >= 4
 

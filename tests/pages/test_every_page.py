@@ -15,6 +15,7 @@ from db.engine import make_engine
 from pages.logic import uploads
 from pages.widgets.data import import_uploads
 from runner.format import bundle as fmt
+from runner.format.run_record import Environment, Run
 from tests.apptest import APP, charts, run_views, texts
 from tests.synthetic import sweep_bundle
 
@@ -358,7 +359,8 @@ def test_serve_run_points_to_the_serve_page(dash):
     from db.serve import start_serve_run
 
     doc = sweep_bundle()
-    rid = start_serve_run(dash.engine, doc["environment"], doc["run"],
+    rid = start_serve_run(dash.engine, Environment.from_json(doc["environment"]),
+                          Run.from_json(doc["run"]),
                           {"batch_dist": "uniform:1-64", "requests": 3, "seed": 0,
                            "strategies": ["eager"], "stream": [1, 5, 11]})
     at = dash.open("pages/run.py", run=str(rid))
@@ -409,7 +411,8 @@ def test_serve_run_on_the_board_and_a_refused_compare(dash):
 
     a = dash.add(gpu="Synthetic GPU A")
     doc = sweep_bundle()
-    rid = start_serve_run(dash.engine, doc["environment"], doc["run"],
+    rid = start_serve_run(dash.engine, Environment.from_json(doc["environment"]),
+                          Run.from_json(doc["run"]),
                           {"batch_dist": "uniform:1-64", "requests": 3, "seed": 0,
                            "strategies": ["eager"], "stream": [1, 5, 11]})
     at = dash.open()

@@ -11,14 +11,15 @@ from db import queries
 from db.samples import SAMPLES, seed_if_empty
 from db.store import import_bundle
 from pages.logic import links
+from runner.format.run_summary import RunHeader, header_of
 from tests.synthetic import sweep_bundle
 
 BATCHES, MODES = [1, 8], ["eager", "compile"]
 
 
-def _header(**run) -> dict:
-    return {"workload": "mlp", "workload_params": {"depth": 2, "width": 16},
-            "command": None, **run}
+def _header(**run) -> RunHeader:
+    return header_of({"workload": "mlp", "workload_params": {"depth": 2, "width": 16},
+                      "command": None, **run})
 
 
 def test_a_factory_workload_gets_words_and_no_command():
@@ -74,7 +75,7 @@ def test_every_shipped_sample_still_gets_a_command(sqlite_engine):
         header = queries.run_header(sqlite_engine, int(rid))
         pts = queries.run_points(sqlite_engine, int(rid))
         offer = links.reproduce(header, pts["batch_size"], pts["mode"])
-        assert offer.command, (header["workload"], offer.note)
+        assert offer.command, (header.workload, offer.note)
 
 
 def test_the_run_page_offers_no_copy_button_for_a_factory_workload(dash):

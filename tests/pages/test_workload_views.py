@@ -3,6 +3,8 @@ V100 sample, and the Run and Compare pages showing them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 
@@ -12,11 +14,13 @@ from db.store import import_bundle
 from pages.charts import workload_charts
 from pages.logic import workload_views as wv
 from runner.format import bundle as fmt
+from runner.format.run_summary import header_of
 from tests.apptest import texts
 from tests.synthetic import sweep_bundle
 
 V100 = SAMPLES / "published-v100-cuda-graphs-blog.json"
-CHAIN = {"workload": "kernel-chain", "workload_params": {"kernels": 20}, "source": "measured"}
+CHAIN = header_of({"workload": "kernel-chain", "workload_params": {"kernels": 20},
+                   "source": "measured"})
 
 
 def frame(doc: dict, run_id: int = 1) -> pd.DataFrame:
@@ -53,11 +57,11 @@ def test_per_kernel_figures_measured_and_published():
     assert table.at["eager", "per kernel us"] == pytest.approx(eager["step_ms"] * 1e3 / 20)
     assert table.at["eager", "GPU per kernel us"] == pytest.approx(
         eager["gpu_busy_ms"] * 1e3 / eager["gpu_kernels_per_step"])
-    published = wv.per_kernel_table(frame(fmt.read(V100)), {**CHAIN, "source": "published"})
+    published = wv.per_kernel_table(frame(fmt.read(V100)), replace(CHAIN, source="published"))
     assert published.set_index("mode")["per kernel us"].to_dict() == {"eager": 3.8,
                                                                        "cuda-graph": 3.4}
     assert published["GPU per kernel us"].tolist() == [2.9, 2.9]
-    assert wv.per_kernel_table(measured, {"workload": "mlp"}).empty
+    assert wv.per_kernel_table(measured, header_of({"workload": "mlp"})).empty
 
 
 def test_hand_calculation_redone_with_measured_figures():
@@ -84,14 +88,15 @@ def test_train_memory_table_reads_the_trees_and_the_separate_pools():
         cudagraph_trees={"graphs": 2, "pools": 1, "forward": 1, "backward": 1, "nodes": []},
         separate_graphs={"forward_pool_bytes": 3 * wv.MIB, "backward_pool_bytes": wv.MIB,
                          "sum_bytes": 4 * wv.MIB})
-    table = wv.train_memory_table(frame(doc), {"workload": "train-step"}).set_index("mode")
+    train = header_of({"workload": "train-step"})
+    table = wv.train_memory_table(frame(doc), train).set_index("mode")
     assert table.at["reduce-overhead", "graphs recorded"] == "1 forward + 1 backward in 1 pool(s)"
     assert table.at["reduce-overhead", "separate sum MiB"] == 4.0
     assert pd.isna(table.at["eager", "graphs recorded"])
-    bars = wv.train_pool_frame(frame(doc), {"workload": "train-step"})
+    bars = wv.train_pool_frame(frame(doc), header_of({"workload": "train-step"}))
     assert bars.groupby("how")["MiB"].sum().to_dict() == {
         "separate pools": 4.0, "trees: one shared pool": ro["graph_pool_bytes"] / wv.MIB}
-    sections = wv.run_sections({"workload": "train-step"}, frame(doc))
+    sections = wv.run_sections(header_of({"workload": "train-step"}), frame(doc))
     assert [x.title for x in sections] == ["Training memory"]
     assert sections[0].pools is not None and workload_charts.train_pool_chart(sections[0].pools)
 

@@ -22,6 +22,7 @@ from runner.format import capture_dist as cdist
 from runner.format import capture_sizes as cs
 from runner.format import graph_memory as gm
 from runner.format.capture_advisor import advise
+from runner.format.run_record import Run
 from runner.ops.cli import UsageError
 from runner.ops.commands import flags
 from runner.ops.commands.measured import MeasuringCommand, RunFailed, Storage
@@ -319,9 +320,9 @@ class GraphMemory(MeasuringCommand):
                           workload.name, "--sizes", ",".join(map(str, sorted(sizes))),
                           "--pool", self.pool,
                           *sum((["--param", f"{k}={v}"] for k, v in params.items()), [])])
-        run = {"uuid": str(uuid.uuid4()), "kind": "graph-memory", "workload": workload.name,
-               "workload_params": dict(workload.params), "dtype": workload.dtype,
-               "created_at": fmt.now_iso(), "label": self.label, "command": cmd}
+        run = Run(uuid=str(uuid.uuid4()), kind="graph-memory", workload=workload.name,
+                  workload_params=dict(workload.params), dtype=workload.dtype,
+                  created_at=fmt.now_iso(), label=self.label, command=cmd)
         try:
             series = {p: capture_series(model, make_input, sizes, p, "cuda",
                                         lambda m: print(m, file=sys.stderr, flush=True))
@@ -330,8 +331,9 @@ class GraphMemory(MeasuringCommand):
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
             raise RunFailed(f"graph-memory: capture failed, nothing written: {first}"
                             ) from None
-        run.update(finished_at=fmt.now_iso(), status="done")
-        self.doc = fmt.validate(fmt.make_bundle(environment.capture("cuda"), run, [],
+        run = run.finished("done", fmt.now_iso())
+        self.doc = fmt.validate(fmt.make_bundle(environment.capture("cuda").to_json(),
+                                                run.to_json(), [],
                                                 graph_memory=gm.make_section(sizes, series)))
         return "done"
 

@@ -17,6 +17,7 @@ from runner.format import bundle as fmt
 from runner.format import serve_record
 from runner.format.buckets import ServeInputError
 from runner.format.limits import MAX_REQUESTS
+from runner.format.run_record import Environment, Run
 from runner.format.specs import SpecError, check_serve
 from runner.ops.cli import UsageError
 from runner.ops.commands import flags
@@ -66,16 +67,16 @@ class Collect:
 
     def __init__(self, engine: Any = None, out: str | None = None) -> None:
         self.engine, self.out = engine, out
-        self.environment: dict = {}
-        self.run: dict = {}
+        self.environment = Environment()
+        self.run: Run | None = None
         self.config: dict = {}
         self.results: list[dict] = []
         self.points: list[dict] = []
         self.run_id: int | None = None
         self.written = False
 
-    def start(self, environment: dict, run: dict, config: dict) -> None:
-        self.environment, self.run = copy.deepcopy(environment), copy.deepcopy(run)
+    def start(self, environment: Environment, run: Run, config: dict) -> None:
+        self.environment, self.run = environment, run  # frozen: nothing to copy
         self.config = copy.deepcopy(config)
         if self.engine is not None:
             from db.serve import start_serve_run
@@ -105,7 +106,7 @@ class Collect:
             fmt.write(self.out, self.bundle())
 
     def finish(self, status: str) -> None:
-        self.run.update(status=status, finished_at=fmt.now_iso())
+        self.run = self.run.finished(status, fmt.now_iso())
         first: BaseException | None = None
         if self.engine is not None and self.run_id is not None:
             try:
@@ -125,7 +126,8 @@ class Collect:
         section = serve_record.make_section(c["batch_dist"], c["requests"], c["seed"],
                                             c["strategies"], c["stream"], self.results,
                                             self.points)
-        return fmt.make_bundle(self.environment, self.run, [], serve=section)
+        return fmt.make_bundle(self.environment.to_json(), self.run.to_json(), [],
+                               serve=section)
 
 
 def _cell(v: Any, f: str = "{:.1f}") -> str:
@@ -201,11 +203,11 @@ class Serve(MeasuringCommand):
         from runner.ops.commands.store import shown_url
 
         sink, spec = self.sink, self.spec
-        print(f"serve run {sink.run_id if sink.run_id is not None else sink.run['uuid']} "
+        print(f"serve run {sink.run_id if sink.run_id is not None else sink.run.uuid} "
               f"{status}: {len(sink.results)} strategies, {spec.requests} requests "
               f"({spec.dist.spec}, seed {spec.seed}) on {self.device}")
         if engine is not None:
-            print(f"stored in {shown_url(str(engine.url))} (uuid {sink.run['uuid']})")
+            print(f"stored in {shown_url(str(engine.url))} (uuid {sink.run.uuid})")
         if sink.written:
             print(f"bundle written to {storage.out}")
         print(format_table(sink.results))

@@ -146,8 +146,8 @@ def run_delete(args: argparse.Namespace) -> int:
             raise UsageError(str(e)) from None
     finally:
         engine.dispose()
-    print(f"deleted run {run_id} (uuid {facts['uuid']}, {facts['workload']}, "
-          f"{facts['points']} points)")
+    print(f"deleted run {run_id} (uuid {facts.uuid}, {facts.workload}, "
+          f"{facts.points} points)")
     return 0
 
 

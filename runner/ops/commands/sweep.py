@@ -371,7 +371,7 @@ class Sweep(MeasuringCommand):
 
         ms = self.memory.measurements
         counts = {s: sum(1 for m in ms if m.status == s) for s in fmt.POINT_STATUSES}
-        run_uuid = (self.memory.run or {}).get("uuid")
+        run_uuid = self.memory.run.uuid if self.memory.run is not None else None
         run_ref = self.db_sink.run_id if self.db_sink is not None else run_uuid
         extra = ", ".join(f"{n} {s}" for s, n in counts.items() if n and s != "ok")
         print(f"run {run_ref} {status}: {len(ms)} points" + (f" ({extra})" if extra else ""))

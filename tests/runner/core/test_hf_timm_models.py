@@ -151,7 +151,7 @@ def test_default_decode_step_runs_eager_and_compile_and_matches():
     for m in (p.to_json() for p in sink.measurements):
         assert m["status"] == "ok", m["message"]
         assert m["correct"] is True and m["step_ms"] > 0
-    assert sink.run["workload_params"]["model"] == "tiny-llama"
+    assert sink.run.workload_params["model"] == "tiny-llama"
 
 
 def test_memory_estimate_covers_builtin_configs_and_refuses_hub_ids_like_the_queue():

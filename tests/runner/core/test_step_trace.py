@@ -14,6 +14,7 @@ from runner.core.profiling import Event, count
 from runner.format import bundle as fmt
 from runner.format import trace as tr
 from runner.format.limits import MAX_TRACE_EVENTS
+from runner.format.run_summary import header_of
 from tests.synthetic import points_frame, sweep_bundle
 
 
@@ -226,12 +227,12 @@ def test_the_html_report_draws_the_headline_batch_timeline():
     items = [{"run_id": 1, "mode": m["mode"], "batch_size": batch, "trace": m["trace"]}
              for m in doc["measurements"] if m["batch_size"] == batch]
     header = {"id": 1, "workload": "mlp", "status": "done", "source": "measured"}
-    html = report.html_report(header, pts, None, items)
+    html = report.html_report(header_of(header), pts, None, items)
     assert f"One step at batch size {batch}" in html and "id='chart-timeline'" in html
     assert "GPU idle" in html and "<script" not in html
     # the profiled figure with the timed one beside it, and the note on why they differ
     assert "timed step" in html and "Two step times per point, on purpose" in html
-    assert "chart-timeline" not in report.html_report(header, pts)
+    assert "chart-timeline" not in report.html_report(header_of(header), pts)
 
 
 def test_unpaired_kernels_fall_back_to_time_and_a_broken_trace_is_not_kept():

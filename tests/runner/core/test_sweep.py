@@ -24,9 +24,9 @@ def test_quick_cpu_sweep_measures_eager_and_compile_and_refuses_graphs():
                        sink, progress=lambda *a: seen.append(a), command="python -m x")
     assert status == "done" and sink.status == "done"
     assert sink.calls == ["start"] + ["point"] * 4 + ["finish"]
-    assert sink.run["workload"] == "mlp" and sink.run["label"] == "t"
-    assert sink.run["workload_params"] == {"depth": 2, "width": 16, "dtype": "float32"}
-    assert sink.run["command"] == "python -m x" and sink.env["device"] == "cpu"
+    assert sink.run.workload == "mlp" and sink.run.label == "t"
+    assert sink.run.workload_params == {"depth": 2, "width": 16, "dtype": "float32"}
+    assert sink.run.command == "python -m x" and sink.env.device == "cpu"
     by_mode = {m["mode"]: m for m in sink.points}
     for mode in ("eager", "compile"):
         m = by_mode[mode]
@@ -59,7 +59,8 @@ def test_quick_cpu_sweep_measures_eager_and_compile_and_refuses_graphs():
         (0, 4, ("4 modes", 2, "timing")), (0, 4, ("eager", 2, "profiling")),
         (0, 4, ("compile", 2, "profiling")), (4, 4, None)]
     assert seen[-1][3].mode == "cuda-graph"
-    validate(make_bundle(sink.env, {**sink.run, "status": status}, sink.points))
+    validate(make_bundle(sink.env.to_json(), {**sink.run.to_json(), "status": status},
+                         sink.points))
 
 
 def test_a_failing_point_is_stored_as_error_and_the_sweep_goes_on():
@@ -72,7 +73,7 @@ def test_a_failing_point_is_stored_as_error_and_the_sweep_goes_on():
     bad = sink.points[1]
     assert "planted failure at batch size 3" in bad["message"]
     assert bad["step_ms"] is None
-    assert sink.run["dtype"] is None  # a factory that does not say: unknown
+    assert sink.run.dtype is None  # a factory that does not say: unknown
 
 
 def test_should_stop_cancels_between_points():

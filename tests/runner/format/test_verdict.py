@@ -71,11 +71,12 @@ def test_quoted_never_gives_an_inconclusive_median():
 
 from pages.charts import report, trend_chart  # noqa: E402
 from pages.logic import analysis, board, noise, points_table, run_text, trends  # noqa: E402
+from runner.format.run_summary import header_of  # noqa: E402
 from tests.synthetic import points_frame, sweep_bundle  # noqa: E402
 
 
 def headline(points) -> str | None:
-    return run_text.summary_of({"id": 1}, points).headline()
+    return run_text.summary_of(header_of({"id": 1}), points).headline()
 
 # The noisy run: compile at batch 1 spans 0.0-111.7x; cuda-graph is a finding at
 # batch 8 and inconclusive at batch 1; reduce-overhead is inconclusive everywhere.
@@ -141,15 +142,15 @@ def test_pivot_and_points_table_mark_inconclusive():
     t = points_table.points_table(p)
     row = t[(t["Mode"] == "compile") & (t["Batch size"] == 1)].iloc[0]
     assert row["Verdict"] == vd.INCONCLUSIVE
-    html = report.html_report({"id": 1, "workload": "mlp", "status": "done",
-                               "source": "measured", "gpu_name": "G"}, p)
+    html = report.html_report(header_of({"id": 1, "workload": "mlp", "status": "done",
+                                         "source": "measured", "gpu_name": "G"}), p)
     assert "inconclusive at every measured batch size" in html and vd.RULE_TEXT in html
 
 
 def test_board_key_figure_leaves_inconclusive_modes_unranked():
     def figures(points):  # the board's row of one run: (row, key figure)
         runs = pd.DataFrame([{"id": 1, "kind": "sweep"}])
-        row = board.key_figures(runs, {1: run_text.summary_of({"id": 1}, points)}).loc[1]
+        row = board.key_figures(runs, {1: run_text.summary_of(header_of({"id": 1}), points)}).loc[1]
         return row, row["key figure"]
 
     p = noisy_points()

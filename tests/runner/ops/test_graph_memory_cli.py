@@ -82,12 +82,13 @@ def fake_gpu(monkeypatch):
 
     from runner.core import environment, workloads
     from runner.core import graph_memory as core
+    from runner.format.run_record import Environment
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(workloads, "resolve", lambda name, params: types.SimpleNamespace(
         name=name, params={}, dtype="float32", build=lambda device: (None, None)))
-    monkeypatch.setattr(environment, "capture", lambda device: {
-        "device": "cuda", "gpu_name": "NVIDIA H200", "torch_version": "2.11.0+cu130"})
+    monkeypatch.setattr(environment, "capture", lambda device: Environment(
+        device="cuda", gpu_name="NVIDIA H200", torch_version="2.11.0+cu130"))
     monkeypatch.setattr(core, "capture_series",
                         lambda model, make_input, sizes, pool, device, progress:
                         [r for r in probe_rows(f"{pool}-clear") if r.batch_size in sizes])
