@@ -15,6 +15,10 @@ import sys
 import time
 from pathlib import Path
 
+# Run as a script, this file's folder (tests/) comes first on sys.path, and tests/runner/
+# (the runner's tests) would shadow the runner package: the repository root goes first.
+sys.path[0] = str(Path(__file__).resolve().parents[1])
+
 GUARD_S = 300  # a failure guard only: the test that started us creates the file long before
 
 
