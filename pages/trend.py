@@ -97,7 +97,7 @@ else:
     elif moved.empty:
         st.success("No change outside the noise between consecutive runs.")
     for _, r in moved.iterrows():
-        st.markdown(f"- **{r['mode']}** at batch {int(r['batch_size']):,}: "
+        st.markdown(f"- **{r['mode']}** at batch {int(r['batch_size'])}: "
                     f"{plain(r['change vs previous'])} in {plain(r['run'])}")
     # Two a row while the runs' labels fit half the page; a long history takes the width.
     figures = [(b, c) for b in batches if (c := trend_chart.trend_chart(table, b)) is not None]

@@ -64,5 +64,5 @@ def trend_chart(table: pd.DataFrame, batch: int) -> alt.LayerChart | None:
         y="y:Q")
     runs = df["run_id"].nunique()
     return layout.fitted(rule + bars + line + pts, layout.chart_title(
-        f"Speedup over eager at batch {batch:,}",
+        f"Speedup over eager at batch {batch}",
         f"{runs} run(s); bars: 95% interval; triangles: a change outside the noise"))
