@@ -107,6 +107,6 @@ def environment_view(run_id: int, header: dict, points: pd.DataFrame) -> None:
                 st.code(offer.command, language="bash", wrap_lines=True)
 
         st.subheader("Share")
-        parts.share_link(links.run_url(url.app_url(), run_id))
+        parts.share_link(url.run_share_url(run_id))
         st.caption("Each view has its own link: the address bar carries it (?view=, and "
-                   "?batch= for the timeline).")
+                   "?batch= and ?fit= for the timeline).")
