@@ -24,14 +24,19 @@ PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not me
                   "launchbench; figures the article does not give are empty.")
 
 
-def run_title(header: RunHeader, shown=str) -> str:
+def run_title(header: RunHeader, shown=str, torch: bool = True) -> str:
     """The run's title from its summary's header. `shown` turns each stored text into
     what the target shows (pages.logic.plain's plain() for a Markdown element; the HTML
-    report escapes by itself)."""
+    report escapes by itself). `torch=False`: without the torch version (the Run page
+    says it on the line below, so that the title fits one line at 1280 px)."""
     gpu = shown(device_name(header))
-    torch = shown(known(header.torch_version) or MISSING)
+    version = f", {torch_text(header, shown)}" if torch else ""
     mark = " [published]" if header.source == "published" else ""
-    return f"Run {header.id}: {shown(header.workload)} on {gpu}, torch {torch}{mark}"
+    return f"Run {header.id}: {shown(header.workload)} on {gpu}{version}{mark}"
+
+
+def torch_text(header: RunHeader, shown=str) -> str:
+    return f"torch {shown(known(header.torch_version) or MISSING)}"
 
 
 def summary_of(header: dict, points: pd.DataFrame) -> RunSummary:
