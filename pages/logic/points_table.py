@@ -88,10 +88,12 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
                 for a, b, k in zip(lo, hi, known, strict=True)]
         if c == "speedup":  # the one rule's word beside the figure it judges
             out["Verdict"] = [v if isinstance(v, str) else MISSING for v in p["verdict"]]
-    out.insert(out.columns.get_loc("Step time 95% CI") + 1, PROCESS_COLUMN,
-               [MISSING if m is None else ", ".join(f"{x:.2f}" for x in m)
-                for m in _process_medians(p)])
-    out.insert(out.columns.get_loc("Noise") + 1, NOTE_COLUMN, point_notes(p).values)
+    # How each point went, after the answer columns: its noise, each process's median
+    # and the note that says why its figures need a word.
+    at = out.columns.get_loc("Noise") + 1
+    out.insert(at, NOTE_COLUMN, point_notes(p).values)
+    out.insert(at, PROCESS_COLUMN, [MISSING if m is None else ", ".join(f"{x:.2f}" for x in m)
+                                    for m in _process_medians(p)])
     out["CUDA graph"] = p["cudagraph_status"].values
     out["Correct"] = [MISSING if is_missing(v) else ("yes" if v else "NO") for v in p["correct"]]
     return out
