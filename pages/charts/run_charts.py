@@ -156,7 +156,7 @@ def tradeoff_chart(costs: pd.DataFrame) -> alt.LayerChart | None:
     # One label per mode (its fastest Pareto-best point): labelling every point overlaps.
     top = df[df["pareto"]].groupby("mode")["speedup"].idxmax()
     df["label"] = ""
-    df.loc[top.values, "label"] = [f"{m} @ batch {int(b):,}" for m, b in
+    df.loc[top.values, "label"] = [f"{m} @ batch {int(b)}" for m, b in
                                    zip(df.loc[top.values, "mode"],
                                        df.loc[top.values, "batch_size"], strict=True)]
     x = alt.X("extra_mib:Q", title="Extra memory over eager (MiB)")

@@ -66,7 +66,7 @@ def findings(points: pd.DataFrame) -> list[str]:
         b = int(r["batch_size"])
         ci = ("" if pd.isna(r["energy_gain_ci_low"]) or pd.isna(r["energy_gain_ci_high"])
               else f", 95% {r['energy_gain_ci_low']:.2f}-{r['energy_gain_ci_high']:.2f}x")
-        line = (f"Energy: {mode} at batch {b:,}: {r['energy_mj_per_step']:.3g} mJ per step"
+        line = (f"Energy: {mode} at batch {b}: {r['energy_mj_per_step']:.3g} mJ per step"
                 f": {less_energy(r['energy_gain'])} than eager ({r['energy_gain']:.2f}x{ci})")
         if b in eager.index:
             e = eager.loc[b]

@@ -88,9 +88,63 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
                 for a, b, k in zip(lo, hi, known, strict=True)]
         if c == "speedup":  # the one rule's word beside the figure it judges
             out["Verdict"] = [v if isinstance(v, str) else MISSING for v in p["verdict"]]
+    # How each point went, after the answer columns: its noise, each process's median
+    # and the note that says why its figures need a word.
+    at = out.columns.get_loc("Noise") + 1
+    out.insert(at, NOTE_COLUMN, point_notes(p).values)
+    out.insert(at, PROCESS_COLUMN, [MISSING if m is None else ", ".join(f"{x:.2f}" for x in m)
+                                    for m in _process_medians(p)])
     out["CUDA graph"] = p["cudagraph_status"].values
     out["Correct"] = [MISSING if is_missing(v) else ("yes" if v else "NO") for v in p["correct"]]
     return out
+
+
+PROCESS_COLUMN = "Process medians (ms)"
+NOTE_COLUMN = "Note"
+
+
+def _process_medians(points: pd.DataFrame) -> list[list[float] | None]:
+    samples = points["samples_ms"] if "samples_ms" in points else [None] * len(points)
+    details = points["details"] if "details" in points else [None] * len(points)
+    return [noise.process_medians(s, d.get("round_process") if isinstance(d, dict) else None)
+            for s, d in zip(samples, details, strict=True)]
+
+
+def point_notes(points: pd.DataFrame) -> pd.Series:
+    """One line a point, where its figures need a word of why (empty elsewhere): its
+    paired speedup and the ratio of the medians printed beside it disagree beyond the
+    interval (runner/format/verdict.py medians_disagree, the CLI's '#'), or the spread
+    between its processes makes its step interval (noise.process_note). `points` as
+    points_with_speedup returns them (eager_ms is found again here)."""
+    if points.empty:
+        return pd.Series([], dtype=object)
+    sp = analysis.speedups(points).set_index(["run_id", "mode", "batch_size"])["eager_ms"]
+    eager = [sp.get((r, m, b)) for r, m, b in
+             zip(points["run_id"], points["mode"], points["batch_size"], strict=True)]
+    samples = points["samples_ms"] if "samples_ms" in points else [None] * len(points)
+    details = points["details"] if "details" in points else [None] * len(points)
+    notes = []
+    for (_, r), e, s, d in zip(points.iterrows(), eager, samples, details, strict=True):
+        said = []
+        if r["mode"] != "eager" and vd.medians_disagree(e, r["step_ms"], r["speedup_ci_low"],
+                                                        r["speedup_ci_high"]):
+            said.append(vd.disagree_text(e, r["step_ms"]))
+        proc = noise.process_note(s, d.get("round_process") if isinstance(d, dict) else None,
+                                  r["step_ms"], r.get("step_ms_ci_low"),
+                                  r.get("step_ms_ci_high"))
+        if proc:
+            said.append(proc)
+        notes.append("; ".join(said))
+    return pd.Series(notes, index=points.index, dtype=object)
+
+
+def note_lines(points: pd.DataFrame) -> list[str]:
+    """The points' notes as lines under the Points table: 'eager at batch 256: ...'."""
+    if points.empty:
+        return []
+    p = analysis.in_mode_order(points_with_speedup(points))
+    return [f"{m} at batch {int(b)}: {n}" for m, b, n in
+            zip(p["mode"], p["batch_size"], point_notes(p), strict=True) if n]
 
 
 PIVOT_CAPTION = ("Speedup over eager (95% interval where measured) · the graph modes' "

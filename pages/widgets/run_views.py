@@ -77,7 +77,13 @@ def points_view(run_id: int, header: RunHeader, points: pd.DataFrame) -> None:
             st.caption(f"{bad} point(s) did not produce a measurement: marked in the "
                        "Status column with their message.")
         st.dataframe(table, hide_index=True, key="points_table",
-                     column_config={"Status": st.column_config.TextColumn(width="medium")})
+                     column_config={"Status": st.column_config.TextColumn(width="medium"),
+                                    points_table.NOTE_COLUMN:
+                                        st.column_config.TextColumn(width="large")})
+        notes = points_table.note_lines(points)
+        if notes:  # the table's cells are cut; each note in full, one line a point
+            st.markdown("**Points whose figures need a word**\n"
+                        + "\n".join(f"- {plain(n)}" for n in notes))
     st.caption(points_table.RESERVED_NOTE)
 
 
@@ -100,6 +106,6 @@ def environment_view(run_id: int, header: RunHeader, points: pd.DataFrame) -> No
                 st.code(offer.command, language="bash", wrap_lines=True)
 
         st.subheader("Share")
-        parts.share_link(links.run_url(url.app_url(), run_id))
+        parts.share_link(url.run_share_url(run_id))
         st.caption("Each view has its own link: the address bar carries it (?view=, and "
-                   "?batch= for the timeline).")
+                   "?batch= and ?fit= for the timeline).")

@@ -10,7 +10,7 @@ import pytest
 from db import queries
 from db.store import import_bundle
 from pages.logic import board
-from runner.format.run_summary import NO_SPEEDUP
+from runner.format.run_summary import BREAK_EVEN_LABEL, NO_SPEEDUP
 from runner.format.verdict import INCONCLUSIVE, quoted
 from tests.synthetic import sweep_bundle
 
@@ -92,7 +92,7 @@ def _one_run_at_a_time(points: pd.DataFrame) -> dict:
         row[f"{b['mode']} pool MiB"] = pool.iloc[0] / 2**20 if len(pool) else math.nan
     be = analysis.break_even(points)
     if be.status in ("crosses", "always-below"):
-        row["break-even batch"] = be.batch_size
+        row[BREAK_EVEN_LABEL] = be.batch_size
     found = best[best["verdict"] != INCONCLUSIVE]
     if found.empty:
         row["key figure"] = None  # not compared: the inconclusive wording is tested apart
@@ -149,7 +149,7 @@ def test_key_figures_of_all_runs_at_once_equal_one_run_at_a_time(sqlite_engine):
             else:
                 assert got[c] == pytest.approx(v) if isinstance(v, float) else got[c] == v, \
                     (rid, c, got[c], v)
-        seen_break_even += not math.isnan(want["break-even batch"])
+        seen_break_even += not math.isnan(want[BREAK_EVEN_LABEL])
     assert seen_break_even >= 1  # the crossing branch was really compared
 
 
