@@ -141,16 +141,11 @@ with parts.drawn("The bucket advisor"):
         lo, hi, default = bounds
         budget = st.slider("Memory budget for graph pools (MiB)", lo, hi, default, key="budget")
     advice, table = serve_tables.advice(stream, profile, results, budget, requests)
-    rec = advice.recommended
-    st.markdown(
-        f"Capture **{'/'.join(map(str, rec.buckets)) or 'nothing (eager only)'}**: "
-        f"{rec.rows_per_s:,.0f} rows/s by the model, {len(rec.buckets)} graph(s)"
-        + (f", {rec.pool_bytes / serve_tables.MIB:,.1f} MiB" if rec.pool_bytes is not None else "")
-        + (f"; powers of two within the budget give {advice.pow2.rows_per_s:,.0f} rows/s "
-           f"({'/'.join(map(str, advice.pow2.buckets))})." if advice.pow2 else "."))
+    for line in serve_tables.advice_lines(advice):
+        st.markdown(line)
     st.dataframe(table, hide_index=True, key="advice")
 st.caption("The model: each size's measured bucket time (profile) and eager time (the "
            "eager replay, else the profile), weighted by how often the stream asked for it; "
            "pool = the largest graph alone plus what each smaller one added in a shared "
-           "pool. Plans within 5% are ties: fewer graphs, then less padding, win. The "
-           "measured rows show how close the model lands.")
+           "pool. Plans within 5% of the best are ties, decided as said above. The measured "
+           "rows show how close the model lands.")
