@@ -68,6 +68,27 @@ def _reap(proc: subprocess.Popen) -> None:
     _spawned.pop(proc.pid, None)
 
 
+def local_device() -> str | None:
+    """What a worker started here would measure on: 'cpu' where no NVIDIA driver is
+    loaded, the GPU model its driver names (one model on the host), else None (several
+    models, or none that can start: no torch). Read from /proc, as `torch.cuda.
+    get_device_name` reports it, since the dashboard never imports torch."""
+    if importlib.util.find_spec("torch") is None:
+        return None
+    infos = sorted(Path("/proc/driver/nvidia/gpus").glob("*/information"))
+    if not infos:
+        return None if Path("/dev/nvidiactl").exists() else "cpu"
+    models = set()
+    for info in infos:
+        try:
+            text = info.read_text()
+        except OSError:
+            return None
+        models |= {line.split(":", 1)[1].strip() for line in text.splitlines()
+                   if line.startswith("Model:")}
+    return models.pop() if len(models) == 1 else None
+
+
 def local_worker_pid(db_url: str) -> int | None:
     """The pid of the worker ensure_local_worker last started for `db_url`, if alive."""
     try:
