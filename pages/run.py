@@ -4,7 +4,7 @@ reproducing command and a share link). The views' builders and tables: run_views
 
 import streamlit as st
 
-from pages.logic import energy, links, noise, run_text
+from pages.logic import cost, energy, links, noise, run_text
 from pages.logic.plain import plain
 from pages.widgets import data, frame, graph_memory_view, parts, run_views, timeline_view, url
 from runner.format.run_summary import header_of
@@ -106,6 +106,8 @@ if memory.open:
                        "reserved is part of what a mode costs (an upper bound: tensors living "
                        "in the pool while the peak is taken count in both). Diamonds: the "
                        "modes no other mode beats on both speed and memory at that batch size.")
+        elif not points.empty:
+            st.info(cost.missing_reason(points, header.get("device")))
 if energy_tab.open:
     with energy_tab, parts.drawn("The charts"):
         if "energy" in paired:

@@ -454,3 +454,18 @@ def test_shipped_samples_of_different_workloads_warn_when_compared(dash):
         pytest.fail("data/samples/ should ship measured sweeps of two workloads")
     at = dash.open("pages/compare.py", run=[str(i) for i in sweeps["id"]])
     assert any("comparable" in w for w in texts(at, "warning")), texts(at, "warning")
+
+
+def test_export_picker_tells_the_shipped_runs_apart(dash):
+    # Eight entries read "#N NVIDIA H200 · torch 2.11": the same GPU and torch. Each now
+    # says its workload, kind, date and label; without the id no two read alike.
+    at = dash.open("pages/import_export.py")
+    picker = at.selectbox(key="export_run")
+    shown = list(picker.options)  # as the browser shows them (format_func applied)
+    h200 = [s for s in shown if "NVIDIA H200" in s]
+    assert len(h200) >= 8
+    assert len({s.split(" ", 1)[1] for s in shown}) == len(shown), shown
+    assert any(s.split(" ", 1)[1].startswith("mlp sweep · NVIDIA H200 · torch 2.11")
+               and s.endswith("· H200 mlp") for s in shown), shown
+    assert any(" mlp serve run · NVIDIA H200" in s for s in shown), shown
+    assert all(len(s) <= 120 for s in shown), max(shown, key=len)  # one line at 1280 px
