@@ -5,7 +5,7 @@ reproducing command and a share link). The views' builders and tables: run_views
 import pandas as pd
 import streamlit as st
 
-from pages.logic import energy, links, noise, run_text
+from pages.logic import energy, links, noise, run_text, step_split
 from pages.logic.plain import plain
 from pages.widgets import data, frame, graph_memory_view, parts, run_views, timeline_view, url
 
@@ -115,6 +115,8 @@ if split_tab.open:
             for col, (name, chart) in zip(st.columns(2), items[row:row + 2], strict=False):
                 with col:
                     run_views.draw(chart, key=f"chart_{name}")
+        if split:
+            st.caption(step_split.VIEW_CAPTION)
 
 if timeline_tab.open:
     with timeline_tab, parts.drawn("The step timeline"):

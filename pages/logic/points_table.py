@@ -9,7 +9,7 @@ import json
 
 import pandas as pd
 
-from pages.logic import analysis, cost, energy, noise
+from pages.logic import analysis, cost, energy, noise, step_split
 from pages.logic.metrics import MISSING, format_interval, format_value, metric, title
 from runner.format import verdict as vd
 from runner.format.bundle import MEASUREMENT_FIELDS
@@ -61,6 +61,28 @@ def points_with_speedup(points: pd.DataFrame) -> pd.DataFrame:
     return out.join(mem, on=["run_id", "mode", "batch_size"])
 
 
+def host_split_cells(p: pd.DataFrame) -> dict[str, list[str]]:
+    """The host-and-GPU columns of the points table (issue 39): the step's split as shares,
+    the speedup projected to each reference launch cost beside the measured one, and what
+    `noisy` was judged on. Columns no point fills are left out (a CPU run has no split)."""
+    split = step_split.split_frame(p).set_index(["mode", "batch_size"])
+    at = step_split.projected_speedups(p).set_index(["mode", "batch_size"])
+    us = " / ".join(f"{u:g}" for u in step_split.host_split.REFERENCE_LAUNCH_US)
+    cols: dict[str, list[str]] = {"Split: GPU / launch / rest": [],
+                                  f"Speedup at {us} us a launch": [], "Noisy judged on": []}
+    for _, r in p.iterrows():
+        key = (r["mode"], int(r["batch_size"]))
+        s = split.loc[key] if key in split.index else None
+        cols["Split: GPU / launch / rest"].append(MISSING if s is None else " / ".join(
+            f"{s[f'{part}_share']:.0%}" for part in step_split.PART_NAMES))
+        xs = at.loc[key].drop("run_id").tolist() if key in at.index else []
+        cols[f"Speedup at {us} us a launch"].append(
+            " / ".join(f"{x:.2f}x" for x in xs) if xs and not any(map(is_missing, xs))
+            else MISSING)
+        cols["Noisy judged on"].append(step_split.judged_text(r.get("details")) or MISSING)
+    return {k: v for k, v in cols.items() if any(c != MISSING for c in v)}
+
+
 def points_table(points: pd.DataFrame) -> pd.DataFrame:
     """Every point, failed ones included and marked with their message; numbers as text
     with units (unknown shows as a dash)."""
@@ -88,6 +110,8 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
                 for a, b, k in zip(lo, hi, known, strict=True)]
         if c == "speedup":  # the one rule's word beside the figure it judges
             out["Verdict"] = [v if isinstance(v, str) else MISSING for v in p["verdict"]]
+    for name, cells in host_split_cells(p).items():
+        out[name] = cells
     out["CUDA graph"] = p["cudagraph_status"].values
     out["Correct"] = [MISSING if is_missing(v) else ("yes" if v else "NO") for v in p["correct"]]
     return out

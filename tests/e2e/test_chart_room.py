@@ -119,8 +119,9 @@ def test_run_page_charts_have_room(dashboard, page, sample_ids):
     # room: tests/pages/test_energy_pages.py builds them; the view here says why in one line).
     with_charts = [v for v in RUN_VIEWS if v != "Energy"][:4]
     views = {v: _charts(page, f"{base}&view={quote(v)}") for v in with_charts}
-    # speedup and step time; memory and its trade-off; the time split's three; the lanes
-    assert [len(c) for c in views.values()] == [2, 2, 3, 1]
+    # speedup and step time; memory and its trade-off; the time split's eight (each mode's
+    # split, eager against the launch cost, busy fraction, launches, launch vs busy); lanes
+    assert [len(c) for c in views.values()] == [2, 2, 8, 1]
     assert [p for c in views.values() for p in _problems(c)] == []
     # The speedup chart's legend lists the graph modes only: eager is the 1x line.
     assert len(views["Speed"][0]["fills"]) == 3
