@@ -110,6 +110,17 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
                 for a, b, k in zip(lo, hi, known, strict=True)]
         if c == "speedup":  # the one rule's word beside the figure it judges
             out["Verdict"] = [v if isinstance(v, str) else MISSING for v in p["verdict"]]
+    if energy.has_energy(points):  # the one rule and the counter's error, in words
+        e = energy.energy_points(p).set_index(["mode", "batch_size"])
+        keys = list(zip(p["mode"], p["batch_size"].astype(int), strict=True))
+        within = [k in e.index and bool(e.at[k, "above_idle_within_error"]) for k in keys]
+        out[title("energy_above_idle_mj_per_step")] = [
+            energy.WITHIN_ERROR if w else cell for w, cell in zip(
+                within, out[title("energy_above_idle_mj_per_step")], strict=True)]
+        gain = title("energy_gain")
+        out[gain] = ["inconclusive" if vd.inconclusive(g, lo, hi) else cell for g, lo, hi, cell
+                     in zip(p["energy_gain"], p["energy_gain_ci_low"], p["energy_gain_ci_high"],
+                            out[gain], strict=True)]
     for name, cells in host_split_cells(p).items():
         out[name] = cells
     out["CUDA graph"] = p["cudagraph_status"].values
