@@ -344,7 +344,7 @@ def energy_chart(points: pd.DataFrame, above_idle: bool = False) -> alt.LayerCha
     layers = lines_and_points(batch_x(), log_y(field, values), color, tips, by=["mode"])
     bars = error_bars(df, cols[1], cols[2], log_y(cols[1], values, field), color)
     return fitted(alt.layer(*layers, *([bars] if bars is not None else []), data=df),
-                  chart_title("Energy per step", "median over windows, 95% interval"))
+                  chart_title("Energy per step", "mean power x timed step, 95% interval"))
 
 
 class _Derived:

@@ -93,7 +93,9 @@ def host_split_charts(points: pd.DataFrame) -> dict[str, alt.TopLevelMixin]:
         if chart is not None:
             out[f"split-{mode}"] = chart
     rounds = step_split.launch_rounds(points)
-    scatter = launch_scatter_chart(rounds, step_split.projection_lines(points, rounds))
+    lines = step_split.projection_lines(points, rounds)
+    # Without GPU busy time (a CPU run) there is no projection to hold the rounds to.
+    scatter = launch_scatter_chart(rounds, lines) if not lines.empty else None
     if scatter is not None:
         out["launch-scatter"] = scatter
     return out

@@ -121,8 +121,14 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
         out[gain] = ["inconclusive" if vd.inconclusive(g, lo, hi) else cell for g, lo, hi, cell
                      in zip(p["energy_gain"], p["energy_gain_ci_low"], p["energy_gain_ci_high"],
                             out[gain], strict=True)]
+    # Each beside what it explains: the projected speedups beside the measured one, what
+    # `noisy` was judged on beside the noise mark, the split beside the GPU busy time.
+    after = {"Speedup at": "Verdict", "Noisy judged on": "Noise",
+             "Split:": title("gpu_busy_ms")}
     for name, cells in host_split_cells(p).items():
-        out[name] = cells
+        anchor = next((a for k, a in after.items() if name.startswith(k)), None)
+        at = out.columns.get_loc(anchor) + 1 if anchor in out.columns else len(out.columns)
+        out.insert(at, name, cells)
     out["CUDA graph"] = p["cudagraph_status"].values
     out["Correct"] = [MISSING if is_missing(v) else ("yes" if v else "NO") for v in p["correct"]]
     return out
