@@ -32,8 +32,10 @@ def split_share_chart(long: pd.DataFrame, mode: str) -> alt.Chart | None:
                                       range=[PART_COLORS[p] for p in host_split.PARTS]),
                       legend=legend(entries=1, direction="vertical"))
     # The runs' log2 batch axis (a band axis drew no bars in the page's Vega-Lite).
+    x = batch_x()
+    x.scale = alt.Scale(type="log", base=2, nice=False, padding=12)  # whole end bars
     bars = alt.Chart(df).mark_bar(size=14).encode(
-        x=batch_x(),
+        x=x,
         y=alt.Y("share:Q", title="Share of the step", stack="zero",
                 axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
         color=color, order=alt.Order("order:Q"),
