@@ -4,7 +4,7 @@ reproducing command and a share link). The views' builders and tables: run_views
 
 import streamlit as st
 
-from pages.logic import cost, energy, links, noise, run_text
+from pages.logic import cost, energy, links, noise, run_text, step_split
 from pages.logic.plain import plain
 from pages.widgets import data, frame, graph_memory_view, parts, run_views, timeline_view, url
 from runner.format.run_summary import header_of
@@ -107,7 +107,7 @@ if memory.open:
                        "in the pool while the peak is taken count in both). Diamonds: the "
                        "modes no other mode beats on both speed and memory at that batch size.")
         elif not points.empty:
-            st.info(cost.missing_reason(points, header.get("device")))
+            st.info(cost.missing_reason(points, header.device))
 if energy_tab.open:
     with energy_tab, parts.drawn("The charts"):
         if "energy" in paired:
@@ -125,6 +125,8 @@ if split_tab.open:
             for col, (name, chart) in zip(st.columns(2), items[row:row + 2], strict=False):
                 with col:
                     run_views.draw(chart, key=f"chart_{name}")
+        if split:
+            st.caption(step_split.VIEW_CAPTION)
 
 if timeline_tab.open:
     with timeline_tab, parts.drawn("The step timeline"):

@@ -170,17 +170,9 @@ def board(runs: pd.DataFrame, summaries: Mapping[int, RunSummary],
 
 def compare_refusal(selected: pd.DataFrame) -> list[str]:
     """Why the selected runs (rows of the runs frame) cannot be compared; [] when they
-    can. Compare overlays sweeps of one model at one size and precision."""
-    if len(selected) < 2:
-        return []
-    where = {"serve": "on the Serve page", "graph-memory": "on its own page"}
-    reasons = [f"Run {int(r['id'])} is a {r['kind']} run: Compare overlays sweeps. Open "
-               f"it {where[r['kind']]} instead." for _, r in selected.iterrows()
-               if r["kind"] in where]
-    if reasons:
-        return reasons
-    return [w.replace("Not comparable: ", "Cannot compare: ")
-            for w in comparing.comparability(selected)]
+    can. The rule is Compare's own (comparing.compare_rule): runs that differ in workload
+    are offered with a warning there, not refused here."""
+    return comparing.compare_rule(selected)[0]
 
 
 def points_text(run) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages.charts import run_charts, workload_charts
+from pages.charts import run_charts, split_charts, workload_charts
 from pages.logic import analysis, links, points_table, run_text, workload_views
 from pages.logic.plain import plain
 from pages.widgets import data, parts, url
@@ -34,7 +34,8 @@ def figures(url: str, data_v: tuple, run_id: int) -> tuple[dict, dict]:
     half of the 100 ms a chart cost per render."""
     points = data.points([run_id])
     paired = run_charts.run_charts(points, names=[n for pair in PAIRS for n in pair])
-    split = run_charts.time_split_charts(analysis.time_split(points))
+    split = {**split_charts.host_split_charts(points),
+             **run_charts.time_split_charts(analysis.time_split(points))}
     return ({k: c if k == "speedup" else c.to_dict() for k, c in paired.items()},
             {k: c.to_dict() for k, c in split.items()})
 

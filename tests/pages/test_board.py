@@ -9,7 +9,7 @@ import pytest
 
 from db import queries
 from db.store import import_bundle
-from pages.logic import board
+from pages.logic import board, comparing
 from runner.format.run_summary import BREAK_EVEN_LABEL, NO_SPEEDUP
 from runner.format.verdict import INCONCLUSIVE, quoted
 from tests.synthetic import sweep_bundle
@@ -69,9 +69,11 @@ def test_compare_refusal_names_the_reason():
     serve = pd.DataFrame([{**base, "id": 1}, {**base, "id": 2, "kind": "serve"}])
     assert board.compare_refusal(serve) == [
         "Run 2 is a serve run: Compare overlays sweeps. Open it on the Serve page instead."]
+    # Different workloads are Compare's to show with a warning, as it does: one rule.
     other = pd.DataFrame([{**base, "id": 1}, {**base, "id": 2, "workload": "resnet"}])
-    (line,) = board.compare_refusal(other)
-    assert line.startswith("Cannot compare: workload differ")
+    assert board.compare_refusal(other) == []
+    refused, warned = comparing.compare_rule(other)
+    assert refused == [] and warned[0].startswith("Not comparable: workload differ")
 
 
 def _one_run_at_a_time(points: pd.DataFrame) -> dict:

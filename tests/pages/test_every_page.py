@@ -112,8 +112,10 @@ def test_runs_page_lists_and_filters_from_the_url(dash):
 def test_run_page_headline_charts_table_environment_and_share_link(dash):
     rid = dash.add(failing={("compile", 64): "CUDA out of memory"})
     views = run_views(dash, rid)
-    # speedup and step time; memory and its trade-off; the time split's three
-    assert [len(charts(views[v])) for v in CHART_VIEWS] == [2, 2, 3]
+    # speedup and step time; memory and its trade-off;
+    # the time split: each mode's split and the three (no scatter: the synthetic
+    # points carry no host time a step to project)
+    assert [len(charts(views[v])) for v in CHART_VIEWS] == [2, 2, 7]
     at = views["Speed"]
     md = texts(at, "markdown")
     assert md[0].startswith("##### cuda-graph at batch ")
@@ -225,10 +227,10 @@ def test_compare_overlays_runs_with_ratio_table_and_environment_diff(dash):
     col = [c for c in ratios.columns if " vs #" in c][0]
     assert list(ratios.columns).index(col) == 2  # the answer right after mode and batch
     assert ratios[col].dropna().gt(1).all()  # B (half the time) is faster everywhere
-    memory = at.dataframe[2].value
+    memory = at.dataframe[3].value  # after the GPU and host table
     assert [c for c in memory.columns if c.endswith(" MiB")] == [
         f"#{a} Synthetic GPU A · torch 2.1 MiB", f"#{b} Synthetic GPU B · torch 2.2 MiB"]
-    diff = at.dataframe[3].value
+    diff = at.dataframe[4].value
     assert {"gpu_name", "torch_version"} <= set(diff["field"])
     assert any(c.endswith(f"/compare?run={a}&run={b}") for c in texts(at, "code"))
 
@@ -248,7 +250,7 @@ def test_compare_marks_ratios_within_noise_and_diffs_launch_cost(dash):
     slower = ratios[ratios[col_b].str.startswith("slower (")]
     assert list(zip(slower["mode"], slower["batch_size"], strict=True)) == [("eager", 8)]
     assert set(ratios[col_old]) == {"no interval"}
-    diff = at.dataframe[3].value.set_index("field")
+    diff = at.dataframe[4].value.set_index("field")
     row = diff.loc["host launch cost (us, median and range)"]
     assert [v for k, v in row.items() if k.startswith("#")] == ["8.0 us (8.0-8.0)",
                                                                 "20.0 us (20.0-20.0)", "—"]
