@@ -55,7 +55,8 @@ def capture_section() -> None:
     st.dataframe(ca.comparison_frame(a), hide_index=True, key="cap_table")
     st.code("\n".join(a.config), language="python" if engine == "torch" else "bash",
             wrap_lines=True)
-    for note in (*a.notes, f"Sizes are {a.unit}; priced by {curve.source}."):
+    borrowed = (ca.BORROWED,) if curve_up is None and picked is ca.BUILT_IN else ()
+    for note in (*borrowed, *a.notes, f"Sizes are {a.unit}; priced by {curve.source}."):
         st.caption(plain(note))
     for i, figure in enumerate(capture_charts.curve_charts(doc) if doc else ()):
         parts.chart(figure, key=f"cap_curve_{i}")

@@ -198,5 +198,5 @@ def test_within_error_and_inconclusive_gains_are_said_in_words():
     assert "inconclusive" in summary.best("cuda-graph").energy_text()
     header = {"id": 3, "workload": "mlp", "workload_params": {}, "status": "done",
               "source": "measured", "gpu_name": "G", "torch_version": "2.11", "uuid": "u"}
-    html = unescape(report.html_report(header, pts))
+    html = unescape(report.html_report(header_of(header), pts))
     assert energy.WITHIN_ERROR in html and "-6.1" not in html and energy.RULE in html
