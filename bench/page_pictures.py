@@ -60,11 +60,11 @@ def sample_ids(db_url: str) -> dict[str, int]:
 def pictures(ids: dict[str, int]) -> dict[str, tuple[str, str]]:
     """file name -> (page path, the text scrolled to the top)."""
     return {
-        "screenshot-run-1280.png": (f"run?run={ids['h200']}", "Host launch cost (one"),
+        "screenshot-run-1280.png": (f"run?run={ids['h200']}", "Run "),
         "screenshot-compare-1280.png": (
             f"compare?run={ids['h200']}&run={ids['l40s']}&run={ids['v100']}",
             "Not comparable"),
-        "screenshot-trend-1280.png": ("trend", "Batch sizes"),
+        "screenshot-trend-1280.png": ("trend", "One run in this series"),
         "screenshot-serve-1280.png": (f"serve?run={ids['serve']}",
                                       "Latency: one request"),
     }

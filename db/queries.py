@@ -297,17 +297,20 @@ def gpu_memory(engine: Engine, gpu: str | None) -> int | None:
                         .where(func.lower(EnvironmentRow.gpu_name) == gpu.lower()))
 
 
-def past_durations(engine: Engine, workload: str, gpu: str | None = None,
+def past_durations(engine: Engine, workload: str | None, gpu: str | None = None,
                    limit: int = 20) -> pd.DataFrame:
-    """The latest finished sweeps of `workload` (on GPU `gpu` when given; ``cpu``: runs
-    without a GPU), one row each: run_id, created_at, finished_at, points, point_wall_s
-    (the sum of the points' details["point_wall_s"]; NaN where no point recorded one).
+    """The latest finished sweeps of `workload` (None: any workload) on GPU `gpu` when
+    given (``cpu``: runs without a GPU), one row each: run_id, created_at, finished_at,
+    points, point_wall_s (the sum of the points' details["point_wall_s"]; NaN where no
+    point recorded one).
     What the Launch page estimates a new sweep's duration from."""
     stmt = (select(RunRow.id.label("run_id"), RunRow.created_at, RunRow.finished_at)
             .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)
-            .where(RunRow.kind == "sweep", RunRow.workload == workload, RunRow.status == "done",
+            .where(RunRow.kind == "sweep", RunRow.status == "done",
                    RunRow.source == "measured", RunRow.finished_at.is_not(None))
             .order_by(RunRow.created_at.desc(), RunRow.id.desc()).limit(limit))
+    if workload is not None:
+        stmt = stmt.where(RunRow.workload == workload)
     if gpu == CPU:
         stmt = stmt.where(EnvironmentRow.gpu_name.is_(None))
     elif gpu:

@@ -5,10 +5,11 @@ diff; one line per reason the runs measure different things."""
 import streamlit as st
 
 from pages.charts import run_charts
-from pages.logic import board, comparing, links, workload_views
+from pages.logic import across_gpus, board, comparing, links, workload_views
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, timeline_view, url
 from runner.format import verdict
+from runner.format.host_split import REFERENCE_LAUNCH_US
 
 frame.ensure_frame()
 
@@ -51,6 +52,9 @@ if warned:
     st.warning("  \n".join(plain(w) for w in warned), icon=":material/warning:")
 for line in (line for kind, line in notes if kind == "info"):
     st.info(plain(line), icon=":material/article:")
+differs = across_gpus.cross_gpu_differences(headers, points)
+if differs:  # a ratio across GPUs is the GPU's and all of these at once
+    st.info(plain(differs), icon=":material/dns:")
 
 speedups = comparing.compare_speedups(points, headers)
 figure = run_charts.compare_chart(speedups)
@@ -67,12 +71,13 @@ else:
         st.caption(f"Not in the chart: {plain(', '.join(absent))}: no step time beside an "
                    "eager one at the same batch size (see the tables below).")
 
-st.dataframe(board.key_table(data.summaries(found), names), hide_index=True,
-             key="key_figures")
+per_kernel = workload_views.compare_per_kernel(points, headers)
+st.dataframe(across_gpus.key_figures_per_kernel(
+    board.key_table(data.summaries(found), names), per_kernel), hide_index=True,
+    key="key_figures")
 
 if workload_views.has_published_raw_cuda(headers):
     st.info(workload_views.RAW_CUDA_NOTE, icon=":material/memory:")
-per_kernel = workload_views.compare_per_kernel(points, headers)
 if not per_kernel.empty:
     st.subheader("Per kernel (kernel-chain)")
     st.dataframe(per_kernel, hide_index=True, key="per_kernel")
@@ -93,6 +98,8 @@ baseline = st.selectbox("Baseline run (ratios are baseline time / run time: > 1 
                         "faster than the baseline)", found, format_func=base_names.get,
                         key="baseline")
 ratios = comparing.ratio_table(points, headers, baseline)
+if differs:
+    st.caption(plain(differs))
 st.caption("95%: a conservative interval of the ratio from both runs' step-time intervals "
            "(low / high .. high / low). It is within noise where it includes 1.0, that is "
            "where the two runs' intervals overlap; runs measured before intervals show no "
@@ -102,6 +109,15 @@ st.dataframe(ratios, hide_index=True, key="ratio_table",
                             for c in ratios.columns if c.endswith(" ms")}
              | {c: st.column_config.NumberColumn(c, format="%.2fx")
                 for c in ratios.columns if c.endswith(f" vs #{baseline}")})
+
+st.subheader("What belongs to the GPU, what to the host")
+at_us = st.radio("Common launch cost (us a launch)", REFERENCE_LAUNCH_US, index=1,
+                 horizontal=True, format_func=lambda u: f"{u:g} us", key="at_us")
+st.caption(plain(across_gpus.normalise_rule(at_us)) + " GPU busy: the GPU's kernels a step "
+           f"(GPU-bound: busy {across_gpus.GPU_BOUND_SHARE:.0%} of the step or more); "
+           "launch cost: the host's cost of one trivial kernel launch.")
+st.dataframe(across_gpus.gpu_host_table(points, headers, at_us), hide_index=True,
+             key="gpu_host_table")
 
 st.subheader("Memory held, side by side")
 memory = comparing.memory_table(points, headers)

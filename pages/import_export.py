@@ -5,7 +5,8 @@ import streamlit as st
 
 from pages.charts import capture_charts, report, run_charts
 from pages.logic import capture_advice as ca
-from pages.logic import comparing, links, points_table, timeline, uploads
+from pages.logic import links, points_table, timeline, uploads
+from pages.logic.names import run_choice
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, url
 from runner.format import bundle as fmt
@@ -50,7 +51,7 @@ runs = data.runs()
 if runs.empty:
     st.info("No runs to export yet.")
     st.stop()
-names = comparing.run_names(runs)
+names = {int(r['id']): run_choice(r) for _, r in runs.iterrows()}
 asked = st.query_params.get_all("run")
 start = None
 if asked:

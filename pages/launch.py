@@ -6,13 +6,13 @@ import importlib.util
 import streamlit as st
 
 import runner.ops.slurm as slurm
-from pages.logic import launch_estimate as le
 from pages.logic import launch_form as lf
 from pages.logic.plain import plain
 from pages.widgets import data, frame, url
 from pages.widgets import job_view as jv
 from runner.format.limits import MAX_LABEL
 from runner.format.vocab import TIMINGS
+from runner.ops.launcher import local_device
 
 frame.ensure_frame()
 st.title("Launch a sweep")
@@ -24,6 +24,25 @@ try:  # the admin's settings (environment, config file), never the browser's
 except slurm.SlurmError as e:
     broken = f"Launching is off: the Slurm executor is misconfigured: {e}"
 
+
+@st.fragment(run_every=1.0)
+def followed() -> None:
+    """The job this page follows (?job=ID), live. Drawn at the top (its container comes
+    before the form) so its progress bar stays above the fold at 1280x800: below the
+    form it started at about 1,100 px. Called after the form, which sets ?job= on Launch."""
+    job_id = jv.followed_job()
+    if job_id is None:
+        return
+    now = data.db_now()
+    try:
+        job = data.get_job(job_id, now)
+    except data.JobNotFound as e:
+        st.warning(str(e))
+        return
+    jv.show_job(job, data.job_progress(job, now), locked)
+
+
+top = st.container()
 
 # --- settings: the form -----------------------------------------------------------------
 if locked:
@@ -72,14 +91,9 @@ else:
     memory, refusal = None, None
     if checked.spec is not None:
         workers = data.live_workers()
-        gpu = gpu_type if cluster is not None else lf.history_gpu(device, checked.target,
-                                                                  workers)
-        history = data.past_durations(workload, gpu)
-        # Their points' details hold each compile's time: the estimate counts it apart.
-        past = data.key_points([int(i) for i in history["run_id"]])
-        where = {None: "any GPU", "cpu": "CPU"}.get(gpu, gpu)
-        st.info(le.estimate(checked.spec, history, where, past).text(),
-                icon=":material/timer:")
+        gpu = gpu_type if cluster is not None else lf.history_gpu(
+            device, checked.target, workers, data.can_serve, local_device())
+        st.info(jv.sweep_estimate(checked.spec, gpu).text(), icon=":material/timer:")
         memory = data.gpu_memory(gpu)
         cost, refusal = lf.cost(checked.spec, memory)
         st.caption(cost)
@@ -121,15 +135,7 @@ def live() -> None:
     # job in flight has ended (else it is one read).
     if not locked:
         slurm.reconcile(engine)  # a job whose Slurm job ended fails with Slurm's reason
-    job_id, now = jv.followed_job(), data.db_now()
-    if job_id is not None:
-        try:
-            job = data.get_job(job_id, now)
-        except data.JobNotFound as e:
-            st.warning(str(e))
-            job = None
-        if job is not None:
-            jv.show_job(job, data.job_progress(job, now), locked)
+    now = data.db_now()
     st.subheader("Queue")
     queue = data.list_jobs(20, now)
     lost = [j.id for j in queue if j.shown_status == "lost"]
@@ -159,4 +165,6 @@ def live() -> None:
                    "`python -m runner worker` against this database.")
 
 
+with top:
+    followed()
 live()

@@ -4,7 +4,7 @@ reproducing command and a share link). The views' builders and tables: run_views
 
 import streamlit as st
 
-from pages.logic import energy, links, noise, run_text
+from pages.logic import cost, energy, links, noise, run_text, step_split
 from pages.logic.plain import plain
 from pages.widgets import data, frame, graph_memory_view, parts, run_views, timeline_view, url
 from runner.format.run_summary import header_of
@@ -34,9 +34,15 @@ if header.kind == "graph-memory":
 points = data.points([run_id])
 
 # --- show -------------------------------------------------------------------------------
-st.title(run_text.run_title(data.summary(run_id).header, plain))
-if header.label and header.source != "published":
-    st.caption(plain(header.label))
+# The header keeps within about 250 px at 1280x800 (title, label, the answer, one line of
+# context, the findings collapsed), so the first chart starts on the first screen: at
+# 530 px it started at the fold (issue 37; tests/e2e/test_run_figures.py measures it).
+found = data.summary(run_id)
+st.title(run_text.run_title(found.header, plain, torch=False))
+# The run's own label opens the context line under the answer (a published run's label is
+# its source, in the banner).
+label = [plain(header.label)] if header.label and \
+    header.source != "published" else []
 parts.published_banner(header)
 if header.status != "done":
     st.warning(f"Run status: **{plain(header.status)}**: its points may be incomplete.")
@@ -47,14 +53,17 @@ with parts.drawn('The headline'):
     else:
         summary, lines = run_views.headline_text(data.db_url(), data.version(), run_id)
         if summary:
-            st.markdown(f"#### {summary}")
+            st.markdown(f"##### {summary}")
         counts = noise.noise_counts(points)
         level, text = noise.noise_summary(counts.iloc[0] if len(counts) else {})
         launch = noise.launch_cost(points)
-        parts.noise_badge(level, text)
-        st.caption("Host launch cost (one trivial kernel launch, a property of the host, "
-                   "not the GPU): " + (f"median {launch.text()} over {launch.points} points."
-                                       if launch else "not measured in this run."))
+        st.caption(" · ".join([
+            *label, parts.noise_badge(level, text), run_text.torch_text(found.header, plain),
+            "launch cost " + (f"median {launch.text()}" if launch else "not measured")]),
+            help="Launch cost: the host's cost of one trivial kernel launch, timed beside "
+                 "the rounds: a property of the host, not the GPU. " + (
+                     f"Median and range over {launch.points} points." if launch else
+                     "This run did not measure it."))
         # Collapsed, so that the charts start on the first screen at 1280x800; sent all the
         # same (a search of the page finds them).
         with st.expander(f"Every finding, mode by mode ({len(lines)})"):
@@ -97,6 +106,8 @@ if memory.open:
                        "reserved is part of what a mode costs (an upper bound: tensors living "
                        "in the pool while the peak is taken count in both). Diamonds: the "
                        "modes no other mode beats on both speed and memory at that batch size.")
+        elif not points.empty:
+            st.info(cost.missing_reason(points, header.device))
 if energy_tab.open:
     with energy_tab, parts.drawn("The charts"):
         if "energy" in paired:
@@ -114,6 +125,8 @@ if split_tab.open:
             for col, (name, chart) in zip(st.columns(2), items[row:row + 2], strict=False):
                 with col:
                     run_views.draw(chart, key=f"chart_{name}")
+        if split:
+            st.caption(step_split.VIEW_CAPTION)
 
 if timeline_tab.open:
     with timeline_tab, parts.drawn("The step timeline"):

@@ -3,7 +3,7 @@ The filters live in the URL (?gpu=...&workload=...&torch=...), so the view is sh
 
 import streamlit as st
 
-from pages.logic import board, links
+from pages.logic import board, comparing, links
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, url
 from runner.format.run_summary import MEMORY_COST_LABEL
@@ -75,6 +75,8 @@ elif len(chosen) > 1:
     shown = chosen[:links.MAX_COMPARE]
     st.page_link(frame.PAGES["compare"], label=f"Compare runs {', '.join(map(str, shown))}",
                  icon=":material/compare_arrows:", query_params={"run": [str(i) for i in shown]})
+    for line in comparing.compare_rule(runs[runs["id"].isin(shown)])[1]:
+        st.caption(plain(line))  # the warnings Compare shows above its chart
     if len(chosen) > links.MAX_COMPARE:
         st.caption(f"Compare shows at most {links.MAX_COMPARE} runs.")
 

@@ -10,7 +10,7 @@ from pages.charts import capture_charts
 from pages.charts import serve_charts as sc
 from pages.logic import capture_advice as ca
 from pages.logic import serve_tables
-from pages.logic.names import device_name
+from pages.logic.names import device_name, run_choice
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, url
 from runner.format import capture_sizes as cs
@@ -55,7 +55,8 @@ def capture_section() -> None:
     st.dataframe(ca.comparison_frame(a), hide_index=True, key="cap_table")
     st.code("\n".join(a.config), language="python" if engine == "torch" else "bash",
             wrap_lines=True)
-    for note in (*a.notes, f"Sizes are {a.unit}; priced by {curve.source}."):
+    borrowed = (ca.BORROWED,) if curve_up is None and picked is ca.BUILT_IN else ()
+    for note in (*borrowed, *a.notes, f"Sizes are {a.unit}; priced by {curve.source}."):
         st.caption(plain(note))
     for i, figure in enumerate(capture_charts.curve_charts(doc) if doc else ()):
         parts.chart(figure, key=f"cap_curve_{i}")
@@ -77,8 +78,9 @@ run_id = url.run_id_from_url() if st.query_params.get_all("run") else ids[0]
 if run_id not in ids:
     st.error(f"Run {run_id} is not a serve run (or does not exist): pick one below.")
     run_id = ids[0]
-names = {int(r.id): f"#{r.id} {r.workload} on {device_name(r)}, {r.batch_dist}, "
-         f"{r.requests} requests, {r.created_at:%Y-%m-%d %H:%M}" for r in runs.itertuples()}
+# The stream tells serve runs apart; their labels (often long) stand in the caption below.
+names = {int(r["id"]): f"{run_choice({**r, 'kind': 'serve', 'label': None})} · "
+         f"{r['batch_dist']}, {r['requests']} requests" for _, r in runs.iterrows()}
 run_id = st.selectbox("Serve run", ids, index=ids.index(run_id), format_func=names.get)
 st.query_params["run"] = str(run_id)
 
@@ -141,16 +143,11 @@ with parts.drawn("The bucket advisor"):
         lo, hi, default = bounds
         budget = st.slider("Memory budget for graph pools (MiB)", lo, hi, default, key="budget")
     advice, table = serve_tables.advice(stream, profile, results, budget, requests)
-    rec = advice.recommended
-    st.markdown(
-        f"Capture **{'/'.join(map(str, rec.buckets)) or 'nothing (eager only)'}**: "
-        f"{rec.rows_per_s:,.0f} rows/s by the model, {len(rec.buckets)} graph(s)"
-        + (f", {rec.pool_bytes / serve_tables.MIB:,.1f} MiB" if rec.pool_bytes is not None else "")
-        + (f"; powers of two within the budget give {advice.pow2.rows_per_s:,.0f} rows/s "
-           f"({'/'.join(map(str, advice.pow2.buckets))})." if advice.pow2 else "."))
+    for line in serve_tables.advice_lines(advice):
+        st.markdown(line)
     st.dataframe(table, hide_index=True, key="advice")
 st.caption("The model: each size's measured bucket time (profile) and eager time (the "
            "eager replay, else the profile), weighted by how often the stream asked for it; "
            "pool = the largest graph alone plus what each smaller one added in a shared "
-           "pool. Plans within 5% are ties: fewer graphs, then less padding, win. The "
-           "measured rows show how close the model lands.")
+           "pool. Plans within 5% of the best are ties, decided as said above. The measured "
+           "rows show how close the model lands.")

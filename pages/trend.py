@@ -40,7 +40,8 @@ def pick(container, label, choices, wanted, key, **kw):
 
 # Without a workload or GPU in the URL, open at the series with the most runs: the first
 # workload alphabetically may have a single run, which is no trend.
-first = trends.default_view(data.runs(), q.workload) if q.gpu is None else None
+every = data.runs()
+first = trends.default_view(every, q.workload) if q.gpu is None else None
 c1, c2, c3 = st.columns([1, 1, 2])
 workload = pick(c1, "Workload", options["workload"], q.workload or (first or (None,))[0],
                 "tr_workload")
@@ -88,16 +89,32 @@ ordered = trends.ordered_runs(runs)
 st.dataframe(board.key_table(data.summaries(ordered["id"]),
                              dict(zip(ordered["id"].astype(int), ordered["run"], strict=True))),
              hide_index=True, key="key_figures")
+if len(runs) < 2:  # no line to draw: say what a trend needs, and where there is one
+    others = trends.trend_series(every)
+    st.info(f"One run in this series: {trends.TREND_NEEDS}. " + (
+        f"{len(others)} series here have them:" if len(others) else
+        "No series here has a second run yet: run a sweep again with the same workload, "
+        "GPU, parameters and dtype to start one. Meanwhile each run is one point below."),
+        icon=":material/info:")
+    for _, s in others.head(trends.MAX_BATCHES).iterrows():
+        st.page_link(frame.PAGES["trend"], icon=":material/trending_up:",
+                     label=plain(f"{s['workload']} on {s['gpu']}: {s['runs']} runs "
+                                 f"({s['params']})"),
+                     query_params={"workload": s["workload"], "gpu": s["gpu"],
+                                   "params": s["params"]})
+    if others.empty:
+        sweeps = every[every["kind"] == "sweep"]
+        alone = trends.single_runs(every, data.summaries(sweeps["id"].astype(int).tolist()))
+        if (chart := trend_chart.single_runs_chart(alone)) is not None:
+            parts.chart(chart, key="single_runs")
 if table.empty:
     st.info("No speedup measured at these batch sizes and modes.")
 else:
     moved = trends.changes(table)
-    if len(runs) < 2:
-        st.info("One run in this series: a change needs a second run to compare with.")
-    elif moved.empty:
+    if len(runs) >= 2 and moved.empty:
         st.success("No change outside the noise between consecutive runs.")
     for _, r in moved.iterrows():
-        st.markdown(f"- **{r['mode']}** at batch {int(r['batch_size']):,}: "
+        st.markdown(f"- **{r['mode']}** at batch {int(r['batch_size'])}: "
                     f"{plain(r['change vs previous'])} in {plain(r['run'])}")
     # Two a row while the runs' labels fit half the page; a long history takes the width.
     figures = [(b, c) for b in batches if (c := trend_chart.trend_chart(table, b)) is not None]

@@ -15,9 +15,9 @@ import jinja2
 import pandas as pd
 import vl_convert as vlc
 
-from pages.charts import capture_charts, run_charts, timeline_chart
+from pages.charts import capture_charts, run_charts, split_charts, timeline_chart
 from pages.logic import capture_advice as ca
-from pages.logic import comparing, links, noise, timeline
+from pages.logic import comparing, energy, links, noise, step_split, timeline
 from pages.logic.metrics import MISSING
 from pages.logic.points_table import RESERVED_NOTE, points_table
 from pages.logic.run_text import PUBLISHED_NOTE, headline, run_title, summary_of
@@ -88,6 +88,10 @@ def _env_rows(header: RunHeader) -> list[tuple]:
     return [(f, MISSING if v is None else v) for f, v in header.environment().to_json().items()]
 
 
+# What the energy and host-split charts are made of, said under them as on the Run page.
+CHART_NOTES = {"energy": energy.CAPTION, "launch-scatter": step_split.VIEW_CAPTION}
+
+
 def html_report(header: RunHeader, points: pd.DataFrame, share_url: str | None = None,
                 traces: list[dict] | None = None, summary: RunSummary | None = None) -> str:
     """One run as a single HTML file (templates/report.html): the summary's headline,
@@ -97,6 +101,7 @@ def html_report(header: RunHeader, points: pd.DataFrame, share_url: str | None =
     `header` and `points` with the same builder. No script, no external resource: it
     opens offline."""
     summary = summary or summary_of(header, points)
+    charts = {**run_charts.run_charts(points), **split_charts.host_split_charts(points)}
     noise_text = None
     if not points.empty:
         counts = noise.noise_counts(points)
@@ -108,7 +113,8 @@ def html_report(header: RunHeader, points: pd.DataFrame, share_url: str | None =
         title=run_title(summary.header), css=CSS, label=summary.header.label,
         published=summary.header.source == "published", published_note=PUBLISHED_NOTE,
         summary=summary.headline(), headline=headline(points), noise=noise_text,
-        charts=[(name, chart_svg(chart)) for name, chart in run_charts.run_charts(points).items()],
+        charts=[(name, chart_svg(chart)) for name, chart in charts.items()],
+        chart_notes=[note for name, note in CHART_NOTES.items() if name in charts],
         points=_rows(points_table(points)), reserved_note=RESERVED_NOTE,
         run_rows=run_rows, env_rows=env_rows,
         reproduce=links.reproduce(header, points.get("batch_size", []),

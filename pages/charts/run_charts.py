@@ -54,6 +54,7 @@ from pages.charts.layout import (  # noqa: F401 - WIDTH: the report's width, her
 from pages.logic import analysis, cost
 from pages.logic.energy import energy_points
 from pages.logic.metrics import metric, title
+from runner.format import verdict as vd
 
 SPEEDUP_TIPS = ("speedup", "speedup_ci_low", "speedup_ci_high", "step_ms", "eager_ms")
 
@@ -156,7 +157,7 @@ def tradeoff_chart(costs: pd.DataFrame) -> alt.LayerChart | None:
     # One label per mode (its fastest Pareto-best point): labelling every point overlaps.
     top = df[df["pareto"]].groupby("mode")["speedup"].idxmax()
     df["label"] = ""
-    df.loc[top.values, "label"] = [f"{m} @ batch {int(b):,}" for m, b in
+    df.loc[top.values, "label"] = [f"{m} @ batch {int(b)}" for m, b in
                                    zip(df.loc[top.values, "mode"],
                                        df.loc[top.values, "batch_size"], strict=True)]
     x = alt.X("extra_mib:Q", title="Extra memory over eager (MiB)")
@@ -318,14 +319,19 @@ def energy_chart(points: pd.DataFrame, above_idle: bool = False) -> alt.LayerCha
     no interval). None when no point has the figure."""
     df = energy_points(points)
     field = "energy_above_idle_mj_per_step" if above_idle else "energy_mj_per_step"
-    df = df[df[field].notna()]
+    # Inside the counter's error an energy above idle is not a number to draw (the
+    # caption says so); a gain is quoted by the one rule, "inconclusive" included.
+    df = df[df[field].notna() & ~(df["above_idle_within_error"] if above_idle else False)]
+    df = df.assign(gain_text=[vd.quoted(g, lo, hi) if not pd.isna(g) else "—" for g, lo, hi
+                              in zip(df["energy_gain"], df["energy_gain_ci_low"],
+                                     df["energy_gain_ci_high"], strict=True)])
     if df.empty:
         return None
     color = mode_color(df["mode"])
     tips = [mode_tip(), batch_tip(), *(tip(c, ".3f") for c in (
         "energy_mj_per_step", "energy_mj_per_step_ci_low", "energy_mj_per_step_ci_high",
         "energy_above_idle_mj_per_step")), tip("avg_power_w", ".1f"),
-        tip("idle_power_w", ".1f"), tip("energy_gain", ".2f")]
+        tip("idle_power_w", ".1f"), alt.Tooltip("gain_text:N", title="Energy gain over eager")]
     if above_idle:
         y = alt.Y(f"{field}:Q", title=title(field))
         layers = lines_and_points(batch_x(), y, color, tips, by=["mode"])
@@ -338,7 +344,7 @@ def energy_chart(points: pd.DataFrame, above_idle: bool = False) -> alt.LayerCha
     layers = lines_and_points(batch_x(), log_y(field, values), color, tips, by=["mode"])
     bars = error_bars(df, cols[1], cols[2], log_y(cols[1], values, field), color)
     return fitted(alt.layer(*layers, *([bars] if bars is not None else []), data=df),
-                  chart_title("Energy per step", "median over windows, 95% interval"))
+                  chart_title("Energy per step", "mean power x timed step, 95% interval"))
 
 
 class _Derived:

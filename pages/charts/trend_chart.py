@@ -64,5 +64,38 @@ def trend_chart(table: pd.DataFrame, batch: int) -> alt.LayerChart | None:
         y="y:Q")
     runs = df["run_id"].nunique()
     return layout.fitted(rule + bars + line + pts, layout.chart_title(
-        f"Speedup over eager at batch {batch:,}",
+        f"Speedup over eager at batch {batch}",
         f"{runs} run(s); bars: 95% interval; triangles: a change outside the noise"))
+
+
+# A row a run in the single-runs chart: its label on one line beside it. Eight runs' three-
+# line labels under a shared x axis did not fit 1280 px: Vega hid every other one.
+ROW_PX = 30
+
+
+def single_runs_chart(frame: pd.DataFrame) -> alt.LayerChart | None:
+    """Each run's key figure as one point (trends.single_runs' frame) when no series has
+    a second run to draw a line to: a row a run, log x with a 1x rule, the 95% interval
+    as a bar."""
+    if frame.empty:
+        return None
+    values = list(frame["speedup"]) + list(frame["speedup_ci_low"].dropna()) \
+        + list(frame["speedup_ci_high"].dropna()) + [1.0]
+    ticks = encodings.log_ticks(values)
+    x = alt.X("speedup:Q", title="Key figure: speedup over eager (x)",
+              scale=alt.Scale(type="log", domain=[ticks[0], ticks[-1]], nice=False),
+              axis=alt.Axis(values=ticks, format="~g"))
+    y = alt.Y("run:N", title=None, sort=list(frame["run"]),
+              axis=alt.Axis(labelLimit=layout.LABEL_LIMIT))
+    color = encodings.mode_color(frame["mode"])
+    tips = [alt.Tooltip("run:N"), alt.Tooltip("figure:N", title="key figure")]
+    base = alt.Chart(frame)
+    pts = base.mark_point(filled=True, size=80).encode(x=x, y=y, color=color, tooltip=tips)
+    bars = base.transform_filter("isValid(datum.speedup_ci_low)").mark_rule().encode(
+        x=alt.X("speedup_ci_low:Q"), x2="speedup_ci_high:Q", y=y, color=color)
+    rule = alt.Chart(pd.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(
+        x="x:Q")
+    return layout.fitted(rule + bars + pts, layout.chart_title(
+        "Each run's key figure: one run a point",
+        f"{len(frame)} run(s), each alone in its series; bars: 95% interval"),
+        height=max(layout.HEIGHT, ROW_PX * len(frame)))

@@ -175,14 +175,15 @@ def largest_speedups(points: pd.DataFrame) -> pd.DataFrame:
 
 def batch_span(chosen: tuple[int, ...], measured) -> str:
     """Batch sizes in words: 'batches 4-16' when they are neighbours among the measured
-    ones, else 'batches 4, 64'."""
+    ones, else 'batches 4, 64'. No thousands separators: 'batches 1, 1,024, 4,096' read
+    as five numbers."""
     order = sorted({int(b) for b in measured} | set(chosen))
     idx = [order.index(b) for b in sorted(chosen)]
     if len(chosen) == 1:
-        return f"batch {chosen[0]:,}"
+        return f"batch {chosen[0]}"
     if idx == list(range(idx[0], idx[0] + len(idx))):
-        return f"batches {order[idx[0]]:,}-{order[idx[-1]]:,}"
-    return "batches " + ", ".join(f"{b:,}" for b in sorted(chosen))
+        return f"batches {order[idx[0]]}-{order[idx[-1]]}"
+    return "batches " + ", ".join(str(b) for b in sorted(chosen))
 
 
 @dataclass(frozen=True)
@@ -200,19 +201,12 @@ class BreakEven:
 
 
 def break_even(points: pd.DataFrame, threshold: float = BREAK_EVEN_GAIN) -> BreakEven:
-    ok = usable(points)
-    c = ok[ok["mode"] == "compile"].set_index("batch_size")["step_ms"]
-    r = ok[ok["mode"] == "reduce-overhead"].set_index("batch_size")["step_ms"]
-    both = sorted(set(c.index) & set(r.index))
-    if not both:
+    """The run summary's break-even (runner/format/run_summary.py: the one scan, on the
+    same ratios) with what the headline says around it."""
+    ratios = tuple((int(b), float(x)) for b, x in run_summary.break_even_ratios(
+        run_summary.records(usable(points).to_dict("records"))))
+    if not ratios:
         return BreakEven("unknown", threshold=threshold)
-    paired = {}
-    for _, row in ok[ok["mode"] == "reduce-overhead"].iterrows():
-        vs = point_record(row).intervals.vs_compile
-        if isinstance(vs, dict) and number_or_none(vs.get("median")) is not None:
-            paired[row["batch_size"]] = float(vs["median"])
-    # The paired per-round ratio where the runner measured it; else ratio of medians.
-    ratios = tuple((int(b), paired.get(b, float(c[b] / r[b]))) for b in both)
     first_below = run_summary.first_below(ratios, threshold)  # the one scan of the rule
     if first_below is None:
         return BreakEven("never-below", last_gaining=ratios[-1][0], threshold=threshold,

@@ -21,6 +21,7 @@ from pages.logic.noise import NOISE_COUNT_COLUMNS, has_noise_counts, noise_summa
 from runner.format.metrics import BYTES_PER_MIB
 from runner.format.run_summary import (
     BREAK_EVEN_GAIN,
+    BREAK_EVEN_LABEL,
     MEMORY_COST_LABEL,
     NO_SPEEDUP,
     RunSummary,
@@ -40,7 +41,7 @@ def key_columns() -> list[str]:
     cols = []
     for m in CUDA_GRAPH_MODES:
         cols += [_col(m, "x"), _col(m, "batch"), _col(m, "pool MiB")]
-    return [*cols, "break-even batch"]
+    return [*cols, BREAK_EVEN_LABEL]
 
 
 KEY_HELP = {
@@ -51,8 +52,9 @@ KEY_HELP = {
     **{_col(m, "batch"): f"the batch size of {m}'s best speedup" for m in CUDA_GRAPH_MODES},
     **{_col(m, "pool MiB"): f"{m}'s memory cost at its best point: the {MEMORY_COST_LABEL}"
        for m in CUDA_GRAPH_MODES},
-    "break-even batch": f"first batch from which reduce-overhead gains less than "
-                        f"{BREAK_EVEN_GAIN}x over compile (empty: not reached or unknown)",
+    BREAK_EVEN_LABEL: f"the batch size from which reduce-overhead gains less than "
+                      f"{BREAK_EVEN_GAIN}x over compile (not over eager, as the speedups "
+                      "are); empty: not reached or unknown",
     "key figure": "the run's best speedup over eager (any mode, ranked by its 95% lower "
                   "bound), its mode and batch",
     "memory cost": f"what the key figure's point costs: the {MEMORY_COST_LABEL}",
@@ -79,7 +81,7 @@ def _sweep_row(summary: RunSummary | None) -> dict:
         row[_col(b.mode, "pool MiB")] = (math.nan if b.graph_pool_bytes is None
                                          else b.graph_pool_bytes / BYTES_PER_MIB)
     if summary.break_even_batch is not None:
-        row["break-even batch"] = summary.break_even_batch
+        row[BREAK_EVEN_LABEL] = summary.break_even_batch
     row["key figure"] = summary.speedup_text()
     row["memory cost"] = summary.memory_text() or ""
     return row
@@ -168,17 +170,9 @@ def board(runs: pd.DataFrame, summaries: Mapping[int, RunSummary],
 
 def compare_refusal(selected: pd.DataFrame) -> list[str]:
     """Why the selected runs (rows of the runs frame) cannot be compared; [] when they
-    can. Compare overlays sweeps of one model at one size and precision."""
-    if len(selected) < 2:
-        return []
-    where = {"serve": "on the Serve page", "graph-memory": "on its own page"}
-    reasons = [f"Run {int(r['id'])} is a {r['kind']} run: Compare overlays sweeps. Open "
-               f"it {where[r['kind']]} instead." for _, r in selected.iterrows()
-               if r["kind"] in where]
-    if reasons:
-        return reasons
-    return [w.replace("Not comparable: ", "Cannot compare: ")
-            for w in comparing.comparability(selected)]
+    can. The rule is Compare's own (comparing.compare_rule): runs that differ in workload
+    are offered with a warning there, not refused here."""
+    return comparing.compare_rule(selected)[0]
 
 
 def points_text(run) -> str:

@@ -16,6 +16,7 @@ from runner.format import capture_dist as cdist
 from runner.format import capture_sizes as cs
 from runner.format import graph_memory as gm
 from runner.format.capture_advisor import Advice, advise
+from runner.format.numbers import is_missing
 
 
 def curve_from_text(text: str | None, name: str = "uploaded curve") -> tuple[cs.Curve, dict | None]:
@@ -56,9 +57,15 @@ def curve_choices(runs: pd.DataFrame) -> dict:
     out = {BUILT_IN: f"Built-in: {cs.DEFAULT_CURVE.source}"}
     for r in runs.itertuples():
         out[int(r.id)] = (f"#{r.id} {r.workload} on {device_name(r)}, "
-                          f"{r.created_at:%Y-%m-%d %H:%M}" + (f", {r.label}" if r.label
-                                                             else ""))
+                          f"{r.created_at:%Y-%m-%d %H:%M}"
+                          + ("" if is_missing(r.label) or not r.label else f", {r.label}"))
     return out
+
+
+# Said under advice priced by the built-in curve: whose curve it is (issue 38).
+BORROWED = ("Curve borrowed: the built-in one is a tiny model's (H200 mlp, fp32); pick a "
+            "stored graph-memory run of your model, or upload one (python -m runner "
+            "graph-memory --workload NAME).")
 
 
 def attribution_frame(doc: dict) -> pd.DataFrame:

@@ -260,3 +260,25 @@ def environment_diff(headers: pd.DataFrame, only_differences: bool = True,
             cells = dict(zip(names.values(), values, strict=True))
             rows.append({"field": f, **cells, "differs": differs})
     return pd.DataFrame(rows, columns=["field", *names.values(), "differs"])
+
+
+# --- one rule for what can be compared (the Runs board and Compare both apply it) ------
+#
+# The board refused H200 + L40S + V100 ("workloads differ") while Compare drew the same
+# three runs. The rule now: only another kind of run (serve, graph-memory) is refused,
+# since it has no speedup curve to overlay; runs of different workloads, parameters or
+# precision can be laid side by side (that is how a published figure is read against a
+# measured one) but every page that offers or shows them says what differs.
+OTHER_KIND = {"serve": "on the Serve page", "graph-memory": "on its own page"}
+
+
+def compare_rule(headers: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """(refusals, warnings) for comparing these runs (rows of a runs or headers frame):
+    a refusal per run that is not a sweep; a warning per field that makes the curves
+    measure different things (comparability)."""
+    if len(headers) < 2:
+        return [], []
+    refusals = [f"Run {int(r['id'])} is a {r['kind']} run: Compare overlays sweeps. Open "
+                f"it {OTHER_KIND[r['kind']]} instead." for _, r in headers.iterrows()
+                if r.get("kind") in OTHER_KIND]
+    return refusals, comparability(headers)

@@ -21,6 +21,7 @@ import pandas as pd
 
 from pages.logic import analysis
 from runner.format.metrics import BYTES_PER_MIB
+from runner.format.vocab import CUDA_GRAPH_MODES
 
 COST_COLUMNS = ["run_id", "mode", "batch_size", "pool_mib", "peak_mib", "total_mib",
                 "extra_mib", "speedup", "speedup_ci_low", "speedup_ci_high", "pareto"]
@@ -84,3 +85,22 @@ def stacked(cost: pd.DataFrame) -> pd.DataFrame:
                      var_name="part", value_name="MiB").dropna(subset=["MiB"])
     long["part"] = long["part"].map(PARTS)
     return long.reset_index(drop=True)
+
+
+def missing_reason(points: pd.DataFrame, device: str | None) -> str:
+    """Why a run's Memory view has no chart, in one line. Memory is read from the CUDA
+    allocator, so a CPU run (`device`, the run's environment's) has none to show: a blank
+    view left the reader guessing (issue 37)."""
+    if device == "cpu":
+        graph = points[points["mode"].isin(CUDA_GRAPH_MODES)]
+        refused = sorted(set(graph.loc[graph["status"] == "unsupported", "mode"]))
+        said = (f" ({' and '.join(refused)} recorded as unsupported here)" if refused
+                else "")
+        return ("No memory figures: this run had no CUDA. Memory is read from the CUDA "
+                "allocator (the graph pool kept after capture, the peak allocated); on a "
+                "CPU there is no graph pool, and the graph modes are unsupported"
+                f"{said}.")
+    if analysis.usable(points).empty:
+        return "No memory figures: no point of this run ended ok (see Points)."
+    return ("No memory figures: its points recorded none (a run from before memory was "
+            "measured, or a published figure without it).")

@@ -1,7 +1,7 @@
 """How long a sweep on the Launch page will take, before it is queued and while it runs:
-the estimate from past runs of the workload on the target (a rough figure per timing
-preset without one, compiles counted apart), the progress bar's fraction and the time
-left.
+the estimate from past runs of the workload on the device that runs it (none without
+one: no figure is made up; compiles counted apart), the progress bar's fraction and the
+time left.
 """
 
 from __future__ import annotations
@@ -24,30 +24,18 @@ def format_seconds(s: float | None) -> str:
         f"{s // 60}m {s % 60:02d}s" if s >= 60 else f"{s}s")
 
 
-# A rough figure per point when no past run of the workload on the target says better:
-# the timing presets' order of magnitude for a small model (seconds, warm-up and fresh
-# processes included), compile not counted: that is COMPILE_S's.
-ROUGH_POINT_S = {"quick": 3.0, "standard": 15.0, "thorough": 40.0}
-
-
-# A compiled mode's setup (Dynamo + Inductor, warm-up calls) when no past run measured
-# one: the first compile in a worker's process also pays for importing and warming up
-# Inductor, the later ones (each batch size is its own static graph) much less. Seen:
-# `mlp --quick` on a shared 2-core CPU with an empty Inductor cache, 11.1 s first and
-# 3.6 s at the next batch size; issue 25's CPU sweep waited 104 s on its first. Rough,
-# between the two, and said to be rough wherever shown.
-COMPILE_S = {"first": 60.0, "later": 10.0}
-
-
 @dataclass(frozen=True)
 class Estimate:
     points: int
-    seconds: float
+    seconds: float | None  # None: no estimate (the basis says why)
     basis: str  # where the figure comes from, in words
+    at_least: bool = False  # compiles left out: none measured on this device
 
     def text(self) -> str:
-        return (f"{self.points} point(s) · about {format_seconds(self.seconds)} "
-                f"({self.basis})")
+        if self.seconds is None:
+            return f"{self.points} point(s) · {self.basis}"
+        return (f"{self.points} point(s) · {'at least' if self.at_least else 'about'} "
+                f"{format_seconds(self.seconds)} ({self.basis})")
 
 
 def point_count(spec: JsonObject) -> int:
@@ -107,33 +95,35 @@ def _median(xs: list[float]) -> float:
     return xs[k] if len(xs) % 2 else (xs[k - 1] + xs[k]) / 2
 
 
-def _rough_compile(n: int) -> tuple[float, str]:
-    if not n:
-        return 0.0, ""
-    s = COMPILE_S["first"] + COMPILE_S["later"] * (n - 1)
-    later = (f", later ones about {COMPILE_S['later']:.0f} s each" if n > 1 else "")
-    return s, f"first compile: about {COMPILE_S['first']:.0f} s{later}"
+def _span(seconds: list[float]) -> str:
+    lo, hi = min(seconds), max(seconds)
+    return f"{lo:.0f} s" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f} s"
 
 
-def estimate(spec: JsonObject, history, where: str, points=None) -> Estimate:
+def estimate(spec: JsonObject, history, where: str | None, points=None,
+             device_compiles: list[float] | None = None) -> Estimate:
     """`spec`: its fields as the queue stores them (Checked.spec, a job's row).
 
-    The point count and a duration, compile counted apart: the median seconds per
-    point of past runs of this workload on `where` (the target) less their compiles,
-    times the point count, plus the mean past compile per compiled point. `points` are
-    those past runs' points (queries.key_points) with the details that hold each
-    compile's time. Without past compiles a rough figure says 'first compile: about N s';
-    without past runs the whole figure is rough."""
+    Only from past runs of the workload on the device that will run it (`where`: 'CPU'
+    or a GPU's name; None when that is not known before a worker takes the job): an H200
+    run says nothing of a CPU's compile, so a figure borrowed across devices misled by
+    4x (issue 37: "about 12 s", took 53 s). The median seconds per point of those runs
+    less their compiles, times the point count, plus the mean past compile per compiled
+    point; `points` are those runs' points (queries.key_points), whose details hold each
+    compile's time. Without a past run there is no estimate; without a past compile the
+    compiles are left out and the figure is a floor. `device_compiles` (seconds, any
+    workload on this device) are quoted beside either, never added: measured, not made
+    up."""
     n, n_compiled = point_count(spec), compiled_count(spec)
-    walls = _run_walls(history) if history is not None else []
-    timing = spec.get("timing") or "standard"
     workload = spec.get("workload")
+    if where is None:
+        return Estimate(n, None, "no estimate: which device runs it is known only once a "
+                                 "worker takes it (choose cpu, or a target, to get one)")
+    seen = (f"; compiles took {_span(device_compiles)} here on {where}"
+            if device_compiles and n_compiled else "")
+    walls = _run_walls(history) if history is not None else []
     if not walls:
-        per = ROUGH_POINT_S.get(timing, ROUGH_POINT_S["standard"])
-        extra, said = _rough_compile(n_compiled)
-        return Estimate(n, per * n + extra,
-                        f"rough: no past run of {workload} on {where}; ~{per:g} s per "
-                        f"{timing} point" + (f"; {said}" if said else ""))
+        return Estimate(n, None, f"no estimate: first run of {workload} on {where}{seen}")
     setups = past_setups(points)
     measured = [s for run in setups.values() for s in run]
     if not measured and points is not None and len(points) and \
@@ -153,8 +143,9 @@ def estimate(spec: JsonObject, history, where: str, points=None) -> Estimate:
         each = sum(measured) / len(measured)  # a mean: the first, cold compile included
         return Estimate(n, base * n + each * n_compiled,
                         f"{basis} + {each:.0f} s per compiled point (past compiles)")
-    extra, said = _rough_compile(n_compiled)
-    return Estimate(n, base * n + extra, f"{basis}; no past compile recorded: {said}")
+    return Estimate(n, base * n, f"{basis}; its {n_compiled} compiled point(s) not "
+                                 f"counted: no past compile of {workload} on {where}{seen}",
+                    at_least=True)
 
 
 # What a point counts for on the bar before it is measured: its setup is half of it, its
@@ -186,13 +177,21 @@ def bar_fraction(job: Job, p: JobProgress) -> float | None:
     return min(1.0, (done + credit) / total)
 
 
-def time_left(p: JobProgress, estimate_s: float | None) -> tuple[float | None, str]:
-    """(seconds left, where the figure comes from) of a job in flight, from
-    db.jobs.progress's `p`: the rate of its measured points once one is done; before that
-    (a cold compile may take minutes) the estimate made before Launch less the time spent,
-    never below 0; None when neither is known."""
+def time_left(p: JobProgress, estimate_s: float | None,
+              now: str | None = None) -> tuple[float | None, str]:
+    """(seconds left, what the figure rests on) of a job in flight, from db.jobs.progress's
+    `p`: the rate of its measured points once one is done; before that (a cold compile
+    may take minutes) the estimate made before Launch less the time spent. Where neither
+    gives a figure above zero (all points measured but the job not ended; the estimate
+    passed) the seconds are None and the words say what is still running (`now`, the
+    job's current point): "0 s" for the last half minute of a sweep was untrue."""
+    still = f"still running: {now}" if now else "still running"
     if p.remaining_s is not None:
-        return p.remaining_s, "from the points measured so far"
+        if p.remaining_s > 0:
+            return p.remaining_s, "from the points measured so far"
+        return None, f"all {p.total} points measured; {still}"
     if estimate_s is None or p.elapsed_s is None:
-        return None, ""
-    return max(0.0, estimate_s - p.elapsed_s), "from the estimate, no point measured yet"
+        return None, still if p.elapsed_s is not None else ""
+    if p.elapsed_s < estimate_s:
+        return estimate_s - p.elapsed_s, "from the estimate, no point measured yet"
+    return None, f"past the estimate of {format_seconds(estimate_s)}; {still}"

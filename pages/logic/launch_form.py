@@ -203,18 +203,38 @@ def worker_rows(workers: list[Worker]) -> list[dict[str, Any]]:
 # --- before Launch: who will run it (how long: launch_estimate.py) ----------------------------
 
 
-def history_gpu(device: str, target: str | None, workers: list[Worker]) -> str | None:
-    """Which GPU's past runs tell how long the job takes: the target's (a worker name
-    stands for that worker's GPU), 'cpu' for a CPU job, None for any."""
+def history_gpu(device: str, target: str | None, workers: list[Worker],
+                can_serve: Callable[[Worker, Job], bool], here: str | None) -> str | None:
+    """Which device's past runs tell how long the job takes: 'cpu' or a GPU's name; None
+    when that is not known before a worker takes the job. A target names it (a worker's
+    name stands for that worker's GPU); without one, the live workers that can serve the
+    job when they share one device, else the worker Launch starts on this machine, whose
+    device is `here` (runner.ops.launcher.local_device; None: none starts or unknown)."""
     if device == "cpu":
         return "cpu"
-    t = (target or "").strip().lower()
-    if not t:
-        return None
+    t = (target or "").strip()
+    if t:
+        for w in workers:
+            if (w.name or "").lower() == t.lower():
+                return w.gpu_name or "cpu"
+        return t
+    job = Job(id=0, device=device)
+    kinds = {w.gpu_name or "cpu" for w in workers if can_serve(w, job)}
+    if kinds:
+        return kinds.pop() if len(kinds) == 1 else None
+    return None if device == "cuda" and here == "cpu" else here
+
+
+def job_gpu(job: Job, workers: list[Worker]) -> str | None:
+    """The device a job in flight runs on: 'cpu', the GPU of the worker that took it (a
+    Slurm job's GPU type while none has), or None while unknown (queued, or its worker
+    no longer live)."""
+    if job.device == "cpu":
+        return "cpu"
     for w in workers:
-        if (w.name or "").lower() == t:
+        if job.worker_name and w.name == job.worker_name:
             return w.gpu_name or "cpu"
-    return target
+    return job.gpu_type
 
 
 def no_worker_reason(workers: list[Worker], device: str, target: str | None,

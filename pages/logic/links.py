@@ -49,6 +49,10 @@ MAX_COMPARE = 12  # more curves than this are unreadable in one chart
 VIEW_PARAM = "view"
 RUN_VIEWS = ("Speed", "Memory", "Energy", "Time split", "Timeline", "Points", "Environment")
 TIMELINE_VIEW = "Timeline"  # where a ?batch= link and a click on a speedup point go
+# The timeline's "fit each to its own step" toggle, as ?fit=1 (off: left out): a shared
+# link lost it and drew the other scale.
+FIT_PARAM = "fit"
+FLAG_VALUES = {"1": True, "0": False}
 
 
 def unknown_page(asked: str | None) -> str | None:
@@ -135,12 +139,25 @@ def page_url(base: str | None, page: str, params: dict[str, object] | None = Non
     return urlunsplit((parts.scheme, parts.netloc, path, query, ""))
 
 
+def parse_flag(values: Iterable[str], param: str) -> bool:
+    """An on/off URL parameter (?fit=1; absent: off); LinkError naming the bad value."""
+    values = list(values)
+    if not values:
+        return False
+    if values[-1] not in FLAG_VALUES:
+        raise LinkError(f"?{param}={str(values[-1])[:40]!r} is not on or off: use "
+                        f"?{param}=1 (on) or leave it out (off)")
+    return FLAG_VALUES[values[-1]]
+
+
 def run_url(base: str | None, run_id: int, batch: int | None = None,
-            view: str | None = None) -> str:
-    """/run?run=ID, with &batch=N when a batch size's timeline is shown and &view=LABEL
-    when a view other than the first is open."""
+            view: str | None = None, fit: bool = False) -> str:
+    """/run?run=ID, with &batch=N when a batch size's timeline is shown, &view=LABEL
+    when a view other than the first is open and &fit=1 when the timeline fits each lane
+    to its own step: every toggle that changes what is drawn rides in the link."""
     return page_url(base, RUN, {"run": run_id, "batch": batch,
-                                "view": None if view == RUN_VIEWS[0] else view})
+                                "view": None if view == RUN_VIEWS[0] else view,
+                                FIT_PARAM: "1" if fit else None})
 
 
 def compare_url(base: str | None, run_ids: Iterable[int], batch: int | None = None) -> str:

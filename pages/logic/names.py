@@ -28,3 +28,26 @@ def device_name(header: Any) -> str:
         return gpu
     host = known(get("hostname"))
     return f"CPU ({host})" if host else "CPU"
+
+
+KINDS = {"sweep": "sweep", "serve": "serve run", "graph-memory": "graph-memory run"}
+LABEL_CHARS = 32  # a picker's line fits 1280 px (the full label is on the run)
+
+
+def run_choice(header: Any) -> str:
+    """How a run is offered in a picker: by what tells runs apart, '#3 mlp sweep · NVIDIA
+    H200 · torch 2.11.0+cu130 · 2026-12-03 13:48 · H200 mlp'. Device and torch alone read
+    '#N NVIDIA H200 · torch 2.11' eight times over on Import/export (issue 37)."""
+    get = header.get if hasattr(header, "get") else (lambda k: getattr(header, k, None))
+    kind = known(get("kind")) or "sweep"
+    what = f"#{int(get('id'))} {known(get('workload')) or '?'} {KINDS.get(kind, kind)}"
+    torch = known(get("torch_version"))
+    parts = [what, device_name(header)] + ([f"torch {torch}"] if torch else [])
+    created = get("created_at")
+    if not is_missing(created):
+        parts.append(f"{created:%Y-%m-%d %H:%M}")
+    label = known(get("label"))
+    if label:
+        parts.append(label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…")
+    name = " · ".join(parts)
+    return name + " (published)" if get("source") == "published" else name

@@ -130,3 +130,46 @@ def ratio_verdict(interval: tuple[float, float] | None) -> str:
 
 def has_noise_counts(runs: pd.DataFrame) -> bool:
     return all(c in runs for c in NOISE_COUNT_COLUMNS)
+
+
+def process_medians(samples_ms: Any, round_process: Any) -> list[float] | None:
+    """Each process's median round (ms), in the order the processes ran; None for a point
+    timed in one process or without its rounds' processes (details.round_process gives
+    each round's process, samples_ms the rounds, in the same order)."""
+    if not isinstance(samples_ms, (list, tuple)) or not isinstance(round_process, (list, tuple)) \
+            or len(samples_ms) != len(round_process) or not samples_ms:
+        return None
+    by: dict[Any, list[float]] = {}
+    for ms, proc in zip(samples_ms, round_process, strict=True):
+        v = number_or_none(ms)
+        if v is not None:
+            by.setdefault(proc, []).append(v)
+    if len(by) < 2:
+        return None
+    return [float(pd.Series(v).median()) for v in by.values()]
+
+
+# How far past its rounds an interval must reach (a share of the median) before the
+# processes are named as what made it: a hair past the rounds is the t factor's rounding
+# on close medians, not a host state.
+PAST_ROUNDS = 0.05
+
+
+def process_note(samples_ms: Any, round_process: Any, median: Any, low: Any,
+                 high: Any) -> str | None:
+    """One line for a point whose 95% step interval the spread between processes makes:
+    it reaches past every round it summarises by more than PAST_ROUNDS of the median (the
+    processes' medians widen it, each process one cluster: docs/MEASUREMENT.md,
+    Processes), e.g. '3 processes read 1.35, 0.87, 0.86 ms: the host's state...'. None
+    where the rounds span the interval, or for one process."""
+    medians = process_medians(samples_ms, round_process)
+    mid, lo, hi = number_or_none(median), number_or_none(low), number_or_none(high)
+    if medians is None or None in (mid, lo, hi) or mid <= 0:
+        return None
+    rounds = [v for v in (number_or_none(x) for x in samples_ms) if v is not None]
+    if max(min(rounds) - lo, hi - max(rounds)) <= PAST_ROUNDS * mid:
+        return None
+    read = ", ".join(f"{m:.2f}" for m in medians)
+    return (f"{len(medians)} processes read {read} ms: the host's state, which lasts a "
+            f"process, makes the interval ({lo:.2f}-{hi:.2f} ms) reach past the "
+            f"rounds themselves ({min(rounds):.2f}-{max(rounds):.2f} ms)")

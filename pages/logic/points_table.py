@@ -9,7 +9,7 @@ import json
 
 import pandas as pd
 
-from pages.logic import analysis, cost, energy, noise
+from pages.logic import analysis, cost, energy, noise, step_split
 from pages.logic.metrics import MISSING, format_interval, format_value, metric, title
 from runner.format import verdict as vd
 from runner.format.bundle import MEASUREMENT_FIELDS
@@ -61,6 +61,28 @@ def points_with_speedup(points: pd.DataFrame) -> pd.DataFrame:
     return out.join(mem, on=["run_id", "mode", "batch_size"])
 
 
+def host_split_cells(p: pd.DataFrame) -> dict[str, list[str]]:
+    """The host-and-GPU columns of the points table (issue 39): the step's split as shares,
+    the speedup projected to each reference launch cost beside the measured one, and what
+    `noisy` was judged on. Columns no point fills are left out (a CPU run has no split)."""
+    split = step_split.split_frame(p).set_index(["mode", "batch_size"])
+    at = step_split.projected_speedups(p).set_index(["mode", "batch_size"])
+    us = " / ".join(f"{u:g}" for u in step_split.host_split.REFERENCE_LAUNCH_US)
+    cols: dict[str, list[str]] = {"Split: GPU / launch / rest": [],
+                                  f"Speedup at {us} us a launch": [], "Noisy judged on": []}
+    for _, r in p.iterrows():
+        key = (r["mode"], int(r["batch_size"]))
+        s = split.loc[key] if key in split.index else None
+        cols["Split: GPU / launch / rest"].append(MISSING if s is None else " / ".join(
+            f"{s[f'{part}_share']:.0%}" for part in step_split.PART_NAMES))
+        xs = at.loc[key].drop("run_id").tolist() if key in at.index else []
+        cols[f"Speedup at {us} us a launch"].append(
+            " / ".join(f"{x:.2f}x" for x in xs) if xs and not any(map(is_missing, xs))
+            else MISSING)
+        cols["Noisy judged on"].append(step_split.judged_text(r.get("details")) or MISSING)
+    return {k: v for k, v in cols.items() if any(c != MISSING for c in v)}
+
+
 def points_table(points: pd.DataFrame) -> pd.DataFrame:
     """Every point, failed ones included and marked with their message; numbers as text
     with units (unknown shows as a dash)."""
@@ -88,9 +110,82 @@ def points_table(points: pd.DataFrame) -> pd.DataFrame:
                 for a, b, k in zip(lo, hi, known, strict=True)]
         if c == "speedup":  # the one rule's word beside the figure it judges
             out["Verdict"] = [v if isinstance(v, str) else MISSING for v in p["verdict"]]
+    # How each point went, after the answer columns: its noise, each process's median
+    # and the note that says why its figures need a word.
+    at = out.columns.get_loc("Noise") + 1
+    out.insert(at, NOTE_COLUMN, point_notes(p).values)
+    out.insert(at, PROCESS_COLUMN, [MISSING if m is None else ", ".join(f"{x:.2f}" for x in m)
+                                    for m in _process_medians(p)])
+    if energy.has_energy(points):  # the one rule and the counter's error, in words
+        e = energy.energy_points(p).set_index(["mode", "batch_size"])
+        keys = list(zip(p["mode"], p["batch_size"].astype(int), strict=True))
+        within = [k in e.index and bool(e.at[k, "above_idle_within_error"]) for k in keys]
+        out[title("energy_above_idle_mj_per_step")] = [
+            energy.WITHIN_ERROR if w else cell for w, cell in zip(
+                within, out[title("energy_above_idle_mj_per_step")], strict=True)]
+        gain = title("energy_gain")
+        out[gain] = ["inconclusive" if vd.inconclusive(g, lo, hi) else cell for g, lo, hi, cell
+                     in zip(p["energy_gain"], p["energy_gain_ci_low"], p["energy_gain_ci_high"],
+                            out[gain], strict=True)]
+    # Each beside what it explains: the projected speedups beside the measured one, what
+    # `noisy` was judged on beside the noise mark, the split beside the GPU busy time.
+    after = {"Speedup at": "Verdict", "Noisy judged on": "Noise",
+             "Split:": title("gpu_busy_ms")}
+    for name, cells in host_split_cells(p).items():
+        anchor = next((a for k, a in after.items() if name.startswith(k)), None)
+        at = out.columns.get_loc(anchor) + 1 if anchor in out.columns else len(out.columns)
+        out.insert(at, name, cells)
     out["CUDA graph"] = p["cudagraph_status"].values
     out["Correct"] = [MISSING if is_missing(v) else ("yes" if v else "NO") for v in p["correct"]]
     return out
+
+
+PROCESS_COLUMN = "Process medians (ms)"
+NOTE_COLUMN = "Note"
+
+
+def _process_medians(points: pd.DataFrame) -> list[list[float] | None]:
+    samples = points["samples_ms"] if "samples_ms" in points else [None] * len(points)
+    details = points["details"] if "details" in points else [None] * len(points)
+    return [noise.process_medians(s, d.get("round_process") if isinstance(d, dict) else None)
+            for s, d in zip(samples, details, strict=True)]
+
+
+def point_notes(points: pd.DataFrame) -> pd.Series:
+    """One line a point, where its figures need a word of why (empty elsewhere): its
+    paired speedup and the ratio of the medians printed beside it disagree beyond the
+    interval (runner/format/verdict.py medians_disagree, the CLI's '#'), or the spread
+    between its processes makes its step interval (noise.process_note). `points` as
+    points_with_speedup returns them (eager_ms is found again here)."""
+    if points.empty:
+        return pd.Series([], dtype=object)
+    sp = analysis.speedups(points).set_index(["run_id", "mode", "batch_size"])["eager_ms"]
+    eager = [sp.get((r, m, b)) for r, m, b in
+             zip(points["run_id"], points["mode"], points["batch_size"], strict=True)]
+    samples = points["samples_ms"] if "samples_ms" in points else [None] * len(points)
+    details = points["details"] if "details" in points else [None] * len(points)
+    notes = []
+    for (_, r), e, s, d in zip(points.iterrows(), eager, samples, details, strict=True):
+        said = []
+        if r["mode"] != "eager" and vd.medians_disagree(e, r["step_ms"], r["speedup_ci_low"],
+                                                        r["speedup_ci_high"]):
+            said.append(vd.disagree_text(e, r["step_ms"]))
+        proc = noise.process_note(s, d.get("round_process") if isinstance(d, dict) else None,
+                                  r["step_ms"], r.get("step_ms_ci_low"),
+                                  r.get("step_ms_ci_high"))
+        if proc:
+            said.append(proc)
+        notes.append("; ".join(said))
+    return pd.Series(notes, index=points.index, dtype=object)
+
+
+def note_lines(points: pd.DataFrame) -> list[str]:
+    """The points' notes as lines under the Points table: 'eager at batch 256: ...'."""
+    if points.empty:
+        return []
+    p = analysis.in_mode_order(points_with_speedup(points))
+    return [f"{m} at batch {int(b)}: {n}" for m, b, n in
+            zip(p["mode"], p["batch_size"], point_notes(p), strict=True) if n]
 
 
 PIVOT_CAPTION = ("Speedup over eager (95% interval where measured) · the graph modes' "

@@ -11,20 +11,31 @@ from pages.logic import analysis, energy, noise
 from pages.logic.metrics import MISSING, NO_INTERVAL, format_interval, format_value
 from pages.logic.names import device_name, known
 from runner.format import verdict as vd
-from runner.format.run_summary import RunHeader, RunSummary, records, summarize
+from runner.format.run_summary import (
+    BREAK_EVEN_LABEL,
+    RunHeader,
+    RunSummary,
+    records,
+    summarize,
+)
 
 PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not measured by "
                   "launchbench; figures the article does not give are empty.")
 
 
-def run_title(header: RunHeader, shown=str) -> str:
+def run_title(header: RunHeader, shown=str, torch: bool = True) -> str:
     """The run's title from its summary's header. `shown` turns each stored text into
     what the target shows (pages.logic.plain's plain() for a Markdown element; the HTML
-    report escapes by itself)."""
+    report escapes by itself). `torch=False`: without the torch version (the Run page
+    says it on the line below, so that the title fits one line at 1280 px)."""
     gpu = shown(device_name(header))
-    torch = shown(known(header.torch_version) or MISSING)
+    version = f", {torch_text(header, shown)}" if torch else ""
     mark = " [published]" if header.source == "published" else ""
-    return f"Run {header.id}: {shown(header.workload)} on {gpu}, torch {torch}{mark}"
+    return f"Run {header.id}: {shown(header.workload)} on {gpu}{version}{mark}"
+
+
+def torch_text(header: RunHeader, shown=str) -> str:
+    return f"torch {shown(known(header.torch_version) or MISSING)}"
 
 
 def summary_of(header: RunHeader, points: pd.DataFrame) -> RunSummary:
@@ -49,29 +60,27 @@ def _best_line(r: pd.Series, measured: pd.DataFrame) -> str:
     if r["verdict"] == vd.INCONCLUSIVE:
         return (f"{mode}: inconclusive at every measured batch size (95% intervals span "
                 f"both sides of 1x by more than {vd.SPREAD_LIMIT:g}x; narrowest at batch "
-                f"{batch:,}: {vd.interval_text(r['speedup_ci_low'], r['speedup_ci_high'])})")
+                f"{batch}: {vd.interval_text(r['speedup_ci_low'], r['speedup_ci_high'])})")
     ci = format_interval("speedup", r["speedup_ci_low"], r["speedup_ci_high"])
     times = (f"{format_value('step_ms', r['step_ms'])} vs "
              f"{format_value('step_ms', r['eager_ms'])}, medians")
     figure = f"{format_value('speedup', r['speedup'])}{'' if ci == NO_INTERVAL else f' ({ci})'}"
     if r["verdict"] == vd.SAME:
-        line = (f"{mode}: no speedup beyond noise: at best {figure} at batch {batch:,} "
+        line = (f"{mode}: no speedup beyond noise: at best {figure} at batch {batch} "
                 f"({times})")
     elif r["verdict"] == vd.SLOWER:
-        line = f"{mode}: slower than eager: at best {figure} at batch {batch:,} ({times})"
+        line = f"{mode}: slower than eager: at best {figure} at batch {batch} ({times})"
     else:
-        line = f"{mode}: up to {figure} over eager, at batch {batch:,} ({times})"
+        line = f"{mode}: up to {figure} over eager, at batch {batch} ({times})"
     if ci == NO_INTERVAL:
         line += f"; {NO_INTERVAL}"
     elif len(r["ties"]) > 1:
         batches = measured.loc[measured["mode"] == mode, "batch_size"]
         line += f"; {analysis.batch_span(r['ties'], batches)} within noise"
-    medians = r["eager_ms"] / r["step_ms"] if r["step_ms"] else float("nan")
-    if pd.notna(r["speedup_ci_low"]) and pd.notna(r["speedup_ci_high"]) and \
-            not r["speedup_ci_low"] <= medians <= r["speedup_ci_high"]:
+    if vd.medians_disagree(r["eager_ms"], r["step_ms"], r["speedup_ci_low"],
+                           r["speedup_ci_high"]):
         # Two statistics that disagree are named, not left side by side (as the CLI's #).
-        line += (f"; the medians' ratio ({medians:.2f}x) lies outside the paired interval: "
-                 "the times moved between rounds, the paired figure compares each round's")
+        line += f"; {vd.disagree_text(r['eager_ms'], r['step_ms'])}"
     if r["inconclusive"]:
         batches = measured.loc[measured["mode"] == mode, "batch_size"]
         line += (f"; inconclusive, not ranked: "
@@ -95,19 +104,20 @@ def headline(points: pd.DataFrame) -> list[str]:
         lines.append(vd.RULE_TEXT)
     be = analysis.break_even(points)
     g = f"{be.threshold:g}x"
+    said = BREAK_EVEN_LABEL[0].upper() + BREAK_EVEN_LABEL[1:]  # "Break-even vs compile"
     if be.status == "crosses":
         at = dict(be.ratios)
-        lines.append(f"Break-even: from batch {be.batch_size:,} on, reduce-overhead gains less "
+        lines.append(f"{said}: from batch {be.batch_size} on, reduce-overhead gains less "
                      f"than {g} over compile ({at[be.batch_size]:.2f}x there; "
-                     f"{at[be.last_gaining]:.2f}x at batch {be.last_gaining:,}).")
+                     f"{at[be.last_gaining]:.2f}x at batch {be.last_gaining}).")
     elif be.status == "never-below":
-        lines.append(f"Break-even: not reached: reduce-overhead gains at least {g} over "
-                     f"compile at every measured batch size (up to {be.last_gaining:,}).")
+        lines.append(f"{said}: not reached: reduce-overhead gains at least {g} over "
+                     f"compile at every measured batch size (up to {be.last_gaining}).")
     elif be.status == "always-below":
-        lines.append(f"Break-even: reduce-overhead gains less than {g} over compile at every "
+        lines.append(f"{said}: reduce-overhead gains less than {g} over compile at every "
                      "measured batch size.")
     else:
-        lines.append("Break-even: unknown (needs compile and reduce-overhead at the same "
+        lines.append(f"{said}: unknown (needs compile and reduce-overhead at the same "
                      "batch size).")
     pay = analysis.payback(points)
     unknown = []
@@ -118,13 +128,13 @@ def headline(points: pd.DataFrame) -> list[str]:
         p = row.iloc[0]
         if p["never"]:
             lines.append(f"{r['mode']}: saves nothing per step at batch "
-                         f"{int(r['batch_size']):,}, so its setup never pays back.")
+                         f"{int(r['batch_size'])}, so its setup never pays back.")
         elif pd.isna(p["payback_steps"]):
             unknown.append(r["mode"])
         else:
             lines.append(f"{r['mode']}: its {duration_text(p['setup_s'])} setup pays "
                          f"back after {p['payback_steps']:,.0f} steps at batch "
-                         f"{int(r['batch_size']):,}.")
+                         f"{int(r['batch_size'])}.")
     if unknown:
         lines.append(f"Payback unknown for {', '.join(unknown)} (setup time not recorded).")
     cost = noise.launch_cost(points)

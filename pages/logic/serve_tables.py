@@ -164,6 +164,37 @@ def advice(stream: list[int], profile: pd.DataFrame, results: pd.DataFrame,
     return adv, pd.DataFrame(rows)
 
 
+def _buckets(plan: advisor.Plan) -> str:
+    return "/".join(map(str, plan.buckets)) or "nothing (eager only)"
+
+
+def advice_lines(adv: advisor.Advice) -> list[str]:
+    """The recommendation in words, and why it beat the plans that came as close: the
+    tie-break of advisor.TOLERANCE, told with this run's figures."""
+    rec, tie = adv.recommended, f"{advisor.TOLERANCE:.0%}"
+    pool = "" if rec.pool_bytes is None else f", {rec.pool_bytes / MIB:,.1f} MiB"
+    lines = [f"Capture **{_buckets(rec)}**: {rec.rows_per_s:,.0f} rows/s by the model, "
+             f"{len(rec.buckets)} graph(s){pool}, {rec.padding_waste:.0%} padding"
+             + (f"; powers of two within the budget give {adv.pow2.rows_per_s:,.0f} rows/s "
+                f"({_buckets(adv.pow2)})." if adv.pow2 else ".")]
+    if adv.memory_flat:
+        few = adv.fewest_graphs
+        than = ("" if few == rec else f" against {few.padding_waste:.0%} for "
+                f"{_buckets(few)}, the fewest graphs that come as close")
+        lines.append(f"Why: every plan within {tie} of the best throughput keeps the same "
+                     f"{rec.pool_bytes / MIB:,.1f} MiB of graph pool, so memory does not "
+                     f"choose between them and the least padding wins ({rec.padding_waste:.0%}"
+                     f"{than}). Padding is compute thrown away on every padded request; "
+                     "one more graph costs only its capture at start-up.")
+    elif adv.memory_known:
+        lines.append(f"Why: among the plans within {tie} of the best throughput the "
+                     "smallest graph pool wins, then the least padding.")
+    else:
+        lines.append(f"Why: graph memory is unknown here, so among the plans within {tie} "
+                     "of the best throughput the fewest graphs win, then the least padding.")
+    return lines
+
+
 def _median(requests: pd.DataFrame, strategy: str, batch: int) -> float | None:
     sel = requests[(requests["strategy"] == strategy) & (requests["batch_size"] == batch)]
     return None if sel.empty else float(sel["latency_ms"].median())

@@ -217,16 +217,65 @@ def default_view(runs: pd.DataFrame, workload: str | None = None) -> tuple[str, 
     alphabetically may have one), then the newest; `workload` fixes the workload when the
     URL gives only that. `runs` is the runs frame (kind, workload, gpu_name, workload_params,
     dtype, created_at). None when there is no sweep."""
-    sweeps = runs[runs["kind"] == "sweep"] if not runs.empty else runs
-    if workload is not None and not sweeps.empty:
-        sweeps = sweeps[sweeps["workload"] == workload]
-    if sweeps.empty:
+    per = series(runs)
+    if workload is not None:
+        per = per[per["workload"] == workload]
+    if per.empty:
         return None
-    sweeps = sweeps.assign(gpu=sweeps["gpu_name"].where(sweeps["gpu_name"].notna(), "cpu"),
-                           params=[param_key(r) for _, r in sweeps.iterrows()])
+    return tuple(per.iloc[0][["workload", "gpu"]])
+
+
+# What a trend needs, in the words the page says when a series has fewer.
+TREND_NEEDS = ("a trend needs two or more runs of the same workload on this GPU (with the "
+               "same parameters and dtype)")
+
+
+def _sweeps(runs: pd.DataFrame) -> pd.DataFrame:
+    sweeps = runs[runs["kind"] == "sweep"] if not runs.empty else runs
+    return sweeps.assign(gpu=sweeps["gpu_name"].where(sweeps["gpu_name"].notna(), "cpu"),
+                         params=[param_key(r) for _, r in sweeps.iterrows()])
+
+
+def series(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every series (workload, GPU, parameter set) with its number of sweeps, the most
+    runs first, then the newest. `runs` is the runs frame default_view reads."""
+    cols = ["workload", "gpu", "params", "runs"]
+    sweeps = _sweeps(runs)
+    if sweeps.empty:
+        return pd.DataFrame(columns=cols)
     per = (sweeps.groupby(["workload", "gpu", "params"])
-           .agg(n=("id", "size"), newest=("created_at", "max"))
-           .sort_values(["n", "newest"], ascending=False))
-    return tuple(per.index[0][:2])
+           .agg(runs=("id", "size"), newest=("created_at", "max"))
+           .sort_values(["runs", "newest"], ascending=False).reset_index())
+    return per[cols]
 
 
+def trend_series(runs: pd.DataFrame) -> pd.DataFrame:
+    """The series a trend can be drawn for: two runs or more."""
+    s = series(runs)
+    return s[s["runs"] >= 2].reset_index(drop=True)
+
+
+SINGLE_COLUMNS = ["run_id", "run", "mode", "batch_size", "speedup", "speedup_ci_low",
+                  "speedup_ci_high", "figure"]
+
+
+def single_runs(runs: pd.DataFrame, summaries) -> pd.DataFrame:
+    """Each sweep as one point when no series has two runs: its key figure (the run
+    summary's, as the board quotes it), labelled by workload, GPU and id. Runs without a
+    key figure are left out."""
+    sweeps = _sweeps(runs)
+    if sweeps.empty:
+        return pd.DataFrame(columns=SINGLE_COLUMNS)
+    info = sweeps.set_index(sweeps["id"].astype(int))
+    rows = []
+    for s in summaries:
+        k = s.key
+        if k is None or s.header.id not in info.index:
+            continue
+        r = info.loc[s.header.id]
+        rows.append({"run_id": s.header.id,
+                     "run": f"{r['workload']} · {r['gpu']} · #{s.header.id}",
+                     "mode": k.mode, "batch_size": k.batch_size, "speedup": k.speedup,
+                     "speedup_ci_low": k.ci_low, "speedup_ci_high": k.ci_high,
+                     "figure": s.speedup_text()})
+    return pd.DataFrame(rows, columns=SINGLE_COLUMNS)

@@ -280,7 +280,7 @@ def hosts_text(workers: list[Worker]) -> str:
     return " · ".join(hosts.describe(h, ws) for h, ws in hosts.by_host(workers).items())
 
 
-def past_durations(workload: str, gpu: str | None) -> pd.DataFrame:
+def past_durations(workload: str | None, gpu: str | None) -> pd.DataFrame:
     return queries.past_durations(engine(), workload, gpu)
 
 

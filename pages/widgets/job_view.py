@@ -54,16 +54,33 @@ def followed_job() -> int | None:
     return int(raw)
 
 
+def sweep_estimate(spec, gpu: str | None) -> le.Estimate:
+    """How long `spec` takes on `gpu` ('cpu', a GPU's name, None: not known), from the
+    past runs of its workload there; the compiles of any workload there are quoted
+    where none of its own was measured."""
+    where = {None: None, "cpu": "CPU"}.get(gpu, gpu)
+    if where is None:
+        return le.estimate(spec, None, None)
+    history = data.past_durations(spec.get("workload"), gpu)
+    # Their points' details hold each compile's time: the estimate counts it apart.
+    past = data.key_points([int(i) for i in history["run_id"]])
+    compiles = None
+    if not le.past_setups(past):
+        others = data.past_durations(None, gpu)
+        seen = le.past_setups(data.key_points([int(i) for i in others["run_id"]]))
+        compiles = [s for run in seen.values() for s in run] or None
+    return le.estimate(spec, history, where, past, compiles)
+
+
 def job_estimate(job: Job) -> float | None:
-    """The job's duration as estimated before Launch, worked out once per job and
-    session (the live view redraws every second)."""
+    """The job's duration as estimated for the device of the worker that took it, worked
+    out once per job and session (the live view redraws every second)."""
     key = f"_estimate_{job.id}"
     if key not in st.session_state:
-        spec = job.spec
-        gpu = "cpu" if spec.get("device") == "cpu" else None
-        history = data.past_durations(spec.get("workload"), gpu)
-        past = data.key_points([int(i) for i in history["run_id"]])
-        st.session_state[key] = le.estimate(spec, history, gpu or "any GPU", past).seconds
+        gpu = lf.job_gpu(job, data.live_workers())
+        if gpu is None:
+            return None  # not cached: known once its worker shows among the live ones
+        st.session_state[key] = sweep_estimate(job.spec, gpu).seconds
     return st.session_state[key]
 
 
@@ -78,10 +95,14 @@ def show_job(job: Job, p: JobProgress, locked: bool) -> None:
     c1, c2, c3 = st.columns(3)
     c1.metric("Elapsed", le.format_seconds(p.elapsed_s))
     running = job.status == "running"
-    left, basis = le.time_left(p, job_estimate(job) if running else None)
-    c2.metric("Estimated time left", le.format_seconds(left), help=basis or None)
+    left, basis = le.time_left(p, job_estimate(job), job.current_point) if running \
+        else (None, "")
+    c2.metric("Estimated time left", le.format_seconds(left) if left is not None or
+              not running else "unknown", help=basis or None)
     waiting = f"Slurm job {job.slurm_job_id}" if job.slurm_job_id else "waiting for one"
     c3.metric("Worker", job.worker_name or waiting)
+    if left is None and basis:  # no honest figure: say what is still running instead
+        st.caption(plain(f"Time left: {basis}."))
     if job.message:
         st.caption(plain(job.message))
     if job.shown_status == "lost":

@@ -64,9 +64,10 @@ NOISE_BADGES = {"ok": ("green", ":material/check_circle:"),
                 "no interval": ("gray", ":material/remove:")}
 
 
-def noise_badge(level: str, text: str) -> None:
+def noise_badge(level: str, text: str) -> str:
+    """The run's noise badge as Markdown, to sit on one line with other figures."""
     color, icon = NOISE_BADGES.get(level, NOISE_BADGES["no interval"])
-    st.badge(f"Noise: {text}", icon=icon, color=color)
+    return f":{color}-badge[{icon} Noise: {plain(text)}]"
 
 
 def published_banner(header: RunHeader) -> None:

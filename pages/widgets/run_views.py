@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages.charts import run_charts, workload_charts
+from pages.charts import run_charts, split_charts, workload_charts
 from pages.logic import analysis, links, points_table, run_text, workload_views
 from pages.logic.plain import plain
 from pages.widgets import data, parts, url
@@ -34,7 +34,8 @@ def figures(url: str, data_v: tuple, run_id: int) -> tuple[dict, dict]:
     half of the 100 ms a chart cost per render."""
     points = data.points([run_id])
     paired = run_charts.run_charts(points, names=[n for pair in PAIRS for n in pair])
-    split = run_charts.time_split_charts(analysis.time_split(points))
+    split = {**split_charts.host_split_charts(points),
+             **run_charts.time_split_charts(analysis.time_split(points))}
     return ({k: c if k == "speedup" else c.to_dict() for k, c in paired.items()},
             {k: c.to_dict() for k, c in split.items()})
 
@@ -77,7 +78,13 @@ def points_view(run_id: int, header: RunHeader, points: pd.DataFrame) -> None:
             st.caption(f"{bad} point(s) did not produce a measurement: marked in the "
                        "Status column with their message.")
         st.dataframe(table, hide_index=True, key="points_table",
-                     column_config={"Status": st.column_config.TextColumn(width="medium")})
+                     column_config={"Status": st.column_config.TextColumn(width="medium"),
+                                    points_table.NOTE_COLUMN:
+                                        st.column_config.TextColumn(width="large")})
+        notes = points_table.note_lines(points)
+        if notes:  # the table's cells are cut; each note in full, one line a point
+            st.markdown("**Points whose figures need a word**\n"
+                        + "\n".join(f"- {plain(n)}" for n in notes))
     st.caption(points_table.RESERVED_NOTE)
 
 
@@ -100,6 +107,6 @@ def environment_view(run_id: int, header: RunHeader, points: pd.DataFrame) -> No
                 st.code(offer.command, language="bash", wrap_lines=True)
 
         st.subheader("Share")
-        parts.share_link(links.run_url(url.app_url(), run_id))
+        parts.share_link(url.run_share_url(run_id))
         st.caption("Each view has its own link: the address bar carries it (?view=, and "
-                   "?batch= for the timeline).")
+                   "?batch= and ?fit= for the timeline).")

@@ -12,9 +12,9 @@ import pandas as pd
 import streamlit as st
 
 from pages.charts import timeline_chart
-from pages.logic import timeline
+from pages.logic import links, timeline
 from pages.logic.plain import plain
-from pages.widgets import data
+from pages.widgets import data, url
 
 
 def chart_picking_batch(chart, key: str, target: str = "timeline",
@@ -116,8 +116,8 @@ def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key
     if pick_mode:
         modes = timeline.modes_at(points, batch)
         mode = middle.selectbox("Mode", modes, key=f"{key}_mode")
-    fit = right.toggle("Fit each to its own step (off: one time scale for all)",
-                       key=f"{key}_fit")
+    fit = url.toggle_param(right, "Fit each to its own step (off: one time scale for all)",
+                           links.FIT_PARAM, key=f"{key}_fit")
     items = [x for x in timeline.ordered(data.traces(run_ids, batch))
              if mode is None or x["mode"] == mode]
     labels = tuple((label_of(x), x["run_id"], x["mode"],

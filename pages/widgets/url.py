@@ -67,6 +67,26 @@ def multiselect_param(container, label: str, param: str, options: list[str]) -> 
     return chosen
 
 
+def toggle_param(container, label: str, param: str, key: str) -> bool:
+    """A toggle mirrored in the URL (?param=1 on, left out off): a shared link restores
+    it. A bad value gets one line naming it, and the toggle starts off."""
+    synced = f"{key}_url"
+    asked = st.query_params.get_all(param)
+    if key not in st.session_state or st.session_state.get(synced) != asked:
+        try:
+            st.session_state[key] = links.parse_flag(asked, param)
+        except links.LinkError as e:
+            st.warning(plain(e))
+            st.session_state[key] = False
+    on = container.toggle(label, key=key)
+    if on:
+        st.query_params[param] = "1"
+    else:
+        st.query_params.pop(param, None)
+    st.session_state[synced] = st.query_params.get_all(param)
+    return on
+
+
 VIEW_KEY = links.VIEW_PARAM  # the tabs' key is the URL parameter's name
 
 
@@ -86,3 +106,17 @@ def open_view(labels: Sequence[str]) -> str | None:
     """The label of the open view (after view_tabs)."""
     value = st.session_state.get(VIEW_KEY)
     return value if value in labels else None
+
+
+def run_share_url(run_id: int) -> str:
+    """This Run page's link as it is drawn now: the open view, the timeline's batch size
+    and toggles, from the URL (which the tabs, picker and toggles keep). A bad value the
+    page already named is left out rather than shared."""
+    batch = st.query_params.get("batch")
+    try:
+        fit = links.parse_flag(st.query_params.get_all(links.FIT_PARAM), links.FIT_PARAM)
+    except links.LinkError:
+        fit = False
+    return links.run_url(app_url(), run_id,
+                         batch=int(batch) if batch and batch.isascii() and batch.isdigit()
+                         else None, view=open_view(links.RUN_VIEWS), fit=fit)

@@ -29,7 +29,11 @@ MAX_GRAPHS = 16  # serving engines capture tens of sizes at most; also bounds th
 FRONT_CAP = 12  # Pareto states kept per (size, graphs): enough, measured on 64 candidates
 # Plans closer than this in expected time are ties: the profile's medians scatter by about
 # 5% between neighbouring sizes of one regime (H200: 0.309-0.346 ms for 32..256 rows of
-# the launch-bound mlp). Among ties, fewer graphs, then less padding, win.
+# the launch-bound mlp). Among ties the least graph memory wins, then the least padding,
+# then the fewest graphs: memory is the cost a budget bounds, padding is compute thrown
+# away on every padded request, and one more graph costs only its capture at start-up.
+# So where every tied plan keeps the same pool (the H200 mlp: 34 MiB from one graph to
+# sixteen), padding decides; where memory is unknown (CPU), fewest graphs, then padding.
 TOLERANCE = 0.05
 
 
@@ -55,11 +59,13 @@ class Plan:
 
 @dataclass(frozen=True)
 class Advice:
-    recommended: Plan  # fewest graphs, then least padding, within TOLERANCE of the best
+    recommended: Plan  # the tie-break of TOLERANCE among plans within it of the best
     best: Plan  # highest throughput within the budget
     by_graphs: tuple[Plan, ...]  # the best plan for each number of graphs (0 = all eager)
     pow2: Plan | None  # best power-of-two prefix (1, 2, 4, ...) within the budget
     memory_known: bool
+    fewest_graphs: Plan  # the tied plan with the fewest graphs (then least padding)
+    memory_flat: bool  # memory known and the same for every tied plan: padding decided
 
 
 class Model:
@@ -196,8 +202,13 @@ def advise(pmf: Mapping[int, float], profile: Sequence[ProfilePoint],
     by_graphs = tuple(m.plan(bs) for _k, (_t, bs) in sorted(best_by_k.items()))
     best = min(by_graphs, key=lambda p: p.expected_ms)
     ties = [m.plan(bs) for total, bs in finals if total <= best.expected_ms * (1 + tolerance)]
-    recommended = min(ties, key=lambda p: (len(p.buckets), p.padding_waste, p.expected_ms))
-    return Advice(recommended, best, by_graphs, pow2_plan(m, budget), m.memory_known)
+    fewest = min(ties, key=lambda p: (len(p.buckets), p.padding_waste, p.expected_ms))
+    if not m.memory_known:
+        return Advice(fewest, best, by_graphs, pow2_plan(m, budget), False, fewest, False)
+    recommended = min(ties, key=lambda p: (p.pool_bytes, p.padding_waste, len(p.buckets),
+                                           p.expected_ms))
+    flat = len({p.pool_bytes for p in ties}) == 1
+    return Advice(recommended, best, by_graphs, pow2_plan(m, budget), True, fewest, flat)
 
 
 def pow2_plan(m: Model, budget: int | None) -> Plan | None:

@@ -49,12 +49,18 @@ from runner.format.vocab import ALTERNATIVE_MODES, BASELINE_MODE, MODE_TABLE
 MEMORY_COST_LABEL = "graph pool kept after capture"
 # Where reduce-overhead stops paying for its constraints (static shapes, a private pool).
 BREAK_EVEN_GAIN = 1.1
+# Break-even is reduce-overhead's gain over compile, not over eager (the speedups are over
+# eager): every place that quotes it names its reference by this label, since one line
+# quoting it against compile beside another quoting eager read as two figures.
+BREAK_EVEN_MODE, BREAK_EVEN_REFERENCE = "reduce-overhead", "compile"
+BREAK_EVEN_LABEL = f"break-even vs {BREAK_EVEN_REFERENCE}"
 NO_SPEEDUP = "no speedup measured"  # no mode has an ok point beside an ok eager one
 
 # What summarize reads of a point: the columns db/queries.py selects for it, and the
 # details keys it needs (a point's details hold ~40 keys; the others are not read).
 SUMMARY_COLUMNS = ("mode", "batch_size", "status", "step_ms", "speedup", "speedup_ci_low",
-                   "speedup_ci_high", "graph_pool_bytes", "energy_gain", "details")
+                   "speedup_ci_high", "graph_pool_bytes", "energy_gain", "energy_gain_ci_low",
+                   "energy_gain_ci_high", "details")
 SUMMARY_DETAILS = ("eager_reference_ms", "vs_compile")
 
 
@@ -137,6 +143,8 @@ class ModeBest:
     inconclusive: tuple[int, ...] = ()  # batch sizes left out of the ranking
     graph_pool_bytes: float | None = None  # unknown: None, never 0
     energy_gain: float | None = None
+    energy_gain_ci_low: float | None = None
+    energy_gain_ci_high: float | None = None
 
     @property
     def rank(self) -> float:
@@ -156,9 +164,14 @@ class ModeBest:
         return f"{mib_text(self.graph_pool_bytes)} {MEMORY_COST_LABEL}"
 
     def energy_text(self) -> str | None:
-        """'84% less energy per step'; None without a positive energy gain."""
+        """'84% less energy per step'; 'energy gain inconclusive (95% 0.00-19.85x)' where
+        the one rule (verdict.py) says so; None without a positive energy gain."""
         if self.energy_gain is None or self.energy_gain <= 0:
             return None
+        if vd.inconclusive(self.energy_gain, self.energy_gain_ci_low,
+                           self.energy_gain_ci_high):
+            return ("energy gain inconclusive (95% "
+                    f"{vd.interval_text(self.energy_gain_ci_low, self.energy_gain_ci_high)})")
         return less_energy(self.energy_gain)
 
 
@@ -227,6 +240,8 @@ def record(row: Mapping[str, Any]) -> Measurement:
     m.intervals.speedup_ci_high = _num(row.get("speedup_ci_high"))
     m.memory.graph_pool_bytes = _num(row.get("graph_pool_bytes"))
     m.energy.energy_gain = _num(row.get("energy_gain"))
+    m.energy.energy_gain_ci_low = _num(row.get("energy_gain_ci_low"))
+    m.energy.energy_gain_ci_high = _num(row.get("energy_gain_ci_high"))
     details = row.get("details")
     if isinstance(details, Mapping):
         m.set_details({k: details[k] for k in SUMMARY_DETAILS if k in details})
@@ -296,16 +311,19 @@ def _mode_best(points: list[_Point]) -> ModeBest:
                     ci_low=best.ci_low, ci_high=best.ci_high, verdict=best.verdict,
                     step_ms=m.timing.step_ms, eager_ms=best.eager_ms, ties=ties,
                     inconclusive=left_out, graph_pool_bytes=m.memory.graph_pool_bytes,
-                    energy_gain=_num(m.energy.energy_gain))
+                    energy_gain=_num(m.energy.energy_gain),
+                    energy_gain_ci_low=_num(m.energy.energy_gain_ci_low),
+                    energy_gain_ci_high=_num(m.energy.energy_gain_ci_high))
 
 
 def break_even_ratios(ok: Sequence[Measurement]) -> tuple[tuple[int, float], ...]:
     """(batch, reduce-overhead's gain over compile) where both were measured: the paired
     per-round ratio where the runner stored it, else the ratio of medians."""
-    compile_ms = {p.batch_size: p.timing.step_ms for p in ok if p.mode == "compile"}
+    compile_ms = {p.batch_size: p.timing.step_ms for p in ok
+                  if p.mode == BREAK_EVEN_REFERENCE}
     out = []
     for p in sorted(ok, key=lambda p: p.batch_size):
-        if p.mode != "reduce-overhead" or p.batch_size not in compile_ms:
+        if p.mode != BREAK_EVEN_MODE or p.batch_size not in compile_ms:
             continue
         vs = p.intervals.vs_compile
         paired = _num(vs.get("median")) if isinstance(vs, Mapping) else None
@@ -337,6 +355,7 @@ def summarize(header: RunHeader, points: Iterable[Measurement]) -> RunSummary:
     return RunSummary(header, bests, first_below(break_even_ratios(ok)))
 
 
-__all__ = ["BREAK_EVEN_GAIN", "MEMORY_COST_LABEL", "ModeBest", "RunHeader", "RunSummary",
+__all__ = ["BREAK_EVEN_GAIN", "BREAK_EVEN_LABEL", "BREAK_EVEN_MODE", "BREAK_EVEN_REFERENCE",
+           "MEMORY_COST_LABEL", "ModeBest", "RunHeader", "RunSummary",
            "SUMMARY_COLUMNS", "header_of", "less_energy", "mib_text", "record", "records",
            "summarize"]

@@ -102,3 +102,33 @@ def quoted(value: Any, low: Any, high: Any) -> str:
     if v == NO_INTERVAL:
         return f"{x_text(float(value))}x (no interval)"
     return f"{x_text(float(value))}x ({interval_text(low, high)})"
+
+
+# Why a paired speedup and the ratio of the two medians can disagree, in the words the CLI
+# footnote and the Run page's point note both use.
+DISAGREE_WHY = ("the modes' times moved between rounds (a recompile, a host state); the "
+                "paired figure compares each round's times, the medians do not")
+
+
+def medians_ratio(eager_ms: Any, step_ms: Any) -> float | None:
+    """Eager's median step over the mode's: the speedup a reader computes from the two
+    printed medians; None where either is unknown or not positive."""
+    e, t = number_or_none(eager_ms), number_or_none(step_ms)
+    return e / t if e and t and e > 0 and t > 0 else None
+
+
+def medians_disagree(eager_ms: Any, step_ms: Any, low: Any, high: Any) -> bool:
+    """Does the ratio of the two medians fall outside the paired speedup's 95% interval?
+    Then the printed medians and the printed speedup tell different stories, and whatever
+    shows both must say so (the CLI's '#', the Run page's point note) rather than print
+    them side by side without a word. False where anything is unknown."""
+    ratio, lo, hi = medians_ratio(eager_ms, step_ms), number_or_none(low), number_or_none(high)
+    if ratio is None or lo is None or hi is None:
+        return False
+    return not lo <= ratio <= hi
+
+
+def disagree_text(eager_ms: Any, step_ms: Any) -> str:
+    """The note a point whose two statistics disagree carries."""
+    return (f"the medians' ratio ({x_text(medians_ratio(eager_ms, step_ms))}x) lies outside "
+            f"the paired interval: {DISAGREE_WHY}")

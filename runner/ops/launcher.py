@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from db import jobs
@@ -55,7 +56,37 @@ def _alive(pid: int) -> bool:
     return sys.platform != "linux"
 
 
-_spawned: dict[int, subprocess.Popen] = {}  # reaped here so they never linger as zombies
+# The workers started here, until each is reaped: a thread per worker waits on it, so
+# its exit status is collected the moment its job ends. Polled only on the next launch,
+# a finished worker stayed a zombie (<defunct> in ps) until then or until the dashboard
+# stopped.
+_spawned: dict[int, subprocess.Popen] = {}
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    proc.wait()
+    _spawned.pop(proc.pid, None)
+
+
+def local_device() -> str | None:
+    """What a worker started here would measure on: 'cpu' where no NVIDIA driver is
+    loaded, the GPU model its driver names (one model on the host), else None (several
+    models, or none that can start: no torch). Read from /proc, as `torch.cuda.
+    get_device_name` reports it, since the dashboard never imports torch."""
+    if importlib.util.find_spec("torch") is None:
+        return None
+    infos = sorted(Path("/proc/driver/nvidia/gpus").glob("*/information"))
+    if not infos:
+        return None if Path("/dev/nvidiactl").exists() else "cpu"
+    models = set()
+    for info in infos:
+        try:
+            text = info.read_text()
+        except OSError:
+            return None
+        models |= {line.split(":", 1)[1].strip() for line in text.splitlines()
+                   if line.startswith("Model:")}
+    return models.pop() if len(models) == 1 else None
 
 
 def local_worker_pid(db_url: str) -> int | None:
@@ -79,9 +110,6 @@ def ensure_local_worker(engine, job: Job, db_url: str) -> int | None:
     from db.access import require_writable
 
     require_writable("start a worker")
-    for pid, proc in list(_spawned.items()):
-        if proc.poll() is not None:
-            del _spawned[pid]
     if any(jobs.can_serve(w, job) for w in jobs.live_workers(engine)):
         return None
     if importlib.util.find_spec("torch") is None:
@@ -95,5 +123,7 @@ def ensure_local_worker(engine, job: Job, db_url: str) -> int | None:
             cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             start_new_session=True)
     _spawned[proc.pid] = proc
+    threading.Thread(target=_reap, args=(proc,), name=f"reap-worker-{proc.pid}",
+                     daemon=True).start()
     _state_path(db_url, "pid").write_text(str(proc.pid))
     return proc.pid

@@ -119,8 +119,9 @@ def test_run_page_charts_have_room(dashboard, page, sample_ids):
     # room: tests/pages/test_energy_pages.py builds them; the view here says why in one line).
     with_charts = [v for v in RUN_VIEWS if v != "Energy"][:4]
     views = {v: _charts(page, f"{base}&view={quote(v)}") for v in with_charts}
-    # speedup and step time; memory and its trade-off; the time split's three; the lanes
-    assert [len(c) for c in views.values()] == [2, 2, 3, 1]
+    # speedup and step time; memory and its trade-off; the time split's eight (each mode's
+    # split, eager against the launch cost, busy fraction, launches, launch vs busy); lanes
+    assert [len(c) for c in views.values()] == [2, 2, 8, 1]
     assert [p for c in views.values() for p in _problems(c)] == []
     # The speedup chart's legend lists the graph modes only: eager is the 1x line.
     assert len(views["Speed"][0]["fills"]) == 3
@@ -133,6 +134,15 @@ def test_compare_of_three_gpus_is_one_chart_with_room(dashboard, page, sample_id
     assert _problems(charts) == []
     speedup = [c for c in charts if "per run and mode" in c["title"]]
     assert len(speedup) == 1
+    # Every data plot of the three-GPU page is held to MIN_PLOT_PX; the one 68 px plot
+    # issue 37 saw is the step timeline's lane pair (a Gantt, held to MIN_LANE_PAIR_PX).
+    plots = [p for c in charts for p in c["plots"]]
+    assert [p for p in plots if not p["lane"] and p["height"] < MIN_PLOT_PX] == []
+    assert all(p["height"] >= MIN_LANE_PAIR_PX for p in plots if p["lane"])
+    # What belongs to the GPU and to the host, and what else differs, said on the page.
+    text = page.inner_text("[data-testid='stMain']")
+    assert "What belongs to the GPU, what to the host" in text
+    assert "these runs also differ in host" in text and "torch version" in text
     # One banner per distinct reason, not one per field and run.
     assert page.locator("[data-testid='stAlert']").count() <= 3
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
+from pathlib import Path
 
 import pytest
 
@@ -57,8 +59,22 @@ def test_launch_watch_progress_then_open_the_run(dashboard, db, page):
     doc = store.export_bundle(db, job.run_id)
     assert [m["batch_size"] for m in doc["measurements"]] == [1, 2, 4, 8]
     assert all(m["status"] == "ok" and m["step_ms"] > 0 for m in doc["measurements"])
-    # The worker the page started ran this job alone, then said goodbye.
+    # The worker the page started ran this job alone, then said goodbye, and the
+    # dashboard reaped it: no <defunct> child waits for the next Launch.
     assert job.worker_name
+    from runner.ops.launcher import _state_path
+
+    stat = Path(f"/proc/{int(_state_path(dashboard.db_url, 'pid').read_text())}/stat")
+    deadline = time.monotonic() + 30
+    while stat.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not stat.exists(), f"the worker is still there: {stat.read_text()[:80]}"
+    # Opened afresh at 1280x800, the followed job's bar is above the fold.
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(dashboard.url(f"launch?job={job_id}"))
+    wait_for_app(page, f"Job {job_id}: done")
+    bar = page.locator("[data-testid='stProgress']").first.bounding_box()
+    assert bar is not None and bar["y"] + bar["height"] <= 800, bar
     page.get_by_text(f"Open run {job.run_id}").click()
     wait_for_app(page, "Every finding")
     page.wait_for_function(

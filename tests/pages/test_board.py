@@ -9,8 +9,8 @@ import pytest
 
 from db import queries
 from db.store import import_bundle
-from pages.logic import board
-from runner.format.run_summary import NO_SPEEDUP
+from pages.logic import board, comparing
+from runner.format.run_summary import BREAK_EVEN_LABEL, NO_SPEEDUP
 from runner.format.verdict import INCONCLUSIVE, quoted
 from tests.synthetic import sweep_bundle
 
@@ -69,9 +69,11 @@ def test_compare_refusal_names_the_reason():
     serve = pd.DataFrame([{**base, "id": 1}, {**base, "id": 2, "kind": "serve"}])
     assert board.compare_refusal(serve) == [
         "Run 2 is a serve run: Compare overlays sweeps. Open it on the Serve page instead."]
+    # Different workloads are Compare's to show with a warning, as it does: one rule.
     other = pd.DataFrame([{**base, "id": 1}, {**base, "id": 2, "workload": "resnet"}])
-    (line,) = board.compare_refusal(other)
-    assert line.startswith("Cannot compare: workload differ")
+    assert board.compare_refusal(other) == []
+    refused, warned = comparing.compare_rule(other)
+    assert refused == [] and warned[0].startswith("Not comparable: workload differ")
 
 
 def _one_run_at_a_time(points: pd.DataFrame) -> dict:
@@ -92,7 +94,7 @@ def _one_run_at_a_time(points: pd.DataFrame) -> dict:
         row[f"{b['mode']} pool MiB"] = pool.iloc[0] / 2**20 if len(pool) else math.nan
     be = analysis.break_even(points)
     if be.status in ("crosses", "always-below"):
-        row["break-even batch"] = be.batch_size
+        row[BREAK_EVEN_LABEL] = be.batch_size
     found = best[best["verdict"] != INCONCLUSIVE]
     if found.empty:
         row["key figure"] = None  # not compared: the inconclusive wording is tested apart
@@ -149,7 +151,7 @@ def test_key_figures_of_all_runs_at_once_equal_one_run_at_a_time(sqlite_engine):
             else:
                 assert got[c] == pytest.approx(v) if isinstance(v, float) else got[c] == v, \
                     (rid, c, got[c], v)
-        seen_break_even += not math.isnan(want["break-even batch"])
+        seen_break_even += not math.isnan(want[BREAK_EVEN_LABEL])
     assert seen_break_even >= 1  # the crossing branch was really compared
 
 

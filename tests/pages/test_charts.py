@@ -253,10 +253,10 @@ def test_headline_sentences_for_published_figures():
 
     p = points_frame(fmt.read(SAMPLES / "published-l40s-day25.json"))
     lines = run_text.headline(p)
-    assert lines[0].startswith("compile: up to 1.41x over eager, at batch 8,192")
+    assert lines[0].startswith("compile: up to 1.41x over eager, at batch 8192")
     assert lines[0].endswith("; no interval")  # published figures carry none
     assert any(line.startswith("reduce-overhead: up to 9.45x") for line in lines)
-    assert any("from batch 8,192 on" in line for line in lines)
+    assert any("from batch 8192 on" in line for line in lines)
     assert lines[-1] == ("Payback unknown for compile, reduce-overhead, cuda-graph (setup "
                          "time not recorded).")
 

@@ -212,3 +212,22 @@ def test_html_report_table_fits_its_width(batch8):
     assert ("cuda-graph at batch 8: 7.10x (6.50-7.60x) · 34.0 MiB graph pool kept after "
             "capture") in html
     assert "release cached blocks" in html
+
+
+def test_a_cpu_runs_memory_view_says_why_it_is_empty(dash):
+    # The CPU run: eager and compile measured, the graph modes unsupported. Its
+    # Memory view was blank.
+    from tests.apptest import texts
+
+    rid = dash.add(gpu=None, device="cpu", batches=(1, 8, 64))
+    at = dash.open("pages/run.py", run=str(rid), view="Memory")
+    [why] = [t for t in texts(at, "info") if t.startswith("No memory figures")]
+    assert why.startswith("No memory figures: this run had no CUDA.")
+    assert "no graph pool" in why and "graph modes are unsupported" in why
+    assert "cuda-graph and reduce-overhead recorded as unsupported here" in why
+    assert not at.get("vega_lite_chart") and not at.get("arrow_vega_lite_chart")
+
+
+def test_memory_missing_reason_off_cpu():
+    failed = pd.DataFrame({"mode": ["eager"], "status": ["error"], "step_ms": [None]})
+    assert "no point of this run ended ok" in cost.missing_reason(failed, "cuda")

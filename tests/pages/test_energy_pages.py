@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import replace
+from html import unescape
 
 import pandas as pd
 import pytest
@@ -154,3 +155,48 @@ def test_launch_form_energy_checkbox_goes_into_the_queued_spec(tmp_path):
     assert "--no-energy" in off.sweep.command()
     bad = lf.check(replace(good, energy="no"))
     assert bad.errors == {"energy": "energy 'no' must be true or false"}
+
+
+def _within_and_inconclusive() -> dict:
+    """cuda-graph at batch 8 draws 70.5 W over a 70 W idle, inside the counter's error
+    (2% quantisation a window), and its energy gain spans 0-19.85x (issue 38's H200)."""
+    out = _energy_overrides()
+    window = {"mode": "cuda-graph", "round": 0, "mj": 70.5e3, "steps": 1000, "seconds": 1.0,
+              "edge_s": 0.02}
+    out[("cuda-graph", 8)] = {**out[("cuda-graph", 8)], "avg_power_w": 70.5,
+                              "idle_power_w": 70.0, "energy_above_idle_mj_per_step": -6.1,
+                              "energy_gain": 6.08, "energy_gain_ci_low": 0.0,
+                              "energy_gain_ci_high": 19.85,
+                              "details": {"energy_windows": [window],
+                                          "energy_idle": {"power_w": 70.0, "seconds": 1.0,
+                                                          "mj": 70e3, "edge_s": 0.02}}}
+    for b in BATCHES[1:]:  # cuda-graph's other gains inconclusive too
+        out[("cuda-graph", b)] = {**out[("cuda-graph", b)], "energy_gain_ci_low": 0.5,
+                                  "energy_gain_ci_high": 30.0}
+    return out
+
+
+def test_energy_view_says_its_rule_in_one_line():
+    assert "mean power x the timed step" in energy.RULE and energy.RULE in energy.CAPTION
+
+
+def test_within_error_and_inconclusive_gains_are_said_in_words():
+    pts = points_frame(sweep_bundle(batches=BATCHES, overrides=_within_and_inconclusive()))
+    table = points_table.points_table(pts).set_index(["Mode", "Batch size"])
+    row = table.loc[("cuda-graph", 8)]
+    assert row["Energy per step above idle (mJ)"] == energy.WITHIN_ERROR
+    assert row["Energy gain over eager (x)"] == "inconclusive"
+    assert table.loc[("reduce-overhead", 8), "Energy gain over eager (x)"] != "inconclusive"
+    # Not drawn as a number on the above-idle chart.
+    above = run_charts.energy_chart(pts, above_idle=True).to_dict()
+    rows = next(iter(above["datasets"].values()))
+    assert not [r for r in rows if r["mode"] == "cuda-graph" and r["batch_size"] == 8]
+    # The findings and the headline never quote an inconclusive gain as "% less energy".
+    lines = [x for x in run_text.headline(pts) if x.startswith("Energy: cuda-graph")]
+    assert lines and "inconclusive" in lines[0] and "less energy" not in lines[0]
+    summary = run_text.summary_of({"id": 1}, pts)
+    assert "inconclusive" in summary.best("cuda-graph").energy_text()
+    header = {"id": 3, "workload": "mlp", "workload_params": {}, "status": "done",
+              "source": "measured", "gpu_name": "G", "torch_version": "2.11", "uuid": "u"}
+    html = unescape(report.html_report(header_of(header), pts))
+    assert energy.WITHIN_ERROR in html and "-6.1" not in html and energy.RULE in html

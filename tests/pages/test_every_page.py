@@ -112,11 +112,13 @@ def test_runs_page_lists_and_filters_from_the_url(dash):
 def test_run_page_headline_charts_table_environment_and_share_link(dash):
     rid = dash.add(failing={("compile", 64): "CUDA out of memory"})
     views = run_views(dash, rid)
-    # speedup and step time; memory and its trade-off; the time split's three
-    assert [len(charts(views[v])) for v in CHART_VIEWS] == [2, 2, 3]
+    # speedup and step time; memory and its trade-off;
+    # the time split: each mode's split and the three (no scatter: the synthetic
+    # points carry no host time a step to project)
+    assert [len(charts(views[v])) for v in CHART_VIEWS] == [2, 2, 7]
     at = views["Speed"]
     md = texts(at, "markdown")
-    assert md[0].startswith("#### cuda-graph at batch ")
+    assert md[0].startswith("##### cuda-graph at batch ")
     assert md[0].endswith(" MiB graph pool kept after capture")
     head = findings(md)
     assert "reduce-overhead: up to" in head and "Break-even" in head
@@ -128,7 +130,7 @@ def test_run_page_headline_charts_table_environment_and_share_link(dash):
     assert "✖ error: CUDA out of memory" in set(points["Status"])
     assert not views["Points"].code and not at.dataframe  # each view sends only its own
     env = views["Environment"]
-    assert any(c.endswith(f"/run?run={rid}") for c in texts(env, "code"))
+    assert any(c.endswith(f"/run?run={rid}&view=Environment") for c in texts(env, "code"))
     # The command: synthetic runs store "... --workload mlp (synthetic)", which is no
     # command line, so the page builds the runnable one (links.reproduce).
     assert any(c.startswith("python -m runner sweep --workload mlp --param")
@@ -170,13 +172,14 @@ def test_run_page_quotes_intervals_noise_and_launch_cost(dash):
         ("compile", 8): {"noisy": True, "stop_reason": "budget"}})
     at = dash.open("pages/run.py", run=str(rid))
     md = texts(at, "markdown")
-    assert md[0] == ("#### cuda-graph at batch 8: 10.50x (10.00-11.00x) · 32.0 MiB graph pool "
+    assert md[0] == ("##### cuda-graph at batch 8: 10.50x (10.00-11.00x) · 32.0 MiB graph pool "
                      "kept after capture")
     head = findings(md)
     assert ("cuda-graph: up to 10.50x (10.00-11.00x) over eager, at batch 8" in head
             and "batches 1-64 within noise" in head), head
-    assert any("Noise: 1 of 20 points noisy" in m for m in md), md
-    assert any("median 12.5 us (12.5-12.5) over 20 points" in c for c in texts(at, "caption"))
+    context = texts(at, "caption")
+    assert any("Noise: 1 of 20 points noisy" in c and "launch cost median 12.5 us (12.5-12.5)"
+               in c for c in context), context
     at = dash.open("pages/run.py", run=str(rid), view="Points")
     table = at.dataframe[1].value.set_index(["Mode", "Batch size"])
     assert table.at[("compile", 8), "Noise"] == "noisy"
@@ -188,8 +191,8 @@ def test_old_run_page_says_no_interval(dash):
     at = dash.open("pages/run.py", run=str(rid))
     md = texts(at, "markdown")
     assert "(no interval)" in md[0] and "no interval" in findings(md)
-    assert any("Noise: no interval" in m for m in md), md
-    assert any("Host launch cost" in c and "not measured" in c for c in texts(at, "caption"))
+    assert any("Noise: no interval" in c and "launch cost not measured" in c
+               for c in texts(at, "caption")), texts(at, "caption")
     views = run_views(dash, rid, (*CHART_VIEWS, "Points"))
     assert set(views["Points"].dataframe[1].value["Noise"]) == {"no interval"}
     # every chart still draws (no launch cost: no such panel)
@@ -224,10 +227,10 @@ def test_compare_overlays_runs_with_ratio_table_and_environment_diff(dash):
     col = [c for c in ratios.columns if " vs #" in c][0]
     assert list(ratios.columns).index(col) == 2  # the answer right after mode and batch
     assert ratios[col].dropna().gt(1).all()  # B (half the time) is faster everywhere
-    memory = at.dataframe[2].value
+    memory = at.dataframe[3].value  # after the GPU and host table
     assert [c for c in memory.columns if c.endswith(" MiB")] == [
         f"#{a} Synthetic GPU A · torch 2.1 MiB", f"#{b} Synthetic GPU B · torch 2.2 MiB"]
-    diff = at.dataframe[3].value
+    diff = at.dataframe[4].value
     assert {"gpu_name", "torch_version"} <= set(diff["field"])
     assert any(c.endswith(f"/compare?run={a}&run={b}") for c in texts(at, "code"))
 
@@ -247,7 +250,7 @@ def test_compare_marks_ratios_within_noise_and_diffs_launch_cost(dash):
     slower = ratios[ratios[col_b].str.startswith("slower (")]
     assert list(zip(slower["mode"], slower["batch_size"], strict=True)) == [("eager", 8)]
     assert set(ratios[col_old]) == {"no interval"}
-    diff = at.dataframe[3].value.set_index("field")
+    diff = at.dataframe[4].value.set_index("field")
     row = diff.loc["host launch cost (us, median and range)"]
     assert [v for k, v in row.items() if k.startswith("#")] == ["8.0 us (8.0-8.0)",
                                                                 "20.0 us (20.0-20.0)", "—"]
@@ -453,3 +456,18 @@ def test_shipped_samples_of_different_workloads_warn_when_compared(dash):
         pytest.fail("data/samples/ should ship measured sweeps of two workloads")
     at = dash.open("pages/compare.py", run=[str(i) for i in sweeps["id"]])
     assert any("comparable" in w for w in texts(at, "warning")), texts(at, "warning")
+
+
+def test_export_picker_tells_the_shipped_runs_apart(dash):
+    # Eight entries read "#N NVIDIA H200 · torch 2.11": the same GPU and torch. Each now
+    # says its workload, kind, date and label; without the id no two read alike.
+    at = dash.open("pages/import_export.py")
+    picker = at.selectbox(key="export_run")
+    shown = list(picker.options)  # as the browser shows them (format_func applied)
+    h200 = [s for s in shown if "NVIDIA H200" in s]
+    assert len(h200) >= 8
+    assert len({s.split(" ", 1)[1] for s in shown}) == len(shown), shown
+    assert any(s.split(" ", 1)[1].startswith("mlp sweep · NVIDIA H200 · torch 2.11")
+               and s.endswith("· H200 mlp") for s in shown), shown
+    assert any(" mlp serve run · NVIDIA H200" in s for s in shown), shown
+    assert all(len(s) <= 120 for s in shown), max(shown, key=len)  # one line at 1280 px

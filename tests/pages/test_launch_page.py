@@ -12,7 +12,7 @@ from db import jobs
 from db.engine import make_engine
 from pages.logic import launch_estimate as le
 from pages.logic import launch_form as lf
-from runner.format.queue import Job, JobProgress
+from runner.format.queue import Job, JobProgress, Worker
 from tests.apptest import open_app, texts
 
 
@@ -125,15 +125,38 @@ def test_form_check_is_pure_and_never_accepts_import_paths():
     assert "outside" in bad.errors["param.depth"]
 
 
-def test_estimate_before_launch_from_past_runs_else_a_rough_figure(engine):
-    at = open_launch()  # the shipped samples hold measured mlp sweeps
+def test_estimate_only_from_runs_on_the_device_that_runs_it(engine):
+    # The case: a CPU worker takes the job (the live test-worker here); the
+    # shipped mlp runs are all GPU runs. The page said "about 12 s" from an H200 run and
+    # the sweep took 53 s: no CPU run, so no estimate.
+    at = open_launch()
     [info] = [t for t in texts(at, "info") if "point(s)" in t]
-    assert info.startswith("56 point(s) · about ") and "past run(s) of mlp on any GPU" in info
+    assert info == "56 point(s) · no estimate: first run of mlp on CPU"
+    at.text_input(key="lf_target").set_value("NVIDIA H200").run()
+    [info] = [t for t in texts(at, "info") if "point(s)" in t]
+    assert info.startswith("56 point(s) · about ") and "of mlp on NVIDIA H200" in info
     at.selectbox(key="lf_workload").set_value("transformer-decode").run()
-    at.text_input(key="lf_target").set_value("test-worker").run()
+    at.text_input(key="lf_target").set_value("test-worker").run()  # a worker's name: its device
     [info] = [t for t in texts(at, "info") if "point(s)" in t]
-    assert "rough: no past run of transformer-decode on CPU" in info or \
-        "rough: no past run of transformer-decode" in info
+    assert "no estimate: first run of transformer-decode on CPU" in info
+
+
+def test_the_device_whose_runs_estimate_a_job():
+    cpu = Worker(id=1, name="box", gpu_name=None)
+    h200 = Worker(id=2, name="big", gpu_name="NVIDIA H200", has_cuda=True)
+    serve = jobs.can_serve
+    assert lf.history_gpu("cpu", "", [h200], serve, None) == "cpu"
+    assert lf.history_gpu("auto", "big", [cpu, h200], serve, "cpu") == "NVIDIA H200"
+    assert lf.history_gpu("auto", "NVIDIA L40S", [cpu], serve, "cpu") == "NVIDIA L40S"
+    assert lf.history_gpu("auto", "", [cpu], serve, None) == "cpu"  # the one who can
+    assert lf.history_gpu("cuda", "", [cpu, h200], serve, None) == "NVIDIA H200"
+    assert lf.history_gpu("auto", "", [cpu, h200], serve, "cpu") is None  # either may
+    assert lf.history_gpu("auto", "", [], serve, "cpu") == "cpu"  # Launch starts one here
+    assert lf.history_gpu("cuda", "", [], serve, "cpu") is None  # and it cannot serve it
+    job = Job(id=3, status="running", device="auto", worker_name="big")
+    assert lf.job_gpu(job, [cpu, h200]) == "NVIDIA H200"
+    assert lf.job_gpu(replace(job, worker_name="gone"), [cpu]) is None
+    assert lf.job_gpu(replace(job, device="cpu"), []) == "cpu"
 
 
 def test_estimate_is_pure_arithmetic_over_past_runs():
@@ -151,9 +174,12 @@ def test_estimate_is_pure_arithmetic_over_past_runs():
     assert (est.points, est.seconds) == (6, 45.0)
     assert est.text() == ("6 point(s) · about 45s (from 2 past run(s) of mlp on NVIDIA H200, "
                           "7.5 s per point)")
-    rough = le.estimate({"workload": "mlp", "batch_sizes": [1], "modes": ["eager"],
-                         "timing": "quick"}, history.iloc[0:0], "any GPU")
-    assert rough.seconds == le.ROUGH_POINT_S["quick"] and "rough" in rough.basis
+    spec = {"workload": "mlp", "batch_sizes": [1], "modes": ["eager"], "timing": "quick"}
+    none = le.estimate(spec, history.iloc[0:0], "CPU")
+    assert none.seconds is None and none.text() == ("1 point(s) · no estimate: first run of "
+                                                    "mlp on CPU")
+    unknown = le.estimate(spec, history, None)  # the device is not known: no borrowing
+    assert unknown.seconds is None and "no estimate: which device runs it" in unknown.basis
 
 
 def test_a_job_no_live_worker_can_serve_says_so_before_launch(engine):
@@ -184,13 +210,12 @@ def test_estimate_counts_compile_apart_from_past_compiles_or_says_first_compile(
     t0 = pd.Timestamp("2026-01-01", tz="UTC")
     spec = {"workload": "mlp", "batch_sizes": [1, 8], "modes": ["eager", "compile"],
             "timing": "quick"}
-    # The case: no past run, a CPU sweep with compile. The old rough figure
-    # (4 x 3 s = 12 s) left the cold compile out.
-    rough = le.estimate(spec, None, "CPU")
-    first, later = le.COMPILE_S["first"], le.COMPILE_S["later"]
-    assert rough.seconds == 4 * le.ROUGH_POINT_S["quick"] + first + later
-    assert f"first compile: about {first:.0f} s, later ones about {later:.0f} s each" \
-        in rough.basis and rough.basis.startswith("rough: no past run of mlp on CPU")
+    # The case: no past run of mlp on CPU, a sweep with compile. No figure is
+    # made up; the compiles other workloads took on CPU are quoted, not added.
+    first = le.estimate(spec, None, "CPU", None, [37.5, 31.0, 4.2])
+    assert first.seconds is None
+    assert first.basis == ("no estimate: first run of mlp on CPU; compiles took 4-38 s "
+                           "here on CPU")
     # One past run of 4 points: 28 s of wall, of which its two compiles took 11 + 5 s.
     history = pd.DataFrame([{"run_id": 7, "points": 4, "point_wall_s": 28.0,
                              "created_at": t0, "finished_at": t0}])
@@ -206,11 +231,13 @@ def test_estimate_counts_compile_apart_from_past_compiles_or_says_first_compile(
     assert est.seconds == pytest.approx(6 * 3.0 + 3 * 8.0)
     assert est.basis == ("from 1 past run(s) of mlp on CPU, 3.0 s per point + 8 s per "
                          "compiled point (past compiles)")
-    # Past runs without compiled points: their base, and the rough first compile.
+    # Past runs without compiled points: their base, a floor (the compiles left out).
     eager_only = past[past["mode"] == "eager"]
-    est = le.estimate(spec, history, "CPU", eager_only)
-    assert est.seconds == pytest.approx(4 * 28.0 / 4 + first + later)
-    assert "no past compile recorded: first compile: about" in est.basis
+    est = le.estimate(spec, history, "CPU", eager_only, [37.5])
+    assert est.seconds == pytest.approx(4 * 28.0 / 4) and est.at_least
+    assert est.text() == ("4 point(s) · at least 28s (from 1 past run(s) of mlp on CPU, "
+                          "7.0 s per point; its 2 compiled point(s) not counted: no past "
+                          "compile of mlp on CPU; compiles took 38 s here on CPU)")
     # Older runs that compiled without recording it: compiles stay inside their figure.
     blind = past.assign(details=[{}] * len(past))
     assert le.estimate(spec, history, "CPU", blind).seconds == pytest.approx(28.0)
@@ -223,11 +250,21 @@ def test_time_left_uses_the_estimate_until_a_point_is_measured():
     # A cold compile: 40 s in, no point measured; the estimate said 128 s.
     left, basis = le.time_left(JobProgress(remaining_s=None, elapsed_s=40.0), 128.0)
     assert left == 88.0 and "estimate" in basis
-    assert le.time_left(JobProgress(remaining_s=None, elapsed_s=200.0), 128.0)[0] == 0.0
     assert le.time_left(JobProgress(remaining_s=30.0, elapsed_s=90.0), 128.0) == (
         30.0, "from the points measured so far")
     assert le.time_left(JobProgress(remaining_s=None, elapsed_s=None), 128.0) == (None, "")
-    assert le.time_left(JobProgress(remaining_s=None, elapsed_s=5.0), None) == (None, "")
+    assert le.time_left(JobProgress(remaining_s=None, elapsed_s=5.0), None,
+                        "eager batch 1") == (None, "still running: eager batch 1")
+
+
+def test_time_left_never_reads_zero_while_something_still_runs():
+    # The sweep read "0 s" for its last 30 s: the estimate had passed, then all
+    # points were measured while the last profiled pass and the run's write went on.
+    now = "compile batch 64: profiled pass"
+    assert le.time_left(JobProgress(remaining_s=None, elapsed_s=200.0), 128.0, now) == (
+        None, f"past the estimate of 2m 08s; still running: {now}")
+    assert le.time_left(JobProgress(remaining_s=0.0, elapsed_s=50.0, done=9, total=9),
+                        None, now) == (None, f"all 9 points measured; still running: {now}")
 
 
 def test_the_bar_moves_per_mode_while_a_batch_size_is_set_up():

@@ -44,7 +44,7 @@ def test_every_reader_quotes_the_h200_mlp_run_alike(dash, capsys):
 
     # the Run page's headline (AppTest)
     head = texts(dash.open("pages/run.py", run=str(rid)), "markdown")[0]
-    assert head == f"#### {SPEEDUP} · {MEMORY}"
+    assert head == f"##### {SPEEDUP} · {MEMORY}"
     assert "+1 MiB" not in head
 
     # the Runs board: the key figure, its memory cost, and the pool column's number

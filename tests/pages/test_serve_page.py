@@ -151,6 +151,20 @@ def test_the_shipped_h200_sample_shows_on_a_fresh_database(db):
     assert at.slider(key="budget").max > 0
 
 
+def test_flat_memory_advice_prefers_less_padding_and_says_why(db):
+    # The H200 sample: every plan near the best keeps the same 34 MiB pool. The advice
+    # used to be 16/64 with 58% padding; with memory flat, less padding wins.
+    at = open_page()
+    text = _text(at)
+    why = next(line for line in text.splitlines() if line.startswith("Why:"))
+    assert "keeps the same 34.0 MiB of graph pool" in why and "least padding wins" in why
+    table = at.dataframe[-1].value.set_index("Plan")
+    rec = table.loc["advisor: recommended"]
+    assert rec["Buckets"] != "16/64" and rec["Pool MiB (model)"] == "34.0"
+    assert int(rec["Padding waste"].rstrip("%")) < 58
+    assert f"{rec['Padding waste']} padding" in text
+
+
 def test_waste_frame_and_example_without_8_16_32():
     stream = [3, 5, 9, 20, 20]
     results = pd.DataFrame([{**rec.empty_result("buckets:4/8"), "status": "ok"}])

@@ -94,3 +94,26 @@ def test_a_batch_link_opens_the_run_pages_timeline_view_and_a_plain_one_the_char
     errors = texts(bad, "error")
     assert len(errors) == 1 and "?view='Nope' is not a view of this page" in errors[0]
     assert len(charts(bad)) == 2  # the default view instead
+
+
+def test_the_fit_toggle_and_the_view_ride_in_share_links(dash):
+    """Issue 37: ?fit=1 opens the timeline fitted, the toggle writes it back, a bad value
+    gets one line; the Environment view's share box carries its view and the toggles."""
+    rid = dash.add(batches=(1, 8), modes=("eager", "cuda-graph"), traces=True)
+    at = dash.open("pages/run.py", run=str(rid), view="Timeline", batch="8", fit="1")
+    assert at.toggle(key="timeline_fit").value is True
+    assert dict(at.query_params)["fit"] in ("1", ["1"])
+    at.toggle(key="timeline_fit").set_value(False).run()
+    assert "fit" not in dict(at.query_params)
+    at.toggle(key="timeline_fit").set_value(True).run()
+    assert dict(at.query_params)["fit"] in ("1", ["1"])
+
+    at = dash.open("pages/run.py", run=str(rid), view="Timeline", fit="yes")
+    assert any("?fit='yes' is not on or off" in w for w in texts(at, "warning"))
+    assert at.toggle(key="timeline_fit").value is False
+
+    at = dash.open("pages/run.py", run=str(rid), view="Environment", batch="8", fit="1")
+    shared = [str(c.value) for c in at.code if "/run?" in str(c.value)]
+    assert len(shared) == 1
+    assert "view=Environment" in shared[0] and "fit=1" in shared[0] \
+        and "batch=8" in shared[0], shared

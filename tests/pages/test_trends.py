@@ -3,6 +3,8 @@ the page through AppTest (a bad query string included)."""
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -134,3 +136,44 @@ def test_one_run_in_a_series_says_there_is_nothing_to_compare_yet(dash):
     assert not at.exception
     assert any("One run in this series" in t for t in texts(at, "info"))
     assert not any("No change outside the noise" in t for t in texts(at, "success"))
+
+
+# --- a series of one run (issue 37) --------------------------------------------------------
+
+def test_series_count_the_runs_of_each_workload_gpu_and_parameter_set(dash):
+    from db import queries
+
+    runs = queries.runs_frame(dash.engine)
+    s = trends.series(runs)
+    assert len(s) and s["runs"].eq(1).all()  # every shipped series is one run
+    assert trends.trend_series(runs).empty
+
+
+def test_a_one_run_series_says_what_a_trend_needs_and_shows_single_runs(dash):
+    at = dash.open("pages/trend.py")
+    said = " ".join(texts(at, "info"))
+    assert "two or more runs of the same workload on this GPU" in said
+    assert "No series here has a second run yet" in said
+    assert [c for c in charts(at) if "one run a point" in c.proto.spec]
+
+    from db import queries
+
+    runs = queries.runs_frame(dash.engine)
+    sweeps = runs[runs["kind"] == "sweep"]["id"].astype(int).tolist()
+    points = trends.single_runs(runs, queries.run_summaries(dash.engine, sweeps))
+    assert len(points) >= 5 and points["run_id"].is_unique  # one point a run
+    h200 = points[points["run"].str.startswith("mlp · NVIDIA H200")].iloc[0]
+    assert h200["figure"].startswith("reduce-overhead at batch 1: ")
+    assert json.loads(trend_chart.single_runs_chart(points).to_json())["layer"]
+
+
+def test_a_one_run_series_offers_the_series_that_have_two(dash):
+    dash.add(workload="mlp", gpu="Synthetic GPU", uuid="a",
+             created_at="2026-01-01T00:00:00+00:00")
+    dash.add(workload="mlp", gpu="Synthetic GPU", uuid="b",
+             created_at="2026-01-02T00:00:00+00:00")
+    at = dash.open("pages/trend.py", workload="mlp", gpu="NVIDIA H200")
+    assert "1 series here have them" in " ".join(texts(at, "info"))
+    links = [p for p in at.get("page_link") if "Synthetic GPU" in p.proto.label]
+    assert len(links) == 1 and "2 runs" in links[0].proto.label
+    assert not [c for c in charts(at) if "one run a point" in c.proto.spec]

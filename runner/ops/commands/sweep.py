@@ -139,15 +139,9 @@ DISAGREE = "#"
 
 
 def _medians_disagree(m: Measurement, eager: Measurement | None) -> bool:
-    """Does eager's median step / this mode's median step fall outside the paired
-    interval? Then the two columns tell different stories (the modes' times moved between
-    rounds: a recompile, a host state) and the table must say so rather than print both
-    without a word."""
-    e, t = eager.timing.step_ms if eager else None, m.timing.step_ms
-    low, high = m.intervals.speedup_ci_low, m.intervals.speedup_ci_high
-    if not e or not t or low is None or high is None:
-        return False
-    return not low <= e / t <= high
+    """The one rule (runner/format/verdict.py medians_disagree) on a table cell's point."""
+    return vd.medians_disagree(eager.timing.step_ms if eager else None, m.timing.step_ms,
+                               m.intervals.speedup_ci_low, m.intervals.speedup_ci_high)
 
 
 def _speedup_cell(m: Measurement | None, eager: Measurement | None) -> str:
@@ -232,9 +226,7 @@ def _footnotes(measurements: list[Measurement], body: str, ratios: bool) -> list
         notes.append(vd.RULE_TEXT)
     if DISAGREE in body:
         notes.append(f"{DISAGREE} the ratio of the medians lies outside the paired "
-                     "interval: the modes' times moved between rounds (a recompile, a host "
-                     "state); the paired figure compares each round's times, the medians do "
-                     "not")
+                     f"interval: {vd.DISAGREE_WHY}")
     if any(m.timing.noisy for m in measurements):
         notes.append("* noisy: the interval ended wider than its target: +-2% as "
                      "measured, +-10% on the host-normalised rounds where the host's launch "

@@ -220,18 +220,43 @@ def test_advisor_plan_figures_and_unknown_memory():
         m.plan((64,))
 
 
-def test_near_ties_go_to_fewer_graphs_then_less_padding():
+def test_near_ties_with_flat_memory_go_to_less_padding():
     # Launch-bound: 32..256 rows cost about the same (256 timed 5% under 64 by noise),
-    # while 17..31 rows ran a slow kernel (as measured on the H200): pad past them.
+    # while 17..31 rows ran a slow kernel (as measured on the H200): pad past them. Every
+    # plan keeps the same 34 MiB pool, so memory does not choose: the least padding wins.
     times = {8: 0.15, 16: 0.16, 24: 0.6, 32: 0.31, 64: 0.324, 128: 0.32, 256: 0.3085}
     prof = [A.ProfilePoint(b, t, 1.5, 34 * 2**20, 0) for b, t in times.items()]
     pmf = {x: 1 / 64 for x in range(1, 65)}
     adv = A.advise(pmf, prof)
-    assert adv.recommended.buckets == (16, 64)  # not 16/256: 5% is a tie, 256 pads more
+    assert adv.memory_flat
+    assert adv.recommended.buckets == (8, 16, 32, 64)  # not 16/64: same pool, less padding
+    assert adv.fewest_graphs.buckets == (16, 64)  # what fewest-graphs-first would pick
+    assert adv.recommended.padding_waste < adv.fewest_graphs.padding_waste
+    assert adv.recommended.pool_bytes == adv.fewest_graphs.pool_bytes
     assert 24 not in adv.best.buckets  # the slow size is never worth a graph
     assert adv.recommended.expected_ms <= adv.best.expected_ms * 1.05
     strict = A.advise(pmf, prof, tolerance=0.0)
     assert strict.recommended.expected_ms == pytest.approx(strict.best.expected_ms)
+
+
+def test_near_ties_where_memory_differs_go_to_less_memory():
+    # Each graph adds 8 MiB to the shared pool: one more graph is a cost, so among
+    # near-equal plans the smaller pool wins even though it pads more.
+    times = {8: 0.15, 16: 0.16, 32: 0.31, 64: 0.324}
+    prof = [A.ProfilePoint(b, t, 1.5, 34 * 2**20, 8 * 2**20) for b, t in times.items()]
+    pmf = {x: 1 / 64 for x in range(1, 65)}
+    adv = A.advise(pmf, prof)
+    assert not adv.memory_flat
+    assert adv.recommended.buckets == (16, 64)
+    assert adv.recommended.pool_bytes == 42 * 2**20
+
+
+def test_unknown_memory_keeps_fewest_graphs_first():
+    times = {8: 0.15, 16: 0.16, 32: 0.31, 64: 0.324}
+    prof = [A.ProfilePoint(b, t, 1.5) for b, t in times.items()]
+    adv = A.advise({x: 1 / 64 for x in range(1, 65)}, prof)
+    assert not adv.memory_known and not adv.memory_flat
+    assert adv.recommended == adv.fewest_graphs and adv.recommended.buckets == (16, 64)
 
 
 def test_eager_time_is_interpolated_between_profiled_sizes():

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import signal
 import tempfile
+import time
+from pathlib import Path
 
 import pytest
 
@@ -42,7 +44,9 @@ def setup(sqlite_url, tmp_path, monkeypatch):
 
 
 def _wait_exit(pid: int, timeout_s: float = 240) -> None:
-    proc = launcher._spawned[pid]
+    proc = launcher._spawned.get(pid)
+    if proc is None:  # already reaped by the launcher
+        return
     try:
         proc.wait(timeout=timeout_s)
     except Exception:  # noqa: BLE001 - the assertion below says what went wrong
@@ -71,3 +75,31 @@ def test_a_target_nobody_serves_starts_no_measurement_here(setup):
     _wait_exit(pid)
     assert jobs.get_job(engine, aimed).status == "queued"  # left for a worker that can
     assert jobs.get_job(engine, other).status == "queued"  # and nothing else taken
+
+
+def _state(pid: int) -> str | None:
+    """The process's state letter from /proc (Z: a zombie), None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def test_a_worker_is_reaped_when_its_job_ends_not_at_the_next_launch(setup):
+    # The dashboard kept a finished worker as a zombie until the next Launch or its own
+    # exit. Nothing here waits on the process: the launcher must.
+    engine, url, started = setup
+    job_id = jobs.enqueue(engine, TINY)
+    pid = launcher.ensure_local_worker(engine, jobs.get_job(engine, job_id), url)
+    assert pid is not None
+    started.append(pid)
+    deadline = time.monotonic() + 240
+    while jobs.get_job(engine, job_id).status not in ("done", "failed"):
+        assert time.monotonic() < deadline, "the job did not end within 240 s"
+        time.sleep(0.5)
+    assert jobs.get_job(engine, job_id).status == "done"
+    deadline = time.monotonic() + 30  # the worker says goodbye after its job
+    while _state(pid) is not None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _state(pid) is None, f"worker {pid} is still there in state {_state(pid)!r}"
+    assert pid not in launcher._spawned

@@ -1,0 +1,156 @@
+"""Runs on different GPUs side by side (the Compare page; issue 39 item 3, issue 37
+"Comparing GPUs"): which of host, torch version and model size differ besides the GPU,
+what of each step belongs to the GPU (its busy time) and what to the host (its launch
+cost), the speedup at a common launch cost beside the measured one, and a published run
+quoted by the figures it has. What may be compared at all is comparing.compare_rule.
+Pure pandas, like analysis.py."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pages.logic import step_split
+from pages.logic.analysis import in_mode_order, speedups, usable
+from pages.logic.comparing import comparable_value, run_names, value_text
+from pages.logic.names import device_name, known
+from pages.logic.noise import launch_cost
+from pages.logic.step_split import PROJECTION_RULE
+from runner.format import verdict as vd
+from runner.format.numbers import is_missing, number_or_none
+
+
+def _distinct(values: dict[int, str]) -> bool:
+    return len(set(values.values())) > 1
+
+
+def cross_gpu_differences(headers: pd.DataFrame, points: pd.DataFrame | None = None
+                          ) -> str | None:
+    """On a comparison of different GPUs, the one line that says which of host, torch
+    version and model size/parameters differ too (a ratio such as 8.87x between an H200
+    and a published L40S is the GPU's and all of these at once); None for runs on one
+    GPU."""
+    if len(headers) < 2:
+        return None
+    gpus = {int(h["id"]): device_name(h) for _, h in headers.iterrows()}
+    if not _distinct(gpus):
+        return None
+    said = []
+
+    def host(h) -> str:
+        known_host = known(h.get("cpu_model")) or known(h.get("hostname"))
+        lc = None
+        if points is not None and not points.empty:
+            lc = launch_cost(points[points["run_id"] == h["id"]])
+        text = str(known_host) if known_host else "not recorded"
+        return f"{text}, launch {lc.text()}" if lc else text
+
+    hosts = {int(h["id"]): host(h) for _, h in headers.iterrows()}
+    if _distinct(hosts) or any("not recorded" in v for v in hosts.values()):
+        said.append("host (" + "; ".join(f"#{i} {v}" for i, v in hosts.items()) + ")")
+    torch = {int(h["id"]): value_text(h.get("torch_version")) for _, h in headers.iterrows()}
+    if _distinct(torch):
+        said.append("torch version (" + ", ".join(f"#{i} {v}" for i, v in torch.items())
+                    + ")")
+    model = {int(h["id"]): f"{h.get('workload')} "
+             f"{value_text(comparable_value(h, 'workload_params'))}"
+             for _, h in headers.iterrows()}
+    if _distinct(model):
+        said.append("model size/params (" + "; ".join(f"#{i} {v}" for i, v in model.items())
+                    + ")")
+    same = [w for w, d in (("host", "host (" in " ".join(said)),
+                           ("torch version", _distinct(torch)),
+                           ("model size/params", _distinct(model))) if not d]
+    line = ("Across GPUs, a ratio is not the GPU's alone: these runs also differ in "
+            + ("; ".join(said) if said else "nothing else recorded") + ".")
+    if same:
+        line += f" Same {', '.join(same)}."
+    return line
+
+
+# A graph mode's step is the GPU's when its GPU busy time is at least this share of it.
+GPU_BOUND_SHARE = 0.8
+NOT_NORMALISED = "cannot be normalised: no launch cost recorded"
+
+
+def normalise_rule(at_us: float) -> str:
+    """The assumption behind a speedup at a common launch cost, in words."""
+    return (f"Speedup at {at_us:g} us a launch: as if every run's host launched a kernel "
+            f"in {at_us:g} us; {PROJECTION_RULE}. A run without a measured launch cost "
+            "(published figures) cannot be normalised.")
+
+
+def gpu_host_table(points: pd.DataFrame, headers: pd.DataFrame,
+                   at_us: float = 10.0) -> pd.DataFrame:
+    """Per run, mode and batch size: what belongs to the GPU (GPU busy a step; a graph
+    mode's step marked GPU-bound where the GPU is busy GPU_BOUND_SHARE of it), what to the
+    host (its launch cost), and the measured speedup beside the one at a common launch
+    cost `at_us` (one of host_split.REFERENCE_LAUNCH_US)."""
+    # The answer first (both speedups), so it is on screen at 1280 px.
+    cols = ["run", "mode", "batch", "speedup (measured)", f"speedup at {at_us:g} us",
+            "GPU busy ms", "GPU share", "launch cost us"]
+    ok = usable(points)
+    if ok.empty:
+        return pd.DataFrame(columns=cols)
+    names = run_names(headers)
+    sp = speedups(points).set_index(["run_id", "mode", "batch_size"])
+    at = step_split.projected_speedups(points).set_index(["run_id", "mode", "batch_size"])
+    split = step_split.split_frame(points).set_index(["run_id", "mode", "batch_size"])
+    rows = []
+    for _, r in in_mode_order(ok).iterrows():
+        key = (r["run_id"], r["mode"], int(r["batch_size"]))
+        if int(r["run_id"]) not in names:
+            continue
+        busy = number_or_none(r.get("gpu_busy_ms"))
+        share = split.at[key, "gpu_share"] if key in split.index else None
+        launch = number_or_none(r.get("launch_us"))
+        measured = at_here = "—"
+        if r["mode"] != "eager":
+            if key in sp.index:
+                s = sp.loc[key]
+                measured = vd.quoted(s["speedup"], s["speedup_ci_low"], s["speedup_ci_high"])
+            x = at.at[key, f"at {at_us:g} us"] if key in at.index else None
+            at_here = (NOT_NORMALISED if launch is None
+                       else "—" if is_missing(x) else f"{x:.2f}x")
+        share_text = "—" if share is None else f"{share:.0%}"
+        if share is not None and r["mode"] != "eager" and share >= GPU_BOUND_SHARE:
+            share_text += " GPU-bound"
+        rows.append({"run": names[int(r["run_id"])], "mode": r["mode"],
+                     "batch": int(r["batch_size"]),
+                     "GPU busy ms": "—" if busy is None else f"{busy:.3f}",
+                     "GPU share": share_text,
+                     "launch cost us": "—" if launch is None else f"{launch:.1f}",
+                     "speedup (measured)": measured, f"speedup at {at_us:g} us": at_here})
+    # A run with no point to split (the published V100 has per-kernel figures only)
+    # still gets its row: it cannot be normalised either.
+    for rid in (i for i in names if names[i] not in {r["run"] for r in rows}):
+        lc = launch_cost(points[points["run_id"] == rid]) if not points.empty else None
+        rows.append({"run": names[rid], "mode": "—", "batch": None, "GPU busy ms": "—",
+                     "GPU share": "—", "launch cost us": "—" if lc is None else lc.text(),
+                     "speedup (measured)": "no step time",
+                     f"speedup at {at_us:g} us": "—" if lc else NOT_NORMALISED})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def key_figures_per_kernel(key: pd.DataFrame, per_kernel: pd.DataFrame) -> pd.DataFrame:
+    """The key-figure table with a run that has no step time but per-kernel figures (the
+    published V100 blog) quoted by those: "no speedup measured" beside a per-kernel table
+    listing its cuda-graph row read as two answers about one run."""
+    if key.empty or per_kernel.empty:
+        return key
+    out = key.copy()
+    for i, row in out.iterrows():
+        mine = per_kernel[per_kernel["run"] == row["run"]]
+        eager = mine[mine["mode"] == "eager"]
+        if eager.empty or number_or_none(mine["step us"].max()) is not None:
+            continue
+        parts = []
+        for _, g in mine[mine["mode"] != "eager"].iterrows():
+            e = eager[eager["batch (elements)"] == g["batch (elements)"]]
+            a, b = number_or_none(g["per kernel us"]), (
+                number_or_none(e["per kernel us"].iloc[0]) if len(e) else None)
+            if a and b:
+                parts.append(f"{g['mode']}: {a:g} us a kernel against eager's {b:g} us "
+                             f"({b / a:.2f}x; no step time: see Per kernel)")
+        if parts:
+            out.at[i, "key figure"] = "; ".join(parts)
+    return out

@@ -1,0 +1,102 @@
+"""One run, one set of figures, as chromium shows them (issue 37): the shipped H200 `mlp`
+sample opened on the Run page's headline, the Runs board, Compare, Trends and its HTML
+report must read the same best speedup and the same memory cost; and the Run page's
+header leaves the first chart on the first screen at 1280x800.
+
+tests/pages/test_run_summary.py reads the same through AppTest; this reads what a browser
+draws (table cells come from the data grid's accessible cells)."""
+
+from __future__ import annotations
+
+import pytest
+
+from db import queries
+from runner.format.run_summary import MEMORY_COST_LABEL
+from tests.e2e_support import wait_for_app
+
+pytestmark = pytest.mark.e2e
+
+VIEWPORT = {"width": 1280, "height": 800}
+# The sample's own figures (data/samples/h200-mlp.json), as the run summary quotes them.
+SPEEDUP = "reduce-overhead at batch 1: 6.80x (6.05-7.57x)"
+MEMORY = f"34.0 MiB {MEMORY_COST_LABEL}"
+HEADER_PX = 250  # from the title's top to the views' tabs
+
+CELLS = """() => [...document.querySelectorAll(
+  "[data-testid='stDataFrame'] table td, [data-testid='stDataFrame'] [role='gridcell']")]
+  .map(e => e.textContent.trim())"""
+
+
+def _ids(db) -> tuple[int, int]:
+    runs = queries.runs_frame(db)
+    h200 = runs[(runs["workload"] == "mlp") & (runs["gpu_name"] == "NVIDIA H200")
+                & (runs["kind"] == "sweep")]
+    return int(h200["id"].iloc[0]), int(runs.query("uuid == 'published-l40s-day25'")
+                                        ["id"].iloc[0])
+
+
+def _row_of(page, first: str) -> list[str]:
+    """The grid's cells from the cell that reads `first` (a run's unique name) on."""
+    cells = page.evaluate(CELLS)
+    start = cells.index(first)
+    return cells[start:start + 3]
+
+
+def test_the_h200_mlp_sample_reads_the_same_on_every_page(dashboard, db, page, tmp_path):
+    rid, l40s = _ids(db)
+    assert (queries.run_summary(db, rid).speedup_text(),
+            queries.run_summary(db, rid).memory_text()) == (SPEEDUP, MEMORY)
+
+    # The Run page's headline, and its header within HEADER_PX of the title.
+    page.goto(dashboard.url(f"run?run={rid}"))
+    wait_for_app(page, "Every finding")
+    headline = page.locator("[data-testid='stMarkdownContainer'] h5").first.inner_text()
+    assert headline.strip() == f"{SPEEDUP} · {MEMORY}"
+    page.locator("[data-testid='stVegaLiteChart']").first.wait_for()
+    top = page.evaluate("""() => {
+      const y = s => document.querySelector(s).getBoundingClientRect().top;
+      return {title: y('h1'), tabs: y("[data-testid='stTabs']"),
+              chart: y("[data-testid='stVegaLiteChart']")};
+    }""")
+    assert top["tabs"] - top["title"] <= HEADER_PX, top
+    assert top["chart"] < VIEWPORT["height"] / 2, top  # the first chart well above the fold
+
+    # The Runs board: the run's row.
+    page.goto(dashboard.url(""))
+    wait_for_app(page, "Runs")
+    page.wait_for_function(f"() => ({CELLS})().length > 0")
+    cells = page.evaluate(CELLS)
+    # The row whose id cell is followed by its own link (a lone "3" may be any count).
+    at = next(i for i in range(len(cells) - 1)
+              if cells[i] == str(rid) and cells[i + 1].endswith(f"run?run={rid}"))
+    row = cells[at:at + 12]
+    assert SPEEDUP in row and MEMORY in row, row
+
+    # Compare, beside the published L40S run: the key figures' table.
+    page.goto(dashboard.url(f"compare?run={rid}&run={l40s}"))
+    wait_for_app(page, "Compare runs")
+    page.wait_for_function(f"() => ({CELLS})().some(t => t.startsWith('#{rid} '))")
+    cells = page.evaluate(CELLS)
+    name = next(c for c in cells if c.startswith(f"#{rid} "))
+    row = _row_of(page, name)
+    assert row[1:3] == [SPEEDUP, MEMORY], row
+
+    # Trends: the series of mlp runs on the H200.
+    page.goto(dashboard.url("trend?workload=mlp&gpu=NVIDIA+H200"))
+    wait_for_app(page, "Trends")
+    page.wait_for_function(f"() => ({CELLS})().some(t => t.endsWith('#{rid}'))")
+    cells = page.evaluate(CELLS)
+    name = next(c for c in cells if c.endswith(f"#{rid}"))
+    row = _row_of(page, name)
+    assert row[1:3] == [SPEEDUP, MEMORY], row
+
+    # Its HTML report, downloaded from the Import/export page and opened in the browser.
+    page.goto(dashboard.url(f"import?run={rid}"))
+    wait_for_app(page, "Export a run")
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Report (.html, opens offline)").click()
+    path = tmp_path / "report.html"
+    dl.value.save_as(path)
+    page.goto(path.as_uri())
+    answer = page.locator("p.answer").first.inner_text()
+    assert answer.strip() == f"{SPEEDUP} · {MEMORY}"

@@ -1,0 +1,118 @@
+"""Issue 37: a point says why its figures need a word (paired speedup vs the medians'
+ratio; an interval the processes make), batch lists read as batch sizes, and break-even
+names the mode it is quoted against."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from pages.logic import analysis, board, noise, points_table, run_text
+from runner.format import verdict as vd
+from runner.format.measurement import Measurement
+from runner.format.run_summary import BREAK_EVEN_LABEL, header_of, records, summarize
+from runner.ops.commands import sweep
+from tests.synthetic import points_frame, sweep_bundle
+
+# The CPU sweep the issue quotes: eager 2.510 ms and compile 1.176 ms (medians, 2.13x)
+# beside a paired 0.90x (0.85-0.95): the host moved between rounds.
+DISAGREEING = {("eager", 64): {"step_ms": 2.510},
+               ("compile", 64): {"step_ms": 1.176, "speedup": 0.90,
+                                 "speedup_ci_low": 0.85, "speedup_ci_high": 0.95}}
+
+
+def test_one_rule_for_the_medians_disagreeing():
+    assert vd.medians_disagree(2.510, 1.176, 0.85, 0.95)
+    assert not vd.medians_disagree(2.0, 1.0, 1.9, 2.1)
+    assert not vd.medians_disagree(2.0, 1.0, None, 2.1)  # unknown: no claim
+    assert not vd.medians_disagree(None, 1.0, 0.5, 0.6)
+    # The CLI's '#' mark is the same rule on its records.
+    m, e = Measurement(mode="compile", batch_size=64), Measurement(mode="eager", batch_size=64)
+    m.timing.step_ms, e.timing.step_ms = 1.176, 2.510
+    m.intervals.speedup_ci_low, m.intervals.speedup_ci_high = 0.85, 0.95
+    assert sweep._medians_disagree(m, e)
+    m.intervals.speedup_ci_high = 2.2
+    assert not sweep._medians_disagree(m, e)
+
+
+def test_the_point_says_its_speedup_and_medians_disagree_and_why():
+    p = points_frame(sweep_bundle(batches=(8, 64), overrides=DISAGREEING))
+    table = points_table.points_table(p)
+    note = table.set_index(["Mode", "Batch size"]).at[("compile", 64), points_table.NOTE_COLUMN]
+    assert "2.13x" in note and "outside the paired interval" in note
+    assert vd.DISAGREE_WHY in note
+    # A point whose two statistics agree carries no such note.
+    assert "paired" not in table.set_index(["Mode", "Batch size"]).at[
+        ("compile", 8), points_table.NOTE_COLUMN]
+    assert any(line.startswith("compile at batch 64: the medians' ratio")
+               for line in points_table.note_lines(p))
+
+
+def _spread_by_process():
+    # Three processes of 4 rounds each, read 0.33, 0.91 and 1.72 ms; the clustered
+    # interval (0.20-2.40 ms) reaches far past every round.
+    samples = [0.33, 0.32, 0.34, 0.33, 0.91, 0.90, 0.92, 0.91, 1.72, 1.71, 1.73, 1.72]
+    procs = [0] * 4 + [1] * 4 + [2] * 4
+    return samples, procs
+
+
+def test_process_medians_in_the_order_the_processes_ran():
+    samples, procs = _spread_by_process()
+    assert noise.process_medians(samples, procs) == pytest.approx([0.33, 0.91, 1.72])
+    assert noise.process_medians(samples, [0] * 12) is None  # one process: nothing to split
+    assert noise.process_medians(samples, procs[:-1]) is None  # not one process a round
+
+
+def test_an_interval_the_processes_make_is_explained_on_its_point():
+    samples, procs = _spread_by_process()
+    note = noise.process_note(samples, procs, 0.91, 0.20, 2.40)
+    assert note.startswith("3 processes read 0.33, 0.91, 1.72 ms: the host's state")
+    # Inside the rounds' own span (or a hair past it) the processes made nothing.
+    assert noise.process_note(samples, procs, 0.91, 0.35, 1.70) is None
+    assert noise.process_note(samples, procs, 0.91, 0.32, 1.73) is None
+
+    over = {("eager", 64): {"samples_ms": samples, "step_ms": 0.91,
+                            "step_ms_ci_low": 0.20, "step_ms_ci_high": 2.40}}
+    doc = sweep_bundle(batches=(8, 64), overrides=over)
+    for m in doc["measurements"]:
+        if (m["mode"], m["batch_size"]) == ("eager", 64):
+            m["details"] = {**(m.get("details") or {}), "round_process": procs}
+    table = points_table.points_table(points_frame(doc)).set_index(["Mode", "Batch size"])
+    assert table.at[("eager", 64), points_table.PROCESS_COLUMN] == "0.33, 0.91, 1.72"
+    assert "3 processes read" in table.at[("eager", 64), points_table.NOTE_COLUMN]
+    assert table.at[("eager", 8), points_table.PROCESS_COLUMN] == "—"
+
+
+def test_batch_lists_are_written_without_thousands_separators():
+    measured = [1, 8, 64, 1024, 4096]
+    assert analysis.batch_span((1, 1024, 4096), measured) == "batches 1, 1024, 4096"
+    assert analysis.batch_span((1024, 4096), measured) == "batches 1024-4096"
+    assert analysis.batch_span((4096,), measured) == "batch 4096"
+
+
+def test_break_even_names_its_reference_everywhere_it_is_quoted():
+    p = points_frame(sweep_bundle(batches=(1, 8, 64, 512, 4096)))
+    lines = [x for x in run_text.headline(p) if x.lower().startswith("break-even")]
+    assert len(lines) == 1 and lines[0].startswith("Break-even vs compile: ")
+    assert BREAK_EVEN_LABEL in board.key_columns() and BREAK_EVEN_LABEL in board.KEY_HELP
+    assert "break-even batch" not in board.key_columns()
+
+
+def test_break_even_has_one_definition():
+    """The headline's scan and the summary's (the board, `runner list`) agree."""
+    ratios = {8: 5.0, 64: 1.05, 512: 1.3, 4096: 1.05, 8192: 1.0}
+    rows = []
+    for b, r in ratios.items():
+        rows += [{"run_id": 1, "mode": "compile", "batch_size": b, "status": "ok",
+                  "step_ms": r, "details": {}},
+                 {"run_id": 1, "mode": "reduce-overhead", "batch_size": b, "status": "ok",
+                  "step_ms": 1.0, "details": {"vs_compile": {"median": r * 1.01}}}]
+    p = pd.DataFrame(rows)
+    be = analysis.break_even(p)
+    summary = summarize(header_of({"id": 1, "uuid": "u", "workload": "mlp",
+                                   "status": "done"}), records(rows))
+    assert be.batch_size == summary.break_even_batch == 4096
+    # The paired ratio is what both read, not the ratio of medians.
+    assert math.isclose(dict(be.ratios)[8], 5.05)
