@@ -163,7 +163,8 @@ def comparability(headers: pd.DataFrame) -> list[str]:
                   for _, h in headers.iterrows()}
         if len(set(values.values())) > 1:
             listed = "; ".join(f"run {rid}: {v}" for rid, v in values.items())
-            what = field.replace("workload_params", "workload parameters")
+            what = {"kind": "run kinds", "workload": "workloads",
+                    "workload_params": "workload parameters", "dtype": "dtypes"}[field]
             warnings.append(f"Not comparable: {what} differ ({listed}).")
     return warnings
 

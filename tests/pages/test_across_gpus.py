@@ -31,7 +31,7 @@ def test_board_and_compare_apply_one_rule(three):
     headers, _ = three
     refused, warned = comparing.compare_rule(headers)
     assert board.compare_refusal(headers) == refused == []
-    assert any("workload differ" in w for w in warned)
+    assert any("workloads differ" in w for w in warned)
     assert [kind for kind, _ in comparing.caveats(headers, three[1])
             if kind == "warning"][0] == "warning"
 

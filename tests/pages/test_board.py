@@ -73,7 +73,7 @@ def test_compare_refusal_names_the_reason():
     other = pd.DataFrame([{**base, "id": 1}, {**base, "id": 2, "workload": "resnet"}])
     assert board.compare_refusal(other) == []
     refused, warned = comparing.compare_rule(other)
-    assert refused == [] and warned[0].startswith("Not comparable: workload differ")
+    assert refused == [] and warned[0].startswith("Not comparable: workloads differ")
 
 
 def _one_run_at_a_time(points: pd.DataFrame) -> dict:

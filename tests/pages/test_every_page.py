@@ -271,7 +271,7 @@ def test_compare_warns_when_runs_are_not_comparable(dash):
     b = dash.add(workload="transformer-decode", params={"layers": 2})
     at = dash.open("pages/compare.py", run=[str(a), str(b), str(dash.published)])
     warned = " ".join(texts(at, "warning"))
-    assert "Not comparable: workload differ" in warned
+    assert "Not comparable: workloads differ" in warned
     assert "workload parameters differ" in warned
     # one line per reason: the article's run is named published with the statistic it gives
     assert "Published, not measured here" in warned and len(texts(at, "warning")) == 1
