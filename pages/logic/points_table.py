@@ -195,7 +195,7 @@ PIVOT_CAPTION = ("Speedup over eager (95% interval where measured) · the graph 
 def speedup_pivot(points: pd.DataFrame) -> pd.DataFrame:
     """Batch size x graph mode at a glance: each cell the speedup over eager with its 95%
     interval and, for a mode that captures graphs, its memory cost as the run's summary
-    defines it (MEMORY_COST_LABEL), e.g. '7.1x (6.5-7.6) · 34.0 MiB'; an inconclusive one
+    defines it (MEMORY_COST_LABEL), e.g. '7.10x (6.50-7.60x) · 34.0 MiB'; an inconclusive one
     (runner/format/verdict.py) shows its interval only."""
     sp = analysis.speedups(points)
     sp = sp[sp["mode"] != "eager"]
@@ -207,13 +207,9 @@ def speedup_pivot(points: pd.DataFrame) -> pd.DataFrame:
     sp.loc[~sp["mode"].isin(CUDA_GRAPH_MODES), "graph_pool_bytes"] = float("nan")
 
     def cell(r) -> str:
-        if r["verdict"] == vd.INCONCLUSIVE:  # no median: it is not a finding
-            text = f"inconclusive ({vd.interval_text(r['speedup_ci_low'], r['speedup_ci_high'])})"
-        else:
-            text = f"{r['speedup']:.1f}x"
-        if r["verdict"] != vd.INCONCLUSIVE and pd.notna(r["speedup_ci_low"]) \
-                and pd.notna(r["speedup_ci_high"]):
-            text += f" ({r['speedup_ci_low']:.1f}-{r['speedup_ci_high']:.1f})"
+        # Quoted as the headline and every page quote it (verdict.quoted): one figure, one
+        # way of writing it ("6.80x (6.05-7.57x)", not "6.8x (6.1-7.6)" beside it).
+        text = vd.quoted(r["speedup"], r["speedup_ci_low"], r["speedup_ci_high"])
         if pd.notna(r["graph_pool_bytes"]):
             text += f" · {mib_text(r['graph_pool_bytes'])}"
         return text
