@@ -37,7 +37,7 @@ from runner.core.rounds import store_rounds
 from runner.core.timing import Clock, TimingConfig, gc_paused, latency, phase, warm_up
 from runner.core.workloads import Workload
 from runner.format import host_split
-from runner.format.measurement import Clocks, Measurement, NoIdle
+from runner.format.measurement import Clocks, CompileCounters, Measurement, NoIdle
 from runner.format.vocab import COMPILED_MODES, CUDA_GRAPH_MODES
 
 
@@ -186,7 +186,7 @@ class _Batch:
         self.cuda = device.startswith("cuda")
         self.prepared: dict[str, modes.Prepared] = {}
         self.iters: dict[str, int] = {}
-        self.watch: dict[str, dict] = {}
+        self.watch: dict[str, CompileCounters] = {}
         self.first_m0: memory.MemState | None = None
         self.sections: list[host_gate.Section] = []  # this batch's gated timing sections
         self.on_phase = None  # measure_batch's progress hook
@@ -373,7 +373,7 @@ class _Batch:
             _fail(m, e)
             return
         status, reason = cudagraph_status(mode, m.launches.graph_launches_per_step,
-                                          self.watch.get(mode, {}))
+                                          self.watch.get(mode, CompileCounters()))
         m.setup.cudagraph_status = status
         if reason:
             m.setup.cudagraph_reason = reason

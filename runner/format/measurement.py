@@ -28,7 +28,7 @@ from runner.format.json_shape import as_json, exact, exact_list
 from runner.format.trace import TraceDoc
 
 # A JSON object at a boundary (a bundle's measurement, a details value that is itself
-# a mapping of the runner's of no fixed shape: compile counters, placement, CUDA Graph trees).
+# a mapping of the runner's of no fixed shape: placement, CUDA Graph trees).
 JsonObject = dict[str, Any]
 
 TOP, DETAILS = "top", "details"
@@ -124,6 +124,24 @@ class SeparateGraphs:
     backward_pool_bytes: int
     sum_bytes: int
     method: str
+
+
+@dataclass
+class CompileCounters:
+    """What compiling did during a mode's setup (runner/core/compile_watch.py): Dynamo's
+    and Inductor's counter deltas, the first cudagraph skip messages, and the torch that
+    compiled."""
+    unique_graphs: int = 0
+    graph_breaks: int = 0
+    cudagraph_skips: int = 0
+    fxgraph_cache_hit: int = 0
+    fxgraph_cache_miss: int = 0
+    skip_messages: list[str] = field(default_factory=list)
+    torch_version: str | None = None
+
+
+def _compile(v: Any) -> CompileCounters | None:
+    return exact(CompileCounters, v)
 
 
 def _snapshot(v: Any) -> MemorySnapshot | None:
@@ -243,7 +261,7 @@ class Setup:
     correct: bool | None = _top()
     max_abs_err: float | None = _top()
     setup_calls_s: list[float] | None = _detail()
-    compile: JsonObject | None = _detail()  # compile_watch's counters
+    compile: CompileCounters | None = _detail(read=_compile)
     cudagraph_reason: str | None = _detail()
     cudagraph_trees: JsonObject | None = _detail()
     rel_err: float | None = _detail()
