@@ -209,8 +209,8 @@ def break_even(points: pd.DataFrame, threshold: float = BREAK_EVEN_GAIN) -> Brea
     paired = {}
     for _, row in ok[ok["mode"] == "reduce-overhead"].iterrows():
         vs = point_record(row).intervals.vs_compile
-        if isinstance(vs, dict) and number_or_none(vs.get("median")) is not None:
-            paired[row["batch_size"]] = float(vs["median"])
+        if vs is not None and number_or_none(vs.median) is not None:
+            paired[row["batch_size"]] = float(vs.median)
     # The paired per-round ratio where the runner measured it; else ratio of medians.
     ratios = tuple((int(b), paired.get(b, float(c[b] / r[b]))) for b in both)
     first_below = run_summary.first_below(ratios, threshold)  # the one scan of the rule

@@ -140,6 +140,19 @@ class CompileCounters:
     torch_version: str | None = None
 
 
+@dataclass
+class PairedRatio:
+    """A ratio paired per round with its 95% interval (runner/core/stats.py
+    ratio_interval): reduce-overhead against compile, the graphs' own gain."""
+    median: float
+    low: float
+    high: float
+
+
+def _paired(v: Any) -> PairedRatio | None:
+    return exact(PairedRatio, v)
+
+
 def _compile(v: Any) -> CompileCounters | None:
     return exact(CompileCounters, v)
 
@@ -209,8 +222,8 @@ class Intervals:
     round_modes: list[str] | None = _detail()
     processes: int | None = _detail()
     round_process: list[int] | None = _detail()
-    # reduce-overhead against compile: {"median", "low", "high"}, the graphs' own gain.
-    vs_compile: dict[str, float] | None = _detail()
+    # reduce-overhead against compile: the graphs' own gain.
+    vs_compile: PairedRatio | None = _detail(read=_paired)
     # How `noisy` was judged (runner/core/rounds.py judged): the figure's interval
     # half-width, the target it was held to, and on which figure ("measured", or
     # "host-normalised" where the host's launch cost sets it).

@@ -12,6 +12,7 @@ from runner.format.measurement import (
     Measurement,
     MemorySnapshot,
     NoIdle,
+    PairedRatio,
     SeparateGraphs,
     details_of,
 )
@@ -52,7 +53,7 @@ def test_unknown_and_null_details_keys_survive_a_round_trip():
 def test_fields_go_where_the_bundle_keeps_them():
     m = Measurement("reduce-overhead", 4)
     m.timing.step_ms = 1.5
-    m.intervals.vs_compile = {"median": 2.0, "low": 1.5, "high": 2.5}
+    m.intervals.vs_compile = PairedRatio(median=2.0, low=1.5, high=2.5)
     m.host.placement = {"policy": None}
     m.trace.error = "ValueError: x"
     j = m.to_json()
@@ -79,8 +80,10 @@ def test_a_set_field_wins_over_a_null_read_before():
 
 
 def test_a_stored_points_details_read_typed():
-    d = details_of({"vs_compile": {"median": 1}, "statistic": "mean"})
-    assert d.intervals.vs_compile == {"median": 1} and d.source.statistic == "mean"
+    d = details_of({"vs_compile": {"median": 1, "low": 0.9, "high": 1.1},
+                    "statistic": "mean"})
+    assert d.intervals.vs_compile == PairedRatio(1, 0.9, 1.1)
+    assert d.source.statistic == "mean"
     assert details_of(None).timing.phase_s is None  # no details: every key unknown
     assert {"phase_s", "point_wall_s", "statistic", "processes"} <= set(DETAILS_ORDER)
 
