@@ -123,7 +123,7 @@ def speed(db: str | None, runs: int, repeat: int) -> bool:
     def timeline_load():
         items = timeline.ordered(queries.point_traces(engine, [run_id], 8))
         assert items, "the bench run has no trace at batch 8"
-        timeline_chart.timeline_chart([(x["mode"], x["trace"]) for x in items]).to_dict()
+        timeline_chart.timeline_chart([(x.mode, x.trace) for x in items]).to_dict()
 
     results = {"Run timeline query + chart (no cache)": dash.timed(timeline_load, repeat),
                **run_page(url, run_id, repeat)}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 import pandas as pd
 from sqlalchemy import case, func, select
@@ -21,6 +20,7 @@ from runner.format.run_summary import (
     record,
     summarize,
 )
+from runner.format.trace import PointTrace
 
 SUMMARY_HEADER = ("id", "uuid", "kind", "workload", "workload_params", "dtype", "created_at",
                   "finished_at", "status", "label", "source")
@@ -210,10 +210,9 @@ def run_points(engine: Engine, run_id: int) -> pd.DataFrame:
 
 
 def point_traces(engine: Engine, run_ids: list[int] | tuple, batch_size: int
-                 ) -> list[dict[str, Any]]:
-    """The kept traces of the given runs at one batch size: [{run_id, mode, batch_size,
-    trace}], by run and mode. One batch size at a time: a run's traces are read only for
-    what is drawn."""
+                 ) -> list[PointTrace]:
+    """The kept traces of the given runs at one batch size, by run and mode. One batch
+    size at a time: a run's traces are read only for what is drawn."""
     ids = [int(i) for i in run_ids]
     if not ids:
         return []
@@ -222,7 +221,7 @@ def point_traces(engine: Engine, run_ids: list[int] | tuple, batch_size: int
             .where(MeasurementRow.run_id.in_(ids), MeasurementRow.batch_size == int(batch_size))
             .order_by(MeasurementRow.run_id, MeasurementRow.mode))
     with engine.connect() as c:
-        return [{"run_id": r, "mode": m, "batch_size": int(batch_size), "trace": t}
+        return [PointTrace(run_id=r, mode=m, batch_size=int(batch_size), trace=t)
                 for r, m, t in c.execute(stmt)]
 
 

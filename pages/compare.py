@@ -86,7 +86,7 @@ arrived_for_timeline = "batch" in st.query_params  # a ?batch= link opens at the
 st.subheader("One step per run", anchor=timeline_view.TIMELINE_ANCHOR)
 batch = None
 with parts.drawn("The step timeline"):
-    batch = timeline_view.timeline_section(found, points, lambda x: names[x["run_id"]],
+    batch = timeline_view.timeline_section(found, points, lambda x: names[x.run_id],
                                            key="timeline", pick_mode=True)
 timeline_view.scroll_to_on_arrival(timeline_view.TIMELINE_ANCHOR,
                                    arrived_for_timeline and batch is not None,

@@ -131,7 +131,7 @@ if split_tab.open:
 if timeline_tab.open:
     with timeline_tab, parts.drawn("The step timeline"):
         st.subheader("One step, launch by launch", anchor=timeline_view.TIMELINE_ANCHOR)
-        timeline_view.timeline_section([run_id], points, lambda x: x["mode"], key="timeline")
+        timeline_view.timeline_section([run_id], points, lambda x: x.mode, key="timeline")
 
 if points_tab.open:
     with points_tab:

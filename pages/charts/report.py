@@ -22,6 +22,7 @@ from pages.logic.metrics import MISSING
 from pages.logic.points_table import RESERVED_NOTE, points_table
 from pages.logic.run_text import PUBLISHED_NOTE, headline, run_title, summary_of
 from runner.format.run_summary import RunHeader, RunSummary
+from runner.format.trace import PointTrace
 
 
 def chart_png(chart, scale: float = 2.0) -> bytes:
@@ -62,15 +63,14 @@ TIMELINE_NOTE = ("One profiled step per mode, CPU launch calls above the GPU's k
                  "busy with the previous step. " + timeline.STEP_TIMES_NOTE)
 
 
-def _timeline(traces: list[dict], points: pd.DataFrame) -> dict | None:
+def _timeline(traces: list[PointTrace], points: pd.DataFrame) -> dict | None:
     items = timeline.ordered(traces)
     chart = timeline_chart.timeline_chart([
-        (x["mode"], x["trace"], timeline.timed_ms(points, x.get("run_id"), x["mode"],
-                                                  x.get("batch_size")))
+        (x.mode, x.trace, timeline.timed_ms(points, x.run_id, x.mode, x.batch_size))
         for x in items])
     if chart is None:
         return None
-    return {"batch": traces[0].get("batch_size", "?"), "note": TIMELINE_NOTE,
+    return {"batch": traces[0].batch_size, "note": TIMELINE_NOTE,
             "svg": chart_svg(chart)}
 
 
@@ -93,7 +93,7 @@ CHART_NOTES = {"energy": energy.CAPTION, "launch-scatter": step_split.VIEW_CAPTI
 
 
 def html_report(header: RunHeader, points: pd.DataFrame, share_url: str | None = None,
-                traces: list[dict] | None = None, summary: RunSummary | None = None) -> str:
+                traces: list[PointTrace] | None = None, summary: RunSummary | None = None) -> str:
     """One run as a single HTML file (templates/report.html): the summary's headline,
     charts (inline SVG), the step timeline of its headline batch size (`traces`:
     queries.point_traces there, for timeline.headline_batch), points, environment, the

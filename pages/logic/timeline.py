@@ -15,6 +15,7 @@ import pandas as pd
 from pages.logic import analysis
 from runner.format import trace as tr
 from runner.format.limits import MAX_BATCH_SIZE
+from runner.format.trace import PointTrace
 from runner.format.verdict import INCONCLUSIVE
 from runner.format.vocab import MODES
 
@@ -87,11 +88,10 @@ def picked_batch(selection) -> int | None:
         return None
 
 
-def ordered(items: Sequence[dict]) -> list[dict]:
+def ordered(items: Sequence[PointTrace]) -> list[PointTrace]:
     """Traces in mode order (eager first, the graphs last), for stacking."""
     rank = {m: i for i, m in enumerate(MODES)}
-    return sorted(items, key=lambda x: (rank.get(x.get("mode"), len(rank)),
-                                        x.get("run_id", 0)))
+    return sorted(items, key=lambda x: (rank.get(x.mode, len(rank)), x.run_id))
 
 
 def frame(trace: dict) -> pd.DataFrame:

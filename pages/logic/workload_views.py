@@ -163,8 +163,8 @@ def train_memory_table(points: pd.DataFrame, header: RunHeader) -> pd.DataFrame:
     rows = []
     for _, row in points[points["status"] == "ok"].iterrows():
         m = point_record(row)
-        # The JSON the runner stored for these two (the edge: db's JSON column).
-        trees, sep = _mapping(m.setup.cudagraph_trees), _mapping(m.memory.separate_graphs)
+        # The JSON the runner stored for the trees (the edge: db's JSON column).
+        trees, sep = _mapping(m.setup.cudagraph_trees), m.memory.separate_graphs
         mib = lambda v: None if number_or_none(v) is None else number_or_none(v) / MIB  # noqa: E731
         rows.append({
             "batch": int(m.batch_size), "mode": m.mode,
@@ -175,9 +175,9 @@ def train_memory_table(points: pd.DataFrame, header: RunHeader) -> pd.DataFrame:
                                 f"{trees.get('backward', 0)} backward in "
                                 f"{trees.get('pools', 0)} pool(s)"
                                 if "graphs" in trees else None),
-            "forward alone MiB": mib(sep.get("forward_pool_bytes")),
-            "backward alone MiB": mib(sep.get("backward_pool_bytes")),
-            "separate sum MiB": mib(sep.get("sum_bytes")),
+            "forward alone MiB": mib(sep.forward_pool_bytes) if sep else None,
+            "backward alone MiB": mib(sep.backward_pool_bytes) if sep else None,
+            "separate sum MiB": mib(sep.sum_bytes) if sep else None,
             "params match eager": m.setup.correct,
         })
     return pd.DataFrame(rows).sort_values(["batch", "mode"]).reset_index(drop=True)
@@ -194,10 +194,10 @@ def train_pool_frame(points: pd.DataFrame, header: RunHeader) -> pd.DataFrame | 
     ro = points[(points["mode"] == "reduce-overhead") & (points["status"] == "ok")]
     for _, row in ro.iterrows():
         m = point_record(row)
-        sep = _mapping(m.memory.separate_graphs)
+        sep = m.memory.separate_graphs
         pool = number_or_none(m.memory.graph_pool_bytes)
-        fwd = number_or_none(sep.get("forward_pool_bytes"))
-        bwd = number_or_none(sep.get("backward_pool_bytes"))
+        fwd = number_or_none(sep.forward_pool_bytes) if sep else None
+        bwd = number_or_none(sep.backward_pool_bytes) if sep else None
         if pool is None or fwd is None or bwd is None:
             continue
         b = int(m.batch_size)

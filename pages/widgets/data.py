@@ -36,6 +36,7 @@ from pages.logic import board as boards
 from pages.logic import uploads
 from runner.format.queue import Job, JobProgress, Worker
 from runner.format.run_summary import RunSummary
+from runner.format.trace import PointTrace
 
 T = TypeVar("T")
 
@@ -196,7 +197,7 @@ def trend_runs(workload: str, gpu: str) -> pd.DataFrame:
     return cached(queries.trend_runs, workload, gpu)
 
 
-def traces(ids: Sequence[int], batch: int) -> list[dict]:
+def traces(ids: Sequence[int], batch: int) -> list[PointTrace]:
     return cached(queries.point_traces, ids, batch)
 
 

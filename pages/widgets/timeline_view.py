@@ -119,9 +119,9 @@ def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key
     fit = url.toggle_param(right, "Fit each to its own step (off: one time scale for all)",
                            links.FIT_PARAM, key=f"{key}_fit")
     items = [x for x in timeline.ordered(data.traces(run_ids, batch))
-             if mode is None or x["mode"] == mode]
-    labels = tuple((label_of(x), x["run_id"], x["mode"],
-                    timeline.timed_ms(points, x["run_id"], x["mode"], batch)) for x in items)
+             if mode is None or x.mode == mode]
+    labels = tuple((label_of(x), x.run_id, x.mode,
+                    timeline.timed_ms(points, x.run_id, x.mode, batch)) for x in items)
     spec = timeline_spec(run_ids, batch, labels, not fit)
     if spec is None:
         st.info(f"No step timeline at batch size {batch}: none was kept (CPU runs, "
@@ -136,16 +136,16 @@ def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key
                " Download a point's trace for ui.perfetto.dev or chrome://tracing:")
     for col, x in zip(st.columns(min(len(items), 4)) * len(items), items, strict=False):
         col.download_button(
-            f"{label_of(x)} (.json)", timeline.chrome_trace_text(label_of(x), x["trace"]),
-            timeline.file_name(x["run_id"], x["mode"], batch), "application/json",
-            key=f"{key}_dl_{x['run_id']}_{x['mode']}", on_click="ignore",
+            f"{label_of(x)} (.json)", timeline.chrome_trace_text(label_of(x), x.trace),
+            timeline.file_name(x.run_id, x.mode, batch), "application/json",
+            key=f"{key}_dl_{x.run_id}_{x.mode}", on_click="ignore",
             icon=":material/download:")
     return batch
 
 
 def _timeline(engine, ids: tuple, batch: int, labels: tuple, same_scale: bool) -> dict | None:
     """The stacked lanes' spec for `labels` ((label, run_id, mode, timed step ms), ...)."""
-    by = {(x["run_id"], x["mode"]): x["trace"] for x in data.traces(ids, batch)}
+    by = {(x.run_id, x.mode): x.trace for x in data.traces(ids, batch)}
     return timeline_chart.timeline_spec([(label, by[(rid, mode)], timed)
                                    for label, rid, mode, timed in labels], same_scale)
 

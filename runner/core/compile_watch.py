@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from contextlib import contextmanager
 
-from runner.format.measurement import JsonObject
+from runner.format.measurement import CompileCounters
 
 
 class _SkipHandler(logging.Handler):
@@ -35,12 +35,13 @@ def _counters() -> dict:
 
 @contextmanager
 def compile_watch(active: bool = True):
-    """Yield a dict filled on exit with counter deltas and the first skip message.
+    """Yield CompileCounters, filled on exit with the counter deltas and the first skip
+    messages.
 
     Inactive for modes that compile nothing: importing Inductor to watch an eager point
     cost 8 s of harness time on the H200 host's first point."""
     if not active:
-        yield {}
+        yield CompileCounters()
         return
     import torch
 
@@ -60,7 +61,7 @@ def compile_watch(active: bool = True):
     for lg in loggers:
         lg.addHandler(handler)
     before = _counters()
-    watch: JsonObject = {}  # Measurement.setup.compile: JSON details, stored as they are
+    watch = CompileCounters()
     try:
         yield watch
     finally:
@@ -77,13 +78,13 @@ def compile_watch(active: bool = True):
         # FX graph cache hits say the compile was warm (on-disk caches survive the
         # in-process reset): a cold compile autotunes, and on CUDA its benchmarking
         # buffer (the L2 size) lands in a reduce-overhead graph's pool.
-        watch.update(unique_graphs=delta("stats", "unique_graphs"),
-                     graph_breaks=delta("graph_break"),
-                     cudagraph_skips=delta("inductor", "cudagraph_skips"),
-                     fxgraph_cache_hit=delta("inductor", "fxgraph_cache_hit"),
-                     fxgraph_cache_miss=delta("inductor", "fxgraph_cache_miss"),
-                     skip_messages=handler.messages[:5],
-                     torch_version=torch.__version__)
+        watch.unique_graphs = delta("stats", "unique_graphs")
+        watch.graph_breaks = delta("graph_break")
+        watch.cudagraph_skips = delta("inductor", "cudagraph_skips")
+        watch.fxgraph_cache_hit = delta("inductor", "fxgraph_cache_hit")
+        watch.fxgraph_cache_miss = delta("inductor", "fxgraph_cache_miss")
+        watch.skip_messages = handler.messages[:5]
+        watch.torch_version = torch.__version__
 
 
 @contextmanager
@@ -104,26 +105,27 @@ def no_recompiles(active: bool):
         cfg.error_on_recompile = old
 
 
-def cudagraph_status(mode: str, graph_launches: float | None, watch: dict) -> tuple[str, str]:
+def cudagraph_status(mode: str, graph_launches: float | None,
+                     watch: CompileCounters) -> tuple[str, str]:
     """(status, reason). The profiler's cudaGraphLaunch count is the truth; the skip
     counter and log miss some cases (recompile limit, graph breaks)."""
     if mode == "eager":
         return "n/a", ""
-    compiled = watch.get("unique_graphs", 0)
+    compiled = watch.unique_graphs
     if mode in ("compile", "reduce-overhead") and compiled == 0:
         return "eager-fallback", "Dynamo compiled no graph: the model ran eagerly"
     if mode == "compile":
         return "n/a", ""
     if mode == "cuda-graph":
         return "replay", ""
-    msgs = watch.get("skip_messages") or []
+    msgs = watch.skip_messages
     reason = msgs[0] if msgs else ""
     if graph_launches is None:  # no profiler (should not happen on CUDA): trust counters
-        return ("skipped", reason) if watch.get("cudagraph_skips") else ("replay", "")
+        return ("skipped", reason) if watch.cudagraph_skips else ("replay", "")
     if graph_launches == 0:
         return "skipped", reason or ("the profiler saw no cudaGraphLaunch in a step, and "
                                      "no skip reason was logged")
-    if watch.get("cudagraph_skips") or watch.get("graph_breaks"):
-        why = reason or f"{watch.get('graph_breaks')} graph break(s): eager code between graphs"
+    if watch.cudagraph_skips or watch.graph_breaks:
+        why = reason or f"{watch.graph_breaks} graph break(s): eager code between graphs"
         return "partial", why
     return "replay", ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 NVML_INSTALL = "nvidia-ml-py is not installed (pip install 'launchbench[energy]')"
@@ -53,7 +54,18 @@ class NvmlCounter:
             pass
 
 
-def torch_identity(device: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class GpuIdentity:
+    """How torch names a CUDA device (torch_identity)."""
+    index: int
+    uuid: str | None
+    pci: str | None  # domain:bus:device.function, as NVML's bus id
+    major: int | None  # compute capability
+    minor: int | None
+    visible: str | None  # CUDA_VISIBLE_DEVICES as torch saw it
+
+
+def torch_identity(device: str) -> GpuIdentity:
     """How torch names the device: its UUID, PCI bus id and compute capability. NVML
     numbers devices in PCI order and ignores CUDA_VISIBLE_DEVICES, torch in CUDA's
     order among the visible ones: only the UUID or the bus id names the same GPU."""
@@ -65,12 +77,12 @@ def torch_identity(device: str) -> dict[str, Any]:
     pci = None
     if all(hasattr(p, a) for a in ("pci_domain_id", "pci_bus_id", "pci_device_id")):
         pci = f"{p.pci_domain_id:08X}:{p.pci_bus_id:02X}:{p.pci_device_id:02X}.0"
-    return {"index": index, "uuid": uuid, "pci": pci, "major": p.major, "minor": p.minor,
-            "visible": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    return GpuIdentity(index=index, uuid=uuid, pci=pci, major=p.major, minor=p.minor,
+                       visible=os.environ.get("CUDA_VISIBLE_DEVICES"))
 
 
 def open_counter(device: str, *, nvml: Any = None,
-                 identity: dict[str, Any] | None = None) -> NvmlCounter | str:
+                 identity: GpuIdentity | None = None) -> NvmlCounter | str:
     """The NVML counter of `device` as torch names it ("cuda", "cuda:1"), or why not.
 
     `nvml` (the pynvml module) and `identity` (torch_identity's answer) are parameters
@@ -86,11 +98,11 @@ def open_counter(device: str, *, nvml: Any = None,
         ident = identity if identity is not None else torch_identity(device)
     except Exception as e:  # noqa: BLE001 - no CUDA device to name
         return f"cannot name {device} for NVML: {type(e).__name__}: {e}"[:300]
-    if ident.get("major") is not None and ident["major"] < VOLTA:
+    if ident.major is not None and ident.major < VOLTA:
         return (f"NVML's total-energy counter needs Volta or newer; this GPU is compute "
-                f"capability {ident['major']}.{ident.get('minor', 0)}")
-    uuid = ident.get("uuid") or ""
-    if uuid.startswith("MIG-") or "MIG-" in (ident.get("visible") or ""):
+                f"capability {ident.major}.{ident.minor or 0}")
+    uuid = ident.uuid or ""
+    if uuid.startswith("MIG-") or "MIG-" in (ident.visible or ""):
         return MIG
     try:
         nvml.nvmlInit()
@@ -101,7 +113,7 @@ def open_counter(device: str, *, nvml: Any = None,
         handle = _handle(nvml, ident)
         if handle is None:
             return (f"no NVML device matches torch's {device} (uuid {uuid or '?'}, pci "
-                    f"{ident.get('pci') or '?'})")
+                    f"{ident.pci or '?'})")
         if _mig_enabled(nvml, handle):  # torch's UUID of a MIG slice does not say so
             return MIG
         opened = NvmlCounter(nvml, handle, f"nvml {_text(nvml, 'nvmlDeviceGetName', handle)}"
@@ -122,8 +134,8 @@ def open_counter(device: str, *, nvml: Any = None,
                 pass
 
 
-def _handle(nvml: Any, ident: dict[str, Any]) -> Any:
-    uuid, pci = ident.get("uuid"), ident.get("pci")
+def _handle(nvml: Any, ident: GpuIdentity) -> Any:
+    uuid, pci = ident.uuid, ident.pci
     if uuid:
         full = uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
         try:
@@ -140,7 +152,7 @@ def _handle(nvml: Any, ident: dict[str, Any]) -> Any:
                 pass
     # Index order is NVML's (PCI), not torch's: it names the same GPU only when one GPU
     # is visible to both, so use it only then.
-    if ident.get("visible") is None and nvml.nvmlDeviceGetCount() == 1:
+    if ident.visible is None and nvml.nvmlDeviceGetCount() == 1:
         return nvml.nvmlDeviceGetHandleByIndex(0)
     return None
 

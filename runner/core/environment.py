@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 
+from runner.format.measurement import Clocks
 from runner.format.numbers import number_or_none
 from runner.format.run_record import Environment
 
@@ -79,22 +80,22 @@ def _smi_index(index: int) -> str:
     return visible[index] if index < len(visible) and visible[index] else str(index)
 
 
-def read_clocks(device: str) -> dict:
+def read_clocks(device: str) -> Clocks:
     """SM clock (MHz), memory clock (MHz), temperature (C), power (W); None = unknown."""
     import torch
 
     idx = torch.device(device).index or 0
-    out = {"sm_clock_mhz": None, "mem_clock_mhz": None, "temperature_c": None,
-           "power_w": None}
+    out = Clocks()
     try:  # NVML through torch (needs the nvidia-ml-py package): milliseconds
-        out["sm_clock_mhz"] = number_or_none(torch.cuda.clock_rate(idx))
-        out["temperature_c"] = number_or_none(torch.cuda.temperature(idx))
-        out["power_w"] = number_or_none(torch.cuda.power_draw(idx)) / 1e3  # mW
+        out.sm_clock_mhz = number_or_none(torch.cuda.clock_rate(idx))
+        out.temperature_c = number_or_none(torch.cuda.temperature(idx))
+        out.power_w = number_or_none(torch.cuda.power_draw(idx)) / 1e3  # mW
         return out
     except Exception:  # no NVML or an older torch: ask nvidia-smi
         pass
     smi = _nvidia_smi("clocks.sm,clocks.mem,temperature.gpu,power.draw", idx)
     if smi and len(smi) == 4:
-        out.update(sm_clock_mhz=number_or_none(smi[0]), mem_clock_mhz=number_or_none(smi[1]),
-                   temperature_c=number_or_none(smi[2]), power_w=number_or_none(smi[3]))
+        out = Clocks(sm_clock_mhz=number_or_none(smi[0]),
+                     mem_clock_mhz=number_or_none(smi[1]),
+                     temperature_c=number_or_none(smi[2]), power_w=number_or_none(smi[3]))
     return out

@@ -18,6 +18,7 @@ input, and the output of any mode can be compared with eager's.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -36,7 +37,7 @@ def require_transformers():
     return transformers
 
 
-def load_config(params: dict[str, Any], trusted: bool = True):
+def load_config(params: Mapping[str, Any], trusted: bool = True):
     """The transformers config the parameters name, overrides applied (no weights)."""
     tf = require_transformers()
     try:
@@ -65,12 +66,12 @@ def load_config(params: dict[str, Any], trusted: bool = True):
     return cfg
 
 
-def check(params: dict[str, Any], trusted: bool = True) -> None:
+def check(params: Mapping[str, Any], trusted: bool = True) -> None:
     """What resolve() checks before anything is built: the package, the config."""
     load_config(params, trusted)
 
 
-def build(params: dict[str, Any], dtype, device: str):
+def build(params: Mapping[str, Any], dtype, device: str):
     tf = require_transformers()
     cfg = load_config(params)
     with torch.device(device):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from runner.format.measurement import Memory
+from runner.format.measurement import Memory, MemorySnapshot
 
 DEFAULT_POOL = (0, 0)
 
@@ -30,12 +30,13 @@ class MemState:
     def private_bytes(self, exclude: set | frozenset = frozenset()) -> int:
         return sum(b for p, b in self.pools.items() if p != DEFAULT_POOL and p not in exclude)
 
-    def as_dict(self) -> dict:
-        return {"allocated_bytes": self.allocated, "reserved_bytes": self.reserved,
-                "device_used_bytes": self.device_used,
-                "private_pool_bytes": self.private_bytes(),
-                "private_pools": len([p for p in self.pools if p != DEFAULT_POOL]),
-                "private_segments": list(self.private_segments)}
+    def snapshot(self) -> MemorySnapshot:
+        """The figures a point keeps of this state."""
+        return MemorySnapshot(
+            allocated_bytes=self.allocated, reserved_bytes=self.reserved,
+            device_used_bytes=self.device_used, private_pool_bytes=self.private_bytes(),
+            private_pools=len([p for p in self.pools if p != DEFAULT_POOL]),
+            private_segments=list(self.private_segments))
 
 
 def pool_bytes(snapshot: list[dict]) -> dict[tuple[int, int], int]:
@@ -87,7 +88,7 @@ def figures(m0: MemState, m1: MemState, m2: MemState, peak: int) -> Memory:
     return Memory(
         graph_pool_bytes=max(m1.private_bytes(old), m2.private_bytes(old)),
         peak_allocated_bytes=peak, reserved_delta_bytes=m1.reserved - m0.reserved,
-        m0=m0.as_dict(), m1=m1.as_dict(), m2=m2.as_dict(),
+        m0=m0.snapshot(), m1=m1.snapshot(), m2=m2.snapshot(),
         device_used_delta_bytes=m1.device_used - m0.device_used,
         leftover_private_pools_at_m0=len(old - {DEFAULT_POOL}))
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.format.limits import TF32_TOLERANCE, TOLERANCE
+from runner.format.measurement import SeparateGraphs
 from runner.format.vocab import CUDA_GRAPH_MODES
 
 
@@ -30,9 +31,10 @@ class Prepared:
     graph: Any = None  # torch.cuda.CUDAGraph of the manual mode, kept alive while timing
     keep: list = field(default_factory=list)  # static tensors the graph reads and writes
     details: dict = field(default_factory=dict)  # extra figures for the point's details
-    # Figures measured once the mode's own memory figures are taken (they would count in
-    # them otherwise): returns more details. Run on CUDA only.
-    after: Callable[[], dict] | None = None
+    # A training step's forward and backward captured in pools of their own, measured once
+    # the mode's own memory figures are taken (they would count in them otherwise). Run on
+    # CUDA only.
+    separate_graphs: Callable[[], SeparateGraphs] | None = None
 
 
 def _sync(device: str) -> None:

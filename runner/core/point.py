@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import gc
 import logging
 import sys
@@ -38,7 +37,7 @@ from runner.core.rounds import store_rounds
 from runner.core.timing import Clock, TimingConfig, gc_paused, latency, phase, warm_up
 from runner.core.workloads import Workload
 from runner.format import host_split
-from runner.format.measurement import Measurement
+from runner.format.measurement import Clocks, CompileCounters, Measurement, NoIdle
 from runner.format.vocab import COMPILED_MODES, CUDA_GRAPH_MODES
 
 
@@ -187,7 +186,7 @@ class _Batch:
         self.cuda = device.startswith("cuda")
         self.prepared: dict[str, modes.Prepared] = {}
         self.iters: dict[str, int] = {}
-        self.watch: dict[str, dict] = {}
+        self.watch: dict[str, CompileCounters] = {}
         self.first_m0: memory.MemState | None = None
         self.sections: list[host_gate.Section] = []  # this batch's gated timing sections
         self.on_phase = None  # measure_batch's progress hook
@@ -210,7 +209,9 @@ class _Batch:
             clocks = _clocks(self.device) if self.cuda else None
             for mode, m in self.ms.items():
                 # A CPU point reads no clocks: null, the key kept as bundles hold it.
-                m.set_details({"clocks_before": clocks})
+                m.host.clocks_before = clocks
+                if clocks is None:
+                    m.extra["clocks_before"] = None
                 try:
                     self.phase_starts(mode, "setup")
                     self.prepare(mode, m)
@@ -308,9 +309,9 @@ class _Batch:
                 held = m0.allocated - self.first_m0.allocated
                 peak = memory.peak_allocated(self.device) - held
                 m.memory = memory.figures(m0, m1, memory.state(self.device), peak)
-            if prepared.after is not None:
+            if prepared.separate_graphs is not None:
                 try:
-                    m.set_details(prepared.after())
+                    m.memory.separate_graphs = prepared.separate_graphs()
                 except Exception as e:  # noqa: BLE001 - an extra figure, not the point's
                     setup.after_error = _one_line(e)
 
@@ -337,9 +338,7 @@ class _Batch:
         with phase(self.shared, "energy"), self.gated(), gc_paused():
             got = energy.measure_energy(steps, iters, Clock(self.device).sync,
                                         plan.counter, plan.config, idle=plan.idle)
-        idle = (dataclasses.asdict(plan.idle) if isinstance(plan.idle, energy.IdlePower)
-                else {"unavailable_reason": plan.idle} if isinstance(plan.idle, str)
-                else None)
+        idle = NoIdle(plan.idle) if isinstance(plan.idle, str) else plan.idle
         for mode, e in got.items():
             self.ms[mode].energy.set(e, idle)
         energy.on_timed_steps({mode: self.ms[mode] for mode in got})
@@ -374,7 +373,7 @@ class _Batch:
             _fail(m, e)
             return
         status, reason = cudagraph_status(mode, m.launches.graph_launches_per_step,
-                                          self.watch.get(mode, {}))
+                                          self.watch.get(mode, CompileCounters()))
         m.setup.cudagraph_status = status
         if reason:
             m.setup.cudagraph_reason = reason
@@ -413,7 +412,7 @@ def _fresh(x):
     return x.clone() if hasattr(x, "clone") else x
 
 
-def _clocks(device: str) -> dict:
+def _clocks(device: str) -> Clocks:
     from runner.core.environment import read_clocks
 
     return read_clocks(device)

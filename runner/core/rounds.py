@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from runner.core import stats
 from runner.core.timing import TimingConfig
-from runner.format.measurement import Measurement
+from runner.format.measurement import Measurement, PairedRatio
 from runner.format.vocab import BASELINE_MODE as REFERENCE
 
 
@@ -256,5 +256,5 @@ def store_rounds(ms: dict[str, Measurement], modes_timed: list[str], r: Rounds,
             # The graphs' own gain: compiled code with and without graph trees.
             vs = stats.ratio_interval(compile_, xs, r.process)
             if vs is not None:
-                iv.vs_compile = {"median": vs.median, "low": vs.low, "high": vs.high}
+                iv.vs_compile = PairedRatio(median=vs.median, low=vs.low, high=vs.high)
     return failed

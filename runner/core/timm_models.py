@@ -8,6 +8,7 @@ load beside a CPU torch build: where it will not import, this says so in one lin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from runner.format.catalog import WorkloadError
@@ -28,7 +29,7 @@ def require_timm():
     return timm
 
 
-def check(params: dict[str, Any]) -> None:
+def check(params: Mapping[str, Any]) -> None:
     timm = require_timm()
     if not timm.is_model(params["model"]):
         raise WorkloadError(f"workload {NAME!r}: unknown timm model {params['model']!r} "
@@ -43,7 +44,7 @@ def input_size(model) -> tuple[int, int, int]:
     return tuple(int(x) for x in size)
 
 
-def build(params: dict[str, Any], dtype, device: str):
+def build(params: Mapping[str, Any], dtype, device: str):
     import torch
 
     timm = require_timm()

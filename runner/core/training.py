@@ -53,6 +53,7 @@ from runner.core import memory
 from runner.core.memory import clear_cublas_workspaces
 from runner.core.modes import Prepared, Unsupported
 from runner.format.limits import TRAIN_TOLERANCE
+from runner.format.measurement import SeparateGraphs
 
 LR = 1e-3
 # Steps of the correctness check; the GPU tests ask for 10.
@@ -245,7 +246,7 @@ class TrainTask:
     def _reduce_overhead(self, x, y) -> Prepared:
         prepared = self._compiled(x, y, 3, mode="reduce-overhead")
         prepared.details["cudagraph_trees"] = tree_graphs(self.device)
-        prepared.after = lambda: {"separate_graphs": self.separate_graph_pools(x, y)}
+        prepared.separate_graphs = lambda: self.separate_graph_pools(x, y)
         return prepared
 
     def _cuda_graph(self, x, y) -> Prepared:
@@ -289,7 +290,7 @@ class TrainTask:
 
     # --- reduce-overhead's reference: forward and backward in separate pools ---------------
 
-    def separate_graph_pools(self, x, y) -> dict:
+    def separate_graph_pools(self, x, y) -> SeparateGraphs:
         """Capture eager forward + loss and its backward by hand, each in its own pool,
         and return their pool bytes: what reduce-overhead's shared pool is set against.
         The graphs are freed again before the next mode is prepared."""
@@ -330,10 +331,10 @@ class TrainTask:
         fwd_pools = set(m1.pools) - set(m0.pools)
         fwd_bytes = sum(m2.pools.get(p, 0) for p in fwd_pools)
         bwd_bytes = m2.private_bytes(set(m1.pools))
-        return {"forward_pool_bytes": fwd_bytes, "backward_pool_bytes": bwd_bytes,
-                "sum_bytes": fwd_bytes + bwd_bytes,
-                "method": "eager forward + loss and its backward captured by hand "
-                          "(torch.cuda.graph), each in a pool of its own"}
+        return SeparateGraphs(forward_pool_bytes=fwd_bytes, backward_pool_bytes=bwd_bytes,
+                              sum_bytes=fwd_bytes + bwd_bytes,
+                              method="eager forward + loss and its backward captured by "
+                                     "hand (torch.cuda.graph), each in a pool of its own")
 
 
 def tree_graphs(device: str) -> dict:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ class Workload:
     """A resolved workload: typed parameters with defaults filled in, ready to build."""
 
     name: str
-    params: dict[str, Any]
+    params: Mapping[str, Any]  # typed, defaults filled in; read only
     dtype: str | None  # None: a user factory that does not say
     builder: Callable[[Workload, str], tuple[Any, Callable]] = field(repr=False)
 
@@ -128,13 +128,13 @@ def _build_timm(w: Workload, device: str):
     return timm_models.build(w.params, _torch_dtype(w.params["dtype"]), device)
 
 
-def _check_hf(params: dict[str, Any], allow_import: bool) -> None:
+def _check_hf(params: Mapping[str, Any], allow_import: bool) -> None:
     from runner.core import hf_models
 
     hf_models.check(params, trusted=allow_import)
 
 
-def _check_timm(params: dict[str, Any], allow_import: bool) -> None:
+def _check_timm(params: Mapping[str, Any], allow_import: bool) -> None:
     from runner.core import timm_models
 
     timm_models.check(params)

@@ -8,6 +8,7 @@ parameters against it on machines with no torch; the measuring core
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from runner.format.limits import MAX_FEATURES
@@ -88,7 +89,7 @@ WORKLOADS: dict[str, WorkloadInfo] = {
 WORKLOADS.update(MODEL_WORKLOADS)
 
 
-def _divisible(p: dict[str, Any], width: str) -> str | None:
+def _divisible(p: Mapping[str, Any], width: str) -> str | None:
     if p[width] % p["heads"]:
         return f"{width} {p[width]} is not divisible by heads {p['heads']}"
     return None
@@ -104,7 +105,7 @@ def is_factory(name: str) -> bool:
 
 
 def check_workload(name: str, params: dict[str, str] | None = None, *,
-                   allow_import: bool = True) -> tuple[str, dict[str, Any]]:
+                   allow_import: bool = True) -> tuple[str, Mapping[str, Any]]:
     """Check a workload name and its raw parameters; return (name, typed parameters with
     defaults filled in). A user factory's parameters stay text: its signature is checked
     where it is imported (runner/core/workloads.py)."""

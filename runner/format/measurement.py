@@ -19,15 +19,16 @@ database).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.format.energy import Energy, EnergyWindow
+from runner.format.energy import Energy, EnergyWindow, IdlePower
+from runner.format.json_shape import as_json, exact, exact_list
 from runner.format.trace import TraceDoc
 
 # A JSON object at a boundary (a bundle's measurement, a details value that is itself
-# a mapping of the runner's: memory snapshots, clocks, compile counters).
+# a mapping of the runner's of no fixed shape: placement, CUDA Graph trees).
 JsonObject = dict[str, Any]
 
 TOP, DETAILS = "top", "details"
@@ -87,8 +88,99 @@ def _top(default: Any = None, key: str | None = None, factory=None) -> Any:
     return field(default=default, metadata=meta)
 
 
-def _detail(key: str | None = None) -> Any:
-    return field(default=None, metadata={"where": DETAILS, "key": key})
+def _detail(key: str | None = None, read: Callable[[Any], Any] | None = None) -> Any:
+    """A field stored under `details`. `read` turns its JSON into the field's record
+    (None where the JSON is not exactly that record's: then it is kept as it came, in
+    `extra`); json_shape.as_json writes it back."""
+    return field(default=None, metadata={"where": DETAILS, "key": key, "read": read})
+
+
+@dataclass
+class MemorySnapshot:
+    """One allocator snapshot (runner/core/memory.py's MemState, as stored)."""
+    allocated_bytes: int
+    reserved_bytes: int
+    device_used_bytes: int  # total - free from the driver
+    private_pool_bytes: int  # reserved in graph (private) pools
+    private_pools: int
+    private_segments: list[int]  # sizes of the private pools' segments (diagnosis)
+
+
+@dataclass
+class Clocks:
+    """The GPU's clocks, temperature and power read before or after a point; None =
+    unknown (runner/core/environment.py read_clocks)."""
+    sm_clock_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
+
+
+@dataclass
+class SeparateGraphs:
+    """A training step's forward + loss and its backward captured by hand, each in a
+    pool of its own (runner/core/training.py): what the trees' shared pool is set against."""
+    forward_pool_bytes: int
+    backward_pool_bytes: int
+    sum_bytes: int
+    method: str
+
+
+@dataclass
+class CompileCounters:
+    """What compiling did during a mode's setup (runner/core/compile_watch.py): Dynamo's
+    and Inductor's counter deltas, the first cudagraph skip messages, and the torch that
+    compiled."""
+    unique_graphs: int = 0
+    graph_breaks: int = 0
+    cudagraph_skips: int = 0
+    fxgraph_cache_hit: int = 0
+    fxgraph_cache_miss: int = 0
+    skip_messages: list[str] = field(default_factory=list)
+    torch_version: str | None = None
+
+
+@dataclass
+class PairedRatio:
+    """A ratio paired per round with its 95% interval (runner/core/stats.py
+    ratio_interval): reduce-overhead against compile, the graphs' own gain."""
+    median: float
+    low: float
+    high: float
+
+
+def _paired(v: Any) -> PairedRatio | None:
+    return exact(PairedRatio, v)
+
+
+def _compile(v: Any) -> CompileCounters | None:
+    return exact(CompileCounters, v)
+
+
+def _snapshot(v: Any) -> MemorySnapshot | None:
+    return exact(MemorySnapshot, v)
+
+
+def _clocks(v: Any) -> Clocks | None:
+    return exact(Clocks, v)
+
+
+def _separate(v: Any) -> SeparateGraphs | None:
+    return exact(SeparateGraphs, v)
+
+
+def _windows(v: Any) -> list[EnergyWindow] | None:
+    return exact_list(EnergyWindow, v)
+
+
+@dataclass
+class NoIdle:
+    """Why the device's idle power was not read (no counter, --no-energy...)."""
+    unavailable_reason: str
+
+
+def _idle(v: Any) -> IdlePower | NoIdle | None:
+    return exact(IdlePower, v) or exact(NoIdle, v)
 
 
 @dataclass
@@ -130,8 +222,8 @@ class Intervals:
     round_modes: list[str] | None = _detail()
     processes: int | None = _detail()
     round_process: list[int] | None = _detail()
-    # reduce-overhead against compile: {"median", "low", "high"}, the graphs' own gain.
-    vs_compile: dict[str, float] | None = _detail()
+    # reduce-overhead against compile: the graphs' own gain.
+    vs_compile: PairedRatio | None = _detail(read=_paired)
     # How `noisy` was judged (runner/core/rounds.py judged): the figure's interval
     # half-width, the target it was held to, and on which figure ("measured", or
     # "host-normalised" where the host's launch cost sets it).
@@ -147,13 +239,13 @@ class Memory:
     graph_pool_bytes: int | None = _top()
     peak_allocated_bytes: int | None = _top()
     reserved_delta_bytes: int | None = _top()
-    m0: JsonObject | None = _detail()
-    m1: JsonObject | None = _detail()
-    m2: JsonObject | None = _detail()
+    m0: MemorySnapshot | None = _detail(read=_snapshot)
+    m1: MemorySnapshot | None = _detail(read=_snapshot)
+    m2: MemorySnapshot | None = _detail(read=_snapshot)
     device_used_delta_bytes: int | None = _detail()
     leftover_private_pools_at_m0: int | None = _detail()
     # A training step's graphs captured one per pool (runner/core/training.py).
-    separate_graphs: JsonObject | None = _detail()
+    separate_graphs: SeparateGraphs | None = _detail(read=_separate)
 
 
 @dataclass
@@ -182,7 +274,7 @@ class Setup:
     correct: bool | None = _top()
     max_abs_err: float | None = _top()
     setup_calls_s: list[float] | None = _detail()
-    compile: JsonObject | None = _detail()  # compile_watch's counters
+    compile: CompileCounters | None = _detail(read=_compile)
     cudagraph_reason: str | None = _detail()
     cudagraph_trees: JsonObject | None = _detail()
     rel_err: float | None = _detail()
@@ -199,8 +291,8 @@ class Host:
     """Where the point ran and what happened to its process."""
     # placement and the host policy's gate (runner/core/placement.py, host_gate.py)
     placement: JsonObject | None = _detail("host")
-    clocks_before: JsonObject | None = _detail()
-    clocks_after: JsonObject | None = _detail()
+    clocks_before: Clocks | None = _detail(read=_clocks)
+    clocks_after: Clocks | None = _detail(read=_clocks)
     rescued: bool | None = _detail()  # measured in a fresh process after a lost context
     cuda_context_lost: str | None = _detail()
     traceback: str | None = _detail()
@@ -240,15 +332,15 @@ class EnergyRecord:
     energy_gain_ci_high: float | None = _top()
     unavailable_reason: str | None = _top(key="energy_unavailable_reason")
     counter: str | None = _detail("energy_counter")
-    windows: list[JsonObject] | None = _detail("energy_windows")  # raw, EnergyWindow's
-    idle: JsonObject | None = _detail("energy_idle")  # the idle window (IdlePower's)
+    windows: list[EnergyWindow] | None = _detail("energy_windows", read=_windows)  # raw
+    idle: IdlePower | NoIdle | None = _detail("energy_idle", read=_idle)
 
-    def set(self, e: Energy, idle: JsonObject | None = None) -> None:
+    def set(self, e: Energy, idle: IdlePower | NoIdle | None = None) -> None:
         """Fill from one mode's Energy (runner/core/energy.py's answer)."""
         for name in ENERGY_NUMBER_FIELDS:
             setattr(self, name, getattr(e, name))
         self.unavailable_reason, self.counter = e.unavailable_reason, e.counter
-        self.windows = [dataclasses.asdict(w) for w in e.windows] or None
+        self.windows = list(e.windows) or None
         self.idle = idle
 
     def get(self) -> Energy | None:
@@ -256,7 +348,7 @@ class EnergyRecord:
         if self.unavailable_reason is None and self.energy_mj_per_step is None:
             return None
         return Energy(**{n: getattr(self, n) for n in ENERGY_NUMBER_FIELDS},
-                      windows=tuple(EnergyWindow.from_dict(w) for w in self.windows or ()),
+                      windows=tuple(self.windows or ()),
                       counter=self.counter, unavailable_reason=self.unavailable_reason)
 
 
@@ -303,10 +395,12 @@ class Measurement:
         """Details as a JSON mapping (a mode's own figures): declared keys to their
         field, the others to `extra`."""
         for k, v in values.items():
-            where = _DETAIL_KEYS.get(k)
+            where, read = _DETAIL_KEYS.get(k), _READERS.get(k)
+            typed = None if v is None or read is None else read(v)
             if where is not None:
-                setattr(getattr(self, where[0]), where[1], v)
-            if where is None or v is None:
+                typed = v if read is None else typed
+                setattr(getattr(self, where[0]), where[1], typed)
+            if typed is None:
                 self.extra[k] = v
             else:
                 self.extra.pop(k, None)
@@ -320,7 +414,7 @@ class Measurement:
             rec, name = _DETAIL_KEYS[key]
             v = getattr(getattr(self, rec), name)
             if v is not None:
-                out[key] = v
+                out[key] = as_json(v)
             elif key in self.extra:
                 out[key] = self.extra[key]
         for k, v in self.extra.items():
@@ -403,6 +497,8 @@ DETAILS_ORDER = (
 )
 _TOP_KEYS = _keys(TOP)
 _DETAIL_KEYS = _keys(DETAILS)
+_READERS = {key: _RECORDS[rec].__dataclass_fields__[name].metadata["read"]
+            for key, (rec, name) in _DETAIL_KEYS.items()}
 assert set(_TOP_KEYS) == set(MEASUREMENT_FIELDS) - {
     "mode", "batch_size", "status", "message", "details"} | {TRACE_FIELD}
 assert sorted(DETAILS_ORDER) == sorted(_DETAIL_KEYS), "DETAILS_ORDER misses a key"

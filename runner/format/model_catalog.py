@@ -28,7 +28,7 @@ MODEL_DIR_ENV = "LAUNCHBENCH_MODEL_DIR"
 
 # Built-in transformers configs: random weights need no download, only a shape. Llama-
 # shaped (RMSNorm, rotary, grouped-query attention, SwiGLU): the decoder most people run.
-HF_CONFIGS: dict[str, dict[str, Any]] = {
+HF_CONFIGS: Mapping[str, Mapping[str, Any]] = {  # read only: copied where changed
     # CPU CI: small enough to compile in seconds on two cores.
     "tiny-llama": dict(model_type="llama", hidden_size=256, intermediate_size=688,
                        num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,

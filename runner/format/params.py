@@ -5,7 +5,7 @@ are both made of."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +60,7 @@ class WorkloadInfo:
     params: dict[str, ParamSpec]
     # Checks across parameters (typed values in, an error text or None out), run where
     # the single values are, so a queue without torch refuses what a build would.
-    check: Callable[[dict[str, Any]], str | None] | None = None
+    check: Callable[[Mapping[str, Any]], str | None] | None = None
     # The check instead of `check` where the input comes from a browser or the queue
     # (allow_import=False): stricter where a value could reach the disk or the network.
-    check_untrusted: Callable[[dict[str, Any]], str | None] | None = None
+    check_untrusted: Callable[[Mapping[str, Any]], str | None] | None = None

@@ -326,7 +326,7 @@ def break_even_ratios(ok: Sequence[Measurement]) -> tuple[tuple[int, float], ...
         if p.mode != BREAK_EVEN_MODE or p.batch_size not in compile_ms:
             continue
         vs = p.intervals.vs_compile
-        paired = _num(vs.get("median")) if isinstance(vs, Mapping) else None
+        paired = _num(vs.median) if vs is not None else None
         out.append((p.batch_size, paired if paired is not None
                     else compile_ms[p.batch_size] / p.timing.step_ms))
     return tuple(out)

@@ -35,6 +35,15 @@ from runner.format.limits import MAX_TRACE_EVENTS, MAX_TRACE_NAME
 # checked by validate_trace() where it enters; read by the functions below.
 TraceDoc = dict[str, Any]
 
+
+@dataclass(frozen=True)
+class PointTrace:
+    """One point's kept trace with what it is of (db/queries.py point_traces)."""
+    run_id: int
+    mode: str
+    batch_size: int
+    trace: TraceDoc
+
 # Runtime and driver entry points that launch one kernel each. The profiler may add a
 # version suffix (cudaLaunchKernel_v7000), hence the prefix match.
 HOST_LAUNCH_NAMES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",

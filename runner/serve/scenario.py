@@ -32,6 +32,7 @@ from runner.core.workloads import Workload
 from runner.format import advisor, buckets, serve_record
 from runner.format.buckets import Strategy
 from runner.format.bundle import now_iso
+from runner.format.json_shape import as_json
 from runner.format.limits import TOLERANCE
 from runner.format.measurement import JsonObject, Launches, split
 from runner.format.numbers import finite
@@ -291,7 +292,8 @@ def measure(ctx: Context, s: Strategy, counter: Any = "energy not measured") -> 
     if m0 is not None:
         old = set(m0.pools)
         r["graph_pool_bytes"] = max(m1.private_bytes(old), m2.private_bytes(old))
-        details.update(memory={"m0": m0.as_dict(), "m1": m1.as_dict(), "m2": m2.as_dict()},
+        details.update(memory={k: as_json(state.snapshot()) for k, state in
+                               (("m0", m0), ("m1", m1), ("m2", m2))},
                        device_used_delta_bytes=m1.device_used - m0.device_used)
         if g2:
             details["pool_bytes_per_graph"] = r["graph_pool_bytes"] / g2

@@ -315,7 +315,7 @@ def test_launch_cost_time_split_and_environment_diff_row():
 
 
 def test_break_even_prefers_the_paired_ratio_over_compile():
-    vs = {"details": {"vs_compile": {"median": 1.05, "ci_low": 1.0, "ci_high": 1.1}}}
+    vs = {"details": {"vs_compile": {"median": 1.05, "low": 1.0, "high": 1.1}}}
     p = pts([("compile", 8, 3.0), ("reduce-overhead", 8, 1.0),
              ("compile", 64, 1.2), ("reduce-overhead", 64, 1.0, vs)])
     be = analysis.break_even(p)

@@ -87,7 +87,7 @@ def test_train_memory_table_reads_the_trees_and_the_separate_pools():
     ro["details"].update(
         cudagraph_trees={"graphs": 2, "pools": 1, "forward": 1, "backward": 1, "nodes": []},
         separate_graphs={"forward_pool_bytes": 3 * wv.MIB, "backward_pool_bytes": wv.MIB,
-                         "sum_bytes": 4 * wv.MIB})
+                         "sum_bytes": 4 * wv.MIB, "method": "by hand"})
     train = header_of({"workload": "train-step"})
     table = wv.train_memory_table(frame(doc), train).set_index("mode")
     assert table.at["reduce-overhead", "graphs recorded"] == "1 forward + 1 backward in 1 pool(s)"
@@ -127,7 +127,8 @@ def test_run_page_shows_training_memory_with_its_chart(dash):
         if m["mode"] == "reduce-overhead":
             m["details"]["separate_graphs"] = {"forward_pool_bytes": wv.MIB,
                                                "backward_pool_bytes": wv.MIB,
-                                               "sum_bytes": 2 * wv.MIB}
+                                               "sum_bytes": 2 * wv.MIB,
+                                               "method": "by hand"}
     rid, _ = import_bundle(dash.engine, doc)
     at = dash.open("pages/run.py", run=str(rid), view="Points")
     assert "Training memory" in [str(h.value) for h in at.subheader]

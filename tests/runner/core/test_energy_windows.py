@@ -8,12 +8,13 @@ import json
 import random
 import sys
 import types
+from dataclasses import replace
 
 import pytest
 
 from runner.core import energy
 from runner.core.energy import EnergyConfig
-from runner.core.energy_counter import NVML_INSTALL, NvmlCounter, open_counter
+from runner.core.energy_counter import NVML_INSTALL, GpuIdentity, NvmlCounter, open_counter
 from runner.format.energy import Energy, EnergyWindow
 from tests.fake_energy import FakeDevice
 
@@ -285,8 +286,8 @@ def _nvml(**over):
     return m
 
 
-H200 = {"index": 0, "uuid": "GPU-abc", "pci": "00000000:19:00.0", "major": 9, "minor": 0,
-        "visible": None}
+H200 = GpuIdentity(index=0, uuid="GPU-abc", pci="00000000:19:00.0", major=9, minor=0,
+                   visible=None)
 
 
 def _raise(e):
@@ -303,7 +304,7 @@ def test_nvml_counter_found_by_uuid_reads_mj():
 
 def test_nvml_counter_falls_back_to_the_pci_bus_id():
     m = _nvml(nvmlDeviceGetHandleByUUID=_raise(_NVMLError(13)))
-    c = open_counter("cuda", nvml=m, identity={**H200, "visible": "1"})
+    c = open_counter("cuda", nvml=m, identity=replace(H200, visible="1"))
     assert c.handle == ("pci", "00000000:19:00.0")
     # Neither matches and several GPUs: no guessing by index (NVML's order is not torch's).
     m.nvmlDeviceGetHandleByPciBusId_v2 = _raise(_NVMLError(13))
@@ -315,9 +316,9 @@ def test_nvml_counter_falls_back_to_the_pci_bus_id():
     ("cuda", _nvml(nvmlDeviceGetTotalEnergyConsumption=_raise(_NVMLError(3))), H200,
      "not supported on this GPU or driver"),
     ("cuda", _nvml(nvmlInit=_raise(_NVMLError(9))), H200, "NVML did not start"),
-    ("cuda", _nvml(), {**H200, "major": 6, "minor": 1}, "needs Volta or newer"),
-    ("cuda", _nvml(), {**H200, "uuid": "MIG-xyz"}, "MIG instance"),
-    ("cuda", _nvml(), {**H200, "visible": "MIG-xyz"}, "MIG instance"),
+    ("cuda", _nvml(), replace(H200, major=6, minor=1), "needs Volta or newer"),
+    ("cuda", _nvml(), replace(H200, uuid="MIG-xyz"), "MIG instance"),
+    ("cuda", _nvml(), replace(H200, visible="MIG-xyz"), "MIG instance"),
     ("cuda", _nvml(nvmlDeviceGetMigMode=lambda h: (1, 1)), H200, "MIG instance"),
     ("cuda", _nvml(nvmlDeviceGetTotalEnergyConsumption=_raise(_NVMLError(999))), H200,
      "energy counter failed"),

@@ -7,6 +7,7 @@ import pytest
 from runner.core.memory import MemState, figures, pool_bytes
 from runner.core.point import compare, cudagraph_status
 from runner.core.profiling import Event, ProfilingError, count
+from runner.format.measurement import CompileCounters
 
 
 def ev(name, gpu=False, start=0.0, end=0.0):
@@ -61,17 +62,18 @@ def test_pool_attribution_by_segment_pool_id():
 
 
 @pytest.mark.parametrize("mode,launches,watch,expected", [
-    ("eager", 0, {}, "n/a"),
-    ("compile", 0, {"unique_graphs": 1}, "n/a"),
-    ("compile", 0, {"unique_graphs": 0}, "eager-fallback"),
-    ("reduce-overhead", 1, {"unique_graphs": 1}, "replay"),
-    ("reduce-overhead", 0, {"unique_graphs": 1, "cudagraph_skips": 1,
-                            "skip_messages": ["skipping cudagraphs due to mutated inputs"]},
+    ("eager", 0, CompileCounters(), "n/a"),
+    ("compile", 0, CompileCounters(unique_graphs=1), "n/a"),
+    ("compile", 0, CompileCounters(unique_graphs=0), "eager-fallback"),
+    ("reduce-overhead", 1, CompileCounters(unique_graphs=1), "replay"),
+    ("reduce-overhead", 0, CompileCounters(
+        unique_graphs=1, cudagraph_skips=1,
+        skip_messages=["skipping cudagraphs due to mutated inputs"]),
      "skipped"),
     # The counter says nothing, the profiler says no graph ran: skipped all the same.
-    ("reduce-overhead", 0, {"unique_graphs": 1}, "skipped"),
-    ("reduce-overhead", 2, {"unique_graphs": 2, "graph_breaks": 1}, "partial"),
-    ("cuda-graph", 1, {}, "replay"),
+    ("reduce-overhead", 0, CompileCounters(unique_graphs=1), "skipped"),
+    ("reduce-overhead", 2, CompileCounters(unique_graphs=2, graph_breaks=1), "partial"),
+    ("cuda-graph", 1, CompileCounters(), "replay"),
 ])
 def test_cudagraph_status_trusts_the_profiler(mode, launches, watch, expected):
     status, reason = cudagraph_status(mode, launches, watch)
@@ -81,8 +83,8 @@ def test_cudagraph_status_trusts_the_profiler(mode, launches, watch, expected):
 
 
 def test_skip_reason_is_the_logged_message():
-    _, reason = cudagraph_status("reduce-overhead", 0, {
-        "unique_graphs": 1, "skip_messages": ["skipping cudagraphs due to mutated inputs"]})
+    _, reason = cudagraph_status("reduce-overhead", 0, CompileCounters(
+        unique_graphs=1, skip_messages=["skipping cudagraphs due to mutated inputs"]))
     assert "mutated inputs" in reason
 
 

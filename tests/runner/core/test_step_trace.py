@@ -15,6 +15,7 @@ from runner.format import bundle as fmt
 from runner.format import trace as tr
 from runner.format.limits import MAX_TRACE_EVENTS
 from runner.format.run_summary import header_of
+from runner.format.trace import PointTrace
 from tests.synthetic import points_frame, sweep_bundle
 
 
@@ -202,7 +203,7 @@ def test_traces_round_trip_through_the_database_and_older_bundles_have_none(any_
     doc = sweep_bundle(batches=(1, 8), modes=("eager", "cuda-graph"), traces=True)
     run_id, _ = store.import_bundle(engine, doc)
     got = queries.point_traces(engine, [run_id], 8)
-    assert [(g["mode"], g["trace"]) for g in got] == [
+    assert [(g.mode, g.trace) for g in got] == [
         (m["mode"], m["trace"]) for m in sorted(doc["measurements"], key=lambda m: m["mode"])
         if m["batch_size"] == 8]
     back = store.export_bundle(engine, run_id)
@@ -224,7 +225,7 @@ def test_the_html_report_draws_the_headline_batch_timeline():
     pts = points_frame(doc)
     batch = timeline.headline_batch(pts)
     assert batch in (1, 8, 64)
-    items = [{"run_id": 1, "mode": m["mode"], "batch_size": batch, "trace": m["trace"]}
+    items = [PointTrace(run_id=1, mode=m["mode"], batch_size=batch, trace=m["trace"])
              for m in doc["measurements"] if m["batch_size"] == batch]
     header = {"id": 1, "workload": "mlp", "status": "done", "source": "measured"}
     html = report.html_report(header_of(header), pts, None, items)

@@ -9,7 +9,7 @@ import pytest
 from db import queries, store
 from db.engine import make_engine
 from runner.format import bundle as fmt
-from runner.format.energy import Energy, EnergyWindow
+from runner.format.energy import Energy, EnergyWindow, IdlePower
 from runner.format.measurement import ENERGY_NUMBER_FIELDS, Measurement
 
 
@@ -31,7 +31,7 @@ def _run(**kw):
 def _points() -> list[Measurement]:
     graph = Measurement("cuda-graph", 8)
     graph.timing.step_ms = 0.137
-    graph.energy.set(_energy(), idle={"power_w": 70.0, "seconds": 1.0})
+    graph.energy.set(_energy(), idle=IdlePower(power_w=70.0, seconds=1.0, mj=70e3, edge_s=0.01))
     cpu = Measurement("eager", 8)
     cpu.timing.step_ms = 0.9
     cpu.energy.set(Energy.unavailable("no CUDA device"))
@@ -48,6 +48,9 @@ def test_energy_is_typed_and_round_trips_through_json():
     back = Measurement.from_json(j)
     assert back.energy.get() == graph.energy.get()
     assert back.energy.get().windows[1].mj == 1720.0
+    assert back.energy.idle == IdlePower(power_w=70.0, seconds=1.0, mj=70e3, edge_s=0.01)
+    assert j["details"]["energy_idle"] == {"power_w": 70.0, "seconds": 1.0, "mj": 70e3,
+                                           "edge_s": 0.01}
     c = cpu.to_json()
     assert all(c[f] is None for f in ENERGY_NUMBER_FIELDS)  # absent, never 0
     assert c["energy_unavailable_reason"] == "no CUDA device"

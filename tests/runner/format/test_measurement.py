@@ -6,7 +6,16 @@ from __future__ import annotations
 import pytest
 
 import runner.format.bundle as fmt
-from runner.format.measurement import DETAILS_ORDER, Measurement, details_of
+from runner.format.measurement import (
+    DETAILS_ORDER,
+    Clocks,
+    Measurement,
+    MemorySnapshot,
+    NoIdle,
+    PairedRatio,
+    SeparateGraphs,
+    details_of,
+)
 from tests.conftest import ROOT
 
 DATA = ROOT / "data"
@@ -44,7 +53,7 @@ def test_unknown_and_null_details_keys_survive_a_round_trip():
 def test_fields_go_where_the_bundle_keeps_them():
     m = Measurement("reduce-overhead", 4)
     m.timing.step_ms = 1.5
-    m.intervals.vs_compile = {"median": 2.0, "low": 1.5, "high": 2.5}
+    m.intervals.vs_compile = PairedRatio(median=2.0, low=1.5, high=2.5)
     m.host.placement = {"policy": None}
     m.trace.error = "ValueError: x"
     j = m.to_json()
@@ -71,7 +80,34 @@ def test_a_set_field_wins_over_a_null_read_before():
 
 
 def test_a_stored_points_details_read_typed():
-    d = details_of({"vs_compile": {"median": 1}, "statistic": "mean"})
-    assert d.intervals.vs_compile == {"median": 1} and d.source.statistic == "mean"
+    d = details_of({"vs_compile": {"median": 1, "low": 0.9, "high": 1.1},
+                    "statistic": "mean"})
+    assert d.intervals.vs_compile == PairedRatio(1, 0.9, 1.1)
+    assert d.source.statistic == "mean"
     assert details_of(None).timing.phase_s is None  # no details: every key unknown
     assert {"phase_s", "point_wall_s", "statistic", "processes"} <= set(DETAILS_ORDER)
+
+
+def test_the_runners_fixed_shape_details_read_as_records_and_write_back_as_json():
+    snap = {"allocated_bytes": 1536, "reserved_bytes": 2097152, "device_used_bytes": 6e8,
+            "private_pool_bytes": 0, "private_pools": 0, "private_segments": []}
+    clocks = {"sm_clock_mhz": 1980.0, "mem_clock_mhz": None, "temperature_c": 38.0,
+              "power_w": 86.7}
+    sep = {"forward_pool_bytes": 3, "backward_pool_bytes": 1, "sum_bytes": 4, "method": "x"}
+    details = {"clocks_before": clocks, "m0": snap, "separate_graphs": sep,
+               "energy_idle": {"unavailable_reason": "no counter"}}
+    m = details_of(details)
+    assert m.memory.m0 == MemorySnapshot(1536, 2097152, 6e8, 0, 0, [])
+    assert m.host.clocks_before == Clocks(1980.0, None, 38.0, 86.7)
+    assert m.memory.separate_graphs == SeparateGraphs(3, 1, 4, "x")
+    assert m.energy.idle == NoIdle("no counter") and m.extra == {}
+    assert m.details() == details
+
+
+def test_a_details_object_of_another_shape_is_kept_as_it_came():
+    odd = {"clocks_before": {"sm_mhz": 1980}, "separate_graphs": {"sum_bytes": 4},
+           "m1": {"allocated_bytes": 1}}
+    m = details_of(odd)
+    assert m.host.clocks_before is None and m.memory.separate_graphs is None
+    assert m.memory.m1 is None and m.extra == odd
+    assert m.details() == odd
