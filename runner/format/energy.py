@@ -174,13 +174,17 @@ def with_gain(e: Energy, base: Energy, speedup: float | None, speedup_low: float
                    energy_gain_ci_high=high)
 
 
-def above_idle_error_w(e: Energy, idle: Mapping[str, Any] | None) -> float | None:
+def above_idle_error_w(e: Energy, idle: IdlePower | Mapping[str, Any] | None
+                       ) -> float | None:
     """How far the mode's power above idle may be off: each power's quantisation bound
     (the windows' largest, the idle window's own). None where either is unknown."""
     rng = power_range(e)
     if rng is None or e.idle_power_w is None or e.avg_power_w is None or not idle:
         return None
-    seconds, edge = idle.get("seconds"), idle.get("edge_s")
+    if isinstance(idle, Mapping):
+        seconds, edge = idle.get("seconds"), idle.get("edge_s")
+    else:  # an IdlePower; a record of why there was none has no window to bound
+        seconds, edge = getattr(idle, "seconds", None), getattr(idle, "edge_s", None)
     if not isinstance(seconds, (int, float)) or not isinstance(edge, (int, float)) \
             or seconds <= 0:
         return None
@@ -188,7 +192,7 @@ def above_idle_error_w(e: Energy, idle: Mapping[str, Any] | None) -> float | Non
     return e.avg_power_w * bound + e.idle_power_w * edge / seconds
 
 
-def above_idle_within_error(e: Energy, idle: Mapping[str, Any] | None) -> bool:
+def above_idle_within_error(e: Energy, idle: IdlePower | Mapping[str, Any] | None) -> bool:
     """Is the energy above idle inside the counter's error? Then a page shows "within the
     counter's error", never the (possibly negative) number."""
     err = above_idle_error_w(e, idle)

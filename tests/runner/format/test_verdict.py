@@ -137,8 +137,8 @@ def test_headlines_say_inconclusive_and_quote_no_median():
 def test_pivot_and_points_table_mark_inconclusive():
     p = noisy_points()
     pivot = points_table.speedup_pivot(p).set_index("Batch size")
-    assert pivot.at[1, "compile"].startswith("inconclusive (0.00-111.70x)")
-    assert pivot.at[8, "cuda-graph"].startswith("7.1x (6.5-7.6)")
+    assert pivot.at[1, "compile"].startswith("inconclusive (95% 0.00-111.70x)")
+    assert pivot.at[8, "cuda-graph"].startswith("7.10x (6.50-7.60x)")
     t = points_table.points_table(p)
     row = t[(t["Mode"] == "compile") & (t["Batch size"] == 1)].iloc[0]
     assert row["Verdict"] == vd.INCONCLUSIVE
