@@ -144,7 +144,16 @@ def compare_per_kernel(points: pd.DataFrame, headers: pd.DataFrame) -> pd.DataFr
         table.insert(0, "run", names[int(h["id"])])
         table.insert(1, "source", h.get("source"))
         frames.append(table)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if not frames:
+        return pd.DataFrame()
+    out = pd.concat(frames, ignore_index=True)
+    # A figure a run lacks (a published row has no measured step) is unknown, shown as a
+    # blank cell: a column of numbers and None reads "None" in the table otherwise.
+    for col in out.columns:
+        known = out[col].dropna()
+        if len(known) and all(number_or_none(v) is not None for v in known):
+            out[col] = pd.to_numeric(out[col], errors="coerce")
+    return out
 
 
 def has_published_raw_cuda(headers: pd.DataFrame) -> bool:

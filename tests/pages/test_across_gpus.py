@@ -70,3 +70,13 @@ def test_v100_key_figure_agrees_with_its_per_kernel_rows(three):
     assert "cuda-graph" in set(per_kernel.loc[per_kernel["run"] == names[10], "mode"])
     got = across_gpus.key_figures_per_kernel(key, per_kernel).iloc[0]["key figure"]
     assert got.startswith("cuda-graph: 3.4 us a kernel against eager's 3.8 us (1.12x")
+
+
+def test_a_figure_a_published_row_lacks_is_a_blank_cell_not_none(three):
+    """Compare's per-kernel table mixed numbers and None in one column, which the table
+    showed as the word "None" on the V100 rows."""
+    headers, points = three
+    per_kernel = workload_views.compare_per_kernel(points, headers)
+    for col in per_kernel.columns:
+        assert not any(v is None for v in per_kernel[col]), col
+    assert not per_kernel.astype(str).isin(["None"]).any().any()
