@@ -151,7 +151,7 @@ def compare_per_kernel(points: pd.DataFrame, headers: pd.DataFrame) -> pd.DataFr
     # blank cell: a column of numbers and None reads "None" in the table otherwise.
     for col in out.columns:
         known = out[col].dropna()
-        if len(known) and all(number_or_none(v) is not None for v in known):
+        if all(number_or_none(v) is not None for v in known):  # an empty column too
             out[col] = pd.to_numeric(out[col], errors="coerce")
     return out
 
