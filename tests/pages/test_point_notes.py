@@ -108,7 +108,8 @@ def test_break_even_has_one_definition():
         rows += [{"run_id": 1, "mode": "compile", "batch_size": b, "status": "ok",
                   "step_ms": r, "details": {}},
                  {"run_id": 1, "mode": "reduce-overhead", "batch_size": b, "status": "ok",
-                  "step_ms": 1.0, "details": {"vs_compile": {"median": r * 1.01, "low": r, "high": r * 1.02}}}]
+                  "step_ms": 1.0,
+                  "details": {"vs_compile": {"median": r * 1.01, "low": r, "high": r * 1.02}}}]
     p = pd.DataFrame(rows)
     be = analysis.break_even(p)
     summary = summarize(header_of({"id": 1, "uuid": "u", "workload": "mlp",
