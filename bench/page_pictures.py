@@ -19,14 +19,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.e2e_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
+from tests.e2e_support import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    SETTLED,
+    streamlit_server,
+)
 
-SETTLED = """() => {
-  const app = document.querySelector("[data-testid='stApp']");
-  const charts = [...document.querySelectorAll("[data-testid='stVegaLiteChart']")];
-  return app && app.getAttribute('data-test-script-state') === 'notRunning' &&
-         charts.length > 0 && charts.every(c => c.querySelector('svg.marks text'));
-}"""
 # Scrolls the first element whose text starts with `t` to the top of the view.
 SCROLL = """(t) => {
   const el = [...document.querySelectorAll('h1, h2, h3, p, div[data-testid="stAlert"]')]

@@ -81,6 +81,26 @@ def streamlit_server(db_url: str, env: dict[str, str] | None = None,
                 proc.wait()
 
 
+# The page's script has finished and every chart has drawn its text (the pictures in
+# bench/page_pictures.py and the layout test wait for the same moment).
+SETTLED = """() => {
+  const app = document.querySelector("[data-testid='stApp']");
+  const charts = [...document.querySelectorAll("[data-testid='stVegaLiteChart']")];
+  return app && app.getAttribute('data-test-script-state') === 'notRunning' &&
+         charts.length > 0 && charts.every(c => c.querySelector('svg.marks text'));
+}"""
+
+
+def download_report(page, url: str, path: Path) -> Path:
+    """The run's HTML report, downloaded from the Import/export page at `url` to `path`."""
+    page.goto(url)
+    wait_for_app(page, "Export a run")
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Report (.html, opens offline)").click()
+    dl.value.save_as(path)
+    return path
+
+
 def wait_for_app(page, text: str | None = None) -> None:
     """Wait until streamlit has rendered the page (and `text`, when given)."""
     page.wait_for_selector("[data-testid='stApp']")

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.e2e_support import SETTLED
+
 pytestmark = pytest.mark.e2e
 
 MIN_PLOT_PX = 150
@@ -58,12 +60,6 @@ MEASURE = """() => {
   });
 }"""
 
-SETTLED = """() => {
-  const app = document.querySelector("[data-testid='stApp']");
-  const charts = [...document.querySelectorAll("[data-testid='stVegaLiteChart']")];
-  return app && app.getAttribute('data-test-script-state') === 'notRunning' &&
-         charts.length > 0 && charts.every(c => c.querySelector('svg.marks text'));
-}"""
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pytest
 from db import queries
 from db.store import import_bundle
 from runner.format import bundle as fmt
-from tests.e2e_support import rendered_charts, wait_for_app
+from tests.e2e_support import download_report, rendered_charts, wait_for_app
 from tests.synthetic import sweep_bundle
 
 pytestmark = pytest.mark.e2e
@@ -92,12 +92,7 @@ def test_upload_a_bundle(dashboard, db, page, tmp_path):
 
 def test_html_report_downloads_and_opens_offline(dashboard, db, browser, page, tmp_path):
     rid = _sample_run(db)
-    page.goto(dashboard.url(f"import?run={rid}"))
-    wait_for_app(page, "Export a run")
-    with page.expect_download() as dl:
-        page.get_by_role("button", name="Report (.html, opens offline)").click()
-    path = tmp_path / "report.html"
-    dl.value.save_as(path)
+    path = download_report(page, dashboard.url(f"import?run={rid}"), tmp_path / "report.html")
     # Open it with every network request refused: it must still show its charts.
     offline = browser.new_context(offline=True)
     try:

@@ -12,7 +12,7 @@ import pytest
 
 from db import queries
 from runner.format.run_summary import MEMORY_COST_LABEL
-from tests.e2e_support import wait_for_app
+from tests.e2e_support import download_report, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
@@ -91,12 +91,7 @@ def test_the_h200_mlp_sample_reads_the_same_on_every_page(dashboard, db, page, t
     assert row[1:3] == [SPEEDUP, MEMORY], row
 
     # Its HTML report, downloaded from the Import/export page and opened in the browser.
-    page.goto(dashboard.url(f"import?run={rid}"))
-    wait_for_app(page, "Export a run")
-    with page.expect_download() as dl:
-        page.get_by_role("button", name="Report (.html, opens offline)").click()
-    path = tmp_path / "report.html"
-    dl.value.save_as(path)
+    path = download_report(page, dashboard.url(f"import?run={rid}"), tmp_path / "report.html")
     page.goto(path.as_uri())
     answer = page.locator("p.answer").first.inner_text()
     assert answer.strip() == f"{SPEEDUP} · {MEMORY}"
