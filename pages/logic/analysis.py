@@ -70,7 +70,7 @@ def verdicts(df: pd.DataFrame) -> pd.Series:
     reference itself, and where the speedup is unknown.
 
     By column: the Runs board judges every point of every listed run, and a call per row
-    cost 0.2 s per 32,000 points. verdict() stays the rule's definition; tests/test_verdict
+    cost 0.2 s per 32,000 points. verdict() stays the rule's definition; tests/runner/format/test_verdict.py
     holds this to it over the rule's edge cases."""
     if df.empty:
         return pd.Series([], index=df.index, dtype=object)

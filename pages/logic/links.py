@@ -64,7 +64,7 @@ def unknown_page(asked: str | None) -> str | None:
 
 
 # Streamlit drops a query string of more than this many parameters whole (its
-# CLIENT_STATE_QUERY_STRING_MAX_FIELDS; tests/test_untrusted_text.py holds them equal), so
+# CLIENT_STATE_QUERY_STRING_MAX_FIELDS; tests/e2e/test_untrusted_text.py holds them equal), so
 # a page cannot tell 3,000 repeated ?run= from none: the message names the limit.
 MAX_URL_FIELDS = 1000
 

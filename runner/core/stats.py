@@ -8,7 +8,7 @@ round's figure is not normal (the host flips between states, so samples come in 
 levels), and the median of n independent rounds lies between the k-th smallest and the
 k-th largest with a probability given exactly by the binomial distribution, whatever the
 distribution of a round. No randomness, so the same rounds give the same interval;
-tests/test_stats.py shows its coverage on synthetic two-level noise with drift.
+tests/runner/core/test_stats.py shows its coverage on synthetic two-level noise with drift.
 
 Why paired ratios: each round times every mode back to back, so a host state that
 slows one round slows all modes of that round alike. The per-round ratio eager / mode

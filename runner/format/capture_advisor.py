@@ -15,7 +15,7 @@ How the list is chosen:
    size above it, and an optimal list only ever holds sizes that batches round up to, plus
    the largest), with divide-and-conquer over the monotone split point (the padding cost
    of an interval satisfies the quadrangle inequality, as 1-D clustering costs do);
-   tests/test_capture_advisor.py checks it against brute force.
+   tests/runner/format/test_capture_sizes.py checks it against brute force.
 4. Among the k that fit, the fewest graphs whose padding waste is within `tolerance`
    (default one percentage point) of the best: each graph costs capture time.
 """

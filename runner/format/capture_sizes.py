@@ -210,7 +210,7 @@ class Curve:
 # h200-capture-memory-mlp.json's shared-clear variant (10 sizes, 512 down to 1, into one
 # pool: the pool stays at 34 MiB and the device's used memory grows 2 MiB in all, 0.2 MiB
 # per further graph; the first capture took 0.146 s, the others 0.006-0.013 s).
-# tests/test_capture_sizes.py recomputes these figures from those files.
+# tests/runner/format/test_capture_sizes.py recomputes these figures from those files.
 DEFAULT_CURVE = Curve(fixed_bytes=36_138_327, per_row_bytes=2_979.0, per_graph_bytes=233_017,
                       first_capture_s=0.146, capture_s=0.008,
                       source="H200 mlp fp32 (data/samples/h200-mlp.json, bench/results/"
