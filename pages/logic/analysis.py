@@ -70,8 +70,8 @@ def verdicts(df: pd.DataFrame) -> pd.Series:
     reference itself, and where the speedup is unknown.
 
     By column: the Runs board judges every point of every listed run, and a call per row
-    cost 0.2 s per 32,000 points. verdict() stays the rule's definition; tests/runner/format/test_verdict.py
-    holds this to it over the rule's edge cases."""
+    cost 0.2 s per 32,000 points. verdict() stays the rule's definition;
+    tests/runner/format/test_verdict.py holds this to it over the rule's edge cases."""
     if df.empty:
         return pd.Series([], index=df.index, dtype=object)
     v, lo, hi = (pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float)

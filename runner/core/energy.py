@@ -15,7 +15,8 @@ mean zero and a bound stated per window (EnergyWindow.bound; ~2% for 10 ms block
 and until the end is seen), so a counter that reports with a lag shifts the window
 within one mode's work instead of mixing in another's. A window begins one counter step after the
 last one ended, so waiting for one change (settle_ticks=1) covers a lag of up to one step;
-settle_ticks=2 covers up to two (tests/runner/core/test_energy_windows.py shows both, and the failure past).
+settle_ticks=2 covers up to two (tests/runner/core/test_energy_windows.py shows both, and
+the failure past).
 
 Why steps are counted after a sync: CUDA work is asynchronous; a step issued is not a
 step done. Each poll runs one block (the rounds' iters for the mode) and then `sync`, so

@@ -5,8 +5,8 @@ Isolation between batch sizes is a full in-process reset rather than a fresh pro
 per point: a process start (torch import, CUDA context) costs seconds on a slow host CPU,
 which would dwarf an eager point. The reset (docs/MEASUREMENT.md, "Isolation") covers: Dynamo
 caches and recompile counts (torch._dynamo.reset), CUDA graph trees and their pools,
-dropped references, gc, empty_cache. tests/runner/core/test_gpu_runner.py proves it: the 12th size of a
-sweep agrees with a fresh compile at that size.
+dropped references, gc, empty_cache. tests/runner/core/test_gpu_runner.py proves it: the 12th
+size of a sweep agrees with a fresh compile at that size.
 
 Within a batch size the modes share one model and live side by side: each mode is
 prepared (compile, capture), checked against eager and warmed up in turn, with its own
