@@ -14,6 +14,11 @@ process:
    the steps between the two detecting reads; each edge is seen at most one block late
    (~50 ms in 3 s: < 2%, mean zero).
 
+The loop runs twice, before and after the runner's figures, and its reading is the mean
+of the two: the GPU's power drifts as it warms (on the H200 the 8192 point's loop read
+476 W, then 505 W a few seconds later), so a reading taken only after the runner's would
+count that drift against it. The two loops' spread is printed ("drift").
+
 The two agree when |runner / loop - 1| is within 5% where the GPU is busy >= 80% of the
 step (the runner's gpu_busy_ms over step_ms) and within 10% elsewhere. The loop's own
 step (its seconds over its steps) is printed beside the runner's timed step: at
@@ -100,6 +105,13 @@ def loop_reading(step, counter, loop_s: float, sync) -> dict:
             "step_ms": (t1 - t0) * 1e3 / steps, "seconds": t1 - t0, "steps": steps}
 
 
+def mean_reading(before: dict, after: dict) -> dict:
+    """The two loops' mean, and how far the second moved from the first (energy per step)."""
+    out = {k: (before[k] + after[k]) / 2 for k in ("mj_per_step", "power_w", "step_ms")}
+    out["drift"] = after["mj_per_step"] / before["mj_per_step"] - 1
+    return out
+
+
 def independent(name: str, params: dict, batch: int, counter, loop_s: float) -> dict:
     import torch
 
@@ -137,13 +149,14 @@ def main() -> int:
         kind, b = item.split(":")
         name, params = workload_of(kind, a.hf_model)
         batch = int(b)
+        before = independent(name, params, batch, counter, a.loop_s)
         ms = runner_figures(name, params, batch)
-        loops = independent(name, params, batch, counter, a.loop_s)
+        after = independent(name, params, batch, counter, a.loop_s)
         for mode in ("eager", "cuda-graph"):
-            m, lp = ms[mode], loops[mode]
+            m, lp = ms[mode], mean_reading(before[mode], after[mode])
             e = m.energy
             if e.energy_mj_per_step is None:
-                rows.append((kind, batch, mode, "-", "-", "-", "-", "-", "-", "-",
+                rows.append((kind, batch, mode, "-", "-", "-", "-", "-", "-", "-", "-",
                              f"no figure: {e.unavailable_reason or m.message}"))
                 failed += 1
                 continue
@@ -155,10 +168,10 @@ def main() -> int:
             rows.append((kind, batch, mode, f"{e.energy_mj_per_step:.3f}",
                          f"{lp['mj_per_step']:.3f}", f"{off:+.1%}", f"{bar:.0%}",
                          f"{m.timing.step_ms:.4f}", f"{lp['step_ms']:.4f}",
-                         f"{e.avg_power_w:.1f}/{lp['power_w']:.1f}",
+                         f"{e.avg_power_w:.1f}/{lp['power_w']:.1f}", f"{lp['drift']:+.1%}",
                          f"busy {busy:.0%} {'ok' if ok else 'MISS'}"))
     head = ("workload", "batch", "mode", "runner mJ", "loop mJ", "diff", "bar",
-            "runner ms", "loop ms", "W runner/loop", "verdict")
+            "runner ms", "loop ms", "W runner/loop", "drift", "verdict")
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     lines = ["  ".join(str(v).rjust(w) for v, w in zip(r, widths, strict=True))
              for r in [head, *rows]]

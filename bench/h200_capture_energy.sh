@@ -10,6 +10,9 @@
 #                                               issue 39's wall time and host split
 #   bash bench/h200_capture_energy.sh tests     pytest -m gpu, twice
 #   bash bench/h200_capture_energy.sh rep       three mlp 1,8,64 runs: interval coverage
+#   bash bench/h200_capture_energy.sh check     bench/energy_check.py, graph-memory refusing
+#                                               train-step, then pytest -m gpu once
+# Labels name the GPU the driver reports (the device may lend an H100 for an H200).
 # Outputs under $OUT; a short table last.
 set -u
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
@@ -21,6 +24,7 @@ if [ -d .whl ]; then
     --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | sed 's/^NVIDIA //; s/ .*//')
 python3 -c "import torch, transformers, platform; print('torch', torch.__version__, 'cuda', \
 torch.version.cuda, 'transformers', transformers.__version__, 'python', platform.python_version())"
 
@@ -29,7 +33,7 @@ gm() {  # name secs workload sizes [params...]
   local extra=(); for p in "$@"; do extra+=(--param "$p"); done
   stamp "graph-memory $name"
   timeout "$secs" python3 -m runner graph-memory --workload "$workload" --sizes "$sizes" \
-    --pool both "${extra[@]}" --label "H200 graph memory: $workload${*:+ ($*)}" --no-db \
+    --pool both "${extra[@]}" --label "$GPU graph memory: $workload${*:+ ($*)}" --no-db \
     --out "$OUT/$name.json" > "$OUT/$name.log" 2>&1
   echo "$name rc=$?"; tail -3 "$OUT/$name.log"
 }
@@ -71,17 +75,28 @@ energy)
   t0=$(date +%s)
   timeout -s INT 200 python3 -m runner sweep --workload mlp --batch-sizes 1,8,64,8192 \
     --modes eager,compile,reduce-overhead,cuda-graph --timing standard --processes 3 \
-    --label "H200 mlp" --no-db --out "$OUT/h200-mlp-energy.json" > "$OUT/mlp-sweep.log" 2>&1
+    --label "$GPU mlp" --no-db --out "$OUT/h200-mlp-energy.json" > "$OUT/mlp-sweep.log" 2>&1
   echo "mlp-sweep rc=$? wall $(( $(date +%s) - t0 ))s"
   stamp hf-sweep
   t0=$(date +%s)
   timeout -s INT 200 python3 -m runner sweep --workload hf-causal-lm --param model=small-llama \
     --param layers=4 --batch-sizes 1,8,64 --modes eager,compile,reduce-overhead,cuda-graph \
-    --timing standard --processes 3 --label "H200 hf-causal-lm decode" --no-db \
+    --timing standard --processes 3 --label "$GPU hf-causal-lm decode" --no-db \
     --out "$OUT/h200-hf-decode-energy.json" > "$OUT/hf-sweep.log" 2>&1
   echo "hf-sweep rc=$? wall $(( $(date +%s) - t0 ))s"
   echo "---- energy check"; tail -12 "$OUT/energy-check.log"
   echo "---- mlp sweep"; grep -vE "^\s*$|Warning|warn" "$OUT/mlp-sweep.log" | tail -24
+  ;;
+check)
+  stamp energy-check
+  timeout 240 python3 bench/energy_check.py --out "$OUT/energy-check.txt" > "$OUT/energy-check.log" 2>&1
+  echo "energy-check rc=$?"
+  stamp graph-memory-train-step
+  timeout 90 python3 -m runner graph-memory --workload train-step --sizes 1,8 --no-db \
+    --out /tmp/gm-train.json > "$OUT/gm-train.log" 2>&1
+  echo "graph-memory train-step rc=$? (2: refused, as it should be)"; tail -2 "$OUT/gm-train.log"
+  gpu_tests pytest-check
+  echo "---- energy check"; grep -v Warn "$OUT/energy-check.log" | tail -11
   ;;
 tests)
   gpu_tests pytest-2
@@ -94,6 +109,6 @@ rep)
   echo "repeatability rc=$?"
   python3 bench/repeatability.py report "$OUT" | tail -30
   ;;
-*) echo "usage: $0 capture|energy|tests|rep"; exit 2 ;;
+*) echo "usage: $0 capture|energy|tests|rep|check"; exit 2 ;;
 esac
 stamp done

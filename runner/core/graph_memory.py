@@ -69,6 +69,20 @@ def capture_series(model, make_input: Callable, sizes: Sequence[int], pool_kind:
     return rows
 
 
+def not_capturable(model, name: str) -> str | None:
+    """Why `model` has no per-size forward graph to measure, or None. A training step
+    (train-step: forward, backward and the optimizer) is one graph a trainer captures once
+    at its batch size, not a list of sizes an engine captures; its graph pool is measured
+    by a sweep's cuda-graph mode. Found on the H100: capture_series called the task like a
+    module ('TrainTask' object is not callable)."""
+    if getattr(model, "needs_grad", False):
+        return (f"workload {name!r} is a training step: graph-memory measures the forward "
+                "graphs an inference engine captures per batch size; a training step's "
+                "graph pool is in its sweep's cuda-graph points (python -m runner sweep "
+                f"--workload {name} --modes eager,cuda-graph)")
+    return None
+
+
 def size_input(model, make_input: Callable, batch_size: int, generator):
     """The input of one size, after the model's per-batch state is made for that size
     (prepare_batch; the reason the hf-causal-lm capture once crashed: its forward rewinds

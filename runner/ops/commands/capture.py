@@ -304,17 +304,22 @@ class GraphMemory(MeasuringCommand):
             raise UsageError(f"graph-memory needs CUDA, which is not available here (torch "
                              f"{torch.__version__})")
 
+        from runner.core.graph_memory import not_capturable
         from runner.core.workloads import resolve
 
         self.workload = resolve(args.workload, self.params)
         self.pool = args.pool
+        self.model, self.make_input = self.workload.build("cuda")
+        reason = not_capturable(self.model, self.workload.name)
+        if reason:
+            raise UsageError(f"graph-memory: {reason}")
 
     def run(self, engine: Any, storage: Storage) -> str:
         from runner.core import environment
         from runner.core.graph_memory import capture_series
 
         workload, params, sizes = self.workload, self.params, self.sizes
-        model, make_input = workload.build("cuda")
+        model, make_input = self.model, self.make_input
         pools = ("shared", "private") if self.pool == "both" else (self.pool,)
         cmd = shlex.join(["python", "-m", "runner", "graph-memory", "--workload",
                           workload.name, "--sizes", ",".join(map(str, sorted(sizes))),

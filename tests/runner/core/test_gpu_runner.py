@@ -53,8 +53,8 @@ def four_modes():
 
 def test_environment_names_the_gpu(four_modes):
     env = four_modes[0].env
-    assert env["device"] == "cuda" and env["gpu_name"] and env["sm_count"] > 0
-    assert env["gpu_memory_bytes"] > 0 and env["torch_version"]
+    assert env.device == "cuda" and env.gpu_name and env.sm_count > 0
+    assert env.gpu_memory_bytes > 0 and env.torch_version
 
 
 def test_every_mode_measures_and_matches_eager(four_modes):

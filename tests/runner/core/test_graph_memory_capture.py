@@ -104,3 +104,16 @@ def test_hf_causal_lm_graph_memory_on_a_gpu(phase):
         # the pools only grow as the graphs are kept
         assert all(a.pool_reserved_bytes <= b.pool_reserved_bytes
                    for a, b in zip(rows[:-1], rows[1:], strict=True))
+
+
+def test_a_training_step_is_refused_before_any_capture():
+    """train-step crashed in the capture loop on the H100 ('TrainTask' object is not
+    callable); it is now refused up front with the reason, inference workloads pass."""
+    from runner.core.graph_memory import not_capturable
+    from runner.core.workloads import resolve
+
+    train, _ = resolve("train-step", {}).build("cpu")
+    reason = not_capturable(train, "train-step")
+    assert reason and "training step" in reason and "train-step" in reason
+    mlp, _ = resolve("mlp", {}).build("cpu")
+    assert not_capturable(mlp, "mlp") is None
