@@ -24,7 +24,7 @@ from db.models import (
 from runner.format import bundle as fmt
 from runner.format import serve_record as rec
 from runner.format.bundle import BundleError
-from runner.format.measurement import JsonObject
+from runner.format.json_shape import JsonObject
 from runner.format.run_record import Environment, Run
 
 

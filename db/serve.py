@@ -14,7 +14,7 @@ from db import rows
 from db.models import EnvironmentRow, RunRow, ServeConfigRow, ServeProfilePointRow, ServeResultRow
 from db.rows import RunNotFound, add_section, read_section  # noqa: F401 - part of this API
 from runner.format import serve_record as rec
-from runner.format.measurement import JsonObject
+from runner.format.json_shape import JsonObject
 from runner.format.run_record import Environment, Run
 
 # --- writing -----------------------------------------------------------------------------

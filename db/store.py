@@ -18,7 +18,8 @@ from db.rows import RunNotFound, environment_key  # noqa: F401 - part of this AP
 from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
 from runner.format.bundle import BundleError
-from runner.format.measurement import JsonObject, Measurement
+from runner.format.json_shape import JsonObject
+from runner.format.measurement import Measurement
 from runner.format.run_record import Environment, Run
 
 

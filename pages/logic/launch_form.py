@@ -22,7 +22,6 @@ from runner.format.limits import (
     MAX_QUEUED_PER_SESSION,
     MEMORY_HEADROOM,
 )
-from runner.format.measurement import JsonObject
 from runner.format.queue import Job, Worker
 from runner.format.specs import (
     SpecError,
@@ -51,9 +50,8 @@ DEFAULTS = {"workload": "mlp", "modes": list(MODES), "batch_preset": next(iter(B
 class Checked:
     """A checked form: the spec to queue, or errors by field name (never both)."""
 
-    spec: JsonObject | None = None  # sweep's fields as the queue stores them (its JSON)
+    spec: SweepSpec | None = None  # checked as the queue checks it: what is queued
     target: str | None = None
-    sweep: SweepSpec | None = None  # the same, checked: what is queued
     errors: dict[str, str] = field(default_factory=dict)
 
 
@@ -168,7 +166,7 @@ def check(values: FormValues) -> Checked:
         return Checked(errors={e.field: str(e)})
     except WorkloadError as e:
         return Checked(errors={"params": str(e)})
-    return Checked(spec=spec.to_json(queued=True), target=target, sweep=spec)
+    return Checked(spec=spec, target=target)
 
 
 def describe_point(job: Job) -> str:
@@ -286,13 +284,12 @@ def limits_text(memory_bytes: int | None, where: str) -> str:
             f"the queue holds {MAX_QUEUED_JOBS}.")
 
 
-def cost(spec: JsonObject, memory_bytes: int | None) -> tuple[str, str | None]:
+def cost(spec: SweepSpec, memory_bytes: int | None) -> tuple[str, str | None]:
     """(the job's estimated cost in words, why the queue refuses it or None)."""
-    c = estimate_cost(spec["workload"], spec.get("params") or {}, spec["batch_sizes"],
-                      spec["modes"])
+    c = estimate_cost(spec.workload, spec.params, spec.batch_sizes, spec.modes)
     memory = ("memory not estimated for this workload" if c.memory_bytes is None else
               f"estimated peak memory {gib(c.memory_bytes)} (from the model's shapes, at "
-              f"batch size {max(spec['batch_sizes'])})")
+              f"batch size {max(spec.batch_sizes)})")
     refusal = c.refusal(memory_bytes)
     if c.points > MAX_JOB_POINTS:
         refusal = (f"{c.points} points is more than {MAX_JOB_POINTS} for one job: fewer "

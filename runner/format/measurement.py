@@ -24,12 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.format.energy import Energy, EnergyWindow, IdlePower
-from runner.format.json_shape import as_json, exact, exact_list
+from runner.format.json_shape import JsonObject, as_json, exact, exact_list
 from runner.format.trace import TraceDoc
-
-# A JSON object at a boundary (a bundle's measurement, a details value that is itself
-# a mapping of the runner's of no fixed shape: placement, CUDA Graph trees).
-JsonObject = dict[str, Any]
 
 TOP, DETAILS = "top", "details"
 

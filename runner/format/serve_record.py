@@ -21,8 +21,8 @@ from runner.format.buckets import (
     parse_distribution,
     parse_strategy,
 )
+from runner.format.json_shape import JsonObject
 from runner.format.limits import MAX_BATCH_SIZE, MAX_DIST_TEXT, MAX_REQUESTS
-from runner.format.measurement import JsonObject
 from runner.format.numbers import is_number
 from runner.format.vocab import STRATEGY_KINDS
 

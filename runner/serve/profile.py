@@ -11,7 +11,7 @@ import time
 import torch
 
 from runner.core import memory
-from runner.format.measurement import JsonObject
+from runner.format.json_shape import JsonObject
 from runner.format.numbers import finite, percentile
 from runner.serve.context import Context, capture, reset
 

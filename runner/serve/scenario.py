@@ -32,9 +32,9 @@ from runner.core.workloads import Workload
 from runner.format import advisor, buckets, serve_record
 from runner.format.buckets import Strategy
 from runner.format.bundle import now_iso
-from runner.format.json_shape import as_json
+from runner.format.json_shape import JsonObject, as_json
 from runner.format.limits import TOLERANCE
-from runner.format.measurement import JsonObject, Launches, split
+from runner.format.measurement import Launches, split
 from runner.format.numbers import finite
 from runner.format.run_record import Environment, Run
 from runner.serve.context import (  # noqa: F401 - the scenario's API includes its context
