@@ -21,6 +21,7 @@ from runner.format.bundle import BundleError
 from runner.format.json_shape import JsonObject
 from runner.format.measurement import Measurement
 from runner.format.run_record import Environment, Run
+from runner.format.serve_record import ServeSection
 
 
 def start_run(engine: Engine, environment: Environment, run: Run) -> int:
@@ -151,7 +152,7 @@ def import_bundle(engine: Engine, doc: JsonObject, name: str = "the bundle"
         s.add(row)
         s.flush()
         if doc.get("serve") is not None:  # a serve run (bundle version 2): same transaction
-            rows.add_section(s, row.id, doc["serve"])
+            rows.add_section(s, row.id, ServeSection.from_json(doc["serve"]))
         if doc.get(gm.SECTION) is not None:  # a graph-memory run: same transaction
             dbgm.add_section(s, row.id, doc[gm.SECTION])
         return row.id, True
@@ -256,7 +257,7 @@ def export_bundle(engine: Engine, run_id: int) -> JsonObject:
               for m in row.measurements]
         serve = graph_memory = None
         if row.kind == "serve":
-            serve = rows.read_section(s, row.id)
+            serve = rows.read_section(s, row.id).to_json()
         elif row.kind == dbgm.KIND:
             graph_memory = dbgm.read_section(s, row.id)
     return fmt.make_bundle(env, run, ms, serve=serve, graph_memory=graph_memory)
