@@ -109,7 +109,7 @@ def _canon(v: Any) -> Any:
     return [_canon(x) for x in v]
 
 
-def fingerprint(doc: JsonObject) -> str:
+def fingerprint(doc: fmt.Bundle) -> str:
     """The content of a validated bundle, independent of its format version."""
     import json
 
@@ -118,8 +118,7 @@ def fingerprint(doc: JsonObject) -> str:
         t = fmt.parse_time(run.get(f))
         run[f] = t.astimezone(fmt.timezone.utc).isoformat() if t else None
     ms = sorted(doc["measurements"], key=lambda m: (m["mode"], m["batch_size"]))
-    body: JsonObject = {"environment": doc["environment"], "run": run,
-                            "measurements": ms}
+    body = {"environment": doc["environment"], "run": run, "measurements": ms}
     if doc.get("serve") is not None:
         serve = dict(doc["serve"])
         serve["profile"] = sorted(serve.get("profile") or [], key=lambda p: p["batch_size"])
@@ -184,7 +183,7 @@ def import_safely(engine: Engine, doc: JsonObject, name: str) -> tuple[int, bool
                           "nothing was imported") from None
 
 
-def _same_or_conflict(engine: Engine, run_id: int, doc: JsonObject, name: str) -> None:
+def _same_or_conflict(engine: Engine, run_id: int, doc: fmt.Bundle, name: str) -> None:
     try:
         # The stored run, not the one being imported: checked so that both sides are in
         # validate()'s normal form before their fingerprints are compared.

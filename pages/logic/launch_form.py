@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+
 from runner.format.catalog import WORKLOADS, WorkloadError
 from runner.format.limits import (
     DEFAULT_GPU_MEMORY_BYTES,
@@ -174,28 +176,27 @@ def describe_point(job: Job) -> str:
     return job.current_point or job.status or ""
 
 
-def queue_rows(queue: list[Job], base_url: str | None) -> list[dict[str, Any]]:
-    """The queue table (st.dataframe's rows, by column): one row per job, a link to its
-    run once there is one."""
+def queue_rows(queue: list[Job], base_url: str | None) -> pd.DataFrame:
+    """The queue table: one row per job, a link to its run once there is one."""
     from pages.logic.links import run_url
 
-    return [{"job": j.id, "status": j.shown, "workload": j.workload,
+    return pd.DataFrame([{"job": j.id, "status": j.shown, "workload": j.workload,
              "points": f"{j.points_done}/{j.points_total}",
              "now": j.current_point or "", "device": j.device,
              "target": j.target or "any", "worker": j.worker_name or "",
              "label": j.label or "",
              "slurm": f"{j.slurm_job_id} ({j.gpu_type})" if j.slurm_job_id else "",
              "run": run_url(base_url, j.run_id) if j.run_id else None}
-            for j in queue]
+            for j in queue])
 
 
-def worker_rows(workers: list[Worker]) -> list[dict[str, Any]]:
-    """The workers table (st.dataframe's rows, by column)."""
-    return [{"worker": w.name, "host": w.hostname, "GPU": w.gpu_name or "none (cpu)",
+def worker_rows(workers: list[Worker]) -> pd.DataFrame:
+    """The workers table: one row per live worker."""
+    return pd.DataFrame([{"worker": w.name, "host": w.hostname, "GPU": w.gpu_name or "none (cpu)",
              # The GPU it is pinned to on its host (`worker --gpu N`), and its host policy.
              "slot": None if w.host_slot is None else f"gpu{w.host_slot}",
              "timing": w.host_policy,
-             "torch": w.torch_version, "pid": w.pid} for w in workers]
+             "torch": w.torch_version, "pid": w.pid} for w in workers])
 
 
 # --- before Launch: who will run it (how long: launch_estimate.py) ----------------------------

@@ -405,7 +405,7 @@ class Measurement:
         """The `details` object as a bundle writes it: declared keys that are known (or
         kept as null) in DETAILS_ORDER, then the undeclared ones of `extra`; keys read
         from JSON first, in the order read."""
-        out: JsonObject = {}
+        out = {}
         for key in DETAILS_ORDER:
             rec, name = _DETAIL_KEYS[key]
             v = getattr(getattr(self, rec), name)
@@ -449,8 +449,7 @@ class Measurement:
 
 def split(record: Any) -> tuple[JsonObject, JsonObject]:
     """A sub-record's JSON: (top-level fields, known details fields), by their keys."""
-    top: JsonObject = {}
-    details: JsonObject = {}
+    top, details = {}, {}
     for f in dataclasses.fields(record):
         key, v = f.metadata["key"] or f.name, getattr(record, f.name)
         if f.metadata["where"] == TOP:

@@ -54,7 +54,7 @@ class Executor:
     serve: Callable[[Any], Any]  # one request's input -> its real rows
     execution: str
     graphs: int | None
-    details: dict = field(default_factory=dict)
+    details: JsonObject = field(default_factory=dict)  # the result's details, to start
     count_graphs: Callable[[], int | None] | None = None  # reduce-overhead: recordings
     keep: list = field(default_factory=list)  # graphs and static tensors, alive while used
 
@@ -105,7 +105,7 @@ def _buckets(ctx: Context, s: Strategy) -> Executor:
     sizes, model = s.buckets, ctx.model
     gen = torch.Generator().manual_seed(0)
     static: dict[int, tuple] = {}
-    details: JsonObject = {}
+    details = {}
     if ctx.cuda:
         details.update(capture_order=[], pool_bytes_by_bucket={}, capture_s_by_bucket={})
         pool = torch.cuda.graph_pool_handle()
