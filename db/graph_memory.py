@@ -15,7 +15,7 @@ from db.models import EnvironmentRow, GraphMemoryCaptureRow, RunRow
 from db.rows import RunNotFound, iso
 from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
-from runner.format.measurement import JsonObject
+from runner.format.json_shape import JsonObject
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -24,6 +24,7 @@ from db.access import require_writable
 from db.hosts import check_fields
 from db.models import JobRow, RunRow, WorkerRow
 from runner.format import queue
+from runner.format.json_shape import JsonObject
 from runner.format.limits import (
     HEARTBEAT_S,
     LOST_AFTER_S,
@@ -31,7 +32,6 @@ from runner.format.limits import (
     MAX_QUEUED_JOBS,
     MAX_QUEUED_PER_SESSION,
 )
-from runner.format.measurement import JsonObject
 from runner.format.specs import SpecError, SweepSpec, check_sweep, check_text, estimate_cost
 from runner.format.vocab import FINISHED_STATUSES, JOB_EXECUTORS
 
@@ -109,17 +109,18 @@ def db_now(engine: Engine) -> datetime:
         return _aware(c.scalar(select(func.now())))
 
 
-def _row(row: Any) -> JsonObject:
-    # The boundary: a row's columns, times made aware, before they become a record.
-    return {k: _aware(v) if isinstance(v, datetime) else v for k, v in row._mapping.items()}
+def _record(cls, row: Any):
+    # The boundary: a row's columns, times made aware, become a record.
+    return cls.from_row({k: _aware(v) if isinstance(v, datetime) else v
+                         for k, v in row._mapping.items()})
 
 
 def _job(row: Any) -> queue.Job:
-    return queue.Job.from_row(_row(row))
+    return _record(queue.Job, row)
 
 
 def _worker(row: Any) -> queue.Worker:
-    return queue.Worker.from_row(_row(row))
+    return _record(queue.Worker, row)
 
 
 # --- queueing (browser-reachable writes: guarded) --------------------------------------
@@ -135,7 +136,14 @@ def enqueue(engine: Engine, spec: SweepSpec | JsonObject, target: str | None = N
     already has MAX_QUEUED_PER_SESSION waiting jobs or the queue MAX_QUEUED_JOBS. `memory_bytes`:
     the target's memory when known (default: DEFAULT_GPU_MEMORY_BYTES)."""
     require_writable("queue a job")
-    spec = check_spec(_relabelled(spec, label), memory_bytes)
+    if label is not None and isinstance(spec, SweepSpec):
+        try:
+            spec = replace(spec, label=check_text(label, "label"))
+        except SpecError as e:
+            raise JobSpecError(str(e)) from None
+    elif label is not None:
+        spec = {**spec, "label": label}
+    spec = check_spec(spec, memory_bytes)
     try:
         target = check_text(target, "target")
         gpu_type = check_text(gpu_type, "GPU type")
@@ -175,15 +183,6 @@ def enqueue(engine: Engine, spec: SweepSpec | JsonObject, target: str | None = N
                                 f"{MAX_QUEUED_PER_SESSION} waiting jobs; wait for them "
                                 "to run or cancel some")
         return job_id
-
-
-def _relabelled(spec: SweepSpec | JsonObject, label: str | None):
-    if label is None or not isinstance(spec, SweepSpec):
-        return spec if label is None else {**spec, "label": label}
-    try:
-        return replace(spec, label=check_text(label, "label"))
-    except SpecError as e:
-        raise JobSpecError(str(e)) from None
 
 
 def cancel(engine: Engine, job_id: int) -> str:

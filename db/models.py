@@ -33,13 +33,13 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from runner.format import graph_memory, serve_record
+from runner.format.json_shape import JsonObject
 from runner.format.limits import (
     ENVIRONMENT_TEXT_LIMITS,
     MAX_DIST_TEXT,
     MAX_LABEL,
     RUN_TEXT_LIMITS,
 )
-from runner.format.measurement import JsonObject
 from runner.format.vocab import (
     CUDAGRAPH_STATUSES,
     HOST_POLICIES,

@@ -24,8 +24,9 @@ from db.models import (
 from runner.format import bundle as fmt
 from runner.format import serve_record as rec
 from runner.format.bundle import BundleError
-from runner.format.measurement import JsonObject
+from runner.format.json_shape import JsonObject
 from runner.format.run_record import Environment, Run
+from runner.format.serve_record import ServeConfig, ServeProfilePoint, ServeResult, ServeSection
 
 
 class RunNotFound(LookupError):
@@ -88,31 +89,34 @@ def check_part(fn, *args) -> None:
         raise BundleError(str(e)) from None
 
 
-def result_row(run_id: int, r: JsonObject) -> ServeResultRow:
-    values = {f: r.get(f) for f in rec.RESULT_FIELDS}
-    values.update(message=values["message"] or "", buckets=list(values["buckets"] or []),
-                  latencies_ms=list(values["latencies_ms"] or []),
-                  details=values["details"] or {})
+def config_row(run_id: int, c: ServeConfig) -> ServeConfigRow:
+    return ServeConfigRow(run_id=run_id, batch_dist=c.batch_dist, requests=c.requests,
+                          seed=c.seed, strategies=list(c.strategies), stream=list(c.stream))
+
+
+def result_row(run_id: int, r: ServeResult) -> ServeResultRow:
+    values = {f: getattr(r, f) for f in rec.RESULT_FIELDS}
+    values.update(buckets=list(r.buckets), latencies_ms=list(r.latencies_ms))
     return ServeResultRow(run_id=run_id, **values)
 
 
-def profile_row(run_id: int, p: JsonObject) -> ServeProfilePointRow:
-    return ServeProfilePointRow(run_id=run_id, **{f: p.get(f) for f in rec.PROFILE_FIELDS})
+def profile_row(run_id: int, p: ServeProfilePoint) -> ServeProfilePointRow:
+    return ServeProfilePointRow(run_id=run_id,
+                                **{f: getattr(p, f) for f in rec.PROFILE_FIELDS})
 
 
 # --- the serve section of a bundle, inside import_bundle's / export_bundle's session -----
 
-def add_section(session: Session, run_id: int, section: JsonObject) -> None:
+def add_section(session: Session, run_id: int, section: ServeSection) -> None:
     """A validated bundle's serve section, inside import_bundle's transaction."""
-    session.add(ServeConfigRow(run_id=run_id, **{f: section[f] for f in (
-        "batch_dist", "requests", "seed", "strategies", "stream")}))
-    for r in section["results"]:
+    session.add(config_row(run_id, section.config))
+    for r in section.results:
         session.add(result_row(run_id, r))
-    for p in section.get("profile") or []:
+    for p in section.profile:
         session.add(profile_row(run_id, p))
 
 
-def read_section(session: Session, run_id: int) -> JsonObject:
+def read_section(session: Session, run_id: int) -> ServeSection:
     cfg = session.get(ServeConfigRow, run_id)
     if cfg is None:
         raise RunNotFound(f"run {run_id} is a serve run without its serve data")
@@ -121,7 +125,8 @@ def read_section(session: Session, run_id: int) -> JsonObject:
     profile = session.scalars(select(ServeProfilePointRow)
                               .where(ServeProfilePointRow.run_id == run_id)
                               .order_by(ServeProfilePointRow.batch_size)).all()
-    return rec.make_section(
-        cfg.batch_dist, cfg.requests, cfg.seed, list(cfg.strategies), list(cfg.stream),
-        [{f: getattr(r, f) for f in rec.RESULT_FIELDS} for r in results],
-        [{f: getattr(p, f) for f in rec.PROFILE_FIELDS} for p in profile])
+    return ServeSection(
+        ServeConfig(cfg.batch_dist, cfg.requests, cfg.seed, list(cfg.strategies),
+                    list(cfg.stream)),
+        [ServeResult.from_json({f: getattr(r, f) for f in rec.RESULT_FIELDS}) for r in results],
+        [ServeProfilePoint(**{f: getattr(p, f) for f in rec.PROFILE_FIELDS}) for p in profile])

@@ -14,41 +14,40 @@ from db import rows
 from db.models import EnvironmentRow, RunRow, ServeConfigRow, ServeProfilePointRow, ServeResultRow
 from db.rows import RunNotFound, add_section, read_section  # noqa: F401 - part of this API
 from runner.format import serve_record as rec
-from runner.format.measurement import JsonObject
+from runner.format.json_shape import as_json
 from runner.format.run_record import Environment, Run
+from runner.format.run_summary import RunHeader, header_of
+from runner.format.serve_record import ServeConfig, ServeProfilePoint, ServeResult
 
 # --- writing -----------------------------------------------------------------------------
 
 def start_serve_run(engine: Engine, environment: Environment, run: Run,
-                    config: JsonObject) -> int:
+                    config: ServeConfig) -> int:
     """The run header and what is replayed (distribution, seed, stream), in one
     transaction, before the first strategy runs. Returns the run id."""
     with Session(engine) as s, s.begin():
         row = rows.run_row(replace(run, kind="serve"), rows.environment_row(s, environment))
         s.add(row)
         s.flush()
-        s.add(ServeConfigRow(run_id=row.id, batch_dist=config["batch_dist"],
-                             requests=config["requests"], seed=config["seed"],
-                             strategies=list(config["strategies"]),
-                             stream=list(config["stream"])))
+        s.add(rows.config_row(row.id, config))
         return row.id
 
 
-def add_result(engine: Engine, run_id: int, result: JsonObject) -> None:
+def add_result(engine: Engine, run_id: int, result: ServeResult) -> None:
     """Commit one strategy as soon as it finishes: a crash loses only the one in flight."""
     with Session(engine) as s, s.begin():
         cfg = s.get(ServeConfigRow, run_id)
         if cfg is None:
             raise RunNotFound(f"serve run {run_id} does not exist")
-        rows.check_part(rec.validate_result, result, cfg.requests,
-                        f"strategy {result.get('strategy')!r}")
+        rows.check_part(rec.validate_result, as_json(result), cfg.requests,
+                        f"strategy {result.strategy!r}")
         s.add(rows.result_row(run_id, result))
 
 
-def add_profile(engine: Engine, run_id: int, points: list[JsonObject]) -> None:
+def add_profile(engine: Engine, run_id: int, points: list[ServeProfilePoint]) -> None:
     with Session(engine) as s, s.begin():
         for i, p in enumerate(points):
-            rows.check_part(rec.validate_profile_point, p, f"profile point {i}")
+            rows.check_part(rec.validate_profile_point, as_json(p), f"profile point {i}")
             s.add(rows.profile_row(run_id, p))
 
 
@@ -84,15 +83,18 @@ def serve_runs(engine: Engine) -> pd.DataFrame:
         return _frame(c.execute(stmt), SERVE_RUN_COLUMNS)
 
 
-def serve_run(engine: Engine, run_id: int) -> JsonObject:
-    """One serve run's header, environment and stream; RunNotFound when there is none."""
+def serve_run(engine: Engine, run_id: int) -> tuple[RunHeader, ServeConfig]:
+    """One serve run's header (with its environment) and what it replays; RunNotFound
+    when there is none."""
     stmt = _serve_runs_stmt().add_columns(ServeConfigRow.strategies, ServeConfigRow.stream,
                                           EnvironmentRow.gpu_memory_bytes)
     with engine.connect() as c:
         row = c.execute(stmt.where(RunRow.id == run_id)).first()
     if row is None:
         raise RunNotFound(f"no serve run with id {run_id}")
-    return dict(row._mapping)
+    values = row._mapping
+    return (header_of({**values, "kind": "serve"}),
+            ServeConfig(**{f: values[f] for f in rec.CONFIG_FIELDS}))
 
 
 def serve_results(engine: Engine, run_id: int) -> pd.DataFrame:
@@ -113,9 +115,9 @@ def serve_profile(engine: Engine, run_id: int) -> pd.DataFrame:
 
 def serve_requests(engine: Engine, run_id: int) -> pd.DataFrame:
     """Long format, one row per (strategy, request): its batch size and latency."""
-    run = serve_run(engine, run_id)
+    _, config = serve_run(engine, run_id)
     results = serve_results(engine, run_id)
-    stream = list(run["stream"])
+    stream = list(config.stream)
     frames = [pd.DataFrame({"strategy": r.strategy, "request": range(len(stream)),
                             "batch_size": stream, "latency_ms": list(r.latencies_ms)})
               for r in results.itertuples() if len(r.latencies_ms or []) == len(stream)]

@@ -18,8 +18,10 @@ from db.rows import RunNotFound, environment_key  # noqa: F401 - part of this AP
 from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
 from runner.format.bundle import BundleError
-from runner.format.measurement import JsonObject, Measurement
+from runner.format.json_shape import JsonObject
+from runner.format.measurement import Measurement
 from runner.format.run_record import Environment, Run
+from runner.format.serve_record import ServeSection
 
 
 def start_run(engine: Engine, environment: Environment, run: Run) -> int:
@@ -107,7 +109,7 @@ def _canon(v: Any) -> Any:
     return [_canon(x) for x in v]
 
 
-def fingerprint(doc: JsonObject) -> str:
+def fingerprint(doc: fmt.Bundle) -> str:
     """The content of a validated bundle, independent of its format version."""
     import json
 
@@ -116,8 +118,7 @@ def fingerprint(doc: JsonObject) -> str:
         t = fmt.parse_time(run.get(f))
         run[f] = t.astimezone(fmt.timezone.utc).isoformat() if t else None
     ms = sorted(doc["measurements"], key=lambda m: (m["mode"], m["batch_size"]))
-    body: JsonObject = {"environment": doc["environment"], "run": run,
-                            "measurements": ms}
+    body = {"environment": doc["environment"], "run": run, "measurements": ms}
     if doc.get("serve") is not None:
         serve = dict(doc["serve"])
         serve["profile"] = sorted(serve.get("profile") or [], key=lambda p: p["batch_size"])
@@ -150,7 +151,7 @@ def import_bundle(engine: Engine, doc: JsonObject, name: str = "the bundle"
         s.add(row)
         s.flush()
         if doc.get("serve") is not None:  # a serve run (bundle version 2): same transaction
-            rows.add_section(s, row.id, doc["serve"])
+            rows.add_section(s, row.id, ServeSection.from_json(doc["serve"]))
         if doc.get(gm.SECTION) is not None:  # a graph-memory run: same transaction
             dbgm.add_section(s, row.id, doc[gm.SECTION])
         return row.id, True
@@ -182,7 +183,7 @@ def import_safely(engine: Engine, doc: JsonObject, name: str) -> tuple[int, bool
                           "nothing was imported") from None
 
 
-def _same_or_conflict(engine: Engine, run_id: int, doc: JsonObject, name: str) -> None:
+def _same_or_conflict(engine: Engine, run_id: int, doc: fmt.Bundle, name: str) -> None:
     try:
         # The stored run, not the one being imported: checked so that both sides are in
         # validate()'s normal form before their fingerprints are compared.
@@ -255,7 +256,7 @@ def export_bundle(engine: Engine, run_id: int) -> JsonObject:
               for m in row.measurements]
         serve = graph_memory = None
         if row.kind == "serve":
-            serve = rows.read_section(s, row.id)
+            serve = rows.read_section(s, row.id).to_json()
         elif row.kind == dbgm.KIND:
             graph_memory = dbgm.read_section(s, row.id)
     return fmt.make_bundle(env, run, ms, serve=serve, graph_memory=graph_memory)

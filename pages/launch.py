@@ -113,7 +113,7 @@ else:
         if checked.spec is not None:
             try:
                 queued = slurm.queue_sweep(
-                    engine, checked.sweep, data.db_url(), cluster,
+                    engine, checked.spec, data.db_url(), cluster,
                     gpu_type=gpu_type if cluster is not None else None,
                     target=checked.target, session=jv.session_id(), memory_bytes=memory,
                     start_worker=True)

@@ -86,22 +86,22 @@ st.query_params["run"] = str(run_id)
 
 # --- load --------------------------------------------------------------------------------
 try:
-    run, results, profile, requests = data.serve_run(run_id)
+    (run, config), results, profile, requests = data.serve_run(run_id)
 except data.RunNotFound as e:
     st.error(str(e))
     st.stop()
 except Exception as e:  # noqa: BLE001 - a stored run that cannot be read: say so here
     st.error(f"Serve run {run_id} cannot be read ({type(e).__name__}); pick another run.")
     st.stop()
-stream = list(run["stream"])
+stream = list(config.stream)
 
 # --- show --------------------------------------------------------------------------------
-st.caption(plain(f"{run['workload']} {run['workload_params']} on {device_name(run)}, "
-                 f"torch {run['torch_version']}: {run['requests']} requests drawn from "
-                 f"{run['batch_dist']} (seed {run['seed']}), status {run['status']}"
-                 + (f". {run['label']}" if run["label"] else "")))
-if run["status"] != "done":
-    st.warning(f"Run status **{plain(run['status'])}**: some strategies may be missing.")
+st.caption(plain(f"{run.workload} {run.workload_params} on {device_name(run)}, "
+                 f"torch {run.torch_version}: {config.requests} requests drawn from "
+                 f"{config.batch_dist} (seed {config.seed}), status {run.status}"
+                 + (f". {run.label}" if run.label else "")))
+if run.status != "done":
+    st.warning(f"Run status **{plain(run.status)}**: some strategies may be missing.")
 
 st.subheader("Strategies")
 st.dataframe(serve_tables.summary_table(results), hide_index=True, key="summary")

@@ -58,15 +58,15 @@ OUTCOMES = {"exact": "#2ca02c", "padded": "#ff7f0e", "eager fallback": "#d62728"
 
 def memory_throughput_chart(results: pd.DataFrame) -> alt.Chart | None:
     """Graph pool against real rows/s, one point per strategy: up and left is better."""
-    rows = [r for r in records(results) if r["status"] == "ok" and r["rows_per_s"]
-            and r["graph_pool_bytes"] is not None]
+    rows = [r for r in records(results) if r.status == "ok" and r.rows_per_s
+            and r.graph_pool_bytes is not None]
     if not rows:
         return None
-    df = pd.DataFrame({"strategy": [r["strategy"] for r in rows],
-                       "kind": [r["kind"] for r in rows],
-                       "pool_mib": [r["graph_pool_bytes"] / MIB for r in rows],
-                       "rows_per_s": [r["rows_per_s"] for r in rows],
-                       "graphs": [r["graphs"] for r in rows]})
+    df = pd.DataFrame({"strategy": [r.strategy for r in rows],
+                       "kind": [r.kind for r in rows],
+                       "pool_mib": [r.graph_pool_bytes / MIB for r in rows],
+                       "rows_per_s": [r.rows_per_s for r in rows],
+                       "graphs": [r.graphs for r in rows]})
     # Strategies are named by shape in the legend, not by text beside the points: points
     # close together (eager and compile both at 0 MiB) made the labels overlap.
     chart = alt.Chart(df).mark_point(size=110, filled=True, opacity=0.9).encode(

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pages.logic.analysis import point_record
-from runner.format.measurement import JsonObject
 from runner.format.point_text import parse
 from runner.format.queue import Job, JobProgress
+from runner.format.specs import SweepSpec
 from runner.format.vocab import COMPILED_MODES
 
 
@@ -38,14 +38,13 @@ class Estimate:
                 f"{format_seconds(self.seconds)} ({self.basis})")
 
 
-def point_count(spec: JsonObject) -> int:
-    return len(spec.get("batch_sizes") or ()) * len(spec.get("modes") or ())
+def point_count(spec: SweepSpec | Job) -> int:
+    return len(spec.batch_sizes) * len(spec.modes)
 
 
-def compiled_count(spec: JsonObject) -> int:
+def compiled_count(spec: SweepSpec | Job) -> int:
     """Points whose mode goes through torch.compile: each pays a compile."""
-    return len(spec.get("batch_sizes") or ()) * sum(
-        m in COMPILED_MODES for m in (spec.get("modes") or ()))
+    return len(spec.batch_sizes) * sum(m in COMPILED_MODES for m in spec.modes)
 
 
 def per_point_s(history) -> list[float]:
@@ -100,9 +99,9 @@ def _span(seconds: list[float]) -> str:
     return f"{lo:.0f} s" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f} s"
 
 
-def estimate(spec: JsonObject, history, where: str | None, points=None,
+def estimate(spec: SweepSpec | Job, history, where: str | None, points=None,
              device_compiles: list[float] | None = None) -> Estimate:
-    """`spec`: its fields as the queue stores them (Checked.spec, a job's row).
+    """`spec`: the sweep checked on the form (Checked.spec), or a queued job.
 
     Only from past runs of the workload on the device that will run it (`where`: 'CPU'
     or a GPU's name; None when that is not known before a worker takes the job): an H200
@@ -115,7 +114,7 @@ def estimate(spec: JsonObject, history, where: str | None, points=None,
     workload on this device) are quoted beside either, never added: measured, not made
     up."""
     n, n_compiled = point_count(spec), compiled_count(spec)
-    workload = spec.get("workload")
+    workload = spec.workload
     if where is None:
         return Estimate(n, None, "no estimate: which device runs it is known only once a "
                                  "worker takes it (choose cpu, or a target, to get one)")

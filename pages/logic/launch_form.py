@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+
 from runner.format.catalog import WORKLOADS, WorkloadError
 from runner.format.limits import (
     DEFAULT_GPU_MEMORY_BYTES,
@@ -22,7 +24,6 @@ from runner.format.limits import (
     MAX_QUEUED_PER_SESSION,
     MEMORY_HEADROOM,
 )
-from runner.format.measurement import JsonObject
 from runner.format.queue import Job, Worker
 from runner.format.specs import (
     SpecError,
@@ -51,9 +52,8 @@ DEFAULTS = {"workload": "mlp", "modes": list(MODES), "batch_preset": next(iter(B
 class Checked:
     """A checked form: the spec to queue, or errors by field name (never both)."""
 
-    spec: JsonObject | None = None  # sweep's fields as the queue stores them (its JSON)
+    spec: SweepSpec | None = None  # checked as the queue checks it: what is queued
     target: str | None = None
-    sweep: SweepSpec | None = None  # the same, checked: what is queued
     errors: dict[str, str] = field(default_factory=dict)
 
 
@@ -168,7 +168,7 @@ def check(values: FormValues) -> Checked:
         return Checked(errors={e.field: str(e)})
     except WorkloadError as e:
         return Checked(errors={"params": str(e)})
-    return Checked(spec=spec.to_json(queued=True), target=target, sweep=spec)
+    return Checked(spec=spec, target=target)
 
 
 def describe_point(job: Job) -> str:
@@ -176,28 +176,27 @@ def describe_point(job: Job) -> str:
     return job.current_point or job.status or ""
 
 
-def queue_rows(queue: list[Job], base_url: str | None) -> list[dict[str, Any]]:
-    """The queue table (st.dataframe's rows, by column): one row per job, a link to its
-    run once there is one."""
+def queue_rows(queue: list[Job], base_url: str | None) -> pd.DataFrame:
+    """The queue table: one row per job, a link to its run once there is one."""
     from pages.logic.links import run_url
 
-    return [{"job": j.id, "status": j.shown, "workload": j.workload,
+    return pd.DataFrame([{"job": j.id, "status": j.shown, "workload": j.workload,
              "points": f"{j.points_done}/{j.points_total}",
              "now": j.current_point or "", "device": j.device,
              "target": j.target or "any", "worker": j.worker_name or "",
              "label": j.label or "",
              "slurm": f"{j.slurm_job_id} ({j.gpu_type})" if j.slurm_job_id else "",
              "run": run_url(base_url, j.run_id) if j.run_id else None}
-            for j in queue]
+            for j in queue])
 
 
-def worker_rows(workers: list[Worker]) -> list[dict[str, Any]]:
-    """The workers table (st.dataframe's rows, by column)."""
-    return [{"worker": w.name, "host": w.hostname, "GPU": w.gpu_name or "none (cpu)",
+def worker_rows(workers: list[Worker]) -> pd.DataFrame:
+    """The workers table: one row per live worker."""
+    return pd.DataFrame([{"worker": w.name, "host": w.hostname, "GPU": w.gpu_name or "none (cpu)",
              # The GPU it is pinned to on its host (`worker --gpu N`), and its host policy.
              "slot": None if w.host_slot is None else f"gpu{w.host_slot}",
              "timing": w.host_policy,
-             "torch": w.torch_version, "pid": w.pid} for w in workers]
+             "torch": w.torch_version, "pid": w.pid} for w in workers])
 
 
 # --- before Launch: who will run it (how long: launch_estimate.py) ----------------------------
@@ -286,13 +285,12 @@ def limits_text(memory_bytes: int | None, where: str) -> str:
             f"the queue holds {MAX_QUEUED_JOBS}.")
 
 
-def cost(spec: JsonObject, memory_bytes: int | None) -> tuple[str, str | None]:
+def cost(spec: SweepSpec, memory_bytes: int | None) -> tuple[str, str | None]:
     """(the job's estimated cost in words, why the queue refuses it or None)."""
-    c = estimate_cost(spec["workload"], spec.get("params") or {}, spec["batch_sizes"],
-                      spec["modes"])
+    c = estimate_cost(spec.workload, spec.params, spec.batch_sizes, spec.modes)
     memory = ("memory not estimated for this workload" if c.memory_bytes is None else
               f"estimated peak memory {gib(c.memory_bytes)} (from the model's shapes, at "
-              f"batch size {max(spec['batch_sizes'])})")
+              f"batch size {max(spec.batch_sizes)})")
     refusal = c.refusal(memory_bytes)
     if c.points > MAX_JOB_POINTS:
         refusal = (f"{c.points} points is more than {MAX_JOB_POINTS} for one job: fewer "

@@ -13,6 +13,7 @@ import pandas as pd
 
 from pages.logic.metrics import MISSING
 from runner.format import advisor, buckets
+from runner.format.serve_record import ServeProfilePoint, ServeResult
 
 MIB = 2**20
 
@@ -37,38 +38,37 @@ def _fmt(x: Any, f: str) -> str:
     return MISSING if x is None else f.format(x)
 
 
-def records(df: pd.DataFrame) -> list[dict]:
-    return [{k: _v(v) for k, v in row.items()} for row in df.to_dict("records")]
+def records(df: pd.DataFrame) -> list[ServeResult]:
+    """db/serve.py serve_results' rows as records (SQL NULL, NaN in a frame: None)."""
+    return [ServeResult.from_json({k: _v(v) for k, v in row.items()})
+            for row in df.to_dict("records")]
 
 
-def energy_per_request(r: dict) -> float | None:
-    """A result's energy per request (mJ) from details["energy"] (issue 28); None where
-    not measured (a CPU run, no counter, an older run)."""
-    e = (r.get("details") or {}).get("energy")
-    v = e.get("energy_mj_per_request") if isinstance(e, dict) else None
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+def profile_records(df: pd.DataFrame) -> list[ServeProfilePoint]:
+    """db/serve.py serve_profile's rows as records."""
+    return [ServeProfilePoint.from_json({k: _v(v) for k, v in row.items()})
+            for row in df.to_dict("records")]
 
 
 def summary_table(results: pd.DataFrame) -> pd.DataFrame:
     rows = []
-    energy = any(energy_per_request(r) is not None for r in records(results))
+    energy = any(r.energy_mj_per_request is not None for r in records(results))
     for r in records(results):
-        note = r["message"] or (r.get("details") or {}).get("note") or ""
         rows.append({
-            "Strategy": r["strategy"], "Status": r["status"], "Ran as": r["execution"] or MISSING,
-            "Requests/s": _fmt(r["requests_per_s"], "{:,.0f}"),
-            "Rows/s": _fmt(r["rows_per_s"], "{:,.0f}"),
-            "p50 ms": _fmt(r["latency_ms_p50"], "{:.3f}"),
-            "p99 ms": _fmt(r["latency_ms_p99"], "{:.3f}"),
-            "Padding waste": _fmt(r["padding_waste"], "{:.0%}"),
-            "Hit": _fmt(r["hit_rate"], "{:.0%}"), "Fallback": _fmt(r["fallback_rate"], "{:.0%}"),
-            "Graphs": _fmt(r["graphs"], "{:.0f}"),
-            "Pool MiB": _fmt(None if r["graph_pool_bytes"] is None
-                             else r["graph_pool_bytes"] / MIB, "{:,.1f}"),
-            "Setup s": _fmt(r["setup_s"], "{:.2f}"),
+            "Strategy": r.strategy, "Status": r.status, "Ran as": r.execution or MISSING,
+            "Requests/s": _fmt(r.requests_per_s, "{:,.0f}"),
+            "Rows/s": _fmt(r.rows_per_s, "{:,.0f}"),
+            "p50 ms": _fmt(r.latency_ms_p50, "{:.3f}"),
+            "p99 ms": _fmt(r.latency_ms_p99, "{:.3f}"),
+            "Padding waste": _fmt(r.padding_waste, "{:.0%}"),
+            "Hit": _fmt(r.hit_rate, "{:.0%}"), "Fallback": _fmt(r.fallback_rate, "{:.0%}"),
+            "Graphs": _fmt(r.graphs, "{:.0f}"),
+            "Pool MiB": _fmt(None if r.graph_pool_bytes is None
+                             else r.graph_pool_bytes / MIB, "{:,.1f}"),
+            "Setup s": _fmt(r.setup_s, "{:.2f}"),
             # Only where some strategy has the figure: a column of dashes says nothing.
-            **({"mJ/request": _fmt(energy_per_request(r), "{:.3f}")} if energy else {}),
-            "Matches eager": _fmt(r["correct"], "{}"), "Note": note})
+            **({"mJ/request": _fmt(r.energy_mj_per_request, "{:.3f}")} if energy else {}),
+            "Matches eager": _fmt(r.correct, "{}"), "Note": r.message or r.note})
     return pd.DataFrame(rows)
 
 
@@ -78,12 +78,12 @@ def waste_frame(stream: list[int], results: pd.DataFrame) -> pd.DataFrame:
     counts = pd.Series(stream).value_counts()
     rows = []
     for r in records(results):
-        if r["kind"] != "buckets":
+        if r.kind != "buckets":
             continue
-        for w in buckets.waste_by_batch(stream, r["buckets"]):
+        for w in buckets.waste_by_batch(stream, r.buckets):
             outcome = ("eager fallback" if w["fallback"] else
                        "exact" if w["bucket"] == w["batch_size"] else "padded")
-            rows.append({"strategy": r["strategy"], **w, "outcome": outcome,
+            rows.append({"strategy": r.strategy, **w, "outcome": outcome,
                          "requests": int(counts[w["batch_size"]])})
     return pd.DataFrame(rows)
 
@@ -93,12 +93,11 @@ def profile_points(profile: pd.DataFrame,
     """The run's profile as the advisor's input; `eager_ms` (per size) replaces the
     profile's eager figure where given, and adds eager-only points for other sizes."""
     eager = dict(eager_ms or {})
-    pts = [advisor.ProfilePoint(int(p["batch_size"]), p["bucket_ms"],
-                                eager.pop(int(p["batch_size"]), p["eager_ms"]),
-                                None if p["pool_bytes"] is None else int(p["pool_bytes"]),
-                                None if p["pool_extra_bytes"] is None
-                                else int(p["pool_extra_bytes"]))
-           for p in records(profile)]
+    pts = [advisor.ProfilePoint(int(p.batch_size), p.bucket_ms,
+                                eager.pop(int(p.batch_size), p.eager_ms),
+                                None if p.pool_bytes is None else int(p.pool_bytes),
+                                None if p.pool_extra_bytes is None else int(p.pool_extra_bytes))
+           for p in profile_records(profile)]
     return pts + [advisor.ProfilePoint(b, None, t) for b, t in sorted(eager.items())]
 
 
@@ -123,20 +122,21 @@ def budget_bounds(profile: pd.DataFrame) -> tuple[int, int, int] | None:
     return 0, hi, max(1, math.ceil(max(p.pool_bytes for p in pts) / MIB))
 
 
-def _plan_row(name: str, plan: advisor.Plan | None, measured: dict | None = None) -> dict:
+def _plan_row(name: str, plan: advisor.Plan | None,
+              measured: ServeResult | None = None) -> dict:
     if plan is None:
         return {"Plan": name, "Buckets": MISSING, "Graphs": MISSING, "Rows/s (model)": MISSING,
                 "Pool MiB (model)": MISSING, "Padding waste": MISSING, "Fallback": MISSING,
                 "Rows/s (measured)": MISSING, "Pool MiB (measured)": MISSING}
-    m = measured or {}
+    pool = None if measured is None else measured.graph_pool_bytes
     return {"Plan": name, "Buckets": "/".join(map(str, plan.buckets)) or "none (all eager)",
             "Graphs": str(len(plan.buckets)), "Rows/s (model)": f"{plan.rows_per_s:,.0f}",
             "Pool MiB (model)": _fmt(None if plan.pool_bytes is None
                                      else plan.pool_bytes / MIB, "{:,.1f}"),
             "Padding waste": f"{plan.padding_waste:.0%}", "Fallback": f"{plan.fallback_rate:.0%}",
-            "Rows/s (measured)": _fmt(m.get("rows_per_s"), "{:,.0f}"),
-            "Pool MiB (measured)": _fmt(None if m.get("graph_pool_bytes") is None
-                                        else m["graph_pool_bytes"] / MIB, "{:,.1f}")}
+            "Rows/s (measured)": _fmt(None if measured is None else measured.rows_per_s,
+                                      "{:,.0f}"),
+            "Pool MiB (measured)": _fmt(None if pool is None else pool / MIB, "{:,.1f}")}
 
 
 def advice(stream: list[int], profile: pd.DataFrame, results: pd.DataFrame,
@@ -155,12 +155,12 @@ def advice(stream: list[int], profile: pd.DataFrame, results: pd.DataFrame,
             _plan_row("advisor: highest throughput", adv.best),
             _plan_row("powers of two (best within budget)", adv.pow2)]
     for r in records(results):
-        if r["kind"] == "buckets" and r["status"] == "ok":
+        if r.kind == "buckets" and r.status == "ok":
             try:
-                plan = model.plan(r["buckets"])
+                plan = model.plan(r.buckets)
             except ValueError:
                 plan = None
-            rows.append(_plan_row(f"measured: {r['strategy']}", plan, r))
+            rows.append(_plan_row(f"measured: {r.strategy}", plan, r))
     return adv, pd.DataFrame(rows)
 
 
@@ -204,11 +204,11 @@ def example_lines(stream: list[int], results: pd.DataFrame,
                   requests: pd.DataFrame) -> list[str]:
     """The 8/16/32 example of the issue, told with this run's own numbers (or with its
     first bucket strategy when it did not measure 8/16/32)."""
-    rs = [r for r in records(results) if r["kind"] == "buckets"]
+    rs = [r for r in records(results) if r.kind == "buckets"]
     if not rs:
         return []
-    r = next((x for x in rs if list(x["buckets"]) == [8, 16, 32]), rs[0])
-    bs, top, name = list(r["buckets"]), r["buckets"][-1], r["strategy"]
+    r = next((x for x in rs if list(x.buckets) == [8, 16, 32]), rs[0])
+    bs, top, name = list(r.buckets), r.buckets[-1], r.strategy
     sizes = sorted(set(stream))
     padded = [x for x in sizes if (buckets.choose_bucket(x, bs) or x) != x]
     falls = [x for x in sizes if x > top]

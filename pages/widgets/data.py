@@ -157,7 +157,7 @@ def _serve_run(engine, run_id: int) -> tuple:
 
 
 def serve_run(run_id: int) -> tuple:
-    """A serve run's header, results, per-size profile and requests."""
+    """A serve run's (header, config), results, per-size profile and requests."""
     return cached(_serve_run, run_id)
 
 

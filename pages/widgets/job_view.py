@@ -18,6 +18,7 @@ from pages.widgets import data
 from pages.widgets.frame import PAGES
 from runner.format.limits import MAX_LABEL
 from runner.format.queue import Job, JobProgress
+from runner.format.specs import SweepSpec
 from runner.format.vocab import FINISHED_STATUSES
 
 
@@ -54,14 +55,14 @@ def followed_job() -> int | None:
     return int(raw)
 
 
-def sweep_estimate(spec, gpu: str | None) -> le.Estimate:
+def sweep_estimate(spec: SweepSpec | Job, gpu: str | None) -> le.Estimate:
     """How long `spec` takes on `gpu` ('cpu', a GPU's name, None: not known), from the
     past runs of its workload there; the compiles of any workload there are quoted
     where none of its own was measured."""
     where = {None: None, "cpu": "CPU"}.get(gpu, gpu)
     if where is None:
         return le.estimate(spec, None, None)
-    history = data.past_durations(spec.get("workload"), gpu)
+    history = data.past_durations(spec.workload, gpu)
     # Their points' details hold each compile's time: the estimate counts it apart.
     past = data.key_points([int(i) for i in history["run_id"]])
     compiles = None
@@ -80,7 +81,7 @@ def job_estimate(job: Job) -> float | None:
         gpu = lf.job_gpu(job, data.live_workers())
         if gpu is None:
             return None  # not cached: known once its worker shows among the live ones
-        st.session_state[key] = sweep_estimate(job.spec, gpu).seconds
+        st.session_state[key] = sweep_estimate(job, gpu).seconds
     return st.session_state[key]
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.format import graph_memory as gm
+from runner.format.json_shape import JsonObject
 from runner.format.limits import (
     ENVIRONMENT_TEXT_LIMITS,
     INT32_MAX,
@@ -37,7 +38,6 @@ from runner.format.measurement import (
     MEASUREMENT_FIELDS,
     NUMBER_FIELDS,
     TRACE_FIELD,
-    JsonObject,
     Measurement,
 )
 from runner.format.numbers import is_number

@@ -15,6 +15,11 @@ from typing import Any, TypeVar
 
 R = TypeVar("R")
 
+# A JSON object as it is read or written at an edge: a bundle and its sections, a JSON
+# column of the database, a details value of no fixed shape (placement, CUDA Graph
+# trees). Inside, records are typed (docs/ARCHITECTURE.md, "Names: records and rows").
+JsonObject = dict[str, Any]
+
 
 def exact(cls: type[R], value: Any) -> R | None:
     """`cls` from a JSON object with exactly its fields as keys, in order; else None."""

@@ -24,12 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.format.energy import Energy, EnergyWindow, IdlePower
-from runner.format.json_shape import as_json, exact, exact_list
+from runner.format.json_shape import JsonObject, as_json, exact, exact_list
 from runner.format.trace import TraceDoc
-
-# A JSON object at a boundary (a bundle's measurement, a details value that is itself
-# a mapping of the runner's of no fixed shape: placement, CUDA Graph trees).
-JsonObject = dict[str, Any]
 
 TOP, DETAILS = "top", "details"
 
@@ -409,7 +405,7 @@ class Measurement:
         """The `details` object as a bundle writes it: declared keys that are known (or
         kept as null) in DETAILS_ORDER, then the undeclared ones of `extra`; keys read
         from JSON first, in the order read."""
-        out: JsonObject = {}
+        out = {}
         for key in DETAILS_ORDER:
             rec, name = _DETAIL_KEYS[key]
             v = getattr(getattr(self, rec), name)
@@ -453,8 +449,7 @@ class Measurement:
 
 def split(record: Any) -> tuple[JsonObject, JsonObject]:
     """A sub-record's JSON: (top-level fields, known details fields), by their keys."""
-    top: JsonObject = {}
-    details: JsonObject = {}
+    top, details = {}, {}
     for f in dataclasses.fields(record):
         key, v = f.metadata["key"] or f.name, getattr(record, f.name)
         if f.metadata["where"] == TOP:

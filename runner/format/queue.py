@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
-from runner.format.measurement import JsonObject
+from runner.format.json_shape import JsonObject
 
 
 def _columns(cls) -> frozenset[str]:
@@ -70,6 +70,10 @@ class Job:
     @property
     def modes(self) -> tuple[str, ...]:
         return tuple((self.spec or {}).get("modes") or ())
+
+    @property
+    def batch_sizes(self) -> tuple[int, ...]:
+        return tuple((self.spec or {}).get("batch_sizes") or ())
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ bundle carries the section. Unknown figures are None, never 0.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from runner.format.buckets import (
@@ -21,8 +23,8 @@ from runner.format.buckets import (
     parse_distribution,
     parse_strategy,
 )
+from runner.format.json_shape import JsonObject, as_json
 from runner.format.limits import MAX_BATCH_SIZE, MAX_DIST_TEXT, MAX_REQUESTS
-from runner.format.measurement import JsonObject
 from runner.format.numbers import is_number
 from runner.format.vocab import STRATEGY_KINDS
 
@@ -46,8 +48,8 @@ INT32_FIELDS = ("requests", "graphs")
 PROFILE_NUMBER_FIELDS = ("bucket_ms", "eager_ms", "pool_bytes", "pool_extra_bytes",
                          "capture_s")
 PROFILE_FIELDS = ("batch_size", *PROFILE_NUMBER_FIELDS, "execution")
-SECTION_FIELDS = ("batch_dist", "requests", "seed", "strategies", "stream", "results",
-                  "profile")
+CONFIG_FIELDS = ("batch_dist", "requests", "seed", "strategies", "stream")
+SECTION_FIELDS = (*CONFIG_FIELDS, "results", "profile")
 
 
 
@@ -57,22 +59,113 @@ class SectionError(ValueError):
     BundleError (this module cannot import that one: bundle.py imports this module)."""
 
 
-def empty_result(strategy: str) -> JsonObject:
-    """A strategy's result as the serve section holds it (RESULT_FIELDS; validate_result
-    checks it where it enters the bundle or the database)."""
-    s = parse_strategy(strategy)
-    r: JsonObject = {f: None for f in RESULT_FIELDS}
-    r.update(strategy=s.name, kind=s.kind, buckets=list(s.buckets), status="ok",
-             message="", latencies_ms=[], details={})
-    return r
+@dataclass(frozen=True)
+class ServeConfig:
+    """What a serve run replays: the distribution, its seed and the stream drawn from it,
+    and the strategies asked for, in order (the serve_configs table's row)."""
+    batch_dist: str
+    requests: int
+    seed: int
+    strategies: list[str]
+    stream: list[int]
 
 
-def make_section(batch_dist: str, requests: int, seed: int, strategies: list[str],
-                 stream: list[int], results: list[dict], profile: list[dict]) -> dict:
-    return {"batch_dist": batch_dist, "requests": requests, "seed": seed,
-            "strategies": list(strategies), "stream": list(stream),
-            "results": [{f: r.get(f) for f in RESULT_FIELDS} for r in results],
-            "profile": [{f: p.get(f) for f in PROFILE_FIELDS} for p in profile]}
+@dataclass(frozen=True)
+class ServeResult:
+    """One strategy's figures (RESULT_FIELDS, in order). `details` stays the JSON its
+    column holds: the replay's own notes of no fixed shape (capture order, memory
+    snapshots, the profiler's counts); the keys a reader needs have a property here."""
+    strategy: str
+    kind: str
+    buckets: list[int] = field(default_factory=list)
+    status: str = "ok"
+    message: str = ""
+    execution: str | None = None
+    requests: int | None = None
+    real_rows: int | None = None
+    latency_ms_mean: float | None = None
+    latency_ms_p50: float | None = None
+    latency_ms_p99: float | None = None
+    requests_per_s: float | None = None
+    rows_per_s: float | None = None
+    padding_waste: float | None = None
+    wasted_fraction: float | None = None
+    hit_rate: float | None = None
+    fallback_rate: float | None = None
+    graphs: int | None = None
+    graph_pool_bytes: int | None = None
+    setup_s: float | None = None
+    host_launches_per_request: float | None = None
+    graph_launches_per_request: float | None = None
+    max_abs_err: float | None = None
+    correct: bool | None = None
+    latencies_ms: list[float] = field(default_factory=list)
+    details: JsonObject = field(default_factory=dict)
+
+    @classmethod
+    def empty(cls, strategy: str, **figures: Any) -> ServeResult:
+        """A strategy's result with every figure unknown but those given (validate_result
+        checks it where it enters the bundle or the database)."""
+        s = parse_strategy(strategy)
+        return cls(strategy=s.name, kind=s.kind, buckets=list(s.buckets), **figures)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ServeResult:
+        """From a serve section's result (checked) or a row's fields."""
+        return cls(**{**{f: doc.get(f) for f in RESULT_FIELDS},
+                      "buckets": list(doc.get("buckets") or []),
+                      "message": doc.get("message") or "",
+                      "latencies_ms": list(doc.get("latencies_ms") or []),
+                      "details": doc.get("details") or {}})
+
+    @property
+    def energy_mj_per_request(self) -> float | None:
+        """Energy per request (mJ) from details["energy"] (issue 28); None where not
+        measured (a CPU run, no counter, an older run)."""
+        e = self.details.get("energy")
+        v = e.get("energy_mj_per_request") if isinstance(e, Mapping) else None
+        return float(v) if is_number(v) else None
+
+    @property
+    def note(self) -> str:
+        """What the replay noted of the strategy (details["note"]: no CUDA, say)."""
+        return str(self.details.get("note") or "")
+
+
+@dataclass(frozen=True)
+class ServeProfilePoint:
+    """One candidate bucket size of the advisor's profile (PROFILE_FIELDS, in order)."""
+    batch_size: int
+    bucket_ms: float | None = None
+    eager_ms: float | None = None
+    pool_bytes: int | None = None
+    pool_extra_bytes: int | None = None
+    capture_s: float | None = None
+    execution: str | None = None
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ServeProfilePoint:
+        return cls(**{f: doc.get(f) for f in PROFILE_FIELDS})
+
+
+@dataclass(frozen=True)
+class ServeSection:
+    """A serve run whole: what it replays, each strategy's result, the profile."""
+    config: ServeConfig
+    results: list[ServeResult] = field(default_factory=list)
+    profile: list[ServeProfilePoint] = field(default_factory=list)
+
+    def to_json(self) -> JsonObject:
+        """The bundle's `serve` section (SECTION_FIELDS, in order)."""
+        return {**as_json(self.config), "results": as_json(self.results),
+                "profile": as_json(self.profile)}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ServeSection:
+        """From a checked section (validate_section)."""
+        return cls(ServeConfig(**{f: doc[f] for f in CONFIG_FIELDS}),
+                   [ServeResult.from_json(r) for r in doc["results"]],
+                   [ServeProfilePoint.from_json(p) for p in doc.get("profile") or []])
 
 
 def _int(v: Any, lo: int, hi: int) -> bool:
@@ -129,16 +222,9 @@ def validate_section(sec: Any) -> JsonObject:
         if p["batch_size"] in sizes:
             raise SectionError(f"serve.profile[{i}]: duplicate batch_size {p['batch_size']}")
         sizes.add(p["batch_size"])
-    return {**{f: sec.get(f) for f in SECTION_FIELDS},
-            "results": [_normal_result(r) for r in results],
-            "profile": [{f: p.get(f) for f in PROFILE_FIELDS} for p in profile]}
-
-
-def _normal_result(r: dict) -> dict:
-    out = {f: r.get(f) for f in RESULT_FIELDS}
-    out.update(message=r.get("message") or "", latencies_ms=r.get("latencies_ms") or [],
-               details=r.get("details") or {}, buckets=r.get("buckets") or [])
-    return out
+    return ServeSection(ServeConfig(**{f: sec.get(f) for f in CONFIG_FIELDS}),
+                        [ServeResult.from_json(r) for r in results],
+                        [ServeProfilePoint.from_json(p) for p in profile]).to_json()
 
 
 def validate_result(r: Any, requests: int, where: str = "serve result") -> None:
@@ -196,3 +282,9 @@ def validate_profile_point(p: Any, where: str = "serve profile point") -> None:
     if p.get("execution") is not None and p["execution"] not in EXECUTIONS:
         raise SectionError(f"{where}: execution {p['execution']!r} is not one of "
                            f"{', '.join(EXECUTIONS)}")
+
+
+# The records' fields are the section's keys, in its order: as_json writes them so.
+assert tuple(f.name for f in fields(ServeResult)) == RESULT_FIELDS
+assert tuple(f.name for f in fields(ServeProfilePoint)) == PROFILE_FIELDS
+assert tuple(f.name for f in fields(ServeConfig)) == CONFIG_FIELDS

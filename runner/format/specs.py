@@ -26,6 +26,7 @@ from runner.format.buckets import (
     parse_strategies,
 )
 from runner.format.catalog import WorkloadError, check_workload
+from runner.format.json_shape import JsonObject
 from runner.format.limits import (
     DEFAULT_GPU_MEMORY_BYTES,
     MAX_BATCH_SIZE,
@@ -36,7 +37,6 @@ from runner.format.limits import (
     MAX_SEED,
     MEMORY_HEADROOM,
 )
-from runner.format.measurement import JsonObject
 from runner.format.model_catalog import hf_bytes
 from runner.format.vocab import DEFAULT_PROCESSES, JOB_DEVICES, MODE_TABLE, MODES, TIMINGS
 

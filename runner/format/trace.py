@@ -29,11 +29,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from runner.format.json_shape import JsonObject
 from runner.format.limits import MAX_TRACE_EVENTS, MAX_TRACE_NAME
 
 # One step's timeline as stored (a bundle's measurement "trace", the traces table): JSON,
 # checked by validate_trace() where it enters; read by the functions below.
-TraceDoc = dict[str, Any]
+TraceDoc = JsonObject
 
 
 @dataclass(frozen=True)
@@ -375,12 +376,11 @@ def kernel_sum_us(trace: TraceDoc) -> float:
 
 # --- Chrome trace / Perfetto ------------------------------------------------------------------
 
-def chrome_trace(traces: Sequence[tuple[str, TraceDoc]]) -> dict[str, Any]:
+def chrome_trace(traces: Sequence[tuple[str, TraceDoc]]) -> JsonObject:
     """A Chrome trace event file (opens in ui.perfetto.dev and chrome://tracing): one
     process per labelled trace, a 'CPU launches' thread and one thread per GPU stream;
     every event a complete ('X') event in microseconds."""
-    out: list[dict[str, Any]] = []  # JSON: the file's events (measurement.py imports
-    # this module, so its JsonObject alias cannot be imported here)
+    out = []  # the file's events
     for pid, (label, trace) in enumerate(traces, start=1):
         out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
                     "args": {"name": label}})

@@ -17,7 +17,8 @@ import threading
 from typing import Any
 
 from runner.format import bundle as fmt
-from runner.format.measurement import JsonObject, Measurement
+from runner.format.json_shape import JsonObject
+from runner.format.measurement import Measurement
 from runner.format.run_record import Environment, Run
 
 

@@ -7,12 +7,13 @@ strategy captures). runner/format/advisor.py chooses bucket sets from these figu
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import torch
 
 from runner.core import memory
-from runner.format.measurement import JsonObject
 from runner.format.numbers import finite, percentile
+from runner.format.serve_record import ServeProfilePoint
 from runner.serve.context import Context, capture, reset
 
 PROFILE_CALLS = {True: 5, False: 25}  # quick, standard: synchronised calls per size
@@ -31,7 +32,7 @@ def _median_ms(ctx: Context, fn, calls: int) -> float:
     return percentile(times, 50)
 
 
-def profile(ctx: Context, sizes: list[int]) -> list[JsonObject]:
+def profile(ctx: Context, sizes: list[int]) -> list[ServeProfilePoint]:
     """Per candidate size: eager time, bucketed time and pool (alone), and the extra pool
     bytes when captured largest first into one shared pool."""
     calls, model = PROFILE_CALLS[ctx.quick], ctx.model
@@ -60,16 +61,16 @@ def profile(ctx: Context, sizes: list[int]) -> list[JsonObject]:
             else:
                 sx = x.clone()
                 p["bucket_ms"] = _median_ms(ctx, lambda sx=sx, x=x: model(sx.copy_(x)), calls)
-            points.append(finite(p))
+            points.append(ServeProfilePoint(**finite(p)))
         if ctx.cuda:
             pool, keep = torch.cuda.graph_pool_handle(), []
             old = set(memory.state(ctx.device).pools)
             prev = 0
-            for p in reversed(points):
-                sx = ctx.make_input(p["batch_size"], gen)
+            for i in reversed(range(len(points))):
+                sx = ctx.make_input(points[i].batch_size, gen)
                 keep.append((sx, *capture(model, sx, pool)))
                 now = memory.state(ctx.device).private_bytes(old)
-                p["pool_extra_bytes"], prev = now - prev, now
+                points[i], prev = replace(points[i], pool_extra_bytes=now - prev), now
             del keep
             reset(ctx.device)
     return points

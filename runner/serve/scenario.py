@@ -29,14 +29,15 @@ import torch
 
 from runner.core import energy, memory
 from runner.core.workloads import Workload
-from runner.format import advisor, buckets, serve_record
+from runner.format import advisor, buckets
 from runner.format.buckets import Strategy
 from runner.format.bundle import now_iso
-from runner.format.json_shape import as_json
+from runner.format.json_shape import JsonObject, as_json
 from runner.format.limits import TOLERANCE
-from runner.format.measurement import JsonObject, Launches, split
+from runner.format.measurement import Launches, split
 from runner.format.numbers import finite
 from runner.format.run_record import Environment, Run
+from runner.format.serve_record import ServeConfig, ServeResult
 from runner.serve.context import (  # noqa: F401 - the scenario's API includes its context
     Context,
     capture,
@@ -53,7 +54,7 @@ class Executor:
     serve: Callable[[Any], Any]  # one request's input -> its real rows
     execution: str
     graphs: int | None
-    details: dict = field(default_factory=dict)
+    details: JsonObject = field(default_factory=dict)  # the result's details, to start
     count_graphs: Callable[[], int | None] | None = None  # reduce-overhead: recordings
     keep: list = field(default_factory=list)  # graphs and static tensors, alive while used
 
@@ -104,7 +105,7 @@ def _buckets(ctx: Context, s: Strategy) -> Executor:
     sizes, model = s.buckets, ctx.model
     gen = torch.Generator().manual_seed(0)
     static: dict[int, tuple] = {}
-    details: JsonObject = {}
+    details = {}
     if ctx.cuda:
         details.update(capture_order=[], pool_bytes_by_bucket={}, capture_s_by_bucket={})
         pool = torch.cuda.graph_pool_handle()
@@ -240,21 +241,20 @@ def _energy(ctx: Context, serve, counter) -> JsonObject:
             "windows": [dataclasses.asdict(w) for w in ws]}
 
 
-def measure(ctx: Context, s: Strategy, counter: Any = "energy not measured") -> JsonObject:
-    """One strategy's result record (runner/format/serve_record.py RESULT_FIELDS).
+def measure(ctx: Context, s: Strategy, counter: Any = "energy not measured") -> ServeResult:
+    """One strategy's result record (runner/format/serve_record.py ServeResult).
     `counter`: run_serve's energy counter, or the reason there is none."""
-    r = serve_record.empty_result(s.name)
     stream = ctx.stream
-    r.update(requests=len(stream), real_rows=sum(stream))
+    r = ServeResult.empty(s.name, requests=len(stream), real_rows=sum(stream))
     if s.kind == "reduce-overhead" and not ctx.cuda:
-        r.update(status="unsupported", message="reduce-overhead records CUDA graphs, which "
-                 f"exist on CUDA devices only; this run is on {ctx.device}")
-        return r
+        return dataclasses.replace(
+            r, status="unsupported", message="reduce-overhead records CUDA graphs, which "
+            f"exist on CUDA devices only; this run is on {ctx.device}")
     st = buckets.bucket_stats(stream, s.buckets) if s.kind == "buckets" else None
-    r.update(padding_waste=st.padding_waste if st else 0.0,
-             wasted_fraction=st.wasted_fraction if st else 0.0,
-             hit_rate=st.hit_rate if st else None,
-             fallback_rate=st.fallback_rate if st else None)
+    figures = dict(padding_waste=st.padding_waste if st else 0.0,
+                   wasted_fraction=st.wasted_fraction if st else 0.0,
+                   hit_rate=st.hit_rate if st else None,
+                   fallback_rate=st.fallback_rate if st else None)
     with torch.no_grad():
         m0 = memory.state(ctx.device) if ctx.cuda else None
         c0, k0 = _compiles(), _skips()
@@ -280,10 +280,10 @@ def measure(ctx: Context, s: Strategy, counter: Any = "energy not measured") -> 
         err, ok = _check(ctx, exe.serve)
         used = _energy(ctx, exe.serve, counter)
         launches = _launches(ctx, exe.serve) if ctx.cuda else None
-    r.update(execution=exe.execution, graphs=g2, setup_s=setup_s, latencies_ms=lat,
-             **buckets.latency_summary(lat), requests_per_s=len(stream) / wall,
-             rows_per_s=sum(stream) / wall, correct=ok,
-             max_abs_err=err if math.isfinite(err) else None)
+    figures.update(execution=exe.execution, graphs=g2, setup_s=setup_s, latencies_ms=lat,
+                   **buckets.latency_summary(lat), requests_per_s=len(stream) / wall,
+                   rows_per_s=sum(stream) / wall, correct=ok,
+                   max_abs_err=err if math.isfinite(err) else None)
     details = {**exe.details, "replay_wall_s": wall, "compiles_in_setup": c1 - c0,
                "compiles_in_replay": c2 - c1, "cudagraph_skips": _skips() - k0,
                "energy": used}
@@ -291,28 +291,28 @@ def measure(ctx: Context, s: Strategy, counter: Any = "energy not measured") -> 
         details["graphs_recorded_in_replay"] = g2 - g1
     if m0 is not None:
         old = set(m0.pools)
-        r["graph_pool_bytes"] = max(m1.private_bytes(old), m2.private_bytes(old))
+        figures["graph_pool_bytes"] = max(m1.private_bytes(old), m2.private_bytes(old))
         details.update(memory={k: as_json(state.snapshot()) for k, state in
                                (("m0", m0), ("m1", m1), ("m2", m2))},
                        device_used_delta_bytes=m1.device_used - m0.device_used)
         if g2:
-            details["pool_bytes_per_graph"] = r["graph_pool_bytes"] / g2
+            details["pool_bytes_per_graph"] = figures["graph_pool_bytes"] / g2
     if launches is not None:
-        r.update(host_launches_per_request=launches.host_launches_per_step,
-                 graph_launches_per_request=launches.graph_launches_per_step)
+        figures.update(host_launches_per_request=launches.host_launches_per_step,
+                       graph_launches_per_request=launches.graph_launches_per_step)
         details["profile"] = _profile(launches)
     if not ok:
-        r["message"] = f"sliced outputs differ from eager (max abs error {err:.3g})"
-    r["details"] = finite(details)
+        figures["message"] = f"sliced outputs differ from eager (max abs error {err:.3g})"
     del exe
-    return r
+    return dataclasses.replace(r, **figures, details=finite(details))
 
 
 # --- the run -----------------------------------------------------------------------------
 
 def run_serve(ctx: Context, strategies: tuple[Strategy, ...], sink, *,
-              environment: Environment, run: Run, config: dict,
-              progress: Callable[[str], None] | None = None, energy_counter: Any = None) -> str:
+              environment: Environment, run: Run, config: ServeConfig,
+              profile_sizes: list[int], progress: Callable[[str], None] | None = None,
+              energy_counter: Any = None) -> str:
     """Profile the candidate sizes (quick, and what the advisor needs), then replay under
     each strategy; each part goes to the sink as soon as it is done. A strategy that fails
     is recorded as `error` and the run goes on. `energy_counter`: one to read instead of
@@ -327,9 +327,9 @@ def run_serve(ctx: Context, strategies: tuple[Strategy, ...], sink, *,
     say = progress or (lambda _msg: None)
     sink.start(environment, run, config)
     try:
-        say(f"profiling {len(config['profile_sizes'])} candidate bucket sizes")
+        say(f"profiling {len(profile_sizes)} candidate bucket sizes")
         try:
-            sink.profile(profile(ctx, config["profile_sizes"]))
+            sink.profile(profile(ctx, profile_sizes))
         except Exception as e:  # noqa: BLE001 - the strategies still run; say why not this
             say(f"profile failed: {type(e).__name__}: {str(e)[:300]}")
         finally:
@@ -339,9 +339,8 @@ def run_serve(ctx: Context, strategies: tuple[Strategy, ...], sink, *,
             try:
                 r = measure(ctx, s, counter)
             except Exception as e:  # noqa: BLE001 - OOM, capture or compile error: recorded
-                r = serve_record.empty_result(s.name)
-                r.update(status="error", message=f"{type(e).__name__}: "
-                         f"{(str(e).strip().splitlines() or [''])[0][:500]}")
+                r = ServeResult.empty(s.name, status="error", message=f"{type(e).__name__}: "
+                                      f"{(str(e).strip().splitlines() or [''])[0][:500]}")
             finally:
                 reset(ctx.device)
             sink.result(r)

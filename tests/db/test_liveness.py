@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -25,7 +26,7 @@ from db.models import JobRow, RunRow
 from runner.format import bundle as fmt
 from runner.format import limits, queue
 from runner.format.run_record import Environment, Run
-from runner.format.specs import estimate_cost
+from runner.format.specs import SweepSpec, estimate_cost
 from tests.conftest import ROOT
 
 TINY = {"workload": "mlp", "params": {"depth": "1", "width": "4"}, "batch_sizes": [1, 2],
@@ -289,10 +290,11 @@ def test_form_shows_the_limits_and_the_cost():
                    limits.MAX_QUEUED_JOBS):
         assert str(figure) in words
     assert "80.0 GiB" in words and "90%" in words
-    cost, refusal = lf.cost({**TINY, "params": {"depth": "1024", "width": "65536"},
-                             "batch_sizes": [65536]}, None)
+    tiny = SweepSpec.from_json(TINY)
+    cost, refusal = lf.cost(replace(tiny, params={"depth": "1024", "width": "65536"},
+                                    batch_sizes=(65536,)), None)
     assert "estimated peak memory" in cost and "needs about" in refusal
-    assert lf.cost(TINY, None)[1] is None
+    assert lf.cost(tiny, None)[1] is None
 
 
 def test_queue_caps_per_session_and_in_all(any_url, monkeypatch):

@@ -149,10 +149,11 @@ def test_launch_form_energy_checkbox_goes_into_the_queued_spec(tmp_path):
 
     good = lf.FormValues(workload="mlp", modes=lf.DEFAULTS["modes"], timing="quick", device="auto",
                          batch_preset=lf.CUSTOM, custom_batches="1,8")
-    assert lf.check(good).spec["energy"] is True
+    assert lf.check(good).spec.energy is True
     off = lf.check(replace(good, energy=False))
-    assert off.spec["energy"] is False and off.sweep.energy is False
-    assert "--no-energy" in off.sweep.command()
+    assert off.spec.energy is False
+    assert off.spec.to_json(queued=True)["energy"] is False  # what the queue stores
+    assert "--no-energy" in off.spec.command()
     bad = lf.check(replace(good, energy="no"))
     assert bad.errors == {"energy": "energy 'no' must be true or false"}
 

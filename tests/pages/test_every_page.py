@@ -16,6 +16,7 @@ from pages.logic import uploads
 from pages.widgets.data import import_uploads
 from runner.format import bundle as fmt
 from runner.format.run_record import Environment, Run
+from runner.format.serve_record import ServeConfig
 from tests.apptest import APP, charts, run_views, texts
 from tests.synthetic import sweep_bundle
 
@@ -364,8 +365,7 @@ def test_serve_run_points_to_the_serve_page(dash):
     doc = sweep_bundle()
     rid = start_serve_run(dash.engine, Environment.from_json(doc["environment"]),
                           Run.from_json(doc["run"]),
-                          {"batch_dist": "uniform:1-64", "requests": 3, "seed": 0,
-                           "strategies": ["eager"], "stream": [1, 5, 11]})
+                          ServeConfig("uniform:1-64", 3, 0, ["eager"], [1, 5, 11]))
     at = dash.open("pages/run.py", run=str(rid))
     assert any(f"Run {rid} is a serve run" in t for t in texts(at, "info"))
     assert charts(at) == [] and not at.error
@@ -416,8 +416,7 @@ def test_serve_run_on_the_board_and_a_refused_compare(dash):
     doc = sweep_bundle()
     rid = start_serve_run(dash.engine, Environment.from_json(doc["environment"]),
                           Run.from_json(doc["run"]),
-                          {"batch_dist": "uniform:1-64", "requests": 3, "seed": 0,
-                           "strategies": ["eager"], "stream": [1, 5, 11]})
+                          ServeConfig("uniform:1-64", 3, 0, ["eager"], [1, 5, 11]))
     at = dash.open()
     table = at.dataframe[0].value
     row = table.set_index("id").loc[rid]

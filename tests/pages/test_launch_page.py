@@ -13,6 +13,7 @@ from db.engine import make_engine
 from pages.logic import launch_estimate as le
 from pages.logic import launch_form as lf
 from runner.format.queue import Job, JobProgress, Worker
+from runner.format.specs import SweepSpec
 from tests.apptest import open_app, texts
 
 
@@ -116,8 +117,8 @@ def test_form_check_is_pure_and_never_accepts_import_paths():
                          target=" NVIDIA H200 ", label="")
     checked = lf.check(good)
     assert checked.errors == {} and checked.target == "NVIDIA H200"
-    assert checked.spec["batch_sizes"] == [1, 2, 4, 8, 16, 32, 64]
-    assert checked.spec["params"] == {"depth": "2", "width": "16", "dtype": "float32"}
+    assert checked.spec.batch_sizes == (1, 2, 4, 8, 16, 32, 64)
+    assert checked.spec.params == {"depth": "2", "width": "16", "dtype": "float32"}
     bad = lf.check(replace(good, workload="os:system", device="tpu", timing="x"))
     assert set(bad.errors) == {"workload", "device", "timing"} and bad.spec is None
     assert "at most 200" in lf.check(replace(good, label="x" * 201)).errors["label"]
@@ -169,12 +170,12 @@ def test_estimate_is_pure_arithmetic_over_past_runs():
          "finished_at": t0 + pd.Timedelta(seconds=40)},
         {"points": 0, "point_wall_s": float("nan"), "created_at": t0, "finished_at": t0}])
     assert le.per_point_s(history) == [5.0, 10.0]
-    est = le.estimate({"workload": "mlp", "batch_sizes": [1, 8], "modes": ["eager"] * 3},
+    est = le.estimate(SweepSpec("mlp", batch_sizes=(1, 8), modes=("eager",) * 3),
                       history, "NVIDIA H200")
     assert (est.points, est.seconds) == (6, 45.0)
     assert est.text() == ("6 point(s) · about 45s (from 2 past run(s) of mlp on NVIDIA H200, "
                           "7.5 s per point)")
-    spec = {"workload": "mlp", "batch_sizes": [1], "modes": ["eager"], "timing": "quick"}
+    spec = SweepSpec("mlp", batch_sizes=(1,), modes=("eager",), timing="quick")
     none = le.estimate(spec, history.iloc[0:0], "CPU")
     assert none.seconds is None and none.text() == ("1 point(s) · no estimate: first run of "
                                                     "mlp on CPU")
@@ -208,8 +209,7 @@ def test_estimate_counts_compile_apart_from_past_compiles_or_says_first_compile(
     import pandas as pd
 
     t0 = pd.Timestamp("2026-01-01", tz="UTC")
-    spec = {"workload": "mlp", "batch_sizes": [1, 8], "modes": ["eager", "compile"],
-            "timing": "quick"}
+    spec = SweepSpec("mlp", batch_sizes=(1, 8), modes=("eager", "compile"), timing="quick")
     # The case: no past run of mlp on CPU, a sweep with compile. No figure is
     # made up; the compiles other workloads took on CPU are quoted, not added.
     first = le.estimate(spec, None, "CPU", None, [37.5, 31.0, 4.2])
@@ -226,7 +226,7 @@ def test_estimate_counts_compile_apart_from_past_compiles_or_says_first_compile(
         {"run_id": 7, "mode": "compile", "status": "ok",
          "details": {"phase_s": {"setup": 5.0}}},
         {"run_id": 7, "mode": "compile", "status": "error", "details": {}}])
-    est = le.estimate({**spec, "batch_sizes": [1, 8, 64]}, history, "CPU", past)
+    est = le.estimate(replace(spec, batch_sizes=(1, 8, 64)), history, "CPU", past)
     # base (28 - 16) / 4 = 3 s per point x 6, plus 3 compiled points x the 8 s mean
     assert est.seconds == pytest.approx(6 * 3.0 + 3 * 8.0)
     assert est.basis == ("from 1 past run(s) of mlp on CPU, 3.0 s per point + 8 s per "
@@ -242,7 +242,7 @@ def test_estimate_counts_compile_apart_from_past_compiles_or_says_first_compile(
     blind = past.assign(details=[{}] * len(past))
     assert le.estimate(spec, history, "CPU", blind).seconds == pytest.approx(28.0)
     # An eager-only sweep pays no compile.
-    assert le.estimate({**spec, "modes": ["eager"]}, history, "CPU", past).seconds == \
+    assert le.estimate(replace(spec, modes=("eager",)), history, "CPU", past).seconds == \
         pytest.approx(2 * 3.0)
 
 

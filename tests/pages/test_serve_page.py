@@ -20,6 +20,7 @@ from pages.logic import serve_tables
 from runner.format import buckets as B
 from runner.format import bundle as fmt
 from runner.format import serve_record as rec
+from runner.format.json_shape import as_json
 from tests.apptest import open_app
 
 MIB = 2**20
@@ -32,13 +33,13 @@ def serve_bundle(cuda: bool = True, requests: int = 120) -> dict:
     names = ["eager", "compile", "reduce-overhead", "buckets:8/16/32", "buckets:pow2-256"]
     results = []
     for name in names:
-        r = rec.empty_result(name)
         s = B.parse_strategy(name)
         graph = s.kind in ("buckets", "reduce-overhead") and cuda
         lat = [(0.15 if graph and (not s.buckets or x <= s.buckets[-1]) else 2.0)
                + 0.001 * x + rng.random() * 0.01 for x in stream]
         st = B.bucket_stats(stream, s.buckets) if s.buckets else None
-        r.update(requests=requests, real_rows=sum(stream), latencies_ms=lat,
+        r = rec.ServeResult.empty(
+                 name, requests=requests, real_rows=sum(stream), latencies_ms=lat,
                  **B.latency_summary(lat), requests_per_s=1000 * requests / sum(lat),
                  rows_per_s=1000 * sum(stream) / sum(lat), correct=True, max_abs_err=0.0,
                  padding_waste=st.padding_waste if st else 0.0,
@@ -52,22 +53,24 @@ def serve_bundle(cuda: bool = True, requests: int = 120) -> dict:
                  graph_pool_bytes=((34 + 2 * len(s.buckets)) * MIB if graph else 0)
                  if cuda else None)
         if not cuda and s.kind == "reduce-overhead":
-            r = {**rec.empty_result(name), "status": "unsupported", "message": "no CUDA",
-                 "requests": requests, "real_rows": sum(stream)}
+            r = rec.ServeResult.empty(name, status="unsupported", message="no CUDA",
+                                      requests=requests, real_rows=sum(stream))
         results.append(r)
     sizes = sorted(set(stream) | {1, 2, 4, 8, 16, 32, 64, 128, 256})
-    profile = [{"batch_size": b, "bucket_ms": 0.15 + 0.001 * b, "eager_ms": 2.0 + 0.001 * b,
-                "pool_bytes": (32 * MIB + 4096 * b) if cuda else None,
-                "pool_extra_bytes": 1024 * b if cuda else None,
-                "capture_s": 0.01 if cuda else None,
-                "execution": "cuda-graph" if cuda else "eager-padded"} for b in sizes]
+    profile = [rec.ServeProfilePoint(b, bucket_ms=0.15 + 0.001 * b, eager_ms=2.0 + 0.001 * b,
+                                     pool_bytes=(32 * MIB + 4096 * b) if cuda else None,
+                                     pool_extra_bytes=1024 * b if cuda else None,
+                                     capture_s=0.01 if cuda else None,
+                                     execution="cuda-graph" if cuda else "eager-padded")
+               for b in sizes]
     env = {"device": "cuda" if cuda else "cpu", "gpu_name": "Test GPU" if cuda else None,
            "torch_version": "2.11.0"}
     run = {"uuid": str(uuid.uuid4()), "workload": "mlp", "workload_params": {"depth": 32},
            "created_at": fmt.now_iso(), "status": "done", "kind": "serve",
            "command": "python -m runner serve --workload mlp"}
-    section = rec.make_section("uniform:1-64", requests, 0, names, stream, results, profile)
-    return fmt.validate(fmt.make_bundle(env, run, [], serve=section))
+    section = rec.ServeSection(rec.ServeConfig("uniform:1-64", requests, 0, names, stream),
+                               results, profile)
+    return fmt.validate(fmt.make_bundle(env, run, [], serve=section.to_json()))
 
 
 @pytest.fixture
@@ -167,7 +170,7 @@ def test_flat_memory_advice_prefers_less_padding_and_says_why(db):
 
 def test_waste_frame_and_example_without_8_16_32():
     stream = [3, 5, 9, 20, 20]
-    results = pd.DataFrame([{**rec.empty_result("buckets:4/8"), "status": "ok"}])
+    results = pd.DataFrame([as_json(rec.ServeResult.empty("buckets:4/8"))])
     w = serve_tables.waste_frame(stream, results).set_index("batch_size")
     assert w.loc[3, "outcome"] == "padded" and w.loc[20, "requests"] == 2
     assert w.loc[20, "outcome"] == "eager fallback" and pd.isna(w.loc[20, "bucket"])

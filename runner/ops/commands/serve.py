@@ -14,10 +14,10 @@ import sys
 from typing import Any
 
 from runner.format import bundle as fmt
-from runner.format import serve_record
 from runner.format.buckets import ServeInputError
 from runner.format.limits import MAX_REQUESTS
 from runner.format.run_record import Environment, Run
+from runner.format.serve_record import ServeConfig, ServeProfilePoint, ServeResult, ServeSection
 from runner.format.specs import SpecError, check_serve
 from runner.ops.cli import UsageError
 from runner.ops.commands import flags
@@ -69,21 +69,21 @@ class Collect:
         self.engine, self.out = engine, out
         self.environment = Environment()
         self.run: Run | None = None
-        self.config: dict = {}
-        self.results: list[dict] = []
-        self.points: list[dict] = []
+        self.config: ServeConfig | None = None
+        self.results: list[ServeResult] = []
+        self.points: list[ServeProfilePoint] = []
         self.run_id: int | None = None
         self.written = False
 
-    def start(self, environment: Environment, run: Run, config: dict) -> None:
-        self.environment, self.run = environment, run  # frozen: nothing to copy
-        self.config = copy.deepcopy(config)
+    def start(self, environment: Environment, run: Run, config: ServeConfig) -> None:
+        self.environment, self.run = environment, run
+        self.config = copy.deepcopy(config)  # frozen, but its lists are not
         if self.engine is not None:
             from db.serve import start_serve_run
 
             self.run_id = start_serve_run(self.engine, environment, run, config)
 
-    def result(self, r: dict) -> None:
+    def result(self, r: ServeResult) -> None:
         self.results.append(copy.deepcopy(r))
         if self.engine is not None:
             from db.serve import add_result
@@ -91,7 +91,7 @@ class Collect:
             add_result(self.engine, self.run_id, r)
         self._checkpoint()
 
-    def profile(self, points: list[dict]) -> None:
+    def profile(self, points: list[ServeProfilePoint]) -> None:
         self.points = copy.deepcopy(points)
         if self.engine is not None:
             from db.serve import add_profile
@@ -122,32 +122,27 @@ class Collect:
             raise first
 
     def bundle(self) -> dict:
-        c = self.config
-        section = serve_record.make_section(c["batch_dist"], c["requests"], c["seed"],
-                                            c["strategies"], c["stream"], self.results,
-                                            self.points)
+        section = ServeSection(self.config, self.results, self.points)
         return fmt.make_bundle(self.environment.to_json(), self.run.to_json(), [],
-                               serve=section)
+                               serve=section.to_json())
 
 
 def _cell(v: Any, f: str = "{:.1f}") -> str:
     return "-" if v is None else f.format(v)
 
 
-def format_table(results: list[dict]) -> str:
+def format_table(results: list[ServeResult]) -> str:
     header = ["strategy", "status", "req/s", "rows/s", "p50 ms", "p99 ms", "waste",
               "fallback", "graphs", "pool MiB", "setup s", "correct"]
     rows = [header]
     for r in results:
-        pool = r.get("graph_pool_bytes")
-        rows.append([r["strategy"], r["status"], _cell(r.get("requests_per_s")),
-                     _cell(r.get("rows_per_s"), "{:.0f}"), _cell(r.get("latency_ms_p50"), "{:.3f}"),
-                     _cell(r.get("latency_ms_p99"), "{:.3f}"),
-                     _cell(r.get("padding_waste"), "{:.0%}"),
-                     _cell(r.get("fallback_rate"), "{:.0%}"), _cell(r.get("graphs"), "{}"),
+        pool = r.graph_pool_bytes
+        rows.append([r.strategy, r.status, _cell(r.requests_per_s),
+                     _cell(r.rows_per_s, "{:.0f}"), _cell(r.latency_ms_p50, "{:.3f}"),
+                     _cell(r.latency_ms_p99, "{:.3f}"), _cell(r.padding_waste, "{:.0%}"),
+                     _cell(r.fallback_rate, "{:.0%}"), _cell(r.graphs, "{}"),
                      _cell(None if pool is None else pool / 2**20),
-                     _cell(r.get("setup_s"), "{:.2f}"),
-                     _cell(r.get("correct"), "{}")])
+                     _cell(r.setup_s, "{:.2f}"), _cell(r.correct, "{}")])
     return "\n".join(flags.table(rows, left=(0,)))
 
 
@@ -189,14 +184,14 @@ class Serve(MeasuringCommand):
         names = ",".join(s.name for s in spec.strategies)
         cmd = command_line(self.workload.name, self.params, names, spec.requests,
                            spec.dist.spec, spec.seed, self.device, self.quick, self.label)
-        config = {"batch_dist": spec.dist.spec, "requests": spec.requests, "seed": spec.seed,
-                  "strategies": [s.name for s in spec.strategies], "stream": stream,
-                  "profile_sizes": serve.profile_sizes(stream, spec.strategies)}
+        config = ServeConfig(batch_dist=spec.dist.spec, requests=spec.requests, seed=spec.seed,
+                             strategies=[s.name for s in spec.strategies], stream=stream)
         self.sink = Collect(engine, storage.out)
         return serve.run_serve(
             self.ctx, spec.strategies, self.sink,
             environment=environment.capture(self.device),
             run=serve.new_run(self.workload, self.ctx, self.label, cmd), config=config,
+            profile_sizes=serve.profile_sizes(stream, spec.strategies),
             progress=lambda msg: print(msg, file=sys.stderr, flush=True))
 
     def report(self, status: str, engine: Any, storage: Storage) -> None:

@@ -149,15 +149,15 @@ def test_serve_reports_energy_per_request_for_each_strategy():
     counter = FakeDevice(wall=True, wall_power_w=100.0).counter()
     for name in ("eager", "buckets:4/8"):
         r = serve.measure(ctx, parse_strategy(name), counter)
-        e = r["details"]["energy"]
-        assert r["status"] == "ok" and e["energy_mj_per_request"] > 0, e
+        e = r.details["energy"]
+        assert r.status == "ok" and e["energy_mj_per_request"] > 0, e
         assert e["energy_mj_per_request_ci_low"] <= e["energy_mj_per_request"] \
             <= e["energy_mj_per_request_ci_high"]
         assert e["avg_power_w"] == pytest.approx(100.0, rel=0.05)
         assert len(e["windows"]) == ENERGY_PRESETS["quick"].windows
         serve.reset(ctx.device)
     r = serve.measure(ctx, parse_strategy("eager"), "no CUDA device: this run is on cpu")
-    assert r["details"]["energy"] == {"unavailable_reason": "no CUDA device: this run is on cpu"}
+    assert r.details["energy"] == {"unavailable_reason": "no CUDA device: this run is on cpu"}
 
 
 def test_cli_table_shows_energy_columns_or_why_not():

@@ -188,7 +188,7 @@ def test_launch_form_offers_the_model_workloads_without_cli_only_overrides():
     checked = launch_form.check(launch_form.FormValues(
         workload="hf-causal-lm", params={"model": "tiny-llama"}, modes=["eager"],
         batch_preset=launch_form.CUSTOM, custom_batches="1", timing="quick", device="cpu"))
-    assert checked.errors == {} and checked.spec["workload"] == "hf-causal-lm"
+    assert checked.errors == {} and checked.spec.workload == "hf-causal-lm"
     refused = launch_form.check(launch_form.FormValues(
         workload="hf-causal-lm", params={"model": "meta-llama/Llama-3.2-1B"},
         modes=["eager"], batch_preset=launch_form.CUSTOM, custom_batches="1",
