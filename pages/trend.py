@@ -128,8 +128,13 @@ if len(runs) >= 2:  # change points of each mode's step time along the series
                                                batches, modes)
     if found.empty:
         st.success("No change point in the step times of these modes and batch sizes.")
-    for _, c in found.iterrows():  # newest first
-        st.markdown(trend_changes.change_line(c, url.app_url()))
+    else:
+        st.dataframe(trend_changes.change_table(found, url.app_url()), hide_index=True,
+                     key="change_points", height=min(36 + 35 * len(found), 250),
+                     column_config={
+            "change": st.column_config.NumberColumn(format="%+.1f%%"),
+            "compare": st.column_config.LinkColumn(display_text="compare",
+                                                   help="the two runs in Compare")})
     draw_rows([(b, c) for b in batches
                if (c := trend_chart.step_chart(steps, found, b)) is not None], "steps")
     st.subheader("Speedup over eager")

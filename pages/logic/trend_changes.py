@@ -11,7 +11,6 @@ from collections.abc import Sequence
 import pandas as pd
 
 from pages.logic import links
-from pages.logic.plain import plain
 from runner.format.vocab import BASELINE_MODE
 from runner.history import changes as hc
 from runner.history import series as hs
@@ -20,11 +19,12 @@ from runner.history import series as hs
 VERDICT_ORDER = (hc.REGRESSION, hc.IMPROVEMENT, hc.INCONCLUSIVE)
 RULE_TEXT = ("A change point is where a mode's step time steps along the series "
              "(PELT change-point detection, the ruptures library, over every run of this "
-             "series). Before / after are the medians of the runs up to the next step; the "
-             "step is a regression or an improvement only when the 95% interval of before / "
-             "after lies wholly below or above 1x, else inconclusive. Host-bound points are "
-             f"judged on the {hs.NORMALISED} step, so a slower host is not read as a "
-             "torch regression.")
+             "series), newest first. Before / after are the medians of the runs up to the "
+             "next step; the step is a regression or an improvement only when the 95% "
+             "interval of before / after lies wholly below or above 1x, else inconclusive. "
+             "Host-bound points are judged on the step projected to "
+             f"{hs.REFERENCE_US:g} us a launch, so a slower host is not read as a torch "
+             "regression.")
 
 
 def trend_changes(runs: pd.DataFrame, points: pd.DataFrame, order: str,
@@ -38,23 +38,42 @@ def trend_changes(runs: pd.DataFrame, points: pd.DataFrame, order: str,
     keep = [BASELINE_MODE, *[m for m in modes if m != BASELINE_MODE]]
     figures, found = hc.change_points(runs, points, order)
     label = dict(zip(runs["id"].astype(int), runs["run"], strict=True)) if len(runs) else {}
+    torch = dict(zip(runs["id"].astype(int), runs["torch_version"], strict=True)) \
+        if len(runs) else {}
     figures = figures[figures["mode"].isin(keep) & figures["batch_size"].isin(list(batches))]
     figures = figures.assign(run=figures["run_id"].map(label))
     found = found[found["mode"].isin(keep) & found["batch_size"].isin(list(batches))]
     found = found.assign(before=found["before_run"].map(label),
-                         after=found["after_run"].map(label))
+                         after=found["after_run"].map(label),
+                         before_torch=found["before_run"].map(torch),
+                         after_torch=found["after_run"].map(torch))
     return figures.reset_index(drop=True), found.reset_index(drop=True)
 
 
-def change_line(change: pd.Series, base_url: str | None) -> str:
-    """One change point as a Markdown line with a Compare link to its two runs (the run
-    labels hold a bundle's torch version: shown as plain text)."""
-    url = links.compare_url(base_url, [int(change["before_run"]), int(change["after_run"])],
-                            int(change["batch_size"]))
-    return (f"- **{change['verdict']}**: {change['mode']} at batch "
-            f"{int(change['batch_size'])}, {change['before_median']:.4g} → "
-            f"{change['after_median']:.4g} ms ({change['change']:+.1%}; before/after "
-            + (f"{change['ratio_low']:.2f}-{change['ratio_high']:.2f}x"
-               if pd.notna(change["ratio_low"]) else "no interval")
-            + f") between {plain(change['before'])} and {plain(change['after'])} "
-            f"([compare the two runs]({url}))")
+CHANGE_TABLE_COLUMNS = ["verdict", "mode", "batch", "change", "step ms", "before/after 95%",
+                       "between runs", "compare"]
+
+
+def _between(c: pd.Series) -> str:
+    """'#16 → #17 (torch 2.8.0 → 2.9.0)': the two runs as the table names them (the
+    chart's labels carry the dates; the full ones made the table wider than the page)."""
+    return (f"#{int(c['before_run'])} → #{int(c['after_run'])} (torch "
+            f"{hs.text(c['before_torch']) or '?'} → {hs.text(c['after_torch']) or '?'})")
+
+
+def change_table(found: pd.DataFrame, base_url: str | None) -> pd.DataFrame:
+    """The change points as the page lists them, newest first (as trend_changes gives
+    them), each with a Compare link to its two bracketing runs at its batch size. A
+    table, not a line each: eight points and two steps made sixteen lines above the
+    charts. Shown in a dataframe, which renders text as text."""
+    rows = [{"verdict": c["verdict"], "mode": c["mode"], "batch": int(c["batch_size"]),
+             "step ms": f"{c['before_median']:.4g} → {c['after_median']:.4g}",
+             "change": c["change"] * 100,
+             "before/after 95%": (f"{c['ratio_low']:.2f}-{c['ratio_high']:.2f}x"
+                                  if pd.notna(c["ratio_low"]) else "no interval"),
+             "between runs": _between(c),
+             "compare": links.compare_url(base_url, [int(c["before_run"]),
+                                                     int(c["after_run"])],
+                                          int(c["batch_size"]))}
+            for _, c in found.iterrows()]
+    return pd.DataFrame(rows, columns=CHANGE_TABLE_COLUMNS)

@@ -111,26 +111,34 @@ def _stepped(dash, gpu="Step GPU"):
                             ("2.5.1", 1.0, 4))]
 
 
+def _change_table(at):
+    found = [d.value for d in at.dataframe if "between runs" in d.value.columns]
+    assert len(found) == 1
+    return found[0]
+
+
 def test_trend_page_lists_change_points_newest_first_with_compare_links(dash):
     ids = _stepped(dash)
     at = dash.open("pages/trend.py", workload="mlp", gpu="Step GPU", batch=["8", "512"],
                    mode="cuda-graph")
     assert not at.error and not at.exception
-    lines = [t for t in texts(at, "markdown") if t.startswith("- **")]
+    found = _change_table(at)
     # eager (always: every speedup's reference) and cuda-graph at two batch sizes
-    assert len(lines) == 4 and all(t.startswith("- **regression**") for t in lines)
-    assert lines[0].startswith("- **regression**: eager at batch 8, ")
-    assert "(+30.0%; before/after" in lines[0]
-    assert f"/compare?run={ids[0]}&run={ids[1]}&batch=8)" in lines[0]
-    assert f"#{ids[0]}" in lines[0] and f"#{ids[1]}" in lines[0]
+    assert len(found) == 4 and set(found["verdict"]) == {"regression"}
+    first = found.iloc[0]
+    assert (first["mode"], first["batch"]) == ("eager", 8)
+    assert first["change"] == pytest.approx(30.0)
+    assert first["compare"] == f"/compare?run={ids[0]}&run={ids[1]}&batch=8"
+    assert first["between runs"] == f"#{ids[0]} → #{ids[1]} (torch 2.6.0 → 2.7.0)"
     steps = [c for c in charts(at) if "Step time at batch" in c.proto.spec]
     assert len(steps) == 2 and "triangle-up" in steps[0].proto.spec
     # By date the slow run is the second of four: a regression, then an improvement.
     at = dash.open("pages/trend.py", workload="mlp", gpu="Step GPU", batch="8",
                    mode="cuda-graph", order="date")
-    lines = [t for t in texts(at, "markdown") if t.startswith("- **")]
-    assert [t.split("**")[1] for t in lines] == ["improvement", "improvement",
-                                                  "regression", "regression"]
+    found = _change_table(at)  # newest first
+    assert list(found["verdict"]) == ["improvement", "improvement", "regression",
+                                      "regression"]
+    assert list(found["mode"]) == ["eager", "cuda-graph"] * 2
     assert at.query_params.get("order") == "date"
     assert "ordered by date the run started" in " ".join(texts(at, "caption"))
 
@@ -140,7 +148,7 @@ def test_trend_page_says_when_no_step_changed(dash):
         dash.add(gpu="Flat GPU", torch=f"2.{m}.0", created_at=f"2026-0{m}-01T00:00:00+00:00")
     at = dash.open("pages/trend.py", workload="mlp", gpu="Flat GPU", batch="8")
     assert "No change point in the step times" in " ".join(texts(at, "success"))
-    assert not [t for t in texts(at, "markdown") if t.startswith("- **")]
+    assert len(charts(at)) == 2  # a step chart and a speedup chart, no list between
 
 
 @pytest.mark.parametrize("params, message", [
