@@ -4,5 +4,6 @@ series of runs ordered by torch version, date or run order, the change points al
 
 A room of its own because both sides need it: the `check` command (runner/ops/) and the
 Trends page (pages/logic/). It stands on the leaf (runner/format/) and third-party
-packages only (pandas, numpy, ruptures): no torch, no database, no Streamlit.
+packages only (pandas, numpy, ruptures): it may import nothing else of ours, and never
+torch, the database or Streamlit.
 """

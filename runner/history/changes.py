@@ -11,7 +11,7 @@ ruptures installs beside everything else here.
 
 sigma, the noise of one run's figure (log scale), is the larger of
 - the runs' own 95% intervals (their median half-width / 1.96), and
-- with five runs or more, the spread between consecutive runs (the MAD of successive
+- with six runs or more, the spread between consecutive runs (the MAD of successive
   differences / sqrt 2: a step moves only one difference), which holds what a run's own
   rounds cannot see, such as the host's state that lasts a process;
 and at least MIN_SIGMA. A series with neither (two old runs without intervals) gets no
@@ -47,7 +47,7 @@ PENALTY = 3.0
 # split on rounding.
 MIN_SIGMA = 1e-3
 # The spread between runs is estimated from the series itself from this many runs on.
-SERIES_SIGMA_RUNS = 5
+SERIES_SIGMA_RUNS = 6
 Z95 = 1.959964
 
 REGRESSION, IMPROVEMENT, INCONCLUSIVE = "regression", "improvement", "inconclusive"
@@ -79,23 +79,30 @@ def median_rank(n: int) -> int:
 
 
 def level_interval(values: Sequence[float], lows: Sequence[float | None],
-                   highs: Sequence[float | None]) -> tuple[float, float] | None:
+                   highs: Sequence[float | None], sigma: float | None = None
+                   ) -> tuple[float, float] | None:
     """A 95% interval of a segment's level (its median run): the order-statistic interval
     of the runs' figures (their whole range below six runs), widened to the median of the
     runs' own 95% bounds, so a segment of one run has that run's interval and a segment
-    of many has at least their spread. None for one run without an interval."""
+    of many has at least their spread; and, given the series' noise `sigma` (log scale),
+    to at least the median x exp(+-1.96 sigma / sqrt(n)): a run's own rounds do not see
+    a host state that lasts the run, the spread between runs does. None for one run
+    without an interval."""
     xs = sorted(values)
     n = len(xs)
     if n == 0:
         return None
     k = median_rank(n)
     lo, hi = xs[k - 1], xs[n - k]
+    if sigma is not None:
+        mid, half = statistics.median(xs), math.exp(Z95 * sigma / math.sqrt(n))
+        lo, hi = min(lo, mid / half), max(hi, mid * half)
     own = [(a, b) for a, b in zip(lows, highs, strict=True)
            if number_or_none(a) is not None and number_or_none(b) is not None]
     if own:
         lo = min(lo, statistics.median(a for a, _ in own))
         hi = max(hi, statistics.median(b for _, b in own))
-    elif n == 1:
+    elif n == 1 and sigma is None:
         return None
     return lo, hi
 
@@ -172,14 +179,15 @@ class ChangePoint:
                 f"({self.change:+.1%}; before/after {vd.x_text(self.ratio)}x{iv})")
 
 
-def judge(before: pd.DataFrame, after: pd.DataFrame) -> tuple[float, tuple | None, str]:
+def judge(before: pd.DataFrame, after: pd.DataFrame, sigma: float | None = None
+          ) -> tuple[float, tuple | None, str]:
     """(before / after of the medians, its interval, the rule's word) for two groups of
-    runs (frames of value, low, high)."""
+    runs (frames of value, low, high); `sigma` the series' noise, where known."""
     b, a = float(before["value"].median()), float(after["value"].median())
     iv = ratio_interval(level_interval(list(before["value"]), list(before["low"]),
-                                       list(before["high"])),
+                                       list(before["high"]), sigma),
                         level_interval(list(after["value"]), list(after["low"]),
-                                       list(after["high"])))
+                                       list(after["high"]), sigma))
     ratio = b / a
     rule = vd.verdict(ratio, *(iv or (None, None))) or vd.NO_INTERVAL
     return ratio, iv, rule
@@ -198,7 +206,7 @@ def series_changes(ordered: pd.DataFrame, mode: str, batch_size: int, basis: str
     out = []
     for i, at in enumerate(bkps, start=1):
         before, after = ordered.iloc[edges[i - 1]:at], ordered.iloc[at:edges[i + 1]]
-        ratio, iv, rule = judge(before, after)
+        ratio, iv, rule = judge(before, after, sigma)
         out.append(ChangePoint(
             mode=mode, batch_size=int(batch_size), basis=basis, index=at,
             before_run=int(ordered["run_id"].iloc[at - 1]),

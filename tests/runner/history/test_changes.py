@@ -83,6 +83,15 @@ def test_two_step_series_is_judged_segment_by_segment():
     assert found[1].before_runs == 4 and found[1].after_runs == 4
 
 
+def test_one_slow_release_in_the_middle_is_a_regression_then_an_improvement():
+    # The spike moves two of the successive differences: the series' own noise estimate
+    # waits for six runs, so that the median difference is still a quiet one.
+    found = _changes([1.0, 1.01, 0.99, 1.3, 1.0, 1.0, 1.01])
+    assert [(c.after_run, c.verdict) for c in found] == [(4, hc.REGRESSION),
+                                                        (5, hc.IMPROVEMENT)]
+    assert (found[0].after_runs, found[1].before_runs) == (1, 1)
+
+
 def test_the_median_interval_of_many_runs_is_narrower_than_their_range():
     assert hc.median_rank(5) == 1 and hc.median_rank(9) == 2 and hc.median_rank(20) == 6
     lo, hi = hc.level_interval(list(range(1, 21)), [None] * 20, [None] * 20)

@@ -104,7 +104,7 @@ def test_bundle_files_need_no_database(capsys, tmp_path, default_db):
 
 def test_series_finds_the_change_at_the_newest_run(capsys, db, tmp_path, monkeypatch):
     url, ids = db
-    summary = tmp_path / "summary.md"
+    summary = tmp_path / "step_summary"
     summary.write_text("earlier step\n", encoding="utf-8")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     junit = tmp_path / "check.xml"
@@ -171,7 +171,7 @@ def test_series_takes_a_bundle_file_not_yet_stored(capsys, db, tmp_path):
 def test_bad_input_is_one_line_and_exit_2(capsys, db, tmp_path, monkeypatch, argv, expected):
     url, _ = db
     monkeypatch.chdir(tmp_path)
-    summary = tmp_path / "summary.md"
+    summary = tmp_path / "step_summary"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     rc, out, err = cli(capsys, "check", "--db", url, *argv)
     assert rc == 2 and out == ""
