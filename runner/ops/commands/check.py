@@ -195,9 +195,11 @@ class Store:
     def series_runs(self, header: dict, gpu: str | None = None):
         """The stored sweeps of the header's series (with `gpu` in place of its device)."""
         from db import queries
+        from runner.format.numbers import is_missing
         from runner.history import series as hs
 
-        device = gpu or ("cpu" if not header.get("gpu_name") else header["gpu_name"])
+        named = header.get("gpu_name")  # a database frame reads a CPU run's as None or NaN
+        device = gpu or ("cpu" if is_missing(named) or not named else str(named))
         runs = queries.trend_runs(self.engine, header["workload"], device)
         want = hs.series_key({**header, "gpu_name": None if device == "cpu" else device})
         keep = [hs.series_key(r) == want for _, r in runs.iterrows()]
