@@ -5,18 +5,20 @@ marked. The whole view lives in the URL, so the link reproduces it."""
 import streamlit as st
 
 from pages.charts import trend_chart
-from pages.logic import board, links, trends
+from pages.logic import board, links, trend_changes, trends
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, url
 from runner.format import verdict
 from runner.format.vocab import ALTERNATIVE_MODES
+from runner.history.series import ORDERS
 
 frame.ensure_frame()
 st.title("Trends")
 
 # --- settings: the query string, checked before anything is drawn ------------------------
 options = data.filter_options()
-asked = {k: st.query_params.get_all(k) for k in ("workload", "gpu", "params", "batch", "mode")}
+asked = {k: st.query_params.get_all(k)
+         for k in ("workload", "gpu", "params", "batch", "mode", "order")}
 try:
     q = trends.parse_query(asked, options["workload"], options["gpu"])
 except trends.TrendQueryError as e:
@@ -64,7 +66,7 @@ chosen_set = pick(c3, "Parameter set (workload parameters · dtype)", list(sets)
 runs = runs[runs["id"].isin(sets[chosen_set])]
 points = data.key_points(runs["id"])
 measured = trends.measured_batches(points)
-c1, c2 = st.columns(2)
+c1, c2, c3 = st.columns([2, 2, 1])
 wanted = [b for b in q.batches if b in measured] or trends.default_batches(points)
 missing = [b for b in q.batches if b not in measured]
 if missing:
@@ -74,18 +76,30 @@ batches = c1.multiselect("Batch sizes", measured, wanted, key=f"tr_b_{chosen_set
                          max_selections=trends.MAX_BATCHES)
 modes = c2.multiselect("Modes", list(ALTERNATIVE_MODES), list(q.modes or ALTERNATIVE_MODES),
                        key="tr_modes")
+order = pick(c3, "Order runs by", list(ORDERS), q.order, "tr_order", format_func=ORDERS.get)
 st.query_params.from_dict({"workload": workload, "gpu": gpu, "params": chosen_set,
-                           "batch": [str(b) for b in batches], "mode": modes})
-table = trends.trend_table(runs, points, batches, modes)
+                           "batch": [str(b) for b in batches], "mode": modes,
+                           **({"order": order} if order != "torch" else {})})
+table = trends.trend_table(runs, points, batches, modes, order)
 
 # --- show ---------------------------------------------------------------------------------
+def draw_rows(figures, key: str) -> None:
+    """(batch, chart) pairs two a row while the runs' labels fit half the page; a long
+    history takes the width."""
+    per_row = 2 if len(runs) <= trend_chart.RUNS_PER_HALF_ROW else 1
+    for row in range(0, len(figures), per_row):
+        for col, (b, chart) in zip(st.columns(per_row), figures[row:row + per_row],
+                                   strict=False):
+            with col:
+                parts.chart(chart, key=f"{key}_{b}")
+
+
 st.caption(f"{len(runs)} run(s) of {plain(workload)} ({plain(chosen_set)}) on {plain(gpu)}, "
-           "ordered by torch "
-           "version then date. A change is marked (triangle) only when the ratio of the two "
-           "speedups has a 95% interval wholly above or below 1 (Compare's rule); otherwise "
-           f"it is within noise. {verdict.RULE_TEXT}")
+           f"ordered by {ORDERS[order]}. Speedups: a change is marked (triangle) only when "
+           "the ratio of the two speedups has a 95% interval wholly above or below 1 "
+           f"(Compare's rule); otherwise it is within noise. {verdict.RULE_TEXT}")
 # Each run's key figure in the series' order, as the board and Compare quote it.
-ordered = trends.ordered_runs(runs)
+ordered = trends.ordered_runs(runs, order)
 st.dataframe(board.key_table(data.summaries(ordered["id"]),
                              dict(zip(ordered["id"].astype(int), ordered["run"], strict=True))),
              hide_index=True, key="key_figures")
@@ -107,6 +121,23 @@ if len(runs) < 2:  # no line to draw: say what a trend needs, and where there is
         alone = trends.single_runs(every, data.summaries(sweeps["id"].astype(int).tolist()))
         if (chart := trend_chart.single_runs_chart(alone)) is not None:
             parts.chart(chart, key="single_runs")
+if len(runs) >= 2:  # change points of each mode's step time along the series
+    st.subheader("Change points")
+    st.caption(trend_changes.RULE_TEXT)
+    steps, found = trend_changes.trend_changes(ordered, data.points(ordered["id"]), order,
+                                               batches, modes)
+    if found.empty:
+        st.success("No change point in the step times of these modes and batch sizes.")
+    else:
+        st.dataframe(trend_changes.change_table(found, url.app_url()), hide_index=True,
+                     key="change_points", height=min(36 + 35 * len(found), 250),
+                     column_config={
+            "change": st.column_config.NumberColumn(format="%+.1f%%"),
+            "compare": st.column_config.LinkColumn(display_text="compare",
+                                                   help="the two runs in Compare")})
+    draw_rows([(b, c) for b in batches
+               if (c := trend_chart.step_chart(steps, found, b)) is not None], "steps")
+    st.subheader("Speedup over eager")
 if table.empty:
     st.info("No speedup measured at these batch sizes and modes.")
 else:
@@ -116,14 +147,8 @@ else:
     for _, r in moved.iterrows():
         st.markdown(f"- **{r['mode']}** at batch {int(r['batch_size'])}: "
                     f"{plain(r['change vs previous'])} in {plain(r['run'])}")
-    # Two a row while the runs' labels fit half the page; a long history takes the width.
-    figures = [(b, c) for b in batches if (c := trend_chart.trend_chart(table, b)) is not None]
-    per_row = 2 if len(runs) <= trend_chart.RUNS_PER_HALF_ROW else 1
-    for row in range(0, len(figures), per_row):
-        for col, (b, chart) in zip(st.columns(per_row), figures[row:row + per_row],
-                                   strict=False):
-            with col:
-                parts.chart(chart, key=f"trend_{b}")
+    draw_rows([(b, c) for b in batches
+               if (c := trend_chart.trend_chart(table, b)) is not None], "trend")
     # Energy columns only where some run measured energy: a column of dashes says nothing.
     empty = [c for c in trends.ENERGY_TREND_COLUMNS if table[c].isna().all()]
     st.dataframe(table.drop(columns=["order", "change", *empty]), hide_index=True,

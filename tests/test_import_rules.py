@@ -7,6 +7,9 @@ count too: a lazy import is still a dependency) and asserts
   runner/ops/launcher.py and, for a Slurm executor, runner/ops/slurm.py), never the
   measuring core, the serve scenario, the CLI or torch;
 - the measuring core and the serve scenario never import db/, pages/ or operations;
+- the history (runner/history/, issue 40) imports only the leaf of ours and, of third
+  parties, neither torch, SQLAlchemy, Streamlit nor Altair; pages/ and the operations
+  may import it;
 - no two modules import each other, directly or round a longer circle;
 - pages/ in its rooms (issue 36): logic/ imports neither streamlit, altair nor db/;
   charts/ no streamlit nor db/; widgets/data.py is the one door to db/ (and sqlalchemy)
@@ -20,6 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("runner", "db", "pages")
+HISTORY = "runner.history"  # change points across runs: the CLI's and the Trends page's
 DOOR = "pages.widgets.data"  # the pages' one door to the database
 MAX_PAGES_LINES = 400
 LEAF = "runner.format"
@@ -92,8 +96,18 @@ def test_db_imports_only_the_leaf_of_runner():
 
 
 def test_pages_import_db_the_leaf_and_the_operations_entries():
-    assert _offenders(("pages",), lambda i: _in(i, "pages", "db", LEAF, PAGES_ENTRY,
+    assert _offenders(("pages",), lambda i: _in(i, "pages", "db", LEAF, HISTORY, PAGES_ENTRY,
                                                  SLURM_ENTRY)) == []
+
+
+def test_the_history_stands_on_the_leaf_and_third_parties_only():
+    assert _offenders((HISTORY,), lambda i: _in(i, HISTORY, LEAF)) == []
+    banned = ("torch", "sqlalchemy", "streamlit", "altair", "db", "pages", "runner.ops",
+              "runner.core", "runner.serve")
+    assert _room_offenders(HISTORY, banned) == []
+    # Its two readers: the check command and the Trends page's logic.
+    readers = {m for m in MODULES if HISTORY in {_top_module(i) for i in GRAPH[m]}}
+    assert any(_in(m, "runner.ops") for m in readers) and any(_in(m, "pages") for m in readers)
 
 
 def test_the_operations_entries_for_pages_stay_narrow():
@@ -140,6 +154,11 @@ def test_the_walk_sees_the_house():
 
 def _top(name: str) -> str:
     return name.split(".")[0]
+
+
+def _top_module(name: str) -> str:
+    """runner.history.changes -> runner.history (the room a module of ours lives in)."""
+    return ".".join(name.split(".")[:2])
 
 
 def _room_offenders(room: str, banned: tuple[str, ...]) -> list[str]:

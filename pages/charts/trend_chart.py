@@ -9,6 +9,7 @@ import altair as alt
 import pandas as pd
 
 from pages.charts import encodings, layout
+from runner.history.series import REFERENCE_US
 
 # Up to this many runs a trend chart reads in half the page (each run's three-line label
 # needs about 100 px with its spacing, and Vega hides labels that would touch); more get
@@ -99,3 +100,62 @@ def single_runs_chart(frame: pd.DataFrame) -> alt.LayerChart | None:
         "Each run's key figure: one run a point",
         f"{len(frame)} run(s), each alone in its series; bars: 95% interval"),
         height=max(layout.HEIGHT, ROW_PX * len(frame)))
+
+
+# One shape per change-point verdict (runner/history/changes.py), on the run after the
+# step: up for a longer step, down for a shorter one.
+STEP_SHAPES = {"no change point": "circle", "regression": "triangle-up",
+               "improvement": "triangle-down", "inconclusive": "diamond"}
+
+
+def step_chart(figures: pd.DataFrame, changes: pd.DataFrame, batch: int
+               ) -> alt.LayerChart | None:
+    """Each mode's judged step (ms, log y) over the ordered runs at one batch size, with
+    its 95% interval, the runs after a change point marked by the change's verdict and a
+    dashed rule at each regression or improvement. `figures` and `changes` are
+    trend_changes.trend_changes' frames."""
+    df = figures[figures["batch_size"] == batch]
+    if df.empty:
+        return None
+    here = changes[changes["batch_size"] == batch]
+    verdicts = {(m, int(r)): v for m, r, v in
+                zip(here["mode"], here["after_run"], here["verdict"], strict=True)}
+    df = df.assign(change=[verdicts.get((m, int(r)), "no change point")
+                           for m, r in zip(df["mode"], df["run_id"], strict=True)])
+    df = df.assign(marked=df["change"] != "no change point")
+    values = list(df["value"]) + list(df["low"].dropna()) + list(df["high"].dropna())
+    ticks = encodings.log_ticks(values)
+    y = alt.Y("value:Q", title="Step (ms)",
+              scale=alt.Scale(type="log", domain=[ticks[0], ticks[-1]], nice=False),
+              axis=alt.Axis(values=ticks, format="~g"))
+    order = list(df.sort_values("order")["run"].drop_duplicates())
+    x = alt.X("run:N", title="Run (torch version · date · id)", sort=order,
+              axis=alt.Axis(labelAngle=0, labelExpr="split(datum.label, ' · ')",
+                            labelLimit=layout.LABEL_LIMIT, labelOverlap=True))
+    color = encodings.mode_color(df["mode"])
+    kinds = _present(df["change"], STEP_SHAPES)
+    shape = alt.Shape("change:N", title="Change point",
+                      scale=alt.Scale(domain=kinds, range=[STEP_SHAPES[k] for k in kinds]),
+                      legend=layout.legend("bottom", entries=len(kinds)))
+    tips = [alt.Tooltip("run:N"), alt.Tooltip("mode:N"),
+            alt.Tooltip("value:Q", title="step ms", format=".4g"),
+            alt.Tooltip("low:Q", title="95% low", format=".4g"),
+            alt.Tooltip("high:Q", title="95% high", format=".4g"),
+            alt.Tooltip("basis:N", title="judged on"), alt.Tooltip("change:N")]
+    base = alt.Chart(df)
+    line = base.mark_line(opacity=0.5).encode(x=x, y=y, color=color, detail="mode:N")
+    bars = base.transform_filter("isValid(datum.low)").mark_rule().encode(
+        x=x, y=alt.Y("low:Q"), y2="high:Q", color=color)
+    pts = base.mark_point(filled=True).encode(
+        x=x, y=y, color=color, shape=shape, tooltip=tips,
+        size=alt.condition("datum.marked", alt.value(180), alt.value(50)))
+    layers = [bars, line, pts]
+    found = df[df["change"].isin(["regression", "improvement"])]
+    if not found.empty:
+        layers.insert(0, alt.Chart(found[["run"]].drop_duplicates()).mark_rule(
+            strokeDash=[4, 4], color="#888").encode(x=x))
+    normalised = df["basis"].str.startswith("host").any()
+    return layout.fitted(alt.layer(*layers), layout.chart_title(
+        f"Step time at batch {batch}",
+        (f"host-bound points at {REFERENCE_US:g} us a launch; " if normalised else "")
+        + "bars: 95% interval; triangles: change points"))

@@ -15,6 +15,7 @@ import pandas as pd
 
 from pages.logic import analysis, comparing, noise
 from runner.format.vocab import ALTERNATIVE_MODES
+from runner.history.series import ORDERS, order_runs
 
 MAX_BATCH = 2**31 - 1
 MAX_BATCHES = 8  # more panels than this are not read
@@ -31,6 +32,7 @@ class TrendQuery:
     params: str | None
     batches: tuple[int, ...]
     modes: tuple[str, ...]
+    order: str = "torch"
 
 
 def _one(params: Mapping[str, Sequence[str]], name: str) -> str | None:
@@ -82,8 +84,12 @@ def parse_query(params: Mapping[str, Sequence[str]], workloads: Sequence[str],
                                   f"choose one of {', '.join(ALTERNATIVE_MODES)}")
         if m not in modes:
             modes.append(m)
+    order = _one(params, "order") or "torch"
+    if order not in ORDERS:
+        raise TrendQueryError(f"?order={order[:40]!r} is not an order: choose one of "
+                              f"{', '.join(ORDERS)}")
     return TrendQuery(workload, gpu, _one(params, "params"), tuple(sorted(batches)),
-                      tuple(modes))
+                      tuple(modes), order)
 
 
 def param_key(run: Mapping) -> str:
@@ -100,26 +106,12 @@ def param_sets(runs: pd.DataFrame) -> dict[str, list[int]]:
     return dict(sorted(sets.items(), key=lambda kv: -len(kv[1])))
 
 
-def torch_key(version) -> tuple:
-    """Sort key of a torch version: release numbers, then pre-releases (dev, rc) before
-    the release itself; unknown versions first."""
-    text = comparing.value_text(version)
-    m = re.match(r"(\d+(?:\.\d+)*)(.*)", text)
-    if not m:
-        return ((), 0, text)
-    release = tuple(int(x) for x in m.group(1).split("."))
-    rest = m.group(2).split("+")[0]
-    return (release, 0 if re.match(r"\.?(dev|a|b|rc)", rest) else 1, rest)
-
-
-def ordered_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Runs by torch version, then date, with a short unique label each."""
+def ordered_runs(runs: pd.DataFrame, by: str = "torch") -> pd.DataFrame:
+    """Runs in the series' order (runner/history's: by torch version then date, by date,
+    or by run id), with a short unique label each."""
     if runs.empty:
         return runs.assign(order=[], run=[])
-    key = runs.apply(lambda r: (torch_key(r["torch_version"]), r["created_at"], r["id"]),
-                     axis=1)
-    out = runs.assign(_k=key).sort_values("_k").drop(columns="_k").reset_index(drop=True)
-    out["order"] = range(len(out))
+    out = order_runs(runs, by)
     out["run"] = [f"torch {comparing.value_text(r['torch_version'])} · "
                   f"{r['created_at']:%Y-%m-%d} · #{int(r['id'])}"
                   + (" (published)" if r.get("source") == "published" else "")
@@ -160,7 +152,7 @@ ENERGY_TREND_COLUMNS = ("energy_mj_per_step", "energy_gain")
 
 
 def trend_table(runs: pd.DataFrame, points: pd.DataFrame, batches: Sequence[int],
-                modes: Sequence[str]) -> pd.DataFrame:
+                modes: Sequence[str], by: str = "torch") -> pd.DataFrame:
     """One row per (run, mode, batch): the speedup with its interval, and how it changed
     against the previous run in order with a figure at that (mode, batch): 'faster' /
     'slower' when the ratio's interval lies wholly above / below 1, else 'within noise',
@@ -169,7 +161,7 @@ def trend_table(runs: pd.DataFrame, points: pd.DataFrame, batches: Sequence[int]
     has none)."""
     sp = analysis.speedups(points)
     sp = sp[sp["mode"].isin(list(modes)) & sp["batch_size"].isin(list(batches))]
-    order = ordered_runs(runs)
+    order = ordered_runs(runs, by)
     if sp.empty or order.empty:
         return pd.DataFrame(columns=TREND_COLUMNS)
     info = order.set_index(order["id"].astype(int))

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from runner.core import stats
 from runner.core.timing import TimingConfig
+from runner.format.host_split import HOST_BOUND_SHARE
 from runner.format.measurement import Measurement, PairedRatio
 from runner.format.vocab import BASELINE_MODE as REFERENCE
 
@@ -92,9 +93,6 @@ def intervals(rounds: Rounds) -> dict[str, dict[str, stats.Interval | None]]:
     return out
 
 
-# A mode whose host issue time is at least this share of its step is host-bound: its step
-# follows the host's launch cost (docs/MEASUREMENT.md, "Host and GPU apart").
-HOST_BOUND_SHARE = 0.8
 # The half-width a host-bound figure is held to, on its host-normalised rounds. Why not
 # the preset's 2%: on the H200, normalising the rounds by their launch cost took the
 # `mlp` speedups' half-widths from 8-88% down to 1-17% (three processes); what is left

@@ -36,6 +36,11 @@ from runner.format.numbers import number_or_none, percentile
 # Reference launch costs (us a launch) that speedups are projected to: a fast server CPU,
 # a typical one, a slow or busy one. The lent H200's host read 6.6-10 us.
 REFERENCE_LAUNCH_US = (5.0, 10.0, 20.0)
+# A mode whose host issue time is at least this share of its step is host-bound: its step
+# follows the host's launch cost (docs/MEASUREMENT.md, "Host and GPU apart"). The rounds
+# judge `noisy` by it (runner/core/rounds.py) and the history (runner/history/) picks the
+# figure a change is judged on by it: one threshold for both.
+HOST_BOUND_SHARE = 0.8
 # How the split's three parts are named wherever they are shown.
 PARTS = {"gpu": "GPU busy", "launch": "launch cost (launches x probe)",
          "rest": "rest of the host (Python, dispatcher, syncs)"}
@@ -66,6 +71,14 @@ def split(step_ms: float | None, gpu_busy_ms: float | None, launches_per_step: f
     waiting = step - gpu
     launch = min(waiting, max(n, 0.0) * cost / 1e3)
     return StepSplit(step_ms=step, gpu_ms=gpu, launch_ms=launch, rest_ms=waiting - launch)
+
+
+def host_bound(step_ms: float | None, host_ms_per_step: float | None) -> bool:
+    """Does the host set this step? Its issue time a step against the step (medians);
+    False where either is unknown."""
+    step, host = number_or_none(step_ms), number_or_none(host_ms_per_step)
+    return step is not None and host is not None and step > 0 \
+        and host >= HOST_BOUND_SHARE * step
 
 
 def projected_step(gpu_busy_ms: float | None, host_ms_per_step: float | None,
@@ -160,5 +173,6 @@ def fill(ms: dict) -> None:
         m.split.speedup_at_launch_us = at
 
 
-__all__ = ["PARTS", "REFERENCE_LAUNCH_US", "RoundCheck", "StepSplit", "check_rounds", "fill",
-           "host_figures", "of", "projected_speedup", "projected_step", "split"]
+__all__ = ["HOST_BOUND_SHARE", "PARTS", "REFERENCE_LAUNCH_US", "RoundCheck", "StepSplit",
+           "check_rounds", "fill", "host_bound", "host_figures", "of", "projected_speedup",
+           "projected_step", "split"]

@@ -20,6 +20,7 @@ import sys
 COMMAND_MODULES = (
     "runner.ops.commands.sweep",
     "runner.ops.commands.store",
+    "runner.ops.commands.check",
     "runner.ops.commands.jobs",
     "runner.ops.commands.hosts",
     "runner.ops.commands.serve",

@@ -149,6 +149,28 @@ def test_trend_page_opens_on_charts_with_room(dashboard, page):
     assert _problems(charts) == []
 
 
+def test_trend_change_points_have_room_and_a_compare_column(dashboard, db, page):
+    """A series that stepped (issue 40): the step charts with their change points have
+    room, and the change-point table is drawn with its Compare column. (The grid paints
+    its cells on a canvas: that the column fits 1280 px was checked on a screenshot.)"""
+    from db.store import import_bundle
+    from tests.synthetic import sweep_bundle
+
+    ids = [import_bundle(db, sweep_bundle(gpu="Stepped GPU", torch=t, scale=s,
+                                          created_at=f"2026-0{i + 1}-01T00:00:00+00:00"))[0]
+           for i, (t, s) in enumerate((("2.4.0", 1.0), ("2.5.1", 1.0), ("2.6.0", 1.0),
+                                       ("2.7.0", 1.3)))]
+    charts = _charts(page, dashboard.url("trend?workload=mlp&gpu=Stepped+GPU&batch=8"))
+    steps = [c for c in charts if c["title"].startswith("Step time at batch 8")]
+    assert len(steps) == 1 and _problems(charts) == []
+    table = page.locator("[data-testid='stDataFrame']").filter(has_text="between runs")
+    headers = [h.text_content() for h in table.locator("th[role='columnheader']").all()]
+    assert headers[-1] == "compare"
+    # The table's cells ride in its accessible copy: the two runs around the step.
+    text = table.text_content()
+    assert f"#{ids[2]} → #{ids[3]} (torch 2.6.0 → 2.7.0)" in text
+
+
 def test_serve_page_charts_have_room_and_strategies_have_their_own_colour(
         dashboard, page, sample_ids):
     charts = _charts(page, dashboard.url(f"serve?run={sample_ids['serve']}"))

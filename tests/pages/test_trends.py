@@ -10,6 +10,7 @@ import pytest
 
 from pages.charts import trend_chart
 from pages.logic import trends
+from runner.history.series import torch_key
 from tests.apptest import charts, texts
 
 WORKLOADS, GPUS = ["mlp", "resnet"], ["NVIDIA H200", "cpu"]
@@ -25,6 +26,7 @@ def test_a_good_query_string():
     assert (q.workload, q.gpu, q.batches, q.modes) == ("mlp", "NVIDIA H200", (8, 64),
                                                        ("cuda-graph",))
     assert _q() == trends.TrendQuery(None, None, None, (), ())
+    assert _q(order="date").order == "date" and _q().order == "torch"
 
 
 @pytest.mark.parametrize("params, message", [
@@ -37,6 +39,7 @@ def test_a_good_query_string():
     ({"batch": "99999999999999999999"}, "is not a batch size"),
     ({"mode": "eager"}, "?mode='eager' is not a mode with a speedup"),
     ({"workload": ["mlp", "resnet"]}, "?workload= is given 2 times"),
+    ({"order": "size"}, "?order='size' is not an order: choose one of torch, date, run"),
 ])
 def test_bad_query_strings_name_the_value(params, message):
     with pytest.raises(trends.TrendQueryError) as e:
@@ -46,7 +49,7 @@ def test_bad_query_strings_name_the_value(params, message):
 
 def test_torch_versions_order_by_release_then_pre_release():
     versions = ["2.10.0", "2.6.0+cu124", "2.6.0.dev20241112", "2.5.1", None]
-    assert sorted(versions, key=trends.torch_key) == [
+    assert sorted(versions, key=torch_key) == [
         None, "2.5.1", "2.6.0.dev20241112", "2.6.0+cu124", "2.10.0"]
 
 
@@ -92,7 +95,7 @@ def test_trend_page_marks_a_change_and_shares_its_url(dash):
     assert keys["key figure"].iloc[-1] == "cuda-graph at batch 8: 30.00x (29.00-31.00x)"
     table = at.dataframe[1].value
     assert set(table["run_id"]) == set(ids) and set(table["batch_size"]) == {8, 512}
-    assert len(charts(at)) == 2
+    assert len(charts(at)) == 4  # step times with their change points, then speedups
     moved = " ".join(texts(at, "markdown"))
     assert "**cuda-graph** at batch 8: faster" in moved and f"#{ids[2]}" in moved
     share = " ".join(texts(at, "code"))
@@ -100,7 +103,56 @@ def test_trend_page_marks_a_change_and_shares_its_url(dash):
     assert at.query_params.get("gpu") == "Trend GPU"
 
 
+def _stepped(dash, gpu="Step GPU"):
+    """Four runs of one series, stored out of torch order; torch 2.7 made every step 30%
+    longer."""
+    return [dash.add(gpu=gpu, torch=t, scale=s, created_at=f"2026-0{m}-01T00:00:00+00:00")
+            for t, s, m in (("2.6.0", 1.0, 1), ("2.7.0", 1.3, 2), ("2.4.0", 1.0, 3),
+                            ("2.5.1", 1.0, 4))]
+
+
+def _change_table(at):
+    found = [d.value for d in at.dataframe if "between runs" in d.value.columns]
+    assert len(found) == 1
+    return found[0]
+
+
+def test_trend_page_lists_change_points_newest_first_with_compare_links(dash):
+    ids = _stepped(dash)
+    at = dash.open("pages/trend.py", workload="mlp", gpu="Step GPU", batch=["8", "512"],
+                   mode="cuda-graph")
+    assert not at.error and not at.exception
+    found = _change_table(at)
+    # eager (always: every speedup's reference) and cuda-graph at two batch sizes
+    assert len(found) == 4 and set(found["verdict"]) == {"regression"}
+    first = found.iloc[0]
+    assert (first["mode"], first["batch"]) == ("eager", 8)
+    assert first["change"] == pytest.approx(30.0)
+    assert first["compare"] == f"/compare?run={ids[0]}&run={ids[1]}&batch=8"
+    assert first["between runs"] == f"#{ids[0]} → #{ids[1]} (torch 2.6.0 → 2.7.0)"
+    steps = [c for c in charts(at) if "Step time at batch" in c.proto.spec]
+    assert len(steps) == 2 and "triangle-up" in steps[0].proto.spec
+    # By date the slow run is the second of four: a regression, then an improvement.
+    at = dash.open("pages/trend.py", workload="mlp", gpu="Step GPU", batch="8",
+                   mode="cuda-graph", order="date")
+    found = _change_table(at)  # newest first
+    assert list(found["verdict"]) == ["improvement", "improvement", "regression",
+                                      "regression"]
+    assert list(found["mode"]) == ["eager", "cuda-graph"] * 2
+    assert at.query_params.get("order") == "date"
+    assert "ordered by date the run started" in " ".join(texts(at, "caption"))
+
+
+def test_trend_page_says_when_no_step_changed(dash):
+    for m in (1, 2, 3):
+        dash.add(gpu="Flat GPU", torch=f"2.{m}.0", created_at=f"2026-0{m}-01T00:00:00+00:00")
+    at = dash.open("pages/trend.py", workload="mlp", gpu="Flat GPU", batch="8")
+    assert "No change point in the step times" in " ".join(texts(at, "success"))
+    assert len(charts(at)) == 2  # a step chart and a speedup chart, no list between
+
+
 @pytest.mark.parametrize("params, message", [
+    ({"workload": "mlp", "order": "size"}, "?order='size' is not an order"),
     ({"workload": "mlp", "batch": "８"}, "?batch='８' is not a batch size"),
     ({"workload": "mlp", "gpu": "No such GPU"}, "?gpu='No such GPU' has no run here"),
     ({"workload": "<script>"}, "?workload='<script>' has no run here"),

@@ -1,0 +1,303 @@
+"""Change points along a series of runs, and one run against a baseline, each judged by
+the project's one rule (runner/format/verdict.py).
+
+Finding where a series steps is a solved problem, so it is left to a library: `ruptures`
+(BSD-2, numpy and scipy only), PELT over the log of the figure with an L2 cost, its
+penalty a BIC-like PENALTY x sigma^2 x log(n). Why not the others on PyPI: apache-otava
+0.8 pins numpy 2.2.0 exactly (this project runs on numpy 2.4) and pulls in BigQuery,
+Slack and PostgreSQL clients; MongoDB's signal-processing-algorithms 2.1.6 (E-Divisive)
+needs numpy below 2, Python 3.11 exactly and gevent. Both find the same kind of step;
+ruptures installs beside everything else here.
+
+sigma, the noise of one run's figure (log scale), is the larger of
+- the runs' own 95% intervals (their median half-width / 1.96), and
+- with six runs or more, the spread between consecutive runs (the MAD of successive
+  differences / sqrt 2: a step moves only one difference), which holds what a run's own
+  rounds cannot see, such as the host's state that lasts a process;
+and at least MIN_SIGMA. A series with neither (two old runs without intervals) gets no
+change point: nothing says what its noise is.
+
+Each change point is judged as Compare judges two runs: the ratio before / after of the
+two segments' medians (above 1: the runs after are faster), with a conservative interval
+from each side's level interval (level_interval), and the rule's verdict on it: the
+whole interval below 1 is a regression, above 1 an improvement; anything else (within
+noise, inconclusive, no interval) is no finding.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import ruptures
+
+from runner.format import verdict as vd
+from runner.format.numbers import number_or_none
+from runner.format.vocab import MODES
+from runner.history import series as hs
+
+# BIC's log(n) with a factor: at 2, 23% of simulated noise-only series of 5-30 runs got a
+# change point; at 3, 12% (the verdict then calls nearly all of those within noise).
+PENALTY = 3.0
+# Below 0.1% no timer here resolves a change: a perfectly flat synthetic series must not
+# split on rounding.
+MIN_SIGMA = 1e-3
+# The spread between runs is estimated from the series itself from this many runs on.
+SERIES_SIGMA_RUNS = 6
+Z95 = 1.959964
+
+REGRESSION, IMPROVEMENT, INCONCLUSIVE = "regression", "improvement", "inconclusive"
+# What each change verdict means, from the rule's word on before / after.
+CHANGE_VERDICTS = {
+    REGRESSION: "slower after: the whole 95% interval of before / after lies below 1x",
+    IMPROVEMENT: "faster after: the whole 95% interval of before / after lies above 1x",
+    INCONCLUSIVE: "the interval contains 1x, spans too widely, or is unknown: no finding",
+}
+
+
+def change_verdict(rule: str | None) -> str:
+    """The change verdict of the rule's word on before / after."""
+    return {vd.FASTER: IMPROVEMENT, vd.SLOWER: REGRESSION}.get(rule or "", INCONCLUSIVE)
+
+
+def median_rank(n: int) -> int:
+    """k such that the k-th smallest and k-th largest of n runs bound a distribution-free
+    95% interval of their median (the sign test); 1 (the whole range) below six runs,
+    where no narrower one has 95%."""
+    k, tail = 1, 0.0
+    while True:
+        tail += math.comb(n, k - 1) / 2**n
+        if 2 * tail > 0.05:
+            return max(k - 1, 1)
+        if k >= (n + 1) // 2:
+            return k
+        k += 1
+
+
+def level_interval(values: Sequence[float], lows: Sequence[float | None],
+                   highs: Sequence[float | None], sigma: float | None = None
+                   ) -> tuple[float, float] | None:
+    """A 95% interval of a segment's level (its median run): the order-statistic interval
+    of the runs' figures (their whole range below six runs), widened to the median of the
+    runs' own 95% bounds, so a segment of one run has that run's interval and a segment
+    of many has at least their spread; and, given the series' noise `sigma` (log scale),
+    to at least the median x exp(+-1.96 sigma / sqrt(n)): a run's own rounds do not see
+    a host state that lasts the run, the spread between runs does. None for one run
+    without an interval."""
+    xs = sorted(values)
+    n = len(xs)
+    if n == 0:
+        return None
+    k = median_rank(n)
+    lo, hi = xs[k - 1], xs[n - k]
+    if sigma is not None:
+        mid, half = statistics.median(xs), math.exp(Z95 * sigma / math.sqrt(n))
+        lo, hi = min(lo, mid / half), max(hi, mid * half)
+    own = [(a, b) for a, b in zip(lows, highs, strict=True)
+           if number_or_none(a) is not None and number_or_none(b) is not None]
+    if own:
+        lo = min(lo, statistics.median(a for a, _ in own))
+        hi = max(hi, statistics.median(b for _, b in own))
+    elif n == 1 and sigma is None:
+        return None
+    return lo, hi
+
+
+def ratio_interval(num: tuple[float, float] | None, den: tuple[float, float] | None
+                   ) -> tuple[float, float] | None:
+    """A conservative interval for num / den from each side's own interval: num_low /
+    den_high .. num_high / den_low (Compare's, pages/logic/noise.py). None when a side has
+    none or a bound is not positive."""
+    if num is None or den is None or den[0] <= 0 or den[1] <= 0:
+        return None
+    return num[0] / den[1], num[1] / den[0]
+
+
+def noise_sigma(values: Sequence[float], lows: Sequence[float | None],
+                highs: Sequence[float | None]) -> float | None:
+    """The noise of one run's figure on the log scale (see the module's docstring);
+    None where nothing says."""
+    found = []
+    own = [(math.log(h) - math.log(lo)) / (2 * Z95) for lo, h in zip(lows, highs, strict=True)
+           if number_or_none(lo) is not None and number_or_none(h) is not None
+           and lo > 0 and h >= lo]
+    if own:
+        found.append(statistics.median(own))
+    if len(values) >= SERIES_SIGMA_RUNS:
+        d = np.abs(np.diff(np.log(np.asarray(values, dtype=float))))
+        found.append(1.4826 * float(np.median(d)) / math.sqrt(2))
+    return max(max(found), MIN_SIGMA) if found else None
+
+
+def breakpoints(values: Sequence[float], sigma: float) -> list[int]:
+    """Where the series steps: the index of the first run of each new segment. PELT
+    (ruptures) over log values, segments down to one run (the newest run alone may be the
+    change a CI job asks about)."""
+    n = len(values)
+    if n < 2:
+        return []
+    x = np.log(np.asarray(values, dtype=float)).reshape(-1, 1)
+    algo = ruptures.Pelt(model="l2", min_size=1, jump=1).fit(x)
+    return [int(b) for b in algo.predict(pen=PENALTY * sigma**2 * math.log(n))[:-1]]
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """One step along a series: the runs before it and after it (up to the next step),
+    the two that bracket it, and what the rule says of before / after."""
+
+    mode: str
+    batch_size: int
+    basis: str
+    index: int                # the position of the first run after the step
+    before_run: int           # the last run before the step
+    after_run: int            # the first run after it
+    before_runs: int
+    after_runs: int
+    before_median: float      # ms
+    after_median: float
+    ratio: float              # before / after: above 1, the runs after are faster
+    ratio_low: float | None
+    ratio_high: float | None
+    rule: str                 # runner/format/verdict.py's word on the ratio
+    verdict: str              # regression, improvement or inconclusive
+
+    @property
+    def change(self) -> float:
+        """after / before - 1: +0.10 is a step 10% longer."""
+        return self.after_median / self.before_median - 1
+
+    def text(self) -> str:
+        """'regression: 1.20 -> 1.50 ms (+25.0%; before/after 0.80x, 95% 0.78-0.82x)'."""
+        iv = (f", 95% {vd.interval_text(self.ratio_low, self.ratio_high)}"
+              if self.ratio_low is not None else ", no interval")
+        return (f"{self.verdict}: {self.before_median:.4g} -> {self.after_median:.4g} ms "
+                f"({self.change:+.1%}; before/after {vd.x_text(self.ratio)}x{iv})")
+
+
+def judge(before: pd.DataFrame, after: pd.DataFrame, sigma: float | None = None
+          ) -> tuple[float, tuple | None, str]:
+    """(before / after of the medians, its interval, the rule's word) for two groups of
+    runs (frames of value, low, high); `sigma` the series' noise, where known."""
+    b, a = float(before["value"].median()), float(after["value"].median())
+    iv = ratio_interval(level_interval(list(before["value"]), list(before["low"]),
+                                       list(before["high"]), sigma),
+                        level_interval(list(after["value"]), list(after["low"]),
+                                       list(after["high"]), sigma))
+    ratio = b / a
+    rule = vd.verdict(ratio, *(iv or (None, None))) or vd.NO_INTERVAL
+    return ratio, iv, rule
+
+
+def series_changes(ordered: pd.DataFrame, mode: str, batch_size: int, basis: str
+                   ) -> list[ChangePoint]:
+    """The change points of one (mode, batch) series: `ordered` holds one row a run in
+    the series' order (run_id, value, low, high), as series.judged gives it."""
+    values = [float(v) for v in ordered["value"]]
+    sigma = noise_sigma(values, list(ordered["low"]), list(ordered["high"]))
+    if sigma is None:
+        return []
+    bkps = breakpoints(values, sigma)
+    edges = [0, *bkps, len(values)]
+    out = []
+    for i, at in enumerate(bkps, start=1):
+        before, after = ordered.iloc[edges[i - 1]:at], ordered.iloc[at:edges[i + 1]]
+        ratio, iv, rule = judge(before, after, sigma)
+        out.append(ChangePoint(
+            mode=mode, batch_size=int(batch_size), basis=basis, index=at,
+            before_run=int(ordered["run_id"].iloc[at - 1]),
+            after_run=int(ordered["run_id"].iloc[at]), before_runs=len(before),
+            after_runs=len(after), before_median=float(before["value"].median()),
+            after_median=float(after["value"].median()), ratio=ratio,
+            ratio_low=iv[0] if iv else None, ratio_high=iv[1] if iv else None, rule=rule,
+            verdict=change_verdict(rule)))
+    return out
+
+
+CHANGE_COLUMNS = ["mode", "batch_size", "basis", "index", "before_run", "after_run",
+                  "before_runs", "after_runs", "before_median", "after_median", "change",
+                  "ratio", "ratio_low", "ratio_high", "rule", "verdict", "text"]
+
+
+def change_points(runs: pd.DataFrame, points: pd.DataFrame, order: str = "torch"
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every (mode, batch) series of one set of runs (one series_key: the caller picks
+    them), ordered by `order`: returns (the judged figures, one row per run and point
+    with its position `order` and `basis`; the change points, CHANGE_COLUMNS, newest
+    first)."""
+    ordered = hs.order_runs(runs, order)
+    position = dict(zip(ordered["id"].astype(int), ordered["order"], strict=True))
+    fig = hs.figures(points)
+    fig = fig[fig["run_id"].isin(position)]
+    series_rows, found = [], []
+    for (mode, batch), one in fig.groupby(["mode", "batch_size"], sort=True):
+        basis, judged = hs.judged(one)
+        judged = judged.assign(order=judged["run_id"].map(position)).sort_values("order")
+        series_rows.append(judged.assign(mode=mode, batch_size=int(batch), basis=basis))
+        found += series_changes(judged.reset_index(drop=True), mode, int(batch), basis)
+    figures = (pd.concat(series_rows, ignore_index=True) if series_rows else
+               pd.DataFrame(columns=["run_id", "value", "low", "high", "order", "mode",
+                                     "batch_size", "basis"]))
+    rows = [{**{c: getattr(cp, c) for c in CHANGE_COLUMNS if c != "text"},
+             "text": cp.text()} for cp in found]
+    changes = pd.DataFrame(rows, columns=CHANGE_COLUMNS)
+    if not changes.empty:
+        changes = (changes.assign(_m=changes["mode"].map(mode_key))
+                   .sort_values(["index", "batch_size", "_m"], ascending=[False, True, True])
+                   .drop(columns="_m").reset_index(drop=True))
+    return figures, changes
+
+
+@dataclass(frozen=True)
+class PointCheck:
+    """One (mode, batch size) of a run against its baseline."""
+
+    mode: str
+    batch_size: int
+    basis: str
+    baseline_ms: float
+    run_ms: float
+    ratio: float               # baseline / run: above 1, the run is faster
+    ratio_low: float | None
+    ratio_high: float | None
+    rule: str
+    verdict: str               # regression, improvement or inconclusive
+
+    @property
+    def change(self) -> float:
+        return self.run_ms / self.baseline_ms - 1
+
+    def fails(self, threshold: float) -> bool:
+        """A regression by the rule and slower by more than `threshold` (0.05: 5%)."""
+        return self.verdict == REGRESSION and self.change > threshold
+
+
+def mode_key(mode: str) -> int:
+    """The vocabulary's order of modes (eager first); an unknown mode last."""
+    return MODES.index(mode) if mode in MODES else len(MODES)
+
+
+def check_points(baseline: pd.DataFrame, run: pd.DataFrame) -> list[PointCheck]:
+    """Each (mode, batch size) both runs measured, judged on one basis (series.judged
+    over the two runs), in the modes' order then by batch size. `baseline` and `run` are points
+    frames with a run_id column each (their ids must differ)."""
+    fig = hs.figures(pd.concat([baseline, run], ignore_index=True))
+    base_id = int(baseline["run_id"].iloc[0]) if not baseline.empty else None
+    out = []
+    for (mode, batch), one in fig.groupby(["mode", "batch_size"], sort=True):
+        if one["run_id"].nunique() < 2:
+            continue
+        basis, judged = hs.judged(one)
+        b, r = judged[judged["run_id"] == base_id], judged[judged["run_id"] != base_id]
+        ratio, iv, rule = judge(b, r)
+        out.append(PointCheck(mode=mode, batch_size=int(batch), basis=basis,
+                              baseline_ms=float(b["value"].iloc[0]),
+                              run_ms=float(r["value"].iloc[0]), ratio=ratio,
+                              ratio_low=iv[0] if iv else None,
+                              ratio_high=iv[1] if iv else None, rule=rule,
+                              verdict=change_verdict(rule)))
+    return sorted(out, key=lambda c: (mode_key(c.mode), c.batch_size))

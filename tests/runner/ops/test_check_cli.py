@@ -1,0 +1,202 @@
+"""`python -m runner check` (issue 40): exit codes 0, 1 and 2, the table, the Markdown step
+summary and the JUnit XML, over real SQLite files of synthetic runs and bundle files."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from db.engine import make_engine
+from db.store import import_bundle
+from runner.format import bundle as fmt
+from tests.command_line import cli
+from tests.synthetic import sweep_bundle
+
+BATCHES, MODES = (8, 64), ("eager", "cuda-graph")
+
+
+@pytest.fixture(autouse=True)
+def default_db(tmp_path, monkeypatch) -> Path:
+    """No test may touch data/ nor a summary file of the host's."""
+    path = tmp_path / "default.db"
+    monkeypatch.setenv("LAUNCHBENCH_DB", f"sqlite:///{path}")
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    return path
+
+
+def _doc(day: int, scale: float = 1.0, torch: str = "2.5.1", **kw) -> dict:
+    return sweep_bundle(batches=BATCHES, modes=MODES, scale=scale, torch=torch,
+                        created_at=f"2026-01-{day:02d}T00:00:00+00:00", **kw)
+
+
+@pytest.fixture
+def db(tmp_path):
+    """A database of one series: four quiet runs, then a fifth 20% slower; and a run of
+    another GPU. Returns (url, ids in date order)."""
+    url = f"sqlite:///{tmp_path / 'team.db'}"
+    engine = make_engine(url)
+    try:
+        ids = [import_bundle(engine, _doc(d, torch=t))[0]
+               for d, t in ((1, "2.4.0"), (2, "2.5.1"), (3, "2.5.1"), (4, "2.6.0"))]
+        ids.append(import_bundle(engine, _doc(5, scale=1.2, torch="2.7.0",
+                                              label="nightly"))[0])
+        import_bundle(engine, _doc(6, gpu="Other GPU"))
+    finally:
+        engine.dispose()
+    return url, ids
+
+
+def test_a_slower_run_fails_against_its_baseline(capsys, db, tmp_path):
+    url, ids = db
+    rc, out, err = cli(capsys, "check", "--db", url, "--run", str(ids[4]),
+                       "--baseline", str(ids[3]))
+    assert rc == 1, err
+    lines = out.splitlines()
+    assert lines[0] == f"launchbench check: run {ids[4]} against run {ids[3]}"
+    rows = [ln for ln in lines if ln.startswith(("eager", "cuda-graph"))]
+    assert len(rows) == 4 and all("+20.0%" in r and "regression" in r and "FAIL" in r
+                                  for r in rows)
+    assert lines[-1] == "4 regression(s) beyond 5.0%"
+    # Above the threshold nothing fails: the same regressions, exit 0.
+    rc, out, _ = cli(capsys, "check", "--db", url, "--run", str(ids[4]),
+                     "--baseline", str(ids[3]), "--threshold", "25%")
+    assert rc == 0 and "regression" in out and "FAIL" not in out
+
+
+def test_a_run_like_its_baseline_passes(capsys, db):
+    url, ids = db
+    rc, out, _ = cli(capsys, "check", "--db", url, "--run", str(ids[3]), "--baseline",
+                     str(ids[2]))
+    assert rc == 0
+    assert "within noise" not in out  # the change verdict, not the rule's word
+    assert out.splitlines()[-1] == "ok: no regression beyond 5.0% outside the intervals"
+    assert "FAIL" not in out and out.count("inconclusive") == 4
+
+
+def test_an_improvement_passes(capsys, db):
+    url, ids = db
+    rc, out, _ = cli(capsys, "check", "--db", url, "--run", str(ids[3]),
+                     "--baseline", str(ids[4]))
+    assert rc == 0 and out.count("improvement") == 4 and "-16.7%" in out
+
+
+@pytest.mark.parametrize("query, expected", [("previous", 3), ("torch=2.5.1", 2),
+                                              ("torch=2.4.0,gpu=Synthetic GPU", 0)])
+def test_a_baseline_query_picks_the_newest_match_in_the_series(capsys, db, query, expected):
+    url, ids = db
+    rc, out, _ = cli(capsys, "check", "--db", url, "--run", str(ids[4]), "--baseline", query)
+    assert rc == 1
+    assert out.splitlines()[0].endswith(f"against run {ids[expected]}")
+
+
+def test_bundle_files_need_no_database(capsys, tmp_path, default_db):
+    base, run = tmp_path / "base.json", tmp_path / "run.json"
+    fmt.write(base, _doc(1))
+    fmt.write(run, _doc(2, scale=1.3))
+    rc, out, err = cli(capsys, "check", "--run", str(run), "--baseline", str(base))
+    assert rc == 1, err
+    assert out.splitlines()[0] == f"launchbench check: {run} against {base}"
+    assert not default_db.exists()  # two files: no database opened, none created
+
+
+def test_series_finds_the_change_at_the_newest_run(capsys, db, tmp_path, monkeypatch):
+    url, ids = db
+    summary = tmp_path / "step_summary"
+    summary.write_text("earlier step\n", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    junit = tmp_path / "check.xml"
+    rc, out, err = cli(capsys, "check", "--db", url, "--run", str(ids[4]), "--series",
+                       "--junit", str(junit))
+    assert rc == 1, err
+    assert "5 run(s) of mlp in the series, ordered by date" in out
+    assert out.count("change point: 4 run(s) before, 1 from here") == 4
+    # The summary is appended, with the table.
+    md = summary.read_text(encoding="utf-8")
+    assert md.startswith("earlier step\n### launchbench check: run")
+    assert "**4 regression(s)**" in md and "| mode | batch |" in md
+    assert md.count("| FAIL |") == 4
+    # JUnit: one testcase a point and mode, a failure each regression.
+    root = ET.parse(junit).getroot()
+    suite = root.find("testsuite")
+    assert (suite.get("tests"), suite.get("failures")) == ("4", "4")
+    cases = suite.findall("testcase")
+    assert sorted(c.get("name") for c in cases) == [
+        "cuda-graph batch 64", "cuda-graph batch 8", "eager batch 64", "eager batch 8"]
+    assert all(c.find("failure") is not None for c in cases)
+    assert "+20.0%" in cases[0].find("failure").text
+
+
+def test_series_of_a_quiet_run_passes_with_passing_testcases(capsys, db, tmp_path):
+    url, ids = db
+    junit = tmp_path / "check.xml"
+    rc, out, _ = cli(capsys, "check", "--db", url, "--run", str(ids[3]), "--series",
+                     "--junit", str(junit))
+    assert rc == 0
+    assert out.count("no change point at this run") == 4
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("failures") == "0" and len(suite.findall("testcase")) == 4
+    assert not [c for c in suite.findall("testcase") if c.find("failure") is not None]
+
+
+def test_series_takes_a_bundle_file_not_yet_stored(capsys, db, tmp_path):
+    url, ids = db
+    new = tmp_path / "new.json"
+    fmt.write(new, _doc(9, scale=1.5, torch="2.8.0"))
+    rc, out, _ = cli(capsys, "check", "--db", url, "--run", str(new), "--series")
+    assert rc == 1 and "6 run(s) of mlp in the series" in out
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--run", "999", "--baseline", "1"], "--run 999: no such run in"),
+    (["--run", "abc", "--baseline", "1"], "--run 'abc' is neither a run id nor a bundle file"),
+    (["--run", "5", "--baseline", "color=red"], "unknown key 'color'; keys: torch, label, gpu"),
+    (["--run", "5", "--baseline", "torch"],
+     "--baseline 'torch' is neither a run id nor a bundle file, 'previous' nor KEY=VALUE"),
+    (["--run", "5", "--baseline", "torch=1,x"], "'x' is not KEY=VALUE"),
+    (["--run", "5", "--baseline", "torch=9.9"], "--baseline 'torch=9.9': no stored sweep"),
+    (["--run", "5", "--baseline", "5"], "--baseline '5' is the run itself"),
+    (["--run", "5", "--baseline", "4", "--threshold", "-3"],
+     "--threshold '-3' is not a percentage"),
+    (["--run", "5", "--baseline", "4", "--threshold", "nan"],
+     "--threshold 'nan' is not a percentage"),
+    (["--run", "5", "--baseline", "4", "--threshold", "5000"],
+     "--threshold '5000' is not a percentage"),
+    (["--run", "missing.json", "--baseline", "4"], "bundle file 'missing.json' does not exist"),
+    (["--run", "5", "--baseline", "4", "--junit", "no/such/dir/x.xml"],
+     "--junit 'no/such/dir/x.xml': directory 'no/such/dir' does not exist"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, db, tmp_path, monkeypatch, argv, expected):
+    url, _ = db
+    monkeypatch.chdir(tmp_path)
+    summary = tmp_path / "step_summary"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    rc, out, err = cli(capsys, "check", "--db", url, *argv)
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and expected in err, err
+    assert not summary.exists()  # nothing half-written
+
+
+def test_bad_input_writes_no_junit(capsys, db, tmp_path):
+    url, _ = db
+    junit = tmp_path / "out.xml"
+    rc, _, _ = cli(capsys, "check", "--db", url, "--run", "999", "--baseline", "1",
+                   "--junit", str(junit))
+    assert rc == 2 and not junit.exists()
+
+
+def test_a_missing_database_is_exit_2_and_not_created(capsys, tmp_path):
+    url = f"sqlite:///{tmp_path / 'nope.db'}"
+    rc, _, err = cli(capsys, "check", "--db", url, "--run", "1", "--series")
+    assert rc == 2 and "does not exist" in err and not (tmp_path / "nope.db").exists()
+
+
+def test_a_serve_bundle_is_refused(capsys, tmp_path):
+    doc = _doc(1)
+    doc["run"]["kind"] = "graph-memory"
+    path = tmp_path / "gm.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    rc, _, err = cli(capsys, "check", "--run", str(path), "--baseline", str(path))
+    assert rc == 2 and str(path) in err
