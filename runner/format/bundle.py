@@ -490,8 +490,13 @@ def check_writable(path: str | os.PathLike) -> Path:
 
 def write(path: str | os.PathLike, doc: dict) -> Path:
     """Write atomically: a reader never sees half a file, a crash leaves the old one."""
+    return write_text(path, dumps(validate(doc)))
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    """Any file `export` writes, atomically (write's way): a reader never sees half a
+    file, a crash leaves the old one."""
     p = check_writable(path)
-    text = dumps(validate(doc))
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent or ".")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

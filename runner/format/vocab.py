@@ -56,6 +56,9 @@ POINT_PHASES = {"setup": "setup (compile or capture, warm-up)",
                 "timing": "timing (the modes' rounds, interleaved)",
                 "energy": "energy windows (the GPU's energy counter)",
                 "profiling": "latency and profiled pass"}
+# What `runner export` writes: launchbench's bundle (the default), or the records of
+# PyTorch's OSS benchmark database (runner/format/pytorch_benchmark.py).
+EXPORT_FORMATS = ("bundle", "pytorch-benchmark")
 # Timing presets by name; their figures are the measuring core's (runner/core/timing.py).
 TIMINGS = ("quick", "standard", "thorough")
 # Fresh processes per sweep when none is asked for, by preset. Measured on the lent H200

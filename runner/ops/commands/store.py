@@ -13,6 +13,7 @@ from pathlib import Path
 
 from runner.format import bundle as fmt
 from runner.format.run_summary import RunSummary
+from runner.format.vocab import EXPORT_FORMATS
 from runner.ops.cli import UsageError
 from runner.ops.commands.flags import ALL, db_flag, table
 
@@ -79,10 +80,19 @@ def register(sub) -> None:
     p.set_defaults(func=run_import)
 
     p = sub.add_parser("export", help="write one run as a result bundle (JSON)",
-                       description="Write one stored run as a result bundle file.",
+                       description="Write one stored run as a result bundle file, or "
+                                   "as the records of PyTorch's OSS benchmark database "
+                                   "(--format pytorch-benchmark: one record per point "
+                                   "and metric; points without a step time are left "
+                                   "out and named).",
                        parents=[db_flag()])
     p.add_argument("run_id", metavar="RUN_ID", help="run id, as `list` shows it")
     p.add_argument("--out", metavar="FILE.json", required=True)
+    p.add_argument("--format", choices=EXPORT_FORMATS, default=EXPORT_FORMATS[0],
+                   help="bundle (default): launchbench's own, which `import` reads back; "
+                        "pytorch-benchmark: the JSON records PyTorch's benchmark "
+                        "database uploader reads (docs/ARCHITECTURE.md, \"Results other "
+                        "tools read\")")
     p.set_defaults(func=run_export)
 
     p = sub.add_parser("delete", help="remove one run, its points and its serve data",
@@ -181,9 +191,34 @@ def run_export(args: argparse.Namespace) -> int:
         doc = export_bundle(engine, run_id)
     finally:
         engine.dispose()
+    if args.format == "pytorch-benchmark":
+        return _export_pytorch_benchmark(run_id, fmt.validate(doc), args.out)
     fmt.write(args.out, doc)
     print(f"exported run {run_id} (uuid {doc['run']['uuid']}, {fmt.contents(doc)}) to "
           f"{args.out}")
+    return 0
+
+
+def _export_pytorch_benchmark(run_id: int, bundle: fmt.Bundle, out: str) -> int:
+    """The run's points as PyTorch benchmark records (runner/format/pytorch_benchmark.py),
+    written atomically; a run the format cannot hold, or one with no point to give, is
+    one line and nothing written."""
+    from runner.format import pytorch_benchmark as pb
+
+    try:
+        export = pb.records(bundle)
+    except pb.ExportError as e:
+        raise UsageError(f"run {run_id}: {e}") from None
+    if not export.records:
+        raise UsageError(f"run {run_id} has no point with a step time "
+                         f"({len(export.left_out)} left out: "
+                         f"{'; '.join(map(str, export.left_out[:3]))}"
+                         f"{'; ...' if len(export.left_out) > 3 else ''}); nothing written")
+    fmt.write_text(out, pb.dumps(export))
+    print(f"exported run {run_id} (uuid {bundle['run']['uuid']}) to {out}: "
+          f"{len(export.records)} pytorch-benchmark records")
+    for lo in export.left_out:
+        print(f"  left out (no figure to give): {lo}")
     return 0
 
 
