@@ -31,7 +31,8 @@ def device_name(header: Any) -> str:
 
 
 KINDS = {"sweep": "sweep", "serve": "serve run", "graph-memory": "graph-memory run"}
-LABEL_CHARS = 32  # a picker's line fits 1280 px (the full label is on the run)
+LABEL_CHARS = 32  # a label's most in a picker (the full label is on the run)
+LINE_CHARS = 120  # a picker's whole line, which fits 1280 px: long GPU names eat the label's
 
 
 def run_choice(header: Any) -> str:
@@ -46,8 +47,9 @@ def run_choice(header: Any) -> str:
     created = get("created_at")
     if not is_missing(created):
         parts.append(f"{created:%Y-%m-%d %H:%M}")
+    suffix = " (published)" if get("source") == "published" else ""
     label = known(get("label"))
-    if label:
-        parts.append(label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…")
-    name = " · ".join(parts)
-    return name + " (published)" if get("source") == "published" else name
+    room = min(LABEL_CHARS, LINE_CHARS - len(" · ".join(parts)) - len(" · ") - len(suffix))
+    if label and room >= 4:  # under four characters a label tells nothing
+        parts.append(label if len(label) <= room else label[:room - 1] + "…")
+    return " · ".join(parts) + suffix

@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from runner.format.measurement import Measurement
 from runner.format.vocab import BASELINE_MODE
@@ -47,6 +47,51 @@ SPEEDUP_METRIC = "speedup_over_eager(x)"
 # The workloads that time a training step; every other one times inference.
 TRAINING_WORKLOADS = ("train-step",)
 GIB = 1024 ** 3
+
+
+class Benchmark(TypedDict, total=False):
+    name: str
+    mode: str  # training or inference
+    dtype: str
+    extra_info: dict[str, str]
+
+
+class Model(TypedDict):
+    name: str
+    type: str
+    backend: str
+    origins: list[str]
+    extra_info: dict[str, str]
+
+
+class Runner(TypedDict, total=False):  # only what the run's environment knows
+    name: str
+    type: str
+    cpu_info: str
+    gpu_info: str
+    gpu_count: int
+    avail_gpu_mem_in_gb: int
+    extra_info: dict[str, str]
+
+
+class Dependency(TypedDict):
+    repo: str
+    version: str
+
+
+class Metric(TypedDict):
+    name: str
+    benchmark_values: list[float]
+    extra_info: dict[str, str]
+
+
+class Record(TypedDict):
+    """One row of oss_ci_benchmark_v3, as the uploader reads it."""
+    benchmark: Benchmark
+    model: Model
+    runners: list[Runner]
+    dependencies: dict[str, Dependency]
+    metric: Metric
 
 
 class ExportError(ValueError):
@@ -66,7 +111,7 @@ class LeftOut:
 
 @dataclass(frozen=True)
 class Export:
-    records: list[dict[str, Any]]
+    records: list[Record]
     left_out: list[LeftOut]
 
 
@@ -79,13 +124,13 @@ def _texts(pairs: Mapping[str, Any]) -> dict[str, str]:
     return {k: _text(v) for k, v in pairs.items() if v is not None}
 
 
-def _known(pairs: Mapping[str, Any]) -> dict[str, Any]:
+def _known(pairs: Mapping[str, Any]) -> dict[str, object]:
     return {k: v for k, v in pairs.items() if v is not None}
 
 
-def _runner(env: Mapping[str, Any]) -> dict[str, Any]:
+def _runner(env: Mapping[str, Any]) -> Runner:
     gpu_bytes = env.get("gpu_memory_bytes")
-    return _known({
+    return Runner(**_known({
         "name": env.get("hostname"),
         # the runner's kind, as the HUD groups runners: the GPU, or "cpu" without one
         "type": env.get("gpu_name") or env.get("device"),
@@ -97,11 +142,11 @@ def _runner(env: Mapping[str, Any]) -> dict[str, Any]:
                               "driver_version": env.get("driver_version"),
                               "cuda_version": env.get("cuda_version"),
                               "python_version": env.get("python_version")}),
-    })
+    }))
 
 
-def _dependencies(env: Mapping[str, Any]) -> dict[str, Any]:
-    deps = {}
+def _dependencies(env: Mapping[str, Any]) -> dict[str, Dependency]:
+    deps: dict[str, Dependency] = {}
     if env.get("torch_version"):
         deps["torch"] = {"repo": "pytorch/pytorch", "version": env["torch_version"]}
     if env.get("triton_version"):
@@ -129,18 +174,17 @@ def records(bundle: Mapping[str, Any]) -> Export:
         raise ExportError(f"run {run['uuid']!r} is a {kind} run: the pytorch-benchmark "
                           "format holds a sweep's points only")
     params = run.get("workload_params") or {}
-    benchmark = {
-        "name": BENCHMARK_NAME,
-        "mode": "training" if run["workload"] in TRAINING_WORKLOADS else "inference",
-        **_known({"dtype": run.get("dtype")}),
-    }
+    benchmark = Benchmark(
+        name=BENCHMARK_NAME,
+        mode="training" if run["workload"] in TRAINING_WORKLOADS else "inference",
+        **_known({"dtype": run.get("dtype")}))
     shared_info = _texts({"run_uuid": run["uuid"], "created_at": run.get("created_at"),
                           "source": run.get("source"), "label": run.get("label"),
                           "command": run.get("command"),
                           "workload_params": params or None})
     runners = [_runner(env)]
     dependencies = _dependencies(env)
-    out: list[dict[str, Any]] = []
+    out: list[Record] = []
     left_out: list[LeftOut] = []
     for doc in bundle["measurements"]:
         m = Measurement.from_json(doc)
@@ -148,17 +192,15 @@ def records(bundle: Mapping[str, Any]) -> Export:
         if why is not None:
             left_out.append(LeftOut(m.mode, m.batch_size, why))
             continue
-        head = {
-            "benchmark": {**benchmark,
-                          "extra_info": {**shared_info, "batch_size": str(m.batch_size)}},
-            "model": {"name": run["workload"], "type": "launchbench workload",
-                      # the way the step runs, as the HUD names a compiler backend
-                      "backend": m.mode, "origins": [BENCHMARK_NAME],
-                      "extra_info": _texts({"workload_params": params or None})},
-            "runners": runners,
-            "dependencies": dependencies,
-        }
-        out.append({**head, "metric": {
+        # What a point's records share: all but the metric.
+        head = {"benchmark": Benchmark(**benchmark, extra_info={
+                    **shared_info, "batch_size": str(m.batch_size)}),
+                # the way the step runs (the mode), as the HUD names a compiler backend
+                "model": Model(name=run["workload"], type="launchbench workload",
+                               backend=m.mode, origins=[BENCHMARK_NAME],
+                               extra_info=_texts({"workload_params": params or None})),
+                "runners": runners, "dependencies": dependencies}
+        out.append(Record(**head, metric={
             "name": STEP_METRIC,
             # The one figure the runner reports (the median over its rounds); the rounds
             # themselves stay in the bundle.
@@ -171,9 +213,9 @@ def records(bundle: Mapping[str, Any]) -> Export:
                 "rounds": m.intervals.rounds, "processes": m.intervals.processes,
                 "noisy": m.timing.noisy, "host_unstable": m.intervals.host_unstable,
                 "correct": m.setup.correct}),
-        }})
+        }))
         if m.mode != BASELINE_MODE and m.intervals.speedup is not None:
-            out.append({**head, "metric": {
+            out.append(Record(**head, metric={
                 "name": SPEEDUP_METRIC,
                 "benchmark_values": [float(m.intervals.speedup)],
                 "extra_info": _texts({
@@ -181,7 +223,7 @@ def records(bundle: Mapping[str, Any]) -> Export:
                     "ci95_low": m.intervals.speedup_ci_low,
                     "ci95_high": m.intervals.speedup_ci_high,
                     "noisy": m.timing.noisy}),
-            }})
+            }))
     return Export(out, left_out)
 
 

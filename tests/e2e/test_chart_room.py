@@ -163,7 +163,9 @@ def test_trend_change_points_have_room_and_a_compare_column(dashboard, db, page)
     charts = _charts(page, dashboard.url("trend?workload=mlp&gpu=Stepped+GPU&batch=8"))
     steps = [c for c in charts if c["title"].startswith("Step time at batch 8")]
     assert len(steps) == 1 and _problems(charts) == []
+    # The grid fills its (hidden) accessible copy a moment after it is drawn.
     table = page.locator("[data-testid='stDataFrame']").filter(has_text="between runs")
+    table.locator("th[role='columnheader']").first.wait_for(state="attached")
     headers = [h.text_content() for h in table.locator("th[role='columnheader']").all()]
     assert headers[-1] == "compare"
     # The table's cells ride in its accessible copy: the two runs around the step.

@@ -29,7 +29,8 @@ def test_run_page_answer_first_at_1280_and_nothing_fetched_from_outside(dashboar
     hosts = set()
     page.on("request", lambda r: hosts.add(urlsplit(r.url).hostname))
     runs = queries.runs_frame(db)
-    rid = int(runs[(runs["kind"] == "sweep") & (runs["source"] == "measured")]["id"].iloc[0])
+    rid = int(runs[(runs["kind"] == "sweep") & (runs["source"] == "measured")
+                   & runs["gpu_name"].notna()]["id"].iloc[0])  # a GPU sweep: it has a pool
     page.set_viewport_size(SMALL)
     page.goto(dashboard.url(f"run?run={rid}"))
     wait_for_app(page, "Every finding")

@@ -10,7 +10,7 @@ import pytest
 from db.samples import SAMPLES
 from pages.charts import encodings, report, run_charts, serve_charts
 from pages.logic import analysis, comparing, cost, points_table, run_text, serve_tables
-from pages.logic.names import device_name
+from pages.logic.names import LINE_CHARS, device_name, run_choice
 from runner.format import bundle as fmt
 from runner.format.run_summary import header_of
 from tests.synthetic import points_frame, sweep_bundle
@@ -231,3 +231,19 @@ def test_a_cpu_runs_memory_view_says_why_it_is_empty(dash):
 def test_memory_missing_reason_off_cpu():
     failed = pd.DataFrame({"mode": ["eager"], "status": ["error"], "step_ms": [None]})
     assert "no point of this run ended ok" in cost.missing_reason(failed, "cuda")
+
+
+def test_a_picker_line_fits_whatever_the_gpu_name_and_label():
+    from datetime import datetime
+
+    h = {"id": 5, "workload": "hf-causal-lm", "kind": "graph-memory",
+         "gpu_name": "NVIDIA H100 80GB HBM3", "torch_version": "2.11.0+cu130",
+         "created_at": datetime(2026, 12, 5, 16, 28), "label": "H100 graph memory: " + "x" * 60}
+    line = run_choice(h)
+    assert len(line) <= LINE_CHARS and line.endswith("…")
+    assert line.startswith("#5 hf-causal-lm graph-memory run · NVIDIA H100 80GB HBM3 · ")
+    short = run_choice({**h, "gpu_name": "NVIDIA H200", "label": "H200 mlp"})
+    assert short.endswith(" · H200 mlp")  # a label that fits is never cut
+    published = run_choice({**h, "source": "published"})
+    assert len(published) <= LINE_CHARS and published.endswith("… (published)")
+

@@ -22,6 +22,7 @@ from runner.format.run_summary import (
 )
 from runner.ops.cli import main
 from tests.apptest import texts
+from tests.conftest import H200_MLP_UUID
 from tests.synthetic import sweep_bundle
 
 # The sample's own figures (data/samples/h200-mlp.json): reduce-overhead at batch 1 has
@@ -31,13 +32,14 @@ SPEEDUP = "reduce-overhead at batch 1: 6.80x (6.05-7.57x)"
 MEMORY = f"34.0 MiB {MEMORY_COST_LABEL}"
 
 
-def _run_id(dash, label: str) -> int:
+def _run_id(dash, uuid: str) -> int:
     runs = queries.runs_frame(dash.engine)
-    return int(runs.loc[runs["label"] == label, "id"].iloc[0])
+    [rid] = runs.loc[runs["uuid"] == uuid, "id"].tolist()
+    return int(rid)
 
 
 def test_every_reader_quotes_the_h200_mlp_run_alike(dash, capsys):
-    rid = _run_id(dash, "H200 mlp")
+    rid = _run_id(dash, H200_MLP_UUID)
     summary = queries.run_summary(dash.engine, rid)
     assert (summary.speedup_text(), summary.memory_text()) == (SPEEDUP, MEMORY)
     assert summary.header.gpu_name == "NVIDIA H200" and summary.header.kind == "sweep"

@@ -4,6 +4,7 @@ the page through AppTest (a bad query string included)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -197,26 +198,44 @@ def test_series_count_the_runs_of_each_workload_gpu_and_parameter_set(dash):
 
     runs = queries.runs_frame(dash.engine)
     s = trends.series(runs)
-    assert len(s) and s["runs"].eq(1).all()  # every shipped series is one run
-    assert trends.trend_series(runs).empty
+    assert s["runs"].sum() == len(runs[runs["kind"] == "sweep"])  # each sweep in one series
+    many = trends.trend_series(runs)
+    assert not many.empty and many["runs"].ge(2).all()
+    assert len(many) == s["runs"].ge(2).sum()
+    # The shipped CPU series: mlp under torch 2.10 to 2.13 on one host, one parameter set.
+    [cpu] = many[(many["workload"] == "mlp") & (many["gpu"] == "cpu")]["runs"].tolist()
+    assert cpu == 4
 
 
-def test_a_one_run_series_says_what_a_trend_needs_and_shows_single_runs(dash):
-    at = dash.open("pages/trend.py")
-    said = " ".join(texts(at, "info"))
-    assert "two or more runs of the same workload on this GPU" in said
-    assert "No series here has a second run yet" in said
-    assert [c for c in charts(at) if "one run a point" in c.proto.spec]
+def test_a_one_run_series_says_what_a_trend_needs_and_shows_single_runs(app_db_url):
+    # A database whose every series has one run (not seeded: it is not empty).
+    from db.engine import make_engine
+    from db.store import import_bundle
+    from tests.apptest import open_app
+    from tests.synthetic import sweep_bundle
 
-    from db import queries
+    engine = make_engine(app_db_url)
+    try:
+        for w, gpu in [("mlp", "Synthetic GPU"), ("mlp", "Other GPU"),
+                       ("transformer-decode", "Synthetic GPU")]:
+            import_bundle(engine, sweep_bundle(workload=w, gpu=gpu))
+        at = open_app("pages/trend.py")
+        said = " ".join(texts(at, "info"))
+        assert "two or more runs of the same workload on this GPU" in said
+        assert "No series here has a second run yet" in said
+        assert [c for c in charts(at) if "one run a point" in c.proto.spec]
 
-    runs = queries.runs_frame(dash.engine)
-    sweeps = runs[runs["kind"] == "sweep"]["id"].astype(int).tolist()
-    points = trends.single_runs(runs, queries.run_summaries(dash.engine, sweeps))
-    assert len(points) >= 5 and points["run_id"].is_unique  # one point a run
-    h200 = points[points["run"].str.startswith("mlp · NVIDIA H200")].iloc[0]
-    assert h200["figure"].startswith("reduce-overhead at batch 1: ")
-    assert json.loads(trend_chart.single_runs_chart(points).to_json())["layer"]
+        from db import queries
+
+        runs = queries.runs_frame(engine)
+        points = trends.single_runs(runs, queries.run_summaries(engine, runs["id"].tolist()))
+        assert len(points) == 3 and points["run_id"].is_unique  # one point a run
+        other = points[points["run"].str.startswith("mlp · Other GPU")].iloc[0]
+        assert re.fullmatch(r"[a-z-]+ at batch \d+: [\d.]+x \([\d.]+-[\d.]+x\)",
+                            other["figure"]), other["figure"]
+        assert json.loads(trend_chart.single_runs_chart(points).to_json())["layer"]
+    finally:
+        engine.dispose()
 
 
 def test_a_one_run_series_offers_the_series_that_have_two(dash):
@@ -224,8 +243,11 @@ def test_a_one_run_series_offers_the_series_that_have_two(dash):
              created_at="2026-01-01T00:00:00+00:00")
     dash.add(workload="mlp", gpu="Synthetic GPU", uuid="b",
              created_at="2026-01-02T00:00:00+00:00")
-    at = dash.open("pages/trend.py", workload="mlp", gpu="NVIDIA H200")
-    assert "1 series here have them" in " ".join(texts(at, "info"))
+    at = dash.open("pages/trend.py", workload="kernel-chain", gpu="NVIDIA H200")  # one run
+    from db import queries
+
+    have = trends.trend_series(queries.runs_frame(dash.engine))
+    assert f"{len(have)} series here have them" in " ".join(texts(at, "info"))
     links = [p for p in at.get("page_link") if "Synthetic GPU" in p.proto.label]
     assert len(links) == 1 and "2 runs" in links[0].proto.label
     assert not [c for c in charts(at) if "one run a point" in c.proto.spec]
