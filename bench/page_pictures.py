@@ -18,6 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+H200_MLP_UUID = "edde740d-b50e-4c82-bbac-4d39143e876a"  # data/samples/h200-mlp.json
 
 from tests.e2e_support import (  # noqa: E402
     CHROMIUM,
@@ -52,7 +53,10 @@ def sample_ids(db_url: str) -> dict[str, int]:
         rows = rows[rows["workload"] == workload] if workload else rows
         return int(rows["id"].iloc[0])
 
-    return {"h200": one("H200", "mlp"), "l40s": one("L40S"), "v100": one("V100"),
+    # The H200 mlp run by its uuid: a later energy sweep (h200-mlp-energy.json) shares
+    # its label and GPU.
+    h200 = int(runs.loc[runs["uuid"] == H200_MLP_UUID, "id"].iloc[0])
+    return {"h200": h200, "l40s": one("L40S"), "v100": one("V100"),
             "serve": int(runs.loc[runs["kind"] == "serve", "id"].iloc[0])}
 
 
@@ -63,7 +67,8 @@ def pictures(ids: dict[str, int]) -> dict[str, tuple[str, str]]:
         "screenshot-compare-1280.png": (
             f"compare?run={ids['h200']}&run={ids['l40s']}&run={ids['v100']}",
             "Not comparable"),
-        "screenshot-trend-1280.png": ("trend", "One run in this series"),
+        # The default view: the series with the most runs (the CPU torch series).
+        "screenshot-trend-1280.png": ("trend", "Change points"),
         "screenshot-serve-1280.png": (f"serve?run={ids['serve']}",
                                       "Latency: one request"),
     }
