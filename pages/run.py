@@ -55,7 +55,8 @@ with parts.drawn('The headline'):
         if summary:
             st.markdown(f"##### {summary}")
         counts = noise.noise_counts(points)
-        level, text = noise.noise_summary(counts.iloc[0] if len(counts) else {})
+        level, text = noise.noise_summary(noise.counts_of(counts.iloc[0] if len(counts)
+                                                          else None))
         launch = noise.launch_cost(points)
         st.caption(" · ".join([
             *label, parts.noise_badge(level, text), run_text.torch_text(found.header, plain),

@@ -17,8 +17,7 @@ st.title("Trends")
 
 # --- settings: the query string, checked before anything is drawn ------------------------
 options = data.filter_options()
-asked = {k: st.query_params.get_all(k)
-         for k in ("workload", "gpu", "params", "batch", "mode", "order")}
+asked = {k: st.query_params.get_all(k) for k in trends.QUERY_KEYS}
 try:
     q = trends.parse_query(asked, options["workload"], options["gpu"])
 except trends.TrendQueryError as e:

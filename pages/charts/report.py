@@ -34,11 +34,13 @@ def chart_svg(chart) -> str:
 
 
 def _rows(df: pd.DataFrame) -> dict:
-    """The points table for the template: column names, and each row's cells as text with
-    whether the point failed (its Status is not ok)."""
+    """A table for the template: column names, and each row's cells as text with whether
+    the point failed (its Status is not ok; the graph-memory tables have no Status)."""
+    statuses = df["Status"] if "Status" in df else ["ok"] * len(df)
+    cells = df.itertuples(index=False, name=None)
     return {"columns": [str(c) for c in df.columns],
-            "rows": [(not str(r.get("Status", "ok")).startswith("ok"), [str(v) for v in r])
-                     for _, r in df.iterrows()]}
+            "rows": [(not str(status).startswith("ok"), [str(v) for v in row])
+                     for status, row in zip(statuses, cells, strict=True)]}
 
 
 CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;
@@ -105,7 +107,10 @@ def html_report(header: RunHeader, points: pd.DataFrame, share_url: str | None =
     noise_text = None
     if not points.empty:
         counts = noise.noise_counts(points)
-        noise_text = noise.noise_summary(counts.iloc[0] if len(counts) else {})[1]
+        noise_text = noise.noise_summary(noise.counts_of(counts.iloc[0] if len(counts)
+                                                         else None))[1]
+    # What the run measured, for its command (a frame with no point may have no columns).
+    measured = ((points["batch_size"], points["mode"]) if not points.empty else ((), ()))
     run_rows = _run_rows(header, [("dtype", header.dtype or MISSING)],
                          [("source", header.source)])
     env_rows = _env_rows(header)
@@ -117,8 +122,7 @@ def html_report(header: RunHeader, points: pd.DataFrame, share_url: str | None =
         chart_notes=[note for name, note in CHART_NOTES.items() if name in charts],
         points=_rows(points_table(points)), reserved_note=RESERVED_NOTE,
         run_rows=run_rows, env_rows=env_rows,
-        reproduce=links.reproduce(header, points.get("batch_size", []),
-                                  points.get("mode", [])),
+        reproduce=links.reproduce(header, *measured),
         share_url=share_url, timeline=_timeline(traces or [], points),
         stamp=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 

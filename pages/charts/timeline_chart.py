@@ -41,7 +41,7 @@ def clickable(chart: alt.LayerChart) -> alt.LayerChart:
 
 def title_of(label: str, trace: dict, timed_ms: float | None = None) -> alt.TitleParams:
     sub = [tr.idle_text(trace, timed_ms)]
-    if trace.get("dropped"):
+    if trace["dropped"]:  # every stored trace counts them (runner/format/trace.py validate_trace)
         sub.append(f"first {len(trace['cpu']) + len(trace['gpu']):,} events shown, "
                    f"{trace['dropped']:,} more not kept")
     return alt.TitleParams(label, subtitle=" · ".join(sub), anchor="start", fontSize=13)

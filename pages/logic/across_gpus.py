@@ -10,13 +10,14 @@ from __future__ import annotations
 import pandas as pd
 
 from pages.logic import step_split
-from pages.logic.analysis import in_mode_order, speedups, usable
-from pages.logic.comparing import comparable_value, run_names, value_text
+from pages.logic.analysis import in_mode_order, point_record, speedups, usable
+from pages.logic.comparing import comparable_params, run_names, value_text
 from pages.logic.names import device_name, known
 from pages.logic.noise import launch_cost
 from pages.logic.step_split import PROJECTION_RULE
 from runner.format import verdict as vd
 from runner.format.numbers import is_missing, number_or_none
+from runner.format.run_summary import RunHeader, header_of
 
 
 def _distinct(values: dict[int, str]) -> bool:
@@ -31,29 +32,28 @@ def cross_gpu_differences(headers: pd.DataFrame, points: pd.DataFrame | None = N
     GPU."""
     if len(headers) < 2:
         return None
-    gpus = {int(h["id"]): device_name(h) for _, h in headers.iterrows()}
+    runs = [header_of(h) for _, h in headers.iterrows()]
+    gpus = {int(h.id): device_name(h) for h in runs}
     if not _distinct(gpus):
         return None
     said = []
 
-    def host(h) -> str:
-        known_host = known(h.get("cpu_model")) or known(h.get("hostname"))
+    def host(h: RunHeader) -> str:
+        known_host = known(h.cpu_model) or known(h.hostname)
         lc = None
         if points is not None and not points.empty:
-            lc = launch_cost(points[points["run_id"] == h["id"]])
+            lc = launch_cost(points[points["run_id"] == h.id])
         text = str(known_host) if known_host else "not recorded"
         return f"{text}, launch {lc.text()}" if lc else text
 
-    hosts = {int(h["id"]): host(h) for _, h in headers.iterrows()}
+    hosts = {int(h.id): host(h) for h in runs}
     if _distinct(hosts) or any("not recorded" in v for v in hosts.values()):
         said.append("host (" + "; ".join(f"#{i} {v}" for i, v in hosts.items()) + ")")
-    torch = {int(h["id"]): value_text(h.get("torch_version")) for _, h in headers.iterrows()}
+    torch = {int(h.id): value_text(h.torch_version) for h in runs}
     if _distinct(torch):
         said.append("torch version (" + ", ".join(f"#{i} {v}" for i, v in torch.items())
                     + ")")
-    model = {int(h["id"]): f"{h.get('workload')} "
-             f"{value_text(comparable_value(h, 'workload_params'))}"
-             for _, h in headers.iterrows()}
+    model = {int(h.id): f"{h.workload} {value_text(comparable_params(h))}" for h in runs}
     if _distinct(model):
         said.append("model size/params (" + "; ".join(f"#{i} {v}" for i, v in model.items())
                     + ")")
@@ -100,9 +100,10 @@ def gpu_host_table(points: pd.DataFrame, headers: pd.DataFrame,
         key = (r["run_id"], r["mode"], int(r["batch_size"]))
         if int(r["run_id"]) not in names:
             continue
-        busy = number_or_none(r.get("gpu_busy_ms"))
+        m = point_record(r)
+        busy = number_or_none(m.launches.gpu_busy_ms)
         share = split.at[key, "gpu_share"] if key in split.index else None
-        launch = number_or_none(r.get("launch_us"))
+        launch = number_or_none(m.intervals.launch_us)
         measured = at_here = "—"
         if r["mode"] != "eager":
             if key in sp.index:

@@ -37,11 +37,11 @@ def numeric_column(df: pd.DataFrame, name: str) -> pd.Series:
 
 def point_record(row: Mapping[str, Any]) -> Measurement:
     """A points-frame row (a Series or a to_dict record) as the typed point record
-    (runner/format/measurement.py); a details cell that is not a mapping (a frame
-    without the column) reads as none."""
+    (runner/format/measurement.py); a details cell that is not a mapping, and a frame
+    without the column, read as none."""
     doc = dict(row)
-    if not isinstance(doc.get("details"), Mapping):
-        doc["details"] = None
+    if "details" in doc and not isinstance(doc["details"], Mapping):
+        doc["details"] = None  # a frame's NaN is truthy: from_json would take it for details
     return Measurement.from_json(doc)
 
 

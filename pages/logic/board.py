@@ -17,7 +17,13 @@ import pandas as pd
 from pages.logic import comparing
 from pages.logic.comparing import value_text
 from pages.logic.names import device_name
-from pages.logic.noise import NOISE_COUNT_COLUMNS, has_noise_counts, noise_summary
+from pages.logic.noise import (
+    NOISE_COUNT_COLUMNS,
+    NoiseCounts,
+    counts_of,
+    has_noise_counts,
+    noise_summary,
+)
 from runner.format.metrics import BYTES_PER_MIB
 from runner.format.run_summary import (
     BREAK_EVEN_GAIN,
@@ -25,6 +31,7 @@ from runner.format.run_summary import (
     MEMORY_COST_LABEL,
     NO_SPEEDUP,
     RunSummary,
+    header_of,
 )
 from runner.format.verdict import INCONCLUSIVE, SPREAD_LIMIT
 from runner.format.vocab import CUDA_GRAPH_MODES
@@ -186,7 +193,7 @@ def points_text(run) -> str:
     ok, total, unsupported = n("ok_points"), n("points"), n("unsupported_points")
     text = f"{ok}/{total - unsupported} ok"
     if unsupported:
-        text += (f" · {unsupported} n/a on CPU" if run.get("device") == "cpu"
+        text += (f" · {unsupported} n/a on CPU" if header_of(run).device == "cpu"
                  else f" · {unsupported} unsupported")
     return text
 
@@ -208,9 +215,9 @@ def runs_table(runs: pd.DataFrame, noise: pd.DataFrame | None = None) -> pd.Data
         if kind != "sweep" or noise is None:
             badges.append("—")
         elif rid in noise.index:
-            badges.append(noise_summary(noise.loc[rid])[1])
+            badges.append(noise_summary(counts_of(noise.loc[rid]))[1])
         else:
-            badges.append(noise_summary({})[1])
+            badges.append(noise_summary(NoiseCounts())[1])
     out = pd.DataFrame({
         "id": runs["id"].astype(int),
         "created": runs["created_at"].dt.strftime("%Y-%m-%d %H:%M"),

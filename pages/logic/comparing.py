@@ -16,6 +16,7 @@ from pages.logic.noise import launch_cost, ratio_interval, ratio_verdict
 from runner.format.bundle import ENVIRONMENT_FIELDS
 from runner.format.measurement import details_of
 from runner.format.numbers import is_missing, number_or_none
+from runner.format.run_summary import RunHeader, header_of
 
 RUNNER_STATISTIC = "median"
 
@@ -119,10 +120,11 @@ COMPARABLE_FIELDS = ("kind", "workload", "workload_params", "dtype")
 
 def series_name(header: dict | pd.Series) -> str:
     """How a run is named in a comparison: GPU and torch version, marked when published."""
-    gpu = device_name(header)
-    torch = known(header.get("torch_version"))
+    h = header_of(header)
+    gpu = device_name(h)
+    torch = known(h.torch_version)
     name = f"{gpu} · torch {torch}" if torch else gpu
-    if header.get("source") == "published":
+    if h.source == "published":
         name += " (published)"
     return name
 
@@ -142,14 +144,18 @@ def value_text(v: Any) -> str:
     return str(v)
 
 
-def comparable_value(header, field: str) -> Any:
-    """The runner records the dtype among the workload parameters too; it is compared
-    once, as dtype, so a bundle that leaves it out of its parameters still compares."""
-    value = header[field]
-    if field == "workload_params" and isinstance(value, dict) and \
-            value.get("dtype") in (None, header.get("dtype")):
-        value = {k: v for k, v in value.items() if k != "dtype"}
-    return value
+def comparable_params(header: RunHeader) -> Any:
+    """The workload parameters as compared. The runner records the dtype among them too;
+    it is compared once, as dtype, so a bundle that leaves it out of its parameters still
+    compares. Parameters are named by the workload (runner/format/params.py), so which
+    are there is the workload's to say: a dtype among them is dropped unless it differs
+    from the run's."""
+    params = header.workload_params
+    if not isinstance(params, dict):
+        return params
+    if "dtype" in params and params["dtype"] not in (None, header.dtype):
+        return params
+    return {k: v for k, v in params.items() if k != "dtype"}
 
 
 def comparability(headers: pd.DataFrame) -> list[str]:
@@ -159,7 +165,8 @@ def comparability(headers: pd.DataFrame) -> list[str]:
     if len(headers) < 2:
         return warnings
     for field in COMPARABLE_FIELDS:
-        values = {int(h["id"]): value_text(comparable_value(h, field))
+        values = {int(h["id"]): value_text(comparable_params(header_of(h))
+                                           if field == "workload_params" else h[field])
                   for _, h in headers.iterrows()}
         if len(set(values.values())) > 1:
             listed = "; ".join(f"run {rid}: {v}" for rid, v in values.items())
@@ -279,7 +286,7 @@ def compare_rule(headers: pd.DataFrame) -> tuple[list[str], list[str]]:
     measure different things (comparability)."""
     if len(headers) < 2:
         return [], []
-    refusals = [f"Run {int(r['id'])} is a {r['kind']} run: Compare overlays sweeps. Open "
-                f"it {OTHER_KIND[r['kind']]} instead." for _, r in headers.iterrows()
-                if r.get("kind") in OTHER_KIND]
+    runs = [header_of(r) for _, r in headers.iterrows()]
+    refusals = [f"Run {int(h.id)} is a {h.kind} run: Compare overlays sweeps. Open "
+                f"it {OTHER_KIND[h.kind]} instead." for h in runs if h.kind in OTHER_KIND]
     return refusals, comparability(headers)

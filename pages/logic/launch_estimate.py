@@ -56,18 +56,18 @@ def per_point_s(history) -> list[float]:
 def _run_walls(history) -> list[tuple[float, int, Any]]:
     """(wall seconds, points, run_id) of each past run with both known."""
     out = []
-    for r in history.to_dict("records"):
-        n = r.get("points") or 0
+    for r in history.itertuples(index=False):
+        n = r.points or 0
         if not n:
             continue
-        wall = r.get("point_wall_s")
+        wall = r.point_wall_s
         if wall is None or wall != wall:
-            start, end = r.get("created_at"), r.get("finished_at")
+            start, end = r.created_at, r.finished_at
             if start is None or end is None or end != end or start != start:
                 continue
             wall = (end - start).total_seconds()
         if wall > 0:
-            out.append((float(wall), int(n), r.get("run_id")))
+            out.append((float(wall), int(n), r.run_id))
     return out
 
 
@@ -81,8 +81,10 @@ def past_setups(points) -> dict[Any, list[float]]:
         m = point_record(r)
         if m.mode not in COMPILED_MODES or m.status != "ok":
             continue
-        phases = m.timing.phase_s  # seconds by phase name, as the runner stored them
-        s = phases.get("setup") if isinstance(phases, dict) else None
+        # Seconds by phase name, as the runner stored them: a point that failed before
+        # its setup, or one from before phases were timed, has no "setup".
+        phases = m.timing.phase_s
+        s = phases["setup"] if isinstance(phases, dict) and "setup" in phases else None
         if isinstance(s, (int, float)) and s == s and s >= 0:
             out.setdefault(r["run_id"], []).append(float(s))
     return out

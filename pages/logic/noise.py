@@ -5,14 +5,15 @@ ratio of two runs' figures. Pure pandas over the points frames db.queries return
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pandas as pd
 
 from pages.logic.analysis import numeric_column, usable
 from runner.format.numbers import flag_or_none as _flag
-from runner.format.numbers import number_or_none
+from runner.format.numbers import is_missing, number_or_none
 from runner.format.verdict import verdict
 
 NOISE_LEVELS = ("ok", "noisy", "host unstable", "no interval")
@@ -45,7 +46,27 @@ def point_badges(points: pd.DataFrame) -> pd.Series:
     return out
 
 
-NOISE_COUNT_COLUMNS = ("ok_points", "interval_points", "noisy_points", "unstable_points")
+@dataclass(frozen=True)
+class NoiseCounts:
+    """One run's noise counts: its ok points, and of those the ones with an interval, the
+    noisy ones and the host unstable ones."""
+    ok_points: int = 0
+    interval_points: int = 0
+    noisy_points: int = 0
+    unstable_points: int = 0
+
+
+# The columns holding them in noise_counts' frame and in the runs frame (db/queries.py).
+NOISE_COUNT_COLUMNS = tuple(f.name for f in fields(NoiseCounts))
+
+
+def counts_of(row: Mapping | pd.Series | None) -> NoiseCounts:
+    """A row of noise_counts' frame or of the runs frame as NoiseCounts; None (a run
+    without a row) and a count the row lacks or leaves unknown read as 0."""
+    if row is None:
+        return NoiseCounts()
+    return NoiseCounts(*(0 if c not in row or is_missing(row[c]) else int(row[c])
+                         for c in NOISE_COUNT_COLUMNS))
 
 
 def noise_counts(points: pd.DataFrame) -> pd.DataFrame:
@@ -62,15 +83,14 @@ def noise_counts(points: pd.DataFrame) -> pd.DataFrame:
     return df.groupby("run_id").sum().astype(int)
 
 
-def noise_summary(counts: dict | pd.Series) -> tuple[str, str]:
+def noise_summary(counts: NoiseCounts) -> tuple[str, str]:
     """(level, text) of one run from its noise counts: level is one of NOISE_LEVELS (the
     worst that applies), text e.g. '3 of 40 points noisy, 1 host unstable'."""
-    ok = int(counts.get("ok_points") or 0)
+    ok = counts.ok_points
     if ok == 0:
         return "no interval", "no measured point"
-    with_ci = int(counts.get("interval_points") or 0)
-    noisy, unstable = int(counts.get("noisy_points") or 0), int(counts.get("unstable_points")
-                                                                or 0)
+    with_ci = counts.interval_points
+    noisy, unstable = counts.noisy_points, counts.unstable_points
     if with_ci == 0 and not noisy and not unstable:
         return "no interval", "no interval"
     parts = []

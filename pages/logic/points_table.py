@@ -13,6 +13,7 @@ from pages.logic import analysis, cost, energy, noise, step_split
 from pages.logic.metrics import MISSING, format_interval, format_value, metric, title
 from runner.format import verdict as vd
 from runner.format.bundle import MEASUREMENT_FIELDS
+from runner.format.measurement import details_of
 from runner.format.numbers import is_missing
 from runner.format.run_summary import MEMORY_COST_LABEL, mib_text
 from runner.format.vocab import ALTERNATIVE_MODES, CUDA_GRAPH_MODES
@@ -79,7 +80,8 @@ def host_split_cells(p: pd.DataFrame) -> dict[str, list[str]]:
         cols[f"Speedup at {us} us a launch"].append(
             " / ".join(f"{x:.2f}x" for x in xs) if xs and not any(map(is_missing, xs))
             else MISSING)
-        cols["Noisy judged on"].append(step_split.judged_text(r.get("details")) or MISSING)
+        cols["Noisy judged on"].append(step_split.judged_text(analysis.point_record(r))
+                                       or MISSING)
     return {k: v for k, v in cols.items() if any(c != MISSING for c in v)}
 
 
@@ -147,7 +149,7 @@ NOTE_COLUMN = "Note"
 def _process_medians(points: pd.DataFrame) -> list[list[float] | None]:
     samples = points["samples_ms"] if "samples_ms" in points else [None] * len(points)
     details = points["details"] if "details" in points else [None] * len(points)
-    return [noise.process_medians(s, d.get("round_process") if isinstance(d, dict) else None)
+    return [noise.process_medians(s, details_of(d).intervals.round_process)
             for s, d in zip(samples, details, strict=True)]
 
 
@@ -163,16 +165,15 @@ def point_notes(points: pd.DataFrame) -> pd.Series:
     eager = [sp.get((r, m, b)) for r, m, b in
              zip(points["run_id"], points["mode"], points["batch_size"], strict=True)]
     samples = points["samples_ms"] if "samples_ms" in points else [None] * len(points)
-    details = points["details"] if "details" in points else [None] * len(points)
     notes = []
-    for (_, r), e, s, d in zip(points.iterrows(), eager, samples, details, strict=True):
+    for (_, r), e, s in zip(points.iterrows(), eager, samples, strict=True):
+        m = analysis.point_record(r)
         said = []
         if r["mode"] != "eager" and vd.medians_disagree(e, r["step_ms"], r["speedup_ci_low"],
                                                         r["speedup_ci_high"]):
             said.append(vd.disagree_text(e, r["step_ms"]))
-        proc = noise.process_note(s, d.get("round_process") if isinstance(d, dict) else None,
-                                  r["step_ms"], r.get("step_ms_ci_low"),
-                                  r.get("step_ms_ci_high"))
+        proc = noise.process_note(s, m.intervals.round_process, r["step_ms"],
+                                  m.intervals.step_ms_ci_low, m.intervals.step_ms_ci_high)
         if proc:
             said.append(proc)
         notes.append("; ".join(said))
@@ -228,7 +229,7 @@ def points_csv(points: pd.DataFrame) -> str:
                         if f not in ("samples_ms", "launch_us_rounds", "details"))]
     out = p.reindex(columns=cols).copy()
     out["details"] = [json.dumps(d, sort_keys=True) if isinstance(d, dict) else ""
-                      for d in p.get("details", pd.Series([None] * len(p)))]
+                      for d in (p["details"] if "details" in p else [None] * len(p))]
     return csv_text(out)
 
 
@@ -266,7 +267,7 @@ def status_marks(points: pd.DataFrame) -> pd.Series:
         icon = icons.get(row["status"], row["status"])
         if not icon:
             return "ok"
-        msg = str(row.get("message") or "").strip().splitlines()
+        msg = str(analysis.point_record(row).message).strip().splitlines()
         return f"{icon}: {msg[0]}" if msg else icon
 
     if points.empty:

@@ -13,7 +13,6 @@ same functions, so the view does not depend on the bundle's age.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import pandas as pd
 
@@ -55,7 +54,7 @@ def split_frame(points: pd.DataFrame) -> pd.DataFrame:
         s = point_split(point_record(row))
         if s is None:
             continue
-        rows.append({"run_id": row.get("run_id"), "mode": row["mode"],
+        rows.append({"run_id": row["run_id"], "mode": row["mode"],
                      "batch_size": int(row["batch_size"]), "step_ms": s.step_ms,
                      **{f"{p}_ms": getattr(s, f"{p}_ms") for p in PART_NAMES},
                      **{f"{p}_share": s.share(p) for p in PART_NAMES}})
@@ -155,25 +154,24 @@ def projected_speedups(points: pd.DataFrame) -> pd.DataFrame:
     ok = usable(points)
     if ok.empty:
         return pd.DataFrame(columns=["run_id", "mode", "batch_size", *cols])
-    eager = {(r.get("run_id"), int(r["batch_size"])): point_record(r)
+    eager = {(r["run_id"], int(r["batch_size"])): point_record(r)
              for _, r in ok[ok["mode"] == "eager"].iterrows()}
     rows = []
     for _, r in ok[ok["mode"] != "eager"].iterrows():
-        got = speedups_at_launch(point_record(r), eager.get((r.get("run_id"),
+        got = speedups_at_launch(point_record(r), eager.get((r["run_id"],
                                                              int(r["batch_size"]))))
-        rows.append({"run_id": r.get("run_id"), "mode": r["mode"],
+        rows.append({"run_id": r["run_id"], "mode": r["mode"],
                      "batch_size": int(r["batch_size"]),
                      **{f"at {u:g} us": got.get(u) for u in host_split.REFERENCE_LAUNCH_US}})
     return pd.DataFrame(rows, columns=["run_id", "mode", "batch_size", *cols])
 
 
-def judged_text(details: Any) -> str | None:
+def judged_text(m: Measurement) -> str | None:
     """What `noisy` was judged on, e.g. 'host-normalised: ±6.1% (target ±10%)'; None
     where the runner did not say (bundles before version 6)."""
-    d = details if isinstance(details, Mapping) else {}
-    on = d.get("judged_on")
-    half, target = number_or_none(d.get("judged_half_width")), \
-        number_or_none(d.get("target_half_width"))
+    on = m.intervals.judged_on
+    half = number_or_none(m.intervals.judged_half_width)
+    target = number_or_none(m.intervals.target_half_width)
     if not on and half is None:
         return None
     text = str(on or "the figure")

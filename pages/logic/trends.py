@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from pages.logic import analysis, comparing, noise
+from runner.format.run_summary import header_of
 from runner.format.vocab import ALTERNATIVE_MODES
 from runner.history.series import ORDERS, order_runs
 
@@ -35,8 +36,13 @@ class TrendQuery:
     order: str = "torch"
 
 
+# What a Trends URL may ask. parse_query is handed every one of them (one not in the URL
+# as no values), so a misspelt key is an error here, not a query silently ignored.
+QUERY_KEYS = ("workload", "gpu", "params", "batch", "mode", "order")
+
+
 def _one(params: Mapping[str, Sequence[str]], name: str) -> str | None:
-    values = [v for v in params.get(name, []) if v is not None]
+    values = [v for v in params[name] if v is not None]
     if len(values) > 1:
         raise TrendQueryError(f"?{name}= is given {len(values)} times: a trend follows one "
                               f"{name}")
@@ -59,7 +65,7 @@ def parse_batch(text: str) -> int:
 def parse_query(params: Mapping[str, Sequence[str]], workloads: Sequence[str],
                 gpus: Sequence[str]) -> TrendQuery:
     """The view a URL asks for; TrendQueryError names the first bad value. `params` maps
-    each query key to its values (streamlit's get_all)."""
+    each of QUERY_KEYS to its values (streamlit's get_all)."""
     workload = _one(params, "workload")
     if workload is not None and workload not in workloads:
         raise TrendQueryError(f"?workload={workload[:40]!r} has no run here: choose one of "
@@ -69,7 +75,7 @@ def parse_query(params: Mapping[str, Sequence[str]], workloads: Sequence[str],
         raise TrendQueryError(f"?gpu={gpu[:40]!r} has no run here: choose one of "
                               f"{', '.join(gpus) or 'none (no runs yet)'}")
     batches = []
-    for raw in params.get("batch", []):
+    for raw in params["batch"]:
         for part in str(raw).split(","):
             b = parse_batch(part)
             if b not in batches:
@@ -78,7 +84,7 @@ def parse_query(params: Mapping[str, Sequence[str]], workloads: Sequence[str],
         raise TrendQueryError(f"{len(batches)} batch sizes asked for: a trend shows at most "
                               f"{MAX_BATCHES}")
     modes = []
-    for m in params.get("mode", []):
+    for m in params["mode"]:
         if m not in ALTERNATIVE_MODES:
             raise TrendQueryError(f"?mode={str(m)[:40]!r} is not a mode with a speedup: "
                                   f"choose one of {', '.join(ALTERNATIVE_MODES)}")
@@ -94,8 +100,9 @@ def parse_query(params: Mapping[str, Sequence[str]], workloads: Sequence[str],
 
 def param_key(run: Mapping) -> str:
     """A run's parameter set as text: its workload parameters and dtype."""
-    p = comparing.value_text(comparing.comparable_value(run, "workload_params"))
-    return f"{p} · {comparing.value_text(run.get('dtype'))}"
+    h = header_of(run)
+    p = comparing.value_text(comparing.comparable_params(h))
+    return f"{p} · {comparing.value_text(h.dtype)}"
 
 
 def param_sets(runs: pd.DataFrame) -> dict[str, list[int]]:
@@ -114,7 +121,7 @@ def ordered_runs(runs: pd.DataFrame, by: str = "torch") -> pd.DataFrame:
     out = order_runs(runs, by)
     out["run"] = [f"torch {comparing.value_text(r['torch_version'])} · "
                   f"{r['created_at']:%Y-%m-%d} · #{int(r['id'])}"
-                  + (" (published)" if r.get("source") == "published" else "")
+                  + (" (published)" if r["source"] == "published" else "")
                   for _, r in out.iterrows()]
     return out
 

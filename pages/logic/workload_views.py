@@ -46,8 +46,11 @@ def chain_kernels(header: RunHeader) -> int | None:
     """The chain length of a kernel-chain run; None for any other workload."""
     if header.workload != "kernel-chain":
         return None
+    # A workload's parameters are named by the workload (runner/format/params.py): a
+    # published or hand-written bundle may leave the chain length out.
     params = header.workload_params
-    k = number_or_none(params.get("kernels")) if isinstance(params, dict) else None
+    k = (number_or_none(params["kernels"]) if isinstance(params, dict) and "kernels" in params
+         else None)
     return int(k) if k and k > 0 else None
 
 
@@ -100,9 +103,9 @@ def hand_calculation(points: pd.DataFrame, header: RunHeader) -> pd.DataFrame:
     rows = []
     for batch, group in ok.groupby("batch_size"):
         by_mode = {r["mode"]: point_record(r) for r in group.to_dict("records")}
-        eager = by_mode.get("eager")
-        if eager is None:
+        if "eager" not in by_mode:
             continue
+        eager = by_mode["eager"]
         launch = number_or_none(eager.intervals.launch_us)
         busy = number_or_none(eager.launches.gpu_busy_ms)
         n = number_or_none(eager.launches.gpu_kernels_per_step)
@@ -110,8 +113,8 @@ def hand_calculation(points: pd.DataFrame, header: RunHeader) -> pd.DataFrame:
             continue
         kernel = busy * 1e3 / n
         est_eager, est_graph = estimate(k, launch, kernel)
-        graph = by_mode.get("cuda-graph")
-        graph_ms = number_or_none(graph.timing.step_ms) if graph else None
+        graph_ms = (number_or_none(by_mode["cuda-graph"].timing.step_ms)
+                    if "cuda-graph" in by_mode else None)
         rows.append({"batch (elements)": int(batch), "kernels": k,
                      "launch us (measured)": launch, "kernel us (measured)": kernel,
                      "eager us: N x max(L, K)": est_eager,
@@ -137,12 +140,12 @@ def compare_per_kernel(points: pd.DataFrame, headers: pd.DataFrame) -> pd.DataFr
     V100 figures next to measured points)."""
     names = run_names(headers) if not headers.empty else {}
     frames = []
-    for _, h in headers.iterrows():
-        table = per_kernel_table(points[points["run_id"] == h["id"]], header_of(h))
+    for header in (header_of(h) for _, h in headers.iterrows()):
+        table = per_kernel_table(points[points["run_id"] == header.id], header)
         if table.empty:
             continue
-        table.insert(0, "run", names[int(h["id"])])
-        table.insert(1, "source", h.get("source"))
+        table.insert(0, "run", names[int(header.id)])
+        table.insert(1, "source", header.source)
         frames.append(table)
     if not frames:
         return pd.DataFrame()

@@ -275,10 +275,11 @@ def test_point_badges_and_run_noise_summary():
     counts = noise.noise_counts(p)
     assert counts.loc[3].to_dict() == {"ok_points": 7, "interval_points": 7,
                                        "noisy_points": 1, "unstable_points": 1}
-    assert noise.noise_summary(counts.loc[3]) == (
+    assert noise.noise_summary(noise.counts_of(counts.loc[3])) == (
         "noisy", "1 of 7 points noisy, 1 of 7 points host unstable")
     clean = pd.DataFrame(fmt.validate(sweep_bundle(batches=(8,)))["measurements"])
-    assert noise.noise_summary(noise.noise_counts(clean.assign(run_id=1)).loc[1])[0] \
+    assert noise.noise_summary(noise.counts_of(
+        noise.noise_counts(clean.assign(run_id=1)).loc[1]))[0] \
         == "ok"
     # Flags read back from the database as 1.0 / NaN beside nulls count the same.
     assert list(noise.point_badges(clean.assign(run_id=1, noisy=1.0)))[0] == "noisy"
@@ -290,8 +291,8 @@ def test_old_runs_have_no_interval_badge(doc):
     p = pd.DataFrame(fmt.validate(doc)["measurements"]).assign(run_id=1)
     assert set(noise.point_badges(p)) <= {"no interval", ""}
     assert "no interval" in set(noise.point_badges(p))
-    assert noise.noise_summary(noise.noise_counts(p).loc[1]) == ("no interval",
-                                                                       "no interval")
+    counts = noise.counts_of(noise.noise_counts(p).loc[1])
+    assert noise.noise_summary(counts) == ("no interval", "no interval")
     assert noise.launch_cost(p) is None
 
 

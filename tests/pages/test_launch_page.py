@@ -166,11 +166,12 @@ def test_estimate_is_pure_arithmetic_over_past_runs():
     import pandas as pd
 
     t0 = pd.Timestamp("2026-01-01", tz="UTC")
-    history = pd.DataFrame([
-        {"points": 10, "point_wall_s": 50.0, "created_at": t0, "finished_at": t0},
-        {"points": 4, "point_wall_s": float("nan"), "created_at": t0,
+    history = pd.DataFrame([  # queries.past_durations' columns
+        {"run_id": 1, "points": 10, "point_wall_s": 50.0, "created_at": t0, "finished_at": t0},
+        {"run_id": 2, "points": 4, "point_wall_s": float("nan"), "created_at": t0,
          "finished_at": t0 + pd.Timedelta(seconds=40)},
-        {"points": 0, "point_wall_s": float("nan"), "created_at": t0, "finished_at": t0}])
+        {"run_id": 3, "points": 0, "point_wall_s": float("nan"), "created_at": t0,
+         "finished_at": t0}])
     assert le.per_point_s(history) == [5.0, 10.0]
     est = le.estimate(SweepSpec("mlp", batch_sizes=(1, 8), modes=("eager",) * 3),
                       history, "NVIDIA H200")

@@ -11,6 +11,7 @@ import pytest
 from pages.charts import report, split_charts
 from pages.logic import points_table, step_split
 from runner.format import host_split
+from runner.format.measurement import details_of
 from tests.conftest import ROOT
 from tests.synthetic import points_frame
 
@@ -71,7 +72,7 @@ def test_points_table_has_split_projection_and_judged_columns(h200):
 
 
 def test_judged_text_says_what_noisy_was_judged_on():
-    assert step_split.judged_text({"judged_on": "host-normalised", "judged_half_width": 0.061,
-                                   "target_half_width": 0.1}) == (
-        "host-normalised: ±6.1% (target ±10.0%)")
-    assert step_split.judged_text({}) is None
+    judged = details_of({"judged_on": "host-normalised", "judged_half_width": 0.061,
+                         "target_half_width": 0.1})
+    assert step_split.judged_text(judged) == "host-normalised: ±6.1% (target ±10.0%)"
+    assert step_split.judged_text(details_of({})) is None

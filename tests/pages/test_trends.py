@@ -18,8 +18,9 @@ WORKLOADS, GPUS = ["mlp", "resnet"], ["NVIDIA H200", "cpu"]
 
 
 def _q(**params):
-    return trends.parse_query({k: v if isinstance(v, list) else [v]
-                               for k, v in params.items()}, WORKLOADS, GPUS)
+    asked = {k: [] for k in trends.QUERY_KEYS}
+    asked.update({k: v if isinstance(v, list) else [v] for k, v in params.items()})
+    return trends.parse_query(asked, WORKLOADS, GPUS)
 
 
 def test_a_good_query_string():
