@@ -15,7 +15,6 @@ from db.models import EnvironmentRow, GraphMemoryCaptureRow, RunRow
 from db.rows import RunNotFound, iso
 from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
-from runner.format.json_shape import JsonObject
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,7 +28,7 @@ class NotGraphMemory(LookupError):
 
 # --- the bundle's section, inside import_bundle's / export_bundle's session --------------
 
-def add_section(session: Session, run_id: int, section: JsonObject) -> None:
+def add_section(session: Session, run_id: int, section: gm.GraphMemorySection) -> None:
     for pool, rows in section["series"].items():
         for i, r in enumerate(rows, 1):
             session.add(GraphMemoryCaptureRow(run_id=run_id, pool=pool, position=i,
@@ -51,7 +50,7 @@ def _series(rows: list[GraphMemoryCaptureRow]) -> dict[str, list[gm.Capture]]:
     return {p: out[p] for p in gm.POOLS if p in out}  # the order the CLI measures in
 
 
-def read_section(session: Session, run_id: int) -> JsonObject:
+def read_section(session: Session, run_id: int) -> gm.GraphMemorySection:
     series = _series(_rows(session, [run_id]))
     if not series:
         raise RunNotFound(f"run {run_id} is a graph-memory run without its captures")
@@ -101,7 +100,7 @@ def attributions(engine: Engine, run_ids: list[int] | tuple) -> dict[int, dict]:
     return out
 
 
-def graph_memory_doc(engine: Engine, run_id: int) -> dict:
+def graph_memory_doc(engine: Engine, run_id: int) -> gm.GraphMemoryDoc:
     """A stored run as gm.read_doc() returns a document (for gm.curve, gm.table_rows).
     RunNotFound when no run has the id, NotGraphMemory when it is another kind."""
     with Session(engine) as s:

@@ -18,7 +18,6 @@ from db.rows import RunNotFound, environment_key  # noqa: F401 - part of this AP
 from runner.format import bundle as fmt
 from runner.format import graph_memory as gm
 from runner.format.bundle import BundleError
-from runner.format.json_shape import JsonObject
 from runner.format.measurement import Measurement
 from runner.format.run_record import Environment, Run
 from runner.format.serve_record import ServeSection
@@ -128,7 +127,7 @@ def fingerprint(doc: fmt.Bundle) -> str:
     return json.dumps(_canon(body), sort_keys=True)
 
 
-def import_bundle(engine: Engine, doc: JsonObject, name: str = "the bundle"
+def import_bundle(engine: Engine, doc: fmt.BundleDoc, name: str = "the bundle"
                   ) -> tuple[int, bool]:
     """Store a bundle in one transaction. Returns (run id, created); a bundle whose uuid
     is already stored with the same content adds nothing (created is False); with other
@@ -157,7 +156,7 @@ def import_bundle(engine: Engine, doc: JsonObject, name: str = "the bundle"
         return row.id, True
 
 
-def import_safely(engine: Engine, doc: JsonObject, name: str) -> tuple[int, bool]:
+def import_safely(engine: Engine, doc: fmt.BundleDoc, name: str) -> tuple[int, bool]:
     """import_bundle with every failure as one BundleError line naming `name` (read-only
     mode stays db.access.ReadOnlyError): the CLI, /import and the fuzz test use this."""
     from sqlalchemy.exc import IntegrityError, SQLAlchemyError
@@ -240,7 +239,7 @@ def delete_run(engine: Engine, run_id: int) -> DeletedRun:
     return facts
 
 
-def export_bundle(engine: Engine, run_id: int) -> JsonObject:
+def export_bundle(engine: Engine, run_id: int) -> fmt.BundleDoc:
     """The run as a bundle dict, exactly what `import_bundle` takes back."""
     with Session(engine) as s:
         row = s.scalar(select(RunRow).where(RunRow.id == run_id).options(

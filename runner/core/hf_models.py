@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 
@@ -103,6 +103,13 @@ def _kwargs_of(lm) -> set[str]:
         return set()
 
 
+class _StepInputs(TypedDict, total=False):
+    """The step's inputs only some transformers versions take (CachedStep asks the
+    model's forward for them by name)."""
+    cache_position: torch.Tensor
+    logits_to_keep: int
+
+
 class CachedStep(torch.nn.Module):
     """`tokens` new tokens per sequence written at `position` of a StaticCache of kv_len
     (decode: 1 token at position; prefill: seq tokens at 0), rewound before each step.
@@ -148,13 +155,13 @@ class CachedStep(torch.nn.Module):
 
     def forward(self, ids):
         self.rewind()
-        extra: dict[str, Any] = {self.cache_kw: self.cache}
+        extra: _StepInputs = {}
         if self.has_cache_position:  # a transformers that still takes it: the same slots
             extra["cache_position"] = self.cache_position
         if self.keep_logits:
             extra["logits_to_keep"] = 1
         out = self.lm(input_ids=ids, position_ids=self.position_ids, use_cache=True,
-                      **extra)
+                      **{self.cache_kw: self.cache}, **extra)
         return out.logits
 
     def cached_length(self) -> int:

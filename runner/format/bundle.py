@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from runner.format import graph_memory as gm
 from runner.format.json_shape import JsonObject
@@ -41,8 +41,8 @@ from runner.format.measurement import (
     Measurement,
 )
 from runner.format.numbers import is_number
-from runner.format.run_record import ENVIRONMENT_FIELDS, RUN_FIELDS
-from runner.format.serve_record import SectionError, validate_section
+from runner.format.run_record import ENVIRONMENT_FIELDS, RUN_FIELDS, EnvironmentJson, RunJson
+from runner.format.serve_record import SectionError, ServeSectionJson, validate_section
 from runner.format.trace import TraceError, validate_trace
 from runner.format.vocab import (
     CUDAGRAPH_STATUSES,
@@ -85,12 +85,30 @@ class BundleError(ValueError):
     """A bundle that cannot be read or does not follow the format. str() is one line."""
 
 
+# The keys only some bundles hold: a base of total=False marks them so (NotRequired is
+# Python 3.11's; the project reads on 3.10).
+class _Sections(TypedDict, total=False):
+    serve: ServeSectionJson  # a serve run's only (version 2 on)
+    graph_memory: gm.GraphMemorySection  # a graph-memory run's only (gm.SECTION)
+
+
+class BundleDoc(_Sections):
+    """A bundle's object, as make_bundle writes it and validate() checks it: the run's
+    records, each point's JSON (runner/format/measurement.py Measurement.to_json's,
+    MEASUREMENT_FIELDS then its trace) and the section of a serve or graph-memory run."""
+    format: str
+    version: int
+    environment: EnvironmentJson
+    run: RunJson
+    measurements: list[JsonObject]
+
+
 class Bundle(dict):
-    """A bundle as validate() returns it, and so read() and loads(): checked against the
-    format and normalised where it entered. db/store.py import_bundle stores it as it is
-    and checks only a plain dict (one built in code), so a file is checked once on its
-    way to the database. Changed after the check, it is a plain dict's to check again:
-    pass it through validate()."""
+    """A bundle (a BundleDoc) as validate() returns it, and so read() and loads(): checked
+    against the format and normalised where it entered. db/store.py import_bundle stores
+    it as it is and checks only a plain dict (one built in code), so a file is checked
+    once on its way to the database. Changed after the check, it is a plain dict's to
+    check again: pass it through validate()."""
 
 
 # C0 controls other than tab, newline and carriage return (PostgreSQL refuses NUL in text
@@ -160,11 +178,11 @@ def empty_measurement(mode: str, batch_size: int) -> JsonObject:
 
 def make_bundle(environment: Mapping[str, Any], run: Mapping[str, Any],
                 measurements: Sequence[Measurement | Mapping[str, Any]],
-                serve: JsonObject | None = None,
-                graph_memory: JsonObject | None = None) -> JsonObject:
+                serve: ServeSectionJson | None = None,
+                graph_memory: gm.GraphMemorySection | None = None) -> BundleDoc:
     """The bundle of one run; a typed Measurement turns to JSON here."""
     measurements = [m.to_json() if isinstance(m, Measurement) else m for m in measurements]
-    doc = {
+    doc: BundleDoc = {
         "format": FORMAT,
         "version": VERSION,
         "environment": {f: environment.get(f) for f in ENVIRONMENT_FIELDS},
@@ -184,7 +202,7 @@ def make_bundle(environment: Mapping[str, Any], run: Mapping[str, Any],
     return doc
 
 
-def contents(doc: JsonObject) -> str:
+def contents(doc: BundleDoc) -> str:
     """What a validated bundle holds, in a few words (import and export say it): a
     graph-memory run has captures, not points."""
     sec = doc.get(gm.SECTION)
@@ -194,7 +212,7 @@ def contents(doc: JsonObject) -> str:
     return f"{len(doc['measurements'])} points"
 
 
-def graph_memory_doc(doc: Any, source: str) -> JsonObject:
+def graph_memory_doc(doc: Any, source: str) -> gm.GraphMemoryDoc:
     """A graph-memory run's document (graph_memory.read_doc's form, what curve() reads)
     from either file form: a bundle of kind graph-memory (graph-memory --out, export) or
     the older launchbench.graph-memory document. GraphMemoryError names `source`."""
@@ -335,7 +353,8 @@ def validate(doc: Any) -> Bundle:
     return Bundle(out)
 
 
-def _validate_graph_memory(section: Any, kind: str, measurements: list) -> JsonObject | None:
+def _validate_graph_memory(section: Any, kind: str, measurements: list
+                           ) -> gm.GraphMemorySection | None:
     """A graph-memory run carries its section and no points; any other run no section."""
     if section is None:
         if kind == "graph-memory":
@@ -353,7 +372,7 @@ def _validate_graph_memory(section: Any, kind: str, measurements: list) -> JsonO
         raise BundleError(str(e)) from None
 
 
-def _validate_serve(section: Any, kind: str) -> JsonObject | None:
+def _validate_serve(section: Any, kind: str) -> ServeSectionJson | None:
     """A serve run carries its serve section and a sweep none (format version 2)."""
     if section is None:
         if kind == "serve":

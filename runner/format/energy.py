@@ -11,7 +11,34 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
+from typing import Any, TypedDict
+
+
+class EnergyWindowJson(TypedDict, total=False):
+    """An EnergyWindow as JSON (its fields; poll_s absent in older records)."""
+    mode: str
+    round: int
+    mj: float
+    steps: int
+    seconds: float
+    edge_s: float
+    poll_s: float
+
+
+class EnergyJson(TypedDict, total=False):
+    """An Energy as JSON: its fields, each left out where unknown (never 0)."""
+    energy_mj_per_step: float
+    energy_mj_per_step_ci_low: float
+    energy_mj_per_step_ci_high: float
+    avg_power_w: float
+    idle_power_w: float
+    energy_above_idle_mj_per_step: float
+    energy_gain: float
+    energy_gain_ci_low: float
+    energy_gain_ci_high: float
+    windows: list[EnergyWindowJson]
+    counter: str
+    unavailable_reason: str
 
 
 @dataclass(frozen=True)
@@ -43,7 +70,7 @@ class EnergyWindow:
         return self.edge_s / self.seconds
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> EnergyWindow:
+    def from_dict(cls, d: EnergyWindowJson) -> EnergyWindow:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 
@@ -86,9 +113,9 @@ class Energy:
                     windows: tuple[EnergyWindow, ...] = ()) -> Energy:
         return cls(unavailable_reason=reason, counter=counter, windows=windows)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> EnergyJson:
         """JSON-able; figures that are None are left out (absent, never 0)."""
-        out = {}
+        out: EnergyJson = {}
         for f in fields(self):
             v = getattr(self, f.name)
             if f.name == "windows":
@@ -99,7 +126,7 @@ class Energy:
         return out
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> Energy | None:
+    def from_dict(cls, d: EnergyJson | None) -> Energy | None:
         """Back from a record; None for a record from before energy was measured."""
         if not d:
             return None

@@ -24,8 +24,10 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import TypedDict
 
 from runner.format.capture_sizes import Curve
+from runner.format.run_record import EnvironmentJson, RunJson
 
 FORMAT = "launchbench.graph-memory"
 VERSION = 1
@@ -49,6 +51,47 @@ class Capture:
     device_used_bytes: int
 
 
+class CaptureJson(TypedDict):
+    """A Capture as a document's or a section's series holds it (asdict, ROW_FIELDS)."""
+    batch_size: int
+    capture_s: float
+    pool_reserved_bytes: int
+    allocated_bytes: int
+    device_used_bytes: int
+
+
+class Attribution(TypedDict, total=False):
+    """attribute()'s figures: the private series' where it was measured, the shared
+    series' where it was, the capture times from either."""
+    fixed_bytes_per_capture: int
+    per_row_bytes: float
+    private_total_bytes: int
+    shared_first_bytes: int
+    shared_total_bytes: int
+    shared_per_graph_bytes: float
+    shared_saves_bytes: int  # both measured: the private total less the shared
+    first_capture_s: float
+    capture_s: float  # the median of the later captures
+
+
+class GraphMemorySection(TypedDict):
+    """The bundle's "graph_memory" section (below): sizes largest first, each pool's
+    captures, the attribution recomputed from them."""
+    sizes: list[int]
+    series: dict[str, list[CaptureJson]]
+    attribution: Attribution
+
+
+class GraphMemoryDoc(GraphMemorySection):
+    """A launchbench.graph-memory document as read_doc returns it: the run's records,
+    the section's fields, and the rows back as Capture under "rows"."""
+    format: str
+    version: int
+    environment: EnvironmentJson
+    run: RunJson
+    rows: dict[str, list[Capture]]
+
+
 def marginal_bytes(rows: Sequence[Capture]) -> list[int]:
     """What each capture added to the pools (the first: everything it made)."""
     out, prev = [], 0
@@ -68,9 +111,9 @@ def _line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
     return my - slope * mx, slope
 
 
-def attribute(series: Mapping[str, Sequence[Capture]]) -> dict:
+def attribute(series: Mapping[str, Sequence[Capture]]) -> Attribution:
     """The fixed and per-size parts, and the shared pool's cost per further graph."""
-    out: dict = {}
+    out: Attribution = {}
     private, shared = series.get("private"), series.get("shared")
     if private:
         d = marginal_bytes(private)
@@ -96,7 +139,7 @@ def attribute(series: Mapping[str, Sequence[Capture]]) -> dict:
     return out
 
 
-def curve(doc: dict, source: str) -> Curve:
+def curve(doc: GraphMemoryDoc, source: str) -> Curve:
     """The advisor's pricing curve from a graph-memory document."""
     a = doc.get("attribution") or {}
     if "fixed_bytes_per_capture" not in a and "shared_first_bytes" not in a:
@@ -122,7 +165,7 @@ def make_doc(environment: dict, run: dict, sizes: Sequence[int],
             "attribution": attribute(series)}
 
 
-def read_doc(doc: object, source: str) -> dict:
+def read_doc(doc: object, source: str) -> GraphMemoryDoc:
     """Check a document read from JSON; rows back as Capture under doc['rows']."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise GraphMemoryError(f"{source}: not a {FORMAT} document")
@@ -154,7 +197,7 @@ def parse_sizes(text: str) -> list[int]:
     return sorted(out, reverse=True)
 
 
-def table_rows(doc: dict) -> list[dict]:
+def table_rows(doc: GraphMemoryDoc) -> list[dict]:
     """One row per (pool, capture): for the chart and the printed table."""
     out = []
     for pool, rows in doc["rows"].items():
@@ -174,12 +217,14 @@ def table_rows(doc: dict) -> list[dict]:
 
 SECTION = "graph_memory"
 ROW_FIELDS = tuple(Capture.__dataclass_fields__)
+assert tuple(CaptureJson.__annotations__) == ROW_FIELDS  # the shape written out above
 SIGNED_ROW_FIELDS = ("allocated_bytes", "device_used_bytes")  # deltas: frees can win
 MAX_SIZES = 1024  # far above any engine's list (vLLM 67, SGLang 52 by default)
 _INT64 = 2**63 - 1
 
 
-def make_section(sizes: Sequence[int], series: Mapping[str, Sequence[Capture]]) -> dict:
+def make_section(sizes: Sequence[int], series: Mapping[str, Sequence[Capture]]
+                 ) -> GraphMemorySection:
     return {"sizes": sorted(sizes, reverse=True),
             "series": {k: [asdict(r) for r in v] for k, v in series.items()},
             "attribution": attribute(series)}
@@ -231,13 +276,13 @@ def section_rows(sec: object) -> tuple[list[int], dict[str, list[Capture]]]:
     return order, rows
 
 
-def validate_section(sec: object) -> dict:
+def validate_section(sec: object) -> GraphMemorySection:
     """The section normalised: sizes largest first, rows as dicts, attribution recomputed."""
     sizes, rows = section_rows(sec)
     return make_section(sizes, rows)
 
 
-def doc_from_bundle(bundle: dict, source: str) -> dict:
+def doc_from_bundle(bundle: dict, source: str) -> GraphMemoryDoc:
     """A validated launchbench.run bundle of kind graph-memory as a read_doc() document,
     so curve() and table_rows() read a stored run and a file alike."""
     if bundle["run"].get("kind") != "graph-memory" or SECTION not in bundle:

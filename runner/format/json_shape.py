@@ -15,9 +15,12 @@ from typing import Any, TypeVar
 
 R = TypeVar("R")
 
-# A JSON object as it is read or written at an edge: a bundle and its sections, a JSON
-# column of the database, a details value of no fixed shape (placement, CUDA Graph
-# trees). Inside, records are typed (docs/ARCHITECTURE.md, "Names: records and rows").
+# A JSON object as it is read or written at an edge, where no shape is promised: a
+# bundle's measurement object (Measurement turns it into a record), its details keys no
+# record declares, a JSON column of the database, a queued job's spec before its check.
+# A documented shape is written out instead, as a TypedDict beside its record (BundleDoc,
+# RunJson, ServeSectionJson...). Inside, records are typed (docs/ARCHITECTURE.md, "Names:
+# records and rows").
 JsonObject = dict[str, Any]
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from runner.format.energy import Energy, EnergyWindow, IdlePower
 from runner.format.json_shape import JsonObject, as_json, exact, exact_list
@@ -179,6 +179,39 @@ def _idle(v: Any) -> IdlePower | NoIdle | None:
     return exact(IdlePower, v) or exact(NoIdle, v)
 
 
+class TreeGraph(TypedDict):
+    """One graph CUDA Graph trees recorded (runner/core/training.py tree_graphs)."""
+    graph_id: int
+    kind: str | None  # forward, backward or inference; None where torch did not say
+    pool: list[int] | str  # the memory pool's handle
+    parent: int | None
+
+
+class TreeGraphs(TypedDict, total=False):
+    """details["cudagraph_trees"]: the graphs the trees recorded on the device, counted
+    and listed, or only the error reading them (torch's private tree manager). Stored
+    as it came: no record reads it back."""
+    graphs: int
+    pools: int
+    forward: int
+    backward: int
+    nodes: list[TreeGraph]
+    error: str
+
+
+class HostPlacement(TypedDict, total=False):
+    """details["host"]: the host policy's gate (runner/core/host_gate.py summary; only
+    policy, None, where nothing was gated) and where the point ran
+    (runner/core/placement.py). Stored as it came: no record reads it back."""
+    policy: str | None
+    shared: bool
+    others_timing: int  # processes that timed during the point's sections
+    wait_s: float
+    windows: list[list[float | None]]  # each section's [started, ended], monotonic s
+    cuda_visible_devices: str | None  # None: every GPU
+    cpus: str | None  # None where the platform cannot say
+
+
 @dataclass
 class Timing:
     """The rounds' step time of this mode, per-call latency, and the harness's own
@@ -272,7 +305,7 @@ class Setup:
     setup_calls_s: list[float] | None = _detail()
     compile: CompileCounters | None = _detail(read=_compile)
     cudagraph_reason: str | None = _detail()
-    cudagraph_trees: JsonObject | None = _detail()
+    cudagraph_trees: TreeGraphs | None = _detail()
     rel_err: float | None = _detail()
     tolerance: float | None = _detail()
     correct_after_steps: int | None = _detail()
@@ -286,7 +319,7 @@ class Setup:
 class Host:
     """Where the point ran and what happened to its process."""
     # placement and the host policy's gate (runner/core/placement.py, host_gate.py)
-    placement: JsonObject | None = _detail("host")
+    placement: HostPlacement | None = _detail("host")
     clocks_before: Clocks | None = _detail(read=_clocks)
     clocks_after: Clocks | None = _detail(read=_clocks)
     rescued: bool | None = _detail()  # measured in a fresh process after a lost context

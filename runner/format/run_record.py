@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 ENVIRONMENT_FIELDS = (
     "device", "gpu_name", "gpu_count", "sm_count", "gpu_memory_bytes", "driver_version",
@@ -25,6 +25,39 @@ RUN_FIELDS = (
     "uuid", "workload", "workload_params", "dtype", "created_at", "finished_at", "status",
     "label", "source", "command", "kind",
 )
+
+
+class EnvironmentJson(TypedDict):
+    """A bundle's "environment" object: Environment's fields (ENVIRONMENT_FIELDS)."""
+    device: str | None
+    gpu_name: str | None
+    gpu_count: int | None
+    sm_count: int | None
+    gpu_memory_bytes: int | None
+    driver_version: str | None
+    cuda_version: str | None
+    torch_version: str | None
+    triton_version: str | None
+    python_version: str | None
+    hostname: str | None
+    cpu_model: str | None
+
+
+class RunJson(TypedDict):
+    """A bundle's "run" object: Run's fields (RUN_FIELDS); created_at and finished_at
+    ISO 8601 text."""
+    uuid: str
+    workload: str
+    # free-form per workload, as Run holds them (runner/format/params.py checks them)
+    workload_params: Mapping[str, Any]
+    dtype: str | None
+    created_at: str
+    finished_at: str | None
+    status: str
+    label: str | None
+    source: str
+    command: str | None
+    kind: str
 
 
 @dataclass(frozen=True)
@@ -44,7 +77,7 @@ class Environment:
     hostname: str | None = None
     cpu_model: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> EnvironmentJson:
         return {f: getattr(self, f) for f in ENVIRONMENT_FIELDS}
 
     @classmethod
@@ -76,7 +109,7 @@ class Run:
     def finished(self, status: str, at: str) -> Run:
         return dataclasses.replace(self, status=status, finished_at=at)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RunJson:
         out = {f: getattr(self, f) for f in RUN_FIELDS}
         out["workload_params"] = dict(self.workload_params)
         return out
@@ -90,3 +123,8 @@ class Run:
                    finished_at=doc.get("finished_at"), status=doc["status"],
                    label=doc.get("label"), source=doc.get("source") or "measured",
                    command=doc.get("command"), kind=doc.get("kind") or "sweep")
+
+
+# The JSON shapes written out above follow the field lists, in order.
+assert tuple(EnvironmentJson.__annotations__) == ENVIRONMENT_FIELDS
+assert tuple(RunJson.__annotations__) == RUN_FIELDS

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, TypedDict
 
 from runner.format.buckets import (
     ServeInputError,
     parse_distribution,
     parse_strategy,
 )
-from runner.format.json_shape import JsonObject, as_json
+from runner.format.energy import EnergyWindowJson
+from runner.format.json_shape import as_json
 from runner.format.limits import MAX_BATCH_SIZE, MAX_DIST_TEXT, MAX_REQUESTS
 from runner.format.numbers import is_number
 from runner.format.vocab import STRATEGY_KINDS
@@ -52,11 +53,103 @@ CONFIG_FIELDS = ("batch_dist", "requests", "seed", "strategies", "stream")
 SECTION_FIELDS = (*CONFIG_FIELDS, "results", "profile")
 
 
-
-
 class SectionError(ValueError):
     """A serve section that does not follow the format; bundle.py re-raises it as a
     BundleError (this module cannot import that one: bundle.py imports this module)."""
+
+
+class ServeEnergy(TypedDict, total=False):
+    """A result's details["energy"] (issue 28; runner/serve/scenario.py): energy per
+    request over windows of the stream's requests, or only why there is none."""
+    energy_mj_per_request: float | None
+    energy_mj_per_request_ci_low: float | None
+    energy_mj_per_request_ci_high: float | None
+    avg_power_w: float | None
+    counter: str | None
+    windows: list[EnergyWindowJson]
+    unavailable_reason: str | None
+
+
+class ServeProfileCounts(TypedDict, total=False):
+    """A result's details["profile"]: the profiled requests' counts beyond the two per
+    request (runner/format/measurement.py Launches' top-level fields), and its known
+    details fields (all figures) under "details"."""
+    gpu_kernels_per_step: float | None
+    gpu_busy_ms: float | None
+    details: dict[str, float]
+
+
+class ServeDetails(TypedDict, total=False):
+    """A result's details as the replay writes them (runner/serve/scenario.py). What an
+    older or hand-written bundle holds instead is kept as it came: nothing here is
+    required."""
+    capture_order: list[int]  # buckets: the sizes captured, largest first
+    pool_bytes_by_bucket: dict[str, int]  # keyed by the size as text (a JSON key)
+    capture_s_by_bucket: dict[str, float]
+    note: str  # what the replay noted: no CUDA, say
+    replay_wall_s: float
+    compiles_in_setup: int
+    compiles_in_replay: int
+    cudagraph_skips: int
+    energy: ServeEnergy
+    graphs_recorded_in_replay: int
+    # m0, m1, m2: runner/format/measurement.py MemorySnapshot's fields
+    memory: dict[str, dict[str, int | list[int]]]
+    device_used_delta_bytes: int
+    pool_bytes_per_graph: float
+    profile: ServeProfileCounts
+
+
+class ServeResultJson(TypedDict):
+    """A serve section's result: ServeResult's fields (RESULT_FIELDS), in order."""
+    strategy: str
+    kind: str
+    buckets: list[int]
+    status: str
+    message: str
+    execution: str | None
+    requests: int | None
+    real_rows: int | None
+    latency_ms_mean: float | None
+    latency_ms_p50: float | None
+    latency_ms_p99: float | None
+    requests_per_s: float | None
+    rows_per_s: float | None
+    padding_waste: float | None
+    wasted_fraction: float | None
+    hit_rate: float | None
+    fallback_rate: float | None
+    graphs: int | None
+    graph_pool_bytes: int | None
+    setup_s: float | None
+    host_launches_per_request: float | None
+    graph_launches_per_request: float | None
+    max_abs_err: float | None
+    correct: bool | None
+    latencies_ms: list[float]
+    details: ServeDetails
+
+
+class ServeProfileJson(TypedDict):
+    """A serve section's profile point: ServeProfilePoint's fields (PROFILE_FIELDS)."""
+    batch_size: int
+    bucket_ms: float | None
+    eager_ms: float | None
+    pool_bytes: int | None
+    pool_extra_bytes: int | None
+    capture_s: float | None
+    execution: str | None
+
+
+class ServeSectionJson(TypedDict):
+    """The bundle's `serve` section (SECTION_FIELDS, in order; the module docstring)."""
+    batch_dist: str
+    requests: int
+    seed: int
+    strategies: list[str]
+    stream: list[int]
+    results: list[ServeResultJson]
+    profile: list[ServeProfileJson]
 
 
 @dataclass(frozen=True)
@@ -73,8 +166,8 @@ class ServeConfig:
 @dataclass(frozen=True)
 class ServeResult:
     """One strategy's figures (RESULT_FIELDS, in order). `details` stays the JSON its
-    column holds: the replay's own notes of no fixed shape (capture order, memory
-    snapshots, the profiler's counts); the keys a reader needs have a property here."""
+    column holds: the replay's own notes (ServeDetails: capture order, memory snapshots,
+    the profiler's counts), as they came; the keys a reader needs have a property here."""
     strategy: str
     kind: str
     buckets: list[int] = field(default_factory=list)
@@ -100,7 +193,7 @@ class ServeResult:
     max_abs_err: float | None = None
     correct: bool | None = None
     latencies_ms: list[float] = field(default_factory=list)
-    details: JsonObject = field(default_factory=dict)
+    details: ServeDetails = field(default_factory=ServeDetails)
 
     @classmethod
     def empty(cls, strategy: str, **figures: Any) -> ServeResult:
@@ -155,7 +248,7 @@ class ServeSection:
     results: list[ServeResult] = field(default_factory=list)
     profile: list[ServeProfilePoint] = field(default_factory=list)
 
-    def to_json(self) -> JsonObject:
+    def to_json(self) -> ServeSectionJson:
         """The bundle's `serve` section (SECTION_FIELDS, in order)."""
         return {**as_json(self.config), "results": as_json(self.results),
                 "profile": as_json(self.profile)}
@@ -172,7 +265,7 @@ def _int(v: Any, lo: int, hi: int) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
 
 
-def validate_section(sec: Any) -> JsonObject:
+def validate_section(sec: Any) -> ServeSectionJson:
     """Check a serve section; return it normalised or raise SectionError naming the value."""
     if not isinstance(sec, dict):
         raise SectionError(f"serve must be an object, got {type(sec).__name__}")
@@ -288,3 +381,7 @@ def validate_profile_point(p: Any, where: str = "serve profile point") -> None:
 assert tuple(f.name for f in fields(ServeResult)) == RESULT_FIELDS
 assert tuple(f.name for f in fields(ServeProfilePoint)) == PROFILE_FIELDS
 assert tuple(f.name for f in fields(ServeConfig)) == CONFIG_FIELDS
+# The JSON shapes written out above follow the same lists.
+assert tuple(ServeResultJson.__annotations__) == RESULT_FIELDS
+assert tuple(ServeProfileJson.__annotations__) == PROFILE_FIELDS
+assert tuple(ServeSectionJson.__annotations__) == SECTION_FIELDS

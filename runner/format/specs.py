@@ -16,7 +16,7 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from runner.format.buckets import (
     Distribution,
@@ -26,7 +26,6 @@ from runner.format.buckets import (
     parse_strategies,
 )
 from runner.format.catalog import WorkloadError, check_workload
-from runner.format.json_shape import JsonObject
 from runner.format.limits import (
     DEFAULT_GPU_MEMORY_BYTES,
     MAX_BATCH_SIZE,
@@ -54,6 +53,23 @@ class SpecError(WorkloadError):
         self.field = field
 
 
+class _QueuedSpecJson(TypedDict):
+    workload: str
+    params: dict[str, str]
+    batch_sizes: list[int]
+    modes: list[str]
+    device: str
+    timing: str
+    label: str | None
+    energy: bool
+
+
+class SweepSpecJson(_QueuedSpecJson, total=False):
+    """A SweepSpec as SweepSpec.to_json writes it: its fields, processes left out of a
+    queued job's (the job runs in its worker's one process)."""
+    processes: int
+
+
 @dataclass(frozen=True)
 class SweepSpec:
     workload: str
@@ -70,20 +86,21 @@ class SweepSpec:
     # False: none run (`--no-energy`), and every point says so instead of a figure.
     energy: bool = True
 
-    def to_json(self, *, queued: bool = False) -> JsonObject:
+    def to_json(self, *, queued: bool = False) -> SweepSpecJson:
         """The spec as JSON data: the one form it travels in, to the queue (a job row's
         spec) and to the child processes of runner/core/repeat.py and rescue.py. A queued
         job leaves processes out: it runs in its worker's one process."""
-        doc = {"workload": self.workload, "params": dict(self.params),
-               "batch_sizes": list(self.batch_sizes), "modes": list(self.modes),
-               "device": self.device, "timing": self.timing, "label": self.label,
-               "processes": self.processes, "energy": self.energy}
+        doc: SweepSpecJson = {
+            "workload": self.workload, "params": dict(self.params),
+            "batch_sizes": list(self.batch_sizes), "modes": list(self.modes),
+            "device": self.device, "timing": self.timing, "label": self.label,
+            "processes": self.processes, "energy": self.energy}
         if queued:
             del doc["processes"]
         return doc
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> SweepSpec:
+    def from_json(cls, doc: SweepSpecJson) -> SweepSpec:
         """Back from to_json, unchecked: for a child process handed a spec its parent
         checked. Anything from outside goes through check_sweep."""
         return cls(workload=doc["workload"], params=dict(doc["params"]),

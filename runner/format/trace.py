@@ -27,7 +27,7 @@ import bisect
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from runner.format.json_shape import JsonObject
 from runner.format.limits import MAX_TRACE_EVENTS, MAX_TRACE_NAME
@@ -376,11 +376,31 @@ def kernel_sum_us(trace: TraceDoc) -> float:
 
 # --- Chrome trace / Perfetto ------------------------------------------------------------------
 
-def chrome_trace(traces: Sequence[tuple[str, TraceDoc]]) -> JsonObject:
+class ChromeEvent(TypedDict, total=False):
+    """One event of the Trace Event Format (Chrome's; Perfetto reads it): a metadata
+    ('M') event naming a process or thread in `args`, or a complete ('X') event."""
+    ph: str
+    name: str
+    cat: str
+    pid: int
+    tid: int
+    ts: float  # microseconds
+    dur: float
+    args: dict[str, str]
+
+
+class ChromeTrace(TypedDict):
+    """A Trace Event Format file in its object form."""
+    traceEvents: list[ChromeEvent]
+    displayTimeUnit: str
+    otherData: dict[str, str]
+
+
+def chrome_trace(traces: Sequence[tuple[str, TraceDoc]]) -> ChromeTrace:
     """A Chrome trace event file (opens in ui.perfetto.dev and chrome://tracing): one
     process per labelled trace, a 'CPU launches' thread and one thread per GPU stream;
     every event a complete ('X') event in microseconds."""
-    out = []  # the file's events
+    out: list[ChromeEvent] = []  # the file's events
     for pid, (label, trace) in enumerate(traces, start=1):
         out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
                     "args": {"name": label}})

@@ -17,7 +17,6 @@ import threading
 from typing import Any
 
 from runner.format import bundle as fmt
-from runner.format.json_shape import JsonObject
 from runner.format.measurement import Measurement
 from runner.format.run_record import Environment, Run
 
@@ -54,7 +53,7 @@ class MemorySink:
     def started(self) -> bool:
         return self.run is not None
 
-    def bundle(self) -> JsonObject:
+    def bundle(self) -> fmt.BundleDoc:
         if self.run is None:
             raise RuntimeError("no run was started")
         return fmt.make_bundle((self.environment or Environment()).to_json(),

@@ -32,12 +32,18 @@ from runner.core.workloads import Workload
 from runner.format import advisor, buckets
 from runner.format.buckets import Strategy
 from runner.format.bundle import now_iso
-from runner.format.json_shape import JsonObject, as_json
+from runner.format.json_shape import as_json
 from runner.format.limits import TOLERANCE
 from runner.format.measurement import Launches, split
 from runner.format.numbers import finite
 from runner.format.run_record import Environment, Run
-from runner.format.serve_record import ServeConfig, ServeResult
+from runner.format.serve_record import (
+    ServeConfig,
+    ServeDetails,
+    ServeEnergy,
+    ServeProfileCounts,
+    ServeResult,
+)
 from runner.serve.context import (  # noqa: F401 - the scenario's API includes its context
     Context,
     capture,
@@ -54,7 +60,7 @@ class Executor:
     serve: Callable[[Any], Any]  # one request's input -> its real rows
     execution: str
     graphs: int | None
-    details: JsonObject = field(default_factory=dict)  # the result's details, to start
+    details: ServeDetails = field(default_factory=ServeDetails)  # the result's, to start
     count_graphs: Callable[[], int | None] | None = None  # reduce-overhead: recordings
     keep: list = field(default_factory=list)  # graphs and static tensors, alive while used
 
@@ -105,7 +111,7 @@ def _buckets(ctx: Context, s: Strategy) -> Executor:
     sizes, model = s.buckets, ctx.model
     gen = torch.Generator().manual_seed(0)
     static: dict[int, tuple] = {}
-    details = {}
+    details: ServeDetails = {}
     if ctx.cuda:
         details.update(capture_order=[], pool_bytes_by_bucket={}, capture_s_by_bucket={})
         pool = torch.cuda.graph_pool_handle()
@@ -206,7 +212,7 @@ def _launches(ctx: Context, serve) -> Launches:
     return profile_step(lambda: serve(ctx.inputs[next(order)]), n)[0]
 
 
-def _profile(launches: Launches) -> JsonObject:
+def _profile(launches: Launches) -> ServeProfileCounts:
     """A serve result's details["profile"]: the counts beyond the two per-request ones,
     with the profiler's own details under "details" (the layout bundles hold)."""
     top, details = split(launches)
@@ -215,7 +221,7 @@ def _profile(launches: Launches) -> JsonObject:
     return {**top, "details": details}
 
 
-def _energy(ctx: Context, serve, counter) -> JsonObject:
+def _energy(ctx: Context, serve, counter) -> ServeEnergy:
     """Energy per request (issue 28), for details["energy"]: windows between ticks of the
     counter (runner/core/energy.py) over the stream's requests in order, each synchronised
     as in the replay, after the replay so its reads cost no latency. Not interleaved
@@ -284,9 +290,9 @@ def measure(ctx: Context, s: Strategy, counter: Any = "energy not measured") -> 
                    **buckets.latency_summary(lat), requests_per_s=len(stream) / wall,
                    rows_per_s=sum(stream) / wall, correct=ok,
                    max_abs_err=err if math.isfinite(err) else None)
-    details = {**exe.details, "replay_wall_s": wall, "compiles_in_setup": c1 - c0,
-               "compiles_in_replay": c2 - c1, "cudagraph_skips": _skips() - k0,
-               "energy": used}
+    details: ServeDetails = {
+        **exe.details, "replay_wall_s": wall, "compiles_in_setup": c1 - c0,
+        "compiles_in_replay": c2 - c1, "cudagraph_skips": _skips() - k0, "energy": used}
     if g1 is not None and g2 is not None:
         details["graphs_recorded_in_replay"] = g2 - g1
     if m0 is not None:
