@@ -43,10 +43,15 @@ st.caption(f"{len(runs)} run(s)" + (f", {published} of them published figures "
              f"cost, the {MEMORY_COST_LABEL}; then each graph mode's best, its batch and "
              "graph pool; click a column header to sort.")
 
-# What a reader scans first fits 1280 px (id, link, who, what, the key figure, how many
-# points are ok); the sortable key figures and the rest follow, a scroll away.
-first = {"id": 36, "link": 52, "GPU": 140, "workload": 128, "torch": 92, "key figure": 300,
-         "memory cost": 270, "points": 128, "noise": 200, "created": 130, "label": 240}
+# What a reader scans first fits 1280 px (id, link, which GPU, what workload, the key
+# figure), each text column as wide as its longest entry so none is cut; torch, memory
+# cost, points and the sortable key figures follow, a scroll away.
+first = {"id": 36, "link": 52,
+         **{c: board.column_width(table[c], least, most)
+            for c, (least, most) in {"GPU": (80, 200), "workload": (90, 160),
+                                     "key figure": (240, 400)}.items()},
+         "torch": 92, "memory cost": 270, "points": 128, "noise": 200, "created": 130,
+         "label": 240}
 event = st.dataframe(
     table, key="runs_table", hide_index=True, on_select="rerun", selection_mode="multi-row",
     column_order=[*first, *(c for c in table.columns if c not in first)],

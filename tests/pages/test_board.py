@@ -192,3 +192,14 @@ def test_the_runs_page_computes_the_board_once_per_database_state(dash, monkeypa
     delete_run(dash.engine, first)
     at.run()
     assert len(calls) == 3 and first not in at.dataframe[0].value["id"].tolist()
+
+
+def test_a_board_column_is_as_wide_as_its_longest_entry_within_bounds():
+    from pages.logic.board import column_width, text_px
+
+    # The GPU name that was cut at 140 px in chromium at 1280x800 gets the room it needs.
+    assert column_width(["NVIDIA H200", "NVIDIA H100 80GB HBM3"], 80, 200) > 146
+    assert text_px("NVIDIA H100 80GB HBM3") > text_px("nvidia h100 80gb hbm3")
+    assert column_width(["mlp"], 90, 160) == 90  # at least the floor
+    assert column_width(["x" * 500], 240, 400) == 400  # never past the cap
+    assert column_width([], 80, 200) == 80
