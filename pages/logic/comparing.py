@@ -181,6 +181,10 @@ def compare_speedups(points: pd.DataFrame, headers: pd.DataFrame) -> pd.DataFram
     sp = speedups(points)
     names = run_names(headers)
     series = {int(h["id"]): series_name(h) for _, h in headers.iterrows()}
+    # Two runs of one GPU and torch (a rerun, another day's host) would share a colour and
+    # a legend entry: each is then its own series, named with its id.
+    shared = {s for s in series.values() if list(series.values()).count(s) > 1}
+    series = {rid: names[rid] if s in shared else s for rid, s in series.items()}
     sp["run"] = sp["run_id"].map(names)
     sp["series"] = sp["run_id"].map(series)
     return sp

@@ -302,3 +302,15 @@ def test_html_report_carries_intervals_and_noise(points):
     html = report.html_report(header_of(header), points)
     assert "<b>Noise:</b> ok: all 19 points within target" in html
     assert "95% interval" in html
+
+
+def test_two_runs_of_one_gpu_and_torch_are_two_series(points):
+    # Compare #11 and #10, both "NVIDIA H200 · torch 2.11": one colour and one legend entry
+    # for both, seen in chromium; each is now named by its id.
+    h = pd.DataFrame([{"id": i, "gpu_name": "NVIDIA H200", "torch_version": "2.11",
+                       "source": "measured"} for i in (1, 2)]
+                     + [{"id": 3, "gpu_name": "B", "torch_version": "2.11", "source": "measured"}])
+    sp = comparing.compare_speedups(pd.concat([points.assign(run_id=i) for i in (1, 2, 3)]), h)
+    names = sp.drop_duplicates("run_id").set_index("run_id")["series"].to_dict()
+    assert names == {1: "#1 NVIDIA H200 · torch 2.11", 2: "#2 NVIDIA H200 · torch 2.11",
+                     3: "B · torch 2.11"}
