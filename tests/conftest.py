@@ -114,6 +114,17 @@ def _stop_compile_workers() -> None:
         async_compile.shutdown_compile_workers()
 
 
+def _forget_the_gate() -> None:
+    """The process's host gate is read from the environment once and kept (one CLI call, one
+    gate): a test that ran a sweep before would hand its gate, or its lack of one, to the
+    next test in this worker, whose own LAUNCHBENCH_HOST_POLICY then went unread (seen as
+    test_sweep_refuses_a_bad_host_policy_from_the_environment passing alone and failing
+    beside others)."""
+    gate = sys.modules.get("runner.core.host_gate")  # only if a test imported it
+    if gate is not None:
+        gate.install(None)
+
+
 @pytest.fixture(autouse=True)
 def _apart_from_the_host(request, tmp_path_factory):
     """Each test's workers time under their own host lock, never the machine's default
@@ -122,9 +133,11 @@ def _apart_from_the_host(request, tmp_path_factory):
     lock_dir = tmp_path_factory.getbasetemp() / "host-lock" / str(next(_test_numbers))
     before = os.environ.get(HOST_DIR_VAR)
     os.environ[HOST_DIR_VAR] = str(lock_dir)  # created by the first worker that uses it
+    _forget_the_gate()
     try:
         yield
     finally:
+        _forget_the_gate()
         if before is None:
             os.environ.pop(HOST_DIR_VAR, None)
         else:
