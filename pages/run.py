@@ -54,9 +54,7 @@ with parts.drawn('The headline'):
         summary, lines = run_views.headline_text(data.db_url(), data.version(), run_id)
         if summary:
             st.markdown(f"##### {summary}")
-        counts = noise.noise_counts(points)
-        level, text = noise.noise_summary(noise.counts_of(counts.iloc[0] if len(counts)
-                                                          else None))
+        level, text = noise.run_noise(points)
         launch = noise.launch_cost(points)
         st.caption(" · ".join([
             *label, parts.noise_badge(level, text), run_text.torch_text(found.header, plain),

@@ -106,9 +106,7 @@ def html_report(header: RunHeader, points: pd.DataFrame, share_url: str | None =
     charts = {**run_charts.run_charts(points), **split_charts.host_split_charts(points)}
     noise_text = None
     if not points.empty:
-        counts = noise.noise_counts(points)
-        noise_text = noise.noise_summary(noise.counts_of(counts.iloc[0] if len(counts)
-                                                         else None))[1]
+        noise_text = noise.run_noise(points)[1]
     # What the run measured, for its command (a frame with no point may have no columns).
     measured = ((points["batch_size"], points["mode"]) if not points.empty else ((), ()))
     run_rows = _run_rows(header, [("dtype", header.dtype or MISSING)],

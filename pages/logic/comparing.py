@@ -5,6 +5,7 @@ median, and memory and energy side by side. Pure pandas, like analysis.py."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pandas as pd
@@ -183,7 +184,7 @@ def compare_speedups(points: pd.DataFrame, headers: pd.DataFrame) -> pd.DataFram
     series = {int(h["id"]): series_name(h) for _, h in headers.iterrows()}
     # Two runs of one GPU and torch (a rerun, another day's host) would share a colour and
     # a legend entry: each is then its own series, named with its id.
-    shared = {s for s in series.values() if list(series.values()).count(s) > 1}
+    shared = {s for s, n in Counter(series.values()).items() if n > 1}
     series = {rid: names[rid] if s in shared else s for rid, s in series.items()}
     sp["run"] = sp["run_id"].map(names)
     sp["series"] = sp["run_id"].map(series)

@@ -83,6 +83,12 @@ def noise_counts(points: pd.DataFrame) -> pd.DataFrame:
     return df.groupby("run_id").sum().astype(int)
 
 
+def run_noise(points: pd.DataFrame) -> tuple[str, str]:
+    """(level, text) of one run's points, as noise_summary says it."""
+    counts = noise_counts(points)
+    return noise_summary(counts_of(counts.iloc[0] if len(counts) else None))
+
+
 def noise_summary(counts: NoiseCounts) -> tuple[str, str]:
     """(level, text) of one run from its noise counts: level is one of NOISE_LEVELS (the
     worst that applies), text e.g. '3 of 40 points noisy, 1 host unstable'."""

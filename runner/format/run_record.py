@@ -16,19 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-ENVIRONMENT_FIELDS = (
-    "device", "gpu_name", "gpu_count", "sm_count", "gpu_memory_bytes", "driver_version",
-    "cuda_version", "torch_version", "triton_version", "python_version", "hostname",
-    "cpu_model",
-)
-RUN_FIELDS = (
-    "uuid", "workload", "workload_params", "dtype", "created_at", "finished_at", "status",
-    "label", "source", "command", "kind",
-)
-
 
 class EnvironmentJson(TypedDict):
-    """A bundle's "environment" object: Environment's fields (ENVIRONMENT_FIELDS)."""
+    """A bundle's "environment" object: Environment's fields, in the bundle's order
+    (ENVIRONMENT_FIELDS, below, is read from here)."""
     device: str | None
     gpu_name: str | None
     gpu_count: int | None
@@ -44,8 +35,8 @@ class EnvironmentJson(TypedDict):
 
 
 class RunJson(TypedDict):
-    """A bundle's "run" object: Run's fields (RUN_FIELDS); created_at and finished_at
-    ISO 8601 text."""
+    """A bundle's "run" object: Run's fields, in the bundle's order (RUN_FIELDS, below, is
+    read from here); created_at and finished_at ISO 8601 text."""
     uuid: str
     workload: str
     # free-form per workload, as Run holds them (runner/format/params.py checks them)
@@ -58,6 +49,11 @@ class RunJson(TypedDict):
     source: str
     command: str | None
     kind: str
+
+
+# The keys of each object, in order: one list, the JSON shape's.
+ENVIRONMENT_FIELDS = tuple(EnvironmentJson.__annotations__)
+RUN_FIELDS = tuple(RunJson.__annotations__)
 
 
 @dataclass(frozen=True)
@@ -123,8 +119,3 @@ class Run:
                    finished_at=doc.get("finished_at"), status=doc["status"],
                    label=doc.get("label"), source=doc.get("source") or "measured",
                    command=doc.get("command"), kind=doc.get("kind") or "sweep")
-
-
-# The JSON shapes written out above follow the field lists, in order.
-assert tuple(EnvironmentJson.__annotations__) == ENVIRONMENT_FIELDS
-assert tuple(RunJson.__annotations__) == RUN_FIELDS
