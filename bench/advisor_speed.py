@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runner.format import capture_advisor as ca  # noqa: E402
-from runner.format import capture_dist as cd  # noqa: E402
-from runner.format import capture_sizes as cs  # noqa: E402
+from contract import capture_advisor as ca  # noqa: E402
+from contract import capture_dist as cd  # noqa: E402
+from contract import capture_sizes as cs  # noqa: E402
 
 
 def main() -> None:

@@ -37,11 +37,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from contract.specs import check_sweep  # noqa: E402
 from runner.core.energy_counter import open_counter  # noqa: E402
 from runner.core.modes import warm_up_on_side_stream  # noqa: E402
 from runner.core.sweep import SweepSpec, run_sweep  # noqa: E402
 from runner.core.workloads import resolve  # noqa: E402
-from runner.format.specs import check_sweep  # noqa: E402
 from runner.ops.sinks import MemorySink  # noqa: E402
 
 BLOCK_S = 0.05

@@ -35,10 +35,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from contract.specs import check_sweep  # noqa: E402
 from runner.core.energy import ENERGY_PRESETS  # noqa: E402
 from runner.core.energy_counter import open_counter  # noqa: E402
 from runner.core.sweep import SweepSpec, run_sweep  # noqa: E402
-from runner.format.specs import check_sweep  # noqa: E402
 
 ISSUE_LIMIT = 0.15
 EDGES_S = 0.09  # finding a window's start and end: half a ~90 ms counter step each

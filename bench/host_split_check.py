@@ -1,7 +1,7 @@
 """Host and GPU apart, checked on real rounds (issue 39, item 2).
 
 For every point of the bundles given: the step split into GPU busy, launch cost and the
-rest (runner/format/host_split.py split), the speedup projected to 5, 10 and 20 us a
+rest (contract/host_split.py split), the speedup projected to 5, 10 and 20 us a
 launch beside the measured one, and, for eager, the projection held against the rounds:
 each round's step predicted from that round's launch cost (the probe) against the one
 measured. Prints a table per bundle and the share of eager rounds within 10%.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runner.format.host_split import (  # noqa: E402
+from contract.host_split import (  # noqa: E402
     REFERENCE_LAUNCH_US,
     check_rounds,
     projected_speedup,

@@ -34,7 +34,7 @@ echo "---- pytest"; grep -v DEBUG "$OUT/pytest.log" | tail -20
 echo "---- serve log"; grep -v "Warning\|warn" "$OUT/serve.log" | tail -14
 [ -f "$OUT/h200-serve-mlp.json" ] && python3 - "$OUT/h200-serve-mlp.json" <<'EOF'
 import json, sys
-from runner.format import advisor, buckets
+from contract import advisor, buckets
 d = json.load(open(sys.argv[1]))
 s, env = d["serve"], d["environment"]
 print("----", env["gpu_name"], "torch", env["torch_version"], "requests", s["requests"])

@@ -27,11 +27,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import dashboard_bench as dash  # noqa: E402
 
+from contract import bundle as fmt  # noqa: E402
 from db import queries  # noqa: E402
 from db.engine import make_engine  # noqa: E402
 from pages.charts import timeline_chart  # noqa: E402
 from pages.logic import timeline  # noqa: E402
-from runner.format import bundle as fmt  # noqa: E402
 from tests.synthetic import sweep_bundle  # noqa: E402
 
 MAX_SAMPLE_BYTES = 2 << 20

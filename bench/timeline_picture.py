@@ -18,8 +18,8 @@ sys.path.insert(0, str(ROOT))
 
 import vl_convert as vlc  # noqa: E402
 
+from contract import bundle as fmt  # noqa: E402
 from pages.charts import timeline_chart  # noqa: E402
-from runner.format import bundle as fmt  # noqa: E402
 
 
 def main() -> int:

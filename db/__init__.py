@@ -6,7 +6,7 @@ DataFrames or records (queries.py), the job queue (jobs.py), liveness of runs an
 (liveness.py), workers by host (hosts.py), read-only share mode (access.py) and the
 first-start samples (samples.py).
 
-Imports SQLAlchemy, Alembic, pandas and runner/format/ only: never torch, the measuring
+Imports SQLAlchemy, Alembic, pandas and contract/ only: never torch, the measuring
 core, the operations or pages/. Nothing connects at import time: every function takes
 the engine as an argument.
 """

@@ -11,10 +11,10 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from contract import bundle as fmt
+from contract import graph_memory as gm
 from db.models import EnvironmentRow, GraphMemoryCaptureRow, RunRow
 from db.rows import RunNotFound, iso
-from runner.format import bundle as fmt
-from runner.format import graph_memory as gm
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -83,7 +83,7 @@ def graph_memory_runs(engine: Engine) -> pd.DataFrame:
 
 
 def attributions(engine: Engine, run_ids: list[int] | tuple) -> dict[int, dict]:
-    """Each run's attribution (runner/format/graph_memory.attribute) and its number of
+    """Each run's attribution (contract/graph_memory.attribute) and its number of
     sizes, for the Runs board."""
     ids = [int(i) for i in run_ids]
     if not ids:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from runner.format.queue import Worker
-from runner.format.vocab import HOST_POLICIES
+from contract.queue import Worker
+from contract.vocab import HOST_POLICIES
 
 FIELDS = {"host_slot": int, "host_policy": str, "cuda_visible_devices": str, "cpus": str}
 _LIMITS = {"cuda_visible_devices": 200, "cpus": 1000}

@@ -19,24 +19,24 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
-from db import liveness
-from db.access import require_writable
-from db.hosts import check_fields
-from db.models import JobRow, RunRow, WorkerRow
-from runner.format import queue
-from runner.format.json_shape import JsonObject
-from runner.format.limits import (
+from contract import queue
+from contract.json_shape import JsonObject
+from contract.limits import (
     HEARTBEAT_S,
     LOST_AFTER_S,
     MAX_JOB_POINTS,
     MAX_QUEUED_JOBS,
     MAX_QUEUED_PER_SESSION,
 )
-from runner.format.specs import SpecError, SweepSpec, check_sweep, check_text, estimate_cost
-from runner.format.vocab import FINISHED_STATUSES, JOB_EXECUTORS
+from contract.specs import SpecError, SweepSpec, check_sweep, check_text, estimate_cost
+from contract.vocab import FINISHED_STATUSES, JOB_EXECUTORS
+from db import liveness
+from db.access import require_writable
+from db.hosts import check_fields
+from db.models import JobRow, RunRow, WorkerRow
 
 # HEARTBEAT_S (how often a worker says it is alive) and LOST_AFTER_S (silence after which
-# a worker, its job or any run counts as lost) are runner/format/limits.py's, re-exported.
+# a worker, its job or any run counts as lost) are contract/limits.py's, re-exported.
 # The fields of a queued job's spec: sweep's flags as data, no more.
 # energy (issue 28): a queued sweep may turn its energy windows off, as --no-energy does.
 JOB_FIELDS = {"workload", "params", "batch_sizes", "modes", "device", "timing", "label",
@@ -67,7 +67,7 @@ def check_spec(spec: SweepSpec | JsonObject, memory_bytes: int | None = None
                ) -> SweepSpec:
     """A queued sweep's spec as a SweepSpec, or JobSpecError.
 
-    A dict (a job row, sweep's flags as data) gets the leaf's one check (runner/format/
+    A dict (a job row, sweep's flags as data) gets the contract's one check (contract/
     specs.py), as a queued job: only registered workloads (a job runs on whichever worker
     claims it, so it may never name a Python import path) and device "auto" allowed. A
     SweepSpec was checked so where it entered (the Launch form, `enqueue`). Either way its

@@ -18,9 +18,9 @@ from datetime import datetime, timedelta, timezone
 from sqlalchemy import case, func, literal
 from sqlalchemy.engine import Connection, Engine
 
+from contract import queue
+from contract.limits import LOST_AFTER_S
 from db.models import JobRow, RunRow
-from runner.format import queue
-from runner.format.limits import LOST_AFTER_S
 
 LOST = "lost"
 

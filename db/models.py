@@ -3,12 +3,12 @@ serve and graph-memory runs.
 
 Naming rule (one name per thing): a table model is named after its row, `...Row`
 (RunRow, MeasurementRow, TraceRow, JobRow, WorkerRow...); the typed record of the same
-thing keeps the plain noun and lives in runner/format/ (Measurement and Trace in
+thing keeps the plain noun and lives in contract/ (Measurement and Trace in
 measurement.py, Job and Worker in queue.py). Code that holds both says which it means
 by the name alone, never by an import alias. The Python names only: the tables and
 columns keep their names (`runs`, `measurements`...), so no migration follows from them.
 
-The vocabularies (modes, statuses) come from runner/format/ (vocab.py, limits.py), the one place
+The vocabularies (modes, statuses) come from contract/ (vocab.py, limits.py), the one place
 that defines the result format; CHECK constraints make the database refuse anything outside them.
 """
 
@@ -32,15 +32,15 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from runner.format import graph_memory, serve_record
-from runner.format.json_shape import JsonObject
-from runner.format.limits import (
+from contract import graph_memory, serve_record
+from contract.json_shape import JsonObject
+from contract.limits import (
     ENVIRONMENT_TEXT_LIMITS,
     MAX_DIST_TEXT,
     MAX_LABEL,
     RUN_TEXT_LIMITS,
 )
-from runner.format.vocab import (
+from contract.vocab import (
     CUDAGRAPH_STATUSES,
     HOST_POLICIES,
     JOB_DEVICES,
@@ -173,7 +173,7 @@ class MeasurementRow(Base):
     energy_gain_ci_high: Mapped[float | None] = mapped_column(Float)
     energy_unavailable_reason: Mapped[str | None] = mapped_column(Text)
     # The step split into GPU busy, launch cost and the rest (bundle version 6, migration
-    # 0011_host_split; runner/format/host_split.py): null for older runs and CPU points.
+    # 0011_host_split; contract/host_split.py): null for older runs and CPU points.
     split_gpu_ms: Mapped[float | None] = mapped_column(Float)
     split_launch_ms: Mapped[float | None] = mapped_column(Float)
     split_rest_ms: Mapped[float | None] = mapped_column(Float)
@@ -199,7 +199,7 @@ class MeasurementRow(Base):
 
 
 class TraceRow(Base):
-    """One profiled step of a point (runner/format/trace.py), in a table of its own: the
+    """One profiled step of a point (contract/trace.py), in a table of its own: the
     pages read a run's points often and its timelines only for the batch size shown."""
 
     __tablename__ = "traces"
@@ -277,7 +277,7 @@ class WorkerRow(Base):
 
 
 # --- Serve runs (issue 5): a request stream replayed under each strategy ---------------
-# Vocabularies and field names come from runner/format/serve_record.py, the serve section of
+# Vocabularies and field names come from contract/serve_record.py, the serve section of
 # the bundle; a serve run is a RunRow with kind 'serve' and no measurements.
 
 class ServeConfigRow(Base):
@@ -357,7 +357,7 @@ class ServeProfilePointRow(Base):
 
 
 # --- Graph-memory runs (issue 27): one CUDA graph captured per size, the pools read after
-# each capture (runner/format/graph_memory.py, the bundle's "graph_memory" section); a
+# each capture (contract/graph_memory.py, the bundle's "graph_memory" section); a
 # RunRow of kind 'graph-memory' with no measurements. The attribution (fixed MiB per capture,
 # MiB per row, a shared pool's MiB per further graph) is derived from these rows on read.
 

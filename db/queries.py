@@ -8,11 +8,9 @@ import pandas as pd
 from sqlalchemy import case, func, select
 from sqlalchemy.engine import Engine
 
-from db import liveness
-from db.models import EnvironmentRow, MeasurementRow, RunRow, ServeResultRow, TraceRow
-from runner.format.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
-from runner.format.measurement import details_of
-from runner.format.run_summary import (
+from contract.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
+from contract.measurement import details_of
+from contract.run_summary import (
     SUMMARY_COLUMNS,
     RunHeader,
     RunSummary,
@@ -20,7 +18,9 @@ from runner.format.run_summary import (
     record,
     summarize,
 )
-from runner.format.trace import PointTrace
+from contract.trace import PointTrace
+from db import liveness
+from db.models import EnvironmentRow, MeasurementRow, RunRow, ServeResultRow, TraceRow
 
 SUMMARY_HEADER = ("id", "uuid", "kind", "workload", "workload_params", "dtype", "created_at",
                   "finished_at", "status", "label", "source")
@@ -29,7 +29,7 @@ SUMMARY_ENVIRONMENT = ("device", "gpu_name", "torch_version", "hostname")
 
 def run_summaries(engine: Engine, run_ids: list[int] | tuple | None = None,
                   now: datetime | None = None) -> list[RunSummary]:
-    """The runs' summaries (runner/format/run_summary.py): header and key figures, built
+    """The runs' summaries (contract/run_summary.py): header and key figures, built
     by its summarize() from each run's points. All runs newest first when `run_ids` is
     None, else those of the ids that exist, in the order asked. `now`: the time "lost" is
     decided at (default: the database's clock). Two statements whatever the number."""

@@ -12,6 +12,12 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from contract import bundle as fmt
+from contract import serve_record as rec
+from contract.bundle import BundleError
+from contract.json_shape import JsonObject
+from contract.run_record import Environment, Run
+from contract.serve_record import ServeConfig, ServeProfilePoint, ServeResult, ServeSection
 from db.models import (
     EnvironmentRow,
     MeasurementRow,
@@ -21,12 +27,6 @@ from db.models import (
     ServeResultRow,
     TraceRow,
 )
-from runner.format import bundle as fmt
-from runner.format import serve_record as rec
-from runner.format.bundle import BundleError
-from runner.format.json_shape import JsonObject
-from runner.format.run_record import Environment, Run
-from runner.format.serve_record import ServeConfig, ServeProfilePoint, ServeResult, ServeSection
 
 
 class RunNotFound(LookupError):

@@ -12,10 +12,10 @@ from sqlalchemy import exists, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from contract import bundle as fmt
 from db.access import read_only
 from db.models import RunRow
 from db.store import import_bundle
-from runner.format import bundle as fmt
 
 SAMPLES = Path(__file__).resolve().parents[1] / "data" / "samples"
 

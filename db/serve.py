@@ -10,14 +10,14 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from contract import serve_record as rec
+from contract.json_shape import as_json
+from contract.run_record import Environment, Run
+from contract.run_summary import RunHeader, header_of
+from contract.serve_record import ServeConfig, ServeProfilePoint, ServeResult
 from db import rows
 from db.models import EnvironmentRow, RunRow, ServeConfigRow, ServeProfilePointRow, ServeResultRow
 from db.rows import RunNotFound, add_section, read_section  # noqa: F401 - part of this API
-from runner.format import serve_record as rec
-from runner.format.json_shape import as_json
-from runner.format.run_record import Environment, Run
-from runner.format.run_summary import RunHeader, header_of
-from runner.format.serve_record import ServeConfig, ServeProfilePoint, ServeResult
 
 # --- writing -----------------------------------------------------------------------------
 

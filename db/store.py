@@ -10,17 +10,17 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, selectinload
 
+from contract import bundle as fmt
+from contract import graph_memory as gm
+from contract.bundle import BundleError
+from contract.measurement import Measurement
+from contract.run_record import Environment, Run
+from contract.serve_record import ServeSection
 from db import graph_memory as dbgm
 from db import liveness, rows
 from db.access import require_writable
 from db.models import MeasurementRow, RunRow, TraceRow
 from db.rows import RunNotFound, environment_key  # noqa: F401 - part of this API
-from runner.format import bundle as fmt
-from runner.format import graph_memory as gm
-from runner.format.bundle import BundleError
-from runner.format.measurement import Measurement
-from runner.format.run_record import Environment, Run
-from runner.format.serve_record import ServeSection
 
 
 def start_run(engine: Engine, environment: Environment, run: Run) -> int:

@@ -4,12 +4,12 @@ diff; one line per reason the runs measure different things."""
 
 import streamlit as st
 
+from contract import verdict
+from contract.host_split import REFERENCE_LAUNCH_US
 from pages.charts import run_charts
 from pages.logic import across_gpus, board, comparing, links, workload_views
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, timeline_view, url
-from runner.format import verdict
-from runner.format.host_split import REFERENCE_LAUNCH_US
 
 frame.ensure_frame()
 

@@ -3,14 +3,14 @@ as a self-contained HTML report, and its charts as PNG. ?run=ID preselects the r
 
 import streamlit as st
 
+from contract import bundle as fmt
+from contract.run_summary import header_of
 from pages.charts import capture_charts, report, run_charts
 from pages.logic import capture_advice as ca
 from pages.logic import links, points_table, timeline, uploads
 from pages.logic.names import run_choice
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, url
-from runner.format import bundle as fmt
-from runner.format.run_summary import header_of
 
 frame.ensure_frame()
 

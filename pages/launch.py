@@ -6,12 +6,12 @@ import importlib.util
 import streamlit as st
 
 import runner.ops.slurm as slurm
+from contract.limits import MAX_LABEL
+from contract.vocab import TIMINGS
 from pages.logic import launch_form as lf
 from pages.logic.plain import plain
 from pages.widgets import data, frame, url
 from pages.widgets import job_view as jv
-from runner.format.limits import MAX_LABEL
-from runner.format.vocab import TIMINGS
 from runner.ops.launcher import local_device
 
 frame.ensure_frame()

@@ -4,10 +4,10 @@ reproducing command and a share link). The views' builders and tables: run_views
 
 import streamlit as st
 
+from contract.run_summary import header_of
 from pages.logic import cost, energy, links, noise, run_text, step_split
 from pages.logic.plain import plain
 from pages.widgets import data, frame, graph_memory_view, parts, run_views, timeline_view, url
-from runner.format.run_summary import header_of
 
 frame.ensure_frame()
 

@@ -3,10 +3,10 @@ The filters live in the URL (?gpu=...&workload=...&torch=...), so the view is sh
 
 import streamlit as st
 
+from contract.run_summary import MEMORY_COST_LABEL
 from pages.logic import board, comparing, links
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, url
-from runner.format.run_summary import MEMORY_COST_LABEL
 
 frame.ensure_frame()
 

@@ -2,10 +2,12 @@
 Memory against throughput, padding and fallback by batch size, the bucket advisor with a
 memory budget, and the 8/16/32 example told with the run's own numbers. Above them, with or
 without a run: which sizes to capture in vLLM, SGLang or torch.compile for a distribution
-pasted or uploaded here (runner/format/capture_advisor.py)."""
+pasted or uploaded here (contract/capture_advisor.py)."""
 
 import streamlit as st
 
+from contract import capture_sizes as cs
+from contract import graph_memory as gm
 from pages.charts import capture_charts
 from pages.charts import serve_charts as sc
 from pages.logic import capture_advice as ca
@@ -13,8 +15,6 @@ from pages.logic import serve_tables
 from pages.logic.names import device_name, run_choice
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, url
-from runner.format import capture_sizes as cs
-from runner.format import graph_memory as gm
 
 frame.ensure_frame()
 

@@ -4,12 +4,12 @@ marked. The whole view lives in the URL, so the link reproduces it."""
 
 import streamlit as st
 
+from contract import verdict
+from contract.vocab import ALTERNATIVE_MODES
 from pages.charts import trend_chart
 from pages.logic import board, links, trend_changes, trends
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, url
-from runner.format import verdict
-from runner.format.vocab import ALTERNATIVE_MODES
 from runner.history.series import ORDERS
 
 frame.ensure_frame()

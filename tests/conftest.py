@@ -11,7 +11,7 @@ running when the test ends is killed, and a process a module or session fixture 
 behind fails the run.
 
 Where things are: the tests of a package in the folder of the same path (tests/runner/core,
-tests/runner/format, tests/runner/ops, tests/runner/serve, tests/db, tests/pages; the
+tests/contract, tests/runner/ops, tests/runner/serve, tests/db, tests/pages; the
 browser tests in tests/e2e); fixtures in conftest.py files (this one for all, tests/e2e's
 for the browser, tests/db's for the storage engine); shared helper modules here at the top
 (synthetic bundles, fake clocks and counters, model factories, AppTest and CLI helpers),

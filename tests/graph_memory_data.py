@@ -8,8 +8,8 @@ import json
 import uuid
 from pathlib import Path
 
-from runner.format import bundle as fmt
-from runner.format import graph_memory as gm
+from contract import bundle as fmt
+from contract import graph_memory as gm
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import uuid as uuidlib
 
-from runner.format import bundle as fmt
-from runner.format import trace as tr
+from contract import bundle as fmt
+from contract import trace as tr
 
 SYNTHETIC = "SYNTHETIC test data"
 MIB = 1024 * 1024

@@ -36,7 +36,7 @@ URL_RE = re.compile(r"\w+://\S+")  # another site's README.md is not ours to che
 # A comment's or docstring's line break, its indent and its comment marker: one space.
 WRAP_RE = re.compile(r"\s*\n\s*(?:#+ |// )?\s*")
 HEADING_RE = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
-PACKAGES = ("runner", "db")
+PACKAGES = ("contract", "runner", "db")
 MD = ".md"
 
 

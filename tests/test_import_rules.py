@@ -1,13 +1,16 @@
 """The house's floors, checked from the source: who may import whom (issue 10).
 
-Walks the AST of every module under runner/, db/ and pages/ (imports inside functions
-count too: a lazy import is still a dependency) and asserts
-- the leaf (runner/format/) imports nothing of ours outside itself, and no torch;
-- db/ and pages/ import only the leaf of runner/ (pages also the operations entries
-  runner/ops/launcher.py and, for a Slurm executor, runner/ops/slurm.py), never the
-  measuring core, the serve scenario, the CLI or torch;
+Walks the AST of every module under contract/, runner/, db/ and pages/ (imports inside
+functions count too: a lazy import is still a dependency) and asserts
+- the contract (contract/), the floor every other room stands on, imports nothing of ours
+  outside itself, and no torch;
+- the top-level rooms stand in floors with no arrow up: contract <- db <- runner <- pages
+  <- app (a room imports only rooms below it; issue 45);
+- db/ imports nothing of runner/; pages/ import, of runner/, only the operations entries
+  runner/ops/launcher.py and, for a Slurm executor, runner/ops/slurm.py, and the history,
+  never the measuring core, the serve scenario, the CLI or torch;
 - the measuring core and the serve scenario never import db/, pages/ or operations;
-- the history (runner/history/, issue 40) imports only the leaf of ours and, of third
+- the history (runner/history/, issue 40) imports only the contract of ours and, of third
   parties, neither torch, SQLAlchemy, Streamlit nor Altair; pages/ and the operations
   may import it;
 - no two modules import each other, directly or round a longer circle;
@@ -22,11 +25,11 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("runner", "db", "pages")
+PACKAGES = ("contract", "runner", "db", "pages")
 HISTORY = "runner.history"  # change points across runs: the CLI's and the Trends page's
 DOOR = "pages.widgets.data"  # the pages' one door to the database
 MAX_PAGES_LINES = 400
-LEAF = "runner.format"
+LEAF = "contract"
 PAGES_ENTRY = "runner.ops.launcher"
 SLURM_ENTRY = "runner.ops.slurm"  # the Launch page queues through Slurm when configured
 
@@ -91,8 +94,20 @@ def test_the_leaf_imports_nothing_of_ours_and_no_torch():
     assert _offenders((LEAF,), lambda i: _in(i, LEAF)) == []
 
 
-def test_db_imports_only_the_leaf_of_runner():
+def test_db_imports_only_the_contract():
     assert _offenders(("db",), lambda i: _in(i, "db", LEAF)) == []
+
+
+FLOORS = ("contract", "db", "runner", "pages", "app")  # bottom up: the top-level rooms
+
+
+def test_no_room_imports_a_room_above_it():
+    # The drawn tree's arrows between top-level rooms all point down (issue 45).
+    modules = {**MODULES, "app": ROOT / "app.py"}
+    up = sorted(f"{m} imports {i}" for m, path in modules.items()
+                for i in _imports(m, path) if _top(i) in FLOORS
+                and FLOORS.index(_top(i)) > FLOORS.index(_top(m)))
+    assert up == []
 
 
 def test_pages_import_db_the_leaf_and_the_operations_entries():
@@ -144,8 +159,9 @@ def test_no_import_circles():
 
 def test_the_walk_sees_the_house():
     # A guard for the test itself: a broken walk would pass every check above.
-    assert "runner.format.bundle" in MODULES and "db.store" in MODULES
-    assert "runner.format.bundle" in _ours("db.store")
+    assert "contract.bundle" in MODULES and "db.store" in MODULES
+    assert "runner.ops.commands.store" in MODULES
+    assert "contract.bundle" in _ours("db.store")
     assert any(i == "torch" for i in GRAPH["runner.core.point"]) or \
         "torch" in _imports("runner.core.modes", MODULES["runner.core.modes"])
 

@@ -1,15 +1,15 @@
 """JSON-shaped dicts only at the edges (issue 36, item 4), counted so the count only falls.
 
-The count is the issue's: lines of runner/, db/, pages/ and app.py naming `JsonObject` or
+The count is the issue's: lines of contract/, runner/, db/, pages/ and app.py naming `JsonObject` or
 `dict[str, Any]`, the definition of the alias included, tests excluded; the same as
 
-    grep -rn "JsonObject\\|dict\\[str, Any\\]" runner db pages app.py | wc -l
+    grep -rn "JsonObject\\|dict\\[str, Any\\]" contract runner db pages app.py | wc -l
 
 Issue 36 asks for fewer than 30. Where this branch stopped it is CEILING (88 when the
 count started), so the ceiling holds what was won and is lowered as edges are typed;
 the goal stays GOAL. A new name for a JSON object would escape the count, so the only
-aliases allowed are JsonObject (runner/format/json_shape.py) and TraceDoc (a stored
-trace, runner/format/trace.py), and each is defined once.
+aliases allowed are JsonObject (contract/json_shape.py) and TraceDoc (a stored
+trace, contract/trace.py), and each is defined once.
 
 In pages/, `.get("key")` reads a record by a string and silently gives None for a
 misspelt key; records are read by attribute (docs/ARCHITECTURE.md, "Names: records and
@@ -28,7 +28,7 @@ GOAL = 30
 CEILING = 26
 READS_CEILING = 0
 
-ROOMS = ("runner", "db", "pages")
+ROOMS = ("contract", "runner", "db", "pages")
 JSON_SHAPE = re.compile(r"JsonObject|dict\[str, Any\]")
 ALIAS = re.compile(r"^(\w+)\s*(?::\s*\w+\s*)?=\s*(?:dict\[str, Any\]|JsonObject)\s*$")
 GET = re.compile(r"([\w.\]\[\"')]+)\.get\(\"")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from contract import graph_memory as gm
 from pages.charts import layout
-from runner.format import graph_memory as gm
 
 
 def curve_charts(doc: dict) -> tuple[alt.Chart, alt.Chart]:

@@ -10,12 +10,12 @@ import math
 import altair as alt
 import pandas as pd
 
+from contract.vocab import MODE_TABLE, MODES
 from pages.charts.layout import legend, present_modes
 from pages.logic.metrics import metric, title
-from runner.format.vocab import MODE_TABLE, MODES
 
 # One colour per mode everywhere (charts, report, the Serve page), so a reader learns it
-# once: the leaf's mode table holds them (colour-blind-safe hues; eager, the baseline,
+# once: the contract's mode table holds them (colour-blind-safe hues; eager, the baseline,
 # is grey).
 MODE_COLORS = {m: MODE_TABLE[m].color for m in MODES}
 

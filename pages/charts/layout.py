@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import altair as alt
 
-from runner.format.vocab import MODES
+from contract.vocab import MODES
 
 # WIDTH is what the report's SVGs get (a page stretches a chart to its column); HEIGHT is
 # the plot area's own (see fitted): a chart read at a glance needs room for its log ticks,

@@ -15,14 +15,14 @@ import jinja2
 import pandas as pd
 import vl_convert as vlc
 
+from contract.run_summary import RunHeader, RunSummary
+from contract.trace import PointTrace
 from pages.charts import capture_charts, run_charts, split_charts, timeline_chart
 from pages.logic import capture_advice as ca
 from pages.logic import comparing, energy, links, noise, step_split, timeline
 from pages.logic.metrics import MISSING
 from pages.logic.points_table import RESERVED_NOTE, points_table
 from pages.logic.run_text import PUBLISHED_NOTE, headline, run_title, summary_of
-from runner.format.run_summary import RunHeader, RunSummary
-from runner.format.trace import PointTrace
 
 
 def chart_png(chart, scale: float = 2.0) -> bytes:

@@ -29,6 +29,7 @@ import functools
 import altair as alt
 import pandas as pd
 
+from contract import verdict as vd
 from pages.charts.encodings import (
     MIN_LINE_POINTS,
     batch_tip,
@@ -54,7 +55,6 @@ from pages.charts.layout import (  # noqa: F401 - WIDTH: the report's width, her
 from pages.logic import analysis, cost
 from pages.logic.energy import energy_points
 from pages.logic.metrics import metric, title
-from runner.format import verdict as vd
 
 SPEEDUP_TIPS = ("speedup", "speedup_ci_low", "speedup_ci_high", "step_ms", "eager_ms")
 

@@ -1,7 +1,7 @@
 """Host and GPU apart, drawn (the Run page's Time split view; issue 39): each mode's step
 split into GPU busy, launch cost and the rest as shares of the step, batch by batch, and
 eager's rounds against the round's launch cost with the projection line. The frames come
-from pages/logic/step_split.py; the rules from runner/format/host_split.py.
+from pages/logic/step_split.py; the rules from contract/host_split.py.
 """
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from contract import host_split
+from contract.vocab import MODES
 from pages.charts.encodings import batch_tip, batch_x
 from pages.charts.layout import chart_title, fitted, legend
 from pages.logic import step_split
-from runner.format import host_split
-from runner.format.vocab import MODES
 
 # Three parts told apart at a glance, GPU work in the GPU's green, the launches in the
 # colour the timeline gives a kernel launch.

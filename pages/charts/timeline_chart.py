@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 import altair as alt
 
+from contract import trace as tr
 from pages.logic.timeline import GAP_KINDS, LANES, PICK, frame, gaps_frame, span_us
-from runner.format import trace as tr
 
 WIDTH, LANE_HEIGHT = 660, 34
 # What each event is drawn as; the GPU's idle gaps are a pale wash behind its lane.
@@ -41,7 +41,7 @@ def clickable(chart: alt.LayerChart) -> alt.LayerChart:
 
 def title_of(label: str, trace: dict, timed_ms: float | None = None) -> alt.TitleParams:
     sub = [tr.idle_text(trace, timed_ms)]
-    if trace["dropped"]:  # every stored trace counts them (runner/format/trace.py validate_trace)
+    if trace["dropped"]:  # every stored trace counts them (contract/trace.py validate_trace)
         sub.append(f"first {len(trace['cpu']) + len(trace['gpu']):,} events shown, "
                    f"{trace['dropped']:,} more not kept")
     return alt.TitleParams(label, subtitle=" · ".join(sub), anchor="start", fontSize=13)

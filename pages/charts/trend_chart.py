@@ -15,7 +15,7 @@ from runner.history.series import REFERENCE_US
 # needs about 100 px with its spacing, and Vega hides labels that would touch); more get
 # the whole width.
 RUNS_PER_HALF_ROW = 3
-# One shape per change verdict (runner/format/verdict.py's, and "first"): only a change
+# One shape per change verdict (contract/verdict.py's, and "first"): only a change
 # outside the noise gets a triangle; an inconclusive one is no change to mark.
 CHANGE_SHAPES = {"first": "circle", "within noise": "circle", "inconclusive": "circle",
                  "no interval": "circle", "faster": "triangle-up", "slower": "triangle-down"}

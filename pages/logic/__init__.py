@@ -2,5 +2,5 @@
 link and form checks a page shows, as functions of the frames and records the door
 (pages/widgets/data.py) hands over. Unit-tested without a browser.
 
-May import: runner/format/ (the leaf), pandas, numpy and the standard library. Never
+May import: contract/, pandas, numpy and the standard library. Never
 streamlit, altair, db/ or sqlalchemy (tests/test_import_rules.py holds it to that)."""

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import pandas as pd
 
+from contract import verdict as vd
+from contract.numbers import is_missing, number_or_none
+from contract.run_summary import RunHeader, header_of
 from pages.logic import step_split
 from pages.logic.analysis import in_mode_order, point_record, speedups, usable
 from pages.logic.comparing import comparable_params, run_names, value_text
 from pages.logic.names import device_name, known
 from pages.logic.noise import launch_cost
 from pages.logic.step_split import PROJECTION_RULE
-from runner.format import verdict as vd
-from runner.format.numbers import is_missing, number_or_none
-from runner.format.run_summary import RunHeader, header_of
 
 
 def _distinct(values: dict[int, str]) -> bool:

@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from runner.format import run_summary
-from runner.format import verdict as vd
-from runner.format.bundle import MODES
-from runner.format.measurement import Measurement, details_of
-from runner.format.numbers import number_or_none
-from runner.format.run_summary import BREAK_EVEN_GAIN
-from runner.format.verdict import INCONCLUSIVE, RANKABLE
+from contract import run_summary
+from contract import verdict as vd
+from contract.bundle import MODES
+from contract.measurement import Measurement, details_of
+from contract.numbers import number_or_none
+from contract.run_summary import BREAK_EVEN_GAIN
+from contract.verdict import INCONCLUSIVE, RANKABLE
 
 MODE_ORDER = {m: i for i, m in enumerate(MODES)}
 
@@ -37,7 +37,7 @@ def numeric_column(df: pd.DataFrame, name: str) -> pd.Series:
 
 def point_record(row: Mapping[str, Any]) -> Measurement:
     """A points-frame row (a Series or a to_dict record) as the typed point record
-    (runner/format/measurement.py); a details cell that is not a mapping, and a frame
+    (contract/measurement.py); a details cell that is not a mapping, and a frame
     without the column, read as none."""
     doc = dict(row)
     if "details" in doc and not isinstance(doc["details"], Mapping):
@@ -65,13 +65,13 @@ SPEEDUP_COLUMNS = ["run_id", "mode", "batch_size", "step_ms", "eager_ms", "speed
 
 
 def verdicts(df: pd.DataFrame) -> pd.Series:
-    """runner/format/verdict.py's verdict of each row's speedup and its interval (the one
+    """contract/verdict.py's verdict of each row's speedup and its interval (the one
     rule: faster, slower, within noise, inconclusive, no interval); None for eager, the
     reference itself, and where the speedup is unknown.
 
     By column: the Runs board judges every point of every listed run, and a call per row
     cost 0.2 s per 32,000 points. verdict() stays the rule's definition;
-    tests/runner/format/test_verdict.py holds this to it over the rule's edge cases."""
+    tests/contract/test_verdict.py holds this to it over the rule's edge cases."""
     if df.empty:
         return pd.Series([], index=df.index, dtype=object)
     v, lo, hi = (pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float)
@@ -134,7 +134,7 @@ def largest_speedups(points: pd.DataFrame) -> pd.DataFrame:
 
     Points are ranked by their interval's lower bound (what is 95% sure), not by the
     median, so a spike whose lead lies inside noise is not quoted as the maximum. A point
-    without an interval ranks by its median. Inconclusive points (runner/format/verdict.py)
+    without an interval ranks by its median. Inconclusive points (contract/verdict.py)
     are never ranked: a mode with nothing else gets one row with verdict "inconclusive"
     (its narrowest interval, to quote as such). `ties` holds the batch sizes (the chosen
     one included) whose interval contains the chosen median: within noise of it;
@@ -201,7 +201,7 @@ class BreakEven:
 
 
 def break_even(points: pd.DataFrame, threshold: float = BREAK_EVEN_GAIN) -> BreakEven:
-    """The run summary's break-even (runner/format/run_summary.py: the one scan, on the
+    """The run summary's break-even (contract/run_summary.py: the one scan, on the
     same ratios) with what the headline says around it."""
     ratios = tuple((int(b), float(x)) for b, x in run_summary.break_even_ratios(
         run_summary.records(usable(points).to_dict("records"))))

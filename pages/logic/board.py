@@ -1,5 +1,5 @@
 """The Runs board's logic, free of streamlit: each run's key figures (a sweep's read from
-its summary, runner/format/run_summary.py: the key figure and its memory cost, each graph
+its summary, contract/run_summary.py: the key figure and its memory cost, each graph
 mode's best speedup with its batch and graph pool, the break-even batch; a serve run's
 best strategy; a graph-memory run's fixed MiB per capture), and whether a selection of
 runs can be compared.
@@ -14,6 +14,17 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from contract.metrics import BYTES_PER_MIB
+from contract.run_summary import (
+    BREAK_EVEN_GAIN,
+    BREAK_EVEN_LABEL,
+    MEMORY_COST_LABEL,
+    NO_SPEEDUP,
+    RunSummary,
+    header_of,
+)
+from contract.verdict import INCONCLUSIVE, SPREAD_LIMIT
+from contract.vocab import CUDA_GRAPH_MODES
 from pages.logic import comparing
 from pages.logic.comparing import value_text
 from pages.logic.names import device_name
@@ -24,17 +35,6 @@ from pages.logic.noise import (
     has_noise_counts,
     noise_summary,
 )
-from runner.format.metrics import BYTES_PER_MIB
-from runner.format.run_summary import (
-    BREAK_EVEN_GAIN,
-    BREAK_EVEN_LABEL,
-    MEMORY_COST_LABEL,
-    NO_SPEEDUP,
-    RunSummary,
-    header_of,
-)
-from runner.format.verdict import INCONCLUSIVE, SPREAD_LIMIT
-from runner.format.vocab import CUDA_GRAPH_MODES
 
 MIB = BYTES_PER_MIB
 

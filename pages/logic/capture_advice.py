@@ -10,13 +10,13 @@ import json
 
 import pandas as pd
 
+from contract import bundle as fmt
+from contract import capture_dist as cdist
+from contract import capture_sizes as cs
+from contract import graph_memory as gm
+from contract.capture_advisor import Advice, advise
+from contract.numbers import is_missing
 from pages.logic.names import device_name
-from runner.format import bundle as fmt
-from runner.format import capture_dist as cdist
-from runner.format import capture_sizes as cs
-from runner.format import graph_memory as gm
-from runner.format.capture_advisor import Advice, advise
-from runner.format.numbers import is_missing
 
 
 def curve_from_text(text: str | None, name: str = "uploaded curve") -> tuple[cs.Curve, dict | None]:

@@ -10,14 +10,14 @@ from typing import Any
 
 import pandas as pd
 
+from contract.bundle import ENVIRONMENT_FIELDS
+from contract.measurement import details_of
+from contract.numbers import is_missing, number_or_none
+from contract.run_summary import RunHeader, header_of
 from pages.logic import analysis, cost
 from pages.logic.analysis import MODE_ORDER, numeric_column, speedups, usable
 from pages.logic.names import device_name, known
 from pages.logic.noise import launch_cost, ratio_interval, ratio_verdict
-from runner.format.bundle import ENVIRONMENT_FIELDS
-from runner.format.measurement import details_of
-from runner.format.numbers import is_missing, number_or_none
-from runner.format.run_summary import RunHeader, header_of
 
 RUNNER_STATISTIC = "median"
 
@@ -148,7 +148,7 @@ def value_text(v: Any) -> str:
 def comparable_params(header: RunHeader) -> Any:
     """The workload parameters as compared. The runner records the dtype among them too;
     it is compared once, as dtype, so a bundle that leaves it out of its parameters still
-    compares. Parameters are named by the workload (runner/format/params.py), so which
+    compares. Parameters are named by the workload (contract/params.py), so which
     are there is the workload's to say: a dtype among them is dropped unless it differs
     from the run's."""
     params = header.workload_params

@@ -11,7 +11,7 @@ misled readers.
 
 This "extra over eager" is the tradeoff chart's axis, named there. The memory cost a run
 is quoted by (headline, board, reports) is the graph pool alone, as its summary defines
-it (runner/format/run_summary.py, MEMORY_COST_LABEL).
+it (contract/run_summary.py, MEMORY_COST_LABEL).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from contract.metrics import BYTES_PER_MIB
+from contract.vocab import CUDA_GRAPH_MODES
 from pages.logic import analysis
-from runner.format.metrics import BYTES_PER_MIB
-from runner.format.vocab import CUDA_GRAPH_MODES
 
 COST_COLUMNS = ["run_id", "mode", "batch_size", "pool_mib", "peak_mib", "total_mib",
                 "extra_mib", "speedup", "speedup_ci_low", "speedup_ci_high", "pareto"]

@@ -1,6 +1,6 @@
 """A run's energy figures as the pages read them (issue 28): the points that have one,
 why a run has none, and each mode's largest gain in words (the headline's own energy words
-come from the run's summary, runner/format/run_summary.py). No charts here (pages/charts/
+come from the run's summary, contract/run_summary.py). No charts here (pages/charts/
 draws them).
 
 Energy per step comes from the GPU's energy counter over windows apart from the rounds
@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import pandas as pd
 
+from contract import verdict as vd
+from contract.energy import above_idle_within_error
+from contract.run_summary import less_energy
 from pages.logic import analysis
-from runner.format import verdict as vd
-from runner.format.energy import above_idle_within_error
-from runner.format.run_summary import less_energy
 
 ENERGY_COLUMNS = ("energy_mj_per_step", "energy_mj_per_step_ci_low",
                   "energy_mj_per_step_ci_high", "avg_power_w", "idle_power_w",
                   "energy_above_idle_mj_per_step", "energy_gain", "energy_gain_ci_low",
                   "energy_gain_ci_high")
-# The rule in one line (runner/format/energy.py on_step; docs/MEASUREMENT.md, "Energy per
+# The rule in one line (contract/energy.py on_step; docs/MEASUREMENT.md, "Energy per
 # step"): the windows measure power well, the rounds measure the step.
 RULE = ("Energy per step = the energy windows' mean power x the timed step (the rounds' "
         "median), so energy and time per step never disagree.")
@@ -49,7 +49,7 @@ def energy_points(points: pd.DataFrame) -> pd.DataFrame:
 
 
 def within_error(row) -> bool:
-    """Is this point's energy above idle inside the counter's error (runner/format/
+    """Is this point's energy above idle inside the counter's error (contract/
     energy.py's rule, on the point's own windows and idle window)?"""
     m = analysis.point_record(row)
     e = m.energy.get()
@@ -89,7 +89,7 @@ def findings(points: pd.DataFrame) -> list[str]:
     lines = []
     for mode, rows in df[df["energy_gain"].notna() & (df["mode"] != "eager")].groupby(
             "mode", sort=False):
-        # The one rule (runner/format/verdict.py): an inconclusive gain is never the best.
+        # The one rule (contract/verdict.py): an inconclusive gain is never the best.
         ranked = rows[rows["energy_gain_verdict"].isin(vd.RANKABLE)]
         if ranked.empty:
             r = rows.iloc[0]

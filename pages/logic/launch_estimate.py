@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from contract.point_text import parse
+from contract.queue import Job, JobProgress
+from contract.specs import SweepSpec
+from contract.vocab import COMPILED_MODES
 from pages.logic.analysis import point_record
-from runner.format.point_text import parse
-from runner.format.queue import Job, JobProgress
-from runner.format.specs import SweepSpec
-from runner.format.vocab import COMPILED_MODES
 
 
 def format_seconds(s: float | None) -> str:
@@ -159,7 +159,7 @@ def bar_fraction(job: Job, p: JobProgress) -> float | None:
     """How far the job is, per (mode, batch) point: points measured, plus, for the batch
     size in flight, SETUP_SHARE for each mode whose setup is done, the rest for each
     mode once the rounds end and its profiled pass starts (the job's current point, as
-    runner/format/point_text.describe writes it). None while the total is unknown."""
+    contract/point_text.describe writes it). None while the total is unknown."""
     total, done = p.total, p.done or 0
     if not total:
         return None

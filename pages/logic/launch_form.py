@@ -14,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from runner.format.catalog import WORKLOADS, WorkloadError
-from runner.format.limits import (
+from contract.catalog import WORKLOADS, WorkloadError
+from contract.limits import (
     DEFAULT_GPU_MEMORY_BYTES,
     MAX_BATCH_SIZE,
     MAX_BATCH_SIZES,
@@ -24,8 +24,8 @@ from runner.format.limits import (
     MAX_QUEUED_PER_SESSION,
     MEMORY_HEADROOM,
 )
-from runner.format.queue import Job, Worker
-from runner.format.specs import (
+from contract.queue import Job, Worker
+from contract.specs import (
     SpecError,
     SweepSpec,
     check_sweep,
@@ -34,7 +34,7 @@ from runner.format.specs import (
     gib,
     parse_batch_sizes,
 )
-from runner.format.vocab import MODES, TIMINGS
+from contract.vocab import MODES, TIMINGS
 
 DEVICES = {"auto": "auto (the worker's: cuda if it has one)", "cuda": "cuda", "cpu": "cpu"}
 BATCH_PRESETS = {
@@ -91,7 +91,7 @@ def field_help(f: ParamField) -> str | None:
 
 def batch_sizes(preset: str, custom: str) -> list[int]:
     """The sizes a preset (or the custom text) stands for; ValueError names the bad one.
-    The same parser as the CLI's --batch-sizes (runner/format/specs.py)."""
+    The same parser as the CLI's --batch-sizes (contract/specs.py)."""
     text = BATCH_PRESETS.get(preset) if preset != CUSTOM else custom
     if text is None:
         raise ValueError(f"unknown batch size preset {preset!r}")

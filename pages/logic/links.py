@@ -11,11 +11,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from runner.format.bundle import MODES
-from runner.format.catalog import WORKLOADS, WorkloadError, check_workload, is_factory
-from runner.format.run_summary import RunHeader
-from runner.format.specs import sweep_command
-from runner.format.vocab import DEVICES, TIMINGS
+from contract.bundle import MODES
+from contract.catalog import WORKLOADS, WorkloadError, check_workload, is_factory
+from contract.run_summary import RunHeader
+from contract.specs import sweep_command
+from contract.vocab import DEVICES, TIMINGS
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,12 @@
-"""Display helpers over the one metrics table (runner/format/metrics.py): titles, values
+"""Display helpers over the one metrics table (contract/metrics.py): titles, values
 and intervals as text, unknown figures as a dash."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from runner.format.metrics import METRICS, Metric
-from runner.format.numbers import is_missing
+from contract.metrics import METRICS, Metric
+from contract.numbers import is_missing
 
 MISSING = "—"  # what an unknown figure looks like; never 0
 NO_INTERVAL = "no interval"  # a figure measured before intervals existed (bundle < 3)

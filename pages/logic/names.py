@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.format.numbers import is_missing
+from contract.numbers import is_missing
 
 
 def known(v: Any) -> str | None:

@@ -1,5 +1,5 @@
 """What the intervals say about a run's points: a noise badge per point and a count per
-run, the host's launch cost, and the one verdict rule (runner/format/verdict.py) on a
+run, the host's launch cost, and the one verdict rule (contract/verdict.py) on a
 ratio of two runs' figures. Pure pandas over the points frames db.queries returns.
 """
 
@@ -11,10 +11,10 @@ from typing import Any
 
 import pandas as pd
 
+from contract.numbers import flag_or_none as _flag
+from contract.numbers import is_missing, number_or_none
+from contract.verdict import verdict
 from pages.logic.analysis import numeric_column, usable
-from runner.format.numbers import flag_or_none as _flag
-from runner.format.numbers import is_missing, number_or_none
-from runner.format.verdict import verdict
 
 NOISE_LEVELS = ("ok", "noisy", "host unstable", "no interval")
 
@@ -144,7 +144,7 @@ def ratio_interval(num_low: Any, num_high: Any, den_low: Any,
 
 
 def ratio_verdict(interval: tuple[float, float] | None) -> str:
-    """The one rule (runner/format/verdict.py) on a ratio interval: 'faster' / 'slower'
+    """The one rule (contract/verdict.py) on a ratio interval: 'faster' / 'slower'
     when it lies wholly above / below 1.0; 'within noise' when it includes 1.0 within the
     rule's spread, 'inconclusive' beyond it; 'no interval' if None."""
     if interval is None:

@@ -9,14 +9,14 @@ import json
 
 import pandas as pd
 
+from contract import verdict as vd
+from contract.bundle import MEASUREMENT_FIELDS
+from contract.measurement import details_of
+from contract.numbers import is_missing
+from contract.run_summary import MEMORY_COST_LABEL, mib_text
+from contract.vocab import ALTERNATIVE_MODES, CUDA_GRAPH_MODES
 from pages.logic import analysis, cost, energy, noise, step_split
 from pages.logic.metrics import MISSING, format_interval, format_value, metric, title
-from runner.format import verdict as vd
-from runner.format.bundle import MEASUREMENT_FIELDS
-from runner.format.measurement import details_of
-from runner.format.numbers import is_missing
-from runner.format.run_summary import MEMORY_COST_LABEL, mib_text
-from runner.format.vocab import ALTERNATIVE_MODES, CUDA_GRAPH_MODES
 
 # (column, interval bounds or None): an interval column follows its figure. The answer
 # columns come first (speedup, time, memory), so they are on screen without scrolling.
@@ -156,7 +156,7 @@ def _process_medians(points: pd.DataFrame) -> list[list[float] | None]:
 def point_notes(points: pd.DataFrame) -> pd.Series:
     """One line a point, where its figures need a word of why (empty elsewhere): its
     paired speedup and the ratio of the medians printed beside it disagree beyond the
-    interval (runner/format/verdict.py medians_disagree, the CLI's '#'), or the spread
+    interval (contract/verdict.py medians_disagree, the CLI's '#'), or the spread
     between its processes makes its step interval (noise.process_note). `points` as
     points_with_speedup returns them (eager_ms is found again here)."""
     if points.empty:
@@ -197,7 +197,7 @@ def speedup_pivot(points: pd.DataFrame) -> pd.DataFrame:
     """Batch size x graph mode at a glance: each cell the speedup over eager with its 95%
     interval and, for a mode that captures graphs, its memory cost as the run's summary
     defines it (MEMORY_COST_LABEL), e.g. '7.10x (6.50-7.60x) · 34.0 MiB'; an inconclusive one
-    (runner/format/verdict.py) shows its interval only."""
+    (contract/verdict.py) shows its interval only."""
     sp = analysis.speedups(points)
     sp = sp[sp["mode"] != "eager"]
     if sp.empty:

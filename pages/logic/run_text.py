@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pages.logic import analysis, energy, noise
-from pages.logic.metrics import MISSING, NO_INTERVAL, format_interval, format_value
-from pages.logic.names import device_name, known
-from runner.format import verdict as vd
-from runner.format.run_summary import (
+from contract import verdict as vd
+from contract.run_summary import (
     BREAK_EVEN_LABEL,
     RunHeader,
     RunSummary,
     records,
     summarize,
 )
+from pages.logic import analysis, energy, noise
+from pages.logic.metrics import MISSING, NO_INTERVAL, format_interval, format_value
+from pages.logic.names import device_name, known
 
 PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not measured by "
                   "launchbench; figures the article does not give are empty.")
@@ -40,7 +40,7 @@ def torch_text(header: RunHeader, shown=str) -> str:
 
 def summary_of(header: RunHeader, points: pd.DataFrame) -> RunSummary:
     """The summary of a run held as a header and a frame of points, built by the one
-    builder the database's reads call (runner/format/run_summary.py)."""
+    builder the database's reads call (contract/run_summary.py)."""
     return summarize(header, records(points.to_dict("records")))
 
 
@@ -55,7 +55,7 @@ def duration_text(seconds: float) -> str:
 
 
 def _best_line(r: pd.Series, measured: pd.DataFrame) -> str:
-    """One mode's best speedup in words, by its verdict (runner/format/verdict.py)."""
+    """One mode's best speedup in words, by its verdict (contract/verdict.py)."""
     mode, batch = r["mode"], int(r["batch_size"])
     if r["verdict"] == vd.INCONCLUSIVE:
         return (f"{mode}: inconclusive at every measured batch size (95% intervals span "

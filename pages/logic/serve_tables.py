@@ -11,9 +11,9 @@ from typing import Any
 
 import pandas as pd
 
+from contract import advisor, buckets
+from contract.serve_record import ServeProfilePoint, ServeResult
 from pages.logic.metrics import MISSING
-from runner.format import advisor, buckets
-from runner.format.serve_record import ServeProfilePoint, ServeResult
 
 MIB = 2**20
 

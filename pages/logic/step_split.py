@@ -1,7 +1,7 @@
 """Host and GPU apart on the pages (issue 39): each point's step split into GPU busy, launch
 cost and the rest, with shares; eager's rounds against the round's launch cost, with the
 projection line; the speedup projected to a reference launch cost; and how `noisy` was
-judged. The rules are runner/format/host_split.py's (one place, shared with the CLI and
+judged. The rules are contract/host_split.py's (one place, shared with the CLI and
 the runner): this module only reads them into frames. Pure pandas, like analysis.py.
 
 A bundle of version 6 stores the split (split_gpu_ms, split_launch_ms, split_rest_ms) and
@@ -16,10 +16,10 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from contract import host_split
+from contract.measurement import Measurement
+from contract.numbers import number_or_none, percentile
 from pages.logic.analysis import in_mode_order, point_record, usable
-from runner.format import host_split
-from runner.format.measurement import Measurement
-from runner.format.numbers import number_or_none, percentile
 
 PART_NAMES = tuple(host_split.PARTS)  # gpu, launch, rest: the order they stack in
 SPLIT_COLUMNS = ("run_id", "mode", "batch_size", "step_ms", "gpu_ms", "launch_ms", "rest_ms",

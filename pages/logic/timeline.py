@@ -1,5 +1,5 @@
 """The step timeline's data (issue 12): the batch sizes and modes a run's traces cover,
-the ?batch= check, and each trace (runner/format/trace.py) as frames on its step's own
+the ?batch= check, and each trace (contract/trace.py) as frames on its step's own
 time axis: events by lane, and the GPU's idle gaps. The chart is
 pages/charts/timeline_chart.py's, the page glue pages/widgets/timeline_view.py's.
 """
@@ -12,12 +12,12 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from contract import trace as tr
+from contract.limits import MAX_BATCH_SIZE
+from contract.trace import PointTrace
+from contract.verdict import INCONCLUSIVE
+from contract.vocab import MODES
 from pages.logic import analysis
-from runner.format import trace as tr
-from runner.format.limits import MAX_BATCH_SIZE
-from runner.format.trace import PointTrace
-from runner.format.verdict import INCONCLUSIVE
-from runner.format.vocab import MODES
 
 CPU_LANE, GPU_LANE = "CPU launches", "GPU kernels"
 LANES = [CPU_LANE, GPU_LANE]
@@ -96,7 +96,7 @@ def ordered(items: Sequence[PointTrace]) -> list[PointTrace]:
 
 def frame(trace: dict) -> pd.DataFrame:
     """The trace's events on the step's own time axis: 0 at its first host call
-    (runner/format/trace.py step_span); what lies before it is the profiler's lead-in."""
+    (contract/trace.py step_span); what lies before it is the profiler's lead-in."""
     lo, _ = tr.step_span(trace)
     rows = [dataclasses.asdict(e) for e in tr.events(trace)]  # the frame's rows
     df = pd.DataFrame(rows, columns=["lane", "kind", "name", "start_us", "end_us", "dur_us",

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from contract.vocab import BASELINE_MODE
 from pages.logic import links
-from runner.format.vocab import BASELINE_MODE
 from runner.history import changes as hc
 from runner.history import series as hs
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from contract.run_summary import header_of
+from contract.vocab import ALTERNATIVE_MODES
 from pages.logic import analysis, comparing, noise
-from runner.format.run_summary import header_of
-from runner.format.vocab import ALTERNATIVE_MODES
 from runner.history.series import ORDERS, order_runs
 
 MAX_BATCH = 2**31 - 1
@@ -164,7 +164,7 @@ def trend_table(runs: pd.DataFrame, points: pd.DataFrame, batches: Sequence[int]
     against the previous run in order with a figure at that (mode, batch): 'faster' /
     'slower' when the ratio's interval lies wholly above / below 1, else 'within noise',
     or 'inconclusive' where it spans more than the verdict rule allows
-    (runner/format/verdict.py; 'first' for the first run, 'no interval' where either side
+    (contract/verdict.py; 'first' for the first run, 'no interval' where either side
     has none)."""
     sp = analysis.speedups(points)
     sp = sp[sp["mode"].isin(list(modes)) & sp["batch_size"].isin(list(batches))]

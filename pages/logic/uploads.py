@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from runner.format import bundle as fmt
-from runner.format.limits import MAX_BUNDLE_BYTES
+from contract import bundle as fmt
+from contract.limits import MAX_BUNDLE_BYTES
 
 MAX_UPLOAD_MB = MAX_BUNDLE_BYTES >> 20
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024

@@ -22,11 +22,11 @@ from typing import Any
 
 import pandas as pd
 
+from contract.measurement import Measurement
+from contract.numbers import number_or_none
+from contract.run_summary import RunHeader, header_of
 from pages.logic.analysis import point_record
 from pages.logic.comparing import run_names
-from runner.format.measurement import Measurement
-from runner.format.numbers import number_or_none
-from runner.format.run_summary import RunHeader, header_of
 
 RAW_CUDA_NOTE = ("NVIDIA's V100 figures are raw CUDA runtime launches from C++: no "
                  "Python, no PyTorch dispatcher, no caching allocator. A kernel-chain point "
@@ -46,7 +46,7 @@ def chain_kernels(header: RunHeader) -> int | None:
     """The chain length of a kernel-chain run; None for any other workload."""
     if header.workload != "kernel-chain":
         return None
-    # A workload's parameters are named by the workload (runner/format/params.py): a
+    # A workload's parameters are named by the workload (contract/params.py): a
     # published or hand-written bundle may leave the chain length out.
     params = header.workload_params
     k = (number_or_none(params["kernels"]) if isinstance(params, dict) and "kernels" in params

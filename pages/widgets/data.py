@@ -15,6 +15,9 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError as SQLAlchemyError
 
+from contract.queue import Job, JobProgress, Worker
+from contract.run_summary import RunSummary
+from contract.trace import PointTrace
 from db import engine as db_engine
 
 # What the pages catch, answer with or read, passed on from db/ under the same names (the
@@ -34,9 +37,6 @@ from db.samples import SAMPLES, SeedResult, seed_if_empty
 from db.store import RunNotFound as RunNotFound
 from pages.logic import board as boards
 from pages.logic import uploads
-from runner.format.queue import Job, JobProgress, Worker
-from runner.format.run_summary import RunSummary
-from runner.format.trace import PointTrace
 
 T = TypeVar("T")
 
@@ -170,7 +170,7 @@ def headers(ids: Sequence[int]) -> pd.DataFrame:
 
 
 def summaries(ids: Sequence[int]) -> list[RunSummary]:
-    """The runs' summaries (runner/format/run_summary.py), in the order asked: every
+    """The runs' summaries (contract/run_summary.py), in the order asked: every
     page that quotes a run's key figure reads it here."""
     return cached(queries.run_summaries, ids)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from contract.run_summary import RunHeader
 from pages.charts import capture_charts, report
 from pages.logic import capture_advice as ca
 from pages.logic import run_text
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts
-from runner.format.run_summary import RunHeader
 
 
 def show(run_id: int, header: RunHeader) -> None:

@@ -11,15 +11,15 @@ import re
 import streamlit as st
 
 import runner.ops.slurm as slurm
+from contract.limits import MAX_LABEL
+from contract.queue import Job, JobProgress
+from contract.specs import SweepSpec
+from contract.vocab import FINISHED_STATUSES
 from pages.logic import launch_estimate as le
 from pages.logic import launch_form as lf
 from pages.logic.plain import plain
 from pages.widgets import data
 from pages.widgets.frame import PAGES
-from runner.format.limits import MAX_LABEL
-from runner.format.queue import Job, JobProgress
-from runner.format.specs import SweepSpec
-from runner.format.vocab import FINISHED_STATUSES
 
 
 def session_id() -> str | None:

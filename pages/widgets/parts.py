@@ -9,10 +9,10 @@ import contextlib
 
 import streamlit as st
 
+from contract.run_summary import RunHeader
 from pages.logic.plain import plain
 from pages.logic.run_text import PUBLISHED_NOTE
 from pages.widgets import data
-from runner.format.run_summary import RunHeader
 
 
 @contextlib.contextmanager

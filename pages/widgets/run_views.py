@@ -6,11 +6,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from contract.run_summary import RunHeader
 from pages.charts import run_charts, split_charts, workload_charts
 from pages.logic import analysis, links, points_table, run_text, workload_views
 from pages.logic.plain import plain
 from pages.widgets import data, parts, url
-from runner.format.run_summary import RunHeader
 
 # A run's headline and charts depend on its points only: built once per run and data
 # version, they are what a shared link opened again draws from (building them was most of

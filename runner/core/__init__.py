@@ -3,7 +3,7 @@ intervals, profiling, memory, energy, the host gate, one batch size (point.py), 
 (sweep.py), and the fresh processes of `--processes` (repeat.py) and of a lost CUDA
 context (rescue.py). The method and its reasons: docs/MEASUREMENT.md.
 
-Imports torch, the standard library and runner/format/ (optionally transformers and timm
+Imports torch, the standard library and contract/ (optionally transformers and timm
 for their workloads, nvidia-ml-py for energy, triton for its version); never db/, pages/,
 runner/ops/ or runner/serve/, so a GPU host needs torch alone to produce a result file.
 """

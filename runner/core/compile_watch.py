@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from contextlib import contextmanager
 
-from runner.format.measurement import CompileCounters
+from contract.measurement import CompileCounters
 
 
 class _SkipHandler(logging.Handler):

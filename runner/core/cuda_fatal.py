@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from runner.format.measurement import Measurement
+from contract.measurement import Measurement
 
 # cudaError_t codes the CUDA runtime documents as leaving the context unusable ("the
 # process must be terminated and relaunched"). torch >= 2.8 raises CUDA errors as

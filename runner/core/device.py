@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from runner.format.specs import SpecError
+from contract.specs import SpecError
 
 
 class DeviceError(SpecError):

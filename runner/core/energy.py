@@ -43,14 +43,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from contract import energy as energy_fmt
+from contract.energy import Energy, EnergyWindow, IdlePower
+from contract.measurement import Measurement
+from contract.numbers import percentile
+from contract.vocab import BASELINE_MODE, TIMINGS
 from runner.core import stats
 from runner.core.energy_counter import EnergyCounter
 from runner.core.rounds import rotation
-from runner.format import energy as energy_fmt
-from runner.format.energy import Energy, EnergyWindow, IdlePower
-from runner.format.measurement import Measurement
-from runner.format.numbers import percentile
-from runner.format.vocab import BASELINE_MODE, TIMINGS
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ ENERGY_PRESETS: dict[str, EnergyConfig] = {
     # Six windows: enough for the order-statistic 95% interval on its own.
     "thorough": EnergyConfig(windows=6, idle_s=2.0),
 }
-assert tuple(ENERGY_PRESETS) == TIMINGS, "runner/format/vocab.py TIMINGS is out of step"
+assert tuple(ENERGY_PRESETS) == TIMINGS, "contract/vocab.py TIMINGS is out of step"
 
 
 # An energy window runs each mode in blocks of about this many ms, shorter than the
@@ -277,7 +277,7 @@ def with_gain(e: Energy, base: Energy) -> Energy:
 
 def on_timed_steps(ms: dict[str, Measurement]) -> None:
     """Every mode's energy per step from its windows' power and the step its rounds timed
-    (runner/format/energy.py on_step says why), and each graph mode's gain from the speedup
+    (contract/energy.py on_step says why), and each graph mode's gain from the speedup
     the point shows. Called after the windows, and again whenever a `--processes` pass
     pools more rounds into the point (the step moves; energy per step moves with it)."""
     derived: dict[str, Energy] = {}

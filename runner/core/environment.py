@@ -13,9 +13,9 @@ import shutil
 import socket
 import subprocess
 
-from runner.format.measurement import Clocks
-from runner.format.numbers import number_or_none
-from runner.format.run_record import Environment
+from contract.measurement import Clocks
+from contract.numbers import number_or_none
+from contract.run_record import Environment
 
 
 def _cpu_model() -> str | None:

@@ -1,5 +1,5 @@
 """`graph-memory`: capture one CUDA graph per size, largest first, and read the memory after
-each capture (GPU only; the attribution is runner/format/graph_memory.py, torch-free).
+each capture (GPU only; the attribution is contract/graph_memory.py, torch-free).
 
 Each series starts from a reset state (no pools, cuBLAS workspaces cleared, cache
 emptied), captures in the serving engines' order (largest first, vLLM and SGLang both do),
@@ -23,10 +23,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
+from contract.graph_memory import Capture
 from runner.core import memory
 from runner.core.modes import warm_up_on_side_stream
 from runner.core.point import reset_state
-from runner.format.graph_memory import Capture
 
 
 def capture_series(model, make_input: Callable, sizes: Sequence[int], pool_kind: str,

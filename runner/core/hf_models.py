@@ -1,7 +1,7 @@
 """`hf-causal-lm`: a transformers causal LM from its config, random weights, one step.
 
 transformers is imported here only, when the workload is resolved or built: the measuring
-core needs torch alone (runner/format/model_catalog.py says what the parameters are).
+core needs torch alone (contract/model_catalog.py says what the parameters are).
 
 The decode step is the case transformers' docs send to torch.compile(mode=
 "reduce-overhead"): one token per sequence against a StaticCache. In transformers 5 a
@@ -23,8 +23,8 @@ from typing import Any, TypedDict
 
 import torch
 
-from runner.format.catalog import WorkloadError
-from runner.format.model_catalog import HF_CONFIGS, HF_OVERRIDES, MODELS_EXTRA, model_source
+from contract.catalog import WorkloadError
+from contract.model_catalog import HF_CONFIGS, HF_OVERRIDES, MODELS_EXTRA, model_source
 
 NAME = "hf-causal-lm"
 

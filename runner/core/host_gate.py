@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.format.vocab import HOST_POLICIES as POLICIES
+from contract.vocab import HOST_POLICIES as POLICIES
 
 DEFAULT_POLICY = "exclusive"
 POLICY_VAR = "LAUNCHBENCH_HOST_POLICY"

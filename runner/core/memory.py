@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from runner.format.measurement import Memory, MemorySnapshot
+from contract.measurement import Memory, MemorySnapshot
 
 DEFAULT_POOL = (0, 0)
 

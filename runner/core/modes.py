@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.format.limits import TF32_TOLERANCE, TOLERANCE
-from runner.format.measurement import SeparateGraphs
-from runner.format.vocab import CUDA_GRAPH_MODES
+from contract.limits import TF32_TOLERANCE, TOLERANCE
+from contract.measurement import SeparateGraphs
+from contract.vocab import CUDA_GRAPH_MODES
 
 
 class Unsupported(Exception):

@@ -27,6 +27,9 @@ import logging
 import sys
 import traceback
 
+from contract import host_split
+from contract.measurement import Clocks, CompileCounters, Measurement, NoIdle
+from contract.vocab import COMPILED_MODES, CUDA_GRAPH_MODES
 from runner.core import cuda_fatal, energy, host_gate, memory, modes, profiling, stats
 from runner.core import rounds as rounds_mod
 from runner.core.compile_watch import compile_watch, cudagraph_status, no_recompiles
@@ -36,9 +39,6 @@ from runner.core.placement import placement
 from runner.core.rounds import store_rounds
 from runner.core.timing import Clock, TimingConfig, gc_paused, latency, phase, warm_up
 from runner.core.workloads import Workload
-from runner.format import host_split
-from runner.format.measurement import Clocks, CompileCounters, Measurement, NoIdle
-from runner.format.vocab import COMPILED_MODES, CUDA_GRAPH_MODES
 
 
 def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: int,

@@ -11,11 +11,11 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from runner.format.measurement import Launches, Trace
+from contract.measurement import Launches, Trace
 
-# The name tables live with the trace format (runner/format/trace.py), which the
+# The name tables live with the trace format (contract/trace.py), which the
 # dashboard reads without torch.
-from runner.format.trace import (  # noqa: F401 - re-exported for callers
+from contract.trace import (  # noqa: F401 - re-exported for callers
     GPU_ANNOTATION_PREFIXES,
     GPU_NON_KERNEL_PREFIXES,
     GRAPH_LAUNCH_NAME,
@@ -94,7 +94,7 @@ def _union_us(spans: list[tuple[float, float]]) -> float:
 def profile_step(step: Callable[[], object], steps: int,
                  trace: bool = False) -> tuple[Launches, Trace]:
     """Run `step` under torch.profiler (CPU + CUDA) and count per step; with `trace`, also
-    keep one representative step's timeline (runner/format/trace.py)."""
+    keep one representative step's timeline (contract/trace.py)."""
     import torch
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile, schedule

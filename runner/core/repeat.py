@@ -33,8 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from contract.specs import SweepSpec
 from runner.core.rounds import RepeatError, Rounds
-from runner.format.specs import SweepSpec
 
 CHILD_TIMEOUT_S = 1800
 

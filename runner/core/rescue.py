@@ -20,10 +20,10 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import replace
 
+from contract.measurement import Measurement
+from contract.specs import SweepSpec
 from runner.core.cuda_fatal import lost_in, lost_message
 from runner.core.repeat import child, end, read_spec
-from runner.format.measurement import Measurement
-from runner.format.specs import SweepSpec
 
 CHILD_TIMEOUT_S = 3600
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from contract.host_split import HOST_BOUND_SHARE
+from contract.measurement import Measurement, PairedRatio
+from contract.vocab import BASELINE_MODE as REFERENCE
 from runner.core import stats
 from runner.core.timing import TimingConfig
-from runner.format.host_split import HOST_BOUND_SHARE
-from runner.format.measurement import Measurement, PairedRatio
-from runner.format.vocab import BASELINE_MODE as REFERENCE
 
 
 class RepeatError(RuntimeError):
@@ -111,7 +111,7 @@ def host_bound(rounds: Rounds, mode: str) -> bool:
 
 def normalised(rounds: Rounds, mode: str) -> list[float]:
     """The mode's per-round steps at the rounds' median launch cost: a host-bound mode's
-    step scaled by median / that round's launch cost (runner/format/host_split.py says
+    step scaled by median / that round's launch cost (contract/host_split.py says
     why the host path scales with it); a GPU-bound mode's as measured."""
     xs = rounds.samples_ms[mode]
     if not host_bound(rounds, mode) or len(rounds.launch_us) != len(xs) \

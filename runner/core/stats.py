@@ -31,7 +31,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from runner.format.numbers import percentile
+from contract.numbers import percentile
 
 LEVEL = 0.95
 # A point's launch cost moving more than this ((p90 - p10) / median over its rounds)

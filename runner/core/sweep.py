@@ -19,15 +19,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
+from contract.bundle import now_iso
+from contract.measurement import Measurement
+from contract.run_record import Run
+from contract.specs import SpecError, SweepSpec, check_sweep
 from runner.core import cuda_fatal, rescue
 from runner.core.device import pick_device
 from runner.core.energy import ENERGY_PRESETS, EnergyPlan, idle_power
 from runner.core.timing import TIMING_PRESETS, Clock, for_processes, phase
 from runner.core.workloads import Workload, resolve
-from runner.format.bundle import now_iso
-from runner.format.measurement import Measurement
-from runner.format.run_record import Run
-from runner.format.specs import SpecError, SweepSpec, check_sweep
 
 __all__ = ["SpecError", "SweepSpec", "prepare", "run_sweep", "validate_spec"]
 
@@ -39,7 +39,7 @@ class Sink(Protocol):
 
 
 def validate_spec(spec: SweepSpec, allow_import: bool = True) -> Workload:
-    """The leaf's one check (runner/format/specs.py), then what needs this machine
+    """The contract's one check (contract/specs.py), then what needs this machine
     (prepare). Raise SpecError / WorkloadError (one line naming the bad value); return the
     resolved workload."""
     return prepare(check_sweep(spec, allow_import=allow_import), allow_import)
@@ -173,10 +173,10 @@ def _repeat_passes(spec: SweepSpec, sink: Sink, own: dict[int, tuple], config,
     stored from the first pass; as a pass brings a batch size's rounds, they are pooled
     with those so far and the batch size's points are replaced (sink.update), so a kill
     loses at most the pass in flight. Returns the run status (cancelled: stopped early)."""
+    from contract import host_split
     from runner.core import repeat
     from runner.core.energy import on_timed_steps
     from runner.core.point import store_rounds
-    from runner.format import host_split
 
     pooled = {b: copy.deepcopy(r) for b, (r, _) in own.items()}
     total = len(points(spec))

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from contract.vocab import TIMINGS
 from runner.core.stats import percentile
-from runner.format.vocab import TIMINGS
 
 
 @contextmanager
@@ -63,8 +63,8 @@ TIMING_PRESETS: dict[str, TimingConfig] = {
     "thorough": TimingConfig(warmup_ms=500, min_block_ms=20, min_rounds=20, max_rounds=2000,
                              round_budget_s=2.0, latency_calls=300, profile_steps=20),
 }
-# The names are the leaf's (the CLI, the form and the queue offer them); the figures here.
-assert tuple(TIMING_PRESETS) == TIMINGS, "runner/format/vocab.py TIMINGS is out of step"
+# The names are the contract's (the CLI, the form and the queue offer them); the figures here.
+assert tuple(TIMING_PRESETS) == TIMINGS, "contract/vocab.py TIMINGS is out of step"
 
 
 def for_processes(config: TimingConfig, processes: int) -> TimingConfig:

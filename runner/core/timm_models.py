@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from runner.format.catalog import WorkloadError
-from runner.format.model_catalog import MODELS_EXTRA
+from contract.catalog import WorkloadError
+from contract.model_catalog import MODELS_EXTRA
 
 NAME = "timm"
 

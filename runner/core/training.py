@@ -49,11 +49,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from contract.limits import TRAIN_TOLERANCE
+from contract.measurement import SeparateGraphs
 from runner.core import memory
 from runner.core.memory import clear_cublas_workspaces
 from runner.core.modes import Prepared, Unsupported
-from runner.format.limits import TRAIN_TOLERANCE
-from runner.format.measurement import SeparateGraphs
 
 LR = 1e-3
 # Steps of the correctness check; the GPU tests ask for 10.
@@ -171,7 +171,7 @@ class TrainTask:
     def compare(self, params: list, reference: list) -> tuple[float, float, float]:
         """(max_abs_err, tolerance, relative error) of a mode's parameters after
         CHECK_STEPS steps against eager's: max_abs_err elementwise, as for inference;
-        the verdict by the relative L2 distance of the updates (runner/format/limits.py,
+        the verdict by the relative L2 distance of the updates (contract/limits.py,
         TRAIN_TOLERANCE, says why not elementwise)."""
         err = diff = moved = 0.0
         for p, r, p0 in zip(params, reference, self.initial, strict=True):

@@ -1,5 +1,5 @@
 """Workloads: the models a sweep measures, built from the catalog's names
-(runner/format/catalog.py holds the names and parameters).
+(contract/catalog.py holds the names and parameters).
 
 Torch-free at import; torch is imported inside the build functions only.
 
@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.format.catalog import (  # noqa: F401 - the catalog, re-exported for callers
+from contract.catalog import (  # noqa: F401 - the catalog, re-exported for callers
     WORKLOADS,
     ParamSpec,
     WorkloadError,

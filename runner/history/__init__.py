@@ -3,7 +3,7 @@ series of runs ordered by torch version, date or run order, the change points al
 (through the `ruptures` library), and one run checked against a baseline run.
 
 A room of its own because both sides need it: the `check` command (runner/ops/) and the
-Trends page (pages/logic/). It stands on the leaf (runner/format/) and third-party
+Trends page (pages/logic/). It stands on the contract (contract/) and third-party
 packages only (pandas, numpy, ruptures): it may import nothing else of ours, and never
 torch, the database or Streamlit.
 """

@@ -1,5 +1,5 @@
 """Change points along a series of runs, and one run against a baseline, each judged by
-the project's one rule (runner/format/verdict.py).
+the project's one rule (contract/verdict.py).
 
 Finding where a series steps is a solved problem, so it is left to a library: `ruptures`
 (BSD-2, numpy and scipy only), PELT over the log of the figure with an L2 cost, its
@@ -35,9 +35,9 @@ import numpy as np
 import pandas as pd
 import ruptures
 
-from runner.format import verdict as vd
-from runner.format.numbers import number_or_none
-from runner.format.vocab import MODES
+from contract import verdict as vd
+from contract.numbers import number_or_none
+from contract.vocab import MODES
 from runner.history import series as hs
 
 # BIC's log(n) with a factor: at 2, 23% of simulated noise-only series of 5-30 runs got a
@@ -163,7 +163,7 @@ class ChangePoint:
     ratio: float              # before / after: above 1, the runs after are faster
     ratio_low: float | None
     ratio_high: float | None
-    rule: str                 # runner/format/verdict.py's word on the ratio
+    rule: str                 # contract/verdict.py's word on the ratio
     verdict: str              # regression, improvement or inconclusive
 
     @property

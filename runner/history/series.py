@@ -7,7 +7,7 @@ eager and the graphs alike leaves the speedup flat, and that is still a regressi
 
 Host-bound points are judged on the host-normalised step where the run has the figures
 (docs/MEASUREMENT.md, "Host and GPU apart"): the step projected to REFERENCE_US a launch
-(runner/format/host_split.py projected_step), so a run on a slower or busier host is not
+(contract/host_split.py projected_step), so a run on a slower or busier host is not
 read as a torch regression. The projected figure keeps the measured step's relative 95%
 interval (conservative: normalising narrows the spread a host adds).
 """
@@ -20,9 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from runner.format import host_split
-from runner.format.measurement import Measurement
-from runner.format.numbers import is_missing, number_or_none
+from contract import host_split
+from contract.measurement import Measurement
+from contract.numbers import is_missing, number_or_none
 
 # The launch cost a host-bound step is projected to: the middle of the references the
 # pages quote (host_split.REFERENCE_LAUNCH_US), a typical server CPU.

@@ -4,9 +4,9 @@ queued jobs (worker.py), where a sweep's points go (sinks.py), progress on the t
 (progress.py), a local worker started from the dashboard (launcher.py), the Slurm
 executor (slurm.py), one worker per GPU of a host (host.py).
 
-The runner's top floor: may import runner/core/, runner/serve/, runner/format/ and db/.
+The runner's top floor: may import runner/core/, runner/serve/, contract/ and db/.
 db/ and SQLAlchemy are imported inside functions where a command runs without them (a
 GPU host with torch alone still writes a bundle). pages/ may import launcher.py and
-slurm.py only, and those two import nothing of ours but db/, runner/format/ and (slurm)
+slurm.py only, and those two import nothing of ours but db/, contract/ and (slurm)
 the launcher.
 """

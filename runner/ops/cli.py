@@ -48,10 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
-    from runner.format.bundle import BundleError
+    from contract.bundle import BundleError
 
     errors: list[type[BaseException]] = [UsageError, BundleError]
-    for mod, cls in (("runner.format.catalog", "WorkloadError"), ("db.engine", "DatabaseError"),
+    for mod, cls in (("contract.catalog", "WorkloadError"), ("db.engine", "DatabaseError"),
                      ("db.store", "RunNotFound"), ("db.access", "ReadOnlyError"),
                      ("runner.ops.slurm", "SlurmError")):
         try:

@@ -15,8 +15,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from contract.queue import Job
 from db import jobs
-from runner.format.queue import Job
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: where `-m runner` resolves
 

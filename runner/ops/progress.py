@@ -11,8 +11,8 @@ import os
 import sys
 import time
 
-from runner.format.measurement import Measurement
-from runner.format.point_text import describe, parse
+from contract.measurement import Measurement
+from contract.point_text import describe, parse
 
 __all__ = ["Progress", "describe", "parse"]
 

@@ -1,7 +1,7 @@
 """Where a sweep's results go: the database, a bundle file, or both at once.
 
 A sink is anything with start(environment, run), point(measurement), finish(status) (a
-measurement: runner/format/measurement.py's typed Measurement, JSON only here); the
+measurement: contract/measurement.py's typed Measurement, JSON only here); the
 sweep calls them in that order (runner/core/sweep.py). With `--processes K` it also calls
 update(measurement) when a later pass has added its rounds to a point already handed
 over: the same (mode, batch_size), replaced. Standard library only at import: the
@@ -16,9 +16,9 @@ import os
 import threading
 from typing import Any
 
-from runner.format import bundle as fmt
-from runner.format.measurement import Measurement
-from runner.format.run_record import Environment, Run
+from contract import bundle as fmt
+from contract.measurement import Measurement
+from contract.run_record import Environment, Run
 
 
 class MemorySink:
@@ -83,7 +83,7 @@ class DbSink:
     killed process (SIGKILL: no clean-up runs) does, once LOST_AFTER_S has passed."""
 
     def __init__(self, engine: Any, heartbeat_s: float | None = None) -> None:
-        from runner.format.limits import HEARTBEAT_S
+        from contract.limits import HEARTBEAT_S
 
         self.engine = engine
         self.run_id: int | None = None

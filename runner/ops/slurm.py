@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.format.queue import Job
+from contract.queue import Job
 
 # The repository (runner/ops/slurm.py -> the folder holding app.py): the admin's slurm.toml
 # lives there, and it is where `-m runner` resolves on the compute nodes.

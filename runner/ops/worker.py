@@ -18,11 +18,11 @@ from typing import Any
 
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 
+from contract.measurement import Measurement
+from contract.point_text import describe
+from contract.queue import Job, Worker
+from contract.run_record import Environment, Run
 from db import jobs
-from runner.format.measurement import Measurement
-from runner.format.point_text import describe
-from runner.format.queue import Job, Worker
-from runner.format.run_record import Environment, Run
 
 POLL_S = 1.0
 # A result write that meets a database outage is tried again after each of these pauses
@@ -121,7 +121,7 @@ class _JobSink:
 
     def keep_unsent(self) -> str | None:
         """Write what was measured as a bundle file; its path, or None if nothing ran."""
-        from runner.format import bundle as fmt
+        from contract import bundle as fmt
 
         if not self.memory.started:
             return None
@@ -162,7 +162,7 @@ class _Heartbeat(threading.Thread):
 
 class WorkerLoop:
     """A worker's loop in this process: claim, run, heartbeat. Its row's record is
-    `self.info` (runner/format/queue.py Worker); the table model is db.models.WorkerRow."""
+    `self.info` (contract/queue.py Worker); the table model is db.models.WorkerRow."""
 
     def __init__(self, engine, name: str | None = None, *, heartbeat_s: float =
                  jobs.HEARTBEAT_S, lost_after_s: float = jobs.LOST_AFTER_S,

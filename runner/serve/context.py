@@ -10,10 +10,10 @@ from typing import Any
 
 import torch
 
+from contract import buckets
 from runner.core.modes import warm_up_on_side_stream
 from runner.core.point import clear_cublas_workspaces, reset_state
 from runner.core.workloads import Workload, model_dtype
-from runner.format import buckets
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The advisor's profile of a serve run: per candidate bucket size, eager time, the time
 to serve one request through that size's bucket, the graph pool that size takes captured
 alone, and what it adds when captured largest first into one shared pool (as the buckets
-strategy captures). runner/format/advisor.py chooses bucket sets from these figures.
+strategy captures). contract/advisor.py chooses bucket sets from these figures.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from dataclasses import replace
 
 import torch
 
+from contract.numbers import finite, percentile
+from contract.serve_record import ServeProfilePoint
 from runner.core import memory
-from runner.format.numbers import finite, percentile
-from runner.format.serve_record import ServeProfilePoint
 from runner.serve.context import Context, capture, reset
 
 PROFILE_CALLS = {True: 5, False: 25}  # quick, standard: synchronised calls per size

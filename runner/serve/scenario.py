@@ -27,23 +27,23 @@ from typing import Any
 
 import torch
 
-from runner.core import energy, memory
-from runner.core.workloads import Workload
-from runner.format import advisor, buckets
-from runner.format.buckets import Strategy
-from runner.format.bundle import now_iso
-from runner.format.json_shape import as_json
-from runner.format.limits import TOLERANCE
-from runner.format.measurement import Launches, split
-from runner.format.numbers import finite
-from runner.format.run_record import Environment, Run
-from runner.format.serve_record import (
+from contract import advisor, buckets
+from contract.buckets import Strategy
+from contract.bundle import now_iso
+from contract.json_shape import as_json
+from contract.limits import TOLERANCE
+from contract.measurement import Launches, split
+from contract.numbers import finite
+from contract.run_record import Environment, Run
+from contract.serve_record import (
     ServeConfig,
     ServeDetails,
     ServeEnergy,
     ServeProfileCounts,
     ServeResult,
 )
+from runner.core import energy, memory
+from runner.core.workloads import Workload
 from runner.serve.context import (  # noqa: F401 - the scenario's API includes its context
     Context,
     capture,
@@ -248,7 +248,7 @@ def _energy(ctx: Context, serve, counter) -> ServeEnergy:
 
 
 def measure(ctx: Context, s: Strategy, counter: Any = "energy not measured") -> ServeResult:
-    """One strategy's result record (runner/format/serve_record.py ServeResult).
+    """One strategy's result record (contract/serve_record.py ServeResult).
     `counter`: run_serve's energy counter, or the reason there is none."""
     stream = ctx.stream
     r = ServeResult.empty(s.name, requests=len(stream), real_rows=sum(stream))

@@ -9,11 +9,11 @@ import copy
 import pytest
 from sqlalchemy import func, select, text
 
+from contract import bundle as fmt
+from contract import graph_memory as gm
 from db import graph_memory as dbgm
 from db import migrate, store
 from db.models import GraphMemoryCaptureRow, MeasurementRow, RunRow
-from runner.format import bundle as fmt
-from runner.format import graph_memory as gm
 from tests.conftest import ROOT
 from tests.graph_memory_data import probe_bundle
 from tests.old_database import old_database

@@ -8,12 +8,12 @@ import json
 
 import pytest
 
+from contract import bundle as fmt
+from contract.measurement import Measurement
+from contract.run_record import Environment, Run
 from db.engine import make_engine
 from db.store import delete_run, export_bundle, import_bundle
 from pages.logic import links
-from runner.format import bundle as fmt
-from runner.format.measurement import Measurement
-from runner.format.run_record import Environment, Run
 from tests.apptest import open_app
 from tests.command_line import cli
 from tests.conftest import ROOT

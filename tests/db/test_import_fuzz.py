@@ -12,8 +12,8 @@ import uuid
 
 import pytest
 
+from contract import bundle as fmt
 from db.engine import make_engine
-from runner.format import bundle as fmt
 from runner.ops.cli import UsageError
 from runner.ops.commands.store import import_one
 from tests.conftest import ROOT

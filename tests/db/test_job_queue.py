@@ -15,14 +15,14 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select, text
 
+from contract import bundle as fmt
+from contract.measurement import Measurement
+from contract.queue import Job, JobProgress, Worker
+from contract.run_record import Environment, Run
 from db import jobs, store
 from db.access import ReadOnlyError
 from db.engine import make_engine
 from db.models import MeasurementRow, RunRow
-from runner.format import bundle as fmt
-from runner.format.measurement import Measurement
-from runner.format.queue import Job, JobProgress, Worker
-from runner.format.run_record import Environment, Run
 from tests.conftest import ROOT
 
 TINY = {"workload": "mlp", "params": {"depth": "1", "width": "4"}, "batch_sizes": [1],

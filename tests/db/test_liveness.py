@@ -20,13 +20,13 @@ import pytest
 from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import OperationalError
 
+from contract import bundle as fmt
+from contract import limits, queue
+from contract.run_record import Environment, Run
+from contract.specs import SweepSpec, estimate_cost
 from db import jobs, queries, store
 from db.engine import make_engine
 from db.models import JobRow, RunRow
-from runner.format import bundle as fmt
-from runner.format import limits, queue
-from runner.format.run_record import Environment, Run
-from runner.format.specs import SweepSpec, estimate_cost
 from tests.conftest import ROOT
 
 TINY = {"workload": "mlp", "params": {"depth": "1", "width": "4"}, "batch_sizes": [1, 2],

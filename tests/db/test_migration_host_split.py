@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
+from contract.host_split import split
 from db import migrate
-from runner.format.host_split import split
 from tests.old_database import old_database
 
 

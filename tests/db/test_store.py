@@ -5,11 +5,11 @@ import uuid
 import pytest
 from sqlalchemy import text
 
+from contract import bundle as fmt
+from contract.measurement import Measurement
+from contract.run_record import Environment, Run
 from db import store
 from db.engine import DatabaseError, make_engine
-from runner.format import bundle as fmt
-from runner.format.measurement import Measurement
-from runner.format.run_record import Environment, Run
 
 
 def _run(**kw):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from contract import bundle as fmt
 from db import queries
 from db.store import import_bundle
-from runner.format import bundle as fmt
 from tests.e2e_support import download_report, rendered_charts, wait_for_app
 from tests.synthetic import sweep_bundle
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from contract.run_summary import MEMORY_COST_LABEL
 from db import queries
-from runner.format.run_summary import MEMORY_COST_LABEL
 from tests.conftest import H200_MLP_UUID
 from tests.e2e_support import download_report, wait_for_app
 

@@ -9,9 +9,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from contract.run_summary import MEMORY_COST_LABEL
 from db import queries
 from db.store import import_bundle
-from runner.format.run_summary import MEMORY_COST_LABEL
 from tests.e2e_support import wait_for_app
 from tests.synthetic import sweep_bundle
 

@@ -9,12 +9,12 @@ import math
 import pandas as pd
 import pytest
 
+from contract import bundle as fmt
+from contract.run_summary import header_of
 from db import queries
 from db.samples import SAMPLES, seed_if_empty
 from db.store import import_bundle
 from pages.logic import analysis, board, comparing, links, metrics, noise, points_table
-from runner.format import bundle as fmt
-from runner.format.run_summary import header_of
 from tests.synthetic import sweep_bundle
 
 PUBLISHED = SAMPLES / "published-l40s-day25.json"

@@ -7,11 +7,11 @@ import math
 import pandas as pd
 import pytest
 
+from contract.run_summary import BREAK_EVEN_LABEL, NO_SPEEDUP
+from contract.verdict import INCONCLUSIVE, quoted
 from db import queries
 from db.store import import_bundle
 from pages.logic import board, comparing
-from runner.format.run_summary import BREAK_EVEN_LABEL, NO_SPEEDUP
-from runner.format.verdict import INCONCLUSIVE, quoted
 from tests.synthetic import sweep_bundle
 
 

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from contract import capture_sizes as cs
+from contract import graph_memory as gm
 from pages.charts import capture_charts
 from pages.logic import capture_advice as ca
-from runner.format import capture_sizes as cs
-from runner.format import graph_memory as gm
 from tests.apptest import open_app
 from tests.conftest import ROOT
 

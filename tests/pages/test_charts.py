@@ -9,10 +9,10 @@ import re
 import pandas as pd
 import pytest
 
+from contract import bundle as fmt
+from contract.run_summary import header_of
 from pages.charts import encodings, report, run_charts
 from pages.logic import analysis, comparing, points_table, run_text
-from runner.format import bundle as fmt
-from runner.format.run_summary import header_of
 from tests.synthetic import points_frame, sweep_bundle
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from contract import bundle as fmt
+from contract.run_summary import header_of
 from db.samples import SAMPLES
 from pages.charts import encodings, report, run_charts, serve_charts
 from pages.logic import analysis, comparing, cost, points_table, run_text, serve_tables
 from pages.logic.names import LINE_CHARS, device_name, run_choice
-from runner.format import bundle as fmt
-from runner.format.run_summary import header_of
 from tests.synthetic import points_frame, sweep_bundle
 
 MIB = 2**20

@@ -11,9 +11,9 @@ from html import unescape
 import pandas as pd
 import pytest
 
+from contract.run_summary import header_of, less_energy
 from pages.charts import report, run_charts
 from pages.logic import energy, points_table, run_text
-from runner.format.run_summary import header_of, less_energy
 from tests.apptest import charts as page_charts
 from tests.apptest import run_views, texts
 from tests.synthetic import points_frame, sweep_bundle

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from contract import bundle as fmt
+from contract.run_record import Environment, Run
+from contract.serve_record import ServeConfig
 from db import queries
 from db.access import ReadOnlyError
 from db.engine import make_engine
 from pages.logic import uploads
 from pages.widgets.data import import_uploads
-from runner.format import bundle as fmt
-from runner.format.run_record import Environment, Run
-from runner.format.serve_record import ServeConfig
 from tests.apptest import APP, charts, run_views, texts
 from tests.synthetic import sweep_bundle
 

@@ -86,8 +86,8 @@ def test_import_export_page_and_the_html_report(dash, stored):
 
 
 def test_curve_choices_and_frames():
-    from runner.format import bundle as fmt
-    from runner.format import graph_memory as gm
+    from contract import bundle as fmt
+    from contract import graph_memory as gm
 
     doc = gm.doc_from_bundle(fmt.validate(probe_bundle()), "x")
     frame = ca.captures_frame(doc)
@@ -97,8 +97,8 @@ def test_curve_choices_and_frames():
 
 
 def test_an_uploaded_graph_memory_bundle_says_what_it_holds(dash):
+    from contract import bundle as fmt
     from pages.widgets.data import import_uploads
-    from runner.format import bundle as fmt
 
     text = fmt.dumps(probe_bundle()).encode()
     (first,) = import_uploads(dash.engine, [("gm.json", text)])

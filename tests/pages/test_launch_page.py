@@ -8,12 +8,12 @@ from dataclasses import replace
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from contract.queue import Job, JobProgress, Worker
+from contract.specs import SweepSpec
 from db import jobs
 from db.engine import make_engine
 from pages.logic import launch_estimate as le
 from pages.logic import launch_form as lf
-from runner.format.queue import Job, JobProgress, Worker
-from runner.format.specs import SweepSpec
 from tests.apptest import open_app, texts
 
 
@@ -271,7 +271,7 @@ def test_time_left_never_reads_zero_while_something_still_runs():
 
 
 def test_the_bar_moves_per_mode_while_a_batch_size_is_set_up():
-    from runner.format.point_text import describe, parse
+    from contract.point_text import describe, parse
 
     spec = {"modes": ["eager", "compile"]}
 

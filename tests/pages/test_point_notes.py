@@ -9,10 +9,10 @@ import math
 import pandas as pd
 import pytest
 
+from contract import verdict as vd
+from contract.measurement import Measurement
+from contract.run_summary import BREAK_EVEN_LABEL, header_of, records, summarize
 from pages.logic import analysis, board, noise, points_table, run_text
-from runner.format import verdict as vd
-from runner.format.measurement import Measurement
-from runner.format.run_summary import BREAK_EVEN_LABEL, header_of, records, summarize
 from runner.ops.commands import sweep
 from tests.synthetic import points_frame, sweep_bundle
 

@@ -7,11 +7,11 @@ import shlex
 
 import pytest
 
+from contract.run_summary import RunHeader, header_of
 from db import queries
 from db.samples import SAMPLES, seed_if_empty
 from db.store import import_bundle
 from pages.logic import links
-from runner.format.run_summary import RunHeader, header_of
 from tests.synthetic import sweep_bundle
 
 BATCHES, MODES = [1, 8], ["eager", "compile"]

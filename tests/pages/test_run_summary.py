@@ -1,4 +1,4 @@
-"""One run, one set of figures: the typed run summary (runner/format/run_summary.py) and
+"""One run, one set of figures: the typed run summary (contract/run_summary.py) and
 every place that quotes it. The shipped H200 `mlp` sample read "+1 MiB" in the Run page
 headline (pool + peak over eager's peak) and 34 MiB on the Runs board (the graph pool);
 here the headline, the board, Compare, Trends, `runner list` and the HTML report are read
@@ -10,16 +10,16 @@ import math
 
 import pytest
 
-from db import queries
-from pages.charts import report
-from runner.format import verdict as vd
-from runner.format.run_summary import (
+from contract import verdict as vd
+from contract.run_summary import (
     MEMORY_COST_LABEL,
     RunHeader,
     header_of,
     record,
     summarize,
 )
+from db import queries
+from pages.charts import report
 from runner.ops.cli import main
 from tests.apptest import texts
 from tests.conftest import H200_MLP_UUID

@@ -13,14 +13,14 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from contract import buckets as B
+from contract import bundle as fmt
+from contract import serve_record as rec
+from contract.json_shape import as_json
 from db.engine import make_engine
 from db.store import import_bundle
 from pages.charts import serve_charts as sc
 from pages.logic import serve_tables
-from runner.format import buckets as B
-from runner.format import bundle as fmt
-from runner.format import serve_record as rec
-from runner.format.json_shape import as_json
 from tests.apptest import open_app
 
 MIB = 2**20

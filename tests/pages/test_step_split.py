@@ -8,10 +8,10 @@ import json
 
 import pytest
 
+from contract import host_split
+from contract.measurement import details_of
 from pages.charts import report, split_charts
 from pages.logic import points_table, step_split
-from runner.format import host_split
-from runner.format.measurement import details_of
 from tests.conftest import ROOT
 from tests.synthetic import points_frame
 

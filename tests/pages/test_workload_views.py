@@ -8,13 +8,13 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
+from contract import bundle as fmt
+from contract.run_summary import header_of
 from db import queries
 from db.samples import SAMPLES
 from db.store import import_bundle
 from pages.charts import workload_charts
 from pages.logic import workload_views as wv
-from runner.format import bundle as fmt
-from runner.format.run_summary import header_of
 from tests.apptest import texts
 from tests.synthetic import sweep_bundle
 

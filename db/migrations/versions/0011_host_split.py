@@ -3,7 +3,7 @@ busy time, the launches at the host's launch cost and the rest of the host's tim
 
 Existing points get the split computed from their own stored figures (step_ms,
 gpu_busy_ms, host and graph launches a step, launch_us) by the same rule the runner
-applies (runner/format/host_split.py split); points without those figures stay null.
+applies (contract/host_split.py split); points without those figures stay null.
 
 Revision ID: 0011_host_split
 Revises: 0010_graph_memory
@@ -12,7 +12,7 @@ Revises: 0010_graph_memory
 import sqlalchemy as sa
 from alembic import op
 
-from runner.format.host_split import split
+from contract.host_split import split
 
 revision = "0011_host_split"
 down_revision = "0010_graph_memory"

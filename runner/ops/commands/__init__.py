@@ -5,6 +5,6 @@ and the table several share. Each module has `register(subparsers)`, which sets
 `func=run` with `run(args) -> int` (runner/ops/cli.py).
 
 All are imported whenever the parser is built, so at module level they import only the
-standard library, runner/format/ and torch-free modules of the runner; torch, the
+standard library, contract/ and torch-free modules of the runner; torch, the
 measuring core and db/ inside functions: import, export and list run without torch.
 """

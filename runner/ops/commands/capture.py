@@ -17,12 +17,12 @@ import sys
 import uuid
 from typing import Any
 
-from runner.format import bundle as fmt
-from runner.format import capture_dist as cdist
-from runner.format import capture_sizes as cs
-from runner.format import graph_memory as gm
-from runner.format.capture_advisor import advise
-from runner.format.run_record import Run
+from contract import bundle as fmt
+from contract import capture_dist as cdist
+from contract import capture_sizes as cs
+from contract import graph_memory as gm
+from contract.capture_advisor import advise
+from contract.run_record import Run
 from runner.ops.cli import UsageError
 from runner.ops.commands import flags
 from runner.ops.commands.measured import MeasuringCommand, RunFailed, Storage

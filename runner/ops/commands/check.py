@@ -10,7 +10,7 @@ CI gate of issue 40.
 RUN is a stored run's id or a bundle file; the baseline may also be a query over RUN's
 series (`torch=2.5.1`, `label=nightly`, `gpu=NAME`, comma-joined: the newest match) or
 `previous` (the run stored before RUN in its series). Each point is judged by the one
-rule (runner/format/verdict.py) through runner/history/, on the host-normalised step
+rule (contract/verdict.py) through runner/history/, on the host-normalised step
 where the host sets it. Exit 1 when a point is a regression by the rule (its interval
 wholly slower) and slower by more than --threshold; 0 otherwise; 2 on bad input.
 
@@ -31,7 +31,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.format import bundle as fmt
+from contract import bundle as fmt
 from runner.ops.cli import UsageError
 from runner.ops.commands.flags import db_flag, table
 from runner.ops.commands.store import open_engine, parse_run_id
@@ -194,8 +194,8 @@ class Store:
 
     def series_runs(self, header: dict, gpu: str | None = None):
         """The stored sweeps of the header's series (with `gpu` in place of its device)."""
+        from contract.numbers import is_missing
         from db import queries
-        from runner.format.numbers import is_missing
         from runner.history import series as hs
 
         named = header.get("gpu_name")  # a database frame reads a CPU run's as None or NaN
@@ -270,7 +270,7 @@ class Row:
 
 
 def _interval(low, high) -> str:
-    from runner.format import verdict as vd
+    from contract import verdict as vd
 
     return "-" if low is None or high is None else vd.interval_text(low, high)
 

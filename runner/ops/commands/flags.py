@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Container, Sequence
 
-from runner.format import bundle as fmt
-from runner.format.vocab import TIMINGS
+from contract import bundle as fmt
+from contract.vocab import TIMINGS
 
 DB_HELP = "database URL (default: $LAUNCHBENCH_DB, else sqlite:///data/launchbench.db)"
 

@@ -12,8 +12,8 @@ import os
 import shlex
 import sys
 
+from contract.queue import Worker
 from runner.core import host_gate
-from runner.format.queue import Worker
 from runner.ops import host
 from runner.ops.cli import UsageError
 from runner.ops.commands import flags

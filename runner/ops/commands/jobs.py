@@ -13,8 +13,8 @@ import os
 import signal
 import sys
 
-from runner.format.catalog import WORKLOADS
-from runner.format.queue import Job
+from contract.catalog import WORKLOADS
+from contract.queue import Job
 from runner.ops import slurm
 from runner.ops.cli import UsageError
 from runner.ops.commands import flags, hosts

@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
-from runner.format import bundle as fmt
+from contract import bundle as fmt
 from runner.ops.cli import UsageError
 
 CANCELLED_EXIT = 130  # what a shell reports for a process ended by Ctrl-C

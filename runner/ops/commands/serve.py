@@ -13,12 +13,12 @@ import shlex
 import sys
 from typing import Any
 
-from runner.format import bundle as fmt
-from runner.format.buckets import ServeInputError
-from runner.format.limits import MAX_REQUESTS
-from runner.format.run_record import Environment, Run
-from runner.format.serve_record import ServeConfig, ServeProfilePoint, ServeResult, ServeSection
-from runner.format.specs import SpecError, check_serve
+from contract import bundle as fmt
+from contract.buckets import ServeInputError
+from contract.limits import MAX_REQUESTS
+from contract.run_record import Environment, Run
+from contract.serve_record import ServeConfig, ServeProfilePoint, ServeResult, ServeSection
+from contract.specs import SpecError, check_serve
 from runner.ops.cli import UsageError
 from runner.ops.commands import flags
 from runner.ops.commands.measured import MeasuringCommand, Storage
@@ -163,8 +163,8 @@ class Serve(MeasuringCommand):
     def resolve(self, args: argparse.Namespace, storage: Storage) -> None:
         self.device = flags.device(args.device, "serve")
 
+        from contract.buckets import request_stream
         from runner.core.workloads import resolve
-        from runner.format.buckets import request_stream
         from runner.serve import scenario as serve
 
         self.workload = resolve(args.workload, self.params)

@@ -11,9 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from runner.format import bundle as fmt
-from runner.format.run_summary import RunSummary
-from runner.format.vocab import EXPORT_FORMATS
+from contract import bundle as fmt
+from contract.run_summary import RunSummary
+from contract.vocab import EXPORT_FORMATS
 from runner.ops.cli import UsageError
 from runner.ops.commands.flags import ALL, db_flag, table
 
@@ -200,10 +200,10 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def _export_pytorch_benchmark(run_id: int, bundle: fmt.Bundle, out: str) -> int:
-    """The run's points as PyTorch benchmark records (runner/format/pytorch_benchmark.py),
+    """The run's points as PyTorch benchmark records (contract/pytorch_benchmark.py),
     written atomically; a run the format cannot hold, or one with no point to give, is
     one line and nothing written."""
-    from runner.format import pytorch_benchmark as pb
+    from contract import pytorch_benchmark as pb
 
     try:
         export = pb.records(bundle)

@@ -16,13 +16,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from runner.format import bundle as fmt
-from runner.format import specs
-from runner.format import verdict as vd
-from runner.format.catalog import WORKLOADS
-from runner.format.limits import MAX_BATCH_SIZE, MAX_LABEL, MAX_PROCESSES
-from runner.format.measurement import Measurement
-from runner.format.vocab import DEFAULT_PROCESSES
+from contract import bundle as fmt
+from contract import specs
+from contract import verdict as vd
+from contract.catalog import WORKLOADS
+from contract.limits import MAX_BATCH_SIZE, MAX_LABEL, MAX_PROCESSES
+from contract.measurement import Measurement
+from contract.vocab import DEFAULT_PROCESSES
 from runner.ops.cli import UsageError
 from runner.ops.commands import flags
 from runner.ops.commands.measured import MeasuringCommand, RunFailed, Storage
@@ -60,7 +60,7 @@ def register(sub) -> None:
 # --- parsing: each error is one line naming the flag and the value ---------------------
 
 def parse_batch_sizes(text: str) -> tuple[int, ...]:
-    """The leaf's parser (the Launch form uses it too), its message under the flag."""
+    """The contract's parser (the Launch form uses it too), its message under the flag."""
     try:
         return specs.parse_batch_sizes(text)
     except specs.SpecError as e:
@@ -139,13 +139,13 @@ DISAGREE = "#"
 
 
 def _medians_disagree(m: Measurement, eager: Measurement | None) -> bool:
-    """The one rule (runner/format/verdict.py medians_disagree) on a table cell's point."""
+    """The one rule (contract/verdict.py medians_disagree) on a table cell's point."""
     return vd.medians_disagree(eager.timing.step_ms if eager else None, m.timing.step_ms,
                                m.intervals.speedup_ci_low, m.intervals.speedup_ci_high)
 
 
 def _speedup_cell(m: Measurement | None, eager: Measurement | None) -> str:
-    """The paired speedup with its 95% interval, by the one rule (runner/format/
+    """The paired speedup with its 95% interval, by the one rule (contract/
     verdict.py): an inconclusive one shows only its interval; a ratio of medians for an
     older run, which has no interval."""
     if m is not None and m.intervals.speedup is not None:

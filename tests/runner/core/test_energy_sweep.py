@@ -9,11 +9,11 @@ import json
 
 import pytest
 
+from contract.measurement import ENERGY_NUMBER_FIELDS
+from contract.specs import check_sweep
 from runner.core import sweep as sweep_mod
 from runner.core.energy import ENERGY_PRESETS, energy_iters
 from runner.core.sweep import ENERGY_OFF, NO_CUDA, SpecError, SweepSpec, run_sweep
-from runner.format.measurement import ENERGY_NUMBER_FIELDS
-from runner.format.specs import check_sweep
 from runner.ops.cli import main
 from tests.fake_energy import FakeDevice
 from tests.sweep_sink import TINY, ListSink
@@ -143,7 +143,7 @@ def _serve_ctx():
 
 
 def test_serve_reports_energy_per_request_for_each_strategy():
-    from runner.format.buckets import parse_strategy
+    from contract.buckets import parse_strategy
 
     serve, ctx = _serve_ctx()
     counter = FakeDevice(wall=True, wall_power_w=100.0).counter()
@@ -161,8 +161,8 @@ def test_serve_reports_energy_per_request_for_each_strategy():
 
 
 def test_cli_table_shows_energy_columns_or_why_not():
-    from runner.format.energy import Energy
-    from runner.format.measurement import Measurement
+    from contract.energy import Energy
+    from contract.measurement import Measurement
     from runner.ops.commands.sweep import format_table
 
     def point(mode, step, mj=None):

@@ -12,10 +12,10 @@ from dataclasses import replace
 
 import pytest
 
+from contract.energy import Energy, EnergyWindow
 from runner.core import energy
 from runner.core.energy import EnergyConfig
 from runner.core.energy_counter import NVML_INSTALL, GpuIdentity, NvmlCounter, open_counter
-from runner.format.energy import Energy, EnergyWindow
 from tests.fake_energy import FakeDevice
 
 # The H200 figures: mlp fp32 batch 8.
@@ -347,7 +347,7 @@ def _energy(power_w: float, idle_w: float | None = None, bound: float = 0.05) ->
 
 
 def test_energy_per_step_follows_the_timed_step_not_the_window():
-    from runner.format.energy import on_step
+    from contract.energy import on_step
 
     # The window's own figure: 0.5 s / 100 steps = 5 ms a step at 120 W = 600 mJ; the
     # rounds timed 1.2 ms: 120 W x 1.2 ms = 144 mJ.
@@ -363,7 +363,7 @@ def test_energy_per_step_follows_the_timed_step_not_the_window():
 
 
 def test_energy_gain_is_power_ratio_times_the_shown_speedup():
-    from runner.format.energy import on_step, with_gain
+    from contract.energy import on_step, with_gain
 
     eager = on_step(_energy(130.0), 1.0, 0.9, 1.1)
     graph = on_step(_energy(100.0), 0.2, 0.19, 0.21)
@@ -377,7 +377,7 @@ def test_energy_gain_is_power_ratio_times_the_shown_speedup():
 
 
 def test_above_idle_inside_the_counters_error_is_said_so():
-    from runner.format.energy import above_idle_within_error, on_step
+    from contract.energy import above_idle_within_error, on_step
 
     idle = {"power_w": 118.0, "seconds": 1.0, "edge_s": 0.05}  # 5% bound
     close = on_step(_energy(120.0, idle_w=118.0), 1.0)

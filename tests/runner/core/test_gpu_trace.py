@@ -12,9 +12,9 @@ import json
 
 import pytest
 
+from contract import bundle as fmt
+from contract import trace as tr
 from runner.core.sweep import SweepSpec, run_sweep
-from runner.format import bundle as fmt
-from runner.format import trace as tr
 from runner.ops.sinks import MemorySink
 
 pytestmark = pytest.mark.gpu

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from contract.limits import TRAIN_TOLERANCE
 from runner.core.sweep import SweepSpec, run_sweep
 from runner.core.training import CHECK_STEPS
-from runner.format.limits import TRAIN_TOLERANCE
 from runner.ops.sinks import MemorySink
 
 pytestmark = pytest.mark.gpu

@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
+from contract.catalog import check_workload
+from contract.model_catalog import MODEL_DIR_ENV, MODELS_EXTRA
+from contract.specs import estimate_cost
 from runner.core.sweep import SweepSpec, run_sweep
 from runner.core.workloads import WorkloadError, resolve
-from runner.format.catalog import check_workload
-from runner.format.model_catalog import MODEL_DIR_ENV, MODELS_EXTRA
-from runner.format.specs import estimate_cost
 from runner.ops.sinks import MemorySink
 
 transformers = pytest.importorskip("transformers")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from contract.measurement import CompileCounters
 from runner.core.memory import MemState, figures, pool_bytes
 from runner.core.point import compare, cudagraph_status
 from runner.core.profiling import Event, ProfilingError, count
-from runner.format.measurement import CompileCounters
 
 
 def ev(name, gpu=False, start=0.0, end=0.0):

@@ -8,14 +8,14 @@ import json
 
 import pytest
 
+from contract import bundle as fmt
+from contract import trace as tr
+from contract.limits import MAX_TRACE_EVENTS
+from contract.run_summary import header_of
+from contract.trace import PointTrace
 from db import queries, store
 from db.engine import make_engine
 from runner.core.profiling import Event, count
-from runner.format import bundle as fmt
-from runner.format import trace as tr
-from runner.format.limits import MAX_TRACE_EVENTS
-from runner.format.run_summary import header_of
-from runner.format.trace import PointTrace
 from tests.synthetic import points_frame, sweep_bundle
 
 

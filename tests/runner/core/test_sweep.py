@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from contract.bundle import make_bundle, validate
+from contract.limits import MAX_BATCH_SIZE
 from runner.core.sweep import SpecError, SweepSpec, run_sweep, validate_spec
 from runner.core.workloads import WorkloadError
-from runner.format.bundle import make_bundle, validate
-from runner.format.limits import MAX_BATCH_SIZE
 from tests.sweep_sink import TINY, ListSink
 
 
@@ -185,14 +185,14 @@ def test_a_failing_repeat_process_keeps_the_first_pass_and_names_it(monkeypatch)
 def test_batch_sizes_take_ascii_digits_only_as_urls_do(text):
     """int() reads a full-width or Arabic-Indic digit as a digit; URLs refuse them. One
     rule for both: the Launch form's list and --batch-sizes refuse them, naming them."""
-    from runner.format.specs import parse_batch_sizes
+    from contract.specs import parse_batch_sizes
 
     with pytest.raises(SpecError, match="digits 0-9"):
         parse_batch_sizes(text)
 
 
 def test_workload_parameters_take_ascii_digits_only():
-    from runner.format.catalog import check_workload
+    from contract.catalog import check_workload
 
     with pytest.raises(WorkloadError, match="'２'"):
         check_workload("mlp", {"depth": "２"})

@@ -9,12 +9,12 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from contract.specs import check_sweep
 from runner.core import chain as chain_mod
 from runner.core.sweep import SweepSpec, run_sweep
 from runner.core.timing import Clock
 from runner.core.training import CHECK_STEPS
 from runner.core.workloads import WorkloadError, resolve
-from runner.format.specs import check_sweep
 from runner.ops.sinks import MemorySink
 
 
@@ -155,7 +155,7 @@ def test_kernel_chain_eager_and_compile_on_cpu_graph_modes_unsupported():
 
 
 def test_serve_refuses_a_training_step():
-    from runner.format.buckets import ServeInputError
+    from contract.buckets import ServeInputError
     from runner.serve.context import make_context
 
     with pytest.raises(ServeInputError, match="training step"):

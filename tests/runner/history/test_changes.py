@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from runner.format import verdict as vd
+from contract import verdict as vd
 from runner.history import changes as hc
 from runner.history import series as hs
 from tests.synthetic import points_frame, sweep_bundle

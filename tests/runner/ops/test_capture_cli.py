@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from runner.format import bundle as fmt
-from runner.format import capture_sizes as cs
-from runner.format import graph_memory as gm
+from contract import bundle as fmt
+from contract import capture_sizes as cs
+from contract import graph_memory as gm
 from tests.command_line import cli
 from tests.conftest import ROOT
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from contract import bundle as fmt
 from db.engine import make_engine
 from db.store import import_bundle
-from runner.format import bundle as fmt
 from tests.command_line import cli
 from tests.synthetic import sweep_bundle
 

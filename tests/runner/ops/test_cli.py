@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from runner.format import bundle as fmt
+from contract import bundle as fmt
 from runner.ops.cli import build_parser
 from tests.command_line import cli
 from tests.conftest import ROOT
@@ -236,9 +236,9 @@ def test_sweep_default_db_and_compile(capsys, default_db):
     assert low <= sp <= high
     # The figures are whatever this (busy) host measured: compare the text with the same
     # formatting the table uses (2 decimals, or 2 significant digits under 0.1x).
-    # An inconclusive figure (runner/format/verdict.py) is printed without its median;
+    # An inconclusive figure (contract/verdict.py) is printed without its median;
     # marks: * noisy, # medians outside the paired interval.
-    from runner.format import verdict as vd
+    from contract import verdict as vd
 
     assert row[3] == ("inconclusive" if vd.inconclusive(sp, low, high)
                       else f"{vd.x_text(sp)}x")
@@ -504,7 +504,7 @@ class _Stream(__import__("io").StringIO):
 
 @pytest.mark.parametrize("tty", [False, True], ids=["log", "terminal"])
 def test_progress_shows_points_current_point_and_eta(tty):
-    from runner.format.measurement import Measurement
+    from contract.measurement import Measurement
     from runner.ops.progress import Progress
 
     stream = _Stream(tty)
@@ -527,7 +527,7 @@ def test_progress_shows_points_current_point_and_eta(tty):
 
 
 def test_table_prints_intervals_marks_and_falls_back_for_old_runs():
-    from runner.format.measurement import Measurement
+    from contract.measurement import Measurement
     from runner.ops.commands.sweep import format_table
     from tests.synthetic import sweep_bundle
 
@@ -552,8 +552,8 @@ def test_table_prints_intervals_marks_and_falls_back_for_old_runs():
 
 
 def test_table_says_which_statistic_and_when_they_disagree_or_are_inconclusive():
-    from runner.format import verdict as vd
-    from runner.format.measurement import Measurement
+    from contract import verdict as vd
+    from contract.measurement import Measurement
     from runner.ops.commands.sweep import format_table
     from tests.synthetic import sweep_bundle
 

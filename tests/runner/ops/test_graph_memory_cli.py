@@ -10,8 +10,8 @@ import types
 
 import pytest
 
-from runner.format import bundle as fmt
-from runner.format import graph_memory as gm
+from contract import bundle as fmt
+from contract import graph_memory as gm
 from tests.command_line import cli
 from tests.conftest import ROOT
 from tests.graph_memory_data import probe_bundle, probe_rows
@@ -80,9 +80,9 @@ def fake_gpu(monkeypatch):
     what a real run hands it."""
     import torch
 
+    from contract.run_record import Environment
     from runner.core import environment, workloads
     from runner.core import graph_memory as core
-    from runner.format.run_record import Environment
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(workloads, "resolve", lambda name, params: types.SimpleNamespace(

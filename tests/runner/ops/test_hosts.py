@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from contract.queue import Worker
 from db import hosts, jobs
 from db.engine import make_engine
 from db.models import MeasurementRow, RunRow, WorkerRow
 from runner.core import host_gate
 from runner.core.placement import PlacementError, format_cpus, parse_cpus
-from runner.format.queue import Worker
 from runner.ops import host
 from runner.ops.cli import main
 from tests.conftest import ROOT

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
+from contract import queue
 from db import jobs, store
 from db.engine import make_engine
 from db.models import JobRow, MeasurementRow, RunRow
-from runner.format import queue
 from runner.ops import slurm
 from tests.conftest import ROOT, must_skip
 

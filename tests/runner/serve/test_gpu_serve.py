@@ -23,8 +23,8 @@ def ctx_for():
 def test_bucketed_graphs_replay_and_match_eager(ctx_for):
     import torch
 
+    from contract import buckets
     from runner.core.profiling import profile_step
-    from runner.format import buckets
     from runner.serve import scenario as serve
 
     stream = [3, 11, 16, 40, 1, 9, 33, 8]
@@ -51,7 +51,7 @@ def test_bucketed_graphs_replay_and_match_eager(ctx_for):
 
 
 def test_reduce_overhead_records_a_graph_per_new_size(ctx_for):
-    from runner.format import buckets
+    from contract import buckets
     from runner.serve import scenario as serve
 
     s = buckets.parse_strategy("reduce-overhead")

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
+from contract import bundle as fmt
 from db import serve as dbserve
 from db import store
 from db.engine import make_engine
 from db.models import MeasurementRow, RunRow, ServeResultRow
-from runner.format import bundle as fmt
 from runner.ops.cli import main
 from tests.old_database import old_database
 

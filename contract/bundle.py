@@ -1,0 +1,527 @@
+"""The result bundle: one run as a JSON file (docs/ARCHITECTURE.md, "The result bundle").
+
+Standard library only, so a GPU host with nothing but torch can write one, and the
+database layer (which must not import torch) can read one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypedDict
+
+from contract import graph_memory as gm
+from contract.json_shape import JsonObject
+from contract.limits import (
+    ENVIRONMENT_TEXT_LIMITS,
+    INT32_MAX,
+    INT64_MAX,
+    INT64_MIN,
+    MAX_BATCH_SIZE,
+    MAX_BUNDLE_BYTES,
+    MAX_BUNDLE_TRACE_EVENTS,
+    MAX_JSON_DEPTH,
+    MAX_LIST,
+    MAX_MESSAGE,
+    MAX_NODES,
+    MAX_POINTS,
+    MAX_STRING,
+    RUN_TEXT_LIMITS,
+)
+from contract.measurement import (
+    MEASUREMENT_FIELDS,
+    NUMBER_FIELDS,
+    TRACE_FIELD,
+    Measurement,
+)
+from contract.numbers import is_number
+from contract.run_record import ENVIRONMENT_FIELDS, RUN_FIELDS, EnvironmentJson, RunJson
+from contract.serve_record import SectionError, ServeSectionJson, validate_section
+from contract.trace import TraceError, validate_trace
+from contract.vocab import (
+    CUDAGRAPH_STATUSES,
+    DEVICES,
+    MODES,
+    POINT_STATUSES,
+    RUN_KINDS,
+    RUN_STATUSES,
+    SOURCES,
+    STOP_REASONS,
+)
+
+FORMAT = "launchbench.run"
+# Version 2 (serve runs) adds run.kind and an optional top-level "serve" section
+# (contract/serve_record.py); version 1 files read as sweeps. Version 3 (interleaved rounds)
+# adds the interval fields below: samples_ms holds one figure per round, aligned by index
+# across the modes of one batch size, and launch_us_rounds the host's launch cost in each
+# round. Older bundles read with those fields null: "no interval". Version 4 (issue 12) adds
+# each measurement's "trace": one profiled step's timeline (contract/trace.py), null
+# where none was kept (a CPU run, an older bundle, a failed point). Version 5 (issue 28)
+# adds each measurement's energy figures (contract/measurement.py,
+# ENERGY_NUMBER_FIELDS) and energy_unavailable_reason; older bundles read with them null:
+# "not measured". A graph-memory run (issue 27) has run.kind "graph-memory", no
+# measurements and a top-level "graph_memory" section (contract/graph_memory.py); a
+# reader that predates it refuses the kind in one line ("run.kind ... is not one of").
+# Version 6 (issue 39) adds each measurement's split of the step (SPLIT_NUMBER_FIELDS:
+# GPU busy, launch cost, the rest; contract/host_split.py) and, in details, the
+# speedup projected to reference launch costs; older bundles read with them null.
+VERSION = 6
+SUPPORTED_VERSIONS = (1, 2, 3, 4, 5, 6)
+
+# reserved_delta_bytes may be negative (setup can free cached blocks), and so may energy
+# above idle (a mode drawing about idle power, within the counter's error); the rest
+# cannot.
+SIGNED_FIELDS = ("reserved_delta_bytes", "energy_above_idle_mj_per_step")
+# Figures stored in integer columns: whole numbers within the column, never 1e30.
+INTEGER_FIELDS = {"samples": INT32_MAX, "graph_pool_bytes": INT64_MAX,
+                  "peak_allocated_bytes": INT64_MAX, "reserved_delta_bytes": INT64_MAX}
+class BundleError(ValueError):
+    """A bundle that cannot be read or does not follow the format. str() is one line."""
+
+
+# The keys only some bundles hold: a base of total=False marks them so (NotRequired is
+# Python 3.11's; the project reads on 3.10).
+class _Sections(TypedDict, total=False):
+    serve: ServeSectionJson  # a serve run's only (version 2 on)
+    graph_memory: gm.GraphMemorySection  # a graph-memory run's only (gm.SECTION)
+
+
+class BundleDoc(_Sections):
+    """A bundle's object, as make_bundle writes it and validate() checks it: the run's
+    records, each point's JSON (contract/measurement.py Measurement.to_json's,
+    MEASUREMENT_FIELDS then its trace) and the section of a serve or graph-memory run."""
+    format: str
+    version: int
+    environment: EnvironmentJson
+    run: RunJson
+    measurements: list[JsonObject]
+
+
+class Bundle(dict):
+    """A bundle (a BundleDoc) as validate() returns it, and so read() and loads(): checked
+    against the format and normalised where it entered. db/store.py import_bundle stores
+    it as it is and checks only a plain dict (one built in code), so a file is checked
+    once on its way to the database. Changed after the check, it is a plain dict's to
+    check again: pass it through validate()."""
+
+
+# C0 controls other than tab, newline and carriage return (PostgreSQL refuses NUL in text
+# and jsonb; the rest have no business in a label) and lone UTF-16 surrogates (no UTF-8
+# encoding exists for them, so they cannot be stored or sent to a browser).
+_BAD_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
+
+
+def _short(text: str) -> str:
+    return repr(text[:40]) + ("..." if len(text) > 40 else "")
+
+
+def check_plain(doc: Any, where: str = "bundle") -> None:
+    """Bounds on a whole parsed document, without recursion (a 5,000-deep list must not
+    raise RecursionError): depth, count of values, string length and characters, integers
+    within signed 64 bits, finite numbers, list lengths. BundleError names the path."""
+    stack: list[tuple[Any, int, str]] = [(doc, 1, where)]
+    nodes = 0
+    while stack:
+        v, depth, path = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            raise BundleError(f"{where} holds more than {MAX_NODES} values")
+        if isinstance(v, str):
+            _check_string(v, path)
+        elif isinstance(v, bool) or v is None:
+            continue
+        elif isinstance(v, int):
+            if not INT64_MIN <= v <= INT64_MAX:
+                raise BundleError(f"{path}: integer {_short(str(v))} is outside signed "
+                                  "64 bits")
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise BundleError(f"{path} {v!r} is not a finite number")
+        elif isinstance(v, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                raise BundleError(f"{path}: nested deeper than {MAX_JSON_DEPTH} levels")
+            if isinstance(v, dict):
+                for k, x in v.items():
+                    if not isinstance(k, str):
+                        raise BundleError(f"{path}: key {k!r} is not text")
+                    _check_string(k, f"{path} key")
+                    stack.append((x, depth + 1, f"{path}.{k[:40]}"))
+            else:
+                if len(v) > MAX_LIST:
+                    raise BundleError(f"{path}: {len(v)} items, more than {MAX_LIST}")
+                stack.extend((x, depth + 1, f"{path}[{i}]") for i, x in enumerate(v))
+        else:
+            raise BundleError(f"{path}: a {type(v).__name__} is not a JSON value")
+
+
+def _check_string(v: str, path: str) -> None:
+    if len(v) > MAX_STRING:
+        raise BundleError(f"{path}: text of {len(v)} characters, more than {MAX_STRING}")
+    bad = _BAD_CHARS.search(v)
+    if bad:
+        raise BundleError(f"{path}: text {_short(v)} holds the character "
+                          f"U+{ord(bad.group()):04X} (control characters and lone "
+                          "surrogates are refused)")
+
+
+def empty_measurement(mode: str, batch_size: int) -> JsonObject:
+    """A measurement's JSON with every figure unknown (a bundle built by hand; the runner
+    builds a Measurement)."""
+    return Measurement(mode, batch_size).to_json()
+
+
+def make_bundle(environment: Mapping[str, Any], run: Mapping[str, Any],
+                measurements: Sequence[Measurement | Mapping[str, Any]],
+                serve: ServeSectionJson | None = None,
+                graph_memory: gm.GraphMemorySection | None = None) -> BundleDoc:
+    """The bundle of one run; a typed Measurement turns to JSON here."""
+    measurements = [m.to_json() if isinstance(m, Measurement) else m for m in measurements]
+    doc: BundleDoc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "environment": {f: environment.get(f) for f in ENVIRONMENT_FIELDS},
+        "run": {**{f: run.get(f) for f in RUN_FIELDS},
+                "kind": run.get("kind") or ("serve" if serve is not None else
+                                            "graph-memory" if graph_memory is not None
+                                            else "sweep")},
+        "measurements": [{**{f: m.get(f) for f in MEASUREMENT_FIELDS},
+                          TRACE_FIELD: t} for m, t in zip(measurements,
+                                                          _traces_within_budget(measurements),
+                                                          strict=True)],
+    }
+    if serve is not None:
+        doc["serve"] = serve
+    if graph_memory is not None:
+        doc[gm.SECTION] = graph_memory
+    return doc
+
+
+def contents(doc: BundleDoc) -> str:
+    """What a validated bundle holds, in a few words (import and export say it): a
+    graph-memory run has captures, not points."""
+    sec = doc.get(gm.SECTION)
+    if sec is not None:
+        n = sum(len(v) for v in sec["series"].values())
+        return f"graph-memory, {n} captures of {len(sec['sizes'])} sizes"
+    return f"{len(doc['measurements'])} points"
+
+
+def graph_memory_doc(doc: Any, source: str) -> gm.GraphMemoryDoc:
+    """A graph-memory run's document (graph_memory.read_doc's form, what curve() reads)
+    from either file form: a bundle of kind graph-memory (graph-memory --out, export) or
+    the older launchbench.graph-memory document. GraphMemoryError names `source`."""
+    if isinstance(doc, dict) and doc.get("format") == FORMAT:
+        try:
+            return gm.doc_from_bundle(validate(doc), source)
+        except BundleError as e:
+            raise gm.GraphMemoryError(f"{source}: {e}") from None
+    return gm.read_doc(doc, source)
+
+
+def _events(trace: Any) -> int:
+    if not isinstance(trace, dict):
+        return 0
+    return sum(len(v) for v in (trace.get("cpu"), trace.get("gpu")) if isinstance(v, list))
+
+
+def _traces_within_budget(measurements: list[dict]) -> list[dict | None]:
+    """Each point's trace, in order, until MAX_BUNDLE_TRACE_EVENTS; None after that."""
+    out, used = [], 0
+    for m in measurements:
+        t = m.get(TRACE_FIELD)
+        used += _events(t)
+        out.append(t if used <= MAX_BUNDLE_TRACE_EVENTS else None)
+    return out
+
+
+def parse_time(value: Any) -> datetime | None:
+    """ISO 8601 text to an aware datetime (naive means UTC); None when it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _check_text_fields(where: str, obj: dict, limits: dict[str, int]) -> None:
+    for f, limit in limits.items():
+        v = obj.get(f)
+        if v is None:
+            continue
+        if not isinstance(v, str):
+            raise BundleError(f"{where}.{f} {v!r} must be text or null")
+        if len(v) > limit:
+            raise BundleError(f"{where}.{f} {v[:40]!r}... is longer than {limit} characters")
+
+
+def validate(doc: Any) -> Bundle:
+    """Check a parsed bundle; return it normalised, or raise BundleError naming the value."""
+    if not isinstance(doc, dict):
+        raise BundleError(f"not a launchbench bundle: top level is {type(doc).__name__}, "
+                          "expected an object")
+    check_plain(doc)
+    if doc.get("format") != FORMAT:
+        shown = doc.get("format")
+        shown = _short(shown) if isinstance(shown, str) else repr(shown)
+        raise BundleError(f"wrong format {shown}: expected {FORMAT!r}")
+    if type(doc.get("version")) is not int or doc["version"] not in SUPPORTED_VERSIONS:
+        raise BundleError(f"unsupported bundle version {doc.get('version')!r}: this "
+                          f"launchbench reads {', '.join(map(str, SUPPORTED_VERSIONS))}")
+    for key in ("environment", "run"):
+        if not isinstance(doc.get(key), dict):
+            raise BundleError(f"bundle field {key!r} must be an object")
+    if not isinstance(doc.get("measurements"), list):
+        raise BundleError("bundle field 'measurements' must be a list")
+    if len(doc["measurements"]) > MAX_POINTS:
+        raise BundleError(f"bundle holds {len(doc['measurements'])} points, more than "
+                          f"{MAX_POINTS} (every mode at {MAX_POINTS // 4} batch sizes)")
+    env, run = doc["environment"], doc["run"]
+    _check_text_fields("environment", env, ENVIRONMENT_TEXT_LIMITS)
+    _check_text_fields("run", run, RUN_TEXT_LIMITS)
+    for f in ("gpu_count", "sm_count", "gpu_memory_bytes"):
+        v = env.get(f)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            raise BundleError(f"environment.{f} {v!r} must be a non-negative integer or null")
+    if env.get("device") not in DEVICES:
+        raise BundleError(f"environment.device {env.get('device')!r} is not one of "
+                          f"{', '.join(DEVICES)}")
+    for f in ("uuid", "workload", "created_at"):
+        if not isinstance(run.get(f), str) or not run[f].strip():
+            raise BundleError(f"run.{f} {run.get(f)!r} must be a non-empty string")
+    for f in ("created_at", "finished_at"):
+        if run.get(f) is not None and parse_time(run[f]) is None:
+            raise BundleError(f"run.{f} {run[f]!r} is not an ISO 8601 date-time")
+    if run.get("status") not in RUN_STATUSES:
+        raise BundleError(f"run.status {run.get('status')!r} is not one of "
+                          f"{', '.join(RUN_STATUSES)}")
+    if (run.get("source") or "measured") not in SOURCES:
+        raise BundleError(f"run.source {run.get('source')!r} is not one of "
+                          f"{', '.join(SOURCES)}")
+    if run.get("workload_params") is not None and not isinstance(run["workload_params"], dict):
+        raise BundleError("run.workload_params must be an object")
+    kind = run.get("kind") or "sweep"
+    if kind not in RUN_KINDS:
+        raise BundleError(f"run.kind {kind!r} is not one of {', '.join(RUN_KINDS)}")
+    if doc["version"] == 1 and (kind != "sweep" or "serve" in doc):
+        raise BundleError("a version 1 bundle holds a sweep only (serve runs are version 2)")
+    serve = _validate_serve(doc.get("serve"), kind)
+    graph_memory = _validate_graph_memory(doc.get(gm.SECTION), kind, doc["measurements"])
+    events = sum(_events(m.get(TRACE_FIELD)) for m in doc["measurements"]
+                 if isinstance(m, dict))
+    if events > MAX_BUNDLE_TRACE_EVENTS:
+        raise BundleError(f"bundle holds {events} trace events, more than "
+                          f"{MAX_BUNDLE_TRACE_EVENTS}")
+    seen = set()
+    for i, m in enumerate(doc["measurements"]):
+        _validate_measurement(i, m)
+        key = (m["mode"], m["batch_size"])
+        if key in seen:
+            raise BundleError(f"measurement {i}: duplicate point mode={key[0]!r} "
+                              f"batch_size={key[1]}")
+        seen.add(key)
+    out = {
+        "format": FORMAT,
+        "version": doc["version"],
+        "environment": {f: env.get(f) for f in ENVIRONMENT_FIELDS},
+        "run": {**{f: run.get(f) for f in RUN_FIELDS},
+                "source": run.get("source") or "measured", "kind": kind,
+                "workload_params": run.get("workload_params") or {}},
+        "measurements": [{**{f: m.get(f) for f in MEASUREMENT_FIELDS},
+                          "samples_ms": m.get("samples_ms") or [],
+                          "launch_us_rounds": m.get("launch_us_rounds") or [],
+                          "details": m.get("details") or {},
+                          "message": m.get("message") or "",
+                          TRACE_FIELD: m.get(TRACE_FIELD)}
+                         for m in doc["measurements"]],
+    }
+    if serve is not None:
+        out["serve"] = serve
+    if graph_memory is not None:
+        out[gm.SECTION] = graph_memory
+    return Bundle(out)
+
+
+def _validate_graph_memory(section: Any, kind: str, measurements: list
+                           ) -> gm.GraphMemorySection | None:
+    """A graph-memory run carries its section and no points; any other run no section."""
+    if section is None:
+        if kind == "graph-memory":
+            raise BundleError(f"run.kind is 'graph-memory' but the bundle has no "
+                              f"{gm.SECTION!r} section")
+        return None
+    if kind != "graph-memory":
+        raise BundleError(f"bundle has a {gm.SECTION!r} section but run.kind is {kind!r}")
+    if measurements:
+        raise BundleError(f"a graph-memory run has no measurements; this one has "
+                          f"{len(measurements)}")
+    try:
+        return gm.validate_section(section)
+    except gm.GraphMemoryError as e:
+        raise BundleError(str(e)) from None
+
+
+def _validate_serve(section: Any, kind: str) -> ServeSectionJson | None:
+    """A serve run carries its serve section and a sweep none (format version 2)."""
+    if section is None:
+        if kind == "serve":
+            raise BundleError("run.kind is 'serve' but the bundle has no 'serve' section")
+        return None
+    if kind != "serve":
+        raise BundleError(f"bundle has a 'serve' section but run.kind is {kind!r}")
+
+    try:
+        return validate_section(section)
+    except SectionError as e:
+        raise BundleError(str(e)) from None
+
+
+def _validate_measurement(i: int, m: Any) -> None:
+    where = f"measurement {i}"
+    if not isinstance(m, dict):
+        raise BundleError(f"{where}: expected an object, got {type(m).__name__}")
+    if m.get("mode") not in MODES:
+        raise BundleError(f"{where}: unknown mode {m.get('mode')!r} (known: "
+                          f"{', '.join(MODES)})")
+    b = m.get("batch_size")
+    if not isinstance(b, int) or isinstance(b, bool) or not 1 <= b <= MAX_BATCH_SIZE:
+        raise BundleError(f"{where}: batch_size {b!r} must be an integer from 1 to "
+                          f"{MAX_BATCH_SIZE}")
+    if m.get("message") is not None and not isinstance(m["message"], str):
+        raise BundleError(f"{where}: message {m['message']!r} must be text")
+    if len(m.get("message") or "") > MAX_MESSAGE:
+        raise BundleError(f"{where}: message of {len(m['message'])} characters, more than "
+                          f"{MAX_MESSAGE}")
+    if m.get("status") not in POINT_STATUSES:
+        raise BundleError(f"{where}: status {m.get('status')!r} is not one of "
+                          f"{', '.join(POINT_STATUSES)}")
+    cg = m.get("cudagraph_status") or "n/a"
+    if cg not in CUDAGRAPH_STATUSES:
+        raise BundleError(f"{where}: cudagraph_status {cg!r} is not one of "
+                          f"{', '.join(CUDAGRAPH_STATUSES)}")
+    for f in NUMBER_FIELDS:
+        v = m.get(f)
+        if v is None:
+            continue
+        if not is_number(v):
+            raise BundleError(f"{where}: {f} {v!r} is not a finite number")
+        if v < 0 and f not in SIGNED_FIELDS:
+            raise BundleError(f"{where}: {f} {v!r} is negative")
+        top = INTEGER_FIELDS.get(f)
+        if top is not None and (not isinstance(v, int) or not -top - 1 <= v <= top):
+            raise BundleError(f"{where}: {f} {v!r} must be a whole number up to {top}")
+    reason = m.get("energy_unavailable_reason")
+    if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_MESSAGE):
+        raise BundleError(f"{where}: energy_unavailable_reason {_short(str(reason))} must "
+                          f"be text of at most {MAX_MESSAGE} characters or null")
+    for f in ("correct", "noisy", "host_unstable"):
+        if m.get(f) not in (None, True, False):
+            raise BundleError(f"{where}: {f} {m.get(f)!r} must be true, false or null")
+    if m.get("stop_reason") not in (None, *STOP_REASONS):
+        raise BundleError(f"{where}: stop_reason {m.get('stop_reason')!r} is not one of "
+                          f"{', '.join(STOP_REASONS)} or null")
+    for f in ("samples_ms", "launch_us_rounds"):
+        xs = m.get(f) or []
+        if not isinstance(xs, list) or not all(is_number(s) and s >= 0 for s in xs):
+            raise BundleError(f"{where}: {f} must be a list of non-negative numbers")
+    if m.get("details") is not None and not isinstance(m["details"], dict):
+        raise BundleError(f"{where}: details must be an object")
+    if m.get(TRACE_FIELD) is not None:
+        try:
+            validate_trace(m[TRACE_FIELD], f"{where}: trace")
+        except TraceError as e:
+            raise BundleError(str(e)) from None
+
+
+def check_measurement(m: Any) -> None:
+    """One point as a writer (a sweep, a worker) is about to store it: the same bounds an
+    imported bundle meets, so what a run writes can always be exported and imported."""
+    check_plain(m, "measurement")
+    _validate_measurement(0, m)
+
+
+def loads(text: str, name: str = "bundle") -> Bundle:
+    if len(text) > MAX_BUNDLE_BYTES:
+        raise BundleError(f"{name} is {len(text) / 1024 / 1024:.1f} MB: over the "
+                          f"{MAX_BUNDLE_BYTES >> 20} MB limit for a bundle")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BundleError(f"{name} is not valid JSON (truncated or corrupt?): {e}") from None
+    except RecursionError:
+        raise BundleError(f"{name}: JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError as e:  # an integer literal of thousands of digits
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise BundleError(f"{name} cannot be read as JSON: {first}") from None
+    return validate(doc)
+
+
+def read(path: str | os.PathLike) -> Bundle:
+    p = Path(path)
+    if not p.exists():
+        raise BundleError(f"bundle file {str(p)!r} does not exist")
+    if not p.is_file():
+        raise BundleError(f"bundle file {str(p)!r} is not a file")
+    if p.stat().st_size > MAX_BUNDLE_BYTES:
+        raise BundleError(f"bundle file {str(p)!r} is {p.stat().st_size / 1024 / 1024:.1f} "
+                          f"MB: over the {MAX_BUNDLE_BYTES >> 20} MB limit for a bundle")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise BundleError(f"cannot read bundle file {str(p)!r}: {e}") from None
+    return loads(text, name=f"bundle file {str(p)!r}")
+
+
+# A list of numbers (and nulls) only: written on one line. Samples and trace events
+# one value per line would triple a traced bundle's size (a trace event is such a list).
+_NUMBER_LIST = re.compile(r"\[(?:\s*(?:-?[\d.eE+-]+|null)\s*,)*\s*(?:-?[\d.eE+-]+|null)?\s*\]")
+_SPACE = re.compile(r"\s+")
+
+
+def dumps(doc: dict) -> str:
+    text = json.dumps(doc, indent=1, sort_keys=False, allow_nan=False)
+    return _NUMBER_LIST.sub(lambda m: _SPACE.sub("", m.group()), text) + "\n"
+
+
+def check_writable(path: str | os.PathLike) -> Path:
+    """Fail early (before any measuring) when the bundle could not be written."""
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise BundleError(f"--out {str(p)!r} is a directory, expected a file name")
+    if not parent.is_dir():
+        raise BundleError(f"--out {str(p)!r}: directory {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise BundleError(f"--out {str(p)!r} is not writable")
+    return p
+
+
+def write(path: str | os.PathLike, doc: dict) -> Path:
+    """Write atomically: a reader never sees half a file, a crash leaves the old one."""
+    return write_text(path, dumps(validate(doc)))
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    """Any file `export` writes, atomically (write's way): a reader never sees half a
+    file, a crash leaves the old one."""
+    p = check_writable(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return p

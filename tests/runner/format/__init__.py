@@ -1,2 +1,0 @@
-"""Tests of runner/format/, the torch-free leaf: bundles, the typed point, verdicts, buckets
-and capture sizes, sweep specs."""
