@@ -19,6 +19,10 @@ of the two: the GPU's power drifts as it warms (on the H200 the 8192 point's loo
 476 W, then 505 W a few seconds later), so a reading taken only after the runner's would
 count that drift against it. The two loops' spread is printed ("drift").
 
+Where ML.ENERGY's Zeus is installed, a third reading: ZeusMonitor's begin/end window
+around 0.2 s of the same step (about the time the runner's windows give a mode), printed
+as its difference from the loop ("zeus diff"), for docs/MEASUREMENT.md's comparison.
+
 The two agree when |runner / loop - 1| is within 5% where the GPU is busy >= 80% of the
 step (the runner's gpu_busy_ms over step_ms) and within 10% elsewhere. The loop's own
 step (its seconds over its steps) is printed beside the runner's timed step: at
@@ -105,10 +109,41 @@ def loop_reading(step, counter, loop_s: float, sync) -> dict:
             "step_ms": (t1 - t0) * 1e3 / steps, "seconds": t1 - t0, "steps": steps}
 
 
+ZEUS_S = 0.2  # about the runner's windows' time per mode at the standard preset
+
+
+def zeus_reading(step, sync, seconds: float = ZEUS_S) -> float | None:
+    """Energy per step from ML.ENERGY's Zeus (`pip install zeus`): its begin/end window
+    around `seconds` of the step (Zeus syncs at both ends), for the comparison
+    docs/MEASUREMENT.md draws ("Energy"). None where zeus is not installed."""
+    global _ZEUS
+    try:
+        from zeus.monitor import ZeusMonitor
+    except ImportError:
+        return None
+    import torch
+
+    if _ZEUS is None:
+        _ZEUS = ZeusMonitor(gpu_indices=[torch.cuda.current_device()], cpu_indices=[])
+    sync()
+    _ZEUS.begin_window("lb")
+    t0, n = time.perf_counter(), 0
+    while time.perf_counter() - t0 < seconds:
+        step()
+        n += 1
+    m = _ZEUS.end_window("lb")
+    return m.total_energy * 1e3 / n
+
+
+_ZEUS = None
+
+
 def mean_reading(before: dict, after: dict) -> dict:
     """The two loops' mean, and how far the second moved from the first (energy per step)."""
     out = {k: (before[k] + after[k]) / 2 for k in ("mj_per_step", "power_w", "step_ms")}
     out["drift"] = after["mj_per_step"] / before["mj_per_step"] - 1
+    zeus = [r["zeus"] for r in (before, after) if r.get("zeus") is not None]
+    out["zeus"] = sum(zeus) / len(zeus) if zeus else None
     return out
 
 
@@ -124,11 +159,13 @@ def independent(name: str, params: dict, batch: int, counter, loop_s: float) -> 
     out = {}
     with torch.no_grad():
         out["eager"] = loop_reading(lambda: model(x), counter, loop_s, torch.cuda.synchronize)
+        out["eager"]["zeus"] = zeus_reading(lambda: model(x), torch.cuda.synchronize)
         warm_up_on_side_stream(model, x)
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             model(x)
         out["cuda-graph"] = loop_reading(g.replay, counter, loop_s, torch.cuda.synchronize)
+        out["cuda-graph"]["zeus"] = zeus_reading(g.replay, torch.cuda.synchronize)
     torch.cuda.synchronize()
     return out
 
@@ -156,7 +193,7 @@ def main() -> int:
             m, lp = ms[mode], mean_reading(before[mode], after[mode])
             e = m.energy
             if e.energy_mj_per_step is None:
-                rows.append((kind, batch, mode, "-", "-", "-", "-", "-", "-", "-", "-",
+                rows.append((kind, batch, mode, "-", "-", "-", "-", "-", "-", "-", "-", "-",
                              f"no figure: {e.unavailable_reason or m.message}"))
                 failed += 1
                 continue
@@ -165,17 +202,23 @@ def main() -> int:
             off = e.energy_mj_per_step / lp["mj_per_step"] - 1
             ok = abs(off) <= bar
             failed += not ok
+            zeus = "-" if lp["zeus"] is None else f"{lp['zeus'] / lp['mj_per_step'] - 1:+.1%}"
             rows.append((kind, batch, mode, f"{e.energy_mj_per_step:.3f}",
                          f"{lp['mj_per_step']:.3f}", f"{off:+.1%}", f"{bar:.0%}",
                          f"{m.timing.step_ms:.4f}", f"{lp['step_ms']:.4f}",
                          f"{e.avg_power_w:.1f}/{lp['power_w']:.1f}", f"{lp['drift']:+.1%}",
-                         f"busy {busy:.0%} {'ok' if ok else 'MISS'}"))
+                         zeus, f"busy {busy:.0%} {'ok' if ok else 'MISS'}"))
     head = ("workload", "batch", "mode", "runner mJ", "loop mJ", "diff", "bar",
-            "runner ms", "loop ms", "W runner/loop", "drift", "verdict")
+            "runner ms", "loop ms", "W runner/loop", "drift", "zeus diff", "verdict")
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     lines = ["  ".join(str(v).rjust(w) for v, w in zip(r, widths, strict=True))
              for r in [head, *rows]]
-    text = "\n".join(lines) + f"\n{len(rows) - failed} of {len(rows)} within their bar"
+    import torch
+
+    text = (f"GPU {torch.cuda.get_device_name(0)}, torch {torch.__version__}\n"
+            + "\n".join(lines) + f"\n{len(rows) - failed} of {len(rows)} within their bar"
+            f" (zeus diff: ZeusMonitor's begin/end window of {ZEUS_S} s of the same step "
+            "against the loop, where zeus is installed)")
     print(text)
     if a.out:
         Path(a.out).write_text(text + "\n")

@@ -10,10 +10,12 @@ Three questions, each printed as a short table:
 2. counter How NVML's total-energy counter answers a step of load: a reader thread polls
            it while the GPU goes idle -> mlp 8192 eager (free-running) -> idle; the power
            per 50 ms after the load starts and stops shows the counter's lag and ramp.
-3. windows The runner's energy windows (measure_energy, standard preset, eager and
-           cuda-graph interleaved) against a threaded reader with a lead-in, Zeus's
-           begin/end window (if zeus is importable) and the long loop of
-           bench/energy_check.py, at mlp batch 1 and 8192.
+3. windows The runner's energy windows (measure_energy, standard preset) against a
+           threaded reader with a lead-in, Zeus's begin/end window (if zeus is
+           importable) and the long loop of bench/energy_check.py, at mlp batch 1 and
+           8192. (Its first run, bench/results/h100-memory-energy-probe.txt, was at tree
+           582829d, when the runner's windows were the synchronised ones that issue 44
+           replaced; "runner standard" there is that method.)
 
 usage (GPU host): python bench/memory_energy_probe.py [--out DIR] [--part memory|counter|windows]
 """
@@ -305,7 +307,7 @@ _ZEUS = None
 def windows_part(out_dir: Path, batches: list[int]) -> list[str]:
     import torch
 
-    from runner.core.energy import ENERGY_PRESETS, energy_iters, measure_energy
+    from runner.core.energy import ENERGY_PRESETS, measure_energy
     sys.path.insert(0, str(ROOT / "bench"))
     from energy_check import loop_reading
 
@@ -334,7 +336,7 @@ def windows_part(out_dir: Path, batches: list[int]) -> list[str]:
             add(mode, "loop 2 s (before)", loop_reading(modes[mode], counter, 2.0,
                                                         torch.cuda.synchronize))
         for _ in range(2):
-            got = measure_energy(modes, {m: energy_iters(iters[m], 10.0) for m in modes},
+            got = measure_energy(modes, iters,
                                  torch.cuda.synchronize, counter, ENERGY_PRESETS["standard"])
             for mode, e in got.items():
                 for w in e.windows:

@@ -10,8 +10,10 @@
   report: python bench/repeatability.py report DIR...
           for each speedup (mode over eager, per batch size): does each run's 95% interval
           hold every other run's median? Target: at least 80% of those checks. Also the
-          widest GPU-bound speedup interval (target: half-width <= 2%) and the wall time
-          against the baseline (target: at most 1.3x).
+          widest GPU-bound speedup interval (target: half-width <= 2%), the wall time
+          against the baseline (target: at most 1.3x), and beside the time coverage the
+          memory spread (issue 44): each point's memory cost and graph pool across the
+          runs, max - min (target: within 2 MiB).
 
 The report reads only bundle files, so runs from several device calls can be pooled.
 """
@@ -104,6 +106,41 @@ def _gpu_bound(m: dict) -> bool:
     return bool(busy and step and busy / step >= GPU_BOUND)
 
 
+MIB = 1 << 20
+MEMORY_TARGET = 2 * MIB
+
+
+def memory_spread(by_workload: dict[str, list[dict]]) -> None:
+    """Each point's memory cost and graph pool over the runs (issue 44: the same within
+    2 MiB); runs from before bundle version 7 have no cost and show '-'."""
+    within = points = 0
+    widest = 0
+    for workload, docs in by_workload.items():
+        keyed = [{(m["mode"], m["batch_size"]): m for m in d["measurements"]
+                  if m["status"] == "ok"} for d in docs]
+        keys = sorted(set.intersection(*(set(k) for k in keyed)))
+        print(f"\n{workload}: memory cost over eager, MiB (graph pool), per run")
+        for key in keys:
+            ms = [k[key] for k in keyed]
+            costs = [m.get("memory_cost_bytes") for m in ms]
+            pools = [m.get("graph_pool_bytes") for m in ms]
+            cells = "  ".join("      -" if c is None else
+                              f"{c / MIB:+7.1f} ({(p or 0) / MIB:5.1f})"
+                              for c, p in zip(costs, pools, strict=True))
+            spread = None
+            if all(c is not None for c in costs):
+                spread = max(max(costs) - min(costs),
+                             max(p or 0 for p in pools) - min(p or 0 for p in pools))
+                points += 1
+                within += spread <= MEMORY_TARGET
+                widest = max(widest, spread)
+            print(f"{key[0]:>16} {key[1]:>5}  {cells}  spread "
+                  + ("-" if spread is None else f"{spread / MIB:.1f}"))
+    if points:
+        print(f"memory: {within}/{points} points within {MEMORY_TARGET // MIB} MiB across "
+              f"runs, widest spread {widest / MIB:.1f} MiB")
+
+
 def cmd_report(args) -> int:
     files = sorted(f for d in args.dirs for f in Path(d).glob("*.json")
                    if f.name != "walls.json" and not f.name.startswith("baseline-"))
@@ -145,6 +182,7 @@ def cmd_report(args) -> int:
                     widest = max(widest, half)
                     if _gpu_bound(e.get(key[1], {})):
                         both.append(half)
+    memory_spread(by_workload)
     steps = _gpu_bound_steps(files)
     if steps:
         print(f"GPU-bound graph step times ({len(steps)} points with GPU busy >= "

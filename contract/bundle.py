@@ -71,16 +71,22 @@ FORMAT = "launchbench.run"
 # Version 6 (issue 39) adds each measurement's split of the step (SPLIT_NUMBER_FIELDS:
 # GPU busy, launch cost, the rest; contract/host_split.py) and, in details, the
 # speedup projected to reference launch costs; older bundles read with them null.
-VERSION = 6
-SUPPORTED_VERSIONS = (1, 2, 3, 4, 5, 6)
+# Version 7 (issue 44) adds each measurement's memory_cost_bytes (what the mode keeps
+# beyond eager, each measured alone from a clean state) and, in details, its baseline
+# and the clean start's check (contract/measurement.py, Memory); older bundles read
+# with it null: "measured before the isolated memory pass".
+VERSION = 7
+SUPPORTED_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
 
-# reserved_delta_bytes may be negative (setup can free cached blocks), and so may energy
-# above idle (a mode drawing about idle power, within the counter's error); the rest
-# cannot.
-SIGNED_FIELDS = ("reserved_delta_bytes", "energy_above_idle_mj_per_step")
+# reserved_delta_bytes may be negative (before version 7, setup could free cached
+# blocks), and so may a memory cost (a mode that keeps less than eager: no cuBLAS
+# workspace of its own, say) and energy above idle (a mode drawing about idle power,
+# within the counter's error); the rest cannot.
+SIGNED_FIELDS = ("reserved_delta_bytes", "memory_cost_bytes", "energy_above_idle_mj_per_step")
 # Figures stored in integer columns: whole numbers within the column, never 1e30.
 INTEGER_FIELDS = {"samples": INT32_MAX, "graph_pool_bytes": INT64_MAX,
-                  "peak_allocated_bytes": INT64_MAX, "reserved_delta_bytes": INT64_MAX}
+                  "peak_allocated_bytes": INT64_MAX, "reserved_delta_bytes": INT64_MAX,
+                  "memory_cost_bytes": INT64_MAX}
 class BundleError(ValueError):
     """A bundle that cannot be read or does not follow the format. str() is one line."""
 

@@ -60,6 +60,12 @@ NUMBER_FIELDS = (
     # host's launch cost, and the rest of the host's time (contract/host_split.py);
     # they add up to step_ms.
     *SPLIT_NUMBER_FIELDS,
+    # Version 7 (issue 44): the mode's memory cost, what running it keeps on the GPU
+    # beyond what eager keeps at the same batch size, each measured alone from a clean
+    # state (runner/core/memory.py; docs/MEASUREMENT.md, "Memory"). Its parts are
+    # graph_pool_bytes and the default pool's share (reserved_delta_bytes less the pool)
+    # against eager's own (details.eager_reserved_delta_bytes).
+    "memory_cost_bytes",
 )
 MEASUREMENT_FIELDS = (
     "mode", "batch_size", "status", "message", *NUMBER_FIELDS, "cudagraph_status",
@@ -264,15 +270,36 @@ class Intervals:
 
 @dataclass
 class Memory:
-    """Figures of the three snapshots (runner/core/memory.py) and the pools."""
+    """What a mode keeps on the GPU, from runner/core/memory.py's pass over the modes one
+    at a time, each from a clean state (version 7; docs/MEASUREMENT.md, "Memory").
+
+    From version 7: reserved_delta_bytes is everything the mode keeps in torch's
+    allocator once set up and stepped (its cached free blocks released), over the clean
+    state: graph_pool_bytes in its graphs' private pools, the rest in the default pool
+    (static inputs and outputs, workspaces, compiled code's buffers).
+    memory_cost_bytes is that less eager's own (eager_reserved_delta_bytes, measured
+    the same way at the same batch size): what choosing this mode costs. Negative only
+    where the mode keeps less than eager, which its default-pool part against eager's
+    shows. peak_allocated_bytes is the allocator's peak during a step over the clean
+    state: transient, not kept. Before version 7 the figures came from snapshots around
+    each mode's setup while the modes before it were alive (m0, m1, m2)."""
     graph_pool_bytes: int | None = _top()
     peak_allocated_bytes: int | None = _top()
     reserved_delta_bytes: int | None = _top()
+    memory_cost_bytes: int | None = _top()
     m0: MemorySnapshot | None = _detail(read=_snapshot)
     m1: MemorySnapshot | None = _detail(read=_snapshot)
     m2: MemorySnapshot | None = _detail(read=_snapshot)
     device_used_delta_bytes: int | None = _detail()
     leftover_private_pools_at_m0: int | None = _detail()
+    # Version 7: allocated bytes at this mode's clean start beyond the pass's first
+    # clean state (0: nothing left behind), eager's kept bytes (the cost's baseline), and
+    # whether the mode's compile in the pass missed Inductor's cache (a cold compile
+    # autotunes, and its benchmarking buffer can land in a graph's pool).
+    leftover_bytes_at_m0: int | None = _detail()
+    eager_reserved_delta_bytes: int | None = _detail()
+    memory_compile_cold: bool | None = _detail()
+    memory_error: str | None = _detail()  # why the pass has no figures for this mode
     # A training step's graphs captured one per pool (runner/core/training.py).
     separate_graphs: SeparateGraphs | None = _detail(read=_separate)
 
@@ -511,7 +538,8 @@ DETAILS_ORDER = (
     "phase_s", "num_threads", "tf32_matmul", "tf32_conv", "clocks_before", "setup_calls_s",
     "cudagraph_trees", "correct_after_steps", "rel_err_measure", "rel_err", "tolerance",
     "compile", "warmup_steps", "iters_per_block", "m0", "m1", "m2",
-    "device_used_delta_bytes", "leftover_private_pools_at_m0", "separate_graphs",
+    "device_used_delta_bytes", "leftover_private_pools_at_m0", "leftover_bytes_at_m0",
+    "eager_reserved_delta_bytes", "memory_compile_cold", "memory_error", "separate_graphs",
     "after_error", "traceback", "processes", "round_process", "rounds", "rounds_s",
     "round_modes", "host_ms_per_step", "vs_compile", "target_half_width",
     "judged_half_width", "judged_on", "speedup_at_launch_us", "latency_ms_p10",

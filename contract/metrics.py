@@ -54,6 +54,9 @@ METRICS: dict[str, Metric] = {
     "busy_fraction": Metric("GPU busy fraction", "", "higher", "{:.0%}"),
     "graph_pool_bytes": Metric("Graph pool", "MiB", "lower", "{:,.1f}", _MIB_SCALE),
     "peak_allocated_bytes": Metric("Peak allocated", "MiB", "lower", "{:,.1f}", _MIB_SCALE),
+    # Issue 44: what a mode keeps on the GPU beyond eager, each measured alone (bundle 7).
+    "memory_cost_bytes": Metric("Memory cost over eager", "MiB", "lower", "{:+,.1f}",
+                                _MIB_SCALE),
     # Negative where setup made the allocator release cached blocks (empty_cache): it
     # says what setup did to the reserve, not what the mode costs; pool + peak does that.
     "reserved_delta_bytes": Metric("Reserved change in setup", "MiB", None, "{:+,.1f}",

@@ -55,7 +55,8 @@ HOST_POLICIES = ("exclusive", "shared")
 POINT_PHASES = {"setup": "setup (compile or capture, warm-up)",
                 "timing": "timing (the modes' rounds, interleaved)",
                 "energy": "energy windows (the GPU's energy counter)",
-                "profiling": "latency and profiled pass"}
+                "profiling": "latency and profiled pass",
+                "memory": "memory pass (each mode alone, from a clean state)"}
 # What `runner export` writes: launchbench's bundle (the default), or the records of
 # PyTorch's OSS benchmark database (contract/pytorch_benchmark.py).
 EXPORT_FORMATS = ("bundle", "pytorch-benchmark")

@@ -147,6 +147,8 @@ class MeasurementRow(Base):
     graph_pool_bytes: Mapped[int | None] = mapped_column(BigInteger)
     peak_allocated_bytes: Mapped[int | None] = mapped_column(BigInteger)
     reserved_delta_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    # What the mode keeps beyond eager, measured alone (bundle version 7); null before.
+    memory_cost_bytes: Mapped[int | None] = mapped_column(BigInteger)
     cudagraph_status: Mapped[str] = mapped_column(String(16), default="n/a")
     correct: Mapped[bool | None] = mapped_column(Boolean)
     max_abs_err: Mapped[float | None] = mapped_column(Float)

@@ -4,8 +4,11 @@ The device draws `idle_w` unless a step runs; a step of a mode advances the virt
 by its duration at that mode's power. The counter (FakeCounter, runner/core/energy_counter's
 protocol) reports the energy integrated up to its last tick, as whole mJ: ticks every
 `period_s` (80 ms, about NVML's cadence on the H200) from `phase_s`, optionally jittered,
-and `lag_s` behind (a counter that reports energy sampled earlier). Nothing reads the wall
-clock unless `wall=True` (bench/energy_overhead.py on a CPU host: real steps, fake joules).
+and `lag_s` behind (a counter that reports energy sampled earlier). With `ramp_s`, the power
+drawn follows a change of load with that time constant (a GPU's power does not jump from
+idle to full: seen on the H100, bench/results/h100-memory-energy-probe.txt). Nothing reads
+the wall clock unless `wall=True` (bench/energy_overhead.py on a CPU host: real steps,
+fake joules).
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ class FakeDevice:
     def __init__(self, *, idle_w: float = 60.0, period_s: float = 0.08, phase_s: float = 0.0,
                  lag_s: float = 0.0, jitter: float = 0.0, read_s: float = 0.0,
                  start_mj: float = 5e9, seed: int = 0, stuck: bool = False,
-                 wall: bool = False, wall_power_w: float = 100.0):
+                 wall: bool = False, wall_power_w: float = 100.0, ramp_s: float = 0.0):
         self.idle_w, self.period, self.lag, self.read_s = idle_w, period_s, lag_s, read_s
+        self.ramp_s, self.level = ramp_s, idle_w  # the power drawn right now
         self.stuck, self.wall, self.wall_power_w = stuck, wall, wall_power_w
         self.rng = random.Random(seed)
         self.jitter = jitter
@@ -43,7 +47,14 @@ class FakeDevice:
             return
         self.t += seconds
         self.knot_t.append(self.t)
-        self.knot_e.append(self.knot_e[-1] + power_w * seconds * 1e3)
+        joules = power_w * seconds
+        if self.ramp_s > 0:  # first-order approach from the level drawn to power_w
+            decay = math.exp(-seconds / self.ramp_s)
+            joules += (self.level - power_w) * self.ramp_s * (1 - decay)
+            self.level = power_w + (self.level - power_w) * decay
+        else:
+            self.level = power_w
+        self.knot_e.append(self.knot_e[-1] + joules * 1e3)
 
     def energy_at(self, t: float) -> float:
         """mJ integrated up to time t."""

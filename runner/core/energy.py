@@ -1,45 +1,50 @@
-"""Energy per step of every mode, from a counter that moves in steps (issue 28).
+"""Energy per step of every mode, from a counter that moves in steps (issues 28, 44).
+
+What a window measures: the device's mean power while one mode runs free. Energy per
+step is that power times the step the rounds timed (contract/energy.py on_step), so a
+window needs no step count of its own.
 
 Why windows between ticks: NVML's total-energy counter (nvmlDeviceGetTotalEnergyConsumption,
-mJ) is not a live integral. On the lent H200 it moved about every 100 ms (78-103 ms idle;
-bench/results/h200-energy-probe.txt; docs/MEASUREMENT.md, "Energy"): 3 distinct values in 42
-reads over 0.2 s. Two reads at arbitrary times can be off by one whole step of the counter
-at each end, ~10% of a one-second window. So a window here starts and ends where the
-counter has just moved: it polls until the value changes, counts steps from that read,
-runs at least `window_s` (1 s) without reading, then polls again until the next change.
-The counter's span between the two changes and the steps counted between the two
-detecting reads then differ only by how late each change was seen (one poll interval:
-one block of steps plus a read), and they differ alike at both ends, so the error has
-mean zero and a bound stated per window (EnergyWindow.bound; ~2% for 10 ms blocks in a
-1 s window). The mode keeps running across both edges (it runs while the start is awaited
-and until the end is seen), so a counter that reports with a lag shifts the window
-within one mode's work instead of mixing in another's. A window begins one counter step after the
-last one ended, so waiting for one change (settle_ticks=1) covers a lag of up to one step;
-settle_ticks=2 covers up to two (tests/runner/core/test_energy_windows.py shows both, and
-the failure past).
+mJ) is not a live integral. On the H100 and the H200 it moves every ~100 ms
+(bench/results/h100-memory-energy-probe.txt). Two reads at arbitrary moments can each be
+off by a whole step of the counter. So a window starts and ends at a tick: the counter's
+span between two ticks over the time between them is the power, and each tick's moment is
+known to within the reads around it (`Tick.half_width`; the window's `bound`).
 
-Why steps are counted after a sync: CUDA work is asynchronous; a step issued is not a
-step done. Each poll runs one block (the rounds' iters for the mode) and then `sync`, so
-the count at a read is of steps finished by then, as the counter sees them.
+Why a lead-in: the counter lags the load and the power ramps. Measured on the H100 (the
+same file), mlp at batch 8192 starting from idle: the counter's 100 ms intervals read
+314 W, then 464 W, then the steady 484-495 W; a window that opened at the first tick
+after the mode started read 472 W, one that waited 0.1 s read 488 W, against 483 W for a
+2 s loop. The mode runs `lead_s` before the first window may open.
 
-Why interleaved like the rounds (runner/core/rounds.py): the host drifts and flips
-between states (docs/MEASUREMENT.md, "The host is part of the measurement"), and a launch-bound
-mode's energy per step follows its step time. Windows go round-robin over the modes,
-rotated each round, so a host state hits every mode of a round alike, and the gain over
-eager is a paired per-round ratio. Each window is long and few are taken, so each is
-treated like one of the rounds' processes: the interval is stats.clustered_interval with
-one cluster per window (the order-statistic interval where there are enough windows,
-widened by a t interval over the windows).
+Why no sync and no read in the mode's thread: the windows before issue 44 ran 2 ms
+blocks, each followed by a sync and a counter read (~4 ms on the H100), until a tick
+was seen. That idled the GPU most of the time around each edge, and with the counter's
+lag the idle stretch fell inside the window: at mlp batch 8192 the runner read 397 W
+against the loop's 483 W (-18%), where the GPU works hardest. Now the mode runs its
+blocks back to back with at most `in_flight` blocks queued on the device (a fence, so
+the GPU never waits and the queue never runs seconds ahead), and the ticks come from a
+reader thread (runner/core/energy_counter.py ThreadTicks) whose reads release the GIL.
 
-Why apart from the rounds: reads of the counter take milliseconds of host time (~4 ms
-each on the H200) and would cost the rounds their figures; the integrator runs the
-windows after the rounds, and the idle power before the point.
+Consecutive windows: each mode runs once, lead-in then `windows` windows back to back
+(each at least `window_s`, ending at the first tick after), sharing their edges; their
+spread is the figure's power range (contract/energy.py power_range). The modes take
+turns in the rotation order of the batch size's first round, so each gets the same
+treatment. Why not interleave windows over modes as the rounds do: each switch costs a
+lead-in (~0.15 s with its first tick), and power does not drift with the host's state
+as a launch-bound step does; the step, which does, comes from the interleaved rounds.
 
-Torch-free: the steps, `sync` and the counter (with its clock) are parameters.
+Why apart from the rounds: the reader thread takes the GIL briefly every few ms and the
+fence syncs; the integrator runs the windows after the rounds, and the idle power
+before the sweep.
+
+Torch-free: the steps, `sync`, the fence and the counter (with its clock and its tick
+source) are parameters; tests drive a synthetic device on an injected clock.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -49,55 +54,41 @@ from contract.measurement import Measurement
 from contract.numbers import percentile
 from contract.vocab import BASELINE_MODE, TIMINGS
 from runner.core import stats
-from runner.core.energy_counter import EnergyCounter
+from runner.core.energy_counter import (
+    CounterWentBack,
+    EnergyCounter,
+    Tick,
+    TickSource,
+    ticks_of,
+)
 from runner.core.rounds import rotation
 
 
 @dataclass(frozen=True)
 class EnergyConfig:
-    window_s: float = 1.0  # each window lasts at least this long (10+ counter steps)
-    windows: int = 3  # windows per mode, in interleaved rounds
-    idle_s: float = 1.0  # the idle window before the point
-    settle_ticks: int = 1  # changes seen with the mode running before a window starts
+    window_s: float = 1.0  # each window lasts at least this long, to the next tick
+    windows: int = 3  # consecutive windows per mode
+    lead_s: float = 0.15  # the mode runs this long before its first window may open
+    idle_s: float = 1.0  # the idle window before the sweep
     idle_poll_s: float = 0.01  # sleep between reads while idle
     tick_timeout_s: float = 1.0  # a counter that does not move in this long is stuck
+    in_flight: int = 2  # blocks queued on the device at most while a window runs
 
 
 ENERGY_PRESETS: dict[str, EnergyConfig] = {
-    # Smoke runs: windows shorter than the issue's second (3-4 counter steps); the bound
-    # each window states says what that costs.
-    "quick": EnergyConfig(window_s=0.3, windows=2, idle_s=0.3),
-    # The sweep default, sized to issue 28's budget (a sweep grows by at most 15%):
-    # the shipped H200 `mlp` sweep (standard, --processes 3) takes ~17 s per batch size,
-    # so the windows get ~2.5 s of it. A window costs window_s plus on average half a
-    # counter step (~0.045 s) to find its start and half a step to find its end: 4 modes
-    # x 2 windows x (0.2 + 0.09) s = 2.3 s, plus the idle window once per sweep (1 s +
-    # ~0.1 s over 7 sizes: 0.16 s) = 2.5 s, +14.7%. Two windows, not one, so each
-    # figure keeps an interval (wide: two clusters). The price is quantisation error: a
-    # window's two edges are each seen at most one energy block (ENERGY_BLOCK_MS) and
-    # two counter reads (~4 ms each on the H200) late, ~20 ms over a ~0.25 s window:
-    # at most ~8% per window (EnergyWindow.bound, stored), mean zero. `thorough` keeps the
-    # issue's 1 s windows (bound ~2%), for a run that is about energy.
-    "standard": EnergyConfig(window_s=0.2, windows=2, idle_s=1.0),
-    # Six windows: enough for the order-statistic 95% interval on its own.
-    "thorough": EnergyConfig(windows=6, idle_s=2.0),
+    # quick and standard: two windows of one ~100 ms counter step each (window_s under
+    # the step, so each ends at the next tick), after a 0.1 s lead-in: about
+    # 0.1 + 0.05 (the first tick) + 0.2 s = 0.35 s a mode, 1.4 s a batch size of four
+    # modes; the idle window once a sweep. The default 16-point mlp sweep's energy phase
+    # is then ~6 s of its ~45-60 s (issue 44: at most 15%; bench/energy_overhead.py
+    # times it). Each window's edges are known to a few ms (the reader's read time, ~4 ms
+    # on the H100): a bound of ~5% a window, mean zero. `thorough` takes three 1 s
+    # windows after a 0.2 s lead-in (a bound under 1%), for a run that is about energy.
+    "quick": EnergyConfig(window_s=0.08, windows=2, lead_s=0.1, idle_s=0.3),
+    "standard": EnergyConfig(window_s=0.08, windows=2, lead_s=0.1, idle_s=0.5),
+    "thorough": EnergyConfig(window_s=1.0, windows=3, lead_s=0.2, idle_s=2.0),
 }
 assert tuple(ENERGY_PRESETS) == TIMINGS, "contract/vocab.py TIMINGS is out of step"
-
-
-# An energy window runs each mode in blocks of about this many ms, shorter than the
-# rounds' (10 ms at standard): a window's edges are seen up to one block late, so the
-# block bounds the error; the sync between blocks idles the GPU for some tens of us, a
-# bias of ~1% at 2 ms, below that bound.
-ENERGY_BLOCK_MS = 2.0
-
-
-def energy_iters(iters: int, min_block_ms: float) -> int:
-    """Steps per energy block, from the rounds' block (`iters` steps of at least
-    `min_block_ms`): about ENERGY_BLOCK_MS of work, at least one step."""
-    if min_block_ms <= ENERGY_BLOCK_MS:
-        return max(1, iters)
-    return max(1, round(iters * ENERGY_BLOCK_MS / min_block_ms))
 
 
 @dataclass(frozen=True)
@@ -181,35 +172,67 @@ def _idle(counter: EnergyCounter, config: EnergyConfig) -> IdlePower:
                      edge_s=edge0 + edge1)
 
 
-def window(step: Callable[[], object], iters: int, sync: Callable[[], None],
-           counter: EnergyCounter, config: EnergyConfig, mode: str = "",
-           round_: int = 0) -> EnergyWindow:
-    """One window of one mode: from a change of the counter, at least window_s of steps,
-    to the next change; the mode runs across both edges."""
-    r = _Reader(counter, config.tick_timeout_s)
+def no_fence() -> Callable[[], None]:
+    """A fence that waits for nothing: the host's own steps (CPU) or a synchronous fake."""
+    return lambda: None
 
-    def block() -> int:
-        for _ in range(iters):
-            step()
+
+def mode_windows(step: Callable[[], object], iters: int, ticks: TickSource,
+                 counter: EnergyCounter, config: EnergyConfig, *, mode: str = "",
+                 sync: Callable[[], None] = lambda: None,
+                 fence: Callable[[], Callable[[], None]] = no_fence) -> list[EnergyWindow]:
+    """One mode running free: `lead_s` of blocks, then `config.windows` consecutive
+    windows, each from a tick to the first tick at least `window_s` later.
+
+    `iters` steps make a block; after each block `fence()` marks the device's queue and
+    returns a wait for that mark; at most `config.in_flight` blocks stay queued, so the
+    device always has the next block and the host never runs far ahead. `sync()` first,
+    so the device runs only this mode from the lead-in on; and at the end, so the next
+    mode starts on an idle queue. A window's `steps` are the steps launched while it was
+    open (a diagnostic: energy per step comes from power x the timed step)."""
+    sync()
+    marks: deque[Callable[[], None]] = deque()
+    ticks.start()
+    try:
+        t_start = counter.now()
+        edges: list[Tick] = []
+        launched: list[int] = []  # steps launched when each edge was found
+        steps = 0
+        while len(edges) <= config.windows:
+            for _ in range(iters):
+                step()
+            steps += iters
+            marks.append(fence())
+            while len(marks) > config.in_flight:
+                marks.popleft()()
+            ticks.poll()
+            after = t_start + config.lead_s if not edges else edges[-1].at + config.window_s
+            t = ticks.first(after)
+            if t is not None and (not edges or t.lo > edges[-1].hi):
+                edges.append(t)
+                launched.append(steps)
+            elif counter.now() - max(after, t_start) > config.tick_timeout_s + config.window_s:
+                raise CounterStuck(f"the energy counter did not move in "
+                                   f"{config.tick_timeout_s:g} s")
+    finally:
+        ticks.stop()
+        while marks:
+            marks.popleft()()
         sync()
-        return iters
-
-    for _ in range(max(1, config.settle_ticks)):
-        e0, t0, edge0, _ = r.until_change(block)
-    r.poll_s = r.last_read_s  # the detecting read is the window's first moment
-    steps = 0
-    while counter.now() - t0 < config.window_s:  # no reads: they would idle the device
-        steps += block()
-    e1, t1, edge1, tail = r.until_change(block)
-    return EnergyWindow(mode=mode, round=round_, mj=e1 - e0, steps=steps + tail,
-                        seconds=t1 - t0, edge_s=edge0 + edge1, poll_s=r.poll_s)
+    return [EnergyWindow(mode=mode, round=k, mj=b.mj - a.mj,
+                         steps=max(1, launched[k + 1] - launched[k]), seconds=b.at - a.at,
+                         edge_s=a.half_width + b.half_width, poll_s=0.0)
+            for k, (a, b) in enumerate(zip(edges, edges[1:], strict=False))]
 
 
 def measure_energy(steps: dict[str, Callable[[], object]], iters: dict[str, int],
                    sync: Callable[[], None], counter: EnergyCounter | str,
                    config: EnergyConfig = EnergyConfig(), *,
-                   idle: IdlePower | str | None = None) -> dict[str, Energy]:
-    """Every mode's energy at one batch size, from `config.windows` rounds of windows.
+                   idle: IdlePower | str | None = None,
+                   fence: Callable[[], Callable[[], None]] = no_fence,
+                   order: int = 0) -> dict[str, Energy]:
+    """Every mode's energy at one batch size: each mode's windows (mode_windows), the
+    modes in rotation `order` of their given order.
 
     `steps`/`iters`: the prepared modes' steps and their block sizes (the rounds' iters).
     `counter`: open_counter's answer (a reason string gives every mode that reason).
@@ -222,15 +245,15 @@ def measure_energy(steps: dict[str, Callable[[], object]], iters: dict[str, int]
     idle_w = idle.power_w if isinstance(idle, IdlePower) else None
     got: dict[str, list[EnergyWindow]] = {m: [] for m in steps}
     failed: dict[str, str] = {}
-    for k in range(config.windows):
-        for mode in rotation(tuple(m for m in steps if m not in failed), k):
-            try:
-                got[mode].append(window(steps[mode], iters[mode], sync, counter, config,
-                                        mode, k))
-            except CounterStuck as e:
-                return {m: Energy.unavailable(str(e), name, tuple(got[m])) for m in steps}
-            except Exception as e:  # noqa: BLE001 - this mode's energy only
-                failed[mode] = f"energy window: {type(e).__name__}: {e}"[:500]
+    ticks = ticks_of(counter)
+    for mode in rotation(tuple(steps), order):
+        try:
+            got[mode] = mode_windows(steps[mode], iters[mode], ticks, counter, config,
+                                     mode=mode, sync=sync, fence=fence)
+        except (CounterStuck, CounterWentBack) as e:
+            return {m: Energy.unavailable(str(e), name, tuple(got[m])) for m in steps}
+        except Exception as e:  # noqa: BLE001 - this mode's energy only
+            failed[mode] = f"energy window: {type(e).__name__}: {e}"[:500]
     out = {m: (Energy.unavailable(failed[m], name, tuple(got[m])) if m in failed
                else summarise(got[m], idle_w, name)) for m in steps}
     base = out.get(BASELINE_MODE)

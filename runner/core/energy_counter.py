@@ -13,6 +13,7 @@ that reads 0: the point's energy figures are then absent, with that reason.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -32,6 +33,131 @@ class EnergyCounter(Protocol):
     def sleep(self, seconds: float) -> None: ...
 
 
+@dataclass(frozen=True)
+class Tick:
+    """The counter moved to `mj` at some moment in [lo, hi] (counter's clock): `lo` is
+    when the read before it began, `hi` when the read that saw the new value returned."""
+    lo: float
+    hi: float
+    mj: float
+
+    @property
+    def at(self) -> float:
+        """The best estimate of the moment: the middle of what the reads allow."""
+        return (self.lo + self.hi) / 2
+
+    @property
+    def half_width(self) -> float:
+        return (self.hi - self.lo) / 2
+
+
+class TickSource(Protocol):
+    """Where an energy window learns of the counter's ticks (runner/core/energy.py).
+    `poll()` is called by the running mode after each block; `first(after)` is the first
+    tick whose earliest moment is at or after `after`, or None so far."""
+
+    def start(self) -> None: ...
+
+    def poll(self) -> None: ...
+
+    def first(self, after: float) -> Tick | None: ...
+
+    def stop(self) -> None: ...
+
+
+class PolledTicks:
+    """Ticks found by reading the counter once per `poll()`, in the caller's thread. For
+    counters whose reads cost the device nothing (a synthetic counter in tests); on a GPU
+    a read takes milliseconds of host time that a launch-bound mode would idle through,
+    so NVML's counter uses ThreadTicks."""
+
+    def __init__(self, counter: EnergyCounter):
+        self.c = counter
+        self.ticks: list[Tick] = []
+        self._last: tuple[float, float] | None = None  # (value, when its read began)
+
+    def start(self) -> None:
+        self.ticks, self._last = [], None
+        self.poll()
+
+    def poll(self) -> None:
+        t0 = self.c.now()
+        v = self.c.read_mj()
+        t1 = self.c.now()
+        if self._last is not None:
+            if v < self._last[0]:
+                raise CounterWentBack(self._last[0], v)
+            if v != self._last[0]:
+                self.ticks.append(Tick(self._last[1], t1, v))
+        self._last = (v, t0)
+
+    def first(self, after: float) -> Tick | None:
+        return next((t for t in self.ticks if t.lo >= after), None)
+
+    def stop(self) -> None:
+        pass
+
+
+class ThreadTicks(PolledTicks):
+    """Ticks found by a reader thread that reads the counter back to back while the mode
+    runs in the main thread. Why a thread: an NVML read takes ~4 ms of host time (H100,
+    bench/results/h100-memory-energy-probe.txt); read between a launch-bound mode's
+    blocks it would idle the GPU for as long, which lowers the very power being measured.
+    The read releases the GIL (a ctypes call), so the launching thread runs on while the
+    reader waits on the driver. `poll()` is then a no-op."""
+
+    MIN_INTERVAL_S = 0.001  # a driver that answers in microseconds must not starve the mode
+
+    def __init__(self, counter: EnergyCounter):
+        super().__init__(counter)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+
+    def start(self) -> None:
+        self.ticks, self._last = [], None
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="energy-ticks", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                t0 = time.perf_counter()
+                super().poll()
+                rest = self.MIN_INTERVAL_S - (time.perf_counter() - t0)
+                if rest > 0:
+                    time.sleep(rest)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller at first()
+            self.error = e
+
+    def poll(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def first(self, after: float) -> Tick | None:
+        self.poll()
+        return super().first(after)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+            self._thread = None
+
+
+class CounterWentBack(RuntimeError):
+    def __init__(self, before: float, after: float):
+        super().__init__(f"the energy counter went back from {before:.0f} to {after:.0f} mJ")
+
+
+def ticks_of(counter: EnergyCounter) -> TickSource:
+    """The counter's own tick source where it has one (NVML: a reader thread), else
+    reads in the caller's thread."""
+    own = getattr(counter, "ticks", None)
+    return own() if own is not None else PolledTicks(counter)
+
+
 class NvmlCounter:
     """NVML's total-energy counter of one device, timed with perf_counter."""
 
@@ -46,6 +172,9 @@ class NvmlCounter:
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
+
+    def ticks(self) -> ThreadTicks:
+        return ThreadTicks(self)
 
     def close(self) -> None:
         try:

@@ -1,13 +1,28 @@
-"""Device memory around one point: allocator snapshots attributed to pools.
+"""What a mode keeps on the GPU: each mode set up alone from a clean state (issue 44).
 
-Graph memory does not show in allocated bytes once capture ends: it stays reserved in the
-graph's private pool. torch.cuda.memory_snapshot() tags each segment with its
-segment_pool_id; (0, 0) is the default pool, anything else a private (graph) pool. Sum
-segment sizes by pool. torch 2.14 has reserved_bytes_by_private_pools stats, 2.11 does
-not, so the snapshot is the portable way.
+The question is "what does this mode cost me in memory?", so the answer is what running
+the mode keeps on the GPU beyond what eager keeps at the same batch size. Measured after
+the point's rounds, energy and profile, one mode at a time (runner/core/point.py,
+memory_pass): from a clean state (Dynamo, graph trees and their pools, cuBLAS workspaces
+and the allocator's cache all released; only the model and its inputs allocated) the
+mode is set up, stepped, its cached free blocks released, and the allocator read; then
+it is torn down to the clean state again before the next mode.
 
-Three snapshots per mode (docs/MEASUREMENT.md, "Memory"): M0 before setup, M1 after setup,
-M2 after warm-up, each after a sync. Imports torch lazily (only ever called on a CUDA device).
+Why alone and not around each mode's setup while the others live (the method before
+version 7): the modes of a batch size are prepared side by side for the interleaved
+rounds, so each setup started with the earlier modes' pools and workspaces alive and
+the figures mixed them: on the H100 and the H200 a cuda-graph point always started with
+reduce-overhead's pool, and a cold compile's autotuning buffer (Inductor's benchmarker
+allocates the L2's size: 50 MiB on the H100, 60 on the H200) landed in reduce-overhead's
+pool in some runs and not others (34 or 84-94 MiB for one point;
+bench/results/h100-memory-energy-probe.txt). In the pass the compile is warm (the
+point's own setup filled Inductor's on-disk cache), so no benchmarking runs.
+
+Graph memory does not show in allocated bytes once capture ends: it stays reserved in
+the graph's private pool. torch.cuda.memory_snapshot() tags each segment with its
+segment_pool_id; (0, 0) is the default pool, anything else a private (graph) pool. torch
+2.14 has per-pool statistics, 2.11 does not, so the snapshot is the portable way. Imports
+torch lazily (only ever called on a CUDA device).
 """
 
 from __future__ import annotations
@@ -77,20 +92,56 @@ def peak_allocated(device: str) -> int:
     return int(torch.cuda.max_memory_allocated(device))
 
 
-def figures(m0: MemState, m1: MemState, m2: MemState, peak: int) -> Memory:
-    """A point's memory record from the three snapshots.
+@dataclass(frozen=True)
+class Kept:
+    """One mode alone: the clean state it started from, the state once set up and stepped
+    (cached free blocks released: only what the mode holds stays reserved), the
+    allocator's peak during its steps, and whether its compile missed Inductor's cache."""
+    m0: MemState
+    m1: MemState
+    peak: int
+    compile_cold: bool = False
 
-    graph_pool_bytes counts pools that did not exist at M0 only, so a pool some earlier
-    point failed to release is never charged to this one. Taken at M2: a pool can still
-    grow on the first replays.
-    """
-    old = set(m0.pools)
+    @property
+    def reserved(self) -> int:
+        """Everything the mode keeps in the allocator over its clean start."""
+        return self.m1.reserved - self.m0.reserved
+
+
+def clean(device: str) -> MemState:
+    """The allocator with nothing cached: workspaces dropped, free blocks released."""
+    import torch
+
+    torch.cuda.synchronize(device)
+    clear_cublas_workspaces()
+    torch.cuda.empty_cache()
+    return state(device)
+
+
+def released(device: str) -> MemState:
+    """The state with the cache's free blocks released: what is still reserved is held
+    (a live graph's private pool keeps its segments whatever is free in them)."""
+    import torch
+
+    torch.cuda.synchronize(device)
+    torch.cuda.empty_cache()
+    return state(device)
+
+
+def figures(k: Kept, base: MemState, eager: int | None) -> Memory:
+    """A point's memory record from its mode's pass. `base`: the pass's first clean state
+    (a later mode's clean start that allocates more, or holds a private pool, is a
+    leftover); `eager`: eager's kept bytes at this batch size (None: no cost)."""
+    old = set(k.m0.pools)
     return Memory(
-        graph_pool_bytes=max(m1.private_bytes(old), m2.private_bytes(old)),
-        peak_allocated_bytes=peak, reserved_delta_bytes=m1.reserved - m0.reserved,
-        m0=m0.snapshot(), m1=m1.snapshot(), m2=m2.snapshot(),
-        device_used_delta_bytes=m1.device_used - m0.device_used,
-        leftover_private_pools_at_m0=len(old - {DEFAULT_POOL}))
+        graph_pool_bytes=k.m1.private_bytes(old), peak_allocated_bytes=k.peak - k.m0.allocated,
+        reserved_delta_bytes=k.reserved,
+        memory_cost_bytes=None if eager is None else k.reserved - eager,
+        m0=k.m0.snapshot(), m1=k.m1.snapshot(),
+        device_used_delta_bytes=k.m1.device_used - k.m0.device_used,
+        leftover_private_pools_at_m0=len(old - {DEFAULT_POOL}),
+        leftover_bytes_at_m0=k.m0.allocated - base.allocated,
+        eager_reserved_delta_bytes=eager, memory_compile_cold=k.compile_cold)
 
 
 def clear_cublas_workspaces() -> None:

@@ -29,7 +29,7 @@ import traceback
 
 from contract import host_split
 from contract.measurement import Clocks, CompileCounters, Measurement, NoIdle
-from contract.vocab import COMPILED_MODES, CUDA_GRAPH_MODES
+from contract.vocab import BASELINE_MODE, COMPILED_MODES, CUDA_GRAPH_MODES
 from runner.core import cuda_fatal, energy, host_gate, memory, modes, profiling, stats
 from runner.core import rounds as rounds_mod
 from runner.core.compile_watch import compile_watch, cudagraph_status, no_recompiles
@@ -187,7 +187,6 @@ class _Batch:
         self.prepared: dict[str, modes.Prepared] = {}
         self.iters: dict[str, int] = {}
         self.watch: dict[str, CompileCounters] = {}
-        self.first_m0: memory.MemState | None = None
         self.sections: list[host_gate.Section] = []  # this batch's gated timing sections
         self.on_phase = None  # measure_batch's progress hook
         self.energy_plan: energy.EnergyPlan | None = None
@@ -238,6 +237,9 @@ class _Batch:
                     self.phase_starts(mode, "profiling")
                     self.after_rounds(mode, self.ms[mode])
                 host_split.fill(self.ms)  # GPU busy came with the profile: now the split
+            if self.cuda:
+                self.phase_starts(None, "memory")
+                self.memory_pass()
         return r
 
     def build(self) -> None:
@@ -267,21 +269,12 @@ class _Batch:
         if mode in CUDA_GRAPH_MODES and not self.cuda:
             raise modes.Unsupported(f"{mode} needs CUDA graphs, which exist on CUDA "
                                     f"devices only; this point runs on {self.device}")
-        if self.cuda:
-            # A capture drops the cuBLAS workspaces the modes before it made (seen on the
-            # H200: a 33 MiB drop in allocated bytes). Dropping them here, as before the
-            # first mode, starts every mode's setup from the state a point alone has.
-            clear_cublas_workspaces()
-            m0 = memory.state(self.device)
-            self.first_m0 = self.first_m0 or m0
-            memory.reset_peak(self.device)
         with compile_watch(mode in COMPILED_MODES) as watch:
             self.watch[mode] = watch
             with phase(phases, "setup"):
                 prepared = modes.prepare(mode, self.model, self.x, self.device)
             setup.setup_s, setup.setup_calls_s = prepared.setup_s, prepared.setup_calls_s
             m.set_details(prepared.details)
-            m1 = memory.state(self.device) if self.cuda else None
             with no_recompiles(mode in COMPILED_MODES):
                 with phase(phases, "correctness"):
                     out = prepared.run(_fresh(self.x_check))
@@ -291,8 +284,6 @@ class _Batch:
                     setup.max_abs_err, setup.correct = err, rel <= tol
                     setup.rel_err, setup.tolerance = rel, tol
                     del out
-                if self.cuda:
-                    memory.reset_peak(self.device)
                 clock = Clock(self.device)
                 with gc_paused():
                     w = warm_up(prepared.step, clock, self.config)
@@ -303,12 +294,7 @@ class _Batch:
         self.iters[mode] = w.iters_per_block
         self.prepared[mode] = prepared
         if self.cuda:
-            # Peak of this mode's steady state, less what the modes prepared before it
-            # hold: as if it ran alone. M2 is taken now, before the next mode's setup.
-            with phase(phases, "memory"):
-                held = m0.allocated - self.first_m0.allocated
-                peak = memory.peak_allocated(self.device) - held
-                m.memory = memory.figures(m0, m1, memory.state(self.device), peak)
+            # (What the mode keeps is measured after the rounds, alone: memory_pass.)
             if prepared.separate_graphs is not None:
                 try:
                     m.memory.separate_graphs = prepared.separate_graphs()
@@ -325,23 +311,73 @@ class _Batch:
         return r
 
     def measure_energy(self, plan: energy.EnergyPlan) -> None:
-        """Every timed mode's energy windows, interleaved as the rounds are, under the
-        same gate and without gc; never raises (each mode's reason says what failed)."""
+        """Every timed mode's energy windows (runner/core/energy.py), under the same gate
+        as the rounds and without gc; never raises (each mode's reason says what failed)."""
         if isinstance(plan.counter, str):  # no counter: the reason, and no phase to time
             for mode in self.prepared:
                 self.ms[mode].energy.set(energy.Energy.unavailable(plan.counter))
             return
         self.phase_starts(None, "energy")
         steps = {mode: p.step for mode, p in self.prepared.items()}
-        iters = {mode: energy.energy_iters(self.iters[mode], self.config.min_block_ms)
-                 for mode in steps}
+        clock = Clock(self.device)
         with phase(self.shared, "energy"), self.gated(), gc_paused():
-            got = energy.measure_energy(steps, iters, Clock(self.device).sync,
-                                        plan.counter, plan.config, idle=plan.idle)
+            # Blocks as the rounds' (~min_block_ms each): the fence keeps two queued.
+            got = energy.measure_energy(steps, dict(self.iters), clock.sync, plan.counter,
+                                        plan.config, idle=plan.idle, fence=clock.fence)
         idle = NoIdle(plan.idle) if isinstance(plan.idle, str) else plan.idle
         for mode, e in got.items():
             self.ms[mode].energy.set(e, idle)
         energy.on_timed_steps({mode: self.ms[mode] for mode in got})
+
+    def memory_pass(self) -> None:
+        """What each timed mode keeps, each set up again alone from a clean state
+        (runner/core/memory.py says why), eager first: it is every other mode's baseline,
+        measured even when the sweep did not ask for it. Never raises: a mode whose pass
+        fails keeps no memory figures and says why."""
+        timed = [mode for mode, m in self.ms.items()
+                 if m.status == "ok" and m.timing.step_ms is not None]
+        if not timed:
+            return
+        self.prepared.clear()  # the timed modes' graphs and pools go now
+        reset_state(self.device)
+        base: memory.MemState | None = None
+        eager: int | None = None
+        for mode in [BASELINE_MODE, *(m for m in timed if m != BASELINE_MODE)]:
+            m = self.ms.get(mode)
+            with phase(m.timing.phase_s if m is not None else self.shared, "memory"):
+                try:
+                    k = self.kept(mode)
+                except Exception as e:  # noqa: BLE001 - this mode's memory only
+                    reset_state(self.device)
+                    if m is not None:
+                        m.memory.memory_error = _one_line(e)
+                    if cuda_fatal.is_sticky(e):
+                        raise _ContextLost(_one_line(e)) from e
+                    continue
+            base = base or k.m0
+            if mode == BASELINE_MODE:
+                eager = k.reserved
+            if m is not None:
+                separate = m.memory.separate_graphs
+                m.memory = memory.figures(k, base, eager)
+                m.memory.separate_graphs = separate
+
+    def kept(self, mode: str) -> memory.Kept:
+        """One mode alone: clean state, setup, steps, cached blocks released; then torn
+        down to the clean state again."""
+        m0 = memory.clean(self.device)
+        with compile_watch(mode in COMPILED_MODES) as watch:
+            prepared = modes.prepare(mode, self.model, self.x, self.device)
+            for _ in range(MEMORY_STEPS):  # a pool can still grow on its first replays
+                prepared.step()
+            memory.reset_peak(self.device)
+            for _ in range(MEMORY_STEPS):
+                prepared.step()
+            peak = memory.peak_allocated(self.device)
+        m1 = memory.released(self.device)
+        del prepared
+        reset_state(self.device)
+        return memory.Kept(m0, m1, peak, compile_cold=bool(watch.fxgraph_cache_miss))
 
     @contextlib.contextmanager
     def gated(self):
@@ -379,6 +415,9 @@ class _Batch:
             m.setup.cudagraph_reason = reason
             if status in ("skipped", "partial", "eager-fallback"):
                 m.message = reason[:500]
+
+
+MEMORY_STEPS = 3  # steps before and during the memory pass's peak
 
 
 def reset_state(device: str) -> None:

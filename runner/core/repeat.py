@@ -19,6 +19,15 @@ say how many processes they hold (details.processes).
 
 The child is `python -m runner.core.repeat` with the request as JSON on stdin: a plain
 subprocess, so nothing of the parent's CUDA context, Dynamo caches or allocator leaks in.
+
+Why the children start with the sweep (issue 47): a child spends its first seconds on
+things that measure nothing: the interpreter, torch's import (~3.5 s on the H100 host)
+and the workload's library. Started when the sweep starts (`Children`), each does those
+while the sweep's own pass runs, then waits on stdin, holding no CUDA context (`warm`
+says why); the sweep sends `go` (with the batch sizes that got rounds) to one
+child at a time, so the passes still run one after another, a pass apart in time, and
+no two processes ever time at once. docs/MEASUREMENT.md, "Processes", has the H100's
+figures.
 """
 
 from __future__ import annotations
@@ -53,22 +62,74 @@ def from_json(doc: dict) -> Rounds:
                   seconds=float(doc["seconds"]))
 
 
-def child(module: str, spec: SweepSpec, stderr, **popen: Any) -> subprocess.Popen:
-    """`python -m module` with `spec` (its to_json, the one serialised form) on stdin,
-    one JSON line per result on stdout. Shared with runner/core/rescue.py."""
+def child(module: str, spec: SweepSpec, stderr, *, hold: bool = False,
+          **popen: Any) -> subprocess.Popen:
+    """`python -m module` with `spec` (its to_json, the one serialised form) as the first
+    line on stdin, one JSON line per result on stdout. Shared with runner/core/rescue.py.
+    `hold`: stdin stays open for the `go` line (Children)."""
     root = str(Path(__file__).resolve().parents[2])  # the repository: where -m resolves
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=stderr, text=True,
                             env=env, **popen)
-    proc.stdin.write(json.dumps(spec.to_json()))
-    proc.stdin.close()
+    proc.stdin.write(json.dumps(spec.to_json()) + "\n")
+    if hold:
+        proc.stdin.flush()
+    else:
+        proc.stdin.close()
     return proc
 
 
+class Children:
+    """The sweep's K - 1 repeat processes, started at once with the sweep and held until
+    their turn (the module's docstring says why). close() ends any not used."""
+
+    def __init__(self, spec: SweepSpec):
+        self.spec = spec
+        self.held: list[tuple[subprocess.Popen, Any]] = []
+        for _ in range(1, spec.processes):
+            # stderr to a file, not a pipe: compile warnings could fill a pipe nobody
+            # reads while the child's stdout is being read, and both would wait forever.
+            err = tempfile.TemporaryFile("w+")
+            self.held.append((_held_child(spec, err), err))
+
+    def go(self, batch_sizes: tuple[int, ...]) -> tuple[subprocess.Popen, Any]:
+        """The next held child, told to run its pass over `batch_sizes`."""
+        proc, err = self.held.pop(0)
+        _go(proc, batch_sizes)
+        return proc, err
+
+    def close(self) -> None:
+        while self.held:
+            proc, err = self.held.pop()
+            try:
+                if proc.stdin is not None:
+                    proc.stdin.close()  # EOF: a held child exits without a pass
+            except OSError:
+                pass
+            end(proc, err)
+
+
+def _held_child(spec: SweepSpec, stderr) -> subprocess.Popen:
+    """A repeat child that warms up and then waits for its `go` line."""
+    return child("runner.core.repeat", spec, stderr, hold=True)
+
+
+def _go(proc: subprocess.Popen, batch_sizes: tuple[int, ...]) -> None:
+    try:
+        if proc.stdin is not None:
+            proc.stdin.write(json.dumps({"go": list(batch_sizes)}) + "\n")
+            proc.stdin.close()
+    except OSError:  # it died while held: its stderr says why (passes reads it)
+        pass
+
+
 def _child(spec: SweepSpec, stderr) -> subprocess.Popen:
-    return child("runner.core.repeat", spec, stderr)
+    """A repeat child told to run at once (one not started with the sweep)."""
+    proc = _held_child(spec, stderr)
+    _go(proc, spec.batch_sizes)
+    return proc
 
 
 def end(proc: subprocess.Popen, err) -> str:
@@ -84,15 +145,25 @@ def end(proc: subprocess.Popen, err) -> str:
 
 
 def read_spec() -> SweepSpec:
-    """A child's side of child(): the spec its parent checked."""
-    return SweepSpec.from_json(json.loads(sys.stdin.read()))
+    """A child's side of child(): the spec its parent checked (the first line)."""
+    return SweepSpec.from_json(json.loads(sys.stdin.readline()))
+
+
+def wait_for_go() -> tuple[int, ...] | None:
+    """A child's side of Children.go (or of _child, which sends it at once): the batch
+    sizes to run, or None at EOF (the sweep ended without this pass)."""
+    line = sys.stdin.readline()
+    if not line:
+        return None
+    return tuple(int(b) for b in json.loads(line)["go"])
 
 
 def passes(spec: SweepSpec, *, on_batch: Callable[[int, int], None] | None = None,
            should_stop: Callable[[], bool] | None = None,
-           on_rounds: Callable[[int, int, object], None] | None = None
-           ) -> dict[int, list]:
-    """Run spec.processes - 1 child passes over spec.batch_sizes, one after the other.
+           on_rounds: Callable[[int, int, object], None] | None = None,
+           children: Children | None = None) -> dict[int, list]:
+    """Run spec.processes - 1 child passes over spec.batch_sizes, one after the other
+    (`children`: the ones started with the sweep; without, each is started here).
 
     Returns batch size -> one entry per pass: its Rounds, or a RepeatError saying why that
     pass has none for this batch size. on_batch(pass, batch) is called before each batch
@@ -103,10 +174,11 @@ def passes(spec: SweepSpec, *, on_batch: Callable[[int, int], None] | None = Non
     for i in range(1, spec.processes):
         if should_stop is not None and should_stop():
             break
-        # stderr to a file, not a pipe: compile warnings could fill a pipe nobody
-        # reads while the child's stdout is being read, and both would wait forever.
-        err = tempfile.TemporaryFile("w+")
-        proc = _child(spec, err)
+        if children is not None and children.held:
+            proc, err = children.go(spec.batch_sizes)
+        else:
+            err = tempfile.TemporaryFile("w+")  # a file, not a pipe: see Children
+            proc = _child(spec, err)
         seen: set[int] = set()
         try:
             if on_batch is not None:
@@ -137,21 +209,50 @@ def passes(spec: SweepSpec, *, on_batch: Callable[[int, int], None] | None = Non
     return out
 
 
-def main() -> int:
-    from runner.core.point import time_batch_rounds
-    from runner.core.timing import TIMING_PRESETS, for_processes
+def warm(spec: SweepSpec):
+    """What a held child does before its turn: the imports (torch, the core, the
+    workload's library) and nothing that touches the GPU. Returns the resolved workload.
+
+    Not the CUDA context, and not Inductor (whose import starts a pool of compile
+    workers): on the H100, a sweep whose two held children had each made a context and
+    imported Inductor timed launch-bound steps ~40% slower (eager batch 1: 1.23 ms
+    against 0.88 ms in the same call without them;
+    bench/results/h100-session-held-contexts.txt)."""
+    import gc
+
+    import torch  # noqa: F401 - the import is the point: seconds, now
+
+    from runner.core import point  # noqa: F401 - the core's imports, now
     from runner.core.workloads import resolve
 
-    spec = read_spec()
     workload = resolve(spec.workload, dict(spec.params))
+    gc.freeze()  # what the imports made lives on: later collections skip it
+    return workload
+
+
+def main() -> int:
+    import gc
+
+    from runner.core.point import time_batch_rounds
+    from runner.core.timing import TIMING_PRESETS, for_processes
+
+    spec = read_spec()
+    workload = warm(spec)
+    batch_sizes = wait_for_go()
+    if batch_sizes is None:
+        return 0
     config = for_processes(TIMING_PRESETS[spec.timing], spec.processes)
-    for batch in spec.batch_sizes:
+    for batch in batch_sizes:
         try:
             r = time_batch_rounds(workload, spec.modes, int(batch), spec.device, config)
             line = {"batch_size": batch, "rounds": to_json(r)}
         except Exception as e:  # noqa: BLE001 - this batch size only; the pass goes on
             line = {"batch_size": batch, "error": f"{type(e).__name__}: {e}"[:300]}
         print(json.dumps(line), flush=True)
+        # As the sweep does after each point: each gc.collect before a timed section
+        # (gc_paused) then scans only new objects. Seen on the H100: ~1 s a batch size
+        # of collections in a child otherwise (bench/results/h100-memory-energy-probe.txt).
+        gc.freeze()
     return 0
 
 

@@ -86,7 +86,7 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
     validate_spec (or prepare) returned where the spec entered, so it is not checked
     again; without it the spec is checked here. `energy_counter`: one to read instead of
     NVML's (tests; a CPU sweep then gets energy figures too)."""
-    from runner.core import environment
+    from runner.core import environment, repeat
     from runner.core.point import measure_batch, reset_state
 
     workload = workload or validate_spec(spec)
@@ -102,6 +102,9 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
     status, done = "done", 0
     own: dict[int, tuple] = {}  # batch -> (this process's Rounds, its points): --processes
     plan = energy_plan(spec, energy_counter)
+    # The repeat processes start now, so their imports and CUDA context overlap this
+    # pass; each waits for its turn (runner/core/repeat.py, Children).
+    children = repeat.Children(spec) if spec.processes > 1 else None
     try:
         reset_state(spec.device)  # whatever ran in this process before is not charged
         if not isinstance(plan.counter, str):
@@ -148,14 +151,17 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
             # timing) scans only new objects. Seen on the H200: ~0.3 s of collection per
             # point otherwise, most of the harness overhead outside setup and timing.
             gc.freeze()
-        if status == "done" and spec.processes > 1:
-            status = _repeat_passes(spec, sink, own, config, progress, should_stop)
+        if status == "done" and children is not None:
+            status = _repeat_passes(spec, sink, own, config, progress, should_stop,
+                                    children)
     except KeyboardInterrupt:
         status = "cancelled"
     except BaseException:
         sink.finish("failed")
         raise
     finally:
+        if children is not None:
+            children.close()  # any not used (a cancelled or failed sweep): ended now
         gc.unfreeze()  # hand the objects back to the collector for whatever runs next
         close = getattr(plan.counter, "close", None)
         if close is not None:
@@ -167,7 +173,7 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
 
 
 def _repeat_passes(spec: SweepSpec, sink: Sink, own: dict[int, tuple], config,
-                   progress, should_stop) -> str:
+                   progress, should_stop, children) -> str:
     """With --processes K: K - 1 passes over every batch size in fresh processes, after
     this process's own (runner/core/repeat.py says why whole passes). Each point was
     stored from the first pass; as a pass brings a batch size's rounds, they are pooled
@@ -209,7 +215,7 @@ def _repeat_passes(spec: SweepSpec, sink: Sink, own: dict[int, tuple], config,
     if not own:
         return "done"
     repeat.passes(replace(spec, batch_sizes=tuple(own)), on_batch=on_batch, on_rounds=on_rounds,
-                  should_stop=should_stop)
+                  should_stop=should_stop, children=children)
     return "cancelled" if should_stop is not None and should_stop() else "done"
 
 

@@ -95,6 +95,10 @@ class Stats:
         return (self.p90 - self.p10) / self.median if self.median > 0 else math.inf
 
 
+def _done() -> None:
+    pass
+
+
 class Clock:
     """How a block is timed: CUDA events on a GPU, perf_counter on the CPU. Tests pass
     their own object with the same three methods (now, sync, block)."""
@@ -112,6 +116,16 @@ class Clock:
     def sync(self) -> None:
         if self.cuda:
             self.torch.cuda.synchronize()
+
+    def fence(self) -> Callable[[], None]:
+        """Mark the device's queue now; the callable returned waits until the device has
+        done everything issued before the mark (a CUDA event). Nothing to wait for on the
+        CPU, where a step is done when it returns."""
+        if not self.cuda:
+            return _done
+        ev = self.torch.cuda.Event()
+        ev.record()
+        return ev.synchronize
 
     def block(self, step: Callable[[], object], iters: int) -> tuple[float, float]:
         """(device ms per step, host issue ms per step) of one block of `iters` steps."""

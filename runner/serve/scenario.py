@@ -43,6 +43,7 @@ from contract.serve_record import (
     ServeResult,
 )
 from runner.core import energy, memory
+from runner.core.energy_counter import ticks_of
 from runner.core.workloads import Workload
 from runner.serve.context import (  # noqa: F401 - the scenario's API includes its context
     Context,
@@ -222,9 +223,10 @@ def _profile(launches: Launches) -> ServeProfileCounts:
 
 
 def _energy(ctx: Context, serve, counter) -> ServeEnergy:
-    """Energy per request (issue 28), for details["energy"]: windows between ticks of the
-    counter (runner/core/energy.py) over the stream's requests in order, each synchronised
-    as in the replay, after the replay so its reads cost no latency. Not interleaved
+    """Energy per request (issue 28), for details["energy"]: consecutive windows between
+    ticks of the counter after a lead-in (runner/core/energy.py mode_windows) over the
+    stream's requests in order, each synchronised as in the replay, after the replay so
+    the reader costs no latency. Not interleaved
     across strategies (each runs alone, its graphs dropped before the next), so there is
     no paired gain: compare strategies by their figures and intervals. A reason where
     there is no counter or a window fails; never 0."""
@@ -233,8 +235,11 @@ def _energy(ctx: Context, serve, counter) -> ServeEnergy:
     order = itertools.cycle(ctx.stream)
     config = energy.ENERGY_PRESETS["quick" if ctx.quick else "standard"]
     try:
-        ws = [energy.window(lambda: serve(ctx.inputs[next(order)]), 1, ctx.sync, counter,
-                            config, "request", k) for k in range(config.windows)]
+        # Each request syncs itself (as in the replay), so the requests launched while a
+        # window is open are the requests done in it, to one request.
+        ws = energy.mode_windows(lambda: serve(ctx.inputs[next(order)]), 1,
+                                 ticks_of(counter), counter, config, mode="request",
+                                 sync=ctx.sync)
     except Exception as e:  # noqa: BLE001 - the strategy's other figures stand
         return {"unavailable_reason": f"energy window: {type(e).__name__}: {e}"[:300]}
     e = energy.summarise(ws, None, getattr(counter, "name", None))

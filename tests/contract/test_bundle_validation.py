@@ -40,7 +40,7 @@ def _one_line(e: pytest.ExceptionInfo) -> str:
 @pytest.mark.parametrize("mutate, expected", [
     (lambda d: d.update(format="something.else"), "wrong format 'something.else'"),
     (lambda d: d.pop("format"), "wrong format None"),
-    (lambda d: d.update(version=7), "unsupported bundle version 7"),
+    (lambda d: d.update(version=8), "unsupported bundle version 8"),
     (lambda d: d["measurements"][0].update(stop_reason="tired"), "stop_reason 'tired'"),
     (lambda d: d["measurements"][0].update(noisy="yes"), "noisy 'yes'"),
     (lambda d: d["measurements"][0].update(launch_us_rounds=[1, -2]), "launch_us_rounds must"),

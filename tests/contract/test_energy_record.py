@@ -59,7 +59,7 @@ def test_energy_is_typed_and_round_trips_through_json():
 
 def test_bundle_is_version_5_and_a_version_4_bundle_reads_without_energy():
     doc = fmt.make_bundle({"device": "cuda"}, _run(), _points())
-    assert doc["version"] == 6
+    assert doc["version"] == 7
     fmt.validate(doc)
     old = fmt.make_bundle({"device": "cuda"}, _run(), [Measurement("eager", 8)])
     old["version"] = 4

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contract.measurement import CompileCounters
-from runner.core.memory import MemState, figures, pool_bytes
+from runner.core.memory import Kept, MemState, figures, pool_bytes
 from runner.core.point import compare, cudagraph_status
 from runner.core.profiling import Event, ProfilingError, count
 
@@ -51,14 +51,27 @@ def test_pool_attribution_by_segment_pool_id():
             {"segment_pool_id": [1, 2], "total_size": 10},
             {"total_size": 5}]
     assert pool_bytes(snap) == {(0, 0): 105, (1, 2): 40}
-    m0 = MemState(10, 100, 1000, {(0, 0): 100, (9, 9): 7})  # a leftover pool at M0
-    m1 = MemState(20, 180, 1100, {(0, 0): 100, (9, 9): 7, (1, 2): 40})
-    m2 = MemState(20, 200, 1120, {(0, 0): 120, (9, 9): 7, (1, 2): 60})
-    f = figures(m0, m1, m2, peak=55)
-    assert f.graph_pool_bytes == 60  # the leftover pool is not charged
-    assert f.reserved_delta_bytes == 80 and f.peak_allocated_bytes == 55
-    assert f.leftover_private_pools_at_m0 == 1
-    assert f.device_used_delta_bytes == 100
+
+
+def test_a_modes_memory_is_what_it_keeps_beyond_eager():
+    """The pass's figures (issue 44): the mode's kept bytes over its clean start, its
+    graph pools apart, the cost its kept bytes less eager's, and any leftover at the
+    clean start named (never charged)."""
+    base = MemState(10, 100, 1000, {(0, 0): 100})
+    m0 = MemState(10, 100, 1000, {(0, 0): 100})
+    m1 = MemState(50, 168, 1070, {(0, 0): 134, (1, 2): 34})  # a 34 pool, 34 in default
+    f = figures(Kept(m0, m1, peak=60), base, eager=32)
+    assert f.graph_pool_bytes == 34 and f.reserved_delta_bytes == 68
+    assert f.memory_cost_bytes == 36 and f.eager_reserved_delta_bytes == 32
+    assert f.peak_allocated_bytes == 50 and f.device_used_delta_bytes == 70
+    assert f.leftover_private_pools_at_m0 == 0 and f.leftover_bytes_at_m0 == 0
+    # A clean start that holds an earlier pool and more allocated bytes says so, and the
+    # old pool is not charged to this mode.
+    dirty = MemState(14, 107, 1007, {(0, 0): 100, (9, 9): 7})
+    g = figures(Kept(dirty, MemState(14, 141, 1041, {(0, 0): 100, (9, 9): 7, (1, 3): 34}),
+                     peak=20), base, eager=None)
+    assert g.graph_pool_bytes == 34 and g.memory_cost_bytes is None
+    assert g.leftover_private_pools_at_m0 == 1 and g.leftover_bytes_at_m0 == 4
 
 
 @pytest.mark.parametrize("mode,launches,watch,expected", [

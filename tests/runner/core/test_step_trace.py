@@ -207,7 +207,7 @@ def test_traces_round_trip_through_the_database_and_older_bundles_have_none(any_
         (m["mode"], m["trace"]) for m in sorted(doc["measurements"], key=lambda m: m["mode"])
         if m["batch_size"] == 8]
     back = store.export_bundle(engine, run_id)
-    assert back["version"] == fmt.VERSION == 6
+    assert back["version"] == fmt.VERSION == 7
     assert store.import_bundle(engine, back) == (run_id, False)  # the same content
     old = sweep_bundle(batches=(8,), modes=("eager",), intervals=False)  # version 2
     old_id, _ = store.import_bundle(engine, old)

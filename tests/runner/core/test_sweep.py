@@ -171,7 +171,7 @@ def test_a_failing_repeat_process_keeps_the_first_pass_and_names_it(monkeypatch)
                                  "'warming up\\nboom\\n'); sys.exit(1)"],
                                 stdout=subprocess.PIPE, stderr=stderr, text=True)
 
-    monkeypatch.setattr(repeat, "_child", broken)
+    monkeypatch.setattr(repeat, "_held_child", broken)
     sink = ListSink()
     assert run_sweep(spec(batch_sizes=(2, 4), processes=2), sink) == "done"
     # The points of the first pass stand, holding the one process they have, and say
@@ -179,6 +179,34 @@ def test_a_failing_repeat_process_keeps_the_first_pass_and_names_it(monkeypatch)
     assert [m["status"] for m in sink.points] == ["ok", "ok"]
     assert all(m["details"]["processes"] == 1 for m in sink.points)
     assert "repeat process 1 exited 1: boom" in sink.points[0]["details"]["repeat_errors"][0]
+
+
+def test_held_repeat_processes_start_with_the_sweep_and_none_outlives_it(monkeypatch):
+    """The K - 1 children start with the sweep and wait for their turn (issue 47); a
+    sweep stopped before their passes ends them: no process is left running."""
+    from runner.core import repeat
+
+    started = []
+    real = repeat._held_child
+
+    def spy(request, stderr):
+        proc = real(request, stderr)
+        started.append(proc)
+        return proc
+
+    monkeypatch.setattr(repeat, "_held_child", spy)
+    stops = iter([False, True])  # the first batch size runs, then the sweep is stopped
+    sink = ListSink()
+    status = run_sweep(spec(batch_sizes=(2, 4), processes=3), sink,
+                       should_stop=lambda: next(stops, True))
+    assert status == "cancelled" and len(started) == 2
+    assert all(p.poll() is not None for p in started)  # ended, none left running
+    # A sweep that runs its passes hands each held child its turn, in order.
+    started.clear()
+    sink = ListSink()
+    assert run_sweep(spec(batch_sizes=(2,), processes=3), sink) == "done"
+    assert len(started) == 2 and all(p.poll() is not None for p in started)
+    assert sink.points[0]["details"]["processes"] == 3
 
 
 @pytest.mark.parametrize("text", ["１,２", "1,٣", "1,2,4,...,８"])

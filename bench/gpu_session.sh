@@ -1,0 +1,87 @@
+#!/bin/bash
+# One device call for issues 44 and 47 (run from the repository root on the GPU host, with
+# the dashboard's wheels carried in .whl so that every GPU test runs):
+#   bash bench/gpu_session.sh h100    the default sweep (wall time, where it goes, the
+#                                     cuda-graph step against triton) and two more for
+#                                     repeatability (time and memory), the energy and
+#                                     memory checks, then pytest -m gpu in the time left
+#   bash bench/gpu_session.sh h200    the same, with the hf decode and timm resnet18
+#                                     sweeps before the tests
+# Outputs under $OUT (at most 8 files come back: the bundles and one text of tables);
+# labels name the GPU the driver reports. A short table last.
+set -u
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+OUT=${OUT:-/tmp/lb-out}; mkdir -p "$OUT"
+WORK=/tmp/lb-work; mkdir -p "$WORK/rep"
+BUDGET=${BUDGET:-580}
+start=$(date +%s)
+left() { echo $(( BUDGET - ($(date +%s) - start) )); }
+stamp() { echo "== $1 at +$(( $(date +%s) - start ))s" | tee -a "$OUT/tables.txt"; }
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
+  --format=csv,noheader | tee -a "$OUT/tables.txt"
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | sed 's/^NVIDIA //; s/ .*//')
+gpu=$(echo "$GPU" | tr 'A-Z' 'a-z')
+python3 -c "import torch, transformers, timm, platform; print('torch', torch.__version__, \
+'cuda', torch.version.cuda, 'transformers', transformers.__version__, 'timm', \
+timm.__version__, 'python', platform.python_version())" | tee -a "$OUT/tables.txt"
+
+run() {  # name seconds command...: output appended to tables.txt
+  local name=$1 secs=$2; shift 2
+  [ "$(left)" -lt 20 ] && { echo "skip $name: no time left" | tee -a "$OUT/tables.txt"; return; }
+  [ "$secs" -gt "$(left)" ] && secs=$(left)
+  stamp "$name"
+  timeout -s INT "$secs" "$@" > "$WORK/$name.log" 2>&1
+  echo "$name rc=$?" | tee -a "$OUT/tables.txt"
+  grep -vE "Warning|warn\(|^\s*$" "$WORK/$name.log" | tail -40 >> "$OUT/tables.txt"
+}
+
+sweep() {  # name seconds workload sizes processes [params...]
+  local name=$1 secs=$2 workload=$3 sizes=$4 k=$5; shift 5
+  local extra=(); for p in "$@"; do extra+=(--param "$p"); done
+  run "$name" "$secs" python3 -m runner sweep --workload "$workload" "${extra[@]}" \
+    --batch-sizes "$sizes" --modes eager,compile,reduce-overhead,cuda-graph \
+    --timing standard --processes "$k" --no-db --out "$OUT/$name.json" \
+    --label "$GPU $workload${*:+ ($*)}"
+}
+
+gm() {  # name seconds workload sizes [params...]
+  local name=$1 secs=$2 workload=$3 sizes=$4; shift 4
+  local extra=(); for p in "$@"; do extra+=(--param "$p"); done
+  run "$name" "$secs" python3 -m runner graph-memory --workload "$workload" "${extra[@]}" \
+    --sizes "$sizes" --pool both --label "$GPU graph memory: $workload${*:+ ($*)}" \
+    --no-db --out "$OUT/$name.json"
+}
+
+# 1. The default sweep, timed, and the cuda-graph step against triton; two more runs.
+run sweep-time 110 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
+cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json"
+cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
+for i in 2 3; do
+  run "rep-$i" 75 python3 -m runner sweep --workload mlp --batch-sizes 1,8,64,8192 \
+    --no-db --out "$WORK/rep/$gpu-mlp-$i.json" --label "$GPU mlp (repeat $i)"
+done
+run repeatability 30 python3 bench/repeatability.py report "$WORK/rep"
+cp "$WORK/rep/$gpu-mlp-2.json" "$WORK/rep/$gpu-mlp-3.json" "$OUT/" 2>/dev/null
+# 2. Energy and memory against independent readings.
+run energy-check 100 python3 bench/energy_check.py --loop-s 2 \
+  --points mlp:1,mlp:8192,hf:1 --out "$WORK/energy-check.txt"
+run memory-check 140 python3 bench/memory_check.py --out "$WORK/memory-check.txt"
+# 3. The GPU tests of what changed (the memory pass, the energy windows, serve's
+# energy), then the rest of them, then (h200) the hf decode sweep in the time left.
+stamp "pytest -m gpu"
+timeout "$(( $(left) - 75 ))" python3 -m pytest -v -m gpu -p no:cacheprovider \
+  -o addopts="--strict-markers -ra" tests/runner/core/test_gpu_runner.py \
+  tests/runner/core/test_energy_sweep.py tests/runner/serve/test_gpu_serve.py \
+  > "$WORK/pytest.log" 2>&1
+echo "pytest rc=$?" | tee -a "$OUT/tables.txt"
+grep -E "PASSED|FAILED|ERROR|passed|failed|^E  " "$WORK/pytest.log" | tail -40 >> "$OUT/tables.txt"
+if [ "${1:-h100}" = h200 ]; then
+  sweep "$gpu-hf-causal-lm-decode" 70 hf-causal-lm 1,8,64 1 model=small-llama layers=4
+fi
+stamp done
+grep -E "^==|rc=|wall|MISS|coverage|memory:|agree|within their|passed|failed|do_bench" \
+  "$OUT/tables.txt" | tail -70
