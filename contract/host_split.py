@@ -173,6 +173,65 @@ def fill(ms: dict) -> None:
         m.split.speedup_at_launch_us = at
 
 
+def point_split(m) -> StepSplit | None:
+    """The point's stored split (bundle version 6), else one computed from its own
+    figures (of), so a reader does not depend on the bundle's age."""
+    parts = [number_or_none(v) for v in (m.split.gpu_ms, m.split.launch_ms, m.split.rest_ms)]
+    step = number_or_none(m.timing.step_ms)
+    if step is not None and step > 0 and all(p is not None for p in parts):
+        return StepSplit(step, *(float(p) for p in parts if p is not None))
+    return of(m)
+
+
+def speedups_at_launch(m, eager) -> dict[float, float]:
+    """The point's speedup projected to each reference launch cost (us -> x): the stored
+    details.speedup_at_launch_us, else computed from both points' figures (`eager`: the
+    eager point at its batch size, or None)."""
+    stored = m.split.speedup_at_launch_us
+    if isinstance(stored, dict) and stored:
+        out = {}
+        for k, v in stored.items():
+            us, x = number_or_none(k), number_or_none(v)
+            if us is not None and x is not None:
+                out[us] = x
+        return out
+    if eager is None or m.mode == "eager":
+        return {}
+    got = {u: projected_speedup(host_figures(eager), host_figures(m), u)
+           for u in REFERENCE_LAUNCH_US}
+    return {u: x for u, x in got.items() if x is not None}
+
+
+def busy_fraction(m) -> float | None:
+    """The GPU's busy time over the step (1.0: no launch gap left); None if unknown."""
+    busy, step = number_or_none(m.launches.gpu_busy_ms), number_or_none(m.timing.step_ms)
+    return None if busy is None or not step else busy / step
+
+
+def host_launch_ms(m) -> float | None:
+    """What the host spends launching a step: host launches x the launch cost (ms)."""
+    n = number_or_none(m.launches.host_launches_per_step)
+    us = number_or_none(m.intervals.launch_us)
+    return None if n is None or us is None else n * us / 1000.0
+
+
+def judged_text(m) -> str | None:
+    """What `noisy` was judged on, e.g. 'host-normalised: ±6.1% (target ±10%)'; None
+    where the runner did not say (bundles before version 6)."""
+    on = m.intervals.judged_on
+    half = number_or_none(m.intervals.judged_half_width)
+    target = number_or_none(m.intervals.target_half_width)
+    if not on and half is None:
+        return None
+    text = str(on or "the figure")
+    if half is not None:
+        text += f": ±{half:.1%}"
+    if target is not None:
+        text += f" (target ±{target:.1%})"
+    return text
+
+
 __all__ = ["HOST_BOUND_SHARE", "PARTS", "REFERENCE_LAUNCH_US", "RoundCheck", "StepSplit",
-           "check_rounds", "fill", "host_bound", "host_figures", "of", "projected_speedup",
-           "projected_step", "split"]
+           "busy_fraction", "check_rounds", "fill", "host_bound", "host_figures",
+           "host_launch_ms", "judged_text", "of", "point_split", "projected_speedup",
+           "projected_step", "speedups_at_launch", "split"]

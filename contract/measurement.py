@@ -452,6 +452,11 @@ class Measurement:
             return out
         return {**{k: out[k] for k in self.read_order if k in out}, **out}
 
+    def value(self, key: str) -> Any:
+        """A top-level field by its bundle name ('step_ms', 'graph_pool_bytes', ...)."""
+        rec, name = _TOP_KEYS[key]
+        return getattr(getattr(self, rec), name)
+
     def to_json(self) -> JsonObject:
         """The bundle's measurement object: MEASUREMENT_FIELDS in order, then trace."""
         top = {"mode": self.mode, "batch_size": self.batch_size, "status": self.status,

@@ -15,7 +15,7 @@ interval "no change"; asv refuses a verdict until the confidence allows one. Her
     no interval   none was measured (older bundles, published figures): the median alone
 
 An interval wholly on one side of 1x is a finding however wide it is (3-30x is surely
-faster); ranking by the lower bound (pages/logic/analysis.py) already keeps such a point
+faster); ranking by the lower bound (contract/speedups.py) already keeps such a point
 from being quoted above what it is sure of.
 
 Standard library only: the runner's CLI table and the dashboard share it.

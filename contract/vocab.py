@@ -15,13 +15,26 @@ class Mode:
     compiled: bool  # goes through torch.compile (Dynamo + Inductor)
     graph: bool  # replays a CUDA graph, so it needs a CUDA device
     color: str  # its colour on every chart
+    shape: str  # its mark on Compare, where the colour is the run's (a Vega shape)
+    dash: tuple[int, ...]  # its line's dash on Compare (Vega strokeDash)
+    # torch.compile's mode= for a compiled mode (None: the default); the runner's
+    # builders, training, the serve replay and the compile watch read it.
+    compile_mode: str | None = None
 
 
+# A mode is one entry here (docs/ARCHITECTURE.md, "Where a new thing goes"): the runner's
+# builders and training step (runner/core/modes.py, training.py), the serve replay, the
+# compile watch, the charts' colours, shapes and dashes and the database's CHECK
+# (db/vocab_checks.py) all read this table.
 MODE_TABLE: dict[str, Mode] = {m.name: m for m in (
-    Mode("eager", compiled=False, graph=False, color="#7f7f7f"),
-    Mode("compile", compiled=True, graph=False, color="#1f77b4"),
-    Mode("reduce-overhead", compiled=True, graph=True, color="#d62728"),
-    Mode("cuda-graph", compiled=False, graph=True, color="#2ca02c"),
+    Mode("eager", compiled=False, graph=False, color="#7f7f7f", shape="cross",
+         dash=(1, 3)),
+    Mode("compile", compiled=True, graph=False, color="#1f77b4", shape="square",
+         dash=(2, 2)),
+    Mode("reduce-overhead", compiled=True, graph=True, color="#d62728",
+         shape="triangle-up", dash=(6, 3), compile_mode="reduce-overhead"),
+    Mode("cuda-graph", compiled=False, graph=True, color="#2ca02c", shape="circle",
+         dash=(1, 0)),
 )}
 MODES = tuple(MODE_TABLE)
 # The baseline every speedup is over, and the modes compared against it.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 import pandas as pd
@@ -9,17 +10,17 @@ from sqlalchemy import case, func, select
 from sqlalchemy.engine import Engine
 
 from contract.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
-from contract.measurement import details_of
+from contract.measurement import Measurement, details_of
 from contract.run_summary import (
     SUMMARY_COLUMNS,
+    SUMMARY_DETAILS,
     RunHeader,
+    RunListing,
     RunSummary,
-    header_of,
-    record,
     summarize,
 )
 from contract.trace import PointTrace
-from db import liveness
+from db import liveness, records
 from db.models import EnvironmentRow, MeasurementRow, RunRow, ServeResultRow, TraceRow
 
 SUMMARY_HEADER = ("id", "uuid", "kind", "workload", "workload_params", "dtype", "created_at",
@@ -47,15 +48,16 @@ def run_summaries(engine: Engine, run_ids: list[int] | tuple | None = None,
                 .order_by(RunRow.created_at.desc(), RunRow.id.desc()))
         if ids is not None:
             stmt = stmt.where(RunRow.id.in_(ids))
-        headers = [RunHeader(**row._mapping) for row in c.execute(stmt)]
+        headers = [records.header(row._mapping) for row in c.execute(stmt)]
         sweeps = [h.id for h in headers if h.kind == "sweep"]
-        points: dict[int, list] = {}
+        points: dict[int, list[Measurement]] = {}
         if sweeps:
             rows = c.execute(select(MeasurementRow.run_id,
                                     *(getattr(MeasurementRow, f) for f in SUMMARY_COLUMNS))
                              .where(MeasurementRow.run_id.in_(sweeps)))
             for row in rows:
-                points.setdefault(row.run_id, []).append(record(row._mapping))
+                points.setdefault(row.run_id, []).append(
+                    records.measurement(row._mapping, SUMMARY_DETAILS))
     summaries = [summarize(h, points.get(h.id, ())) for h in headers]
     if ids is None:
         return summaries
@@ -117,14 +119,12 @@ def run_filter_options(engine: Engine) -> dict[str, list[str]]:
     return {"gpu": gpus, "workload": workloads, "torch": torches}
 
 
-def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
-               workloads: list[str] | tuple = (), torches: list[str] | tuple = (),
-               limit: int | None = None, now: datetime | None = None) -> pd.DataFrame:
-    """Runs with their environment and point counts, newest first. An empty filter list
-    means no filter on that field; ``cpu`` in `gpus` matches runs without a GPU. `now`:
-    the time "lost" is decided at (default: the database's clock)."""
-    # The noise counts the Runs page badges (pages/logic/analysis.noise_counts computes
-    # the same from points): summed here so listing runs never loads every point.
+def _runs_statement(c, gpus: Sequence[str], workloads: Sequence[str],
+                    torches: Sequence[str], now: datetime | None):
+    """Runs with their environment and point counts, newest first (runs_frame's and
+    runs_list's one statement) and the names of its columns."""
+    # The noise counts the Runs page badges (contract/noise.py counts the same
+    # conditions over a run's points): summed here so listing runs never loads a point.
     measured = (MeasurementRow.status == "ok") & MeasurementRow.step_ms.is_not(None)
     flags = {
         "ok_points": MeasurementRow.status == "ok",
@@ -138,7 +138,7 @@ def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
                      *(func.sum(case((cond, 1), else_=0)).label(name)
                        for name, cond in flags.items()))
               .group_by(MeasurementRow.run_id).subquery())
-    stmt = (select(*_run_env_columns(engine, now),
+    stmt = (select(*_run_env_columns(c, now),
                    func.coalesce(counts.c.points, 0).label("points"),
                    *(func.coalesce(counts.c[name], 0).label(name) for name in flags))
             .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)
@@ -154,10 +154,30 @@ def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
         stmt = stmt.where(RunRow.workload.in_(list(workloads)))
     if torches:
         stmt = stmt.where(EnvironmentRow.torch_version.in_(list(torches)))
-    if limit is not None:
-        stmt = stmt.limit(limit)
-    columns = [*RUN_COLUMNS, *ENVIRONMENT_FIELDS, "points", *flags]
+    return stmt, [*RUN_COLUMNS, *ENVIRONMENT_FIELDS, "points", *flags]
+
+
+def runs_list(engine: Engine, *, gpus: Sequence[str] = (), workloads: Sequence[str] = (),
+              torches: Sequence[str] = (), now: datetime | None = None
+              ) -> list[RunListing]:
+    """Runs with their environment, point counts and noise counts, newest first, as
+    records (db/records.py). An empty filter list means no filter on that field; ``cpu``
+    in `gpus` matches runs without a GPU. `now`: the time "lost" is decided at (default:
+    the database's clock)."""
     with engine.connect() as c:
+        stmt, _ = _runs_statement(c, gpus, workloads, torches, now)
+        return [records.listing(row._mapping) for row in c.execute(stmt)]
+
+
+def runs_frame(engine: Engine, *, gpus: Sequence[str] = (), workloads: Sequence[str] = (),
+               torches: Sequence[str] = (), limit: int | None = None,
+               now: datetime | None = None) -> pd.DataFrame:
+    """runs_list as a frame, one column a field (`runner check` and runner/history read
+    runs as frames)."""
+    with engine.connect() as c:
+        stmt, columns = _runs_statement(c, gpus, workloads, torches, now)
+        if limit is not None:
+            stmt = stmt.limit(limit)
         return _frame(c.execute(stmt), columns)
 
 
@@ -176,10 +196,24 @@ def runs_headers(engine: Engine, run_ids: list[int] | tuple,
     return df.sort_values("id", key=lambda s: s.map(order)).reset_index(drop=True)
 
 
+def run_headers(engine: Engine, run_ids: Sequence[int], now: datetime | None = None
+                ) -> list[RunHeader]:
+    """The given runs' headers (those that exist) as records, in the order asked."""
+    ids = [int(i) for i in run_ids]
+    if not ids:
+        return []
+    with engine.connect() as c:
+        stmt = (select(*_run_env_columns(c, now))
+                .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)
+                .where(RunRow.id.in_(ids)))
+        found = {h.id: h for h in (records.header(r._mapping) for r in c.execute(stmt))}
+    return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+
 def run_header(engine: Engine, run_id: int, now: datetime | None = None) -> RunHeader | None:
     """One run's header and environment; None when no run has this id."""
-    df = runs_headers(engine, [run_id], now)
-    return None if df.empty else header_of(df.iloc[0].to_dict())
+    found = run_headers(engine, [run_id], now)
+    return found[0] if found else None
 
 
 POINT_COLUMNS = ("run_id", *MEASUREMENT_FIELDS)
@@ -205,8 +239,27 @@ def runs_points(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
     return df
 
 
-def run_points(engine: Engine, run_id: int) -> pd.DataFrame:
-    return runs_points(engine, [run_id])
+def points(engine: Engine, run_ids: Sequence[int],
+           columns: Sequence[str] = MEASUREMENT_FIELDS) -> dict[int, list[Measurement]]:
+    """Every point of the given runs as `Measurement` records (db/records.py), by run id
+    (a run without points has none), each run's in mode and batch order. `columns`: the
+    measurement fields to read (default all: the others read as unknown)."""
+    ids = [int(i) for i in run_ids]
+    out: dict[int, list[Measurement]] = {i: [] for i in ids}
+    if not ids:
+        return out
+    stmt = (select(MeasurementRow.run_id, *(getattr(MeasurementRow, f) for f in columns))
+            .where(MeasurementRow.run_id.in_(ids))
+            .order_by(MeasurementRow.run_id, MeasurementRow.mode, MeasurementRow.batch_size))
+    with engine.connect() as c:
+        for row in c.execute(stmt):
+            out[row.run_id].append(records.measurement(row._mapping))
+    return out
+
+
+def run_points(engine: Engine, run_id: int) -> list[Measurement]:
+    """One run's points as records."""
+    return points(engine, [run_id])[int(run_id)]
 
 
 def point_traces(engine: Engine, run_ids: list[int] | tuple, batch_size: int
@@ -225,29 +278,12 @@ def point_traces(engine: Engine, run_ids: list[int] | tuple, batch_size: int
                 for r, m, t in c.execute(stmt)]
 
 
-# What the Runs board's key figures and the Trends page need of each point: the speedup
-# with its interval, the graph pool, and details (a published point's own eager reference,
-# reduce-overhead's paired ratio over compile), and energy per step with its gain over
-# eager (Trends). Not the raw samples.
-KEY_POINT_COLUMNS = ("run_id", "mode", "batch_size", "status", "step_ms", "speedup",
-                     "speedup_ci_low", "speedup_ci_high", "graph_pool_bytes", "details",
-                     "energy_mj_per_step", "energy_gain")
-
-
-def key_points(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
-    """The points of the given runs, only the columns KEY_POINT_COLUMNS names."""
-    ids = [int(i) for i in run_ids]
-    if not ids:
-        return pd.DataFrame(columns=list(KEY_POINT_COLUMNS))
-    stmt = (select(*(getattr(MeasurementRow, c) for c in KEY_POINT_COLUMNS))
-            .where(MeasurementRow.run_id.in_(ids))
-            .order_by(MeasurementRow.run_id, MeasurementRow.mode, MeasurementRow.batch_size))
-    with engine.connect() as c:
-        df = _frame(c.execute(stmt), KEY_POINT_COLUMNS)
-    for f in ("step_ms", "speedup", "speedup_ci_low", "speedup_ci_high", "graph_pool_bytes",
-              "energy_mj_per_step", "energy_gain"):
-        df[f] = pd.to_numeric(df[f], errors="coerce")
-    return df
+# What the Trends page and the Launch page's estimate read of each point: not the raw
+# samples (the speedup with its interval, energy, and details for a published point's own
+# eager reference and the setup phases).
+KEY_POINT_COLUMNS = ("mode", "batch_size", "status", "step_ms", "speedup", "speedup_ci_low",
+                     "speedup_ci_high", "graph_pool_bytes", "details", "energy_mj_per_step",
+                     "energy_gain", "energy_gain_ci_low", "energy_gain_ci_high")
 
 
 SERVE_KEY_COLUMNS = ("run_id", "strategy", "status", "rows_per_s", "latency_ms_p99",
@@ -285,6 +321,18 @@ def trend_runs(engine: Engine, workload: str, gpu: str) -> pd.DataFrame:
                       else EnvironmentRow.gpu_name == gpu)
     with engine.connect() as c:
         return _frame(c.execute(stmt), TREND_RUN_COLUMNS)
+
+
+def series_headers(engine: Engine, workload: str, gpu: str) -> list[RunHeader]:
+    """trend_runs' sweeps as records, oldest first: the runs the Trends page follows."""
+    stmt = (select(*_run_env_columns(engine))
+            .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)
+            .where(RunRow.kind == "sweep", RunRow.workload == workload)
+            .order_by(RunRow.created_at, RunRow.id))
+    stmt = stmt.where(EnvironmentRow.gpu_name.is_(None) if gpu == CPU
+                      else EnvironmentRow.gpu_name == gpu)
+    with engine.connect() as c:
+        return [records.header(r._mapping) for r in c.execute(stmt)]
 
 
 def gpu_memory(engine: Engine, gpu: str | None) -> int | None:

@@ -13,9 +13,9 @@ from sqlalchemy.orm import Session
 from contract import serve_record as rec
 from contract.json_shape import as_json
 from contract.run_record import Environment, Run
-from contract.run_summary import RunHeader, header_of
+from contract.run_summary import RunHeader
 from contract.serve_record import ServeConfig, ServeProfilePoint, ServeResult
-from db import rows
+from db import records, rows
 from db.models import EnvironmentRow, RunRow, ServeConfigRow, ServeProfilePointRow, ServeResultRow
 from db.rows import RunNotFound, add_section, read_section  # noqa: F401 - part of this API
 
@@ -93,7 +93,7 @@ def serve_run(engine: Engine, run_id: int) -> tuple[RunHeader, ServeConfig]:
     if row is None:
         raise RunNotFound(f"no serve run with id {run_id}")
     values = row._mapping
-    return (header_of({**values, "kind": "serve"}),
+    return (records.header({**values, "kind": "serve"}),
             ServeConfig(**{f: values[f] for f in rec.CONFIG_FIELDS}))
 
 
