@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from pages.logic.analysis import point_record
 
 from contract.run_summary import header_of
 from pages.logic import comparing, noise, trends
-from pages.logic.analysis import point_record
 
 
 def test_noise_counts_are_read_once_and_unknown_counts_are_zero():
