@@ -39,7 +39,7 @@ def figures(url: str, data_v: tuple, run_id: int
     points = data.run_points(run_id)
     paired = run_charts.run_charts(points, names=[n for pair in PAIRS for n in pair])
     split = {**split_charts.host_split_charts(points),
-             **run_charts.time_split_charts(points)}
+             **split_charts.time_split_charts(points)}
     return ({k: c if k == "speedup" else c.to_dict() for k, c in paired.items()},
             {k: c.to_dict() for k, c in split.items()})
 
