@@ -90,9 +90,10 @@ def test_the_board_and_the_list_say_the_same_of_a_run_without_a_finding(sqlite_e
 
 
 def _point(mode, batch, step_ms, speedup=None, lo=None, hi=None, pool=None, **details):
-    return Measurement.from_json({"mode": mode, "batch_size": batch, "status": "ok", "step_ms": step_ms,
-                   "speedup": speedup, "speedup_ci_low": lo, "speedup_ci_high": hi,
-                   "graph_pool_bytes": pool, "details": details})
+    return Measurement.from_json({
+        "mode": mode, "batch_size": batch, "status": "ok", "step_ms": step_ms,
+        "speedup": speedup, "speedup_ci_low": lo, "speedup_ci_high": hi,
+        "graph_pool_bytes": pool, "details": details})
 
 
 HEADER = RunHeader(id=1, uuid="u", workload="mlp", status="done")
