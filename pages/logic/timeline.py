@@ -51,9 +51,12 @@ def parse_batch(text: str | None, options: Sequence[int]) -> int | None:
         return None
     s = str(text).strip()
     digits = len(str(MAX_BATCH_SIZE))  # refuse a long string before int() reads it
-    if not (s.isascii() and s.isdigit()) or len(s) > digits or not 1 <= int(s) <= MAX_BATCH_SIZE:
+    if not (s.isascii() and s.isdigit()) or len(s) > digits:
         raise BatchError(f"?batch={s[:40]!r} is not a batch size: expected a whole number "
-                         f"from 1 to {MAX_BATCH_SIZE}, such as ?batch=8")
+                         f"in ASCII digits from 1 to {MAX_BATCH_SIZE}, such as ?batch=8")
+    if not 1 <= int(s) <= MAX_BATCH_SIZE:
+        raise BatchError(f"?batch={s!r} is out of range: batch sizes run from 1 to "
+                         f"{MAX_BATCH_SIZE} (contract/limits.py)")
     if int(s) not in options:
         have = ", ".join(str(b) for b in options) or "none"
         raise BatchError(f"?batch={int(s)}: no point was measured at batch size {int(s)} "

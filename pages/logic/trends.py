@@ -64,7 +64,7 @@ def parse_batch(text: str) -> int:
         raise TrendQueryError(str(e)) from None
     if found is None:
         raise TrendQueryError(f"?batch={s[:40]!r} is not a batch size: expected a whole "
-                              "number in ASCII digits, such as ?batch=8")
+                              "number in ASCII digits, such as ?batch=8")  # empty
     return found
 
 
