@@ -258,10 +258,12 @@ def stop_worker(engine: Engine, worker_id: int) -> None:
                   .values(stopped_at=liveness.now_expr(c)))
 
 
-def live_workers(engine: Engine, timeout_s: float = LOST_AFTER_S) -> list[queue.Worker]:
-    """Workers that heartbeated within `timeout_s` and did not say goodbye."""
+def live_workers(engine: Engine, timeout_s: float = LOST_AFTER_S, *,
+                 now: datetime | None = None) -> list[queue.Worker]:
+    """Workers that heartbeated within `timeout_s` of `now` (default: the database's
+    clock) and did not say goodbye."""
     with engine.connect() as c:
-        cutoff = liveness.now_expr(c) - timedelta(seconds=timeout_s)
+        cutoff = liveness.cutoff(c, now, timeout_s)
         rows = c.execute(select(WorkerRow.__table__).where(
             WorkerRow.stopped_at.is_(None), WorkerRow.heartbeat_at >= cutoff)
             .order_by(WorkerRow.id))
