@@ -42,6 +42,7 @@ from contract.serve_record import (
     ServeProfileCounts,
     ServeResult,
 )
+from contract.vocab import MODE_TABLE
 from runner.core import energy, memory
 from runner.core.workloads import Workload
 from runner.serve.context import (  # noqa: F401 - the scenario's API includes its context
@@ -51,7 +52,10 @@ from runner.serve.context import (  # noqa: F401 - the scenario's API includes i
     reset,
 )
 
-WARM_CALLS = {"eager": 1, "compile": 1, "reduce-overhead": 3, "buckets": 1}
+# Calls before a strategy is timed: CUDA graph trees need three per shape (warm up,
+# record, replay), any other one; a mode's from its entry of the mode table.
+WARM_CALLS = {**{m.name: 3 if m.compiled and m.graph else 1 for m in MODE_TABLE.values()},
+              "buckets": 1}
 PROFILED_REQUESTS = {True: 5, False: 20}
 
 
@@ -252,7 +256,7 @@ def measure(ctx: Context, s: Strategy, counter: Any = "energy not measured") -> 
     `counter`: run_serve's energy counter, or the reason there is none."""
     stream = ctx.stream
     r = ServeResult.empty(s.name, requests=len(stream), real_rows=sum(stream))
-    if s.kind == "reduce-overhead" and not ctx.cuda:
+    if s.kind in MODE_TABLE and MODE_TABLE[s.kind].graph and not ctx.cuda:
         return dataclasses.replace(
             r, status="unsupported", message="reduce-overhead records CUDA graphs, which "
             f"exist on CUDA devices only; this run is on {ctx.device}")
