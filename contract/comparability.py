@@ -17,13 +17,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from contract.run_summary import RunHeader
+from contract.vocab import RUN_KIND_TABLE
 
 # What makes two runs' curves comparable: the same model at the same size and precision.
 COMPARABLE_FIELDS = ("kind", "workload", "workload_params", "dtype")
 _WHAT = {"kind": "run kinds", "workload": "workloads",
          "workload_params": "workload parameters", "dtype": "dtypes"}
-# Where a run of another kind is read instead of on Compare.
-OTHER_KIND = {"serve": "on the Serve page", "graph-memory": "on its own page"}
+# Where a run of another kind is read instead of on Compare (its entry of the run-kind
+# table).
+OTHER_KIND = {k.name: k.elsewhere for k in RUN_KIND_TABLE.values() if not k.curves}
 
 
 def value_text(v: Any) -> str:

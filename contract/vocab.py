@@ -49,8 +49,29 @@ FINISHED_STATUSES = ("done", "failed", "cancelled")
 POINT_STATUSES = ("ok", "error", "unsupported", "skipped")
 CUDAGRAPH_STATUSES = ("replay", "partial", "skipped", "eager-fallback", "n/a")
 SOURCES = ("measured", "published")
+@dataclass(frozen=True)
+class RunKind:
+    """What a kind of run is, in the facts the database, the bundle and the pages branch
+    on: one entry of RUN_KIND_TABLE (docs/ARCHITECTURE.md, "Where a new thing goes")."""
+
+    name: str
+    noun: str  # how a picker names one: "serve run"
+    section: str | None  # the bundle's (and database's) section of its own, if any
+    curves: bool  # it has points with speedups: Compare overlays it, the board ranks it
+    page: str = "run"  # the page (pages table's name) that shows it
+    elsewhere: str = ""  # where Compare sends a run without curves
+
+
 # graph-memory: one graph captured per size, the pool read after each (graph_memory.py).
-RUN_KINDS = ("sweep", "serve", "graph-memory")
+# A published run is a sweep whose source is "published" (SOURCES), not a kind.
+RUN_KIND_TABLE: dict[str, RunKind] = {k.name: k for k in (
+    RunKind("sweep", "sweep", None, curves=True),
+    RunKind("serve", "serve run", "serve", curves=False, page="serve",
+            elsewhere="on the Serve page"),
+    RunKind("graph-memory", "graph-memory run", "graph_memory", curves=False,
+            elsewhere="on its own page"),
+)}
+RUN_KINDS = tuple(RUN_KIND_TABLE)
 DEVICES = ("cuda", "cpu")
 # Where a queued job may run: "auto" lets the worker choose (cuda if it has one).
 JOB_DEVICES = ("auto", *DEVICES)

@@ -13,7 +13,7 @@ UTC clock is that host's clock.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select, update

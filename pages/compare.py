@@ -6,6 +6,7 @@ import streamlit as st
 
 from contract import verdict
 from contract.host_split import REFERENCE_LAUNCH_US
+from contract.vocab import RUN_KIND_TABLE
 from pages.charts import run_charts
 from pages.logic import across_gpus, board, comparing, links, workload_views
 from pages.logic.plain import plain
@@ -18,7 +19,7 @@ st.title("Compare runs")
 # --- settings: ids from the URL; the picker below rewrites the URL ------------------------
 asked = url.run_ids_from_url()
 every_run = [r.header for r in data.runs()]
-sweeps = [h for h in every_run if h.kind == "sweep"]  # serve runs have no speedup curves
+sweeps = [h for h in every_run if RUN_KIND_TABLE[h.kind].curves]  # serve runs have none
 names = comparing.run_names(sweeps)
 labels = {h.id: h.label or "" for h in sweeps}
 found = [i for i in asked if i in names]

@@ -28,7 +28,7 @@ from contract.run_summary import (
     RunSummary,
 )
 from contract.verdict import INCONCLUSIVE, SPREAD_LIMIT
-from contract.vocab import CUDA_GRAPH_MODES
+from contract.vocab import CUDA_GRAPH_MODES, RUN_KIND_TABLE, RunKind
 from pages.logic.names import device_name
 
 MIB = BYTES_PER_MIB
@@ -129,7 +129,10 @@ def _figures(r: RunListing, summaries: Mapping[int, RunSummary],
              graph_memory: Mapping[int, Mapping[str, float]]) -> dict[str, object]:
     rid, kind = r.header.id, r.header.kind
     row: dict[str, object] = {c: math.nan for c in key_columns()}
-    if kind == "serve":
+    if _kind(kind).curves:
+        row = _sweep_row(summaries.get(rid))
+        row["points"] = points_text(r)
+    elif kind == "serve":
         res = by_serve.get(rid, serve.iloc[0:0])
         row["key figure"], row["memory cost"] = _serve_figure(res), ""
         ok = int((res["status"] == "ok").sum()) if not res.empty else 0
@@ -138,10 +141,14 @@ def _figures(r: RunListing, summaries: Mapping[int, RunSummary],
         a = graph_memory.get(rid, {})
         row["key figure"], row["memory cost"] = graph_memory_figure(a), ""
         row["points"] = f"{a.get('sizes', 0)} sizes captured"
-    else:
-        row = _sweep_row(summaries.get(rid))
-        row["points"] = points_text(r)
+    else:  # a kind without a figure of its own here: named, not left blank
+        row["key figure"], row["memory cost"] = _kind(kind).noun, ""
+        row["points"] = f"{r.points} points"
     return row
+
+
+def _kind(name: str) -> RunKind:
+    return RUN_KIND_TABLE.get(name) or RunKind(name, name, None, curves=False)
 
 
 def key_figures(runs: Sequence[RunListing], summaries: Mapping[int, RunSummary],
@@ -209,10 +216,10 @@ def runs_table(runs: Sequence[RunListing]) -> pd.DataFrame:
             "torch": h.torch_version or "—", "workload": h.workload,
             "parameters": value_text(h.workload_params), "dtype": h.dtype or "—",
             "status": h.status, "points": f"{r.ok_points}/{r.points} ok",
-            "noise": noise_summary(r.noise)[1] if h.kind == "sweep" else "—",
+            "noise": noise_summary(r.noise)[1] if _kind(h.kind).curves else "—",
             "label": h.label or "",
-            # Serve runs (dynamic batch sizes) have their own page.
-            "link": f"{'serve' if h.kind == 'serve' else 'run'}?run={h.id}"})
+            # A kind's own page (its entry of the run-kind table): serve runs have theirs.
+            "link": f"{_kind(h.kind).page}?run={h.id}"})
     return pd.DataFrame(rows, columns=cols)
 
 
