@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy.exc
 from sqlalchemy import create_engine, event
@@ -34,7 +36,7 @@ def default_url() -> str:
     return os.environ.get("LAUNCHBENCH_DB") or DEFAULT_URL
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # WAL lets the dashboard read while a sweep writes; foreign keys are off by default in
     # SQLite; the busy timeout makes concurrent writers (workers) wait instead of failing.
     cur = dbapi_connection.cursor()
@@ -44,7 +46,7 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cur.close()
 
 
-def _sqlite_read_only_pragmas(dbapi_connection, _record) -> None:
+def _sqlite_read_only_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # No journal_mode change (that is a write); query_only refuses writes even if the
     # file's permissions would allow them.
     cur = dbapi_connection.cursor()
@@ -53,7 +55,7 @@ def _sqlite_read_only_pragmas(dbapi_connection, _record) -> None:
     cur.close()
 
 
-def _pg_read_only(dbapi_connection, _record) -> None:
+def _pg_read_only(dbapi_connection: Any, _record: Any) -> None:
     # Every transaction of this session is READ ONLY. SET is transactional in PostgreSQL:
     # commit it, or the pool's reset-on-return rollback would undo it.
     cur = dbapi_connection.cursor()
@@ -62,11 +64,11 @@ def _pg_read_only(dbapi_connection, _record) -> None:
     dbapi_connection.commit()
 
 
-def _sqlite_read_only_creator(path: Path):
+def _sqlite_read_only_creator(path: Path) -> Callable[[], sqlite3.Connection]:
     """Connections through SQLite's read-only URI: the file is never created or written."""
     uri = f"{path.resolve().as_uri()}?mode=ro"
 
-    def connect():
+    def connect() -> sqlite3.Connection:
         return sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
                                check_same_thread=False)
 

@@ -23,7 +23,9 @@ def _config() -> Config:
 
 
 def head() -> str:
-    return ScriptDirectory.from_config(_config()).get_current_head()
+    found = ScriptDirectory.from_config(_config()).get_current_head()
+    assert found is not None  # the migrations have one head
+    return found
 
 
 def current(engine: Engine) -> str | None:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import Any
 
 import pandas as pd
-from sqlalchemy import case, func, select
-from sqlalchemy.engine import Engine
+from sqlalchemy import ColumnElement, Row, Select, case, func, select
+from sqlalchemy.engine import Connection, Engine
 
-from contract.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
-from contract.measurement import Measurement, details_of
+from contract.measurement import MEASUREMENT_FIELDS, Measurement, details_of
+from contract.run_record import ENVIRONMENT_FIELDS
 from contract.run_summary import (
     SUMMARY_COLUMNS,
     SUMMARY_DETAILS,
@@ -28,7 +29,7 @@ SUMMARY_HEADER = ("id", "uuid", "kind", "workload", "workload_params", "dtype", 
 SUMMARY_ENVIRONMENT = ("device", "gpu_name", "torch_version", "hostname")
 
 
-def run_summaries(engine: Engine, run_ids: list[int] | tuple | None = None,
+def run_summaries(engine: Engine, run_ids: Sequence[int] | None = None,
                   now: datetime | None = None) -> list[RunSummary]:
     """The runs' summaries (contract/run_summary.py): header and key figures, built
     by its summarize() from each run's points. All runs newest first when `run_ids` is
@@ -89,7 +90,7 @@ RUN_COLUMNS = ("id", "uuid", "kind", "workload", "workload_params", "dtype", "cr
 CPU = "cpu"  # what a run without a GPU shows and filters as, in the GPU column
 
 
-def _run_env_columns(c, now: datetime | None = None):
+def _run_env_columns(c: Connection | Engine, now: datetime | None = None) -> list[Any]:
     # status as readers show it: "lost" for a running run whose writer went silent
     # (db/liveness.py), decided here at read time, so read-only mode shows it too.
     shown = {"status": liveness.run_status(liveness.cutoff(c, now)).label("status")}
@@ -97,7 +98,7 @@ def _run_env_columns(c, now: datetime | None = None):
             + [getattr(EnvironmentRow, f) for f in ENVIRONMENT_FIELDS])
 
 
-def _frame(rows, columns) -> pd.DataFrame:
+def _frame(rows: Iterable[Row[Any]], columns: Sequence[str]) -> pd.DataFrame:
     df = pd.DataFrame([dict(r._mapping) for r in rows], columns=list(columns))
     for c in ("created_at", "finished_at"):
         if c in df:
@@ -110,8 +111,8 @@ def run_filter_options(engine: Engine) -> dict[str, list[str]]:
     """Distinct GPU names (``cpu`` for CPU runs), workloads and torch versions."""
     gpu = func.coalesce(EnvironmentRow.gpu_name, CPU)
     with engine.connect() as c:
-        gpus = c.execute(select(gpu).select_from(RunRow).join(EnvironmentRow).distinct()).scalars()
-        gpus = sorted(gpus)
+        gpus = sorted(c.execute(select(gpu).select_from(RunRow).join(EnvironmentRow)
+                                .distinct()).scalars())
         workloads = sorted(c.execute(select(RunRow.workload).distinct()).scalars())
         torches = sorted(v for v in c.execute(
             select(EnvironmentRow.torch_version).select_from(RunRow).join(EnvironmentRow)
@@ -119,8 +120,9 @@ def run_filter_options(engine: Engine) -> dict[str, list[str]]:
     return {"gpu": gpus, "workload": workloads, "torch": torches}
 
 
-def _runs_statement(c, gpus: Sequence[str], workloads: Sequence[str],
-                    torches: Sequence[str], now: datetime | None):
+def _runs_statement(c: Connection, gpus: Sequence[str], workloads: Sequence[str],
+                    torches: Sequence[str], now: datetime | None
+                    ) -> tuple[Select[Any], list[str]]:
     """Runs with their environment and point counts, newest first (runs_frame's and
     runs_list's one statement) and the names of its columns."""
     # The noise counts the Runs page badges (contract/noise.py counts the same
@@ -146,7 +148,7 @@ def _runs_statement(c, gpus: Sequence[str], workloads: Sequence[str],
             .order_by(RunRow.created_at.desc(), RunRow.id.desc()))
     if gpus:
         named = [g for g in gpus if g != CPU]
-        cond = EnvironmentRow.gpu_name.in_(named)
+        cond: ColumnElement[bool] = EnvironmentRow.gpu_name.in_(named)
         if CPU in gpus:
             cond = cond | EnvironmentRow.gpu_name.is_(None)
         stmt = stmt.where(cond)
@@ -181,7 +183,7 @@ def runs_frame(engine: Engine, *, gpus: Sequence[str] = (), workloads: Sequence[
         return _frame(c.execute(stmt), columns)
 
 
-def runs_headers(engine: Engine, run_ids: list[int] | tuple,
+def runs_headers(engine: Engine, run_ids: Sequence[int],
                  now: datetime | None = None) -> pd.DataFrame:
     """Header and environment of the given runs (those that exist), in the order asked."""
     ids = [int(i) for i in run_ids]
@@ -219,7 +221,7 @@ def run_header(engine: Engine, run_id: int, now: datetime | None = None) -> RunH
 POINT_COLUMNS = ("run_id", *MEASUREMENT_FIELDS)
 
 
-def runs_points(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
+def runs_points(engine: Engine, run_ids: Sequence[int]) -> pd.DataFrame:
     """Every measurement of the given runs, ordered by run, mode, batch size."""
     ids = [int(i) for i in run_ids]
     cols = [MeasurementRow.run_id] + [getattr(MeasurementRow, f) for f in MEASUREMENT_FIELDS]
@@ -262,7 +264,7 @@ def run_points(engine: Engine, run_id: int) -> list[Measurement]:
     return points(engine, [run_id])[int(run_id)]
 
 
-def point_traces(engine: Engine, run_ids: list[int] | tuple, batch_size: int
+def point_traces(engine: Engine, run_ids: Sequence[int], batch_size: int
                  ) -> list[PointTrace]:
     """The kept traces of the given runs at one batch size, by run and mode. One batch
     size at a time: a run's traces are read only for what is drawn."""
@@ -290,7 +292,7 @@ SERVE_KEY_COLUMNS = ("run_id", "strategy", "status", "rows_per_s", "latency_ms_p
                      "graph_pool_bytes")
 
 
-def serve_key_results(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
+def serve_key_results(engine: Engine, run_ids: Sequence[int]) -> pd.DataFrame:
     """Each strategy's headline figures for the given serve runs (the Runs board)."""
     ids = [int(i) for i in run_ids]
     if not ids:
@@ -369,7 +371,7 @@ def past_durations(engine: Engine, workload: str | None, gpu: str | None = None,
             return pd.DataFrame(columns=cols)
         pts = c.execute(select(MeasurementRow.run_id, MeasurementRow.details)
                         .where(MeasurementRow.run_id.in_([int(i) for i in runs["run_id"]])))
-        per: dict[int, list] = {}
+        per: dict[int, list[Any]] = {}
         for rid, details in pts:
             wall = details_of(details).timing.point_wall_s
             per.setdefault(int(rid), []).append(wall)
@@ -381,7 +383,7 @@ def past_durations(engine: Engine, workload: str | None, gpu: str | None = None,
     return runs[cols]
 
 
-def data_version(engine: Engine) -> tuple:
+def data_version(engine: Engine) -> tuple[Any, ...]:
     """A cheap fingerprint that changes whenever a run or point is added, a run finishes
     or is deleted, or a point is replaced (db.store.replace_measurement gives the new
     figures a new row id): the dashboard keys its caches on it, so a worker's writes in

@@ -30,7 +30,7 @@ def utc(t: datetime | None) -> datetime | None:
     return t.replace(tzinfo=timezone.utc)
 
 
-def header(row: Mapping[str, Any]) -> RunHeader:
+def header(row: Mapping[Any, Any]) -> RunHeader:
     """A run header from a row holding its columns (others ignored, missing unknown)."""
     values = {k: row[k] for k in _HEADER_FIELDS if k in row}
     for k in ("created_at", "finished_at"):
@@ -39,7 +39,7 @@ def header(row: Mapping[str, Any]) -> RunHeader:
     return RunHeader(**values)
 
 
-def measurement(row: Mapping[str, Any],
+def measurement(row: Mapping[Any, Any],
                 details: Collection[str] | None = None) -> Measurement:
     """A point from a row of the measurements table's columns (any subset: a column not
     selected is unknown). `details`: only these details keys are read (a point's details
@@ -52,7 +52,7 @@ def measurement(row: Mapping[str, Any],
     return Measurement.from_json(doc)
 
 
-def listing(row: Mapping[str, Any]) -> RunListing:
+def listing(row: Mapping[Any, Any]) -> RunListing:
     counts = NoiseCounts(*(int(row.get(f) or 0) for f in (
         "ok_points", "interval_points", "noisy_points", "unstable_points")))
     return RunListing(header(row), int(row.get("points") or 0),
