@@ -471,17 +471,22 @@ class Measurement:
         are (validate the bundle first); missing fields are unknown."""
         m = cls(mode=doc.get("mode"), batch_size=doc.get("batch_size"),
                 status=doc.get("status") or "ok", message=doc.get("message") or "")
-        for key, (rec, name) in _TOP_KEYS.items():
-            if key in doc:
-                setattr(getattr(m, rec), name, doc[key])
-        for name in ("samples_ms", "launch_us_rounds"):  # null in older files: none
-            if doc.get(name) is None:
-                setattr(m.timing if name == "samples_ms" else m.intervals, name, [])
-        if doc.get("cudagraph_status") is None:
+        # Only the keys the document holds: a row of a dozen columns (the Runs board
+        # reads 100,000 through here) does not walk all forty.
+        for key in doc:
+            found = _TOP_KEYS.get(key)
+            if found is not None:
+                setattr(getattr(m, found[0]), found[1], doc[key])
+        if m.timing.samples_ms is None:  # null in older files: none
+            m.timing.samples_ms = []
+        if m.intervals.launch_us_rounds is None:
+            m.intervals.launch_us_rounds = []
+        if m.setup.cudagraph_status is None:
             m.setup.cudagraph_status = "n/a"
         details = doc.get("details") or {}
-        m.set_details(details)
-        m.read_order = tuple(details)
+        if details:
+            m.set_details(details)
+            m.read_order = tuple(details)
         return m
 
 
