@@ -78,7 +78,7 @@ def least_padding(counts: Mapping[int, float], cands: list[int], kmax: int
     cost = _Costs({x: c for x, c in counts.items() if x <= cands[-1]})
     prev = [cost.interval(0, cands[j]) for j in range(n)]  # k = 1: cands[j] alone
     parents: list[list[int]] = [[-1] * n]
-    out = {1: (prev[-1], (cands[-1],))}
+    out: dict[int, tuple[float, tuple[int, ...]]] = {1: (prev[-1], (cands[-1],))}
 
     for k in range(2, min(kmax, n) + 1):
         cur, par = _layer(prev, cost, cands, k)

@@ -77,7 +77,8 @@ MEASUREMENT_FIELDS = (
 TRACE_FIELD = "trace"
 
 
-def _top(default: Any = None, key: str | None = None, factory=None) -> Any:
+def _top(default: Any = None, key: str | None = None,
+         factory: Callable[[], Any] | None = None) -> Any:
     meta = {"where": TOP, "key": key}
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
@@ -469,7 +470,7 @@ class Measurement:
     def from_json(cls, doc: Mapping[str, Any]) -> Measurement:
         """A bundle's (or a database row's) measurement object. Values are taken as they
         are (validate the bundle first); missing fields are unknown."""
-        m = cls(mode=doc.get("mode"), batch_size=doc.get("batch_size"),
+        m = cls(mode=doc.get("mode"), batch_size=doc.get("batch_size"),  # type: ignore[arg-type]
                 status=doc.get("status") or "ok", message=doc.get("message") or "")
         # Only the keys the document holds: a row of a dozen columns (the Runs board
         # reads 100,000 through here) does not walk all forty.
@@ -535,7 +536,7 @@ DETAILS_ORDER = (
 )
 _TOP_KEYS = _keys(TOP)
 _DETAIL_KEYS = _keys(DETAILS)
-_READERS = {key: _RECORDS[rec].__dataclass_fields__[name].metadata["read"]
+_READERS = {key: {f.name: f for f in dataclasses.fields(_RECORDS[rec])}[name].metadata["read"]
             for key, (rec, name) in _DETAIL_KEYS.items()}
 assert set(_TOP_KEYS) == set(MEASUREMENT_FIELDS) - {
     "mode", "batch_size", "status", "message", "details"} | {TRACE_FIELD}

@@ -130,5 +130,7 @@ def medians_disagree(eager_ms: Any, step_ms: Any, low: Any, high: Any) -> bool:
 
 def disagree_text(eager_ms: Any, step_ms: Any) -> str:
     """The note a point whose two statistics disagree carries."""
-    return (f"the medians' ratio ({x_text(medians_ratio(eager_ms, step_ms))}x) lies outside "
+    ratio = medians_ratio(eager_ms, step_ms)
+    shown = "?" if ratio is None else x_text(ratio)
+    return (f"the medians' ratio ({shown}x) lies outside "
             f"the paired interval: {DISAGREE_WHY}")
