@@ -164,6 +164,36 @@ def _why_no_record(m: Measurement) -> str | None:
     return None
 
 
+def _point_records(m: Measurement, head: dict[str, Any]) -> list[Record]:
+    """A point's records: its step time, then its speedup where it has one; `head`
+    holds what they share (all but the metric)."""
+    out = [cast(Record, {**head, "metric": {
+        "name": STEP_METRIC,
+        # The one figure the runner reports (the median over its rounds); the rounds
+        # themselves stay in the bundle.
+        "benchmark_values": [float(m.timing.step_ms or 0)],
+        "extra_info": _texts({
+            "statistic": "median over rounds" if m.intervals.rounds else "median",
+            "ci95_low": m.intervals.step_ms_ci_low,
+            "ci95_high": m.intervals.step_ms_ci_high,
+            "p10": m.timing.step_ms_p10, "p90": m.timing.step_ms_p90,
+            "rounds": m.intervals.rounds, "processes": m.intervals.processes,
+            "noisy": m.timing.noisy, "host_unstable": m.intervals.host_unstable,
+            "correct": m.setup.correct}),
+    }})]
+    if m.mode != BASELINE_MODE and m.intervals.speedup is not None:
+        out.append(cast(Record, {**head, "metric": {
+            "name": SPEEDUP_METRIC,
+            "benchmark_values": [float(m.intervals.speedup)],
+            "extra_info": _texts({
+                "statistic": "median of per-round paired ratios eager / mode",
+                "ci95_low": m.intervals.speedup_ci_low,
+                "ci95_high": m.intervals.speedup_ci_high,
+                "noisy": m.timing.noisy}),
+        }}))
+    return out
+
+
 def records(bundle: Mapping[str, Any]) -> Export:
     """The records of a validated bundle (contract/bundle.py's Bundle) of a sweep:
     per point with a step time, its step-time record, then its speedup record where it
@@ -193,37 +223,14 @@ def records(bundle: Mapping[str, Any]) -> Export:
             left_out.append(LeftOut(m.mode, m.batch_size, why))
             continue
         # What a point's records share: all but the metric.
-        head: dict[str, Any] = {"benchmark": Benchmark(**benchmark, extra_info={  # type: ignore[typeddict-item]
-                    **shared_info, "batch_size": str(m.batch_size)}),
+        head: dict[str, Any] = {"benchmark": {**benchmark, "extra_info": {
+                    **shared_info, "batch_size": str(m.batch_size)}},
                 # the way the step runs (the mode), as the HUD names a compiler backend
                 "model": Model(name=run["workload"], type="launchbench workload",
                                backend=m.mode, origins=[BENCHMARK_NAME],
                                extra_info=_texts({"workload_params": params or None})),
                 "runners": runners, "dependencies": dependencies}
-        out.append(cast(Record, {**head, "metric": {
-            "name": STEP_METRIC,
-            # The one figure the runner reports (the median over its rounds); the rounds
-            # themselves stay in the bundle.
-            "benchmark_values": [float(m.timing.step_ms or 0)],
-            "extra_info": _texts({
-                "statistic": "median over rounds" if m.intervals.rounds else "median",
-                "ci95_low": m.intervals.step_ms_ci_low,
-                "ci95_high": m.intervals.step_ms_ci_high,
-                "p10": m.timing.step_ms_p10, "p90": m.timing.step_ms_p90,
-                "rounds": m.intervals.rounds, "processes": m.intervals.processes,
-                "noisy": m.timing.noisy, "host_unstable": m.intervals.host_unstable,
-                "correct": m.setup.correct}),
-        }}))
-        if m.mode != BASELINE_MODE and m.intervals.speedup is not None:
-            out.append(cast(Record, {**head, "metric": {
-                "name": SPEEDUP_METRIC,
-                "benchmark_values": [float(m.intervals.speedup)],
-                "extra_info": _texts({
-                    "statistic": "median of per-round paired ratios eager / mode",
-                    "ci95_low": m.intervals.speedup_ci_low,
-                    "ci95_high": m.intervals.speedup_ci_high,
-                    "noisy": m.timing.noisy}),
-            }}))
+        out += _point_records(m, head)
     return Export(out, left_out)
 
 
