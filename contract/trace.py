@@ -114,6 +114,14 @@ def short_name(name: str) -> str:
 
 # --- choosing and bounding one step ---------------------------------------------------------
 
+def _representative(busy: list[float], mean: float) -> int:
+    """The step to keep: neither the first nor, given three or more, the last; of the
+    others the one whose GPU busy time is closest to the mean (the earliest of ties)."""
+    n = len(busy)
+    candidates = range(1, n - 1) if n >= 3 else range(1, n) if n == 2 else range(1)
+    return min(candidates, key=lambda i: (abs(busy[i] - mean), i))
+
+
 def select_step(events: Iterable[Any], max_events: int = MAX_TRACE_EVENTS
                 ) -> TraceDoc | None:
     """The trace of one representative step of a profiled pass; None when the events mark
@@ -163,10 +171,7 @@ def select_step(events: Iterable[Any], max_events: int = MAX_TRACE_EVENTS
     for i, e in by_id:
         if i is not None:
             busy[i] += e.end_us - e.start_us
-    mean = sum(e.end_us - e.start_us for e in work) / len(steps)
-    n = len(steps)
-    candidates = range(1, n - 1) if n >= 3 else range(1, n) if n == 2 else range(1)
-    k = min(candidates, key=lambda i: (abs(busy[i] - mean), i))
+    k = _representative(busy, sum(e.end_us - e.start_us for e in work) / len(steps))
     origin = steps[k].start_us
     cpu = sorted(((e.name, e.start_us - origin, e.end_us - e.start_us)
                   for i, e in host if i == k), key=lambda x: x[1])
