@@ -1,4 +1,4 @@
-"""What a run says in words: its title, its summary built from frames, and the headline
+"""What a run says in words: its title, its summary built from its points, and the headline
 sentences (best speedup per mode with its interval, break-even, payback, launch cost,
 energy) the Run page and the HTML report open with.
 """

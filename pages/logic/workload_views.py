@@ -1,6 +1,6 @@
 """What the `kernel-chain` and `train-step` workloads add to the Run and Compare pages,
-as pure functions of the header and points frames (the pages draw them; the pool chart
-is pages/charts/workload_charts.py's).
+as pure functions of the run's header and points (records; each table's frame is made
+here, the pages draw them; the pool chart is pages/charts/workload_charts.py's).
 
 kernel-chain: per-kernel figures (step / kernels) beside per-step ones, and the interview
 note's hand calculation redone with this run's own launch cost and kernel time. The
