@@ -8,7 +8,7 @@ TORCH  ?= torch==2.13.0
 SUDO   := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 PORT   ?= 8501
 
-.PHONY: setup dashboard test test-gpu lint bench-dashboard system-deps
+.PHONY: setup dashboard test test-gpu lint typecheck bench-dashboard system-deps
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -41,7 +41,12 @@ system-deps: setup
 # or Slurm cluster starts once. Many tests wait on child processes; two cores halve it.
 test: system-deps
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -n auto --dist loadfile --durations=15
+
+## The type checker alone (mypy; pyproject.toml [tool.mypy] says what and how strictly).
+typecheck: setup
+	$(BIN)/mypy
 
 ## On a CUDA machine: only the GPU tests, one at a time (they time the GPU). torch and
 ## pytest are enough: modules that need the database or the dashboard skip without them.

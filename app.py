@@ -20,8 +20,9 @@ FAVICON = HERE / "static" / "favicon.png"
 st.set_page_config(page_title="launchbench", page_icon=str(FAVICON), layout="wide")
 
 # The pages table lives in pages.logic.links (pages link to each other through it). The
-# page at url path "" is the default page at "/"; a page whose file is not there yet
-# (launch and serve come from other parts of the project) is left out.
+# page at url path "" is the default page at "/"; every page of the table has its file
+# here (launch and serve included), and one that is missing (a trimmed install) is left
+# out of the menu rather than breaking it.
 nav = st.navigation([
     st.Page(HERE / p.file, title=p.title, icon=p.icon, default=True) if not p.url_path else
     st.Page(HERE / p.file, title=p.title, icon=p.icon, url_path=p.url_path,

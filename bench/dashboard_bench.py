@@ -114,11 +114,12 @@ def bench_functions(url: str, run_id: int, repeat: int) -> dict[str, tuple[float
     engine = make_engine(url)
 
     def runs_load():
-        board.runs_table(queries.runs_frame(engine))
+        board.runs_table(queries.runs_list(engine))
 
     def board_load():  # what the Runs page computes once per database state
-        runs = queries.runs_frame(engine)
-        sweeps = queries.run_summaries(engine, runs.loc[runs["kind"] == "sweep", "id"])
+        runs = queries.runs_list(engine)
+        sweeps = queries.run_summaries(engine, [r.header.id for r in runs
+                                                if r.header.kind == "sweep"])
         board.board(runs, {s.header.id: s for s in sweeps})
 
     def run_load():

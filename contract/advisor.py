@@ -89,7 +89,8 @@ class Model:
         # Taken as measured, even where a bigger size is faster than a smaller one: that
         # is real (on the H200, torch 2.11, cuBLAS ran 17..31 rows of the mlp in 0.6 ms
         # and 32..256 rows in 0.31-0.35 ms), and padding past such a size is a gain.
-        self.bucket_ms = {c: p.bucket_ms for c, p in self.points.items()}
+        self.bucket_ms = {c: p.bucket_ms for c, p in self.points.items()
+                          if p.bucket_ms is not None}  # all: points hold those only
         self.memory_known = bool(self.points) and all(
             pt.pool_bytes is not None and pt.pool_extra_bytes is not None
             for pt in self.points.values())
@@ -127,8 +128,9 @@ class Model:
             return 0
         if not self.memory_known:
             return None
-        top = self.points[buckets[-1]].pool_bytes
-        return top + sum(self.points[b].pool_extra_bytes for b in buckets[:-1])
+        # memory_known: every point's pool figures were measured
+        top = self.points[buckets[-1]].pool_bytes or 0
+        return top + sum(self.points[b].pool_extra_bytes or 0 for b in buckets[:-1])
 
     def plan(self, buckets: Sequence[int]) -> Plan:
         bs = tuple(sorted(buckets))
@@ -148,10 +150,14 @@ class Model:
                     executed / self.mean_rows - 1, fallback)
 
 
-def _prune(states: list[tuple[float, int, tuple[int, ...]]]):
+State = tuple[float, int, tuple[int, ...]]  # (time, extra bytes, buckets)
+
+
+def _prune(states: list[State]) -> list[State]:
     """Keep the Pareto front of (time, extra bytes): lower is better in both."""
     states.sort(key=lambda s: (s[0], s[1]))
-    front, best_inc = [], None
+    front: list[State] = []
+    best_inc: int | None = None
     for s in states:
         if best_inc is None or s[1] < best_inc:
             front.append(s)
@@ -174,10 +180,10 @@ def advise(pmf: Mapping[int, float], profile: Sequence[ProfilePoint],
     cs = m.candidates
     extra = {c: (m.points[c].pool_extra_bytes or 0) if m.memory_known else 0 for c in cs}
     # fronts[j][k]: states whose largest bucket so far is cs[j], with k graphs.
-    fronts: list[dict[int, list]] = [dict() for _ in cs]
+    fronts: list[dict[int, list[State]]] = [dict() for _ in cs]
     for j, c in enumerate(cs):
         t_c = m.bucket_ms[c]
-        new: dict[int, list] = {1: [(m.mass(None, c) * t_c, 0, (c,))]}
+        new: dict[int, list[State]] = {1: [(m.mass(None, c) * t_c, 0, (c,))]}
         for i in range(j):
             w = m.mass(cs[i], c) * t_c
             for k, states in fronts[i].items():

@@ -271,7 +271,8 @@ def bucket_stats(stream: Iterable[int], buckets: Sequence[int]) -> BucketStats:
     return BucketStats(reqs, real, done, hits, exact, falls)
 
 
-def waste_by_batch(sizes: Iterable[int], buckets: Sequence[int]) -> list[dict]:
+def waste_by_batch(sizes: Iterable[int], buckets: Sequence[int]
+                   ) -> list[dict[str, float | int | None]]:
     """One row per distinct batch size: its bucket (None: eager fallback) and the waste."""
     rows = []
     for x in sorted(set(sizes)):

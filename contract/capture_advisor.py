@@ -78,7 +78,7 @@ def least_padding(counts: Mapping[int, float], cands: list[int], kmax: int
     cost = _Costs({x: c for x, c in counts.items() if x <= cands[-1]})
     prev = [cost.interval(0, cands[j]) for j in range(n)]  # k = 1: cands[j] alone
     parents: list[list[int]] = [[-1] * n]
-    out = {1: (prev[-1], (cands[-1],))}
+    out: dict[int, tuple[float, tuple[int, ...]]] = {1: (prev[-1], (cands[-1],))}
 
     for k in range(2, min(kmax, n) + 1):
         cur, par = _layer(prev, cost, cands, k)
@@ -124,20 +124,12 @@ def _candidates(counts: Mapping[int, float], rules: EngineRules, top: int) -> li
     return sorted({c for c in cs if c <= top} | {top})
 
 
-def advise(dist: BatchCounts, rules: EngineRules, curve: Curve, budget_bytes: int, *,
-           cover: float = 1.0, max_graphs: int = MAX_GRAPHS, tolerance: float = TOLERANCE,
-           shared: bool = True) -> Advice:
-    if not 0 < cover <= 1:
-        raise AdviceError(f"cover {cover} must be above 0 and at most 1")
-    if not 1 <= max_graphs <= MAX_GRAPHS:
-        raise AdviceError(f"max graphs {max_graphs} is out of range (1 to {MAX_GRAPHS})")
-    notes = list(dist.notes)
+def _largest_size(dist: BatchCounts, rules: EngineRules, curve: Curve, budget_bytes: int,
+                  cover: float, shared: bool, notes: list[str]) -> int:
+    """The largest size to capture: the distribution's `cover` quantile, rounded as the
+    engine rounds, capped by vLLM's token limit and by what one graph may cost; what
+    moved it is noted."""
     smallest = rules.round_up(1)
-    one = curve.pool_bytes([smallest], shared)
-    if budget_bytes < one:
-        raise AdviceError(f"budget {budget_bytes / MIB:.1f} MiB is below one graph "
-                          f"({one / MIB:.1f} MiB for size {smallest} by the curve: "
-                          f"{curve.source})")
     top = rules.round_up(dist.quantile(cover))
     if rules.engine == "vllm" and rules.max_num_batched_tokens is not None \
             and top > rules.max_num_batched_tokens:
@@ -153,6 +145,12 @@ def advise(dist: BatchCounts, rules: EngineRules, curve: Curve, budget_bytes: in
         notes.append(f"one graph of size {top} needs more than the budget: the largest "
                      f"size is {fit}, batches above it run without graphs")
         top = fit
+    return top
+
+
+def _graph_limit(curve: Curve, budget_bytes: int, top: int, max_graphs: int,
+                 shared: bool) -> int:
+    """How many graphs the budget can hold beside the largest one."""
     if shared and curve.per_graph_bytes > 0:
         room = budget_bytes - curve.pool_bytes([top], shared)
         kmax = 1 + int(room // curve.per_graph_bytes)
@@ -160,7 +158,47 @@ def advise(dist: BatchCounts, rules: EngineRules, curve: Curve, budget_bytes: in
         kmax = max_graphs
     if not shared:  # private pools: every graph pays the fixed part; bound k by that
         kmax = min(kmax, max(1, int(budget_bytes // max(curve.fixed_bytes, 1))))
-    kmax = max(1, min(kmax, max_graphs))
+    return max(1, min(kmax, max_graphs))
+
+
+def _default_list(dist: BatchCounts, rules: EngineRules) -> tuple[tuple[int, ...], str]:
+    """The engine's own list of sizes the advice is set against, and its label."""
+    default_sizes = rules.default_sizes()
+    if rules.engine == "torch":
+        return tuple(sorted(dist.counts)), ("torch.compile default (None: every size seen "
+                                            "is captured)")
+    label = (f"{rules.engine} default (largest {rules.default_max()})"
+             if default_sizes else f"{rules.engine} default")
+    # Compared within the range the distribution covers (issue 37: a log up to 128
+    # against a default list up to 512 priced 384 rows of activations no batch used):
+    # the default's sizes up to the first that holds the largest batch seen.
+    seen = max(dist.counts) if dist.counts else 0
+    cut = next((i for i, x in enumerate(default_sizes) if x >= seen), None)
+    if cut is not None and cut + 1 < len(default_sizes):
+        label = (f"{rules.engine} default within the distribution's range: "
+                 f"{cut + 1} of its {len(default_sizes)} sizes, up to "
+                 f"{default_sizes[cut]} (the largest batch seen is {seen}; the full "
+                 f"list goes to {default_sizes[-1]})")
+        default_sizes = default_sizes[:cut + 1]
+    return default_sizes, label
+
+
+def advise(dist: BatchCounts, rules: EngineRules, curve: Curve, budget_bytes: int, *,
+           cover: float = 1.0, max_graphs: int = MAX_GRAPHS, tolerance: float = TOLERANCE,
+           shared: bool = True) -> Advice:
+    if not 0 < cover <= 1:
+        raise AdviceError(f"cover {cover} must be above 0 and at most 1")
+    if not 1 <= max_graphs <= MAX_GRAPHS:
+        raise AdviceError(f"max graphs {max_graphs} is out of range (1 to {MAX_GRAPHS})")
+    notes = list(dist.notes)
+    smallest = rules.round_up(1)
+    one = curve.pool_bytes([smallest], shared)
+    if budget_bytes < one:
+        raise AdviceError(f"budget {budget_bytes / MIB:.1f} MiB is below one graph "
+                          f"({one / MIB:.1f} MiB for size {smallest} by the curve: "
+                          f"{curve.source})")
+    top = _largest_size(dist, rules, curve, budget_bytes, cover, shared, notes)
+    kmax = _graph_limit(curve, budget_bytes, top, max_graphs, shared)
     cands = _candidates(dist.counts, rules, top)
     best = least_padding(dist.counts, cands, kmax)
     priced = []
@@ -172,24 +210,7 @@ def advise(dist: BatchCounts, rules: EngineRules, curve: Curve, budget_bytes: in
         raise AdviceError(f"no list fits {budget_bytes / MIB:.1f} MiB by the curve")
     floor = min(p.padding_waste for p in priced)
     chosen = next(p for p in priced if p.padding_waste <= floor + tolerance)
-    default_sizes = rules.default_sizes()
-    if rules.engine == "torch":
-        default_sizes = tuple(sorted(dist.counts))
-        label = "torch.compile default (None: every size seen is captured)"
-    else:
-        label = (f"{rules.engine} default (largest {rules.default_max()})"
-                 if default_sizes else f"{rules.engine} default")
-        # Compared within the range the distribution covers (issue 37: a log up to 128
-        # against a default list up to 512 priced 384 rows of activations no batch used):
-        # the default's sizes up to the first that holds the largest batch seen.
-        seen = max(dist.counts) if dist.counts else 0
-        cut = next((i for i, x in enumerate(default_sizes) if x >= seen), None)
-        if cut is not None and cut + 1 < len(default_sizes):
-            label = (f"{rules.engine} default within the distribution's range: "
-                     f"{cut + 1} of its {len(default_sizes)} sizes, up to "
-                     f"{default_sizes[cut]} (the largest batch seen is {seen}; the full "
-                     f"list goes to {default_sizes[-1]})")
-            default_sizes = default_sizes[:cut + 1]
+    default_sizes, label = _default_list(dist, rules)
     default = price(dist, default_sizes, curve, shared)
     if rules.engine == "sglang":  # server_args.py: reserved_mem += cuda_graph_max_bs * 2 (MB)
         notes.append(f"SGLang reserves {2 * chosen.sizes[-1]} MB for graphs by its rule of "

@@ -133,7 +133,7 @@ class EngineRules:
             out = [s for s in out if s % self.tp == 0]
         m = self.multiple_of
         top = out[-1] if top is None and out else top
-        if m > 1 and out:
+        if m > 1 and out and top is not None:
             rounded = sorted({-(-s // m) * m for s in out if -(-s // m) * m <= top})
             if not rounded and m <= top:
                 rounded = [m]

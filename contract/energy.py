@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 
 class EnergyWindowJson(TypedDict, total=False):
@@ -72,7 +72,8 @@ class EnergyWindow:
     @classmethod
     def from_dict(cls, d: EnergyWindowJson) -> EnergyWindow:
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        kw: dict[str, Any] = {k: v for k, v in d.items() if k in names}
+        return cls(**kw)
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ class Energy:
 
     def to_dict(self) -> EnergyJson:
         """JSON-able; figures that are None are left out (absent, never 0)."""
-        out: EnergyJson = {}
+        out: dict[str, Any] = {}
         for f in fields(self):
             v = getattr(self, f.name)
             if f.name == "windows":
@@ -123,7 +124,7 @@ class Energy:
                     out["windows"] = [asdict(w) for w in v]
             elif v is not None:
                 out[f.name] = v
-        return out
+        return cast(EnergyJson, out)
 
     @classmethod
     def from_dict(cls, d: EnergyJson | None) -> Energy | None:
@@ -131,7 +132,7 @@ class Energy:
         if not d:
             return None
         names = {f.name for f in fields(cls)} - {"windows"}
-        kw = {k: v for k, v in d.items() if k in names}
+        kw: dict[str, Any] = {k: v for k, v in d.items() if k in names}
         kw["windows"] = tuple(EnergyWindow.from_dict(w) for w in d.get("windows") or ())
         return cls(**kw)
 

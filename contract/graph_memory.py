@@ -24,7 +24,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TypedDict
+from typing import Any, TypedDict, cast
 
 from contract.capture_sizes import Curve
 from contract.run_record import EnvironmentJson, RunJson
@@ -118,24 +118,25 @@ def attribute(series: Mapping[str, Sequence[Capture]]) -> Attribution:
     if private:
         d = marginal_bytes(private)
         fixed, per_row = _line([r.batch_size for r in private], d)
-        out.update(fixed_bytes_per_capture=round(fixed), per_row_bytes=max(0.0, per_row),
-                   private_total_bytes=private[-1].pool_reserved_bytes)
+        out["fixed_bytes_per_capture"] = round(fixed)
+        out["per_row_bytes"] = max(0.0, per_row)
+        out["private_total_bytes"] = private[-1].pool_reserved_bytes
     if shared:
         first = shared[0]
         n = len(shared)
         per_graph = ((shared[-1].device_used_bytes - first.device_used_bytes) / (n - 1)
                      if n > 1 else 0.0)
-        out.update(shared_first_bytes=first.pool_reserved_bytes,
-                   shared_total_bytes=shared[-1].pool_reserved_bytes,
-                   shared_per_graph_bytes=max(0.0, per_graph))
+        out["shared_first_bytes"] = first.pool_reserved_bytes
+        out["shared_total_bytes"] = shared[-1].pool_reserved_bytes
+        out["shared_per_graph_bytes"] = max(0.0, per_graph)
         if private:
             out["shared_saves_bytes"] = (private[-1].pool_reserved_bytes
                                          - shared[-1].pool_reserved_bytes)
     rows = shared or private or ()
     if rows:
         rest = [r.capture_s for r in rows[1:]]
-        out.update(first_capture_s=rows[0].capture_s,
-                   capture_s=statistics.median(rest) if rest else rows[0].capture_s)
+        out["first_capture_s"] = rows[0].capture_s
+        out["capture_s"] = statistics.median(rest) if rest else rows[0].capture_s
     return out
 
 
@@ -157,11 +158,12 @@ def curve(doc: GraphMemoryDoc, source: str) -> Curve:
                         f"{doc.get('run', {}).get('workload', '?')})")
 
 
-def make_doc(environment: dict, run: dict, sizes: Sequence[int],
-             series: Mapping[str, Sequence[Capture]]) -> dict:
+def make_doc(environment: Mapping[str, Any], run: Mapping[str, Any], sizes: Sequence[int],
+             series: Mapping[str, Sequence[Capture]]) -> dict[str, Any]:
     return {"format": FORMAT, "version": VERSION, "environment": dict(environment),
             "run": dict(run), "sizes": list(sizes),
-            "series": {k: [asdict(r) for r in v] for k, v in series.items()},
+            "series": {k: [cast(CaptureJson, asdict(r)) for r in v]
+                       for k, v in series.items()},
             "attribution": attribute(series)}
 
 
@@ -181,7 +183,7 @@ def read_doc(doc: object, source: str) -> GraphMemoryDoc:
             rows[k] = [Capture(**r) for r in v]
         except TypeError as e:
             raise GraphMemoryError(f"{source}: a {k} row is malformed ({e})") from None
-    return {**doc, "rows": rows}
+    return cast(GraphMemoryDoc, {**doc, "rows": rows})
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -197,7 +199,7 @@ def parse_sizes(text: str) -> list[int]:
     return sorted(out, reverse=True)
 
 
-def table_rows(doc: GraphMemoryDoc) -> list[dict]:
+def table_rows(doc: GraphMemoryDoc) -> list[dict[str, Any]]:
     """One row per (pool, capture): for the chart and the printed table."""
     out = []
     for pool, rows in doc["rows"].items():
@@ -226,7 +228,8 @@ _INT64 = 2**63 - 1
 def make_section(sizes: Sequence[int], series: Mapping[str, Sequence[Capture]]
                  ) -> GraphMemorySection:
     return {"sizes": sorted(sizes, reverse=True),
-            "series": {k: [asdict(r) for r in v] for k, v in series.items()},
+            "series": {k: [cast(CaptureJson, asdict(r)) for r in v]
+                       for k, v in series.items()},
             "attribution": attribute(series)}
 
 
@@ -282,7 +285,7 @@ def validate_section(sec: object) -> GraphMemorySection:
     return make_section(sizes, rows)
 
 
-def doc_from_bundle(bundle: dict, source: str) -> GraphMemoryDoc:
+def doc_from_bundle(bundle: Mapping[str, Any], source: str) -> GraphMemoryDoc:
     """A validated launchbench.run bundle of kind graph-memory as a read_doc() document,
     so curve() and table_rows() read a stored run and a file alike."""
     if bundle["run"].get("kind") != "graph-memory" or SECTION not in bundle:

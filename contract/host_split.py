@@ -31,7 +31,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from contract.measurement import Measurement
 from contract.numbers import number_or_none, percentile
+
+# (gpu_busy_ms, host_ms_per_step, launch_us): what projected_step takes of a point.
+HostFigures = tuple[float | None, float | None, float | None]
 
 # Reference launch costs (us a launch) that speedups are projected to: a fast server CPU,
 # a typical one, a slow or busy one. The lent H200's host read 6.6-10 us.
@@ -92,10 +96,10 @@ def projected_step(gpu_busy_ms: float | None, host_ms_per_step: float | None,
     return max(gpu, host * at_us / cost)
 
 
-def projected_speedup(eager: tuple, mode: tuple, at_us: float) -> float | None:
+def projected_speedup(eager: HostFigures, mode: HostFigures, at_us: float) -> float | None:
     """eager's projected step over the mode's, each given as (gpu_busy_ms,
     host_ms_per_step, launch_us)."""
-    e, m = projected_step(*eager, at_us), projected_step(*mode, at_us)
+    e, m = projected_step(*eager, at_us=at_us), projected_step(*mode, at_us=at_us)
     if e is None or m is None or m <= 0:
         return None
     return e / m
@@ -140,7 +144,7 @@ def check_rounds(samples_ms: Sequence[float], launch_us_rounds: Sequence[float],
                       tuple(launch_us_rounds))
 
 
-def of(m) -> StepSplit | None:
+def of(m: Measurement) -> StepSplit | None:
     """A Measurement's split, from its own stored figures (launches: host launches plus
     graph launches, each costing one launch of the host's)."""
     n = m.launches.host_launches_per_step
@@ -149,12 +153,12 @@ def of(m) -> StepSplit | None:
     return split(m.timing.step_ms, m.launches.gpu_busy_ms, n, m.intervals.launch_us)
 
 
-def host_figures(m) -> tuple:
+def host_figures(m: Measurement) -> HostFigures:
     """(gpu_busy_ms, host_ms_per_step, launch_us): what projected_step takes."""
     return (m.launches.gpu_busy_ms, m.timing.host_ms_per_step, m.intervals.launch_us)
 
 
-def fill(ms: dict) -> None:
+def fill(ms: dict[str, Measurement]) -> None:
     """Write each point's split and projected speedups into its record (mode -> the
     Measurement of one batch size). Called when a point is done and again whenever a
     --processes pass moves its step; a figure that cannot be made is left None."""
@@ -173,6 +177,65 @@ def fill(ms: dict) -> None:
         m.split.speedup_at_launch_us = at
 
 
+def point_split(m: Measurement) -> StepSplit | None:
+    """The point's stored split (bundle version 6), else one computed from its own
+    figures (of), so a reader does not depend on the bundle's age."""
+    parts = [number_or_none(v) for v in (m.split.gpu_ms, m.split.launch_ms, m.split.rest_ms)]
+    step = number_or_none(m.timing.step_ms)
+    if step is not None and step > 0 and all(p is not None for p in parts):
+        return StepSplit(step, *(float(p) for p in parts if p is not None))
+    return of(m)
+
+
+def speedups_at_launch(m: Measurement, eager: Measurement | None) -> dict[float, float]:
+    """The point's speedup projected to each reference launch cost (us -> x): the stored
+    details.speedup_at_launch_us, else computed from both points' figures (`eager`: the
+    eager point at its batch size, or None)."""
+    stored = m.split.speedup_at_launch_us
+    if isinstance(stored, dict) and stored:
+        out = {}
+        for k, v in stored.items():
+            us, x = number_or_none(k), number_or_none(v)
+            if us is not None and x is not None:
+                out[us] = x
+        return out
+    if eager is None or m.mode == "eager":
+        return {}
+    got = {u: projected_speedup(host_figures(eager), host_figures(m), u)
+           for u in REFERENCE_LAUNCH_US}
+    return {u: x for u, x in got.items() if x is not None}
+
+
+def busy_fraction(m: Measurement) -> float | None:
+    """The GPU's busy time over the step (1.0: no launch gap left); None if unknown."""
+    busy, step = number_or_none(m.launches.gpu_busy_ms), number_or_none(m.timing.step_ms)
+    return None if busy is None or not step else busy / step
+
+
+def host_launch_ms(m: Measurement) -> float | None:
+    """What the host spends launching a step: host launches x the launch cost (ms)."""
+    n = number_or_none(m.launches.host_launches_per_step)
+    us = number_or_none(m.intervals.launch_us)
+    return None if n is None or us is None else n * us / 1000.0
+
+
+def judged_text(m: Measurement) -> str | None:
+    """What `noisy` was judged on, e.g. 'host-normalised: ±6.1% (target ±10%)'; None
+    where the runner did not say (bundles before version 6)."""
+    on = m.intervals.judged_on
+    half = number_or_none(m.intervals.judged_half_width)
+    target = number_or_none(m.intervals.target_half_width)
+    if not on and half is None:
+        return None
+    text = str(on or "the figure")
+    if half is not None:
+        text += f": ±{half:.1%}"
+    if target is not None:
+        text += f" (target ±{target:.1%})"
+    return text
+
+
 __all__ = ["HOST_BOUND_SHARE", "PARTS", "REFERENCE_LAUNCH_US", "RoundCheck", "StepSplit",
-           "check_rounds", "fill", "host_bound", "host_figures", "of", "projected_speedup",
-           "projected_step", "split"]
+           "busy_fraction", "check_rounds", "fill", "host_bound", "host_figures",
+           "host_launch_ms", "judged_text", "of", "point_split", "projected_speedup",
+           "projected_step", "speedups_at_launch", "split"]

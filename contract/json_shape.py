@@ -26,7 +26,7 @@ JsonObject = dict[str, Any]
 
 def exact(cls: type[R], value: Any) -> R | None:
     """`cls` from a JSON object with exactly its fields as keys, in order; else None."""
-    names = [f.name for f in fields(cls)]
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]  # R: a dataclass
     if not isinstance(value, Mapping) or list(value) != names:
         return None
     return cls(**value)
@@ -37,7 +37,8 @@ def exact_list(cls: type[R], value: Any) -> list[R] | None:
     if not isinstance(value, list):
         return None
     out = [exact(cls, v) for v in value]
-    return None if any(r is None for r in out) else out
+    found = [r for r in out if r is not None]
+    return found if len(found) == len(out) else None
 
 
 def as_json(record: Any) -> Any:

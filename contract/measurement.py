@@ -83,7 +83,8 @@ MEASUREMENT_FIELDS = (
 TRACE_FIELD = "trace"
 
 
-def _top(default: Any = None, key: str | None = None, factory=None) -> Any:
+def _top(default: Any = None, key: str | None = None,
+         factory: Callable[[], Any] | None = None) -> Any:
     meta = {"where": TOP, "key": key}
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
@@ -479,6 +480,11 @@ class Measurement:
             return out
         return {**{k: out[k] for k in self.read_order if k in out}, **out}
 
+    def value(self, key: str) -> Any:
+        """A top-level field by its bundle name ('step_ms', 'graph_pool_bytes', ...)."""
+        rec, name = _TOP_KEYS[key]
+        return getattr(getattr(self, rec), name)
+
     def to_json(self) -> JsonObject:
         """The bundle's measurement object: MEASUREMENT_FIELDS in order, then trace."""
         top = {"mode": self.mode, "batch_size": self.batch_size, "status": self.status,
@@ -491,19 +497,24 @@ class Measurement:
     def from_json(cls, doc: Mapping[str, Any]) -> Measurement:
         """A bundle's (or a database row's) measurement object. Values are taken as they
         are (validate the bundle first); missing fields are unknown."""
-        m = cls(mode=doc.get("mode"), batch_size=doc.get("batch_size"),
+        m = cls(mode=doc.get("mode"), batch_size=doc.get("batch_size"),  # type: ignore[arg-type]
                 status=doc.get("status") or "ok", message=doc.get("message") or "")
-        for key, (rec, name) in _TOP_KEYS.items():
-            if key in doc:
-                setattr(getattr(m, rec), name, doc[key])
-        for name in ("samples_ms", "launch_us_rounds"):  # null in older files: none
-            if doc.get(name) is None:
-                setattr(m.timing if name == "samples_ms" else m.intervals, name, [])
-        if doc.get("cudagraph_status") is None:
+        # Only the keys the document holds: a row of a dozen columns (the Runs board
+        # reads 100,000 through here) does not walk all forty.
+        for key in doc:
+            found = _TOP_KEYS.get(key)
+            if found is not None:
+                setattr(getattr(m, found[0]), found[1], doc[key])
+        if m.timing.samples_ms is None:  # null in older files: none
+            m.timing.samples_ms = []
+        if m.intervals.launch_us_rounds is None:
+            m.intervals.launch_us_rounds = []
+        if m.setup.cudagraph_status is None:
             m.setup.cudagraph_status = "n/a"
         details = doc.get("details") or {}
-        m.set_details(details)
-        m.read_order = tuple(details)
+        if details:
+            m.set_details(details)
+            m.read_order = tuple(details)
         return m
 
 
@@ -553,7 +564,7 @@ DETAILS_ORDER = (
 )
 _TOP_KEYS = _keys(TOP)
 _DETAIL_KEYS = _keys(DETAILS)
-_READERS = {key: _RECORDS[rec].__dataclass_fields__[name].metadata["read"]
+_READERS = {key: {f.name: f for f in dataclasses.fields(_RECORDS[rec])}[name].metadata["read"]
             for key, (rec, name) in _DETAIL_KEYS.items()}
 assert set(_TOP_KEYS) == set(MEASUREMENT_FIELDS) - {
     "mode", "batch_size", "status", "message", "details"} | {TRACE_FIELD}

@@ -108,7 +108,7 @@ def local_config(text: str) -> dict[str, Any] | None:
             break
         except ValueError:
             continue
-    if kind != "local":
+    if kind != "local" or path is None:
         return None
     try:
         with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
@@ -210,4 +210,4 @@ def hf_bytes(p: Mapping[str, Any], batch: int, graphs: bool, size: int) -> int |
     cache = layers * 2 * batch * ctx * kv_dim * size  # prefill writes a static cache too
     per_layer = tokens * (4 * h + 2 * kv_dim + 3 * inter) * size + tokens * heads * ctx * 8
     logits = 2 * batch * vocab * 4
-    return weights + cache + (layers if graphs else 2) * per_layer + logits
+    return int(weights + cache + (layers if graphs else 2) * per_layer + logits)

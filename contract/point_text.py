@@ -5,11 +5,12 @@ Standard library only (the contract, which pages may import)."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from contract.vocab import POINT_PHASES
 
 
-def describe(current: tuple | None) -> str | None:
+def describe(current: tuple[Any, ...] | None) -> str | None:
     """The point in flight in words: 'compile batch 1: setup (compile or capture,
     warm-up)'; (what, batch) without a phase reads 'eager batch 64'. What the terminal,
     the worker's heartbeat and so the Launch page all show."""

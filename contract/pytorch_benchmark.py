@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from contract.measurement import Measurement
 from contract.vocab import BASELINE_MODE
@@ -124,13 +124,13 @@ def _texts(pairs: Mapping[str, Any]) -> dict[str, str]:
     return {k: _text(v) for k, v in pairs.items() if v is not None}
 
 
-def _known(pairs: Mapping[str, Any]) -> dict[str, object]:
+def _known(pairs: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in pairs.items() if v is not None}
 
 
 def _runner(env: Mapping[str, Any]) -> Runner:
     gpu_bytes = env.get("gpu_memory_bytes")
-    return Runner(**_known({
+    return cast(Runner, _known({
         "name": env.get("hostname"),
         # the runner's kind, as the HUD groups runners: the GPU, or "cpu" without one
         "type": env.get("gpu_name") or env.get("device"),
@@ -164,6 +164,36 @@ def _why_no_record(m: Measurement) -> str | None:
     return None
 
 
+def _point_records(m: Measurement, head: dict[str, Any]) -> list[Record]:
+    """A point's records: its step time, then its speedup where it has one; `head`
+    holds what they share (all but the metric)."""
+    out = [cast(Record, {**head, "metric": {
+        "name": STEP_METRIC,
+        # The one figure the runner reports (the median over its rounds); the rounds
+        # themselves stay in the bundle.
+        "benchmark_values": [float(m.timing.step_ms or 0)],
+        "extra_info": _texts({
+            "statistic": "median over rounds" if m.intervals.rounds else "median",
+            "ci95_low": m.intervals.step_ms_ci_low,
+            "ci95_high": m.intervals.step_ms_ci_high,
+            "p10": m.timing.step_ms_p10, "p90": m.timing.step_ms_p90,
+            "rounds": m.intervals.rounds, "processes": m.intervals.processes,
+            "noisy": m.timing.noisy, "host_unstable": m.intervals.host_unstable,
+            "correct": m.setup.correct}),
+    }})]
+    if m.mode != BASELINE_MODE and m.intervals.speedup is not None:
+        out.append(cast(Record, {**head, "metric": {
+            "name": SPEEDUP_METRIC,
+            "benchmark_values": [float(m.intervals.speedup)],
+            "extra_info": _texts({
+                "statistic": "median of per-round paired ratios eager / mode",
+                "ci95_low": m.intervals.speedup_ci_low,
+                "ci95_high": m.intervals.speedup_ci_high,
+                "noisy": m.timing.noisy}),
+        }}))
+    return out
+
+
 def records(bundle: Mapping[str, Any]) -> Export:
     """The records of a validated bundle (contract/bundle.py's Bundle) of a sweep:
     per point with a step time, its step-time record, then its speedup record where it
@@ -177,7 +207,7 @@ def records(bundle: Mapping[str, Any]) -> Export:
     benchmark = Benchmark(
         name=BENCHMARK_NAME,
         mode="training" if run["workload"] in TRAINING_WORKLOADS else "inference",
-        **_known({"dtype": run.get("dtype")}))
+        **_known({"dtype": run.get("dtype")}))  # type: ignore[typeddict-item]
     shared_info = _texts({"run_uuid": run["uuid"], "created_at": run.get("created_at"),
                           "source": run.get("source"), "label": run.get("label"),
                           "command": run.get("command"),
@@ -193,37 +223,14 @@ def records(bundle: Mapping[str, Any]) -> Export:
             left_out.append(LeftOut(m.mode, m.batch_size, why))
             continue
         # What a point's records share: all but the metric.
-        head = {"benchmark": Benchmark(**benchmark, extra_info={
-                    **shared_info, "batch_size": str(m.batch_size)}),
+        head: dict[str, Any] = {"benchmark": {**benchmark, "extra_info": {
+                    **shared_info, "batch_size": str(m.batch_size)}},
                 # the way the step runs (the mode), as the HUD names a compiler backend
                 "model": Model(name=run["workload"], type="launchbench workload",
                                backend=m.mode, origins=[BENCHMARK_NAME],
                                extra_info=_texts({"workload_params": params or None})),
                 "runners": runners, "dependencies": dependencies}
-        out.append(Record(**head, metric={
-            "name": STEP_METRIC,
-            # The one figure the runner reports (the median over its rounds); the rounds
-            # themselves stay in the bundle.
-            "benchmark_values": [float(m.timing.step_ms)],
-            "extra_info": _texts({
-                "statistic": "median over rounds" if m.intervals.rounds else "median",
-                "ci95_low": m.intervals.step_ms_ci_low,
-                "ci95_high": m.intervals.step_ms_ci_high,
-                "p10": m.timing.step_ms_p10, "p90": m.timing.step_ms_p90,
-                "rounds": m.intervals.rounds, "processes": m.intervals.processes,
-                "noisy": m.timing.noisy, "host_unstable": m.intervals.host_unstable,
-                "correct": m.setup.correct}),
-        }))
-        if m.mode != BASELINE_MODE and m.intervals.speedup is not None:
-            out.append(Record(**head, metric={
-                "name": SPEEDUP_METRIC,
-                "benchmark_values": [float(m.intervals.speedup)],
-                "extra_info": _texts({
-                    "statistic": "median of per-round paired ratios eager / mode",
-                    "ci95_low": m.intervals.speedup_ci_low,
-                    "ci95_high": m.intervals.speedup_ci_high,
-                    "noisy": m.timing.noisy}),
-            }))
+        out += _point_records(m, head)
     return Export(out, left_out)
 
 

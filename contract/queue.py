@@ -20,7 +20,7 @@ from typing import Any
 from contract.json_shape import JsonObject
 
 
-def _columns(cls) -> frozenset[str]:
+def _columns(cls: Any) -> frozenset[str]:
     # A row may hold more than the record (a column added later, a reader's label).
     return frozenset(f.name for f in fields(cls))
 

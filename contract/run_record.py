@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 
 class EnvironmentJson(TypedDict):
@@ -74,7 +74,7 @@ class Environment:
     cpu_model: str | None = None
 
     def to_json(self) -> EnvironmentJson:
-        return {f: getattr(self, f) for f in ENVIRONMENT_FIELDS}
+        return cast(EnvironmentJson, {f: getattr(self, f) for f in ENVIRONMENT_FIELDS})
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Environment:
@@ -108,7 +108,7 @@ class Run:
     def to_json(self) -> RunJson:
         out = {f: getattr(self, f) for f in RUN_FIELDS}
         out["workload_params"] = dict(self.workload_params)
-        return out
+        return cast(RunJson, out)
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Run:

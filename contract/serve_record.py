@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from contract.buckets import (
     ServeInputError,
@@ -205,11 +205,12 @@ class ServeResult:
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ServeResult:
         """From a serve section's result (checked) or a row's fields."""
-        return cls(**{**{f: doc.get(f) for f in RESULT_FIELDS},
-                      "buckets": list(doc.get("buckets") or []),
-                      "message": doc.get("message") or "",
-                      "latencies_ms": list(doc.get("latencies_ms") or []),
-                      "details": doc.get("details") or {}})
+        values: dict[str, Any] = {f: doc.get(f) for f in RESULT_FIELDS}
+        values.update(buckets=list(doc.get("buckets") or []),
+                      message=doc.get("message") or "",
+                      latencies_ms=list(doc.get("latencies_ms") or []),
+                      details=doc.get("details") or {})
+        return cls(**values)
 
     @property
     def energy_mj_per_request(self) -> float | None:
@@ -217,7 +218,7 @@ class ServeResult:
         measured (a CPU run, no counter, an older run)."""
         e = self.details.get("energy")
         v = e.get("energy_mj_per_request") if isinstance(e, Mapping) else None
-        return float(v) if is_number(v) else None
+        return float(v) if v is not None and is_number(v) else None
 
     @property
     def note(self) -> str:
@@ -238,7 +239,8 @@ class ServeProfilePoint:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ServeProfilePoint:
-        return cls(**{f: doc.get(f) for f in PROFILE_FIELDS})
+        values: dict[str, Any] = {f: doc.get(f) for f in PROFILE_FIELDS}
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -250,8 +252,9 @@ class ServeSection:
 
     def to_json(self) -> ServeSectionJson:
         """The bundle's `serve` section (SECTION_FIELDS, in order)."""
-        return {**as_json(self.config), "results": as_json(self.results),
-                "profile": as_json(self.profile)}
+        return cast(ServeSectionJson, {**as_json(self.config),
+                                       "results": as_json(self.results),
+                                       "profile": as_json(self.profile)})
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ServeSection:
@@ -315,7 +318,8 @@ def validate_section(sec: Any) -> ServeSectionJson:
         if p["batch_size"] in sizes:
             raise SectionError(f"serve.profile[{i}]: duplicate batch_size {p['batch_size']}")
         sizes.add(p["batch_size"])
-    return ServeSection(ServeConfig(**{f: sec.get(f) for f in CONFIG_FIELDS}),
+    config: dict[str, Any] = {f: sec.get(f) for f in CONFIG_FIELDS}
+    return ServeSection(ServeConfig(**config),
                         [ServeResult.from_json(r) for r in results],
                         [ServeProfilePoint.from_json(p) for p in profile]).to_json()
 

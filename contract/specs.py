@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -159,6 +159,7 @@ def _fill(before: list[int], end: int) -> list[int]:
         raise SpecError("'...' needs three sizes before it (e.g. 1,2,4,...,8192)",
                         "batch_sizes")
     a, b, c = before[-3:]
+    nxt: Callable[[int], int]
     if a * c == b * b and b % a == 0 and b // a >= 2:
         nxt = lambda x: x * (b // a)
     elif b - a == c - b and b > a:
@@ -166,7 +167,8 @@ def _fill(before: list[int], end: int) -> list[int]:
     else:
         raise SpecError(f"{a},{b},{c},... is neither a doubling-like nor an evenly spaced "
                         "series", "batch_sizes")
-    out, x = [], nxt(c)
+    out: list[int] = []
+    x = nxt(c)
     while x < end:
         out.append(x)
         x = nxt(x)
@@ -217,7 +219,8 @@ def check_text(value: Any, what: str) -> str | None:
 
 # --- the one check ------------------------------------------------------------------------
 
-def _distinct(values: Any, what: str, ok, bad: str) -> tuple:
+def _distinct(values: Any, what: str, ok: Callable[[Any], bool],
+              bad: Callable[[Any], str]) -> tuple[Any, ...]:
     if not isinstance(values, (list, tuple)) or not values:
         raise SpecError(f"no {what} given: expected a non-empty list {values!r}",
                         what.replace(" ", "_"))
@@ -229,7 +232,7 @@ def _distinct(values: Any, what: str, ok, bad: str) -> tuple:
     return tuple(values)
 
 
-def _workload(raw: Mapping, allow_import: bool) -> tuple[str, dict[str, str]]:
+def _workload(raw: Mapping[str, Any], allow_import: bool) -> tuple[str, dict[str, str]]:
     """The spec's workload name and parameters, checked (sweep and serve alike)."""
     params = raw.get("params") or {}
     if not isinstance(params, dict) or not all(
@@ -317,7 +320,7 @@ def _mlp_bytes(p: Mapping[str, Any], batch: int, graphs: bool) -> int:
     # A graph's pool keeps each Linear's and ReLU's output; eager keeps two at a time.
     # Plus the float32 input on its way to the device and the eager reference output.
     live = (2 * depth + 2) if graphs else 4
-    return weights + (live + 1) * batch * w * s + batch * w * 4
+    return int(weights + (live + 1) * batch * w * s + batch * w * 4)
 
 
 def _decoder_bytes(p: Mapping[str, Any], batch: int, graphs: bool) -> int:
@@ -329,7 +332,7 @@ def _decoder_bytes(p: Mapping[str, Any], batch: int, graphs: bool) -> int:
     # 4x-wide intermediates; a graph keeps every layer's, eager one layer's at a time.
     per_layer = batch * heads * (kv + 1) * (8 + s) + batch * d * 12 * s
     logits = 2 * batch * vocab * s  # the output and the eager reference
-    return weights + cache + (layers if graphs else 2) * per_layer + logits
+    return int(weights + cache + (layers if graphs else 2) * per_layer + logits)
 
 
 def _train_bytes(p: Mapping[str, Any], batch: int, graphs: bool) -> int:
@@ -347,7 +350,7 @@ def _train_bytes(p: Mapping[str, Any], batch: int, graphs: bool) -> int:
         io = batch * w * s
     # Weights, grads and AdamW's two states; the eager reference run keeps its own copy;
     # a graph's pool holds a second set of activations and grads beside the live ones.
-    return 2 * 4 * weights + (2 if graphs else 1) * (acts + weights) + 4 * io
+    return int(2 * 4 * weights + (2 if graphs else 1) * (acts + weights) + 4 * io)
 
 
 def _chain_bytes(p: Mapping[str, Any], batch: int, graphs: bool) -> int:
@@ -356,9 +359,12 @@ def _chain_bytes(p: Mapping[str, Any], batch: int, graphs: bool) -> int:
     return 4 * batch * DTYPE_BYTES[p["dtype"]]
 
 
-_MEMORY_MODELS = {"mlp": _mlp_bytes, "transformer-decode": _decoder_bytes,
-                  "train-step": _train_bytes, "kernel-chain": _chain_bytes,
-                  "hf-causal-lm": lambda p, b, g: hf_bytes(p, b, g, DTYPE_BYTES[p["dtype"]])}
+# A workload's estimated peak bytes at a batch size, with or without graphs (None: the
+# model cannot say).
+_MEMORY_MODELS: dict[str, Callable[[Mapping[str, Any], int, bool], int | None]] = {
+    "mlp": _mlp_bytes, "transformer-decode": _decoder_bytes, "train-step": _train_bytes,
+    "kernel-chain": _chain_bytes,
+    "hf-causal-lm": lambda p, b, g: hf_bytes(p, b, g, DTYPE_BYTES[p["dtype"]])}
 
 
 def estimate_cost(workload: str, params: Mapping[str, str], batch_sizes: tuple[int, ...]
@@ -402,7 +408,7 @@ def _whole(value: Any, what: str, lo: int, hi: int) -> int:
     return value
 
 
-def _serve_input(parse, what: str, *args, **kwargs):
+def _serve_input(parse: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> Any:
     try:
         return parse(*args, **kwargs)
     except ServeInputError as e:

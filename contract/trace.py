@@ -97,7 +97,8 @@ def short_name(name: str) -> str:
     s = name.strip()
     if s.startswith("void "):
         s = s[5:]
-    out, depth = [], 0
+    out: list[str] = []
+    depth = 0
     for ch in s:
         if ch == "<":
             depth += 1
@@ -112,6 +113,14 @@ def short_name(name: str) -> str:
 
 
 # --- choosing and bounding one step ---------------------------------------------------------
+
+def _representative(busy: list[float], mean: float) -> int:
+    """The step to keep: neither the first nor, given three or more, the last; of the
+    others the one whose GPU busy time is closest to the mean (the earliest of ties)."""
+    n = len(busy)
+    candidates = range(1, n - 1) if n >= 3 else range(1, n) if n == 2 else range(1)
+    return min(candidates, key=lambda i: (abs(busy[i] - mean), i))
+
 
 def select_step(events: Iterable[Any], max_events: int = MAX_TRACE_EVENTS
                 ) -> TraceDoc | None:
@@ -150,7 +159,8 @@ def select_step(events: Iterable[Any], max_events: int = MAX_TRACE_EVENTS
     work = [e for e in evs if is_gpu_work(e)]
     if not work:
         return None
-    tied = [launched.get(getattr(e, "correlation", None)) for e in work]
+    tied = [launched.get(c) if (c := getattr(e, "correlation", None)) is not None else None
+            for e in work]
     n_tied = sum(i is not None for i in tied)
     match = ("correlation" if n_tied == len(work) else "time" if n_tied == 0 else "mixed")
     # A kernel whose launch call is not among the host events (no id, or one the profiler
@@ -161,10 +171,7 @@ def select_step(events: Iterable[Any], max_events: int = MAX_TRACE_EVENTS
     for i, e in by_id:
         if i is not None:
             busy[i] += e.end_us - e.start_us
-    mean = sum(e.end_us - e.start_us for e in work) / len(steps)
-    n = len(steps)
-    candidates = range(1, n - 1) if n >= 3 else range(1, n) if n == 2 else range(1)
-    k = min(candidates, key=lambda i: (abs(busy[i] - mean), i))
+    k = _representative(busy, sum(e.end_us - e.start_us for e in work) / len(steps))
     origin = steps[k].start_us
     cpu = sorted(((e.name, e.start_us - origin, e.end_us - e.start_us)
                   for i, e in host if i == k), key=lambda x: x[1])
@@ -176,7 +183,8 @@ def select_step(events: Iterable[Any], max_events: int = MAX_TRACE_EVENTS
                  step=k + 1, steps=len(steps), match=match, max_events=max_events)
 
 
-def bound(cpu: Sequence, gpu: Sequence, max_events: int) -> tuple[list, list, int]:
+def bound(cpu: Sequence[Any], gpu: Sequence[Any], max_events: int
+          ) -> tuple[list[Any], list[Any], int]:
     """At most `max_events` events, shared between the lanes (a lane that needs less than
     half leaves the rest to the other); each lane keeps its earliest events, so what is
     drawn is the step's start, complete, rather than a sample with holes."""
@@ -186,7 +194,8 @@ def bound(cpu: Sequence, gpu: Sequence, max_events: int) -> tuple[list, list, in
     return list(cpu[:n_cpu]), list(gpu[:n_gpu]), len(cpu) - n_cpu + len(gpu) - n_gpu
 
 
-def build(cpu: Sequence, gpu: Sequence, *, cpu_end: float, gpu_span: list | None,
+def build(cpu: Sequence[Any], gpu: Sequence[Any], *, cpu_end: float,
+          gpu_span: list[Any] | None,
           step: int = 1, steps: int = 1, match: str = "correlation",
           max_events: int = MAX_TRACE_EVENTS) -> TraceDoc:
     """A trace from time-ordered (name, start_us, dur_us) host calls and (name, start_us,
@@ -371,7 +380,7 @@ STEP_TIMES_NOTE = (
 def kernel_sum_us(trace: TraceDoc) -> float:
     """Sum of the GPU lane's durations (kernels and copies): the point's gpu_busy_ms
     counts the same."""
-    return sum(d for _, _, d, _ in trace["gpu"])
+    return float(sum(d for _, _, d, _ in trace["gpu"]))
 
 
 # --- Chrome trace / Perfetto ------------------------------------------------------------------

@@ -15,7 +15,7 @@ interval "no change"; asv refuses a verdict until the confidence allows one. Her
     no interval   none was measured (older bundles, published figures): the median alone
 
 An interval wholly on one side of 1x is a finding however wide it is (3-30x is surely
-faster); ranking by the lower bound (pages/logic/analysis.py) already keeps such a point
+faster); ranking by the lower bound (contract/speedups.py) already keeps such a point
 from being quoted above what it is sure of.
 
 Standard library only: the runner's CLI table and the dashboard share it.
@@ -130,5 +130,7 @@ def medians_disagree(eager_ms: Any, step_ms: Any, low: Any, high: Any) -> bool:
 
 def disagree_text(eager_ms: Any, step_ms: Any) -> str:
     """The note a point whose two statistics disagree carries."""
-    return (f"the medians' ratio ({x_text(medians_ratio(eager_ms, step_ms))}x) lies outside "
+    ratio = medians_ratio(eager_ms, step_ms)
+    shown = "?" if ratio is None else x_text(ratio)
+    return (f"the medians' ratio ({shown}x) lies outside "
             f"the paired interval: {DISAGREE_WHY}")

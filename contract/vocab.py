@@ -15,13 +15,26 @@ class Mode:
     compiled: bool  # goes through torch.compile (Dynamo + Inductor)
     graph: bool  # replays a CUDA graph, so it needs a CUDA device
     color: str  # its colour on every chart
+    shape: str  # its mark on Compare, where the colour is the run's (a Vega shape)
+    dash: tuple[int, ...]  # its line's dash on Compare (Vega strokeDash)
+    # torch.compile's mode= for a compiled mode (None: the default); the runner's
+    # builders, training, the serve replay and the compile watch read it.
+    compile_mode: str | None = None
 
 
+# A mode is one entry here (docs/ARCHITECTURE.md, "Where a new thing goes"): the runner's
+# builders and training step (runner/core/modes.py, training.py), the serve replay, the
+# compile watch, the charts' colours, shapes and dashes and the database's CHECK
+# (db/vocab_checks.py) all read this table.
 MODE_TABLE: dict[str, Mode] = {m.name: m for m in (
-    Mode("eager", compiled=False, graph=False, color="#7f7f7f"),
-    Mode("compile", compiled=True, graph=False, color="#1f77b4"),
-    Mode("reduce-overhead", compiled=True, graph=True, color="#d62728"),
-    Mode("cuda-graph", compiled=False, graph=True, color="#2ca02c"),
+    Mode("eager", compiled=False, graph=False, color="#7f7f7f", shape="cross",
+         dash=(1, 3)),
+    Mode("compile", compiled=True, graph=False, color="#1f77b4", shape="square",
+         dash=(2, 2)),
+    Mode("reduce-overhead", compiled=True, graph=True, color="#d62728",
+         shape="triangle-up", dash=(6, 3), compile_mode="reduce-overhead"),
+    Mode("cuda-graph", compiled=False, graph=True, color="#2ca02c", shape="circle",
+         dash=(1, 0)),
 )}
 MODES = tuple(MODE_TABLE)
 # The baseline every speedup is over, and the modes compared against it.
@@ -36,8 +49,29 @@ FINISHED_STATUSES = ("done", "failed", "cancelled")
 POINT_STATUSES = ("ok", "error", "unsupported", "skipped")
 CUDAGRAPH_STATUSES = ("replay", "partial", "skipped", "eager-fallback", "n/a")
 SOURCES = ("measured", "published")
+@dataclass(frozen=True)
+class RunKind:
+    """What a kind of run is, in the facts the database, the bundle and the pages branch
+    on: one entry of RUN_KIND_TABLE (docs/ARCHITECTURE.md, "Where a new thing goes")."""
+
+    name: str
+    noun: str  # how a picker names one: "serve run"
+    section: str | None  # the bundle's (and database's) section of its own, if any
+    curves: bool  # it has points with speedups: Compare overlays it, the board ranks it
+    page: str = "run"  # the page (pages table's name) that shows it
+    elsewhere: str = ""  # where Compare sends a run without curves
+
+
 # graph-memory: one graph captured per size, the pool read after each (graph_memory.py).
-RUN_KINDS = ("sweep", "serve", "graph-memory")
+# A published run is a sweep whose source is "published" (SOURCES), not a kind.
+RUN_KIND_TABLE: dict[str, RunKind] = {k.name: k for k in (
+    RunKind("sweep", "sweep", None, curves=True),
+    RunKind("serve", "serve run", "serve", curves=False, page="serve",
+            elsewhere="on the Serve page"),
+    RunKind("graph-memory", "graph-memory run", "graph_memory", curves=False,
+            elsewhere="on its own page"),
+)}
+RUN_KINDS = tuple(RUN_KIND_TABLE)
 DEVICES = ("cuda", "cpu")
 # Where a queued job may run: "auto" lets the worker choose (cuda if it has one).
 JOB_DEVICES = ("auto", *DEVICES)

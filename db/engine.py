@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy.exc
 from sqlalchemy import create_engine, event
@@ -34,7 +36,7 @@ def default_url() -> str:
     return os.environ.get("LAUNCHBENCH_DB") or DEFAULT_URL
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # WAL lets the dashboard read while a sweep writes; foreign keys are off by default in
     # SQLite; the busy timeout makes concurrent writers (workers) wait instead of failing.
     cur = dbapi_connection.cursor()
@@ -44,7 +46,7 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cur.close()
 
 
-def _sqlite_read_only_pragmas(dbapi_connection, _record) -> None:
+def _sqlite_read_only_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # No journal_mode change (that is a write); query_only refuses writes even if the
     # file's permissions would allow them.
     cur = dbapi_connection.cursor()
@@ -53,7 +55,7 @@ def _sqlite_read_only_pragmas(dbapi_connection, _record) -> None:
     cur.close()
 
 
-def _pg_read_only(dbapi_connection, _record) -> None:
+def _pg_read_only(dbapi_connection: Any, _record: Any) -> None:
     # Every transaction of this session is READ ONLY. SET is transactional in PostgreSQL:
     # commit it, or the pool's reset-on-return rollback would undo it.
     cur = dbapi_connection.cursor()
@@ -62,11 +64,11 @@ def _pg_read_only(dbapi_connection, _record) -> None:
     dbapi_connection.commit()
 
 
-def _sqlite_read_only_creator(path: Path):
+def _sqlite_read_only_creator(path: Path) -> Callable[[], sqlite3.Connection]:
     """Connections through SQLite's read-only URI: the file is never created or written."""
     uri = f"{path.resolve().as_uri()}?mode=ro"
 
-    def connect():
+    def connect() -> sqlite3.Connection:
         return sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
                                check_same_thread=False)
 
@@ -111,6 +113,23 @@ def make_engine(url: str | None = None, *, migrate: bool = True,
         read_only = access.read_only()
     url = url or default_url()
     shown = shown_url(url)
+    backend, kwargs = _engine_options(url, shown, read_only)
+    try:
+        engine = create_engine(url, **kwargs)
+    except (ArgumentError, NoSuchModuleError, ImportError) as e:
+        raise DatabaseError(f"cannot use database URL {shown!r}: {e}") from None
+    if backend == "sqlite":
+        event.listen(engine, "connect",
+                     _sqlite_read_only_pragmas if read_only else _sqlite_pragmas)
+    elif read_only:
+        event.listen(engine, "connect", _pg_read_only)
+    _open(engine, shown, read_only, migrate)
+    return engine
+
+
+def _engine_options(url: str, shown: str, read_only: bool) -> tuple[str, dict[str, object]]:
+    """(the backend, create_engine's keyword arguments) for a URL checked here: one line
+    naming a bad URL, an unsupported backend, or a SQLite file that cannot be."""
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -121,36 +140,28 @@ def make_engine(url: str | None = None, *, migrate: bool = True,
     if backend not in ("sqlite", "postgresql"):
         raise DatabaseError(f"unsupported database {backend!r} in URL {shown!r}: "
                             "use sqlite or postgresql")
-    kwargs: dict = {}
-    if backend == "sqlite":
-        db = parsed.database
-        if not db or db == ":memory:":
-            raise DatabaseError(f"database URL {shown!r} names no file: launchbench keeps "
-                                "results in a SQLite file")
-        path = Path(db).expanduser()
-        parent = path.resolve().parent
-        if not parent.is_dir():
-            raise DatabaseError(f"database URL {shown!r}: directory {str(parent)!r} "
-                                "does not exist")
-        if read_only:
-            if not path.is_file():
-                raise ReadOnlySchemaError(f"database {shown!r} does not exist (no file "
-                                          f"{str(path)!r}), and read-only mode never "
-                                          "creates one")
-            kwargs["creator"] = _sqlite_read_only_creator(path)
-        else:
-            kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
-    else:
-        kwargs["pool_pre_ping"] = True
-    try:
-        engine = create_engine(url, **kwargs)
-    except (ArgumentError, NoSuchModuleError, ImportError) as e:
-        raise DatabaseError(f"cannot use database URL {shown!r}: {e}") from None
-    if backend == "sqlite":
-        event.listen(engine, "connect",
-                     _sqlite_read_only_pragmas if read_only else _sqlite_pragmas)
-    elif read_only:
-        event.listen(engine, "connect", _pg_read_only)
+    if backend != "sqlite":
+        return backend, {"pool_pre_ping": True}
+    db = parsed.database
+    if not db or db == ":memory:":
+        raise DatabaseError(f"database URL {shown!r} names no file: launchbench keeps "
+                            "results in a SQLite file")
+    path = Path(db).expanduser()
+    parent = path.resolve().parent
+    if not parent.is_dir():
+        raise DatabaseError(f"database URL {shown!r}: directory {str(parent)!r} "
+                            "does not exist")
+    if not read_only:
+        return backend, {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}}
+    if not path.is_file():
+        raise ReadOnlySchemaError(f"database {shown!r} does not exist (no file "
+                                  f"{str(path)!r}), and read-only mode never creates one")
+    return backend, {"creator": _sqlite_read_only_creator(path)}
+
+
+def _open(engine: Engine, shown: str, read_only: bool, migrate: bool) -> None:
+    """Connect once, then check the schema (read-only) or bring it to head; a failure
+    disposes of the engine and names the cause in one line."""
     try:
         with engine.connect():
             pass
@@ -167,4 +178,3 @@ def make_engine(url: str | None = None, *, migrate: bool = True,
         engine.dispose()
         first = str(e.orig if getattr(e, "orig", None) else e).strip().splitlines()[0]
         raise DatabaseError(f"cannot open database {shown!r}: {first}") from None
-    return engine

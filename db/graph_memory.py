@@ -5,7 +5,8 @@ curve and the dashboard (SQL only here, through select())."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
@@ -32,7 +33,7 @@ def add_section(session: Session, run_id: int, section: gm.GraphMemorySection) -
     for pool, rows in section["series"].items():
         for i, r in enumerate(rows, 1):
             session.add(GraphMemoryCaptureRow(run_id=run_id, pool=pool, position=i,
-                                              **{f: r[f] for f in gm.ROW_FIELDS}))
+                                              **{f: r[f] for f in gm.ROW_FIELDS}))  # type: ignore[literal-required]
 
 
 def _rows(session: Session, run_ids: list[int]) -> list[GraphMemoryCaptureRow]:
@@ -82,7 +83,7 @@ def graph_memory_runs(engine: Engine) -> pd.DataFrame:
     return df
 
 
-def attributions(engine: Engine, run_ids: list[int] | tuple) -> dict[int, dict]:
+def attributions(engine: Engine, run_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     """Each run's attribution (contract/graph_memory.attribute) and its number of
     sizes, for the Runs board."""
     ids = [int(i) for i in run_ids]

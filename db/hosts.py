@@ -9,7 +9,8 @@ from typing import Any
 from contract.queue import Worker
 from contract.vocab import HOST_POLICIES
 
-FIELDS = {"host_slot": int, "host_policy": str, "cuda_visible_devices": str, "cpus": str}
+FIELDS: dict[str, type[Any]] = {"host_slot": int, "host_policy": str,
+                                "cuda_visible_devices": str, "cpus": str}
 _LIMITS = {"cuda_visible_devices": 200, "cpus": 1000}
 
 
@@ -19,7 +20,7 @@ def check_fields(host: Mapping[str, Any]) -> dict[str, int | str | None]:
     unknown = set(host) - set(FIELDS)
     if unknown:
         raise TypeError(f"unknown worker fields: {', '.join(sorted(unknown))}")
-    out = {}
+    out: dict[str, int | str | None] = {}
     for key, value in host.items():
         if value is not None and not isinstance(value, FIELDS[key]):
             raise TypeError(f"worker field {key} {value!r} is not a {FIELDS[key].__name__}")

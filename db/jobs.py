@@ -13,10 +13,10 @@ UTC clock is that host's clock.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from contract import queue
@@ -106,21 +106,25 @@ def db_now(engine: Engine) -> datetime:
     if not liveness.is_postgres(engine):
         return datetime.now(timezone.utc)
     with engine.connect() as c:
-        return _aware(c.scalar(select(func.now())))
+        found = _aware(c.scalar(select(func.now())))
+    assert found is not None  # now() is never NULL
+    return found
 
 
-def _record(cls, row: Any):
+def _record(cls: Any, row: Any) -> Any:
     # The boundary: a row's columns, times made aware, become a record.
     return cls.from_row({k: _aware(v) if isinstance(v, datetime) else v
                          for k, v in row._mapping.items()})
 
 
 def _job(row: Any) -> queue.Job:
-    return _record(queue.Job, row)
+    job: queue.Job = _record(queue.Job, row)
+    return job
 
 
 def _worker(row: Any) -> queue.Worker:
-    return _record(queue.Worker, row)
+    worker: queue.Worker = _record(queue.Worker, row)
+    return worker
 
 
 # --- queueing (browser-reachable writes: guarded) --------------------------------------
@@ -142,7 +146,7 @@ def enqueue(engine: Engine, spec: SweepSpec | JsonObject, target: str | None = N
         except SpecError as e:
             raise JobSpecError(str(e)) from None
     elif label is not None:
-        spec = {**spec, "label": label}
+        spec = {**spec, "label": label} if isinstance(spec, dict) else spec
     spec = check_spec(spec, memory_bytes)
     try:
         target = check_text(target, "target")
@@ -161,7 +165,7 @@ def enqueue(engine: Engine, spec: SweepSpec | JsonObject, target: str | None = N
             # takes the file's write lock before the count, which does the same.
             c.execute(select(func.pg_advisory_xact_lock(_QUEUE_LOCK)))
         job_id = c.execute(
-            JobRow.__table__.insert().values(
+            insert(JobRow).values(
                 spec=spec.to_json(queued=True), device=spec.device, target=target,
                 label=spec.label, status="queued", cancel_requested=False,
                 created_at=liveness.now_expr(c), points_done=0,
@@ -173,16 +177,16 @@ def enqueue(engine: Engine, spec: SweepSpec | JsonObject, target: str | None = N
         if session is not None:
             waiting = c.scalar(select(func.count()).select_from(JobRow)
                                .where(JobRow.status == "queued"))
-            if waiting > MAX_QUEUED_JOBS:
+            if (waiting or 0) > MAX_QUEUED_JOBS:
                 raise QueueFull(f"not queued: the queue already holds {MAX_QUEUED_JOBS} "
                                 "waiting jobs; wait for some to run or cancel some")
             mine = c.scalar(select(func.count()).select_from(JobRow).where(
                 JobRow.status == "queued", JobRow.session == session))
-            if mine > MAX_QUEUED_PER_SESSION:
+            if (mine or 0) > MAX_QUEUED_PER_SESSION:
                 raise QueueFull(f"not queued: this session already has "
                                 f"{MAX_QUEUED_PER_SESSION} waiting jobs; wait for them "
                                 "to run or cancel some")
-        return job_id
+        return int(job_id)
 
 
 def cancel(engine: Engine, job_id: int) -> str:
@@ -213,7 +217,7 @@ def _check_id(job_id: int) -> None:
         raise JobNotFound(f"job {job_id} does not exist")
 
 
-def _shown(c: Connection, now: datetime | None):
+def _shown(c: Connection, now: datetime | None) -> Any:
     """The job's status as readers show it ("lost" for a running job gone silent: see
     db/liveness.py), beside the stored one."""
     return liveness.job_status(liveness.cutoff(c, now)).label("shown_status")
@@ -246,10 +250,10 @@ def register_worker(engine: Engine, *, name: str, hostname: str | None, pid: int
     """`host`: where on its host the worker sits (db/hosts.py FIELDS), all optional."""
     with engine.begin() as c:
         now = liveness.now_expr(c)
-        return c.execute(WorkerRow.__table__.insert().values(
+        return int(c.execute(insert(WorkerRow).values(
             name=name, hostname=hostname, pid=pid, gpu_name=gpu_name, has_cuda=has_cuda,
             torch_version=torch_version, started_at=now, heartbeat_at=now,
-            **check_fields(host)).returning(WorkerRow.id)).scalar_one()
+            **check_fields(host)).returning(WorkerRow.id)).scalar_one())
 
 
 def stop_worker(engine: Engine, worker_id: int) -> None:
@@ -258,10 +262,12 @@ def stop_worker(engine: Engine, worker_id: int) -> None:
                   .values(stopped_at=liveness.now_expr(c)))
 
 
-def live_workers(engine: Engine, timeout_s: float = LOST_AFTER_S) -> list[queue.Worker]:
-    """Workers that heartbeated within `timeout_s` and did not say goodbye."""
+def live_workers(engine: Engine, timeout_s: float = LOST_AFTER_S, *,
+                 now: datetime | None = None) -> list[queue.Worker]:
+    """Workers that heartbeated within `timeout_s` of `now` (default: the database's
+    clock) and did not say goodbye."""
     with engine.connect() as c:
-        cutoff = liveness.now_expr(c) - timedelta(seconds=timeout_s)
+        cutoff = liveness.cutoff(c, now, timeout_s)
         rows = c.execute(select(WorkerRow.__table__).where(
             WorkerRow.stopped_at.is_(None), WorkerRow.heartbeat_at >= cutoff)
             .order_by(WorkerRow.id))
@@ -330,7 +336,7 @@ def withdraw(engine: Engine, job_id: int) -> None:
     """Delete a Slurm job whose submission failed: nothing was submitted, nobody else may
     claim it (executor slurm), so it leaves no trace, as bad input must not."""
     with engine.begin() as c:
-        c.execute(JobRow.__table__.delete().where(JobRow.id == job_id, JobRow.status == "queued",
+        c.execute(delete(JobRow).where(JobRow.id == job_id, JobRow.status == "queued",
                                                   JobRow.slurm_job_id.is_(None)))
 
 

@@ -14,9 +14,11 @@ pass `now` to decide without waiting.
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 from sqlalchemy import case, func, literal
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.sql.elements import Case
 
 from contract import queue
 from contract.limits import LOST_AFTER_S
@@ -30,7 +32,7 @@ def is_postgres(bind: Engine | Connection) -> bool:
     return bind.dialect.name == "postgresql"
 
 
-def now_expr(bind: Engine | Connection, now: datetime | None = None):
+def now_expr(bind: Engine | Connection, now: datetime | None = None) -> Any:
     """'now' as a value or SQL expression: `now` if given, else the database's clock."""
     if now is not None:
         return now
@@ -38,28 +40,28 @@ def now_expr(bind: Engine | Connection, now: datetime | None = None):
 
 
 def cutoff(bind: Engine | Connection, now: datetime | None = None,
-           timeout_s: float = LOST_AFTER_S):
+           timeout_s: float = LOST_AFTER_S) -> Any:
     """Heartbeats before this are too old: their writer is gone."""
     return now_expr(bind, now) - timedelta(seconds=timeout_s)
 
 
-def run_is_lost(limit):
+def run_is_lost(limit: Any) -> Any:  # a SQL condition
     # A run from before heartbeats (migration 0006) has none: its start stands in.
     return (RunRow.status == "running") & (func.coalesce(RunRow.heartbeat_at, RunRow.created_at)
                                            < limit)
 
 
-def job_is_lost(limit):
+def job_is_lost(limit: Any) -> Any:  # a SQL condition
     return (JobRow.status == "running") & (func.coalesce(JobRow.heartbeat_at, JobRow.started_at)
                                            < limit)
 
 
-def run_status(limit):
+def run_status(limit: Any) -> Case[Any]:
     """Run.status as readers show it: "lost" for a running run gone silent."""
     return case((run_is_lost(limit), literal(LOST)), else_=RunRow.status)
 
 
-def job_status(limit):
+def job_status(limit: Any) -> Case[Any]:
     return case((job_is_lost(limit), literal(LOST)), else_=JobRow.status)
 
 

@@ -11,6 +11,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
+from db import vocab_checks
+
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 
@@ -21,7 +23,9 @@ def _config() -> Config:
 
 
 def head() -> str:
-    return ScriptDirectory.from_config(_config()).get_current_head()
+    found = ScriptDirectory.from_config(_config()).get_current_head()
+    assert found is not None  # the migrations have one head
+    return found
 
 
 def current(engine: Engine) -> str | None:
@@ -50,14 +54,20 @@ def _lock_schema(conn: Connection) -> None:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema to `revision`; at head, the vocabulary CHECKs to the contract's
+    tables too (db/vocab_checks.py: a new mode or run kind needs no migration)."""
     if revision == "head" and current(engine) == head():
-        return  # the common case: skip Alembic's machinery on every engine creation
+        # The common case: skip Alembic's machinery on every engine creation.
+        with engine.connect() as conn:
+            if not vocab_checks.missing(conn):
+                return
     with engine.begin() as conn:
         _lock_schema(conn)
         # Whoever held the lock before us may have done the work already.
-        if revision == "head" and \
-                MigrationContext.configure(conn).get_current_revision() == head():
-            return
-        cfg = _config()
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, revision)
+        if revision != "head" or \
+                MigrationContext.configure(conn).get_current_revision() != head():
+            cfg = _config()
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, revision)
+        if revision == "head":
+            vocab_checks.widen(conn)

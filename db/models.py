@@ -15,6 +15,7 @@ that defines the result format; CHECK constraints make the database refuse anyth
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -60,7 +61,7 @@ def _one_of(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({quoted})"
 
 
-def _env_text(field: str):
+def _env_text(field: str) -> Any:
     return mapped_column(String(ENVIRONMENT_TEXT_LIMITS[field]))
 
 

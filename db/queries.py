@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import Any
 
 import pandas as pd
-from sqlalchemy import case, func, select
-from sqlalchemy.engine import Engine
+from sqlalchemy import ColumnElement, Row, Select, case, func, select
+from sqlalchemy.engine import Connection, Engine
 
-from contract.bundle import ENVIRONMENT_FIELDS, MEASUREMENT_FIELDS
-from contract.measurement import details_of
+from contract.measurement import MEASUREMENT_FIELDS, Measurement, details_of
+from contract.run_record import ENVIRONMENT_FIELDS
 from contract.run_summary import (
     SUMMARY_COLUMNS,
+    SUMMARY_DETAILS,
     RunHeader,
+    RunListing,
     RunSummary,
-    header_of,
-    record,
     summarize,
 )
 from contract.trace import PointTrace
-from db import liveness
+from db import liveness, records
 from db.models import EnvironmentRow, MeasurementRow, RunRow, ServeResultRow, TraceRow
 
 SUMMARY_HEADER = ("id", "uuid", "kind", "workload", "workload_params", "dtype", "created_at",
@@ -27,7 +29,7 @@ SUMMARY_HEADER = ("id", "uuid", "kind", "workload", "workload_params", "dtype", 
 SUMMARY_ENVIRONMENT = ("device", "gpu_name", "torch_version", "hostname")
 
 
-def run_summaries(engine: Engine, run_ids: list[int] | tuple | None = None,
+def run_summaries(engine: Engine, run_ids: Sequence[int] | None = None,
                   now: datetime | None = None) -> list[RunSummary]:
     """The runs' summaries (contract/run_summary.py): header and key figures, built
     by its summarize() from each run's points. All runs newest first when `run_ids` is
@@ -47,15 +49,16 @@ def run_summaries(engine: Engine, run_ids: list[int] | tuple | None = None,
                 .order_by(RunRow.created_at.desc(), RunRow.id.desc()))
         if ids is not None:
             stmt = stmt.where(RunRow.id.in_(ids))
-        headers = [RunHeader(**row._mapping) for row in c.execute(stmt)]
+        headers = [records.header(row._mapping) for row in c.execute(stmt)]
         sweeps = [h.id for h in headers if h.kind == "sweep"]
-        points: dict[int, list] = {}
+        points: dict[int, list[Measurement]] = {}
         if sweeps:
             rows = c.execute(select(MeasurementRow.run_id,
                                     *(getattr(MeasurementRow, f) for f in SUMMARY_COLUMNS))
                              .where(MeasurementRow.run_id.in_(sweeps)))
             for row in rows:
-                points.setdefault(row.run_id, []).append(record(row._mapping))
+                points.setdefault(row.run_id, []).append(
+                    records.measurement(row._mapping, SUMMARY_DETAILS))
     summaries = [summarize(h, points.get(h.id, ())) for h in headers]
     if ids is None:
         return summaries
@@ -87,7 +90,7 @@ RUN_COLUMNS = ("id", "uuid", "kind", "workload", "workload_params", "dtype", "cr
 CPU = "cpu"  # what a run without a GPU shows and filters as, in the GPU column
 
 
-def _run_env_columns(c, now: datetime | None = None):
+def _run_env_columns(c: Connection | Engine, now: datetime | None = None) -> list[Any]:
     # status as readers show it: "lost" for a running run whose writer went silent
     # (db/liveness.py), decided here at read time, so read-only mode shows it too.
     shown = {"status": liveness.run_status(liveness.cutoff(c, now)).label("status")}
@@ -95,7 +98,7 @@ def _run_env_columns(c, now: datetime | None = None):
             + [getattr(EnvironmentRow, f) for f in ENVIRONMENT_FIELDS])
 
 
-def _frame(rows, columns) -> pd.DataFrame:
+def _frame(rows: Iterable[Row[Any]], columns: Sequence[str]) -> pd.DataFrame:
     df = pd.DataFrame([dict(r._mapping) for r in rows], columns=list(columns))
     for c in ("created_at", "finished_at"):
         if c in df:
@@ -108,8 +111,8 @@ def run_filter_options(engine: Engine) -> dict[str, list[str]]:
     """Distinct GPU names (``cpu`` for CPU runs), workloads and torch versions."""
     gpu = func.coalesce(EnvironmentRow.gpu_name, CPU)
     with engine.connect() as c:
-        gpus = c.execute(select(gpu).select_from(RunRow).join(EnvironmentRow).distinct()).scalars()
-        gpus = sorted(gpus)
+        gpus = sorted(c.execute(select(gpu).select_from(RunRow).join(EnvironmentRow)
+                                .distinct()).scalars())
         workloads = sorted(c.execute(select(RunRow.workload).distinct()).scalars())
         torches = sorted(v for v in c.execute(
             select(EnvironmentRow.torch_version).select_from(RunRow).join(EnvironmentRow)
@@ -117,14 +120,13 @@ def run_filter_options(engine: Engine) -> dict[str, list[str]]:
     return {"gpu": gpus, "workload": workloads, "torch": torches}
 
 
-def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
-               workloads: list[str] | tuple = (), torches: list[str] | tuple = (),
-               limit: int | None = None, now: datetime | None = None) -> pd.DataFrame:
-    """Runs with their environment and point counts, newest first. An empty filter list
-    means no filter on that field; ``cpu`` in `gpus` matches runs without a GPU. `now`:
-    the time "lost" is decided at (default: the database's clock)."""
-    # The noise counts the Runs page badges (pages/logic/analysis.noise_counts computes
-    # the same from points): summed here so listing runs never loads every point.
+def _runs_statement(c: Connection, gpus: Sequence[str], workloads: Sequence[str],
+                    torches: Sequence[str], now: datetime | None
+                    ) -> tuple[Select[Any], list[str]]:
+    """Runs with their environment and point counts, newest first (runs_frame's and
+    runs_list's one statement) and the names of its columns."""
+    # The noise counts the Runs page badges (contract/noise.py counts the same
+    # conditions over a run's points): summed here so listing runs never loads a point.
     measured = (MeasurementRow.status == "ok") & MeasurementRow.step_ms.is_not(None)
     flags = {
         "ok_points": MeasurementRow.status == "ok",
@@ -138,7 +140,7 @@ def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
                      *(func.sum(case((cond, 1), else_=0)).label(name)
                        for name, cond in flags.items()))
               .group_by(MeasurementRow.run_id).subquery())
-    stmt = (select(*_run_env_columns(engine, now),
+    stmt = (select(*_run_env_columns(c, now),
                    func.coalesce(counts.c.points, 0).label("points"),
                    *(func.coalesce(counts.c[name], 0).label(name) for name in flags))
             .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)
@@ -146,7 +148,7 @@ def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
             .order_by(RunRow.created_at.desc(), RunRow.id.desc()))
     if gpus:
         named = [g for g in gpus if g != CPU]
-        cond = EnvironmentRow.gpu_name.in_(named)
+        cond: ColumnElement[bool] = EnvironmentRow.gpu_name.in_(named)
         if CPU in gpus:
             cond = cond | EnvironmentRow.gpu_name.is_(None)
         stmt = stmt.where(cond)
@@ -154,14 +156,34 @@ def runs_frame(engine: Engine, *, gpus: list[str] | tuple = (),
         stmt = stmt.where(RunRow.workload.in_(list(workloads)))
     if torches:
         stmt = stmt.where(EnvironmentRow.torch_version.in_(list(torches)))
-    if limit is not None:
-        stmt = stmt.limit(limit)
-    columns = [*RUN_COLUMNS, *ENVIRONMENT_FIELDS, "points", *flags]
+    return stmt, [*RUN_COLUMNS, *ENVIRONMENT_FIELDS, "points", *flags]
+
+
+def runs_list(engine: Engine, *, gpus: Sequence[str] = (), workloads: Sequence[str] = (),
+              torches: Sequence[str] = (), now: datetime | None = None
+              ) -> list[RunListing]:
+    """Runs with their environment, point counts and noise counts, newest first, as
+    records (db/records.py). An empty filter list means no filter on that field; ``cpu``
+    in `gpus` matches runs without a GPU. `now`: the time "lost" is decided at (default:
+    the database's clock)."""
     with engine.connect() as c:
+        stmt, _ = _runs_statement(c, gpus, workloads, torches, now)
+        return [records.listing(row._mapping) for row in c.execute(stmt)]
+
+
+def runs_frame(engine: Engine, *, gpus: Sequence[str] = (), workloads: Sequence[str] = (),
+               torches: Sequence[str] = (), limit: int | None = None,
+               now: datetime | None = None) -> pd.DataFrame:
+    """runs_list as a frame, one column a field (`runner check` and runner/history read
+    runs as frames)."""
+    with engine.connect() as c:
+        stmt, columns = _runs_statement(c, gpus, workloads, torches, now)
+        if limit is not None:
+            stmt = stmt.limit(limit)
         return _frame(c.execute(stmt), columns)
 
 
-def runs_headers(engine: Engine, run_ids: list[int] | tuple,
+def runs_headers(engine: Engine, run_ids: Sequence[int],
                  now: datetime | None = None) -> pd.DataFrame:
     """Header and environment of the given runs (those that exist), in the order asked."""
     ids = [int(i) for i in run_ids]
@@ -176,16 +198,30 @@ def runs_headers(engine: Engine, run_ids: list[int] | tuple,
     return df.sort_values("id", key=lambda s: s.map(order)).reset_index(drop=True)
 
 
+def run_headers(engine: Engine, run_ids: Sequence[int], now: datetime | None = None
+                ) -> list[RunHeader]:
+    """The given runs' headers (those that exist) as records, in the order asked."""
+    ids = [int(i) for i in run_ids]
+    if not ids:
+        return []
+    with engine.connect() as c:
+        stmt = (select(*_run_env_columns(c, now))
+                .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)
+                .where(RunRow.id.in_(ids)))
+        found = {h.id: h for h in (records.header(r._mapping) for r in c.execute(stmt))}
+    return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+
 def run_header(engine: Engine, run_id: int, now: datetime | None = None) -> RunHeader | None:
     """One run's header and environment; None when no run has this id."""
-    df = runs_headers(engine, [run_id], now)
-    return None if df.empty else header_of(df.iloc[0].to_dict())
+    found = run_headers(engine, [run_id], now)
+    return found[0] if found else None
 
 
 POINT_COLUMNS = ("run_id", *MEASUREMENT_FIELDS)
 
 
-def runs_points(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
+def runs_points(engine: Engine, run_ids: Sequence[int]) -> pd.DataFrame:
     """Every measurement of the given runs, ordered by run, mode, batch size."""
     ids = [int(i) for i in run_ids]
     cols = [MeasurementRow.run_id] + [getattr(MeasurementRow, f) for f in MEASUREMENT_FIELDS]
@@ -205,11 +241,30 @@ def runs_points(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
     return df
 
 
-def run_points(engine: Engine, run_id: int) -> pd.DataFrame:
-    return runs_points(engine, [run_id])
+def points(engine: Engine, run_ids: Sequence[int],
+           columns: Sequence[str] = MEASUREMENT_FIELDS) -> dict[int, list[Measurement]]:
+    """Every point of the given runs as `Measurement` records (db/records.py), by run id
+    (a run without points has none), each run's in mode and batch order. `columns`: the
+    measurement fields to read (default all: the others read as unknown)."""
+    ids = [int(i) for i in run_ids]
+    out: dict[int, list[Measurement]] = {i: [] for i in ids}
+    if not ids:
+        return out
+    stmt = (select(MeasurementRow.run_id, *(getattr(MeasurementRow, f) for f in columns))
+            .where(MeasurementRow.run_id.in_(ids))
+            .order_by(MeasurementRow.run_id, MeasurementRow.mode, MeasurementRow.batch_size))
+    with engine.connect() as c:
+        for row in c.execute(stmt):
+            out[row.run_id].append(records.measurement(row._mapping))
+    return out
 
 
-def point_traces(engine: Engine, run_ids: list[int] | tuple, batch_size: int
+def run_points(engine: Engine, run_id: int) -> list[Measurement]:
+    """One run's points as records."""
+    return points(engine, [run_id])[int(run_id)]
+
+
+def point_traces(engine: Engine, run_ids: Sequence[int], batch_size: int
                  ) -> list[PointTrace]:
     """The kept traces of the given runs at one batch size, by run and mode. One batch
     size at a time: a run's traces are read only for what is drawn."""
@@ -225,36 +280,19 @@ def point_traces(engine: Engine, run_ids: list[int] | tuple, batch_size: int
                 for r, m, t in c.execute(stmt)]
 
 
-# What the Runs board's key figures and the Trends page need of each point: the speedup
-# with its interval, the graph pool, and details (a published point's own eager reference,
-# reduce-overhead's paired ratio over compile), and energy per step with its gain over
-# eager (Trends). Not the raw samples.
-KEY_POINT_COLUMNS = ("run_id", "mode", "batch_size", "status", "step_ms", "speedup",
-                     "speedup_ci_low", "speedup_ci_high", "graph_pool_bytes", "details",
-                     "energy_mj_per_step", "energy_gain")
-
-
-def key_points(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
-    """The points of the given runs, only the columns KEY_POINT_COLUMNS names."""
-    ids = [int(i) for i in run_ids]
-    if not ids:
-        return pd.DataFrame(columns=list(KEY_POINT_COLUMNS))
-    stmt = (select(*(getattr(MeasurementRow, c) for c in KEY_POINT_COLUMNS))
-            .where(MeasurementRow.run_id.in_(ids))
-            .order_by(MeasurementRow.run_id, MeasurementRow.mode, MeasurementRow.batch_size))
-    with engine.connect() as c:
-        df = _frame(c.execute(stmt), KEY_POINT_COLUMNS)
-    for f in ("step_ms", "speedup", "speedup_ci_low", "speedup_ci_high", "graph_pool_bytes",
-              "energy_mj_per_step", "energy_gain"):
-        df[f] = pd.to_numeric(df[f], errors="coerce")
-    return df
+# What the Trends page and the Launch page's estimate read of each point: not the raw
+# samples (the speedup with its interval, energy, and details for a published point's own
+# eager reference and the setup phases).
+KEY_POINT_COLUMNS = ("mode", "batch_size", "status", "step_ms", "speedup", "speedup_ci_low",
+                     "speedup_ci_high", "graph_pool_bytes", "details", "energy_mj_per_step",
+                     "energy_gain", "energy_gain_ci_low", "energy_gain_ci_high")
 
 
 SERVE_KEY_COLUMNS = ("run_id", "strategy", "status", "rows_per_s", "latency_ms_p99",
                      "graph_pool_bytes")
 
 
-def serve_key_results(engine: Engine, run_ids: list[int] | tuple) -> pd.DataFrame:
+def serve_key_results(engine: Engine, run_ids: Sequence[int]) -> pd.DataFrame:
     """Each strategy's headline figures for the given serve runs (the Runs board)."""
     ids = [int(i) for i in run_ids]
     if not ids:
@@ -285,6 +323,18 @@ def trend_runs(engine: Engine, workload: str, gpu: str) -> pd.DataFrame:
                       else EnvironmentRow.gpu_name == gpu)
     with engine.connect() as c:
         return _frame(c.execute(stmt), TREND_RUN_COLUMNS)
+
+
+def series_headers(engine: Engine, workload: str, gpu: str) -> list[RunHeader]:
+    """trend_runs' sweeps as records, oldest first: the runs the Trends page follows."""
+    stmt = (select(*_run_env_columns(engine))
+            .join(EnvironmentRow, RunRow.environment_id == EnvironmentRow.id)
+            .where(RunRow.kind == "sweep", RunRow.workload == workload)
+            .order_by(RunRow.created_at, RunRow.id))
+    stmt = stmt.where(EnvironmentRow.gpu_name.is_(None) if gpu == CPU
+                      else EnvironmentRow.gpu_name == gpu)
+    with engine.connect() as c:
+        return [records.header(r._mapping) for r in c.execute(stmt)]
 
 
 def gpu_memory(engine: Engine, gpu: str | None) -> int | None:
@@ -321,7 +371,7 @@ def past_durations(engine: Engine, workload: str | None, gpu: str | None = None,
             return pd.DataFrame(columns=cols)
         pts = c.execute(select(MeasurementRow.run_id, MeasurementRow.details)
                         .where(MeasurementRow.run_id.in_([int(i) for i in runs["run_id"]])))
-        per: dict[int, list] = {}
+        per: dict[int, list[Any]] = {}
         for rid, details in pts:
             wall = details_of(details).timing.point_wall_s
             per.setdefault(int(rid), []).append(wall)
@@ -333,7 +383,7 @@ def past_durations(engine: Engine, workload: str | None, gpu: str | None = None,
     return runs[cols]
 
 
-def data_version(engine: Engine) -> tuple:
+def data_version(engine: Engine) -> tuple[Any, ...]:
     """A cheap fingerprint that changes whenever a run or point is added, a run finishes
     or is deleted, or a point is replaced (db.store.replace_measurement gives the new
     figures a new row id): the dashboard keys its caches on it, so a worker's writes in

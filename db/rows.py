@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 from sqlalchemy import select
@@ -16,6 +17,7 @@ from contract import bundle as fmt
 from contract import serve_record as rec
 from contract.bundle import BundleError
 from contract.json_shape import JsonObject
+from contract.measurement import MEASUREMENT_FIELDS, TRACE_FIELD
 from contract.run_record import Environment, Run
 from contract.serve_record import ServeConfig, ServeProfilePoint, ServeResult, ServeSection
 from db.models import (
@@ -58,6 +60,7 @@ def environment_row(session: Session, env: Environment) -> EnvironmentRow:
             key=key, **env.to_json())
             .on_conflict_do_nothing(index_elements=["key"]))
         row = session.scalar(select(EnvironmentRow).where(EnvironmentRow.key == key))
+    assert row is not None  # inserted above, or there already
     return row
 
 
@@ -71,18 +74,18 @@ def run_row(run: Run, env_row: EnvironmentRow) -> RunRow:
 
 
 def measurement_row(m: JsonObject) -> MeasurementRow:
-    values = {f: m.get(f) for f in fmt.MEASUREMENT_FIELDS}
+    values = {f: m.get(f) for f in MEASUREMENT_FIELDS}
     values["message"] = values["message"] or ""
     values["cudagraph_status"] = values["cudagraph_status"] or "n/a"
     values["samples_ms"] = values["samples_ms"] or []
     values["details"] = values["details"] or {}
     row = MeasurementRow(**values)
-    if m.get(fmt.TRACE_FIELD) is not None:
-        row.trace_row = TraceRow(trace=m[fmt.TRACE_FIELD])
+    if m.get(TRACE_FIELD) is not None:
+        row.trace_row = TraceRow(trace=m[TRACE_FIELD])
     return row
 
 
-def check_part(fn, *args) -> None:
+def check_part(fn: Callable[..., object], *args: object) -> None:
     try:
         fn(*args)
     except rec.SectionError as e:

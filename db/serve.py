@@ -3,19 +3,21 @@ for the dashboard's serve page (DataFrames; SQL only here, through select())."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import Any
 
 import pandas as pd
-from sqlalchemy import select
+from sqlalchemy import Row, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from contract import serve_record as rec
 from contract.json_shape import as_json
 from contract.run_record import Environment, Run
-from contract.run_summary import RunHeader, header_of
+from contract.run_summary import RunHeader
 from contract.serve_record import ServeConfig, ServeProfilePoint, ServeResult
-from db import rows
+from db import records, rows
 from db.models import EnvironmentRow, RunRow, ServeConfigRow, ServeProfilePointRow, ServeResultRow
 from db.rows import RunNotFound, add_section, read_section  # noqa: F401 - part of this API
 
@@ -58,14 +60,14 @@ SERVE_RUN_COLUMNS = ("id", "uuid", "created_at", "workload", "workload_params", 
                      "batch_dist", "requests", "seed")
 
 
-def _frame(rows, columns) -> pd.DataFrame:
+def _frame(rows: Iterable[Row[Any]], columns: Sequence[str]) -> pd.DataFrame:
     df = pd.DataFrame([dict(r._mapping) for r in rows], columns=list(columns))
     if "created_at" in df:
         df["created_at"] = pd.to_datetime(df["created_at"], utc=True)  # stored as UTC
     return df
 
 
-def _serve_runs_stmt():
+def _serve_runs_stmt() -> Any:  # a select() of its columns
     return (select(RunRow.id, RunRow.uuid, RunRow.created_at, RunRow.workload,
                    RunRow.workload_params, RunRow.status, RunRow.label, RunRow.command,
                    EnvironmentRow.device, EnvironmentRow.gpu_name, EnvironmentRow.hostname,
@@ -93,7 +95,7 @@ def serve_run(engine: Engine, run_id: int) -> tuple[RunHeader, ServeConfig]:
     if row is None:
         raise RunNotFound(f"no serve run with id {run_id}")
     values = row._mapping
-    return (header_of({**values, "kind": "serve"}),
+    return (records.header({**values, "kind": "serve"}),
             ServeConfig(**{f: values[f] for f in rec.CONFIG_FIELDS}))
 
 

@@ -127,7 +127,7 @@ def fingerprint(doc: fmt.Bundle) -> str:
     return json.dumps(_canon(body), sort_keys=True)
 
 
-def import_bundle(engine: Engine, doc: fmt.BundleDoc, name: str = "the bundle"
+def import_bundle(engine: Engine, doc: fmt.BundleDoc | fmt.Bundle, name: str = "the bundle"
                   ) -> tuple[int, bool]:
     """Store a bundle in one transaction. Returns (run id, created); a bundle whose uuid
     is already stored with the same content adds nothing (created is False); with other
@@ -135,8 +135,7 @@ def import_bundle(engine: Engine, doc: fmt.BundleDoc, name: str = "the bundle"
     require_writable("import a run")  # read-only share mode: enforced here, not only in the UI
     # A bundle read from a file (fmt.read, fmt.loads) was checked where it was read; only
     # a dict built in code (a test, a benchmark) is checked here. Once either way.
-    if not isinstance(doc, fmt.Bundle):
-        doc = fmt.validate(doc)
+    doc = doc if isinstance(doc, fmt.Bundle) else fmt.validate(doc)
     run = doc["run"]
     with Session(engine) as s:
         existing = s.scalar(select(RunRow.id).where(RunRow.uuid == run["uuid"]))
@@ -151,8 +150,9 @@ def import_bundle(engine: Engine, doc: fmt.BundleDoc, name: str = "the bundle"
         s.flush()
         if doc.get("serve") is not None:  # a serve run (bundle version 2): same transaction
             rows.add_section(s, row.id, ServeSection.from_json(doc["serve"]))
-        if doc.get(gm.SECTION) is not None:  # a graph-memory run: same transaction
-            dbgm.add_section(s, row.id, doc[gm.SECTION])
+        found = doc.get("graph_memory")  # gm.SECTION
+        if found is not None:  # a graph-memory run: same transaction
+            dbgm.add_section(s, row.id, found)
         return row.id, True
 
 
@@ -226,7 +226,7 @@ def delete_run(engine: Engine, run_id: int) -> DeletedRun:
             raise RunNotFound(f"run {run_id} does not exist")
         facts = DeletedRun(run_id, row.uuid, row.workload,
                            s.scalar(select(func.count()).select_from(MeasurementRow)
-                                    .where(MeasurementRow.run_id == run_id)))
+                                    .where(MeasurementRow.run_id == run_id)) or 0)
         # Explicit deletes, not only ON DELETE CASCADE: SQLite enforces it only with the
         # foreign_keys pragma, and a job keeps its row with the run link cleared.
         s.execute(update(JobRow).where(JobRow.run_id == run_id).values(run_id=None))

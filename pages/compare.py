@@ -6,6 +6,7 @@ import streamlit as st
 
 from contract import verdict
 from contract.host_split import REFERENCE_LAUNCH_US
+from contract.vocab import RUN_KIND_TABLE
 from pages.charts import run_charts
 from pages.logic import across_gpus, board, comparing, links, workload_views
 from pages.logic.plain import plain
@@ -17,16 +18,16 @@ st.title("Compare runs")
 
 # --- settings: ids from the URL; the picker below rewrites the URL ------------------------
 asked = url.run_ids_from_url()
-every_run = data.runs()
-all_runs = every_run[every_run["kind"] == "sweep"]  # serve runs have no speedup curves
-names = comparing.run_names(all_runs) if not all_runs.empty else {}
-labels = dict(zip(all_runs["id"].astype(int), all_runs["label"].fillna(""), strict=True))
+every_run = [r.header for r in data.runs()]
+sweeps = [h for h in every_run if RUN_KIND_TABLE[h.kind].curves]  # serve runs have none
+names = comparing.run_names(sweeps)
+labels = {h.id: h.label or "" for h in sweeps}
 found = [i for i in asked if i in names]
-kinds = dict(zip(every_run["id"].astype(int), every_run["kind"], strict=True))
+kinds = {h.id: h.kind for h in every_run}
 for rid in sorted(set(asked) - set(names) & set(kinds)):
     st.warning(f"run {rid} is a {kinds[rid]} run: it has no speedup curves to compare "
                f"(open it on {'the Serve page' if kinds[rid] == 'serve' else 'its page'})")
-for line in links.missing_runs(asked, every_run["id"]):
+for line in links.missing_runs(asked, kinds):
     st.warning(plain(line))
 
 picked = st.multiselect("Runs to compare", list(names), default=found,
@@ -65,8 +66,8 @@ else:
     parts.chart(figure, key="compare_chart")
     # A run with nothing in the chart is named, so its absence from the legend reads as a
     # fact about the run rather than a bug.
-    drawn = set(speedups.loc[speedups["mode"] != "eager", "run_id"].astype(int))
-    absent = [names[i] for i in found if i not in drawn]
+    drawn = {r.run for r in speedups if any(s.mode != "eager" for s in r.speedups)}
+    absent = [names[i] for i in found if names[i] not in drawn]
     if absent:
         st.caption(f"Not in the chart: {plain(', '.join(absent))}: no step time beside an "
                    "eager one at the same batch size (see the tables below).")

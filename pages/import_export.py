@@ -4,7 +4,6 @@ as a self-contained HTML report, and its charts as PNG. ?run=ID preselects the r
 import streamlit as st
 
 from contract import bundle as fmt
-from contract.run_summary import header_of
 from pages.charts import capture_charts, report, run_charts
 from pages.logic import capture_advice as ca
 from pages.logic import links, points_table, timeline, uploads
@@ -48,10 +47,10 @@ else:
 # --- export: settings -------------------------------------------------------------------
 st.subheader("Export a run")
 runs = data.runs()
-if runs.empty:
+if not runs:
     st.info("No runs to export yet.")
     st.stop()
-names = {int(r['id']): run_choice(r) for _, r in runs.iterrows()}
+names = {r.header.id: run_choice(r.header) for r in runs}
 asked = st.query_params.get_all("run")
 start = None
 if asked:
@@ -67,8 +66,11 @@ run_id = st.selectbox("Run", list(names), format_func=names.get, key="export_run
 st.query_params["run"] = str(run_id)
 
 # --- export: load -----------------------------------------------------------------------
-header = header_of(data.headers([run_id]).iloc[0].to_dict())
-points = data.points([run_id])
+header = data.header(run_id)
+if header is None:  # deleted since the picker was drawn
+    st.warning(plain(links.missing_runs([run_id], [])[0]))
+    st.stop()
+points = data.run_points(run_id)
 stem = f"launchbench-run-{run_id}"
 app_url = url.app_url()
 # A graph-memory run has captures, not points: its table and its two curve charts instead.
@@ -99,7 +101,8 @@ c1.download_button("Bundle (.json)", bundle_text, f"{stem}.json", "application/j
                    key="dl_bundle", on_click="ignore")
 c2.download_button("Captures (.csv)" if captured else "Points (.csv)",
                    points_table.csv_text(ca.captures_frame(captured)) if captured
-                   else points_table.points_csv(points), f"{stem}.csv", "text/csv", key="dl_csv",
+                   else points_table.points_csv(run_id, points), f"{stem}.csv", "text/csv",
+                   key="dl_csv",
                    on_click="ignore")
 c3.download_button("Report (.html, opens offline)", report_html, f"{stem}.html",
                    "text/html", key="dl_html", on_click="ignore")

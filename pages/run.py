@@ -4,8 +4,8 @@ reproducing command and a share link). The views' builders and tables: run_views
 
 import streamlit as st
 
-from contract.run_summary import header_of
-from pages.logic import cost, energy, links, noise, run_text, step_split
+from contract import noise
+from pages.logic import cost, energy, links, run_text, step_split
 from pages.logic.plain import plain
 from pages.widgets import data, frame, graph_memory_view, parts, run_views, timeline_view, url
 
@@ -15,12 +15,11 @@ frame.ensure_frame()
 run_id = url.run_id_from_url()
 
 # --- load -------------------------------------------------------------------------------
-headers = data.headers([run_id])
-if headers.empty:
+header = data.header(run_id)
+if header is None:
     st.error(links.missing_runs([run_id], [])[0])
     st.page_link(frame.PAGES["runs"], label="Back to the runs", icon=":material/list:")
     st.stop()
-header = header_of(headers.iloc[0].to_dict())
 if header.kind == "serve":
     st.info(f"Run {run_id} is a serve run (a replay of dynamic batch sizes): its figures "
             "are on the Serve page.", icon=":material/dynamic_feed:")
@@ -31,7 +30,7 @@ if header.kind == "serve":
 if header.kind == "graph-memory":
     graph_memory_view.show(run_id, header)
     st.stop()
-points = data.points([run_id])
+points = data.run_points(run_id)
 
 # --- show -------------------------------------------------------------------------------
 # The header keeps within about 250 px at 1280x800 (title, label, the answer, one line of
@@ -48,7 +47,7 @@ if header.status != "done":
     st.warning(f"Run status: **{plain(header.status)}**: its points may be incomplete.")
 
 with parts.drawn('The headline'):
-    if points.empty:
+    if not points:
         st.info("This run has no points yet.")
     else:
         summary, lines = run_views.headline_text(data.db_url(), data.version(), run_id)
@@ -77,7 +76,7 @@ speed, memory, energy_tab, split_tab, timeline_tab, points_tab, about = view
 paired, split = {}, {}
 with parts.drawn("The charts"):
     paired, split = run_views.figures(data.db_url(), data.version(), run_id)
-if not paired and not points.empty:
+if not paired and points:
     st.info("No chart: no point of this run has a step time (every point failed, was "
             "skipped or is unsupported here; see Points).")
 
@@ -105,14 +104,14 @@ if memory.open:
                        "reserved is part of what a mode costs (an upper bound: tensors living "
                        "in the pool while the peak is taken count in both). Diamonds: the "
                        "modes no other mode beats on both speed and memory at that batch size.")
-        elif not points.empty:
+        elif points:
             st.info(cost.missing_reason(points, header.device))
 if energy_tab.open:
     with energy_tab, parts.drawn("The charts"):
         if "energy" in paired:
             draw_pair(run_views.PAIRS[2])
             st.caption(energy.CAPTION)
-        elif not points.empty:
+        elif points:
             st.info(energy.missing_reason(points))
 if split_tab.open:
     with split_tab, parts.drawn("The charts"):
@@ -130,7 +129,8 @@ if split_tab.open:
 if timeline_tab.open:
     with timeline_tab, parts.drawn("The step timeline"):
         st.subheader("One step, launch by launch", anchor=timeline_view.TIMELINE_ANCHOR)
-        timeline_view.timeline_section([run_id], points, lambda x: x.mode, key="timeline")
+        timeline_view.timeline_section([run_id], {run_id: points}, lambda x: x.mode,
+                                       key="timeline")
 
 if points_tab.open:
     with points_tab:

@@ -3,8 +3,9 @@ The filters live in the URL (?gpu=...&workload=...&torch=...), so the view is sh
 
 import streamlit as st
 
+from contract.comparability import compare_rule
 from contract.run_summary import MEMORY_COST_LABEL
-from pages.logic import board, comparing, links
+from pages.logic import board, links
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, url
 
@@ -20,11 +21,12 @@ workloads = url.multiselect_param(c2, "Workload", "workload", options["workload"
 torches = url.multiselect_param(c3, "torch version", "torch", options["torch"])
 
 # --- load -------------------------------------------------------------------------------
-runs = data.runs(gpus, workloads, torches)
+# The board alone: the run list's records are read only for the runs a reader selects
+# (20 sessions opening the page at once each unpickled a thousand of them otherwise).
 table = data.board(gpus, workloads, torches)
 
 # --- show -------------------------------------------------------------------------------
-if runs.empty:
+if table.empty:
     if gpus or workloads or torches:
         st.info("No run matches these filters.")
     else:
@@ -33,8 +35,8 @@ if runs.empty:
         st.page_link(frame.PAGES["import"], label="Import a bundle", icon=":material/upload:")
     st.stop()
 
-published = int((runs["source"] == "published").sum())
-st.caption(f"{len(runs)} run(s)" + (f", {published} of them published figures "
+published = int((table["source"] == "published").sum())
+st.caption(f"{len(table)} run(s)" + (f", {published} of them published figures "
                                      "(not measured here)" if published else "")
            + ". Select rows to open or compare them. Noise: how many points ended on "
              "their time budget with a wide interval (noisy), saw the host's launch cost "
@@ -72,15 +74,14 @@ chosen = [int(table.iloc[i]["id"]) for i in event.selection.rows]
 if len(chosen) == 1:
     st.page_link(frame.PAGES["run"], label=f"Open run {chosen[0]}", icon=":material/monitoring:",
                  query_params={"run": chosen[0]})
-elif len(chosen) > 1 and (refused := board.compare_refusal(
-        runs[runs["id"].isin(chosen)])):
+if len(chosen) > 1 and (refused := board.compare_refusal(data.headers(chosen))):
     for reason in refused:
         st.warning(plain(reason))
 elif len(chosen) > 1:
     shown = chosen[:links.MAX_COMPARE]
     st.page_link(frame.PAGES["compare"], label=f"Compare runs {', '.join(map(str, shown))}",
                  icon=":material/compare_arrows:", query_params={"run": [str(i) for i in shown]})
-    for line in comparing.compare_rule(runs[runs["id"].isin(shown)])[1]:
+    for line in compare_rule(data.headers(shown))[1]:
         st.caption(plain(line))  # the warnings Compare shows above its chart
     if len(chosen) > links.MAX_COMPARE:
         st.caption(f"Compare shows at most {links.MAX_COMPARE} runs.")

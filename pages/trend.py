@@ -49,8 +49,8 @@ workload = pick(c1, "Workload", options["workload"], q.workload or (first or (No
 gpu = pick(c2, "GPU", options["gpu"], q.gpu or (first[1] if first and first[0] == workload
                                               else None), "tr_gpu",
            format_func=lambda g: "CPU" if g == "cpu" else g)
-runs = data.trend_runs(workload, gpu)
-if runs.empty:
+runs = data.series_headers(workload, gpu)
+if not runs:
     st.info(f"No sweep of {plain(workload)} on {plain(gpu)} yet. Pick another GPU or workload.")
     st.stop()
 sets = trends.param_sets(runs)
@@ -62,8 +62,8 @@ chosen_set = pick(c3, "Parameter set (workload parameters · dtype)", list(sets)
                   "tr_params")
 
 # --- load ---------------------------------------------------------------------------------
-runs = runs[runs["id"].isin(sets[chosen_set])]
-points = data.key_points(runs["id"])
+runs = [r for r in runs if r.id in sets[chosen_set]]
+points = data.key_points([r.id for r in runs])
 measured = trends.measured_batches(points)
 c1, c2, c3 = st.columns([2, 2, 1])
 wanted = [b for b in q.batches if b in measured] or trends.default_batches(points)
@@ -99,7 +99,7 @@ st.caption(f"{len(runs)} run(s) of {plain(workload)} ({plain(chosen_set)}) on {p
            f"(Compare's rule); otherwise it is within noise. {verdict.RULE_TEXT}")
 # Each run's key figure in the series' order, as the board and Compare quote it.
 ordered = trends.ordered_runs(runs, order)
-st.dataframe(board.key_table(data.summaries(ordered["id"]),
+st.dataframe(board.key_table(data.summaries(ordered["id"].astype(int).tolist()),
                              dict(zip(ordered["id"].astype(int), ordered["run"], strict=True))),
              hide_index=True, key="key_figures")
 if len(runs) < 2:  # no line to draw: say what a trend needs, and where there is one
@@ -116,15 +116,16 @@ if len(runs) < 2:  # no line to draw: say what a trend needs, and where there is
                      query_params={"workload": s["workload"], "gpu": s["gpu"],
                                    "params": s["params"]})
     if others.empty:
-        sweeps = every[every["kind"] == "sweep"]
-        alone = trends.single_runs(every, data.summaries(sweeps["id"].astype(int).tolist()))
+        sweeps = [r.header.id for r in every if r.header.kind == "sweep"]
+        alone = trends.single_runs(data.summaries(sweeps))
         if (chart := trend_chart.single_runs_chart(alone)) is not None:
             parts.chart(chart, key="single_runs")
 if len(runs) >= 2:  # change points of each mode's step time along the series
     st.subheader("Change points")
     st.caption(trend_changes.RULE_TEXT)
-    steps, found = trend_changes.trend_changes(ordered, data.points(ordered["id"]), order,
-                                               batches, modes)
+    steps, found = trend_changes.trend_changes(
+        ordered, data.history_points(ordered["id"].astype(int).tolist()), order, batches,
+        modes)
     if found.empty:
         st.success("No change point in the step times of these modes and batch sizes.")
     else:

@@ -8,6 +8,7 @@ charts are inlined as SVG rendered here by vl-convert (no vega JavaScript, no ne
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -15,11 +16,14 @@ import jinja2
 import pandas as pd
 import vl_convert as vlc
 
+from contract import noise
+from contract.comparability import value_text
+from contract.measurement import Measurement
 from contract.run_summary import RunHeader, RunSummary
 from contract.trace import PointTrace
 from pages.charts import capture_charts, run_charts, split_charts, timeline_chart
 from pages.logic import capture_advice as ca
-from pages.logic import comparing, energy, links, noise, step_split, timeline
+from pages.logic import energy, links, step_split, timeline
 from pages.logic.metrics import MISSING
 from pages.logic.points_table import RESERVED_NOTE, points_table
 from pages.logic.run_text import PUBLISHED_NOTE, headline, run_title, summary_of
@@ -65,10 +69,12 @@ TIMELINE_NOTE = ("One profiled step per mode, CPU launch calls above the GPU's k
                  "busy with the previous step. " + timeline.STEP_TIMES_NOTE)
 
 
-def _timeline(traces: list[PointTrace], points: pd.DataFrame) -> dict | None:
+def _timeline(traces: list[PointTrace], points: Sequence[Measurement]
+              ) -> dict[str, object] | None:
     items = timeline.ordered(traces)
+    by_run = {x.run_id: points for x in items}
     chart = timeline_chart.timeline_chart([
-        (x.mode, x.trace, timeline.timed_ms(points, x.run_id, x.mode, x.batch_size))
+        (x.mode, x.trace, timeline.timed_ms(by_run, x.run_id, x.mode, x.batch_size))
         for x in items])
     if chart is None:
         return None
@@ -80,7 +86,7 @@ def _run_rows(header: RunHeader, after_params: list | None = None,
               after_status: list | None = None) -> list[tuple]:
     """The report's "run" table: what a run is, in the order both reports show it."""
     return [("workload", header.workload),
-            ("parameters", comparing.value_text(header.workload_params)),
+            ("parameters", value_text(header.workload_params)),
             *(after_params or []), ("status", header.status), *(after_status or []),
             ("created", header.created_at),
             ("finished", header.finished_at or MISSING), ("uuid", header.uuid)]
@@ -94,7 +100,8 @@ def _env_rows(header: RunHeader) -> list[tuple]:
 CHART_NOTES = {"energy": energy.CAPTION, "launch-scatter": step_split.VIEW_CAPTION}
 
 
-def html_report(header: RunHeader, points: pd.DataFrame, share_url: str | None = None,
+def html_report(header: RunHeader, points: Sequence[Measurement],
+                share_url: str | None = None,
                 traces: list[PointTrace] | None = None, summary: RunSummary | None = None) -> str:
     """One run as a single HTML file (templates/report.html): the summary's headline,
     charts (inline SVG), the step timeline of its headline batch size (`traces`:
@@ -104,11 +111,9 @@ def html_report(header: RunHeader, points: pd.DataFrame, share_url: str | None =
     opens offline."""
     summary = summary or summary_of(header, points)
     charts = {**run_charts.run_charts(points), **split_charts.host_split_charts(points)}
-    noise_text = None
-    if not points.empty:
-        noise_text = noise.run_noise(points)[1]
-    # What the run measured, for its command (a frame with no point may have no columns).
-    measured = ((points["batch_size"], points["mode"]) if not points.empty else ((), ()))
+    noise_text = noise.run_noise(points)[1] if points else None
+    # What the run measured, for its command.
+    measured = ([m.batch_size for m in points], [m.mode for m in points])
     run_rows = _run_rows(header, [("dtype", header.dtype or MISSING)],
                          [("source", header.source)])
     env_rows = _env_rows(header)
@@ -138,7 +143,7 @@ def graph_memory_report(header: RunHeader, doc: dict, share_url: str | None = No
     attribution and every capture. `summary`: the run's (queries.run_summary), whose
     header titles it; None builds it from `header`. No script, no external resource: it
     opens offline."""
-    summary = summary or summary_of(header, pd.DataFrame())
+    summary = summary or summary_of(header, [])
     total, added = capture_charts.curve_charts(doc)
     run_rows = [("kind", "graph-memory"), *_run_rows(header)]
     env_rows = _env_rows(header)

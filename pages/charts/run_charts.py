@@ -1,6 +1,8 @@
-"""Altair charts of a run and of a comparison. Each function takes the frames that
-pages.logic.analysis (and pages.logic.cost) return and gives back a chart, or None when
-there is nothing to draw (a CPU run has no memory figures; a failed run has no ok point).
+"""Altair charts of a run and of a comparison. Each function takes records (a run's
+`Measurement`s, the speedups and memory figures contract/ computes over them) and gives
+back a chart, or None when there is nothing to draw (a CPU run has no memory figures; a
+failed run has no ok point). Each chart turns its records into the one frame it draws,
+here at its edge (issue 45): the rules are never computed over that frame.
 
 The same basics on every chart (encodings.py): one colour per mode (MODE_COLORS, the Serve
 page's too);
@@ -24,12 +26,17 @@ nothing is cut at the chart's edge.
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import altair as alt
 import pandas as pd
 
-from contract import verdict as vd
+from contract.measurement import Measurement
+from contract.metrics import BYTES_PER_MIB
+from contract.speedups import Speedup, speedups, usable
+from contract.vocab import MODE_TABLE
+from pages.charts import split_charts
 from pages.charts.encodings import (
     MIN_LINE_POINTS,
     batch_tip,
@@ -52,9 +59,9 @@ from pages.charts.layout import (  # noqa: F401 - WIDTH: the report's width, her
     present_modes,
     unfitted,
 )
-from pages.logic import analysis, cost
-from pages.logic.energy import energy_points
-from pages.logic.metrics import metric, title
+from pages.logic import cost, energy
+from pages.logic.comparing import RunSpeedups
+from pages.logic.metrics import title
 
 SPEEDUP_TIPS = ("speedup", "speedup_ci_low", "speedup_ci_high", "step_ms", "eager_ms")
 
@@ -63,14 +70,26 @@ def _speedup_values(df: pd.DataFrame) -> list:
     return [1.0, *df["speedup"], *df["speedup_ci_low"], *df["speedup_ci_high"]]
 
 
-def speedup_chart(speedups: pd.DataFrame) -> alt.LayerChart | None:
+def speedup_rows(found: Sequence[Speedup]) -> list[dict]:
+    """The speedups (other than eager's) as a speedup chart's rows."""
+    return [{"mode": s.mode, "batch_size": s.batch_size, "speedup": s.speedup,
+             "speedup_ci_low": s.ci_low, "speedup_ci_high": s.ci_high,
+             "step_ms": s.step_ms, "eager_ms": s.eager_ms}
+            for s in found if s.mode != "eager"]
+
+
+def _frame(rows: list[dict], columns: Sequence[str]) -> pd.DataFrame:
+    """A chart's one frame, from its rows (records' figures; None is Vega's null)."""
+    return pd.DataFrame(rows, columns=list(columns))
+
+
+def speedup_chart(found: Sequence[Speedup]) -> alt.LayerChart | None:
     """Speedup over eager against batch size, one line per mode, on a log axis with the
     1x rule (eager), with each point's 95% interval as an error bar."""
-    if speedups.empty:
+    rows = speedup_rows(found)
+    if not rows:
         return None
-    df = speedups[speedups["mode"] != "eager"][["mode", "batch_size", *SPEEDUP_TIPS]]
-    if df.empty:
-        return None
+    df = _frame(rows, ["mode", "batch_size", *SPEEDUP_TIPS])
     y = log_y("speedup", _speedup_values(df))
     color = mode_color(df["mode"])
     layers = lines_and_points(batch_x(), y, color,
@@ -83,15 +102,16 @@ def speedup_chart(speedups: pd.DataFrame) -> alt.LayerChart | None:
                                      "95% interval; dashed line: 1x = eager"))
 
 
-def step_time_chart(points: pd.DataFrame) -> alt.LayerChart | None:
+def step_time_chart(points: Sequence[Measurement]) -> alt.LayerChart | None:
     """Median step time against batch size, log-log with 1-2-5 ticks and a mode legend,
     each point's 95% interval as error bars; points without one (older runs) get their
     p10-p90 band instead."""
-    ok = analysis.usable(points)
-    if ok.empty:
+    ok = usable(points)
+    if not ok:
         return None
     cols = ["step_ms", "step_ms_ci_low", "step_ms_ci_high", "step_ms_p10", "step_ms_p90"]
-    df = ok[["mode", "batch_size"]].assign(**{c: analysis.numeric_column(ok, c) for c in cols})
+    df = _frame([{"mode": m.mode, "batch_size": m.batch_size,
+                  **{c: m.value(c) for c in cols}} for m in ok], ["mode", "batch_size", *cols])
     values = df[cols].to_numpy().ravel()
     y = log_y("step_ms", values)
     color = mode_color(df["mode"])
@@ -114,13 +134,20 @@ def step_time_chart(points: pd.DataFrame) -> alt.LayerChart | None:
     return fitted(alt.layer(*layers, data=df), chart_title("Step time", f"median, {what}"))
 
 
-def memory_chart(points: pd.DataFrame, costs: pd.DataFrame | None = None) -> alt.Chart | None:
+def _mib(v: float | None) -> float | None:
+    return None if v is None else v / BYTES_PER_MIB
+
+
+def memory_chart(costs: Sequence[cost.Cost]) -> alt.Chart | None:
     """What each mode holds: graph pool + peak allocated (MiB), stacked so both parts
-    stay visible, one bar per mode beside each other at every batch size. `costs`:
-    cost.memory_cost(points) when the caller has it already."""
-    long = cost.stacked(cost.memory_cost(points) if costs is None else costs)
-    if long.empty:
+    stay visible, one bar per mode beside each other at every batch size."""
+    rows = [{"mode": c.held.mode, "batch_size": c.held.batch_size, "part": cost.PARTS[part],
+             "MiB": _mib(v), "total_mib": _mib(c.held.total_bytes)}
+            for c in costs for part, v in (("pool", c.held.pool_bytes),
+                                           ("peak", c.held.peak_bytes)) if v is not None]
+    if not rows:
         return None
+    long = _frame(rows, ["mode", "batch_size", "part", "MiB", "total_mib"])
     modes = present_modes(long["mode"])
     # Two legends on top sit side by side and ran past a half-page chart: the parts' legend
     # goes under the plot.
@@ -143,16 +170,21 @@ def memory_chart(points: pd.DataFrame, costs: pd.DataFrame | None = None) -> alt
                                      "graph pool (solid) + peak allocated (light)"))
 
 
-def tradeoff_chart(costs: pd.DataFrame) -> alt.LayerChart | None:
+def tradeoff_chart(costs: Sequence[cost.Cost]) -> alt.LayerChart | None:
     """What the memory buys: speedup over eager (log, 1x rule) against extra MiB over
     eager's total at the same batch size; one point per (mode, batch), labelled with the
     batch; the Pareto-best modes of each batch (nothing faster for less) filled and large."""
-    df = costs.dropna(subset=["speedup", "extra_mib"]) if not costs.empty else costs
-    df = df[df["mode"] != "eager"] if not df.empty else df
-    if df.empty:
+    rows = [{"mode": c.held.mode, "batch_size": c.held.batch_size,
+             "extra_mib": _mib(c.held.extra_bytes), "total_mib": _mib(c.held.total_bytes),
+             "speedup": c.speedup.speedup, "speedup_ci_low": c.speedup.ci_low,
+             "speedup_ci_high": c.speedup.ci_high, "pareto": c.pareto}
+            for c in costs if c.speedup is not None and c.held.extra_bytes is not None
+            and c.held.mode != "eager"]
+    if not rows:
         return None
-    df = df[["mode", "batch_size", "extra_mib", "total_mib", "speedup", "speedup_ci_low",
-             "speedup_ci_high", "pareto"]].assign(
+    df = _frame(rows, ["mode", "batch_size", "extra_mib", "total_mib", "speedup",
+                       "speedup_ci_low", "speedup_ci_high", "pareto"])
+    df = df.assign(
         best=df["pareto"].map({True: "Pareto-best at its batch", False: "dominated"}))
     # One label per mode (its fastest Pareto-best point): labelling every point overlaps.
     top = df[df["pareto"]].groupby("mode")["speedup"].idxmax()
@@ -190,88 +222,24 @@ def tradeoff_chart(costs: pd.DataFrame) -> alt.LayerChart | None:
                   chart_title("Speedup against extra memory", "up and left is better"))
 
 
-LAUNCH_VS_BUSY = ("step_ms", "gpu_busy_ms", "host_launch_ms")
-SPLIT_TIPS = ("step_ms", "gpu_busy_ms", "idle_ms", "busy_fraction", "host_launches_per_step",
-              "graph_launches_per_step", "gpu_kernels_per_step", "launch_us", "host_launch_ms")
-
-
-def _split_tips() -> list:
-    fmt = {"busy_fraction": ".0%", "launch_us": ".1f"}
-    return [mode_tip(), batch_tip(),
-            *(tip(n, fmt.get(n, ".1f" if "per_step" in n else None)) for n in SPLIT_TIPS)]
-
-
-def time_split_charts(split: pd.DataFrame) -> dict[str, alt.TopLevelMixin]:
-    """Where the time goes, as separate charts (each stretches to its column): the GPU
-    busy fraction of the step (1.0 = no launch gaps left), host launches per step, and
-    eager's host launch time (launches x the host's launch cost) beside its GPU busy time:
-    when the first exceeds the second, the step is launch-bound, and that is what a CUDA
-    graph removes."""
-    out: dict[str, alt.TopLevelMixin] = {}
-    if split.empty:
-        return out
-    busy = split.dropna(subset=["busy_fraction"])
-    if not busy.empty:
-        y = alt.Y("busy_fraction:Q", title=title("busy_fraction"), axis=alt.Axis(format="%"))
-        rule = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(
-            y="y:Q")
-        layers = lines_and_points(batch_x(), y, mode_color(busy["mode"]), _split_tips(),
-                                   by=["mode"])
-        out["busy"] = fitted(alt.layer(*layers, rule, data=busy),
-                             chart_title("GPU busy / step time", "1.0: no launch gaps left"))
-    launches = split.dropna(subset=["host_launches_per_step"])
-    if not launches.empty:
-        y = alt.Y("host_launches_per_step:Q", title=title("host_launches_per_step"))
-        layers = lines_and_points(batch_x(), y, mode_color(launches["mode"]),
-                                   _split_tips(), by=["mode"])
-        out["launches"] = fitted(alt.layer(*layers, data=launches),
-                                 chart_title("Launches per step", "host launches"))
-    eager = split[(split["mode"] == "eager")].dropna(subset=["host_launch_ms"])
-    if not eager.empty:
-        long = eager.melt(id_vars=["batch_size"], value_vars=list(LAUNCH_VS_BUSY),
-                          var_name="figure", value_name="ms").dropna(subset=["ms"])
-        long["figure"] = long["figure"].map(lambda n: metric(n).label)
-        figures = [metric(n).label for n in LAUNCH_VS_BUSY]
-        out["launch-vs-busy"] = fitted(alt.Chart(long).mark_line(point=True).encode(
-            x=batch_x(), y=alt.Y("ms:Q", title="Time per step (ms)"),
-            color=alt.Color("figure:N", title="Eager", sort=figures,
-                            legend=legend(entries=len(figures))),
-            strokeDash=alt.StrokeDash("figure:N", legend=None),
-            tooltip=[batch_tip(), alt.Tooltip("figure:N", title="What"),
-                     alt.Tooltip("ms:Q", title="ms", format=".3f")],
-        ), chart_title("Eager: launch time vs GPU busy",
-                       "launch-bound where host launch time exceeds GPU busy time"))
-    return out
-
-
-def time_split_chart(split: pd.DataFrame) -> alt.HConcatChart | None:
-    """time_split_charts side by side, for the HTML report and the PNG export."""
-    charts = time_split_charts(split)
-    if not charts:
-        return None
-    return alt.hconcat(*map(unfitted, charts.values())).properties(
-        title="Where the time goes").resolve_scale(
-        color="independent", strokeDash="independent")
-
-
 # One mark per mode on Compare (the colour is the run's): filled shapes told apart at a
-# glance, and a dash per mode for the lines between them.
-MODE_SHAPES = {"compile": "square", "reduce-overhead": "triangle-up", "cuda-graph": "circle",
-               "eager": "cross"}
-MODE_DASHES = {"compile": [2, 2], "reduce-overhead": [6, 3], "cuda-graph": [1, 0],
-               "eager": [1, 3]}
+# glance, and a dash per mode for the lines between them; each mode's entry of the mode
+# table (contract/vocab.py) holds them.
+MODE_SHAPES = {m.name: m.shape for m in MODE_TABLE.values()}
+MODE_DASHES = {m.name: list(m.dash) for m in MODE_TABLE.values()}
 
 
-def compare_chart(speedups: pd.DataFrame) -> alt.LayerChart | None:
+def compare_chart(runs: Sequence[RunSpeedups]) -> alt.LayerChart | None:
     """Several runs' speedup curves in one chart, read as one comparison: one colour per
     run (GPU and torch version), one mark and dash per graph mode, log speedup axis with
     the 1x rule, each point's 95% interval where measured; a run's series of fewer than
-    MIN_LINE_POINTS points (published figures) drawn as points. `speedups` is
-    comparing.compare_speedups' frame (columns run, series). None when nothing to draw."""
-    df = speedups[speedups["mode"] != "eager"] if not speedups.empty else speedups
-    if df.empty:
+    MIN_LINE_POINTS points (published figures) drawn as points. None when nothing to
+    draw."""
+    rows = [{"run": r.run, "series": r.series, **row} for r in runs
+            for row in speedup_rows(r.speedups)]
+    if not rows:
         return None
-    df = df[["run", "series", "mode", "batch_size", *SPEEDUP_TIPS]]
+    df = _frame(rows, ["run", "series", "mode", "batch_size", *SPEEDUP_TIPS])
     # An explicit categorical scheme: the host app's theme would otherwise pick shades
     # of one hue, and GPUs must be told apart at a glance.
     series = sorted(set(df["series"]))
@@ -313,20 +281,25 @@ def compare_chart(speedups: pd.DataFrame) -> alt.LayerChart | None:
 # Energy per step (issue 28) is drawn as step time is (log-log, 95% bars): at small batch it
 # follows step time. Energy above idle may be negative (a mode drawing about idle power,
 # within the counter's error), so that chart has a linear axis and a rule at 0.
-def energy_chart(points: pd.DataFrame, above_idle: bool = False) -> alt.LayerChart | None:
+ENERGY_TIPS = ("energy_mj_per_step", "energy_mj_per_step_ci_low", "energy_mj_per_step_ci_high",
+               "energy_above_idle_mj_per_step", "avg_power_w", "idle_power_w")
+
+
+def energy_chart(points: Sequence[Measurement], above_idle: bool = False
+                 ) -> alt.LayerChart | None:
     """Energy per step (mJ) against batch size, per mode, each point's 95% interval as an
     error bar; `above_idle`: the energy above the device's idle draw instead (linear axis,
     no interval). None when no point has the figure."""
-    df = energy_points(points)
     field = "energy_above_idle_mj_per_step" if above_idle else "energy_mj_per_step"
     # Inside the counter's error an energy above idle is not a number to draw (the
     # caption says so); a gain is quoted by the one rule, "inconclusive" included.
-    df = df[df[field].notna() & ~(df["above_idle_within_error"] if above_idle else False)]
-    df = df.assign(gain_text=[vd.quoted(g, lo, hi) if not pd.isna(g) else "—" for g, lo, hi
-                              in zip(df["energy_gain"], df["energy_gain_ci_low"],
-                                     df["energy_gain_ci_high"], strict=True)])
-    if df.empty:
+    rows = [{"mode": m.mode, "batch_size": m.batch_size,
+             **{c: m.value(c) for c in ENERGY_TIPS}, "gain_text": energy.gain_text(m)}
+            for m in energy.energy_points(points)
+            if m.value(field) is not None and not (above_idle and energy.within_error(m))]
+    if not rows:
         return None
+    df = _frame(rows, ["mode", "batch_size", *ENERGY_TIPS, "gain_text"])
     color = mode_color(df["mode"])
     tips = [mode_tip(), batch_tip(), *(tip(c, ".3f") for c in (
         "energy_mj_per_step", "energy_mj_per_step_ci_low", "energy_mj_per_step_ci_high",
@@ -347,33 +320,36 @@ def energy_chart(points: pd.DataFrame, above_idle: bool = False) -> alt.LayerCha
                   chart_title("Energy per step", "mean power x timed step, 95% interval"))
 
 
-class _Derived:
-    """A run's points and the frames its charts share, each computed once: the memory
-    cost (Pareto included) fed two charts and was computed twice per page."""
+@dataclass
+class _Run:
+    """A run's points and what its charts share, each computed once: the memory figures
+    (Pareto included) feed two charts."""
+    points: Sequence[Measurement]
+    _costs: list[cost.Cost] | None = None
 
-    def __init__(self, points: pd.DataFrame):
-        self.points = points
+    @property
+    def costs(self) -> list[cost.Cost]:
+        if self._costs is None:
+            self._costs = cost.costs(self.points)
+        return self._costs
 
-    @functools.cached_property
-    def costs(self) -> pd.DataFrame:
-        return cost.memory_cost(self.points)
 
-
-RUN_CHARTS = {
-    "speedup": lambda d: speedup_chart(analysis.speedups(d.points)),
+RUN_CHARTS: dict[str, Callable[[_Run], alt.TopLevelMixin | None]] = {
+    "speedup": lambda d: speedup_chart(speedups(d.points)),
     "step-time": lambda d: step_time_chart(d.points),
-    "memory": lambda d: memory_chart(d.points, d.costs),
+    "memory": lambda d: memory_chart(d.costs),
     "memory-tradeoff": lambda d: tradeoff_chart(d.costs),
-    "time-split": lambda d: time_split_chart(analysis.time_split(d.points)),
+    "time-split": lambda d: split_charts.time_split_chart(d.points),
     "energy": lambda d: energy_chart(d.points),
     "energy-above-idle": lambda d: energy_chart(d.points, above_idle=True),
 }
 
 
-def run_charts(points: pd.DataFrame, names=tuple(RUN_CHARTS)) -> dict[str, alt.TopLevelMixin]:
+def run_charts(points: Sequence[Measurement], names: Sequence[str] = tuple(RUN_CHARTS)
+               ) -> dict[str, alt.TopLevelMixin]:
     """A run's charts in reading order, keyed by a short name (file names in exports);
     charts with nothing to draw are left out. `names` picks some: building an Altair
     chart is a large part of a page's render time, so a page builds only what it draws."""
-    derived = _Derived(points)
-    charts = {k: RUN_CHARTS[k](derived) for k in RUN_CHARTS if k in names}
+    run = _Run(points)
+    charts = {k: RUN_CHARTS[k](run) for k in RUN_CHARTS if k in names}
     return {k: v for k, v in charts.items() if v is not None}

@@ -1,23 +1,39 @@
 """Host and GPU apart, drawn (the Run page's Time split view; issue 39): each mode's step
 split into GPU busy, launch cost and the rest as shares of the step, batch by batch, and
-eager's rounds against the round's launch cost with the projection line. The frames come
-from pages/logic/step_split.py; the rules from contract/host_split.py.
+eager's rounds against the round's launch cost with the projection line. The records come
+from pages/logic/step_split.py (each chart's frame is made here); the rules from
+contract/host_split.py.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
 
 import altair as alt
 import pandas as pd
 
 from contract import host_split
+from contract.measurement import Measurement
+from contract.speedups import usable
 from contract.vocab import MODES
-from pages.charts.encodings import batch_tip, batch_x
-from pages.charts.layout import chart_title, fitted, legend
+from pages.charts.encodings import batch_tip, batch_x, lines_and_points, mode_color, mode_tip, tip
+from pages.charts.layout import chart_title, fitted, legend, unfitted
 from pages.logic import step_split
+from pages.logic.metrics import metric, title
 
 # Three parts told apart at a glance, GPU work in the GPU's green, the launches in the
 # colour the timeline gives a kernel launch.
 PART_COLORS = {"gpu": "#59a14f", "launch": "#4e79a7", "rest": "#bab0ac"}
+
+
+def split_long(splits: Sequence[tuple[Measurement, host_split.StepSplit]]) -> pd.DataFrame:
+    """The splits in long form for a stacked chart: one row per (point, part), the part
+    named as host_split.PARTS names it."""
+    rows = [{"mode": m.mode, "batch_size": m.batch_size, "part": host_split.PARTS[p],
+             "ms": getattr(s, f"{p}_ms"), "share": s.share(p), "order": float(i)}
+            for m, s in splits for i, p in enumerate(step_split.PART_NAMES)]
+    return pd.DataFrame(rows, columns=["mode", "batch_size", "part", "ms", "share", "order"])
 
 
 def split_share_chart(long: pd.DataFrame, mode: str) -> alt.Chart | None:
@@ -46,15 +62,18 @@ def split_share_chart(long: pd.DataFrame, mode: str) -> alt.Chart | None:
                                      "GPU busy · launch cost · the rest of the host"))
 
 
-def launch_scatter_chart(rounds: pd.DataFrame, lines: pd.DataFrame,
+def launch_scatter_chart(found: Sequence[step_split.Round],
+                         projected: Sequence[tuple[int, float, float]],
                          mode: str = "eager") -> alt.LayerChart | None:
     """The mode's step in each round against that round's launch cost, a colour per
     process, a grey line per batch size: the step projected from the point's GPU busy and
     host time (host_split.projected_step). Log axes: launch costs and steps span decades
     across batch sizes. None without rounds that carry a launch cost."""
-    if rounds.empty:
+    if not found:
         return None
+    rounds = pd.DataFrame([dataclasses.asdict(r) for r in found])
     rounds = rounds.assign(process=rounds["process"].map(lambda p: f"process {p}"))
+    lines = pd.DataFrame(list(projected), columns=["batch_size", "launch_us", "step_ms"])
     procs = sorted(set(rounds["process"]))
     x = alt.X("launch_us:Q", title="Launch cost in the round (us a launch)",
               scale=alt.Scale(type="log", nice=False, zero=False))
@@ -85,10 +104,10 @@ def launch_scatter_chart(rounds: pd.DataFrame, lines: pd.DataFrame,
         "dots: rounds · dashed: projected step, by batch size"))
 
 
-def host_split_charts(points: pd.DataFrame) -> dict[str, alt.TopLevelMixin]:
+def host_split_charts(points: Sequence[Measurement]) -> dict[str, alt.TopLevelMixin]:
     """The Time split view's host-and-GPU charts in reading order: each mode's split
     ('split-<mode>'), then eager's rounds against their launch cost ('launch-scatter')."""
-    long = step_split.split_long(step_split.split_frame(points))
+    long = split_long(step_split.splits(points))
     out: dict[str, alt.TopLevelMixin] = {}
     for mode in MODES:
         chart = split_share_chart(long, mode)
@@ -97,7 +116,90 @@ def host_split_charts(points: pd.DataFrame) -> dict[str, alt.TopLevelMixin]:
     rounds = step_split.launch_rounds(points)
     lines = step_split.projection_lines(points, rounds)
     # Without GPU busy time (a CPU run) there is no projection to hold the rounds to.
-    scatter = launch_scatter_chart(rounds, lines) if not lines.empty else None
+    scatter = launch_scatter_chart(rounds, lines) if lines else None
     if scatter is not None:
         out["launch-scatter"] = scatter
     return out
+
+
+LAUNCH_VS_BUSY = ("step_ms", "gpu_busy_ms", "host_launch_ms")
+SPLIT_TIPS = ("step_ms", "gpu_busy_ms", "idle_ms", "busy_fraction", "host_launches_per_step",
+              "graph_launches_per_step", "gpu_kernels_per_step", "launch_us", "host_launch_ms")
+
+
+def _split_tips() -> list:
+    fmt = {"busy_fraction": ".0%", "launch_us": ".1f"}
+    return [mode_tip(), batch_tip(),
+            *(tip(n, fmt.get(n, ".1f" if "per_step" in n else None)) for n in SPLIT_TIPS)]
+
+
+def time_split_frame(points: Sequence[Measurement]) -> pd.DataFrame:
+    """Where the step time goes, per ok point: GPU busy (its kernels' time), idle (launch
+    gaps: step - busy, never negative: busy can exceed the step by timing noise), the busy
+    fraction (contract/host_split.py), and the host's launch time a step."""
+    rows = []
+    for m in usable(points):
+        busy, step = m.launches.gpu_busy_ms, float(m.timing.step_ms or 0)
+        rows.append({"mode": m.mode, "batch_size": m.batch_size, "step_ms": step,
+                     "gpu_busy_ms": busy,
+                     "idle_ms": None if busy is None else max(step - busy, 0.0),
+                     "busy_fraction": host_split.busy_fraction(m),
+                     **{n: m.value(n) for n in ("host_launches_per_step",
+                                                "graph_launches_per_step",
+                                                "gpu_kernels_per_step", "launch_us")},
+                     "host_launch_ms": host_split.host_launch_ms(m)})
+    return pd.DataFrame(rows, columns=["mode", "batch_size", *SPLIT_TIPS])
+
+
+def time_split_charts(points: Sequence[Measurement]) -> dict[str, alt.TopLevelMixin]:
+    """Where the time goes, as separate charts (each stretches to its column): the GPU
+    busy fraction of the step (1.0 = no launch gaps left), host launches per step, and
+    eager's host launch time (launches x the host's launch cost) beside its GPU busy time:
+    when the first exceeds the second, the step is launch-bound, and that is what a CUDA
+    graph removes."""
+    out: dict[str, alt.TopLevelMixin] = {}
+    split = time_split_frame(points)
+    if split.empty:
+        return out
+    busy = split.dropna(subset=["busy_fraction"])
+    if not busy.empty:
+        y = alt.Y("busy_fraction:Q", title=title("busy_fraction"), axis=alt.Axis(format="%"))
+        rule = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(
+            y="y:Q")
+        layers = lines_and_points(batch_x(), y, mode_color(busy["mode"]), _split_tips(),
+                                   by=["mode"])
+        out["busy"] = fitted(alt.layer(*layers, rule, data=busy),
+                             chart_title("GPU busy / step time", "1.0: no launch gaps left"))
+    launches = split.dropna(subset=["host_launches_per_step"])
+    if not launches.empty:
+        y = alt.Y("host_launches_per_step:Q", title=title("host_launches_per_step"))
+        layers = lines_and_points(batch_x(), y, mode_color(launches["mode"]),
+                                   _split_tips(), by=["mode"])
+        out["launches"] = fitted(alt.layer(*layers, data=launches),
+                                 chart_title("Launches per step", "host launches"))
+    eager = split[(split["mode"] == "eager")].dropna(subset=["host_launch_ms"])
+    if not eager.empty:
+        long = eager.melt(id_vars=["batch_size"], value_vars=list(LAUNCH_VS_BUSY),
+                          var_name="figure", value_name="ms").dropna(subset=["ms"])
+        long["figure"] = long["figure"].map(lambda n: metric(n).label)
+        figures = [metric(n).label for n in LAUNCH_VS_BUSY]
+        out["launch-vs-busy"] = fitted(alt.Chart(long).mark_line(point=True).encode(
+            x=batch_x(), y=alt.Y("ms:Q", title="Time per step (ms)"),
+            color=alt.Color("figure:N", title="Eager", sort=figures,
+                            legend=legend(entries=len(figures))),
+            strokeDash=alt.StrokeDash("figure:N", legend=None),
+            tooltip=[batch_tip(), alt.Tooltip("figure:N", title="What"),
+                     alt.Tooltip("ms:Q", title="ms", format=".3f")],
+        ), chart_title("Eager: launch time vs GPU busy",
+                       "launch-bound where host launch time exceeds GPU busy time"))
+    return out
+
+
+def time_split_chart(points: Sequence[Measurement]) -> alt.HConcatChart | None:
+    """time_split_charts side by side, for the HTML report and the PNG export."""
+    charts = time_split_charts(points)
+    if not charts:
+        return None
+    return alt.hconcat(*map(unfitted, charts.values())).properties(
+        title="Where the time goes").resolve_scale(
+        color="independent", strokeDash="independent")

@@ -3,20 +3,24 @@
 what of each step belongs to the GPU (its busy time) and what to the host (its launch
 cost), the speedup at a common launch cost beside the measured one, and a published run
 quoted by the figures it has. What may be compared at all is comparing.compare_rule.
-Pure pandas, like analysis.py."""
+Over records: the runs' headers and their points by run id."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
+from contract import host_split
 from contract import verdict as vd
-from contract.numbers import is_missing, number_or_none
-from contract.run_summary import RunHeader, header_of
+from contract.comparability import header_params, value_text
+from contract.noise import launch_cost
+from contract.numbers import number_or_none
+from contract.run_summary import RunHeader
+from contract.speedups import in_mode_order, speedups, usable
 from pages.logic import step_split
-from pages.logic.analysis import in_mode_order, point_record, speedups, usable
-from pages.logic.comparing import comparable_params, run_names, value_text
+from pages.logic.comparing import RunPoints, run_names
 from pages.logic.names import device_name, known
-from pages.logic.noise import launch_cost
 from pages.logic.step_split import PROJECTION_RULE
 
 
@@ -24,7 +28,7 @@ def _distinct(values: dict[int, str]) -> bool:
     return len(set(values.values())) > 1
 
 
-def cross_gpu_differences(headers: pd.DataFrame, points: pd.DataFrame | None = None
+def cross_gpu_differences(headers: Sequence[RunHeader], points: RunPoints | None = None
                           ) -> str | None:
     """On a comparison of different GPUs, the one line that says which of host, torch
     version and model size/parameters differ too (a ratio such as 8.87x between an H200
@@ -32,7 +36,7 @@ def cross_gpu_differences(headers: pd.DataFrame, points: pd.DataFrame | None = N
     GPU."""
     if len(headers) < 2:
         return None
-    runs = [header_of(h) for _, h in headers.iterrows()]
+    runs = list(headers)
     gpus = {int(h.id): device_name(h) for h in runs}
     if not _distinct(gpus):
         return None
@@ -40,9 +44,7 @@ def cross_gpu_differences(headers: pd.DataFrame, points: pd.DataFrame | None = N
 
     def host(h: RunHeader) -> str:
         known_host = known(h.cpu_model) or known(h.hostname)
-        lc = None
-        if points is not None and not points.empty:
-            lc = launch_cost(points[points["run_id"] == h.id])
+        lc = launch_cost(points.get(h.id, ())) if points is not None else None
         text = str(known_host) if known_host else "not recorded"
         return f"{text}, launch {lc.text()}" if lc else text
 
@@ -53,7 +55,7 @@ def cross_gpu_differences(headers: pd.DataFrame, points: pd.DataFrame | None = N
     if _distinct(torch):
         said.append("torch version (" + ", ".join(f"#{i} {v}" for i, v in torch.items())
                     + ")")
-    model = {int(h.id): f"{h.workload} {value_text(comparable_params(h))}" for h in runs}
+    model = {int(h.id): f"{h.workload} {value_text(header_params(h))}" for h in runs}
     if _distinct(model):
         said.append("model size/params (" + "; ".join(f"#{i} {v}" for i, v in model.items())
                     + ")")
@@ -79,7 +81,11 @@ def normalise_rule(at_us: float) -> str:
             "(published figures) cannot be normalised.")
 
 
-def gpu_host_table(points: pd.DataFrame, headers: pd.DataFrame,
+def _measured(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}x"
+
+
+def gpu_host_table(points: RunPoints, headers: Sequence[RunHeader],
                    at_us: float = 10.0) -> pd.DataFrame:
     """Per run, mode and batch size: what belongs to the GPU (GPU busy a step; a graph
     mode's step marked GPU-bound where the GPU is busy GPU_BOUND_SHARE of it), what to the
@@ -88,47 +94,41 @@ def gpu_host_table(points: pd.DataFrame, headers: pd.DataFrame,
     # The answer first (both speedups), so it is on screen at 1280 px.
     cols = ["run", "mode", "batch", "speedup (measured)", f"speedup at {at_us:g} us",
             "GPU busy ms", "GPU share", "launch cost us"]
-    ok = usable(points)
-    if ok.empty:
-        return pd.DataFrame(columns=cols)
     names = run_names(headers)
-    sp = speedups(points).set_index(["run_id", "mode", "batch_size"])
-    at = step_split.projected_speedups(points).set_index(["run_id", "mode", "batch_size"])
-    split = step_split.split_frame(points).set_index(["run_id", "mode", "batch_size"])
     rows = []
-    for _, r in in_mode_order(ok).iterrows():
-        key = (r["run_id"], r["mode"], int(r["batch_size"]))
-        if int(r["run_id"]) not in names:
-            continue
-        m = point_record(r)
-        busy = number_or_none(m.launches.gpu_busy_ms)
-        share = split.at[key, "gpu_share"] if key in split.index else None
-        launch = number_or_none(m.intervals.launch_us)
-        measured = at_here = "—"
-        if r["mode"] != "eager":
-            if key in sp.index:
-                s = sp.loc[key]
-                measured = vd.quoted(s["speedup"], s["speedup_ci_low"], s["speedup_ci_high"])
-            x = at.at[key, f"at {at_us:g} us"] if key in at.index else None
-            at_here = (NOT_NORMALISED if launch is None
-                       else "—" if is_missing(x) else f"{x:.2f}x")
-        share_text = "—" if share is None else f"{share:.0%}"
-        if share is not None and r["mode"] != "eager" and share >= GPU_BOUND_SHARE:
-            share_text += " GPU-bound"
-        rows.append({"run": names[int(r["run_id"])], "mode": r["mode"],
-                     "batch": int(r["batch_size"]),
-                     "GPU busy ms": "—" if busy is None else f"{busy:.3f}",
-                     "GPU share": share_text,
-                     "launch cost us": "—" if launch is None else f"{launch:.1f}",
-                     "speedup (measured)": measured, f"speedup at {at_us:g} us": at_here})
-    # A run with no point to split (the published V100 has per-kernel figures only)
-    # still gets its row: it cannot be normalised either.
-    for rid in (i for i in names if names[i] not in {r["run"] for r in rows}):
-        lc = launch_cost(points[points["run_id"] == rid]) if not points.empty else None
-        rows.append({"run": names[rid], "mode": "—", "batch": None, "GPU busy ms": "—",
-                     "GPU share": "—", "launch cost us": "—" if lc is None else lc.text(),
-                     "speedup (measured)": "no step time",
-                     f"speedup at {at_us:g} us": "—" if lc else NOT_NORMALISED})
+    for h in headers:
+        pts = points.get(h.id, [])
+        found = {(s.mode, s.batch_size): s for s in speedups(pts)}
+        at = step_split.projected_speedups(pts)
+        for m in in_mode_order(usable(pts)):
+            key = (m.mode, m.batch_size)
+            busy = number_or_none(m.launches.gpu_busy_ms)
+            split = host_split.point_split(m)
+            launch = number_or_none(m.intervals.launch_us)
+            measured = at_here = "—"
+            if m.mode != "eager":
+                if key in found:
+                    s = found[key]
+                    measured = vd.quoted(s.speedup, s.ci_low, s.ci_high)
+                at_here = (NOT_NORMALISED if launch is None
+                           else _measured(at.get(key, {}).get(float(at_us))))
+            share_text = "—" if split is None else f"{split.share('gpu'):.0%}"
+            if split is not None and m.mode != "eager" \
+                    and split.share("gpu") >= GPU_BOUND_SHARE:
+                share_text += " GPU-bound"
+            rows.append({"run": names[h.id], "mode": m.mode, "batch": m.batch_size,
+                         "GPU busy ms": "—" if busy is None else f"{busy:.3f}",
+                         "GPU share": share_text,
+                         "launch cost us": "—" if launch is None else f"{launch:.1f}",
+                         "speedup (measured)": measured, f"speedup at {at_us:g} us": at_here})
+        if not usable(pts):
+            # A run with no point to split (the published V100 has per-kernel figures
+            # only) still gets its row: it cannot be normalised either.
+            lc = launch_cost(pts)
+            rows.append({"run": names[h.id], "mode": "—", "batch": None, "GPU busy ms": "—",
+                         "GPU share": "—", "launch cost us": "—" if lc is None else lc.text(),
+                         "speedup (measured)": "no step time",
+                         f"speedup at {at_us:g} us": "—" if lc else NOT_NORMALISED})
     return pd.DataFrame(rows, columns=cols)
 
 

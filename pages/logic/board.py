@@ -14,27 +14,22 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from contract import memory
+from contract.comparability import compare_rule, value_text
 from contract.metrics import BYTES_PER_MIB
+from contract.noise import noise_summary
 from contract.run_summary import (
     BREAK_EVEN_GAIN,
     BREAK_EVEN_LABEL,
     MEMORY_COST_LABEL,
     NO_SPEEDUP,
+    RunHeader,
+    RunListing,
     RunSummary,
-    header_of,
 )
 from contract.verdict import INCONCLUSIVE, SPREAD_LIMIT
-from contract.vocab import CUDA_GRAPH_MODES
-from pages.logic import comparing
-from pages.logic.comparing import value_text
+from contract.vocab import CUDA_GRAPH_MODES, RUN_KIND_TABLE, RunKind
 from pages.logic.names import device_name
-from pages.logic.noise import (
-    NOISE_COUNT_COLUMNS,
-    NoiseCounts,
-    counts_of,
-    has_noise_counts,
-    noise_summary,
-)
 
 MIB = BYTES_PER_MIB
 
@@ -73,11 +68,11 @@ def key_format(column: str) -> str:
     return "%.2fx" if column.endswith(" x") else "%.1f" if column.endswith("MiB") else "%d"
 
 
-def _sweep_row(summary: RunSummary | None) -> dict:
+def _sweep_row(summary: RunSummary | None) -> dict[str, object]:
     """A sweep's key figures as the board shows them, read from its summary: numbers
     (NaN when unknown) so the columns sort, and the key figure and its memory cost in the
     summary's own words."""
-    row: dict = {c: math.nan for c in key_columns()}
+    row: dict[str, object] = {c: math.nan for c in key_columns()}
     if summary is None:  # a sweep the summaries did not cover: none of its figures known
         return {**row, "key figure": NO_SPEEDUP, "memory cost": ""}
     for b in summary.bests:
@@ -85,8 +80,8 @@ def _sweep_row(summary: RunSummary | None) -> dict:
             continue  # an inconclusive best is no number to sort or rank by
         row[_col(b.mode, "x")] = b.speedup
         row[_col(b.mode, "batch")] = b.batch_size
-        row[_col(b.mode, "pool MiB")] = (math.nan if b.graph_pool_bytes is None
-                                         else b.graph_pool_bytes / BYTES_PER_MIB)
+        cost = memory.memory_cost(b.point)
+        row[_col(b.mode, "pool MiB")] = math.nan if cost is None else cost / BYTES_PER_MIB
     if summary.break_even_batch is not None:
         row[BREAK_EVEN_LABEL] = summary.break_even_batch
     row["key figure"] = summary.speedup_text()
@@ -129,9 +124,36 @@ def graph_memory_figure(a: dict) -> str:
     return "; ".join(parts) or "no capture stored"
 
 
-def key_figures(runs: pd.DataFrame, summaries: Mapping[int, RunSummary],
+def _figures(r: RunListing, summaries: Mapping[int, RunSummary],
+             by_serve: Mapping[int, pd.DataFrame], serve: pd.DataFrame,
+             graph_memory: Mapping[int, Mapping[str, float]]) -> dict[str, object]:
+    rid, kind = r.header.id, r.header.kind
+    row: dict[str, object] = {c: math.nan for c in key_columns()}
+    if _kind(kind).curves:
+        row = _sweep_row(summaries.get(rid))
+        row["points"] = points_text(r)
+    elif kind == "serve":
+        res = by_serve.get(rid, serve.iloc[0:0])
+        row["key figure"], row["memory cost"] = _serve_figure(res), ""
+        ok = int((res["status"] == "ok").sum()) if not res.empty else 0
+        row["points"] = f"{ok}/{len(res)} strategies ok"
+    elif kind == "graph-memory":
+        a = graph_memory.get(rid, {})
+        row["key figure"], row["memory cost"] = graph_memory_figure(a), ""
+        row["points"] = f"{a.get('sizes', 0)} sizes captured"
+    else:  # a kind without a figure of its own here: named, not left blank
+        row["key figure"], row["memory cost"] = _kind(kind).noun, ""
+        row["points"] = f"{r.points} points"
+    return row
+
+
+def _kind(name: str) -> RunKind:
+    return RUN_KIND_TABLE.get(name) or RunKind(name, name, None, curves=False)
+
+
+def key_figures(runs: Sequence[RunListing], summaries: Mapping[int, RunSummary],
                 serve: pd.DataFrame | None = None,
-                graph_memory: dict[int, dict] | None = None) -> pd.DataFrame:
+                graph_memory: Mapping[int, Mapping[str, float]] | None = None) -> pd.DataFrame:
     """Per run (index run_id): key_columns() as numbers, `key figure` as one line (a
     sweep's best speedup, its summary's; a serve run's best strategy), `memory cost` and
     `points` as text (ok points of a sweep, ok strategies of a serve run: never '0/0 ok').
@@ -139,30 +161,15 @@ def key_figures(runs: pd.DataFrame, summaries: Mapping[int, RunSummary],
     serve = serve if serve is not None else pd.DataFrame(
         columns=["run_id", "strategy", "status", "rows_per_s", "latency_ms_p99"])
     by_serve = {int(k): g for k, g in serve.groupby("run_id")} if not serve.empty else {}
-    rows = []
-    for _, r in runs.iterrows():
-        rid = int(r["id"])
-        row = {c: math.nan for c in key_columns()}
-        if r["kind"] == "serve":
-            res = by_serve.get(rid, serve.iloc[0:0])
-            row["key figure"], row["memory cost"] = _serve_figure(res), ""
-            ok = int((res["status"] == "ok").sum()) if not res.empty else 0
-            row["points"] = f"{ok}/{len(res)} strategies ok"
-        elif r["kind"] == "graph-memory":
-            a = (graph_memory or {}).get(rid, {})
-            row["key figure"], row["memory cost"] = graph_memory_figure(a), ""
-            row["points"] = f"{a.get('sizes', 0)} sizes captured"
-        else:
-            row = _sweep_row(summaries.get(rid))
-            row["points"] = points_text(r)
-        rows.append({"run_id": rid, **row})
+    rows = [{"run_id": r.header.id,
+             **_figures(r, summaries, by_serve, serve, graph_memory or {})} for r in runs]
     cols = ["run_id", *key_columns(), "key figure", "memory cost", "points"]
     return pd.DataFrame(rows, columns=cols).set_index("run_id")
 
 
-def board(runs: pd.DataFrame, summaries: Mapping[int, RunSummary],
+def board(runs: Sequence[RunListing], summaries: Mapping[int, RunSummary],
           serve: pd.DataFrame | None = None,
-          graph_memory: dict[int, dict] | None = None) -> pd.DataFrame:
+          graph_memory: Mapping[int, Mapping[str, float]] | None = None) -> pd.DataFrame:
     """The Runs page's table: who and what first, then the key figures, then the rest
     (runs_table's columns)."""
     table = runs_table(runs)
@@ -175,69 +182,45 @@ def board(runs: pd.DataFrame, summaries: Mapping[int, RunSummary],
     return table[first + [c for c in table.columns if c not in first]]
 
 
-def compare_refusal(selected: pd.DataFrame) -> list[str]:
-    """Why the selected runs (rows of the runs frame) cannot be compared; [] when they
-    can. The rule is Compare's own (comparing.compare_rule): runs that differ in workload
-    are offered with a warning there, not refused here."""
-    return comparing.compare_rule(selected)[0]
+def compare_refusal(selected: Sequence[RunHeader]) -> list[str]:
+    """Why the selected runs cannot be compared; [] when they can. The rule is
+    contract/comparability.py's compare_rule (Compare's own): runs that differ in
+    workload are offered with a warning there, not refused here."""
+    return compare_rule(selected)[0]
 
 
-def points_text(run) -> str:
+def points_text(run: RunListing) -> str:
     """A sweep's point counts: ok out of those that could run here, then the unsupported
     ones apart. "6/12 ok" read as failure on a CPU run whose other six points are graph
     modes that need CUDA; it reads "6/6 ok · 6 n/a on CPU"."""
-    def n(key: str) -> int:
-        v = run.get(key)
-        return 0 if v is None or v != v else int(v)
-
-    ok, total, unsupported = n("ok_points"), n("points"), n("unsupported_points")
+    ok, total, unsupported = run.ok_points, run.points, run.unsupported_points
     text = f"{ok}/{total - unsupported} ok"
     if unsupported:
-        text += (f" · {unsupported} n/a on CPU" if header_of(run).device == "cpu"
+        text += (f" · {unsupported} n/a on CPU" if run.header.device == "cpu"
                  else f" · {unsupported} unsupported")
     return text
 
 
-def runs_table(runs: pd.DataFrame, noise: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The Runs page's table: one row per run, published runs marked, a noise badge, a
-    relative link to each run page (relative, so it works under any base URL).
-
-    The badge reads the runs frame's noise counts (NOISE_COUNT_COLUMNS) where it has them,
-    else `noise` (noise_counts' frame); without either it shows a dash."""
+def runs_table(runs: Sequence[RunListing]) -> pd.DataFrame:
+    """The Runs page's table: one row per run, published runs marked, a noise badge
+    (contract/noise.py's summary of its counts), a relative link to each run page
+    (relative, so it works under any base URL)."""
     cols = ["id", "created", "source", "kind", "GPU", "torch", "workload", "parameters",
             "dtype", "status", "points", "noise", "label", "link"]
-    if runs.empty:
-        return pd.DataFrame(columns=cols)
-    if has_noise_counts(runs):
-        noise = runs.set_index(runs["id"].astype(int))[list(NOISE_COUNT_COLUMNS)]
-    badges = []
-    for rid, kind in zip(runs["id"].astype(int), runs["kind"], strict=True):
-        if kind != "sweep" or noise is None:
-            badges.append("—")
-        elif rid in noise.index:
-            badges.append(noise_summary(counts_of(noise.loc[rid]))[1])
-        else:
-            badges.append(noise_summary(NoiseCounts())[1])
-    out = pd.DataFrame({
-        "id": runs["id"].astype(int),
-        "created": runs["created_at"].dt.strftime("%Y-%m-%d %H:%M"),
-        "source": runs["source"],
-        "kind": runs["kind"],
-        "GPU": [device_name(r) for _, r in runs.iterrows()],
-        "torch": runs["torch_version"].fillna("—"),
-        "workload": runs["workload"],
-        "parameters": runs["workload_params"].map(value_text),
-        "dtype": runs["dtype"].fillna("—"),
-        "status": runs["status"],
-        "points": [f"{int(o)}/{int(p)} ok"
-                   for o, p in zip(runs["ok_points"], runs["points"], strict=True)],
-        "noise": badges,
-        "label": runs["label"].fillna(""),
-        # Serve runs (dynamic batch sizes) have their own page.
-        "link": [f"{'serve' if k == 'serve' else 'run'}?run={int(i)}"
-                 for i, k in zip(runs["id"], runs["kind"], strict=True)],
-    })
-    return out[cols].reset_index(drop=True)
+    rows = []
+    for r in runs:
+        h = r.header
+        rows.append({
+            "id": h.id, "created": f"{h.created_at:%Y-%m-%d %H:%M}" if h.created_at else "",
+            "source": h.source, "kind": h.kind, "GPU": device_name(h),
+            "torch": h.torch_version or "—", "workload": h.workload,
+            "parameters": value_text(h.workload_params), "dtype": h.dtype or "—",
+            "status": h.status, "points": f"{r.ok_points}/{r.points} ok",
+            "noise": noise_summary(r.noise)[1] if _kind(h.kind).curves else "—",
+            "label": h.label or "",
+            # A kind's own page (its entry of the run-kind table): serve runs have theirs.
+            "link": f"{_kind(h.kind).page}?run={h.id}"})
+    return pd.DataFrame(rows, columns=cols)
 
 
 # The data grid's text at 1280x800 in chromium, measured on its screenshots: capitals and

@@ -6,14 +6,15 @@ time left.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from contract.measurement import Measurement
 from contract.point_text import parse
 from contract.queue import Job, JobProgress
 from contract.specs import SweepSpec
 from contract.vocab import COMPILED_MODES
-from pages.logic.analysis import point_record
 
 
 def format_seconds(s: float | None) -> str:
@@ -71,22 +72,21 @@ def _run_walls(history) -> list[tuple[float, int, Any]]:
     return out
 
 
-def past_setups(points) -> dict[Any, list[float]]:
+def past_setups(points: Mapping[int, Sequence[Measurement]] | None
+                ) -> dict[int, list[float]]:
     """Run id -> the setup seconds (compile, warm-up calls) of each of its compiled ok
-    points, from the points' details (queries.key_points' frame): phase_s["setup"]."""
-    out: dict[Any, list[float]] = {}
-    if points is None or len(points) == 0:
-        return out
-    for r in points.to_dict("records"):
-        m = point_record(r)
-        if m.mode not in COMPILED_MODES or m.status != "ok":
-            continue
-        # Seconds by phase name, as the runner stored them: a point that failed before
-        # its setup, or one from before phases were timed, has no "setup".
-        phases = m.timing.phase_s
-        s = phases["setup"] if isinstance(phases, dict) and "setup" in phases else None
-        if isinstance(s, (int, float)) and s == s and s >= 0:
-            out.setdefault(r["run_id"], []).append(float(s))
+    points, from the points' details (queries.points' records): phase_s["setup"]."""
+    out: dict[int, list[float]] = {}
+    for rid, pts in (points or {}).items():
+        for m in pts:
+            if m.mode not in COMPILED_MODES or m.status != "ok":
+                continue
+            # Seconds by phase name, as the runner stored them: a point that failed
+            # before its setup, or one from before phases were timed, has no "setup".
+            phases = m.timing.phase_s
+            s = phases["setup"] if isinstance(phases, dict) and "setup" in phases else None
+            if isinstance(s, (int, float)) and s == s and s >= 0:
+                out.setdefault(rid, []).append(float(s))
     return out
 
 
@@ -101,7 +101,8 @@ def _span(seconds: list[float]) -> str:
     return f"{lo:.0f} s" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f} s"
 
 
-def estimate(spec: SweepSpec | Job, history, where: str | None, points=None,
+def estimate(spec: SweepSpec | Job, history, where: str | None,
+             points: Mapping[int, Sequence[Measurement]] | None = None,
              device_compiles: list[float] | None = None) -> Estimate:
     """`spec`: the sweep checked on the form (Checked.spec), or a queued job.
 
@@ -127,8 +128,8 @@ def estimate(spec: SweepSpec | Job, history, where: str | None, points=None,
         return Estimate(n, None, f"no estimate: first run of {workload} on {where}{seen}")
     setups = past_setups(points)
     measured = [s for run in setups.values() for s in run]
-    if not measured and points is not None and len(points) and \
-            points["mode"].isin(COMPILED_MODES).any():
+    if not measured and any(m.mode in COMPILED_MODES
+                            for pts in (points or {}).values() for m in pts):
         # Past compiled points without a recorded setup (older runs): their compiles are
         # inside their per-point figure already; splitting would count them twice.
         per = _median([wall / k for wall, k, _ in walls])

@@ -27,9 +27,8 @@ class PageSpec:
     listed: bool     # in the menu; the run page needs ?run=ID, so only links lead there
 
 
-# The one table of pages: app.py builds the navigation from it (a page whose file is not
-# there yet is left out), pages link to each other through it. launch and serve are built
-# by other parts of the project.
+# The one table of pages: app.py builds the navigation from it (a page whose file is
+# missing, in a trimmed install, is left out), pages link to each other through it.
 PAGES = {
     "runs": PageSpec("pages/runs.py", "Runs", ":material/list:", "", True),
     "run": PageSpec("pages/run.py", "Run", ":material/monitoring:", "run", False),

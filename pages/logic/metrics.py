@@ -16,7 +16,7 @@ def metric(name: str) -> Metric:
     try:
         return METRICS[name]
     except KeyError:
-        raise KeyError(f"no metric named {name!r} in pages.logic.metrics.METRICS") from None
+        raise KeyError(f"no metric named {name!r} in contract/metrics.py METRICS") from None
 
 
 def title(name: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from contract.numbers import is_missing
+from contract.vocab import RUN_KIND_TABLE
 
 
 def known(v: Any) -> str | None:
@@ -30,7 +31,7 @@ def device_name(header: Any) -> str:
     return f"CPU ({host})" if host else "CPU"
 
 
-KINDS = {"sweep": "sweep", "serve": "serve run", "graph-memory": "graph-memory run"}
+KINDS = {k.name: k.noun for k in RUN_KIND_TABLE.values()}
 LABEL_CHARS = 32  # a label's most in a picker (the full label is on the run)
 LINE_CHARS = 120  # a picker's whole line, which fits 1280 px: long GPU names eat the label's
 

@@ -6,231 +6,235 @@ neutralised for spreadsheets.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import pandas as pd
 
+from contract import host_split, memory, noise
 from contract import verdict as vd
 from contract.bundle import MEASUREMENT_FIELDS
-from contract.measurement import details_of
-from contract.numbers import is_missing
-from contract.run_summary import MEMORY_COST_LABEL, mib_text
-from contract.vocab import ALTERNATIVE_MODES, CUDA_GRAPH_MODES
-from pages.logic import analysis, cost, energy, noise, step_split
+from contract.measurement import Measurement
+from contract.memory import MEMORY_COST_LABEL, mib_text
+from contract.metrics import BYTES_PER_MIB
+from contract.numbers import number_or_none
+from contract.speedups import Speedup, in_mode_order, speedups, usable
+from contract.vocab import ALTERNATIVE_MODES
+from pages.logic import energy, step_split
 from pages.logic.metrics import MISSING, format_interval, format_value, metric, title
-
-# (column, interval bounds or None): an interval column follows its figure. The answer
-# columns come first (speedup, time, memory), so they are on screen without scrolling.
-POINT_COLUMNS = (("speedup", ("speedup_ci_low", "speedup_ci_high")),
-                 ("step_ms", ("step_ms_ci_low", "step_ms_ci_high")), ("total_mib", None),
-                 ("extra_mib", None), ("graph_pool_bytes", None),
-                 ("peak_allocated_bytes", None), ("step_ms_p10", None), ("step_ms_p90", None),
-                 ("latency_ms", None), ("setup_s", None), ("launch_us", None),
-                 ("host_launches_per_step", None), ("graph_launches_per_step", None),
-                 ("gpu_busy_ms", None), ("busy_fraction", None),
-                 ("reserved_delta_bytes", None), ("max_abs_err", None),
-                 ("energy_mj_per_step", ("energy_mj_per_step_ci_low",
-                                         "energy_mj_per_step_ci_high")),
-                 ("energy_gain", ("energy_gain_ci_low", "energy_gain_ci_high")),
-                 ("avg_power_w", None), ("energy_above_idle_mj_per_step", None))
-
-
-# Shown only for a run with an energy figure: a dash in every row says nothing.
-ENERGY_TABLE_COLUMNS = ("energy_mj_per_step", "energy_gain", "avg_power_w",
-                        "energy_above_idle_mj_per_step")
-
 
 RESERVED_NOTE = ("Reserved change in setup: how setup moved the allocator's reserve. It is "
                  "negative where setup made the allocator release cached blocks; it is not "
                  "a cost. What a mode holds is graph pool + peak allocated.")
-
-
-SPEEDUP_FIELDS = ("speedup", "speedup_ci_low", "speedup_ci_high", "verdict")
-
-
-def points_with_speedup(points: pd.DataFrame) -> pd.DataFrame:
-    """Points with analysis.speedups' figure (the stored paired one where measured, else
-    the ratio of medians) in place of the stored columns."""
-    sp = (analysis.speedups(points).set_index(["run_id", "mode", "batch_size"])
-          [list(SPEEDUP_FIELDS)])
-    out = points.drop(columns=[c for c in SPEEDUP_FIELDS if c in points])
-    out = out.join(sp, on=["run_id", "mode", "batch_size"])
-    out["busy_fraction"] = pd.to_numeric(out["gpu_busy_ms"]) / pd.to_numeric(out["step_ms"])
-    for c in ("step_ms_ci_low", "step_ms_ci_high", "launch_us"):
-        out[c] = analysis.numeric_column(out, c)
-    mem = cost.memory_cost(points).set_index(["run_id", "mode", "batch_size"])[
-        ["total_mib", "extra_mib"]]
-    return out.join(mem, on=["run_id", "mode", "batch_size"])
-
-
-def host_split_cells(p: pd.DataFrame) -> dict[str, list[str]]:
-    """The host-and-GPU columns of the points table (issue 39): the step's split as shares,
-    the speedup projected to each reference launch cost beside the measured one, and what
-    `noisy` was judged on. Columns no point fills are left out (a CPU run has no split)."""
-    split = step_split.split_frame(p).set_index(["mode", "batch_size"])
-    at = step_split.projected_speedups(p).set_index(["mode", "batch_size"])
-    us = " / ".join(f"{u:g}" for u in step_split.host_split.REFERENCE_LAUNCH_US)
-    cols: dict[str, list[str]] = {"Split: GPU / launch / rest": [],
-                                  f"Speedup at {us} us a launch": [], "Noisy judged on": []}
-    for _, r in p.iterrows():
-        key = (r["mode"], int(r["batch_size"]))
-        s = split.loc[key] if key in split.index else None
-        cols["Split: GPU / launch / rest"].append(MISSING if s is None else " / ".join(
-            f"{s[f'{part}_share']:.0%}" for part in step_split.PART_NAMES))
-        xs = at.loc[key].drop("run_id").tolist() if key in at.index else []
-        cols[f"Speedup at {us} us a launch"].append(
-            " / ".join(f"{x:.2f}x" for x in xs) if xs and not any(map(is_missing, xs))
-            else MISSING)
-        cols["Noisy judged on"].append(step_split.judged_text(analysis.point_record(r))
-                                       or MISSING)
-    return {k: v for k, v in cols.items() if any(c != MISSING for c in v)}
-
-
-def points_table(points: pd.DataFrame) -> pd.DataFrame:
-    """Every point, failed ones included and marked with their message; numbers as text
-    with units (unknown shows as a dash)."""
-    if points.empty:
-        return pd.DataFrame(columns=["Mode", "Batch size", "Status"])
-    p = analysis.in_mode_order(points_with_speedup(points))
-    out = pd.DataFrame({"Mode": p["mode"], "Batch size": p["batch_size"].astype(int)})
-    for c in ENERGY_TABLE_COLUMNS:
-        p[c] = analysis.numeric_column(p, c)
-    for c in ("energy_mj_per_step_ci_low", "energy_mj_per_step_ci_high",
-              "energy_gain_ci_low", "energy_gain_ci_high"):
-        p[c] = analysis.numeric_column(p, c)
-    shown = [(c, b) for c, b in POINT_COLUMNS
-             if c not in ENERGY_TABLE_COLUMNS or energy.has_energy(points)]
-    for c, bounds in shown:
-        if c == "step_ms_p10":  # after the answer columns: how each point went
-            out["Status"] = status_marks(p).values
-            out["Noise"] = noise.point_badges(p).values
-        out[title(c)] = [format_value(c, v) for v in p[c]]
-        if bounds:
-            lo, hi = p[bounds[0]], p[bounds[1]]
-            known = p[c].notna() & p["mode"].ne("eager") if c == "speedup" else p[c].notna()
-            out[f"{metric(c).label} 95% CI"] = [
-                format_interval(c, a, b) if k else MISSING
-                for a, b, k in zip(lo, hi, known, strict=True)]
-        if c == "speedup":  # the one rule's word beside the figure it judges
-            out["Verdict"] = [v if isinstance(v, str) else MISSING for v in p["verdict"]]
-    # How each point went, after the answer columns: its noise, each process's median
-    # and the note that says why its figures need a word.
-    at = out.columns.get_loc("Noise") + 1
-    out.insert(at, NOTE_COLUMN, point_notes(p).values)
-    out.insert(at, PROCESS_COLUMN, [MISSING if m is None else ", ".join(f"{x:.2f}" for x in m)
-                                    for m in _process_medians(p)])
-    if energy.has_energy(points):  # the one rule and the counter's error, in words
-        e = energy.energy_points(p).set_index(["mode", "batch_size"])
-        keys = list(zip(p["mode"], p["batch_size"].astype(int), strict=True))
-        within = [k in e.index and bool(e.at[k, "above_idle_within_error"]) for k in keys]
-        out[title("energy_above_idle_mj_per_step")] = [
-            energy.WITHIN_ERROR if w else cell for w, cell in zip(
-                within, out[title("energy_above_idle_mj_per_step")], strict=True)]
-        gain = title("energy_gain")
-        out[gain] = ["inconclusive" if vd.inconclusive(g, lo, hi) else cell for g, lo, hi, cell
-                     in zip(p["energy_gain"], p["energy_gain_ci_low"], p["energy_gain_ci_high"],
-                            out[gain], strict=True)]
-    # Each beside what it explains: the projected speedups beside the measured one, what
-    # `noisy` was judged on beside the noise mark, the split beside the GPU busy time.
-    after = {"Speedup at": "Verdict", "Noisy judged on": "Noise",
-             "Split:": title("gpu_busy_ms")}
-    for name, cells in host_split_cells(p).items():
-        anchor = next((a for k, a in after.items() if name.startswith(k)), None)
-        at = out.columns.get_loc(anchor) + 1 if anchor in out.columns else len(out.columns)
-        out.insert(at, name, cells)
-    out["CUDA graph"] = p["cudagraph_status"].values
-    out["Correct"] = [MISSING if is_missing(v) else ("yes" if v else "NO") for v in p["correct"]]
-    return out
-
-
 PROCESS_COLUMN = "Process medians (ms)"
 NOTE_COLUMN = "Note"
+SPLIT_COLUMN = "Split: GPU / launch / rest"
+AT_COLUMN = ("Speedup at " + " / ".join(f"{u:g}" for u in host_split.REFERENCE_LAUNCH_US)
+             + " us a launch")
+JUDGED_COLUMN = "Noisy judged on"
 
 
-def _process_medians(points: pd.DataFrame) -> list[list[float] | None]:
-    samples = points["samples_ms"] if "samples_ms" in points else [None] * len(points)
-    details = points["details"] if "details" in points else [None] * len(points)
-    return [noise.process_medians(s, details_of(d).intervals.round_process)
-            for s, d in zip(samples, details, strict=True)]
+@dataclass(frozen=True)
+class Row:
+    """One point with what the rules say of it (contract/): the table's row as records."""
+    m: Measurement
+    speedup: Speedup | None
+    held: memory.Held | None
+    split: host_split.StepSplit | None
+    at: dict[float, float]
 
 
-def point_notes(points: pd.DataFrame) -> pd.Series:
+def rows(points: Sequence[Measurement]) -> list[Row]:
+    """One run's points in mode order, each with its speedup, memory held and split."""
+    found = {(s.mode, s.batch_size): s for s in speedups(points)}
+    ok = usable(points)
+    held = {(h.mode, h.batch_size): h for h in memory.held(ok)}
+    split = {(m.mode, m.batch_size): s for m, s in step_split.splits(ok)}
+    at = step_split.projected_speedups(points)
+    return [Row(m, found.get(k), held.get(k), split.get(k), at.get(k, {}))
+            for m in in_mode_order(points) if (k := (m.mode, m.batch_size))]
+
+
+def _mib(v: float | None) -> float | None:
+    return None if v is None else v / BYTES_PER_MIB
+
+
+def _speedup_cells(r: Row) -> dict[str, str]:
+    s = r.speedup
+    known = s is not None and r.m.mode != "eager"
+    return {title("speedup"): format_value("speedup", s.speedup if s else None),
+            f"{metric('speedup').label} 95% CI": format_interval(
+                "speedup", s.ci_low if s else None, s.ci_high if s else None)
+            if known else MISSING,
+            "Verdict": s.verdict if s is not None and s.verdict else MISSING}
+
+
+def _figure(name: str, bounds: tuple[str, str] | None = None
+            ) -> Callable[[Row], dict[str, str]]:
+    """A stored figure's cell (and its interval's, after it) read from the record."""
+    def cells(r: Row) -> dict[str, str]:
+        v = r.m.value(name)
+        out = {title(name): format_value(name, v)}
+        if bounds:
+            lo, hi = (r.m.value(b) for b in bounds)
+            out[f"{metric(name).label} 95% CI"] = (format_interval(name, lo, hi)
+                                                   if number_or_none(v) is not None
+                                                   else MISSING)
+        return out
+    return cells
+
+
+def _memory_cells(r: Row) -> dict[str, str]:
+    h = r.held
+    return {title("total_mib"): format_value("total_mib", _mib(h.total_bytes) if h else None),
+            title("extra_mib"): format_value("extra_mib", _mib(h.extra_bytes) if h else None)}
+
+
+def _status_cells(r: Row) -> dict[str, str]:
+    return {"Status": status_mark(r.m), "Noise": noise.point_badge(r.m),
+            JUDGED_COLUMN: host_split.judged_text(r.m) or MISSING,
+            PROCESS_COLUMN: _process_text(r.m), NOTE_COLUMN: point_note(r)}
+
+
+def _split_cells(r: Row) -> dict[str, str]:
+    s = r.split
+    share = MISSING if s is None else " / ".join(f"{s.share(p):.0%}"
+                                                 for p in step_split.PART_NAMES)
+    return {title("gpu_busy_ms"): format_value("gpu_busy_ms", r.m.launches.gpu_busy_ms),
+            SPLIT_COLUMN: share,
+            title("busy_fraction"): format_value("busy_fraction",
+                                                 host_split.busy_fraction(r.m))}
+
+
+def _at_cells(r: Row) -> dict[str, str]:
+    xs = [r.at.get(u) for u in host_split.REFERENCE_LAUNCH_US]
+    return {AT_COLUMN: " / ".join(f"{x:.2f}x" for x in xs if x is not None)
+            if r.at and all(x is not None for x in xs) else MISSING}
+
+
+def _energy_cells(r: Row) -> dict[str, str]:
+    e = r.m.energy
+    gain = format_value("energy_gain", e.energy_gain)
+    if vd.inconclusive(e.energy_gain, e.energy_gain_ci_low, e.energy_gain_ci_high):
+        gain = "inconclusive"
+    above = format_value("energy_above_idle_mj_per_step", e.energy_above_idle_mj_per_step)
+    if r.m.status == "ok" and energy.within_error(r.m):
+        above = energy.WITHIN_ERROR
+    return {**_figure("energy_mj_per_step", ("energy_mj_per_step_ci_low",
+                                             "energy_mj_per_step_ci_high"))(r),
+            title("energy_gain"): gain,
+            f"{metric('energy_gain').label} 95% CI": format_interval(
+                "energy_gain", e.energy_gain_ci_low, e.energy_gain_ci_high)
+            if number_or_none(e.energy_gain) is not None else MISSING,
+            title("avg_power_w"): format_value("avg_power_w", e.avg_power_w),
+            title("energy_above_idle_mj_per_step"): above}
+
+
+# The table's column groups in order: the answer first (speedup, time, memory), so it is
+# on screen without scrolling; then how each point went (status, noise, the processes'
+# medians and the note that says why its figures need a word); then the rest.
+_GROUPS: tuple[Callable[[Row], dict[str, str]], ...] = (
+    _speedup_cells, _at_cells, _figure("step_ms", ("step_ms_ci_low", "step_ms_ci_high")),
+    _memory_cells, _figure("graph_pool_bytes"), _figure("peak_allocated_bytes"),
+    _status_cells, _figure("step_ms_p10"), _figure("step_ms_p90"), _figure("latency_ms"),
+    _figure("setup_s"), _figure("launch_us"), _figure("host_launches_per_step"),
+    _figure("graph_launches_per_step"), _split_cells, _figure("reserved_delta_bytes"),
+    _figure("max_abs_err"))
+# Shown only where some point fills them: a column of dashes says nothing.
+OPTIONAL = (AT_COLUMN, JUDGED_COLUMN, SPLIT_COLUMN)
+
+
+def points_table(points: Sequence[Measurement]) -> pd.DataFrame:
+    """Every point, failed ones included and marked with their message; numbers as text
+    with units (unknown shows as a dash)."""
+    if not points:
+        return pd.DataFrame(columns=["Mode", "Batch size", "Status"])
+    groups = _GROUPS + ((_energy_cells,) if energy.has_energy(points) else ())
+    table = []
+    for r in rows(points):
+        cells = {"Mode": r.m.mode, "Batch size": str(r.m.batch_size)}
+        for group in groups:
+            cells.update(group(r))
+        cells["CUDA graph"] = r.m.setup.cudagraph_status
+        cells["Correct"] = (MISSING if r.m.setup.correct is None
+                            else "yes" if r.m.setup.correct else "NO")
+        table.append(cells)
+    out = pd.DataFrame(table)
+    out["Batch size"] = out["Batch size"].astype(int)
+    empty = [c for c in OPTIONAL if (out[c] == MISSING).all()]
+    return out.drop(columns=empty)
+
+
+def _process_text(m: Measurement) -> str:
+    found = noise.process_medians(m)
+    return MISSING if found is None else ", ".join(f"{x:.2f}" for x in found)
+
+
+def point_note(r: Row) -> str:
     """One line a point, where its figures need a word of why (empty elsewhere): its
     paired speedup and the ratio of the medians printed beside it disagree beyond the
     interval (contract/verdict.py medians_disagree, the CLI's '#'), or the spread
-    between its processes makes its step interval (noise.process_note). `points` as
-    points_with_speedup returns them (eager_ms is found again here)."""
-    if points.empty:
-        return pd.Series([], dtype=object)
-    sp = analysis.speedups(points).set_index(["run_id", "mode", "batch_size"])["eager_ms"]
-    eager = [sp.get((r, m, b)) for r, m, b in
-             zip(points["run_id"], points["mode"], points["batch_size"], strict=True)]
-    samples = points["samples_ms"] if "samples_ms" in points else [None] * len(points)
-    notes = []
-    for (_, r), e, s in zip(points.iterrows(), eager, samples, strict=True):
-        m = analysis.point_record(r)
-        said = []
-        if r["mode"] != "eager" and vd.medians_disagree(e, r["step_ms"], r["speedup_ci_low"],
-                                                        r["speedup_ci_high"]):
-            said.append(vd.disagree_text(e, r["step_ms"]))
-        proc = noise.process_note(s, m.intervals.round_process, r["step_ms"],
-                                  m.intervals.step_ms_ci_low, m.intervals.step_ms_ci_high)
-        if proc:
-            said.append(proc)
-        notes.append("; ".join(said))
-    return pd.Series(notes, index=points.index, dtype=object)
+    between its processes makes its step interval (noise.process_note)."""
+    said = []
+    s = r.speedup
+    if s is not None and r.m.mode != "eager" and vd.medians_disagree(
+            s.eager_ms, s.step_ms, s.ci_low, s.ci_high):
+        said.append(vd.disagree_text(s.eager_ms, s.step_ms))
+    proc = noise.process_note(r.m)
+    if proc:
+        said.append(proc)
+    return "; ".join(said)
 
 
-def note_lines(points: pd.DataFrame) -> list[str]:
+def note_lines(points: Sequence[Measurement]) -> list[str]:
     """The points' notes as lines under the Points table: 'eager at batch 256: ...'."""
-    if points.empty:
-        return []
-    p = analysis.in_mode_order(points_with_speedup(points))
-    return [f"{m} at batch {int(b)}: {n}" for m, b, n in
-            zip(p["mode"], p["batch_size"], point_notes(p), strict=True) if n]
+    return [f"{r.m.mode} at batch {r.m.batch_size}: {n}" for r in rows(points)
+            if (n := point_note(r))]
 
 
 PIVOT_CAPTION = ("Speedup over eager (95% interval where measured) · the graph modes' "
                  f"memory cost: the {MEMORY_COST_LABEL}, per batch size and mode.")
 
 
-def speedup_pivot(points: pd.DataFrame) -> pd.DataFrame:
+def speedup_pivot(points: Sequence[Measurement]) -> pd.DataFrame:
     """Batch size x graph mode at a glance: each cell the speedup over eager with its 95%
-    interval and, for a mode that captures graphs, its memory cost as the run's summary
-    defines it (MEMORY_COST_LABEL), e.g. '7.10x (6.50-7.60x) · 34.0 MiB'; an inconclusive one
-    (contract/verdict.py) shows its interval only."""
-    sp = analysis.speedups(points)
-    sp = sp[sp["mode"] != "eager"]
-    if sp.empty:
+    interval and, for a mode that captures graphs, its memory cost (contract/memory.py),
+    e.g. '7.10x (6.50-7.60x) · 34.0 MiB'; an inconclusive one (contract/verdict.py)
+    shows its interval only."""
+    found = [s for s in speedups(points) if s.mode != "eager"]
+    if not found:
         return pd.DataFrame(columns=["Batch size"])
-    pool = analysis.usable(points).set_index(["run_id", "mode", "batch_size"])
-    sp = sp.join(analysis.numeric_column(pool, "graph_pool_bytes"),
-                 on=["run_id", "mode", "batch_size"])
-    sp.loc[~sp["mode"].isin(CUDA_GRAPH_MODES), "graph_pool_bytes"] = float("nan")
-
-    def cell(r) -> str:
+    cells: dict[int, dict[str, str]] = {}
+    for s in found:
         # Quoted as the headline and every page quote it (verdict.quoted): one figure, one
         # way of writing it ("6.80x (6.05-7.57x)", not "6.8x (6.1-7.6)" beside it).
-        text = vd.quoted(r["speedup"], r["speedup_ci_low"], r["speedup_ci_high"])
-        if pd.notna(r["graph_pool_bytes"]):
-            text += f" · {mib_text(r['graph_pool_bytes'])}"
-        return text
-
-    sp["cell"] = sp.apply(cell, axis=1)
-    wide = sp.pivot_table(index="batch_size", columns="mode", values="cell", aggfunc="first")
-    wide = wide[[m for m in ALTERNATIVE_MODES if m in wide.columns]].fillna(MISSING)
-    return wide.rename_axis(columns=None).reset_index().rename(
-        columns={"batch_size": "Batch size"})
+        text = vd.quoted(s.speedup, s.ci_low, s.ci_high)
+        cost = memory.memory_cost(s.point)
+        if cost is not None:
+            text += f" · {mib_text(cost)}"
+        cells.setdefault(s.batch_size, {})[s.mode] = text
+    modes = [m for m in ALTERNATIVE_MODES if any(m in c for c in cells.values())]
+    return pd.DataFrame([{"Batch size": b, **{m: cells[b].get(m, MISSING) for m in modes}}
+                         for b in sorted(cells)], columns=["Batch size", *modes])
 
 
-def points_csv(points: pd.DataFrame) -> str:
-    """Raw figures, one row per point; column names carry their units."""
-    p = analysis.in_mode_order(points_with_speedup(points)) if not points.empty else points
+def points_csv(run_id: int, points: Sequence[Measurement]) -> str:
+    """Raw figures, one row per point; column names carry their units. The speedup
+    columns hold contract/speedups.py's figure (the stored paired one where measured,
+    else the ratio of medians)."""
+    found = {(s.mode, s.batch_size): s for s in speedups(points)}
     cols = ["run_id", *(f for f in MEASUREMENT_FIELDS
                         if f not in ("samples_ms", "launch_us_rounds", "details"))]
-    out = p.reindex(columns=cols).copy()
-    out["details"] = [json.dumps(d, sort_keys=True) if isinstance(d, dict) else ""
-                      for d in (p["details"] if "details" in p else [None] * len(p))]
-    return csv_text(out)
+    table = []
+    for m in in_mode_order(points):
+        doc = m.to_json()
+        s = found.get((m.mode, m.batch_size))
+        doc.update(speedup=s.speedup if s else None, speedup_ci_low=s.ci_low if s else None,
+                   speedup_ci_high=s.ci_high if s else None)
+        table.append({"run_id": run_id, **{c: doc.get(c) for c in cols[1:]},
+                      "details": json.dumps(doc["details"], sort_keys=True)
+                      if doc["details"] else ""})
+    return csv_text(pd.DataFrame(table, columns=[*cols, "details"]))
 
 
 # A spreadsheet runs a cell that starts with one of these as a formula
@@ -258,18 +262,14 @@ def csv_text(frame: pd.DataFrame) -> str:
     return out.to_csv(index=False, lineterminator="\r\n")
 
 
-def status_marks(points: pd.DataFrame) -> pd.Series:
-    """A visible mark per point for tables: ok points are blank, others say what and why."""
-    icons = {"ok": "", "error": "✖ error", "unsupported": "⊘ unsupported",
-             "skipped": "⤼ skipped"}
+STATUS_ICONS = {"ok": "", "error": "✖ error", "unsupported": "⊘ unsupported",
+                "skipped": "⤼ skipped"}
 
-    def mark(row) -> str:
-        icon = icons.get(row["status"], row["status"])
-        if not icon:
-            return "ok"
-        msg = str(analysis.point_record(row).message).strip().splitlines()
-        return f"{icon}: {msg[0]}" if msg else icon
 
-    if points.empty:
-        return pd.Series([], dtype=object)
-    return points.apply(mark, axis=1)
+def status_mark(m: Measurement) -> str:
+    """A visible mark for tables: ok points read 'ok', others say what and why."""
+    icon = STATUS_ICONS.get(m.status, m.status)
+    if not icon:
+        return "ok"
+    msg = str(m.message).strip().splitlines()
+    return f"{icon}: {msg[0]}" if msg else icon

@@ -1,21 +1,18 @@
-"""What a run says in words: its title, its summary built from frames, and the headline
+"""What a run says in words: its title, its summary built from its points, and the headline
 sentences (best speedup per mode with its interval, break-even, payback, launch cost,
 energy) the Run page and the HTML report open with.
 """
 
 from __future__ import annotations
 
-import pandas as pd
+from collections.abc import Callable, Iterable, Sequence
 
+from contract import speedups as sp
 from contract import verdict as vd
-from contract.run_summary import (
-    BREAK_EVEN_LABEL,
-    RunHeader,
-    RunSummary,
-    records,
-    summarize,
-)
-from pages.logic import analysis, energy, noise
+from contract.measurement import Measurement
+from contract.noise import launch_cost
+from contract.run_summary import BREAK_EVEN_LABEL, RunHeader, RunSummary, summarize
+from pages.logic import energy
 from pages.logic.metrics import MISSING, NO_INTERVAL, format_interval, format_value
 from pages.logic.names import device_name, known
 
@@ -23,7 +20,8 @@ PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not me
                   "launchbench; figures the article does not give are empty.")
 
 
-def run_title(header: RunHeader, shown=str, torch: bool = True) -> str:
+def run_title(header: RunHeader, shown: Callable[[str], str] = str,
+              torch: bool = True) -> str:
     """The run's title from its summary's header. `shown` turns each stored text into
     what the target shows (pages.logic.plain's plain() for a Markdown element; the HTML
     report escapes by itself). `torch=False`: without the torch version (the Run page
@@ -34,14 +32,14 @@ def run_title(header: RunHeader, shown=str, torch: bool = True) -> str:
     return f"Run {header.id}: {shown(header.workload)} on {gpu}{version}{mark}"
 
 
-def torch_text(header: RunHeader, shown=str) -> str:
+def torch_text(header: RunHeader, shown: Callable[[str], str] = str) -> str:
     return f"torch {shown(known(header.torch_version) or MISSING)}"
 
 
-def summary_of(header: RunHeader, points: pd.DataFrame) -> RunSummary:
-    """The summary of a run held as a header and a frame of points, built by the one
-    builder the database's reads call (contract/run_summary.py)."""
-    return summarize(header, records(points.to_dict("records")))
+def summary_of(header: RunHeader, points: Iterable[Measurement]) -> RunSummary:
+    """The summary of a run held as a header and its points, built by the one builder
+    the database's reads call (contract/run_summary.py)."""
+    return summarize(header, points)
 
 
 def duration_text(seconds: float) -> str:
@@ -54,90 +52,103 @@ def duration_text(seconds: float) -> str:
     return f"{seconds:,.1f} s"
 
 
-def _best_line(r: pd.Series, measured: pd.DataFrame) -> str:
+def batch_span(chosen: Sequence[int], measured: Iterable[int]) -> str:
+    """Batch sizes in words: 'batches 4-16' when they are neighbours among the measured
+    ones, else 'batches 4, 64'. No thousands separators: 'batches 1, 1,024, 4,096' read
+    as five numbers."""
+    order = sorted({int(b) for b in measured} | set(chosen))
+    idx = [order.index(b) for b in sorted(chosen)]
+    if len(chosen) == 1:
+        return f"batch {chosen[0]}"
+    if idx == list(range(idx[0], idx[0] + len(idx))):
+        return f"batches {order[idx[0]]}-{order[idx[-1]]}"
+    return "batches " + ", ".join(str(b) for b in sorted(chosen))
+
+
+def _best_line(b: sp.ModeBest, measured: Sequence[int]) -> str:
     """One mode's best speedup in words, by its verdict (contract/verdict.py)."""
-    mode, batch = r["mode"], int(r["batch_size"])
-    if r["verdict"] == vd.INCONCLUSIVE:
+    mode, batch = b.mode, b.batch_size
+    if b.verdict == vd.INCONCLUSIVE:
         return (f"{mode}: inconclusive at every measured batch size (95% intervals span "
                 f"both sides of 1x by more than {vd.SPREAD_LIMIT:g}x; narrowest at batch "
-                f"{batch}: {vd.interval_text(r['speedup_ci_low'], r['speedup_ci_high'])})")
-    ci = format_interval("speedup", r["speedup_ci_low"], r["speedup_ci_high"])
-    times = (f"{format_value('step_ms', r['step_ms'])} vs "
-             f"{format_value('step_ms', r['eager_ms'])}, medians")
-    figure = f"{format_value('speedup', r['speedup'])}{'' if ci == NO_INTERVAL else f' ({ci})'}"
-    if r["verdict"] == vd.SAME:
+                f"{batch}: {vd.interval_text(b.ci_low, b.ci_high)})")
+    ci = format_interval("speedup", b.ci_low, b.ci_high)
+    times = (f"{format_value('step_ms', b.step_ms)} vs "
+             f"{format_value('step_ms', b.eager_ms)}, medians")
+    figure = f"{format_value('speedup', b.speedup)}{'' if ci == NO_INTERVAL else f' ({ci})'}"
+    if b.verdict == vd.SAME:
         line = (f"{mode}: no speedup beyond noise: at best {figure} at batch {batch} "
                 f"({times})")
-    elif r["verdict"] == vd.SLOWER:
+    elif b.verdict == vd.SLOWER:
         line = f"{mode}: slower than eager: at best {figure} at batch {batch} ({times})"
     else:
         line = f"{mode}: up to {figure} over eager, at batch {batch} ({times})"
     if ci == NO_INTERVAL:
         line += f"; {NO_INTERVAL}"
-    elif len(r["ties"]) > 1:
-        batches = measured.loc[measured["mode"] == mode, "batch_size"]
-        line += f"; {analysis.batch_span(r['ties'], batches)} within noise"
-    if vd.medians_disagree(r["eager_ms"], r["step_ms"], r["speedup_ci_low"],
-                           r["speedup_ci_high"]):
+    elif len(b.ties) > 1:
+        line += f"; {batch_span(b.ties, measured)} within noise"
+    if vd.medians_disagree(b.eager_ms, b.step_ms, b.ci_low, b.ci_high):
         # Two statistics that disagree are named, not left side by side (as the CLI's #).
-        line += f"; {vd.disagree_text(r['eager_ms'], r['step_ms'])}"
-    if r["inconclusive"]:
-        batches = measured.loc[measured["mode"] == mode, "batch_size"]
-        line += (f"; inconclusive, not ranked: "
-                 f"{analysis.batch_span(r['inconclusive'], batches)}")
+        line += f"; {vd.disagree_text(b.eager_ms, b.step_ms)}"
+    if b.inconclusive:
+        line += f"; inconclusive, not ranked: {batch_span(b.inconclusive, measured)}"
     return line
 
 
-def headline(points: pd.DataFrame) -> list[str]:
-    """The run's answer in a few sentences: best speedup per mode and where, with its 95%
-    interval and the batch sizes within noise of it (analysis.largest_speedups ranks by the
-    interval's lower bound and leaves inconclusive points out), the break-even batch size,
-    how many steps pay back the setup, and the host's launch cost."""
-    lines = []
-    best = analysis.largest_speedups(points)
-    measured = analysis.speedups(points)
-    for _, r in best.iterrows():
-        lines.append(_best_line(r, measured))
-    if best.empty:
-        lines.append("No speedup to show: no mode has an ok point beside an ok eager point.")
-    elif best["verdict"].eq(vd.INCONCLUSIVE).any() or best["inconclusive"].map(len).any():
-        lines.append(vd.RULE_TEXT)
-    be = analysis.break_even(points)
+def _break_even_line(points: Sequence[Measurement]) -> str:
+    be = sp.break_even(points)
     g = f"{be.threshold:g}x"
     said = BREAK_EVEN_LABEL[0].upper() + BREAK_EVEN_LABEL[1:]  # "Break-even vs compile"
-    if be.status == "crosses":
+    if be.status == "crosses" and be.batch_size is not None:
         at = dict(be.ratios)
-        lines.append(f"{said}: from batch {be.batch_size} on, reduce-overhead gains less "
-                     f"than {g} over compile ({at[be.batch_size]:.2f}x there; "
-                     f"{at[be.last_gaining]:.2f}x at batch {be.last_gaining}).")
-    elif be.status == "never-below":
-        lines.append(f"{said}: not reached: reduce-overhead gains at least {g} over "
-                     f"compile at every measured batch size (up to {be.last_gaining}).")
-    elif be.status == "always-below":
-        lines.append(f"{said}: reduce-overhead gains less than {g} over compile at every "
-                     "measured batch size.")
-    else:
-        lines.append(f"{said}: unknown (needs compile and reduce-overhead at the same "
-                     "batch size).")
-    pay = analysis.payback(points)
-    unknown = []
-    for _, r in best[best["verdict"] != vd.INCONCLUSIVE].iterrows():
-        row = pay[(pay["mode"] == r["mode"]) & (pay["batch_size"] == r["batch_size"])]
-        if row.empty:
+        return (f"{said}: from batch {be.batch_size} on, reduce-overhead gains less "
+                f"than {g} over compile ({at[be.batch_size]:.2f}x there; "
+                f"{at[be.last_gaining]:.2f}x at batch {be.last_gaining}).")
+    if be.status == "never-below":
+        return (f"{said}: not reached: reduce-overhead gains at least {g} over "
+                f"compile at every measured batch size (up to {be.last_gaining}).")
+    if be.status == "always-below":
+        return (f"{said}: reduce-overhead gains less than {g} over compile at every "
+                "measured batch size.")
+    return (f"{said}: unknown (needs compile and reduce-overhead at the same "
+            "batch size).")
+
+
+def _payback_lines(bests: Sequence[sp.ModeBest]) -> list[str]:
+    lines, unknown = [], []
+    for b in bests:
+        if b.verdict == vd.INCONCLUSIVE:
             continue
-        p = row.iloc[0]
-        if p["never"]:
-            lines.append(f"{r['mode']}: saves nothing per step at batch "
-                         f"{int(r['batch_size'])}, so its setup never pays back.")
-        elif pd.isna(p["payback_steps"]):
-            unknown.append(r["mode"])
+        p = sp.payback(b.best)
+        if p.never:
+            lines.append(f"{b.mode}: saves nothing per step at batch {b.batch_size}, so "
+                         "its setup never pays back.")
+        elif p.steps is None or p.setup_s is None:
+            unknown.append(b.mode)
         else:
-            lines.append(f"{r['mode']}: its {duration_text(p['setup_s'])} setup pays "
-                         f"back after {p['payback_steps']:,.0f} steps at batch "
-                         f"{int(r['batch_size'])}.")
+            lines.append(f"{b.mode}: its {duration_text(p.setup_s)} setup pays back after "
+                         f"{p.steps:,.0f} steps at batch {b.batch_size}.")
     if unknown:
         lines.append(f"Payback unknown for {', '.join(unknown)} (setup time not recorded).")
-    cost = noise.launch_cost(points)
+    return lines
+
+
+def headline(points: Sequence[Measurement]) -> list[str]:
+    """The run's answer in a few sentences: best speedup per mode and where, with its 95%
+    interval and the batch sizes within noise of it (contract/speedups.py ranks by the
+    interval's lower bound and leaves inconclusive points out), the break-even batch size,
+    how many steps pay back the setup, and the host's launch cost."""
+    found = sp.speedups(points)
+    bests = sp.mode_bests(found)
+    lines = [_best_line(b, [x.batch_size for x in found if x.mode == b.mode])
+             for b in bests]
+    if not bests:
+        lines.append("No speedup to show: no mode has an ok point beside an ok eager point.")
+    elif any(b.verdict == vd.INCONCLUSIVE or b.inconclusive for b in bests):
+        lines.append(vd.RULE_TEXT)
+    lines.append(_break_even_line(points))
+    lines += _payback_lines(bests)
+    cost = launch_cost(points)
     if cost is not None:
         lines.append(f"Host launch cost: {cost.median:.1f} us per launch (median; "
                      f"{cost.low:.1f}-{cost.high:.1f} us over {cost.points} points).")

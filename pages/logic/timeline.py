@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from contract import speedups as sp
 from contract import trace as tr
 from contract.limits import MAX_BATCH_SIZE
+from contract.measurement import Measurement
+from contract.numbers import number_or_none
 from contract.trace import PointTrace
-from contract.verdict import INCONCLUSIVE
 from contract.vocab import MODES
-from pages.logic import analysis
 
 CPU_LANE, GPU_LANE = "CPU launches", "GPU kernels"
 LANES = [CPU_LANE, GPU_LANE]
@@ -32,18 +33,15 @@ class BatchError(ValueError):
     """A ?batch= value that cannot be shown. str() is the one line on the page."""
 
 
-def batch_sizes(points: pd.DataFrame) -> list[int]:
+def batch_sizes(points: Iterable[Measurement]) -> list[int]:
     """Batch sizes with at least one ok point, ascending."""
-    if points.empty:
-        return []
-    ok = points[points["status"] == "ok"]
-    return sorted({int(b) for b in ok["batch_size"]})
+    return sorted({m.batch_size for m in points if m.status == "ok"})
 
 
-def modes_at(points: pd.DataFrame, batch: int) -> list[str]:
+def modes_at(points: Iterable[Measurement], batch: int) -> list[str]:
     """Modes with an ok point at `batch`, in mode order."""
-    ok = points[(points["status"] == "ok") & (points["batch_size"] == batch)]
-    return [m for m in MODES if m in set(ok["mode"])]
+    ok = {m.mode for m in points if m.status == "ok" and m.batch_size == batch}
+    return [m for m in MODES if m in ok]
 
 
 def parse_batch(text: str | None, options: Sequence[int]) -> int | None:
@@ -53,9 +51,12 @@ def parse_batch(text: str | None, options: Sequence[int]) -> int | None:
         return None
     s = str(text).strip()
     digits = len(str(MAX_BATCH_SIZE))  # refuse a long string before int() reads it
-    if not (s.isascii() and s.isdigit()) or len(s) > digits or not 1 <= int(s) <= MAX_BATCH_SIZE:
+    if not (s.isascii() and s.isdigit()) or len(s) > digits:
         raise BatchError(f"?batch={s[:40]!r} is not a batch size: expected a whole number "
-                         f"from 1 to {MAX_BATCH_SIZE}, such as ?batch=8")
+                         f"in ASCII digits from 1 to {MAX_BATCH_SIZE}, such as ?batch=8")
+    if not 1 <= int(s) <= MAX_BATCH_SIZE:
+        raise BatchError(f"?batch={s!r} is out of range: batch sizes run from 1 to "
+                         f"{MAX_BATCH_SIZE} (contract/limits.py)")
     if int(s) not in options:
         have = ", ".join(str(b) for b in options) or "none"
         raise BatchError(f"?batch={int(s)}: no point was measured at batch size {int(s)} "
@@ -69,13 +70,12 @@ def default_batch(options: Sequence[int]) -> int | None:
     return PREFERRED_BATCH if PREFERRED_BATCH in options else min(options)
 
 
-def headline_batch(points: pd.DataFrame) -> int | None:
-    """The batch size the report draws: where the run's largest speedup is; without one,
-    the default."""
-    best = analysis.largest_speedups(points)
-    best = best[best["verdict"] != INCONCLUSIVE] if not best.empty else best
-    if not best.empty and best["speedup"].notna().any():
-        return int(best.loc[best["speedup"].idxmax(), "batch_size"])
+def headline_batch(points: Sequence[Measurement]) -> int | None:
+    """The batch size the report draws: where the run's largest speedup is (of the modes'
+    bests, inconclusive ones left out); without one, the default."""
+    bests = [b for b in sp.mode_bests(sp.speedups(points)) if b.verdict != "inconclusive"]
+    if bests:
+        return max(bests, key=lambda b: b.speedup).batch_size
     return default_batch(batch_sizes(points))
 
 
@@ -134,14 +134,13 @@ def span_us(trace: dict) -> float:
     return hi - lo
 
 
-def timed_ms(points: pd.DataFrame, run_id: int, mode: str, batch: int) -> float | None:
+def timed_ms(points: Mapping[int, Sequence[Measurement]], run_id: int, mode: str,
+             batch: int) -> float | None:
     """The point's timed step (median of its rounds), to stand beside the profiled one."""
-    if points.empty:
-        return None
-    at = points[(points["run_id"] == run_id) & (points["mode"] == mode)
-                & (points["batch_size"] == batch) & (points["status"] == "ok")]
-    v = pd.to_numeric(at["step_ms"], errors="coerce").dropna()
-    return float(v.iloc[0]) if len(v) else None
+    for m in points.get(run_id, ()):
+        if m.mode == mode and m.batch_size == batch and m.status == "ok":
+            return number_or_none(m.timing.step_ms)
+    return None
 
 
 def chrome_trace_text(label: str, trace: dict) -> str:

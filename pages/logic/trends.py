@@ -7,18 +7,23 @@ intervals. The chart is pages/charts/trend_chart.py's.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
-from contract.run_summary import header_of
-from contract.vocab import ALTERNATIVE_MODES
-from pages.logic import analysis, comparing, noise
+from contract import noise
+from contract.comparability import header_params, value_text
+from contract.limits import MAX_BATCH_SIZE
+from contract.measurement import Measurement
+from contract.numbers import number_or_none
+from contract.run_summary import RunHeader, RunListing, RunSummary
+from contract.speedups import Speedup, speedups, usable
+from contract.vocab import ALTERNATIVE_MODES, MODES
+from pages.logic import timeline
+from pages.logic.comparing import RunPoints
 from runner.history.series import ORDERS, order_runs
 
-MAX_BATCH = 2**31 - 1
 MAX_BATCHES = 8  # more panels than this are not read
 
 
@@ -50,16 +55,17 @@ def _one(params: Mapping[str, Sequence[str]], name: str) -> str | None:
 
 
 def parse_batch(text: str) -> int:
-    """A batch size from the URL: ASCII digits only (no '８', no '1e3', no sign)."""
+    """A batch size from the URL, by the one check every ?batch= has (timeline.py's,
+    within contract/limits.py MAX_BATCH_SIZE); here every measured size is allowed."""
     s = str(text).strip()
-    if not s or not re.fullmatch(r"[0-9]{1,10}", s):
+    try:
+        found = timeline.parse_batch(s, range(1, MAX_BATCH_SIZE + 1))
+    except timeline.BatchError as e:
+        raise TrendQueryError(str(e)) from None
+    if found is None:
         raise TrendQueryError(f"?batch={s[:40]!r} is not a batch size: expected a whole "
-                              "number in ASCII digits, such as ?batch=8")
-    value = int(s)
-    if not 1 <= value <= MAX_BATCH:
-        raise TrendQueryError(f"?batch={s!r} is out of range: batch sizes run from 1 to "
-                              f"{MAX_BATCH:,}")
-    return value
+                              "number in ASCII digits, such as ?batch=8")  # empty
+    return found
 
 
 def parse_query(params: Mapping[str, Sequence[str]], workloads: Sequence[str],
@@ -98,55 +104,61 @@ def parse_query(params: Mapping[str, Sequence[str]], workloads: Sequence[str],
                       tuple(modes), order)
 
 
-def param_key(run: Mapping) -> str:
+def param_key(run: RunHeader) -> str:
     """A run's parameter set as text: its workload parameters and dtype."""
-    h = header_of(run)
-    p = comparing.value_text(comparing.comparable_params(h))
-    return f"{p} · {comparing.value_text(h.dtype)}"
+    return f"{value_text(header_params(run))} · {value_text(run.dtype)}"
 
 
-def param_sets(runs: pd.DataFrame) -> dict[str, list[int]]:
+def param_sets(runs: Sequence[RunHeader]) -> dict[str, list[int]]:
     """Parameter set -> run ids, the set with the most runs first."""
     sets: dict[str, list[int]] = {}
-    for _, r in runs.iterrows():
-        sets.setdefault(param_key(r), []).append(int(r["id"]))
+    for r in runs:
+        sets.setdefault(param_key(r), []).append(r.id)
     return dict(sorted(sets.items(), key=lambda kv: -len(kv[1])))
 
 
-def ordered_runs(runs: pd.DataFrame, by: str = "torch") -> pd.DataFrame:
-    """Runs in the series' order (runner/history's: by torch version then date, by date,
-    or by run id), with a short unique label each."""
-    if runs.empty:
-        return runs.assign(order=[], run=[])
-    out = order_runs(runs, by)
-    out["run"] = [f"torch {comparing.value_text(r['torch_version'])} · "
+ORDERED_COLUMNS = ["id", "torch_version", "created_at", "source", "run", "order"]
+
+
+def ordered_runs(runs: Sequence[RunHeader], by: str = "torch") -> pd.DataFrame:
+    """Runs in the series' order (runner/history's: by torch version then date, or by
+    date, or by run id), with a short unique label each: the frame runner/history's change
+    points read (its edge)."""
+    if not runs:
+        return pd.DataFrame(columns=ORDERED_COLUMNS)
+    frame = pd.DataFrame([{"id": r.id, "torch_version": r.torch_version,
+                           "created_at": r.created_at, "source": r.source} for r in runs])
+    out = order_runs(frame, by)
+    out["run"] = [f"torch {value_text(r['torch_version'])} · "
                   f"{r['created_at']:%Y-%m-%d} · #{int(r['id'])}"
                   + (" (published)" if r["source"] == "published" else "")
                   for _, r in out.iterrows()]
-    return out
+    return out[ORDERED_COLUMNS]
 
 
-def measured_batches(points: pd.DataFrame) -> list[int]:
-    return sorted({int(b) for b in analysis.usable(points)["batch_size"]}) \
-        if not points.empty else []
+def measured_batches(points: RunPoints) -> list[int]:
+    return sorted({m.batch_size for pts in points.values() for m in usable(pts)})
 
 
-def default_batches(points: pd.DataFrame, limit: int = 3) -> list[int]:
+def default_batches(points: RunPoints, limit: int = 3) -> list[int]:
     """The batch sizes most runs measured: smallest, middle and largest of them."""
-    ok = analysis.usable(points)
-    if ok.empty:
+    per: dict[int, set[int]] = {}
+    for rid, pts in points.items():
+        for m in usable(pts):
+            per.setdefault(m.batch_size, set()).add(rid)
+    if not per:
         return []
-    per = ok.groupby("batch_size")["run_id"].nunique()
-    common = sorted(int(b) for b in per[per == per.max()].index)
+    most = max(len(r) for r in per.values())
+    common = sorted(b for b, r in per.items() if len(r) == most)
     if len(common) <= limit:
         return common
     return sorted({common[0], common[len(common) // 2], common[-1]})
 
 
-def _change(cur_low, cur_high, prev_low, prev_high, cur, prev) -> tuple[str, str]:
-    interval = noise.ratio_interval(cur_low, cur_high, prev_low, prev_high)
+def _change(cur: Speedup, prev: Speedup) -> tuple[str, str]:
+    interval = noise.ratio_interval(cur.ci_low, cur.ci_high, prev.ci_low, prev.ci_high)
     verdict = noise.ratio_verdict(interval)
-    ratio = cur / prev if prev and prev == prev else float("nan")
+    ratio = cur.speedup / prev.speedup if prev.speedup else float("nan")
     text = verdict if interval is None else \
         f"{verdict} ({ratio:.2f}x; {interval[0]:.2f}-{interval[1]:.2f}x)"
     return verdict, text
@@ -158,51 +170,44 @@ TREND_COLUMNS = ["run", "order", "run_id", "torch", "date", "mode", "batch_size"
 ENERGY_TREND_COLUMNS = ("energy_mj_per_step", "energy_gain")
 
 
-def trend_table(runs: pd.DataFrame, points: pd.DataFrame, batches: Sequence[int],
+def _trend_row(s: Speedup, info: pd.Series, rid: int) -> dict[str, object]:
+    m: Measurement = s.point
+    return {"run": info["run"], "order": info["order"], "run_id": rid,
+            "torch": value_text(info["torch_version"]),
+            "date": f"{info['created_at']:%Y-%m-%d}", "mode": s.mode,
+            "batch_size": s.batch_size, "speedup": s.speedup, "speedup_ci_low": s.ci_low,
+            "speedup_ci_high": s.ci_high,
+            # Energy where the run measured it (bundle version 5): NaN, never 0, elsewhere.
+            "energy_mj_per_step": number_or_none(m.energy.energy_mj_per_step),
+            "energy_gain": number_or_none(m.energy.energy_gain)}
+
+
+def trend_table(runs: Sequence[RunHeader], points: RunPoints, batches: Sequence[int],
                 modes: Sequence[str], by: str = "torch") -> pd.DataFrame:
     """One row per (run, mode, batch): the speedup with its interval, and how it changed
     against the previous run in order with a figure at that (mode, batch): 'faster' /
     'slower' when the ratio's interval lies wholly above / below 1, else 'within noise',
     or 'inconclusive' where it spans more than the verdict rule allows
     (contract/verdict.py; 'first' for the first run, 'no interval' where either side
-    has none)."""
-    sp = analysis.speedups(points)
-    sp = sp[sp["mode"].isin(list(modes)) & sp["batch_size"].isin(list(batches))]
+    has none). The table's frame (and the trend chart's)."""
     order = ordered_runs(runs, by)
-    if sp.empty or order.empty:
-        return pd.DataFrame(columns=TREND_COLUMNS)
-    info = order.set_index(order["id"].astype(int))
-    sp = sp.assign(run_id=sp["run_id"].astype(int))
-    sp = sp[sp["run_id"].isin(info.index)]
-    sp["order"] = sp["run_id"].map(info["order"])
-    sp["run"] = sp["run_id"].map(info["run"])
-    sp["torch"] = sp["run_id"].map(info["torch_version"]).map(comparing.value_text)
-    sp["date"] = sp["run_id"].map(info["created_at"]).dt.strftime("%Y-%m-%d")
-    sp = sp.sort_values(["mode", "batch_size", "order"]).reset_index(drop=True)
-    verdicts, texts = [], []
-    prev = None
-    for _, r in sp.iterrows():
-        if prev is None or (prev["mode"], prev["batch_size"]) != (r["mode"], r["batch_size"]):
-            verdicts.append("first")
-            texts.append("first run")
+    info = order.set_index(order["id"].astype(int)) if len(order) else order
+    found = sorted(((int(info.at[rid, "order"]), rid, s) for rid, pts in points.items()
+                    if rid in info.index for s in speedups(pts)
+                    if s.mode in modes and s.batch_size in batches),
+                   key=lambda x: (x[2].mode, x[2].batch_size, x[0]))
+    rows, prev = [], None
+    for _, rid, s in found:
+        row = _trend_row(s, info.loc[rid], rid)
+        if prev is None or (prev.mode, prev.batch_size) != (s.mode, s.batch_size):
+            row["change"], row["change vs previous"] = "first", "first run"
         else:
-            v, t = _change(r["speedup_ci_low"], r["speedup_ci_high"], prev["speedup_ci_low"],
-                           prev["speedup_ci_high"], r["speedup"], prev["speedup"])
-            verdicts.append(v)
-            texts.append(t)
-        prev = r
-    sp["change"] = verdicts
-    sp["change vs previous"] = texts
-    # Energy where the run measured it (bundle version 5): NaN, never 0, elsewhere.
-    keys = list(zip(points["run_id"].astype(int), points["mode"],
-                    points["batch_size"].astype(int), strict=True))
-    for c in ENERGY_TREND_COLUMNS:
-        by_point = dict(zip(keys, analysis.numeric_column(points, c), strict=True))
-        sp[c] = [by_point.get((int(r), m, int(b)), float("nan")) for r, m, b in
-                 zip(sp["run_id"], sp["mode"], sp["batch_size"], strict=True)]
-    key = sp["mode"].map(analysis.MODE_ORDER)
-    return (sp.assign(_k=key).sort_values(["batch_size", "_k", "order"]).drop(columns="_k")
-            .reset_index(drop=True)[TREND_COLUMNS])
+            row["change"], row["change vs previous"] = _change(s, prev)
+        rows.append(row)
+        prev = s
+    rank = {m: i for i, m in enumerate(MODES)}
+    rows.sort(key=lambda r: (r["batch_size"], rank.get(str(r["mode"]), 99), r["order"]))
+    return pd.DataFrame(rows, columns=TREND_COLUMNS)
 
 
 def changes(table: pd.DataFrame) -> pd.DataFrame:
@@ -210,18 +215,18 @@ def changes(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["change"].isin(["faster", "slower"])]
 
 
-def default_view(runs: pd.DataFrame, workload: str | None = None) -> tuple[str, str] | None:
+def default_view(runs: Sequence[RunListing], workload: str | None = None
+                 ) -> tuple[str, str] | None:
     """The (workload, GPU) a Trends page opens at when the URL names none: the one whose
     largest parameter set has the most sweeps (a trend needs two; the first workload
     alphabetically may have one), then the newest; `workload` fixes the workload when the
-    URL gives only that. `runs` is the runs frame (kind, workload, gpu_name, workload_params,
-    dtype, created_at). None when there is no sweep."""
+    URL gives only that. None when there is no sweep."""
     per = series(runs)
     if workload is not None:
         per = per[per["workload"] == workload]
     if per.empty:
         return None
-    return tuple(per.iloc[0][["workload", "gpu"]])
+    return str(per.iloc[0]["workload"]), str(per.iloc[0]["gpu"])
 
 
 # What a trend needs, in the words the page says when a series has fewer.
@@ -229,26 +234,28 @@ TREND_NEEDS = ("a trend needs two or more runs of the same workload on this GPU 
                "same parameters and dtype)")
 
 
-def _sweeps(runs: pd.DataFrame) -> pd.DataFrame:
-    sweeps = runs[runs["kind"] == "sweep"] if not runs.empty else runs
-    return sweeps.assign(gpu=sweeps["gpu_name"].where(sweeps["gpu_name"].notna(), "cpu"),
-                         params=[param_key(r) for _, r in sweeps.iterrows()])
+def _gpu(h: RunHeader) -> str:
+    return h.gpu_name or "cpu"
 
 
-def series(runs: pd.DataFrame) -> pd.DataFrame:
+def series(runs: Sequence[RunListing]) -> pd.DataFrame:
     """Every series (workload, GPU, parameter set) with its number of sweeps, the most
-    runs first, then the newest. `runs` is the runs frame default_view reads."""
+    runs first, then the newest (a table's frame)."""
     cols = ["workload", "gpu", "params", "runs"]
-    sweeps = _sweeps(runs)
-    if sweeps.empty:
+    per: dict[tuple[str, str, str], list[RunHeader]] = {}
+    for r in runs:
+        h = r.header
+        if h.kind == "sweep":
+            per.setdefault((h.workload, _gpu(h), param_key(h)), []).append(h)
+    if not per:
         return pd.DataFrame(columns=cols)
-    per = (sweeps.groupby(["workload", "gpu", "params"])
-           .agg(runs=("id", "size"), newest=("created_at", "max"))
-           .sort_values(["runs", "newest"], ascending=False).reset_index())
-    return per[cols]
+    rows = sorted(per.items(), key=lambda kv: (
+        -len(kv[1]), -max((h.created_at.timestamp() if h.created_at else 0) for h in kv[1])))
+    return pd.DataFrame([{"workload": w, "gpu": g, "params": p, "runs": len(hs)}
+                         for (w, g, p), hs in rows], columns=cols)
 
 
-def trend_series(runs: pd.DataFrame) -> pd.DataFrame:
+def trend_series(runs: Sequence[RunListing]) -> pd.DataFrame:
     """The series a trend can be drawn for: two runs or more."""
     s = series(runs)
     return s[s["runs"] >= 2].reset_index(drop=True)
@@ -258,22 +265,16 @@ SINGLE_COLUMNS = ["run_id", "run", "mode", "batch_size", "speedup", "speedup_ci_
                   "speedup_ci_high", "figure"]
 
 
-def single_runs(runs: pd.DataFrame, summaries) -> pd.DataFrame:
+def single_runs(summaries: Sequence[RunSummary]) -> pd.DataFrame:
     """Each sweep as one point when no series has two runs: its key figure (the run
     summary's, as the board quotes it), labelled by workload, GPU and id. Runs without a
     key figure are left out."""
-    sweeps = _sweeps(runs)
-    if sweeps.empty:
-        return pd.DataFrame(columns=SINGLE_COLUMNS)
-    info = sweeps.set_index(sweeps["id"].astype(int))
     rows = []
     for s in summaries:
-        k = s.key
-        if k is None or s.header.id not in info.index:
+        k, h = s.key, s.header
+        if k is None or h.kind != "sweep":
             continue
-        r = info.loc[s.header.id]
-        rows.append({"run_id": s.header.id,
-                     "run": f"{r['workload']} · {r['gpu']} · #{s.header.id}",
+        rows.append({"run_id": h.id, "run": f"{h.workload} · {_gpu(h)} · #{h.id}",
                      "mode": k.mode, "batch_size": k.batch_size, "speedup": k.speedup,
                      "speedup_ci_low": k.ci_low, "speedup_ci_high": k.ci_high,
                      "figure": s.speedup_text()})

@@ -1,6 +1,6 @@
 """What the `kernel-chain` and `train-step` workloads add to the Run and Compare pages,
-as pure functions of the header and points frames (the pages draw them; the pool chart
-is pages/charts/workload_charts.py's).
+as pure functions of the run's header and points (records; each table's frame is made
+here, the pages draw them; the pool chart is pages/charts/workload_charts.py's).
 
 kernel-chain: per-kernel figures (step / kernels) beside per-step ones, and the interview
 note's hand calculation redone with this run's own launch cost and kernel time. The
@@ -16,7 +16,7 @@ captured separately, each in its own pool.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +24,7 @@ import pandas as pd
 
 from contract.measurement import Measurement
 from contract.numbers import number_or_none
-from contract.run_summary import RunHeader, header_of
-from pages.logic.analysis import point_record
+from contract.run_summary import RunHeader
 from pages.logic.comparing import run_names
 
 RAW_CUDA_NOTE = ("NVIDIA's V100 figures are raw CUDA runtime launches from C++: no "
@@ -63,15 +62,14 @@ def per_kernel_us(m: Measurement, kernels: int) -> float | None:
     return number_or_none(m.launches.per_kernel_us)
 
 
-def per_kernel_table(points: pd.DataFrame, header: RunHeader) -> pd.DataFrame:
+def per_kernel_table(points: Sequence[Measurement], header: RunHeader) -> pd.DataFrame:
     """Per batch and mode: the step and each kernel's share of it, the GPU's time per
     kernel, and launches per step."""
     k = chain_kernels(header)
-    if k is None or points.empty:
+    if k is None or not points:
         return pd.DataFrame()
     rows = []
-    for _, row in points[points["status"] == "ok"].iterrows():
-        m = point_record(row)
+    for m in (p for p in points if p.status == "ok"):
         busy = number_or_none(m.launches.gpu_busy_ms)
         kernels_run = number_or_none(m.launches.gpu_kernels_per_step)
         step = number_or_none(m.timing.step_ms)
@@ -92,17 +90,19 @@ def estimate(kernels: int, launch_us: float, kernel_us: float) -> tuple[float, f
     return kernels * max(launch_us, kernel_us), kernels * kernel_us + launch_us
 
 
-def hand_calculation(points: pd.DataFrame, header: RunHeader) -> pd.DataFrame:
+def hand_calculation(points: Sequence[Measurement], header: RunHeader) -> pd.DataFrame:
     """Per batch size with an eager point: the note's estimate from this run's measured
     launch cost (the host probe) and kernel time (eager's GPU busy time per kernel),
     beside the measured eager and cuda-graph steps."""
     k = chain_kernels(header)
-    if k is None or points.empty:
+    if k is None or not points:
         return pd.DataFrame()
-    ok = points[points["status"] == "ok"]
+    at: dict[int, dict[str, Measurement]] = {}
+    for m in points:
+        if m.status == "ok":
+            at.setdefault(m.batch_size, {})[m.mode] = m
     rows = []
-    for batch, group in ok.groupby("batch_size"):
-        by_mode = {r["mode"]: point_record(r) for r in group.to_dict("records")}
+    for batch, by_mode in sorted(at.items()):
         if "eager" not in by_mode:
             continue
         eager = by_mode["eager"]
@@ -118,7 +118,7 @@ def hand_calculation(points: pd.DataFrame, header: RunHeader) -> pd.DataFrame:
         rows.append({"batch (elements)": int(batch), "kernels": k,
                      "launch us (measured)": launch, "kernel us (measured)": kernel,
                      "eager us: N x max(L, K)": est_eager,
-                     "eager us measured": number_or_none(eager.timing.step_ms) * 1e3,
+                     "eager us measured": (number_or_none(eager.timing.step_ms) or 0) * 1e3,
                      "graph us: N x K + L": est_graph,
                      "graph us measured": graph_ms * 1e3 if graph_ms else None})
     return pd.DataFrame(rows)
@@ -135,13 +135,14 @@ def note_text() -> str:
             "steps measured.")
 
 
-def compare_per_kernel(points: pd.DataFrame, headers: pd.DataFrame) -> pd.DataFrame:
+def compare_per_kernel(points: Mapping[int, Sequence[Measurement]],
+                       headers: Sequence[RunHeader]) -> pd.DataFrame:
     """Compare: per-kernel figures of every kernel-chain run side by side (published
     V100 figures next to measured points)."""
-    names = run_names(headers) if not headers.empty else {}
+    names = run_names(headers)
     frames = []
-    for header in (header_of(h) for _, h in headers.iterrows()):
-        table = per_kernel_table(points[points["run_id"] == header.id], header)
+    for header in headers:
+        table = per_kernel_table(points.get(header.id, []), header)
         if table.empty:
             continue
         table.insert(0, "run", names[int(header.id)])
@@ -159,22 +160,18 @@ def compare_per_kernel(points: pd.DataFrame, headers: pd.DataFrame) -> pd.DataFr
     return out
 
 
-def has_published_raw_cuda(headers: pd.DataFrame) -> bool:
+def has_published_raw_cuda(headers: Sequence[RunHeader]) -> bool:
     """A published kernel-chain run (raw CUDA, no PyTorch) is among these runs."""
-    if headers.empty:
-        return False
-    return bool(((headers["workload"] == "kernel-chain")
-                 & (headers["source"] == "published")).any())
+    return any(h.workload == "kernel-chain" and h.source == "published" for h in headers)
 
 
-def train_memory_table(points: pd.DataFrame, header: RunHeader) -> pd.DataFrame:
+def train_memory_table(points: Sequence[Measurement], header: RunHeader) -> pd.DataFrame:
     """train-step: each mode's memory (MiB), and for reduce-overhead the graphs its trees
     recorded and the separately captured forward and backward pools."""
-    if header.workload != "train-step" or points.empty:
+    if header.workload != "train-step" or not points:
         return pd.DataFrame()
     rows = []
-    for _, row in points[points["status"] == "ok"].iterrows():
-        m = point_record(row)
+    for m in (p for p in points if p.status == "ok"):
         # The JSON the runner stored for the trees (the edge: db's JSON column).
         trees, sep = _mapping(m.setup.cudagraph_trees), m.memory.separate_graphs
         mib = lambda v: None if number_or_none(v) is None else number_or_none(v) / MIB  # noqa: E731
@@ -195,17 +192,16 @@ def train_memory_table(points: pd.DataFrame, header: RunHeader) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values(["batch", "mode"]).reset_index(drop=True)
 
 
-def train_pool_frame(points: pd.DataFrame, header: RunHeader) -> pd.DataFrame | None:
+def train_pool_frame(points: Sequence[Measurement], header: RunHeader
+                     ) -> pd.DataFrame | None:
     """reduce-overhead per batch size: the trees' one shared pool beside the forward and
     backward graphs captured separately, in MiB (pages/charts/workload_charts.py stacks
     them): what sharing the pool saves. None where no point recorded the separate
     captures."""
-    if header.workload != "train-step" or points.empty:
+    if header.workload != "train-step" or not points:
         return None
     rows = []
-    ro = points[(points["mode"] == "reduce-overhead") & (points["status"] == "ok")]
-    for _, row in ro.iterrows():
-        m = point_record(row)
+    for m in (p for p in points if p.mode == "reduce-overhead" and p.status == "ok"):
         sep = m.memory.separate_graphs
         pool = number_or_none(m.memory.graph_pool_bytes)
         fwd = number_or_none(sep.forward_pool_bytes) if sep else None
@@ -230,7 +226,7 @@ class Section:
     pools: pd.DataFrame | None = None  # train_pool_frame's, drawn beside the table
 
 
-def run_sections(header: RunHeader, points: pd.DataFrame) -> list[Section]:
+def run_sections(header: RunHeader, points: Sequence[Measurement]) -> list[Section]:
     """The sections the Run page shows for these workloads."""
     out = []
     kernels = per_kernel_table(points, header)

@@ -7,6 +7,7 @@ a page shows, cached through one helper (`cached`), and the few writes a page ma
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from numbers import Integral
 from typing import Any, TypeVar
@@ -15,8 +16,9 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError as SQLAlchemyError
 
+from contract.measurement import Measurement
 from contract.queue import Job, JobProgress, Worker
-from contract.run_summary import RunSummary
+from contract.run_summary import RunHeader, RunListing, RunSummary
 from contract.trace import PointTrace
 from db import engine as db_engine
 
@@ -127,22 +129,23 @@ def clear_caches() -> None:
 # --- what the pages read, each through cached ----------------------------------------------
 
 def runs(gpus: Sequence[str] = (), workloads: Sequence[str] = (),
-         torches: Sequence[str] = ()) -> pd.DataFrame:
-    return cached(queries.runs_frame, gpus=gpus, workloads=workloads, torches=torches)
+         torches: Sequence[str] = ()) -> list[RunListing]:
+    """Every run (filtered), newest first, with its point and noise counts."""
+    return cached(queries.runs_list, gpus=gpus, workloads=workloads, torches=torches)
 
 
 def _board(engine, gpus: tuple, workloads: tuple, torches: tuple) -> pd.DataFrame:
     # The whole table per database state and filters: a rerun, another reader, another
     # session reads it back in milliseconds. The summaries go straight from the query
     # into the board: the points they are built from are never pickled into the cache.
-    table = runs(gpus, workloads, torches)
-    sweeps = table.loc[table["kind"] == "sweep", "id"]
-    serves = table.loc[table["kind"] == "serve", "id"]
-    captures = table.loc[table["kind"] == "graph-memory", "id"]
-    summaries = queries.run_summaries(engine, tuple(int(i) for i in sweeps))
-    return boards.board(table, {s.header.id: s for s in summaries},
-                        queries.serve_key_results(engine, tuple(int(i) for i in serves)),
-                        dbgm.attributions(engine, tuple(int(i) for i in captures)))
+    listed = runs(gpus, workloads, torches)
+    by_kind: defaultdict[str, list[int]] = defaultdict(list)
+    for r in listed:
+        by_kind[r.header.kind].append(r.header.id)
+    summaries = queries.run_summaries(engine, tuple(by_kind["sweep"]))
+    return boards.board(listed, {s.header.id: s for s in summaries},
+                        queries.serve_key_results(engine, tuple(by_kind["serve"])),
+                        dbgm.attributions(engine, tuple(by_kind["graph-memory"])))
 
 
 def board(gpus: Sequence[str] = (), workloads: Sequence[str] = (),
@@ -165,8 +168,14 @@ def filter_options() -> dict:
     return cached(queries.run_filter_options)
 
 
-def headers(ids: Sequence[int]) -> pd.DataFrame:
-    return cached(queries.runs_headers, ids)
+def headers(ids: Sequence[int]) -> list[RunHeader]:
+    """The runs' headers (those that exist), in the order asked."""
+    return cached(queries.run_headers, ids)
+
+
+def header(run_id: int) -> RunHeader | None:
+    found = headers([run_id])
+    return found[0] if found else None
 
 
 def summaries(ids: Sequence[int]) -> list[RunSummary]:
@@ -180,21 +189,32 @@ def summary(run_id: int) -> RunSummary | None:
     return found[0] if found else None
 
 
-def points(ids: Sequence[int]) -> pd.DataFrame:
+def points(ids: Sequence[int]) -> dict[int, list[Measurement]]:
+    """The runs' points as records, by run id."""
+    return cached(queries.points, ids)
+
+
+def run_points(run_id: int) -> list[Measurement]:
+    return points([run_id])[int(run_id)]
+
+
+def key_points(ids: Sequence[int]) -> dict[int, list[Measurement]]:
+    """The points of many runs, without raw samples (Trends, the Launch estimate)."""
+    return cached(queries.points, ids, queries.KEY_POINT_COLUMNS)
+
+
+def history_points(ids: Sequence[int]) -> pd.DataFrame:
+    """The runs' points as runner/history reads them (a frame: its change points)."""
     return cached(queries.runs_points, ids)
-
-
-def key_points(ids: Sequence[int]) -> pd.DataFrame:
-    """The points of many runs, without raw samples (the Runs board, Trends)."""
-    return cached(queries.key_points, ids)
 
 
 def serve_keys(ids: Sequence[int]) -> pd.DataFrame:
     return cached(queries.serve_key_results, ids)
 
 
-def trend_runs(workload: str, gpu: str) -> pd.DataFrame:
-    return cached(queries.trend_runs, workload, gpu)
+def series_headers(workload: str, gpu: str) -> list[RunHeader]:
+    """The sweeps of `workload` on `gpu`, oldest first (Trends)."""
+    return cached(queries.series_headers, workload, gpu)
 
 
 def traces(ids: Sequence[int], batch: int) -> list[PointTrace]:

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def has_page(name: str) -> bool:
-    """launch and serve are built by other parts of the project: link them once present."""
+    """Is the page's file here? A trimmed install may leave one out: link it only then."""
     return (ROOT / PAGES[name]).is_file()
 
 

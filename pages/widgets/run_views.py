@@ -3,12 +3,15 @@ Points and Environment. pages/run.py draws the headline and picks the view."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 import streamlit as st
 
+from contract.measurement import Measurement
 from contract.run_summary import RunHeader
 from pages.charts import run_charts, split_charts, workload_charts
-from pages.logic import analysis, links, points_table, run_text, workload_views
+from pages.logic import links, points_table, run_text, workload_views
 from pages.logic.plain import plain
 from pages.widgets import data, parts, url
 
@@ -23,19 +26,20 @@ PAIRS = [("speedup", "step-time"), ("memory", "memory-tradeoff"),
 def headline_text(url: str, data_v: tuple, run_id: int) -> tuple[str | None, list[str]]:
     """(the run's summary's headline, every finding mode by mode)."""
     found = data.summary(run_id)
-    return (found.headline() if found else None), run_text.headline(data.points([run_id]))
+    return (found.headline() if found else None), run_text.headline(data.run_points(run_id))
 
 
 @st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
-def figures(url: str, data_v: tuple, run_id: int) -> tuple[dict, dict]:
+def figures(url: str, data_v: tuple, run_id: int
+            ) -> tuple[dict[str, object], dict[str, object]]:
     """(the paired charts, the time split's charts); the time split's one-chart form (for
     exports) is not built here. Charts other than the clickable speedup one are kept as
     Vega-Lite specs: Altair validates a whole spec again each time a page draws it, about
     half of the 100 ms a chart cost per render."""
-    points = data.points([run_id])
+    points = data.run_points(run_id)
     paired = run_charts.run_charts(points, names=[n for pair in PAIRS for n in pair])
     split = {**split_charts.host_split_charts(points),
-             **run_charts.time_split_charts(analysis.time_split(points))}
+             **split_charts.time_split_charts(points)}
     return ({k: c if k == "speedup" else c.to_dict() for k, c in paired.items()},
             {k: c.to_dict() for k, c in split.items()})
 
@@ -49,13 +53,13 @@ def draw(figure, key: str) -> None:
 
 
 @st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
-def tables(url: str, data_v: tuple, run_id: int) -> tuple:
+def tables(url: str, data_v: tuple, run_id: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the speedup pivot, the points table): half a second of a page's run otherwise."""
-    points = data.points([run_id])
+    points = data.run_points(run_id)
     return points_table.speedup_pivot(points), points_table.points_table(points)
 
 
-def points_view(run_id: int, header: RunHeader, points: pd.DataFrame) -> None:
+def points_view(run_id: int, header: RunHeader, points: Sequence[Measurement]) -> None:
     """The speedup pivot, the workload's own sections and every point."""
     st.subheader("Speedup at a glance")
     st.caption(points_table.PIVOT_CAPTION)
@@ -88,7 +92,7 @@ def points_view(run_id: int, header: RunHeader, points: pd.DataFrame) -> None:
     st.caption(points_table.RESERVED_NOTE)
 
 
-def environment_view(run_id: int, header: RunHeader, points: pd.DataFrame) -> None:
+def environment_view(run_id: int, header: RunHeader, points: Sequence[Measurement]) -> None:
     """The environment, the command that reproduces the run, and its share link."""
     left, right = st.columns(2)
     with left:
@@ -99,8 +103,8 @@ def environment_view(run_id: int, header: RunHeader, points: pd.DataFrame) -> No
     with right:
         st.subheader("Reproduce")
         with parts.drawn("The command"):
-            offer = links.reproduce(header, points["batch_size"].tolist(),
-                                    points["mode"].tolist())
+            offer = links.reproduce(header, [m.batch_size for m in points],
+                                    [m.mode for m in points])
             if offer.note:
                 st.caption(plain(offer.note))
             if offer.command:  # st.code: a copy button; only for a catalog workload

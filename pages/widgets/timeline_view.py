@@ -6,11 +6,12 @@ for a link that asks for one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-import pandas as pd
 import streamlit as st
 
+from contract.measurement import Measurement
+from contract.trace import PointTrace
 from pages.charts import timeline_chart
 from pages.logic import links, timeline
 from pages.logic.plain import plain
@@ -94,13 +95,15 @@ def scroll_to_on_arrival(anchor: str, asked: bool, key: str) -> None:
         components.html(_SCROLL_JS % json.dumps(anchor), height=0)
 
 
-def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key: str,
+def timeline_section(run_ids: Sequence[int], points: Mapping[int, Sequence[Measurement]],
+                     label_of: Callable[[PointTrace], str], key: str,
                      pick_mode: bool = False) -> int | None:
     """Batch picker (mirrored in ?batch=), scale toggle, the stacked lanes, and one
     Perfetto download per point; returns the batch size drawn (None: no timeline).
     `label_of(item)` names a lane pair; `pick_mode` adds a mode picker and draws that mode
     only (Compare: one pair per run)."""
-    options = timeline.batch_sizes(points)
+    every = [m for pts in points.values() for m in pts]
+    options = timeline.batch_sizes(every)
     if not options:
         st.caption("No timeline: this view has no ok point.")
         return None
@@ -114,7 +117,7 @@ def timeline_section(run_ids: Sequence[int], points: pd.DataFrame, label_of, key
     batch = left.selectbox("Batch size", options, key=f"{key}_batch", **first)
     mode = None
     if pick_mode:
-        modes = timeline.modes_at(points, batch)
+        modes = timeline.modes_at(every, batch)
         mode = middle.selectbox("Mode", modes, key=f"{key}_mode")
     fit = url.toggle_param(right, "Fit each to its own step (off: one time scale for all)",
                            links.FIT_PARAM, key=f"{key}_fit")

@@ -11,6 +11,7 @@ import logging
 from contextlib import contextmanager
 
 from contract.measurement import CompileCounters
+from contract.vocab import MODE_TABLE
 
 
 class _SkipHandler(logging.Handler):
@@ -109,14 +110,16 @@ def cudagraph_status(mode: str, graph_launches: float | None,
                      watch: CompileCounters) -> tuple[str, str]:
     """(status, reason). The profiler's cudaGraphLaunch count is the truth; the skip
     counter and log miss some cases (recompile limit, graph breaks)."""
-    if mode == "eager":
+    # What the mode is, from its entry of the mode table (contract/vocab.py).
+    entry = MODE_TABLE[mode]
+    if not entry.compiled and not entry.graph:
         return "n/a", ""
     compiled = watch.unique_graphs
-    if mode in ("compile", "reduce-overhead") and compiled == 0:
+    if entry.compiled and compiled == 0:
         return "eager-fallback", "Dynamo compiled no graph: the model ran eagerly"
-    if mode == "compile":
+    if not entry.graph:
         return "n/a", ""
-    if mode == "cuda-graph":
+    if not entry.compiled:  # captured by hand: the replay is the graph
         return "replay", ""
     msgs = watch.skip_messages
     reason = msgs[0] if msgs else ""

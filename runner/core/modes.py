@@ -8,6 +8,7 @@ point's fixed input, and whose `run(x)` runs the mode on another input of the sa
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from typing import Any
 
 from contract.limits import TF32_TOLERANCE, TOLERANCE
 from contract.measurement import SeparateGraphs
-from contract.vocab import CUDA_GRAPH_MODES
+from contract.vocab import CUDA_GRAPH_MODES, MODE_TABLE, Mode
 
 
 class Unsupported(Exception):
@@ -65,9 +66,21 @@ def clone_output(out: Any) -> Any:
     return out
 
 
-def prepare(mode: str, model, x, device: str) -> Prepared:
-    if mode not in _BUILDERS:
+def builder(mode: str) -> Callable[[Any, Any, str], Prepared]:
+    """How a mode is prepared, read from its entry of the mode table (contract/vocab.py):
+    a compiled mode through torch.compile with the entry's compile mode, a graph mode
+    that is not compiled captured by hand, any other as eager. So a mode that is one of
+    these kinds is one entry there, and no builder here."""
+    entry = MODE_TABLE.get(mode)
+    if entry is None:
         raise ValueError(f"unknown mode {mode!r}")
+    if entry.compiled:
+        return functools.partial(_compiled, entry)
+    return _cuda_graph if entry.graph else _eager
+
+
+def prepare(mode: str, model, x, device: str) -> Prepared:
+    build = builder(mode)
     if mode in CUDA_GRAPH_MODES and not device.startswith("cuda"):
         raise Unsupported(f"{mode} needs CUDA graphs, which exist on CUDA devices only; "
                           f"this point runs on {device}")
@@ -76,7 +89,7 @@ def prepare(mode: str, model, x, device: str) -> Prepared:
     own = getattr(model, "prepare_mode", None)
     if own is not None:
         return own(mode, x, device)
-    return _BUILDERS[mode](model, x, device)
+    return build(model, x, device)
 
 
 def reference(model, x) -> Any:
@@ -93,23 +106,19 @@ def _eager(model, x, device: str) -> Prepared:
                     setup_s=t, setup_calls_s=[t])
 
 
-def _compile(model, x, device: str) -> Prepared:
+def setup_calls(entry: Mode) -> int:
+    """The calls a compiled mode's setup takes per shape: CUDA graph trees need three
+    (1 compiles and warms up, 2 records, 3 is the first replay), a compile two."""
+    return 3 if entry.graph else 2
+
+
+def _compiled(entry: Mode, model, x, device: str) -> Prepared:
     import torch
 
     # dynamic=False: each batch size is its own static specialization, as a capture is.
-    fn = torch.compile(model, dynamic=False)
-    calls = [_timed_call(lambda: fn(x), device)[1] for _ in range(2)]
-    return Prepared(step=lambda: fn(x), run=lambda x2: clone_output(fn(x2)),
-                    setup_s=sum(calls), setup_calls_s=calls)
-
-
-def _reduce_overhead(model, x, device: str) -> Prepared:
-    import torch
-
-    fn = torch.compile(model, mode="reduce-overhead", dynamic=False)
-    # CUDA graph trees need three calls per shape: 1 compiles and warms up, 2 records,
-    # 3 is the first replay. Timed separately: that is what a user pays per new shape.
-    calls = [_timed_call(lambda: fn(x), device)[1] for _ in range(3)]
+    fn = torch.compile(model, mode=entry.compile_mode, dynamic=False)
+    # Each call timed apart: that is what a user pays per new shape.
+    calls = [_timed_call(lambda: fn(x), device)[1] for _ in range(setup_calls(entry))]
     return Prepared(step=lambda: fn(x), run=lambda x2: clone_output(fn(x2)),
                     setup_s=sum(calls), setup_calls_s=calls)
 
@@ -156,14 +165,6 @@ def _cuda_graph(model, x, device: str) -> Prepared:
 
     return Prepared(step=step, run=run, setup_s=t2 - t0, setup_calls_s=[t1 - t0, t2 - t1],
                     graph=graph, keep=[static_x, static_out])
-
-
-_BUILDERS: dict[str, Callable[[Any, Any, str], Prepared]] = {
-    "eager": _eager,
-    "compile": _compile,
-    "reduce-overhead": _reduce_overhead,
-    "cuda-graph": _cuda_graph,
-}
 
 
 def _flat(out) -> list:

@@ -16,8 +16,8 @@ import copy
 import gc
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
-from typing import Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 from contract.bundle import now_iso
 from contract.measurement import Measurement
@@ -78,6 +78,33 @@ def energy_plan(spec: SweepSpec, counter=None) -> EnergyPlan:
     return EnergyPlan(counter, config)
 
 
+@dataclass
+class _Sweep:
+    """A sweep in flight (run_sweep's state): what it measures, where it reports, how far
+    it got, and each batch size's own rounds for the --processes passes."""
+    spec: SweepSpec
+    workload: Workload
+    sink: Sink
+    config: Any
+    plan: Any
+    progress: Callable | None
+    should_stop: Callable[[], bool] | None
+    total: int
+    done: int = 0
+    last: Measurement | None = None
+    own: dict[int, tuple] = field(default_factory=dict)  # batch -> (Rounds, its points)
+
+    @property
+    def doing(self) -> str:
+        modes = self.spec.modes
+        return modes[0] if len(modes) == 1 else f"{len(modes)} modes"
+
+    def tell(self, current: tuple | None, done: int | None = None) -> None:
+        if self.progress is not None:
+            self.progress(self.done if done is None else done, self.total, current,
+                          self.last)
+
+
 def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
               should_stop: Callable[[], bool] | None = None,
               command: str | None = None, workload: Workload | None = None,
@@ -87,7 +114,7 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
     again; without it the spec is checked here. `energy_counter`: one to read instead of
     NVML's (tests; a CPU sweep then gets energy figures too)."""
     from runner.core import environment, repeat
-    from runner.core.point import measure_batch, reset_state
+    from runner.core.point import reset_state
 
     workload = workload or validate_spec(spec)
     config = for_processes(TIMING_PRESETS[spec.timing], spec.processes)
@@ -96,63 +123,19 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
               workload_params=dict(workload.params), dtype=workload.dtype,
               created_at=now_iso(), label=spec.label, command=command)
     sink.start(env, run)
-    total = len(points(spec))
-    doing = spec.modes[0] if len(spec.modes) == 1 else f"{len(spec.modes)} modes"
-    last: Measurement | None = None
-    status, done = "done", 0
-    own: dict[int, tuple] = {}  # batch -> (this process's Rounds, its points): --processes
-    plan = energy_plan(spec, energy_counter)
-    # The repeat processes start now, so their imports and CUDA context overlap this
-    # pass; each waits for its turn (runner/core/repeat.py, Children).
+    sweep = _Sweep(spec, workload, sink, config, energy_plan(spec, energy_counter),
+                   progress, should_stop, total=len(points(spec)))
+    status = "done"
+    # The repeat processes start now, so their imports overlap this pass; each waits
+    # for its turn (runner/core/repeat.py, Children).
     children = repeat.Children(spec) if spec.processes > 1 else None
     try:
         reset_state(spec.device)  # whatever ran in this process before is not charged
-        if not isinstance(plan.counter, str):
-            # Idle power once per sweep, not per point (issue 28's budget: +15% at most;
-            # runner/core/energy.py ENERGY_PRESETS), after the reset, before any work.
-            if progress is not None:
-                progress(done, total, (doing, spec.batch_sizes[0], "energy"), last)
-            plan = replace(plan, idle=idle_power(plan.counter, Clock(spec.device).sync,
-                                                 plan.config))
+        _idle_power(sweep)
         gc.freeze()
-        for batch in spec.batch_sizes:
-            if should_stop is not None and should_stop():
-                status = "cancelled"
-                break
-            if progress is not None:
-                progress(done, total, (doing, batch), last)
-            spent: dict[str, float] = {}
-
-            # Bound now: done and last do not move while the batch size is measured.
-            def on_phase(mode: str | None, name: str, batch: int = batch, done: int = done,
-                         last: Measurement | None = last) -> None:
-                if progress is not None:
-                    progress(done, total, (mode or doing, batch, name), last)
-
-            kept: dict = {}
-            with phase(spent, "point"):
-                measured = measure_batch(workload, spec.modes, batch, spec.device, config,
-                                         on_phase=on_phase, kept=kept, energy_plan=plan)
-            if kept.get("rounds") is not None:
-                own[batch] = (kept["rounds"], measured)
-            wall = spent["point"]
-            for last in measured:
-                last.timing.point_wall_s = wall / len(measured)
-                sink.point(last)
-                done += 1
-                if progress is not None and last.status == "error" and done < total:
-                    progress(done, total, (doing, batch), last)
-            if cuda_fatal.lost_in(measured):  # no more GPU work here: the rest elsewhere
-                status, done = rescue.rest_of_sweep(spec, batch, sink, progress,
-                                                    should_stop, done, total)
-                break
-            # What survives a point's cleanup (torch, Dynamo and Inductor modules, the
-            # sink) lives on: freeze it so each later gc.collect (cleanup, and before
-            # timing) scans only new objects. Seen on the H200: ~0.3 s of collection per
-            # point otherwise, most of the harness overhead outside setup and timing.
-            gc.freeze()
+        status = _batches(sweep)
         if status == "done" and children is not None:
-            status = _repeat_passes(spec, sink, own, config, progress, should_stop,
+            status = _repeat_passes(spec, sink, sweep.own, config, progress, should_stop,
                                     children)
     except KeyboardInterrupt:
         status = "cancelled"
@@ -163,13 +146,73 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
         if children is not None:
             children.close()  # any not used (a cancelled or failed sweep): ended now
         gc.unfreeze()  # hand the objects back to the collector for whatever runs next
-        close = getattr(plan.counter, "close", None)
+        close = getattr(sweep.plan.counter, "close", None)
         if close is not None:
             close()
-    if progress is not None:
-        progress(total if status == "done" else done, total, None, last)
+    sweep.tell(None, sweep.total if status == "done" else None)
     sink.finish(status)
     return status
+
+
+def _idle_power(sweep: _Sweep) -> None:
+    """Idle power once per sweep, not per point (issue 28's budget: +15% at most;
+    runner/core/energy.py ENERGY_PRESETS), after the reset, before any work."""
+    if isinstance(sweep.plan.counter, str):
+        return
+    sweep.tell((sweep.doing, sweep.spec.batch_sizes[0], "energy"))
+    sweep.plan = replace(sweep.plan, idle=idle_power(
+        sweep.plan.counter, Clock(sweep.spec.device).sync, sweep.plan.config))
+
+
+def _batches(sweep: _Sweep) -> str:
+    """Every batch size in turn, each point stored as soon as it ends; the status."""
+    spec = sweep.spec
+    for batch in spec.batch_sizes:
+        if sweep.should_stop is not None and sweep.should_stop():
+            return "cancelled"
+        sweep.tell((sweep.doing, batch))
+        measured = _one_batch(sweep, batch)
+        if cuda_fatal.lost_in(measured):  # no more GPU work here: the rest elsewhere
+            status, sweep.done = rescue.rest_of_sweep(spec, batch, sweep.sink, sweep.progress,
+                                                      sweep.should_stop, sweep.done,
+                                                      sweep.total)
+            return status
+        # What survives a point's cleanup (torch, Dynamo and Inductor modules, the sink)
+        # lives on: freeze it so each later gc.collect (cleanup, and before timing) scans
+        # only new objects. Seen on the H200: ~0.3 s of collection per point otherwise,
+        # most of the harness overhead outside setup and timing.
+        gc.freeze()
+    return "done"
+
+
+def _one_batch(sweep: _Sweep, batch: int) -> list[Measurement]:
+    """Measure one batch size's modes and hand each point to the sink."""
+    from runner.core.point import measure_batch
+
+    spent: dict[str, float] = {}
+
+    # Bound now: done and last do not move while the batch size is measured.
+    def on_phase(mode: str | None, name: str, done: int = sweep.done,
+                 last: Measurement | None = sweep.last) -> None:
+        if sweep.progress is not None:
+            sweep.progress(done, sweep.total, (mode or sweep.doing, batch, name), last)
+
+    kept: dict = {}
+    with phase(spent, "point"):
+        measured = measure_batch(sweep.workload, sweep.spec.modes, batch, sweep.spec.device,
+                                 sweep.config, on_phase=on_phase, kept=kept,
+                                 energy_plan=sweep.plan)
+    if kept.get("rounds") is not None:
+        sweep.own[batch] = (kept["rounds"], measured)
+    wall = spent["point"]
+    for m in measured:
+        sweep.last = m
+        m.timing.point_wall_s = wall / len(measured)
+        sweep.sink.point(m)
+        sweep.done += 1
+        if m.status == "error" and sweep.done < sweep.total:
+            sweep.tell((sweep.doing, batch))
+    return measured
 
 
 def _repeat_passes(spec: SweepSpec, sink: Sink, own: dict[int, tuple], config,

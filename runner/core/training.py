@@ -51,9 +51,10 @@ from torch import nn
 
 from contract.limits import TRAIN_TOLERANCE
 from contract.measurement import SeparateGraphs
+from contract.vocab import MODE_TABLE, Mode
 from runner.core import memory
 from runner.core.memory import clear_cublas_workspaces
-from runner.core.modes import Prepared, Unsupported
+from runner.core.modes import Prepared, Unsupported, setup_calls
 
 LR = 1e-3
 # Steps of the correctness check; the GPU tests ask for 10.
@@ -184,14 +185,18 @@ class TrainTask:
         return err, TRAIN_TOLERANCE.get(dtype, 0.0), rel
 
     def prepare_mode(self, mode: str, batch, device: str) -> Prepared:
-        builders = {"eager": self._eager, "compile": self._compile,
-                    "reduce-overhead": self._reduce_overhead, "cuda-graph": self._cuda_graph}
-        if mode not in builders:
+        # The mode's entry of the table (contract/vocab.py) says how: compiled with its
+        # compile mode, captured by hand, or eager (runner/core/modes.py reads it alike).
+        entry = MODE_TABLE.get(mode)
+        if entry is None:
             raise ValueError(f"unknown mode {mode!r}")
-        if mode in ("reduce-overhead", "cuda-graph") and not self.cuda:
+        if entry.graph and not self.cuda:
             raise Unsupported(f"{mode} needs CUDA graphs, which exist on CUDA devices only; "
                               f"this point runs on {device}")
-        prepared = builders[mode](*batch)
+        if entry.compiled:
+            prepared = self._compile_mode(entry, *batch)
+        else:
+            prepared = (self._cuda_graph if entry.graph else self._eager)(*batch)
         prepared.details.update(correct_after_steps=CHECK_STEPS,
                                 rel_err_measure="relative L2 distance of the parameter "
                                                 "update from eager's")
@@ -221,10 +226,9 @@ class TrainTask:
                         run=lambda b: self._check(opt, lambda bb: self.eager_step(opt, *bb),
                                                   b))
 
-    def _compiled(self, x, y, calls: int, **compile_kwargs) -> Prepared:
+    def _compiled(self, x, y, calls: int, graphs: bool = False, **compile_kwargs) -> Prepared:
         opt = self.optimizer()
         fn = torch.compile(self.loss, dynamic=False, **compile_kwargs)
-        graphs = "mode" in compile_kwargs  # reduce-overhead: CUDA Graph trees
 
         def one(xx, yy):
             opt.zero_grad(set_to_none=True)
@@ -240,13 +244,12 @@ class TrainTask:
         return Prepared(step=lambda: one(x, y), setup_s=sum(setup), setup_calls_s=setup,
                         keep=[opt, fn], run=lambda b: self._check(opt, lambda bb: one(*bb), b))
 
-    def _compile(self, x, y) -> Prepared:
-        return self._compiled(x, y, 2)
-
-    def _reduce_overhead(self, x, y) -> Prepared:
-        prepared = self._compiled(x, y, 3, mode="reduce-overhead")
-        prepared.details["cudagraph_trees"] = tree_graphs(self.device)
-        prepared.separate_graphs = lambda: self.separate_graph_pools(x, y)
+    def _compile_mode(self, entry: Mode, x, y) -> Prepared:
+        kwargs = {"mode": entry.compile_mode} if entry.compile_mode else {}
+        prepared = self._compiled(x, y, setup_calls(entry), entry.graph, **kwargs)
+        if entry.graph:  # CUDA Graph trees: what they recorded, and the separate pools
+            prepared.details["cudagraph_trees"] = tree_graphs(self.device)
+            prepared.separate_graphs = lambda: self.separate_graph_pools(x, y)
         return prepared
 
     def _cuda_graph(self, x, y) -> Prepared:

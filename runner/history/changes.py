@@ -110,7 +110,7 @@ def level_interval(values: Sequence[float], lows: Sequence[float | None],
 def ratio_interval(num: tuple[float, float] | None, den: tuple[float, float] | None
                    ) -> tuple[float, float] | None:
     """A conservative interval for num / den from each side's own interval: num_low /
-    den_high .. num_high / den_low (Compare's, pages/logic/noise.py). None when a side has
+    den_high .. num_high / den_low (Compare's, contract/noise.py). None when a side has
     none or a bound is not positive."""
     if num is None or den is None or den[0] <= 0 or den[1] <= 0:
         return None

@@ -42,6 +42,7 @@ from contract.serve_record import (
     ServeProfileCounts,
     ServeResult,
 )
+from contract.vocab import MODE_TABLE
 from runner.core import energy, memory
 from runner.core.energy_counter import ticks_of
 from runner.core.workloads import Workload
@@ -52,7 +53,10 @@ from runner.serve.context import (  # noqa: F401 - the scenario's API includes i
     reset,
 )
 
-WARM_CALLS = {"eager": 1, "compile": 1, "reduce-overhead": 3, "buckets": 1}
+# Calls before a strategy is timed: CUDA graph trees need three per shape (warm up,
+# record, replay), any other one; a mode's from its entry of the mode table.
+WARM_CALLS = {**{m.name: 3 if m.compiled and m.graph else 1 for m in MODE_TABLE.values()},
+              "buckets": 1}
 PROFILED_REQUESTS = {True: 5, False: 20}
 
 
@@ -252,14 +256,27 @@ def _energy(ctx: Context, serve, counter) -> ServeEnergy:
             "windows": [dataclasses.asdict(w) for w in ws]}
 
 
+def _warm_up(ctx: Context, exe: Executor, s: Strategy) -> None:
+    """Two passes over every size. The first compiles: Dynamo specialises the first size
+    and recompiles with a dynamic batch on the second, and from then on the dynamic graph
+    also takes sizes the static one served. The second pass then records (graph trees:
+    warm-up, record, replay) each size where it will run, so nothing is compiled or
+    recorded while timing (measure checks it)."""
+    for calls in (1, WARM_CALLS[s.kind]):
+        for b in sorted(set(ctx.stream)):
+            for _ in range(calls):
+                exe.serve(ctx.inputs[b])
+    ctx.sync()
+
+
 def measure(ctx: Context, s: Strategy, counter: Any = "energy not measured") -> ServeResult:
     """One strategy's result record (contract/serve_record.py ServeResult).
     `counter`: run_serve's energy counter, or the reason there is none."""
     stream = ctx.stream
     r = ServeResult.empty(s.name, requests=len(stream), real_rows=sum(stream))
-    if s.kind == "reduce-overhead" and not ctx.cuda:
+    if s.kind in MODE_TABLE and MODE_TABLE[s.kind].graph and not ctx.cuda:
         return dataclasses.replace(
-            r, status="unsupported", message="reduce-overhead records CUDA graphs, which "
+            r, status="unsupported", message=f"{s.kind} records CUDA graphs, which "
             f"exist on CUDA devices only; this run is on {ctx.device}")
     st = buckets.bucket_stats(stream, s.buckets) if s.kind == "buckets" else None
     figures = dict(padding_waste=st.padding_waste if st else 0.0,
@@ -271,17 +288,7 @@ def measure(ctx: Context, s: Strategy, counter: Any = "energy not measured") -> 
         c0, k0 = _compiles(), _skips()
         t0 = time.perf_counter()
         exe = STRATEGIES[s.kind](ctx, s)
-        # Two passes over every size. The first compiles: Dynamo specialises the first
-        # size and recompiles with a dynamic batch on the second, and from then on the
-        # dynamic graph also takes sizes the static one served. The second pass then
-        # records (graph trees: warm-up, record, replay) each size where it will run, so
-        # nothing is compiled or recorded while timing (checked below).
-        sizes = sorted(set(stream))
-        for calls in (1, WARM_CALLS[s.kind]):
-            for b in sizes:
-                for _ in range(calls):
-                    exe.serve(ctx.inputs[b])
-        ctx.sync()
+        _warm_up(ctx, exe, s)
         setup_s = time.perf_counter() - t0
         m1 = memory.state(ctx.device) if ctx.cuda else None
         c1, g1 = _compiles(), exe.count_graphs() if exe.count_graphs else exe.graphs

@@ -1,8 +1,8 @@
 """The one rule that says whether a speedup is a finding (contract/verdict.py)."""
 
 import math
+from datetime import datetime, timezone
 
-import pandas as pd
 import pytest
 
 from contract import verdict as vd
@@ -40,16 +40,6 @@ def test_verdict_edges(value, low, high, expected):
     assert vd.verdict(value, low, high) == expected
 
 
-def test_the_pages_by_column_verdicts_agree_with_the_rule():
-    from pages.logic import analysis
-
-    df = pd.DataFrame(EDGES, columns=["speedup", "speedup_ci_low", "speedup_ci_high",
-                                      "expected"]).assign(mode="compile")
-    got = analysis.verdicts(df)
-    assert list(got) == [vd.verdict(*r[:3]) for r in EDGES] == [r[3] for r in EDGES]
-    assert analysis.verdicts(df.assign(mode="eager")).isna().all()  # the reference
-
-
 def test_every_verdict_is_described_and_inconclusive_alone_is_not_ranked():
     assert set(vd.RANKABLE) | {vd.INCONCLUSIVE} == set(vd.VERDICTS)
     assert not vd.rankable(0.5, 0.0, 111.7)
@@ -69,14 +59,17 @@ def test_quoted_never_gives_an_inconclusive_median():
 
 # --- the rule where a speedup is quoted or ranked -------------------------------------------
 
-from contract.run_summary import header_of  # noqa: E402
+from contract import noise  # noqa: E402
+from contract import speedups as sp  # noqa: E402
+from contract.run_summary import RunListing  # noqa: E402
 from pages.charts import report, trend_chart  # noqa: E402
-from pages.logic import analysis, board, noise, points_table, run_text, trends  # noqa: E402
-from tests.synthetic import points_frame, sweep_bundle  # noqa: E402
+from pages.logic import board, points_table, run_text, trends  # noqa: E402
+from tests.records import header, points_of  # noqa: E402
+from tests.synthetic import sweep_bundle  # noqa: E402
 
 
 def headline(points) -> str | None:
-    return run_text.summary_of(header_of({"id": 1}), points).headline()
+    return run_text.summary_of(header(), points).headline()
 
 # The issue's noisy run: compile at batch 1 spans 0.0-111.7x; cuda-graph is a finding at
 # batch 8 and inconclusive at batch 1; reduce-overhead is inconclusive everywhere.
@@ -90,22 +83,19 @@ NOISY = {("compile", 1): {"speedup": 0.5, "speedup_ci_low": 0.0, "speedup_ci_hig
                                   "speedup_ci_high": 5.0}}
 
 
-def noisy_points(overrides=NOISY, run_id=1, batches=(1, 8)):
-    doc = sweep_bundle(batches=batches, overrides=overrides)
-    return points_frame(doc, run_id)
+def noisy_points(overrides=NOISY, batches=(1, 8)):
+    return points_of(sweep_bundle(batches=batches, overrides=overrides))
 
 
 def test_largest_speedups_never_ranks_an_inconclusive_point():
-    best = analysis.largest_speedups(noisy_points()).set_index("mode")
+    best = {b.mode: b for b in sp.mode_bests(sp.speedups(noisy_points()))}
     # cuda-graph batch 1's 40x median is inconclusive: batch 8's 7.1x is the best
-    assert best.at["cuda-graph", "batch_size"] == 8
-    assert best.at["cuda-graph", "verdict"] == vd.FASTER
-    assert best.at["cuda-graph", "inconclusive"] == (1,)
+    g = best["cuda-graph"]
+    assert (g.batch_size, g.verdict, g.inconclusive) == (8, vd.FASTER, (1,))
     # every compile point is inconclusive: one row says so, its narrowest interval
-    assert best.at["compile", "verdict"] == vd.INCONCLUSIVE
-    assert best.at["compile", "batch_size"] == 8 and best.at["compile", "ties"] == ()
-    sp = analysis.speedups(noisy_points())
-    assert sp.loc[sp["mode"] == "eager", "verdict"].isna().all()
+    c = best["compile"]
+    assert (c.verdict, c.batch_size, c.ties) == (vd.INCONCLUSIVE, 8, ())
+    assert all(s.verdict is None for s in sp.speedups(noisy_points()) if s.mode == "eager")
 
 
 def test_headlines_say_inconclusive_and_quote_no_median():
@@ -142,15 +132,14 @@ def test_pivot_and_points_table_mark_inconclusive():
     t = points_table.points_table(p)
     row = t[(t["Mode"] == "compile") & (t["Batch size"] == 1)].iloc[0]
     assert row["Verdict"] == vd.INCONCLUSIVE
-    html = report.html_report(header_of({"id": 1, "workload": "mlp", "status": "done",
-                                         "source": "measured", "gpu_name": "G"}), p)
+    html = report.html_report(header(), p)
     assert "inconclusive at every measured batch size" in html and vd.RULE_TEXT in html
 
 
 def test_board_key_figure_leaves_inconclusive_modes_unranked():
     def figures(points):  # the board's row of one run: (row, key figure)
-        runs = pd.DataFrame([{"id": 1, "kind": "sweep"}])
-        row = board.key_figures(runs, {1: run_text.summary_of(header_of({"id": 1}), points)}).loc[1]
+        runs = [RunListing(header())]
+        row = board.key_figures(runs, {1: run_text.summary_of(header(), points)}).loc[1]
         return row, row["key figure"]
 
     p = noisy_points()
@@ -167,12 +156,11 @@ def test_board_key_figure_leaves_inconclusive_modes_unranked():
 def test_trend_and_compare_verdicts_follow_the_rule():
     assert noise.ratio_verdict((0.3, 3.0)) == vd.INCONCLUSIVE
     assert noise.ratio_verdict((0.9, 1.1)) == vd.SAME
-    runs = pd.DataFrame({"id": [1, 2], "torch_version": ["2.1", "2.2"],
-                         "created_at": pd.to_datetime(["2026-01-01", "2026-01-02"]),
-                         "source": ["measured", "measured"]})
-    p = pd.concat([noisy_points(run_id=1),
-                   noisy_points({("cuda-graph", 8): {"speedup": 7.0, "speedup_ci_low": 1.0,
-                                                     "speedup_ci_high": 40.0}}, run_id=2)])
+    runs = [header(id=i, torch_version=f"2.{i}",
+                   created_at=datetime(2026, 1, i, tzinfo=timezone.utc)) for i in (1, 2)]
+    p = {1: noisy_points(),
+         2: noisy_points({("cuda-graph", 8): {"speedup": 7.0, "speedup_ci_low": 1.0,
+                                              "speedup_ci_high": 40.0}})}
     table = trends.trend_table(runs, p, [8], ["cuda-graph"])
     assert table.iloc[1]["change"] == vd.INCONCLUSIVE
     assert trends.changes(table).empty
@@ -182,8 +170,8 @@ def test_setup_reads_ms_below_a_second():
     assert run_text.duration_text(0.0032) == "3.2 ms"
     assert run_text.duration_text(0.85) == "850 ms"
     assert run_text.duration_text(12.44) == "12.4 s"
-    p = noisy_points()
-    p.loc[(p["mode"] == "cuda-graph") & (p["batch_size"] == 8), "setup_s"] = 0.004
+    p = noisy_points({**NOISY, ("cuda-graph", 8): {**NOISY[("cuda-graph", 8)],
+                                                   "setup_s": 0.004}})
     line = next(ln for ln in run_text.headline(p) if ln.startswith("cuda-graph: its"))
     assert line.startswith("cuda-graph: its 4.0 ms setup pays back after")
 

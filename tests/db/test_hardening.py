@@ -149,7 +149,8 @@ def test_a_writer_cannot_store_an_unbounded_point(sqlite_engine):
 
 
 def test_a_run_that_cannot_be_drawn_says_so_in_its_place(app_db_url, monkeypatch):
-    from pages.logic import analysis, run_text
+    from pages.charts import split_charts
+    from pages.logic import run_text
 
     engine = make_engine(app_db_url)
     rid = import_bundle(engine, sample())[0]
@@ -159,7 +160,7 @@ def test_a_run_that_cannot_be_drawn_says_so_in_its_place(app_db_url, monkeypatch
         raise ValueError("cannot draw this")
 
     monkeypatch.setattr(run_text, "headline", broken)
-    monkeypatch.setattr(analysis, "time_split", broken)
+    monkeypatch.setattr(split_charts, "time_split_frame", broken)
     at = open_app("pages/run.py", run=str(rid))
     errors = [str(e.value) for e in at.error]
     assert any("The headline cannot be drawn" in e for e in errors), errors

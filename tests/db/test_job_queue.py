@@ -110,8 +110,12 @@ def test_reap_lost_keeps_points_and_fails_run(engine):
 def test_live_workers_and_goodbye(engine):
     w = _worker(engine, gpu="NVIDIA H200", cuda=True)
     assert [x.name for x in jobs.live_workers(engine)] == ["w"]
-    time.sleep(1.1)
-    assert jobs.live_workers(engine, timeout_s=1) == []
+    # The clock is injected: 1.1 s after the last heartbeat, a 1 s timeout has passed
+    # (a sleep against the timeout raced the machine's load).
+    beat = jobs.live_workers(engine)[0].heartbeat_at
+    assert jobs.live_workers(engine, timeout_s=1, now=beat + timedelta(seconds=1.1)) == []
+    assert len(jobs.live_workers(engine, timeout_s=1,
+                                 now=beat + timedelta(seconds=0.9))) == 1
     jobs.heartbeat(engine, w.id)
     assert len(jobs.live_workers(engine, timeout_s=1)) == 1
     jobs.stop_worker(engine, w.id)

@@ -65,6 +65,8 @@ def test_sqlite_pragmas(sqlite_engine):
 def test_intervals_and_rounds_round_trip_and_count_per_run(any_url):
     """Version 3 fields (rounds, intervals, noise flags) survive database and bundle; an
     older bundle imports with every one of them unknown, and the runs list counts both."""
+    from contract import noise
+    from contract.noise import NoiseCounts
     from db import queries
     from tests.synthetic import sweep_bundle
 
@@ -87,12 +89,14 @@ def test_intervals_and_rounds_round_trip_and_count_per_run(any_url):
     for m in store.export_bundle(engine, old_id)["measurements"]:
         assert m["speedup"] is None and m["step_ms_ci_low"] is None and m["noisy"] is None
         assert m["launch_us_rounds"] == [] and m["stop_reason"] is None
-    runs = queries.runs_frame(engine).set_index("id")
-    assert runs.loc[new_id, ["ok_points", "interval_points", "noisy_points",
-                             "unstable_points"]].tolist() == [4, 4, 1, 1]
-    assert runs.loc[old_id, ["ok_points", "interval_points", "noisy_points"]].tolist() == [4, 0, 0]
+    runs = {r.header.id: r.noise for r in queries.runs_list(engine)}
+    assert runs[new_id] == NoiseCounts(4, 4, 1, 1)
+    assert runs[old_id] == NoiseCounts(4, 0, 0, 0)
+    # The SQL sum counts what contract/noise.py counts over the points themselves.
+    for rid in (new_id, old_id):
+        assert noise.counts(queries.run_points(engine, rid)) == runs[rid]
     pts = queries.run_points(engine, new_id)
-    assert pts["speedup"].dtype.kind == "f" and pts["stop_reason"].tolist().count("budget") == 1
+    assert [m.timing.stop_reason for m in pts].count("budget") == 1
     engine.dispose()
 
 

@@ -1,2 +1,3 @@
-"""Tests of the dashboard's pages and their modules (pages/logic, pages/charts,
-pages/widgets), through AppTest and as plain functions."""
+"""Tests of the dashboard's pages, laid out like pages/: the page scripts (with their
+widgets) through AppTest here, pages/logic/'s and pages/charts/'s modules as plain
+functions in logic/ and charts/."""

@@ -222,27 +222,27 @@ def test_estimate_counts_compile_apart_from_past_compiles_or_says_first_compile(
     # One past run of 4 points: 28 s of wall, of which its two compiles took 11 + 5 s.
     history = pd.DataFrame([{"run_id": 7, "points": 4, "point_wall_s": 28.0,
                              "created_at": t0, "finished_at": t0}])
-    past = pd.DataFrame([
-        {"run_id": 7, "mode": "eager", "status": "ok", "details": {"phase_s": {"setup": 0.1}}},
-        {"run_id": 7, "mode": "compile", "status": "ok",
-         "details": {"phase_s": {"setup": 11.0}}},
-        {"run_id": 7, "mode": "compile", "status": "ok",
-         "details": {"phase_s": {"setup": 5.0}}},
-        {"run_id": 7, "mode": "compile", "status": "error", "details": {}}])
+    from contract.measurement import Measurement
+
+    rows = [{"mode": "eager", "status": "ok", "details": {"phase_s": {"setup": 0.1}}},
+            {"mode": "compile", "status": "ok", "details": {"phase_s": {"setup": 11.0}}},
+            {"mode": "compile", "status": "ok", "details": {"phase_s": {"setup": 5.0}}},
+            {"mode": "compile", "status": "error", "details": {}}]
+    past = {7: [Measurement.from_json({"batch_size": 1, **r}) for r in rows]}
     est = le.estimate(replace(spec, batch_sizes=(1, 8, 64)), history, "CPU", past)
     # base (28 - 16) / 4 = 3 s per point x 6, plus 3 compiled points x the 8 s mean
     assert est.seconds == pytest.approx(6 * 3.0 + 3 * 8.0)
     assert est.basis == ("from 1 past run(s) of mlp on CPU, 3.0 s per point + 8 s per "
                          "compiled point (past compiles)")
     # Past runs without compiled points: their base, a floor (the compiles left out).
-    eager_only = past[past["mode"] == "eager"]
+    eager_only = {7: [m for m in past[7] if m.mode == "eager"]}
     est = le.estimate(spec, history, "CPU", eager_only, [37.5])
     assert est.seconds == pytest.approx(4 * 28.0 / 4) and est.at_least
     assert est.text() == ("4 point(s) · at least 28s (from 1 past run(s) of mlp on CPU, "
                           "7.0 s per point; its 2 compiled point(s) not counted: no past "
                           "compile of mlp on CPU; compiles took 38 s here on CPU)")
     # Older runs that compiled without recording it: compiles stay inside their figure.
-    blind = past.assign(details=[{}] * len(past))
+    blind = {7: [Measurement.from_json({"batch_size": 1, **r, "details": {}}) for r in rows]}
     assert le.estimate(spec, history, "CPU", blind).seconds == pytest.approx(28.0)
     # An eager-only sweep pays no compile.
     assert le.estimate(replace(spec, modes=("eager",)), history, "CPU", past).seconds == \

@@ -76,7 +76,10 @@ def register(sub) -> None:
     a.add_argument("--gpu-mem-gib", metavar="G", help="SGLang: picks its default tier")
     a.add_argument("--json", action="store_true", help="print the advice as JSON")
     a.set_defaults(func=run_advise)
+    _register_graph_memory(sub)
 
+
+def _register_graph_memory(sub) -> None:
     g = sub.add_parser(
         "graph-memory", help="measure graph memory per captured size (GPU)",
         description="Capture one CUDA graph per size, largest first, into one shared pool "

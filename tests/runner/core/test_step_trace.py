@@ -11,12 +11,11 @@ import pytest
 from contract import bundle as fmt
 from contract import trace as tr
 from contract.limits import MAX_TRACE_EVENTS
-from contract.run_summary import header_of
 from contract.trace import PointTrace
 from db import queries, store
 from db.engine import make_engine
 from runner.core.profiling import Event, count
-from tests.synthetic import points_frame, sweep_bundle
+from tests.synthetic import sweep_bundle
 
 
 def step_events(i: int, t0: float, kernel_us: float, *, graph: bool = False,
@@ -222,18 +221,21 @@ def test_the_html_report_draws_the_headline_batch_timeline():
     from pages.logic import timeline
 
     doc = sweep_bundle(batches=(1, 8, 64), modes=("eager", "cuda-graph"), traces=True)
-    pts = points_frame(doc)
+    from tests.records import header as record_header
+    from tests.records import points_of
+
+    pts = points_of(doc)
     batch = timeline.headline_batch(pts)
     assert batch in (1, 8, 64)
     items = [PointTrace(run_id=1, mode=m["mode"], batch_size=batch, trace=m["trace"])
              for m in doc["measurements"] if m["batch_size"] == batch]
-    header = {"id": 1, "workload": "mlp", "status": "done", "source": "measured"}
-    html = report.html_report(header_of(header), pts, None, items)
+    header = record_header()
+    html = report.html_report(header, pts, None, items)
     assert f"One step at batch size {batch}" in html and "id='chart-timeline'" in html
     assert "GPU idle" in html and "<script" not in html
     # the profiled figure with the timed one beside it, and the note on why they differ
     assert "timed step" in html and "Two step times per point, on purpose" in html
-    assert "chart-timeline" not in report.html_report(header_of(header), pts)
+    assert "chart-timeline" not in report.html_report(header, pts)
 
 
 def test_unpaired_kernels_fall_back_to_time_and_a_broken_trace_is_not_kept():
@@ -252,11 +254,13 @@ def test_unpaired_kernels_fall_back_to_time_and_a_broken_trace_is_not_kept():
 
 
 def test_a_click_on_a_speedup_point_picks_its_batch_size():
+    from contract.speedups import speedups
     from pages.charts import run_charts, timeline_chart
-    from pages.logic import analysis, timeline
+    from pages.logic import timeline
+    from tests.records import points_of
 
-    pts = points_frame(sweep_bundle(batches=(1, 8, 64)))
-    chart = timeline_chart.clickable(run_charts.speedup_chart(analysis.speedups(pts)))
+    pts = points_of(sweep_bundle(batches=(1, 8, 64)))
+    chart = timeline_chart.clickable(run_charts.speedup_chart(speedups(pts)))
     spec = chart.to_dict()
     picks = spec["params"]  # hoisted by Altair, naming the view (layer) it lives on
     assert [(p["name"], p["select"]["fields"]) for p in picks] == [

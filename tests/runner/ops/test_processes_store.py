@@ -35,10 +35,10 @@ def sweeps(tmp_path, spawn):
 def _stored(url: str) -> list[dict]:
     engine = make_engine(url)
     try:
-        runs = queries.runs_frame(engine)
-        if runs.empty:
+        runs = queries.runs_list(engine)
+        if not runs:
             return []
-        return queries.run_points(engine, int(runs["id"].iloc[0])).to_dict("records")
+        return [m.to_json() for m in queries.run_points(engine, runs[0].header.id)]
     finally:
         engine.dispose()
 

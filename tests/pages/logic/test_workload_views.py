@@ -9,24 +9,23 @@ import pandas as pd
 import pytest
 
 from contract import bundle as fmt
-from contract.run_summary import header_of
+from contract.measurement import Measurement
 from db import queries
 from db.samples import SAMPLES
 from db.store import import_bundle
 from pages.charts import workload_charts
 from pages.logic import workload_views as wv
 from tests.apptest import texts
+from tests.records import header
 from tests.synthetic import sweep_bundle
 
 V100 = SAMPLES / "published-v100-cuda-graphs-blog.json"
-CHAIN = header_of({"workload": "kernel-chain", "workload_params": {"kernels": 20},
-                   "source": "measured"})
+CHAIN = header(workload="kernel-chain", workload_params={"kernels": 20})
 
 
-def frame(doc: dict, run_id: int = 1) -> pd.DataFrame:
-    df = pd.DataFrame(doc["measurements"])
-    df["run_id"] = run_id
-    return df
+def frame(doc: dict):
+    """A bundle's points as records (unvalidated: the V100 sample's own fields)."""
+    return [Measurement.from_json(m) for m in doc["measurements"]]
 
 
 def test_v100_sample_holds_exactly_the_blogs_figures():
@@ -53,15 +52,15 @@ def test_per_kernel_figures_measured_and_published():
     measured = frame(sweep_bundle(workload="kernel-chain", params={"kernels": 20},
                                   batches=(8,), modes=("eager", "cuda-graph")))
     table = wv.per_kernel_table(measured, CHAIN).set_index("mode")
-    eager = measured[measured["mode"] == "eager"].iloc[0]
-    assert table.at["eager", "per kernel us"] == pytest.approx(eager["step_ms"] * 1e3 / 20)
+    eager = next(m for m in measured if m.mode == "eager")
+    assert table.at["eager", "per kernel us"] == pytest.approx(eager.timing.step_ms * 1e3 / 20)
     assert table.at["eager", "GPU per kernel us"] == pytest.approx(
-        eager["gpu_busy_ms"] * 1e3 / eager["gpu_kernels_per_step"])
+        eager.launches.gpu_busy_ms * 1e3 / eager.launches.gpu_kernels_per_step)
     published = wv.per_kernel_table(frame(fmt.read(V100)), replace(CHAIN, source="published"))
     assert published.set_index("mode")["per kernel us"].to_dict() == {"eager": 3.8,
                                                                        "cuda-graph": 3.4}
     assert published["GPU per kernel us"].tolist() == [2.9, 2.9]
-    assert wv.per_kernel_table(measured, header_of({"workload": "mlp"})).empty
+    assert wv.per_kernel_table(measured, header(workload="mlp")).empty
 
 
 def test_hand_calculation_redone_with_measured_figures():
@@ -71,13 +70,13 @@ def test_hand_calculation_redone_with_measured_figures():
                                   batches=(8,), modes=("eager", "cuda-graph"),
                                   launch_us=7.0))
     row = wv.hand_calculation(measured, CHAIN).iloc[0]
-    eager = measured[measured["mode"] == "eager"].iloc[0]
-    kernel = eager["gpu_busy_ms"] * 1e3 / eager["gpu_kernels_per_step"]
+    eager = next(m for m in measured if m.mode == "eager")
+    kernel = eager.launches.gpu_busy_ms * 1e3 / eager.launches.gpu_kernels_per_step
     assert row["launch us (measured)"] == 7.0 and row["kernel us (measured)"] == kernel
     assert row["eager us: N x max(L, K)"] == 20 * max(7.0, kernel)
     assert row["graph us: N x K + L"] == pytest.approx(20 * kernel + 7.0)
-    graph = measured[measured["mode"] == "cuda-graph"].iloc[0]
-    assert row["graph us measured"] == pytest.approx(graph["step_ms"] * 1e3)
+    graph = next(m for m in measured if m.mode == "cuda-graph")
+    assert row["graph us measured"] == pytest.approx(graph.timing.step_ms * 1e3)
 
 
 def test_train_memory_table_reads_the_trees_and_the_separate_pools():
@@ -88,22 +87,22 @@ def test_train_memory_table_reads_the_trees_and_the_separate_pools():
         cudagraph_trees={"graphs": 2, "pools": 1, "forward": 1, "backward": 1, "nodes": []},
         separate_graphs={"forward_pool_bytes": 3 * wv.MIB, "backward_pool_bytes": wv.MIB,
                          "sum_bytes": 4 * wv.MIB, "method": "by hand"})
-    train = header_of({"workload": "train-step"})
+    train = header(workload="train-step")
     table = wv.train_memory_table(frame(doc), train).set_index("mode")
     assert table.at["reduce-overhead", "graphs recorded"] == "1 forward + 1 backward in 1 pool(s)"
     assert table.at["reduce-overhead", "separate sum MiB"] == 4.0
     assert pd.isna(table.at["eager", "graphs recorded"])
-    bars = wv.train_pool_frame(frame(doc), header_of({"workload": "train-step"}))
+    bars = wv.train_pool_frame(frame(doc), header(workload="train-step"))
     assert bars.groupby("how")["MiB"].sum().to_dict() == {
         "separate pools": 4.0, "trees: one shared pool": ro["graph_pool_bytes"] / wv.MIB}
-    sections = wv.run_sections(header_of({"workload": "train-step"}), frame(doc))
+    sections = wv.run_sections(header(workload="train-step"), frame(doc))
     assert [x.title for x in sections] == ["Training memory"]
     assert sections[0].pools is not None and workload_charts.train_pool_chart(sections[0].pools)
 
 
 def test_run_and_compare_pages_show_per_kernel_figures_and_the_raw_cuda_note(dash):
-    v100 = int(queries.runs_frame(dash.engine).query(
-        "uuid == 'published-v100-cuda-graphs-blog'")["id"].iloc[0])
+    [v100] = [r.header.id for r in queries.runs_list(dash.engine)
+              if r.header.uuid == "published-v100-cuda-graphs-blog"]
     h200, _ = import_bundle(dash.engine, sweep_bundle(
         workload="kernel-chain", params={"kernels": 20, "dtype": "float32"},
         batches=(8, 4096), modes=("eager", "cuda-graph")))

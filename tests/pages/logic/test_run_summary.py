@@ -11,14 +11,9 @@ import math
 import pytest
 
 from contract import verdict as vd
-from contract.run_summary import (
-    MEMORY_COST_LABEL,
-    RunHeader,
-    header_of,
-    record,
-    summarize,
-)
-from db import queries
+from contract.measurement import Measurement
+from contract.run_summary import MEMORY_COST_LABEL, RunHeader, summarize
+from db import queries, records
 from pages.charts import report
 from runner.ops.cli import main
 from tests.apptest import texts
@@ -33,9 +28,8 @@ MEMORY = f"34.0 MiB {MEMORY_COST_LABEL}"
 
 
 def _run_id(dash, uuid: str) -> int:
-    runs = queries.runs_frame(dash.engine)
-    [rid] = runs.loc[runs["uuid"] == uuid, "id"].tolist()
-    return int(rid)
+    [rid] = [r.header.id for r in queries.runs_list(dash.engine) if r.header.uuid == uuid]
+    return rid
 
 
 def test_every_reader_quotes_the_h200_mlp_run_alike(dash, capsys):
@@ -96,9 +90,10 @@ def test_the_board_and_the_list_say_the_same_of_a_run_without_a_finding(sqlite_e
 
 
 def _point(mode, batch, step_ms, speedup=None, lo=None, hi=None, pool=None, **details):
-    return record({"mode": mode, "batch_size": batch, "status": "ok", "step_ms": step_ms,
-                   "speedup": speedup, "speedup_ci_low": lo, "speedup_ci_high": hi,
-                   "graph_pool_bytes": pool, "details": details})
+    return Measurement.from_json({
+        "mode": mode, "batch_size": batch, "status": "ok", "step_ms": step_ms,
+        "speedup": speedup, "speedup_ci_low": lo, "speedup_ci_high": hi,
+        "graph_pool_bytes": pool, "details": details})
 
 
 HEADER = RunHeader(id=1, uuid="u", workload="mlp", status="done")
@@ -138,7 +133,10 @@ def test_summarize_reads_a_published_reference_and_the_paired_break_even():
 def test_a_failed_or_unknown_point_is_no_figure():
     s = summarize(HEADER, [
         _point("eager", 1, 1.0),
-        record({"mode": "cuda-graph", "batch_size": 1, "status": "error", "step_ms": None}),
-        record({"mode": "compile", "batch_size": 1, "status": "ok", "step_ms": math.nan})])
+        Measurement.from_json({"mode": "cuda-graph", "batch_size": 1, "status": "error",
+                               "step_ms": None}),
+        Measurement.from_json({"mode": "compile", "batch_size": 1, "status": "ok",
+                               "step_ms": math.nan})])
     assert s.bests == () and s.headline() is None
-    assert header_of({"id": 2, "gpu_name": math.nan, "uuid": "x"}).gpu_name is None
+    assert records.header({"id": 2, "gpu_name": None, "uuid": "x", "workload": "w",
+                           "status": "done"}).gpu_name is None

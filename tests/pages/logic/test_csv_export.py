@@ -29,7 +29,7 @@ def test_points_csv_neutralises_every_formula_and_keeps_numbers(sqlite_engine):
     doc = sweep_bundle(failing=failing, uuid="formula-1")
     doc["measurements"][-1]["message"] = FORMULAS[-1]  # an ok point's message too
     rid = import_bundle(sqlite_engine, doc)[0]
-    rows = _rows(points_table.points_csv(queries.run_points(sqlite_engine, rid)))
+    rows = _rows(points_table.points_csv(rid, queries.run_points(sqlite_engine, rid)))
     cells = [v for r in rows for v in r.values() if v]
     # No cell a spreadsheet would evaluate, except numbers (a negative number is one).
     starts = [v for v in cells if v[0] in "=+-@\t\r" and not _is_number(v)]

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime, timezone
 
-import pandas as pd
 import pytest
 
+from contract.measurement import Measurement
+from contract.run_summary import RunListing
 from pages.charts import trend_chart
 from pages.logic import trends
 from runner.history.series import torch_key
 from tests.apptest import charts, texts
+from tests.records import header
 
 WORKLOADS, GPUS = ["mlp", "resnet"], ["NVIDIA H200", "cpu"]
 
@@ -62,13 +65,13 @@ def _sp(run_id, sp, half=0.02, mode="cuda-graph", batch=8):
 
 
 def test_changes_outside_the_noise_are_marked_against_the_previous_run():
-    runs = pd.DataFrame({"id": [1, 2, 3, 4], "torch_version": ["2.5", "2.6", "2.7", "2.8"],
-                         "created_at": pd.to_datetime(["2026-01-04", "2026-01-03",
-                                                       "2026-01-02", "2026-01-01"], utc=True),
-                         "source": "measured"})
-    eager = [{**_sp(i, 1.0), "mode": "eager", "speedup": None, "speedup_ci_low": None,
-              "speedup_ci_high": None} for i in (1, 2, 3, 4)]
-    points = pd.DataFrame(eager + [_sp(1, 5.0), _sp(2, 5.1), _sp(3, 6.5), _sp(4, 4.0)])
+    runs = [header(id=i, torch_version=f"2.{4 + i}",
+                   created_at=datetime(2026, 1, 5 - i, tzinfo=timezone.utc))
+            for i in (1, 2, 3, 4)]
+    eager = {"mode": "eager", "speedup": None, "speedup_ci_low": None, "speedup_ci_high": None}
+    points = {i: [Measurement.from_json({**_sp(i, 1.0), **eager}),
+                  Measurement.from_json(_sp(i, x))]
+              for i, x in ((1, 5.0), (2, 5.1), (3, 6.5), (4, 4.0))}
     table = trends.trend_table(runs, points, [8], ["cuda-graph"])
     assert list(table["run_id"]) == [1, 2, 3, 4]
     assert list(table["change"]) == ["first", "within noise", "faster", "slower"]
@@ -166,20 +169,19 @@ def test_trend_page_bad_query_string_is_one_clear_message(dash, params, message)
 
 
 def test_default_view_is_the_series_with_the_most_runs():
-    def run(i, workload, gpu, params, day):
-        return {"id": i, "kind": "sweep", "workload": workload, "gpu_name": gpu,
-                "workload_params": params, "dtype": "float32",
-                "created_at": pd.Timestamp(f"2026-01-{day:02d}")}
-    runs = pd.DataFrame([run(1, "alpha", "A", {"n": 1}, 1),
-                         run(2, "mlp", "B", {"n": 1}, 2), run(3, "mlp", "B", {"n": 1}, 3),
-                         run(4, "mlp", None, {"n": 1}, 4),
-                         {**run(5, "zeta", "A", {"n": 1}, 9), "kind": "serve"}])
+    def run(i, workload, gpu, params, day, kind="sweep"):
+        return RunListing(header(id=i, kind=kind, workload=workload, gpu_name=gpu,
+                                 workload_params=params, dtype="float32",
+                                 created_at=datetime(2026, 1, day, tzinfo=timezone.utc)))
+    runs = [run(1, "alpha", "A", {"n": 1}, 1),
+            run(2, "mlp", "B", {"n": 1}, 2), run(3, "mlp", "B", {"n": 1}, 3),
+            run(4, "mlp", None, {"n": 1}, 4), run(5, "zeta", "A", {"n": 1}, 9, "serve")]
     # alpha sorts first but has one run; mlp on B has two of one parameter set
     assert trends.default_view(runs) == ("mlp", "B")
     assert trends.default_view(runs, "alpha") == ("alpha", "A")
-    one_each = runs[runs["id"].isin([1, 4])]
+    one_each = [runs[0], runs[3]]
     assert trends.default_view(one_each) == ("mlp", "cpu")  # a tie: the newest
-    assert trends.default_view(runs.iloc[0:0]) is None
+    assert trends.default_view([]) is None
 
 
 def test_one_run_in_a_series_says_there_is_nothing_to_compare_yet(dash):
@@ -197,9 +199,9 @@ def test_one_run_in_a_series_says_there_is_nothing_to_compare_yet(dash):
 def test_series_count_the_runs_of_each_workload_gpu_and_parameter_set(dash):
     from db import queries
 
-    runs = queries.runs_frame(dash.engine)
+    runs = queries.runs_list(dash.engine)
     s = trends.series(runs)
-    assert s["runs"].sum() == len(runs[runs["kind"] == "sweep"])  # each sweep in one series
+    assert s["runs"].sum() == sum(r.header.kind == "sweep" for r in runs)  # one series each
     many = trends.trend_series(runs)
     assert not many.empty and many["runs"].ge(2).all()
     assert len(many) == s["runs"].ge(2).sum()
@@ -228,8 +230,9 @@ def test_a_one_run_series_says_what_a_trend_needs_and_shows_single_runs(app_db_u
 
         from db import queries
 
-        runs = queries.runs_frame(engine)
-        points = trends.single_runs(runs, queries.run_summaries(engine, runs["id"].tolist()))
+        runs = queries.runs_list(engine)
+        points = trends.single_runs(queries.run_summaries(engine,
+                                                          [r.header.id for r in runs]))
         assert len(points) == 3 and points["run_id"].is_unique  # one point a run
         other = points[points["run"].str.startswith("mlp · Other GPU")].iloc[0]
         assert re.fullmatch(r"[a-z-]+ at batch \d+: [\d.]+x \([\d.]+-[\d.]+x\)",
@@ -247,7 +250,7 @@ def test_a_one_run_series_offers_the_series_that_have_two(dash):
     at = dash.open("pages/trend.py", workload="kernel-chain", gpu="NVIDIA H200")  # one run
     from db import queries
 
-    have = trends.trend_series(queries.runs_frame(dash.engine))
+    have = trends.trend_series(queries.runs_list(dash.engine))
     assert f"{len(have)} series here have them" in " ".join(texts(at, "info"))
     links = [p for p in at.get("page_link") if "Synthetic GPU" in p.proto.label]
     assert len(links) == 1 and "2 runs" in links[0].proto.label

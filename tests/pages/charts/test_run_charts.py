@@ -10,15 +10,17 @@ import pandas as pd
 import pytest
 
 from contract import bundle as fmt
-from contract.run_summary import header_of
-from pages.charts import encodings, report, run_charts
-from pages.logic import analysis, comparing, points_table, run_text
-from tests.synthetic import points_frame, sweep_bundle
+from contract.speedups import speedups
+from pages.charts import encodings, report, run_charts, split_charts
+from pages.logic import comparing, cost, points_table, run_text
+from pages.logic.comparing import RunSpeedups
+from tests.records import header, headers, points_of
+from tests.synthetic import sweep_bundle
 
 
 @pytest.fixture(scope="module")
 def points():
-    return points_frame(sweep_bundle(failing={("compile", 64): "CUDA out of memory"}))
+    return points_of(sweep_bundle(failing={("compile", 64): "CUDA out of memory"}))
 
 
 def _units(spec):
@@ -62,11 +64,11 @@ def _title(spec) -> str:
 
 @pytest.fixture(scope="module")
 def old_points():
-    return points_frame(sweep_bundle(intervals=False))
+    return points_of(sweep_bundle(intervals=False))
 
 
 def test_speedup_chart_draws_the_interval_as_error_bars(points, old_points):
-    spec = run_charts.speedup_chart(analysis.speedups(points)).to_dict()
+    spec = run_charts.speedup_chart(speedups(points)).to_dict()
     bars = _error_bars(spec)
     assert len(bars) == 1
     assert (bars[0]["y"]["field"], bars[0]["y2"]["field"]) == ("speedup_ci_low",
@@ -74,7 +76,7 @@ def test_speedup_chart_draws_the_interval_as_error_bars(points, old_points):
     rows = [r for d in spec["datasets"].values() for r in d if "speedup_ci_low" in r]
     bar_rows = [r for r in rows if r["speedup_ci_low"] is not None]
     assert {r["mode"] for r in bar_rows} == {"compile", "reduce-overhead", "cuda-graph"}
-    old = run_charts.speedup_chart(analysis.speedups(old_points)).to_dict()
+    old = run_charts.speedup_chart(speedups(old_points)).to_dict()
     assert _error_bars(old) == []  # no interval measured: none drawn
 
 
@@ -91,21 +93,21 @@ def test_step_time_chart_error_bars_and_band_for_old_runs(points, old_points):
 
 
 def test_compare_chart_has_error_bars_where_known(points, old_points):
-    h = pd.DataFrame([{"id": 1, "gpu_name": "A", "torch_version": "2.1", "source": "measured"},
-                      {"id": 2, "gpu_name": "B", "torch_version": "2.1", "source": "measured"}])
-    sp = comparing.compare_speedups(pd.concat([points, old_points.assign(run_id=2)]), h)
+    h = headers({"id": 1, "gpu_name": "A", "torch_version": "2.1"},
+                {"id": 2, "gpu_name": "B", "torch_version": "2.1"})
+    sp = comparing.compare_speedups({1: points, 2: old_points}, h)
     spec = run_charts.compare_chart(sp).to_dict()
     bars = _error_bars(spec)
     # one layer in the single chart; the old run's points have no interval (filtered out)
     assert len(bars) == 1 and bars[0]["y2"]["field"] == "speedup_ci_high"
     assert bars[0]["color"]["field"] == "series"
     report.chart_svg(run_charts.compare_chart(sp))  # the filtered layer compiles
-    only_old = comparing.compare_speedups(old_points, h.iloc[:1])
+    only_old = comparing.compare_speedups({1: old_points}, h[:1])
     assert _error_bars(run_charts.compare_chart(only_old).to_dict()) == []
 
 
 def test_time_split_puts_eager_host_launch_time_beside_gpu_busy(points, old_points):
-    spec = run_charts.time_split_chart(analysis.time_split(points)).to_dict()
+    spec = split_charts.time_split_chart(points).to_dict()
     assert any(_title(c).startswith("Eager: launch time vs GPU busy") for c in spec["hconcat"])
     # a concat's panels carry no autosize (top-level only in Vega-Lite)
     assert not any("autosize" in c for c in spec["hconcat"])
@@ -113,12 +115,12 @@ def test_time_split_puts_eager_host_launch_time_beside_gpu_busy(points, old_poin
     launch = [r for r in rows if r["figure"] == "Host launch time" and r["batch_size"] == 8]
     assert launch[0]["ms"] == pytest.approx(64 * 10.0 / 1000)  # launches x launch_us
     assert {"GPU busy time", "Step time"} <= {r["figure"] for r in rows}
-    old = run_charts.time_split_chart(analysis.time_split(old_points)).to_dict()
+    old = split_charts.time_split_chart(old_points).to_dict()
     assert len(old["hconcat"]) == 2  # no launch cost measured: no such panel
 
 
 def test_speedup_chart_log2_batch_axis_units_and_tooltips(points):
-    spec = run_charts.speedup_chart(analysis.speedups(points)).to_dict()
+    spec = run_charts.speedup_chart(speedups(points)).to_dict()
     enc = [e for m, e in _layers(spec) if m == "point"][0]
     assert enc["x"]["scale"]["type"] == "log" and enc["x"]["scale"]["base"] == 2
     assert enc["y"]["title"] == "Speedup over eager (x)"
@@ -138,7 +140,7 @@ def test_step_time_chart_is_log_log(points):
 
 
 def test_memory_and_time_split_charts(points):
-    mem = run_charts.memory_chart(points).to_dict()
+    mem = run_charts.memory_chart(cost.costs(points)).to_dict()
     enc = _encodings(mem)[0]
     assert enc["y"]["title"] == "Memory held (MiB)"
     assert "graph pool (solid) + peak allocated (light)" in _title(mem)
@@ -148,29 +150,27 @@ def test_memory_and_time_split_charts(points):
     pool = [r for r in rows if r["part"] == "Graph pool" and r["mode"] == "cuda-graph"
             and r["batch_size"] == 8][0]
     assert pool["MiB"] == pytest.approx(32 + 8 * 4096 / 2**20)
-    split = run_charts.time_split_chart(analysis.time_split(points)).to_dict()
+    split = split_charts.time_split_chart(points).to_dict()
     titles = {e["y"]["title"] for e in _encodings(split) if "title" in e.get("y", {})}
     assert {"GPU busy fraction", "Host launches per step"} <= titles
 
 
 def test_cpu_run_without_gpu_figures_draws_only_what_it_has():
-    p = points_frame(sweep_bundle(device="cpu"))
+    p = points_of(sweep_bundle(device="cpu"))
     got = run_charts.run_charts(p)
     assert set(got) == {"speedup", "step-time"}  # no memory, no busy time on cpu
-    only_failed = points_frame(sweep_bundle(modes=("eager",), batches=(8,),
+    only_failed = points_of(sweep_bundle(modes=("eager",), batches=(8,),
                                      failing={("eager", 8): "boom"}))
     assert run_charts.run_charts(only_failed) == {}
-    assert run_charts.compare_chart(
-        analysis.speedups(only_failed).assign(run="", series="")) is None
+    assert run_charts.compare_chart([RunSpeedups("", "", speedups(only_failed))]) is None
 
 
 def test_compare_is_one_chart_colour_per_run_mark_per_mode():
-    a = points_frame(sweep_bundle(gpu="A"), run_id=1)
-    b = points_frame(sweep_bundle(gpu="B", scale=2.0), run_id=2)
-    h = pd.DataFrame([{"id": 1, "gpu_name": "A", "torch_version": "2.1", "source": "measured"},
-                      {"id": 2, "gpu_name": "B", "torch_version": "2.2",
-                       "source": "published"}])
-    spec = run_charts.compare_chart(comparing.compare_speedups(pd.concat([a, b]), h)).to_dict()
+    a = points_of(sweep_bundle(gpu="A"))
+    b = points_of(sweep_bundle(gpu="B", scale=2.0))
+    h = headers({"id": 1, "gpu_name": "A", "torch_version": "2.1"},
+                {"id": 2, "gpu_name": "B", "torch_version": "2.2", "source": "published"})
+    spec = run_charts.compare_chart(comparing.compare_speedups({1: a, 2: b}, h)).to_dict()
     # a single chart read at a glance (it stretches to the page), not a panel per mode
     assert "facet" not in spec and "hconcat" not in spec
     assert spec["autosize"]["type"] == "fit-x"
@@ -195,13 +195,13 @@ def test_plot_height_is_the_plots_own_and_nothing_is_shortened(points):
 
 
 def test_legends_list_only_the_modes_a_run_has():
-    cpu = points_frame(sweep_bundle(device="cpu"))
+    cpu = points_of(sweep_bundle(device="cpu"))
     step = run_charts.step_time_chart(cpu).to_dict()
     colors = [e["color"] for e in _encodings(step) if "color" in e]
     assert colors[0]["scale"]["domain"] == ["eager", "compile"]  # no graph modes on cpu
     assert colors[0]["scale"]["range"] == [encodings.MODE_COLORS["eager"],
                                            encodings.MODE_COLORS["compile"]]
-    speedup = run_charts.speedup_chart(analysis.speedups(cpu)).to_dict()
+    speedup = run_charts.speedup_chart(speedups(cpu)).to_dict()
     colors = [e["color"] for e in _encodings(speedup) if "color" in e]
     assert colors[0]["scale"]["domain"] == ["compile"]  # eager is the 1x line
 
@@ -211,7 +211,7 @@ def test_every_chart_renders_through_vega(points):
     for name, chart in run_charts.run_charts(points).items():
         svg = report.chart_svg(chart)
         assert svg.lstrip().startswith("<svg"), name
-    png = report.chart_png(run_charts.speedup_chart(analysis.speedups(points)), scale=1)
+    png = report.chart_png(run_charts.speedup_chart(speedups(points)), scale=1)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -225,7 +225,7 @@ def test_points_table_marks_failures_and_shows_unknown_as_dash(points):
 
 
 def test_csv_has_raw_figures_and_unit_named_columns(points):
-    df = pd.read_csv(io.StringIO(points_table.points_csv(points)))
+    df = pd.read_csv(io.StringIO(points_table.points_csv(1, points)))
     assert len(df) == len(points)
     assert {"step_ms", "graph_pool_bytes", "speedup", "details"} <= set(df.columns)
     row = df[(df["mode"] == "eager") & (df["batch_size"] == 8)].iloc[0]
@@ -233,11 +233,10 @@ def test_csv_has_raw_figures_and_unit_named_columns(points):
 
 
 def test_html_report_is_self_contained(points):
-    header = {"id": 7, "workload": "mlp", "workload_params": {"depth": 2}, "dtype": "float32",
-              "status": "done", "source": "published", "label": "<b>x</b>",
-              "gpu_name": "G", "torch_version": "2.1", "uuid": "u",
-              "command": "python -m runner sweep --workload mlp"}
-    html = report.html_report(header_of(header), points, "http://127.0.0.1:8501/run?run=7")
+    h = header(id=7, workload="mlp", workload_params={"depth": 2}, dtype="float32",
+               status="done", source="published", label="<b>x</b>", gpu_name="G",
+               torch_version="2.1", uuid="u", command="python -m runner sweep --workload mlp")
+    html = report.html_report(h, points, "http://127.0.0.1:8501/run?run=7")
     assert html.count("<svg") >= 4
     assert "<script" not in html.lower()
     # No external resource: the only URL outside the SVG namespace is the share link.
@@ -251,7 +250,7 @@ def test_html_report_is_self_contained(points):
 def test_headline_sentences_for_published_figures():
     from db.samples import SAMPLES
 
-    p = points_frame(fmt.read(SAMPLES / "published-l40s-day25.json"))
+    p = points_of(fmt.read(SAMPLES / "published-l40s-day25.json"))
     lines = run_text.headline(p)
     assert lines[0].startswith("compile: up to 1.41x over eager, at batch 8192")
     assert lines[0].endswith("; no interval")  # published figures carry none
@@ -266,7 +265,7 @@ def test_headline_quotes_the_interval_ranks_by_lower_bound_and_names_ties():
     # the highest, and its median lies inside batch 1's and batch 64's intervals.
     ci = lambda sp, lo, hi: {"speedup": sp, "speedup_ci_low": lo,  # noqa: E731
                              "speedup_ci_high": hi}
-    p = points_frame(sweep_bundle(overrides={("cuda-graph", 1): ci(10.0, 9.0, 11.0),
+    p = points_of(sweep_bundle(overrides={("cuda-graph", 1): ci(10.0, 9.0, 11.0),
                                       ("cuda-graph", 8): ci(10.5, 10.0, 11.0),
                                       ("cuda-graph", 64): ci(20.0, 8.0, 40.0),
                                       ("cuda-graph", 512): ci(6.0, 5.8, 6.2)}))
@@ -284,7 +283,7 @@ def test_old_run_headline_says_no_interval(old_points):
 
 
 def test_points_table_shows_intervals_and_noise_badges(old_points):
-    p = points_frame(sweep_bundle(batches=(8,), overrides={("compile", 8): {"noisy": True}}))
+    p = points_of(sweep_bundle(batches=(8,), overrides={("compile", 8): {"noisy": True}}))
     t = points_table.points_table(p).set_index("Mode")
     assert t.at["compile", "Noise"] == "noisy" and t.at["eager", "Noise"] == "ok"
     assert t.at["cuda-graph", "Speedup over eager 95% CI"].endswith("x")
@@ -297,9 +296,7 @@ def test_points_table_shows_intervals_and_noise_badges(old_points):
 
 
 def test_html_report_carries_intervals_and_noise(points):
-    header = {"id": 1, "workload": "mlp", "status": "done", "source": "measured",
-              "gpu_name": "G", "torch_version": "2.1", "uuid": "u"}
-    html = report.html_report(header_of(header), points)
+    html = report.html_report(header(torch_version="2.1"), points)
     assert "<b>Noise:</b> ok: all 19 points within target" in html
     assert "95% interval" in html
 
@@ -307,10 +304,8 @@ def test_html_report_carries_intervals_and_noise(points):
 def test_two_runs_of_one_gpu_and_torch_are_two_series(points):
     # Compare #11 and #10, both "NVIDIA H200 · torch 2.11": one colour and one legend entry
     # for both, seen in chromium; each is now named by its id.
-    h = pd.DataFrame([{"id": i, "gpu_name": "NVIDIA H200", "torch_version": "2.11",
-                       "source": "measured"} for i in (1, 2)]
-                     + [{"id": 3, "gpu_name": "B", "torch_version": "2.11", "source": "measured"}])
-    sp = comparing.compare_speedups(pd.concat([points.assign(run_id=i) for i in (1, 2, 3)]), h)
-    names = sp.drop_duplicates("run_id").set_index("run_id")["series"].to_dict()
-    assert names == {1: "#1 NVIDIA H200 · torch 2.11", 2: "#2 NVIDIA H200 · torch 2.11",
-                     3: "B · torch 2.11"}
+    h = headers(*({"id": i, "gpu_name": "NVIDIA H200", "torch_version": "2.11"}
+                  for i in (1, 2)), {"id": 3, "gpu_name": "B", "torch_version": "2.11"})
+    sp = comparing.compare_speedups({i: points for i in (1, 2, 3)}, h)
+    assert [r.series for r in sp] == ["#1 NVIDIA H200 · torch 2.11",
+                                      "#2 NVIDIA H200 · torch 2.11", "B · torch 2.11"]

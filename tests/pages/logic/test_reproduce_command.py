@@ -7,19 +7,20 @@ import shlex
 
 import pytest
 
-from contract.run_summary import RunHeader, header_of
+from contract.run_summary import RunHeader
 from db import queries
 from db.samples import SAMPLES, seed_if_empty
 from db.store import import_bundle
 from pages.logic import links
+from tests.records import header
 from tests.synthetic import sweep_bundle
 
 BATCHES, MODES = [1, 8], ["eager", "compile"]
 
 
 def _header(**run) -> RunHeader:
-    return header_of({"workload": "mlp", "workload_params": {"depth": 2, "width": 16},
-                      "command": None, **run})
+    return header(**{"workload": "mlp", "workload_params": {"depth": 2, "width": 16},
+                     "command": None, **run})
 
 
 def test_a_factory_workload_gets_words_and_no_command():
@@ -70,12 +71,12 @@ def test_a_stored_line_with_anything_else_is_not_offered(stored):
 
 def test_every_shipped_sample_still_gets_a_command(sqlite_engine):
     seed_if_empty(sqlite_engine, SAMPLES)
-    runs = queries.runs_frame(sqlite_engine)
-    for rid in runs.loc[runs["kind"] == "sweep", "id"]:
-        header = queries.run_header(sqlite_engine, int(rid))
-        pts = queries.run_points(sqlite_engine, int(rid))
-        offer = links.reproduce(header, pts["batch_size"], pts["mode"])
-        assert offer.command, (header.workload, offer.note)
+    for r in queries.runs_list(sqlite_engine):
+        if r.header.kind != "sweep":
+            continue
+        pts = queries.run_points(sqlite_engine, r.header.id)
+        offer = links.reproduce(r.header, [m.batch_size for m in pts], [m.mode for m in pts])
+        assert offer.command, (r.header.workload, offer.note)
 
 
 def test_the_run_page_offers_no_copy_button_for_a_factory_workload(dash):

@@ -5,14 +5,18 @@ cost beside the measured one, and the V100 quoted by the figures it has."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pandas as pd
 import pytest
 
+from contract.comparability import compare_rule
+from contract.run_record import ENVIRONMENT_FIELDS
+from contract.run_summary import RunHeader
 from pages.logic import across_gpus, board, comparing, workload_views
 from tests.conftest import ROOT
-from tests.synthetic import points_frame
+from tests.records import points_of
 
 SAMPLES = {3: "h200-mlp", 9: "published-l40s-day25", 10: "published-v100-cuda-graphs-blog"}
 
@@ -21,15 +25,18 @@ SAMPLES = {3: "h200-mlp", 9: "published-l40s-day25", 10: "published-v100-cuda-gr
 def three():
     docs = {i: json.loads((ROOT / f"data/samples/{n}.json").read_text())
             for i, n in SAMPLES.items()}
-    points = pd.concat([points_frame(d, i) for i, d in docs.items()], ignore_index=True)
-    headers = pd.DataFrame([{"id": i, "kind": "sweep", **d["environment"], **d["run"]}
-                            for i, d in docs.items()])
+    points = {i: points_of(d) for i, d in docs.items()}
+    fields = {f.name for f in dataclasses.fields(RunHeader)}
+    headers = [RunHeader(**{k: v for k, v in {"id": i, "status": "done", **d["run"],
+                                              **{f: d["environment"].get(f)
+                                                 for f in ENVIRONMENT_FIELDS}}.items()
+                            if k in fields}) for i, d in docs.items()]
     return headers, points
 
 
 def test_board_and_compare_apply_one_rule(three):
     headers, _ = three
-    refused, warned = comparing.compare_rule(headers)
+    refused, warned = compare_rule(headers)
     assert board.compare_refusal(headers) == refused == []
     assert any("workloads differ" in w for w in warned)
     assert [kind for kind, _ in comparing.caveats(headers, three[1])
@@ -42,7 +49,7 @@ def test_cross_gpu_line_names_host_torch_and_model(three):
     assert "host (" in line and "launch 6.8 us" in line and "not recorded" in line
     assert "torch version (#3 2.11.0+cu130, #9 2.8.0" in line
     assert "model size/params" in line and "kernel-chain" in line
-    same_gpu = headers.assign(gpu_name="A")
+    same_gpu = [dataclasses.replace(h, gpu_name="A") for h in headers]
     assert across_gpus.cross_gpu_differences(same_gpu, points) is None
 
 

@@ -11,12 +11,14 @@ from html import unescape
 import pandas as pd
 import pytest
 
-from contract.run_summary import header_of, less_energy
+from contract.run_summary import energy_text, less_energy
 from pages.charts import report, run_charts
 from pages.logic import energy, points_table, run_text
 from tests.apptest import charts as page_charts
 from tests.apptest import run_views, texts
-from tests.synthetic import points_frame, sweep_bundle
+from tests.records import header as record_header
+from tests.records import points_of
+from tests.synthetic import sweep_bundle
 
 BATCHES = (8, 64, 512)
 
@@ -41,13 +43,13 @@ def _energy_overrides() -> dict:
 
 
 @pytest.fixture(scope="module")
-def with_energy() -> pd.DataFrame:
-    return points_frame(sweep_bundle(batches=BATCHES, overrides=_energy_overrides()))
+def with_energy():
+    return points_of(sweep_bundle(batches=BATCHES, overrides=_energy_overrides()))
 
 
 @pytest.fixture(scope="module")
-def without() -> pd.DataFrame:
-    return points_frame(sweep_bundle(batches=BATCHES))
+def without():
+    return points_of(sweep_bundle(batches=BATCHES))
 
 
 def test_energy_charts_only_with_data(with_energy, without):
@@ -64,9 +66,9 @@ def test_energy_charts_only_with_data(with_energy, without):
 
 
 def test_headline_gains_energy_words(with_energy, without):
-    line = run_text.summary_of(header_of({"id": 1}), with_energy).headline()
+    line = run_text.summary_of(record_header(), with_energy).headline()
     assert line.startswith("cuda-graph at batch") and "84% less energy per step" in line
-    assert "energy" not in run_text.summary_of(header_of({"id": 1}), without).headline()
+    assert "energy" not in run_text.summary_of(record_header(), without).headline()
     found = [x for x in run_text.headline(with_energy) if x.startswith("Energy: cuda-graph")]
     assert found and "84% less energy per step than eager (6.25x" in found[0]
     assert not [x for x in run_text.headline(without) if x.startswith("Energy:")]
@@ -75,7 +77,8 @@ def test_headline_gains_energy_words(with_energy, without):
 
 def test_missing_reason_says_why_in_one_line(without):
     assert energy.missing_reason(without) == energy.NOT_RECORDED
-    cpu = without.assign(energy_unavailable_reason="no CUDA device: this sweep runs on cpu")
+    cpu = [replace(m, energy=replace(
+        m.energy, unavailable_reason="no CUDA device: this sweep runs on cpu")) for m in without]
     assert energy.missing_reason(cpu) == ("No energy figures: no CUDA device: this sweep runs "
                                           "on cpu.")
 
@@ -85,14 +88,14 @@ def test_table_csv_and_html_carry_energy(with_energy, without):
     assert {"Energy per step (mJ)", "Energy per step 95% CI", "Energy gain over eager (x)",
             "Average power (W)"} <= set(table.columns)
     assert not any("Energy" in c for c in points_table.points_table(without).columns)
-    df = pd.read_csv(io.StringIO(points_table.points_csv(with_energy)))
+    df = pd.read_csv(io.StringIO(points_table.points_csv(1, with_energy)))
     assert {"energy_mj_per_step", "avg_power_w", "idle_power_w", "energy_gain",
             "energy_unavailable_reason"} <= set(df.columns)
     row = df[(df["mode"] == "cuda-graph") & (df["batch_size"] == 8)].iloc[0]
     assert row["energy_gain"] == 6.25
     header = {"id": 3, "workload": "mlp", "workload_params": {}, "status": "done",
               "source": "measured", "gpu_name": "G", "torch_version": "2.11", "uuid": "u"}
-    html = report.html_report(header_of(header), with_energy)
+    html = report.html_report(record_header(**header), with_energy)
     assert "84% less energy per step" in html and "Energy per step (mJ)" in html
     assert html.count("<svg") >= 4
 
@@ -182,7 +185,7 @@ def test_energy_view_says_its_rule_in_one_line():
 
 
 def test_within_error_and_inconclusive_gains_are_said_in_words():
-    pts = points_frame(sweep_bundle(batches=BATCHES, overrides=_within_and_inconclusive()))
+    pts = points_of(sweep_bundle(batches=BATCHES, overrides=_within_and_inconclusive()))
     table = points_table.points_table(pts).set_index(["Mode", "Batch size"])
     row = table.loc[("cuda-graph", 8)]
     assert row["Energy per step above idle (mJ)"] == energy.WITHIN_ERROR
@@ -195,9 +198,9 @@ def test_within_error_and_inconclusive_gains_are_said_in_words():
     # The findings and the headline never quote an inconclusive gain as "% less energy".
     lines = [x for x in run_text.headline(pts) if x.startswith("Energy: cuda-graph")]
     assert lines and "inconclusive" in lines[0] and "less energy" not in lines[0]
-    summary = run_text.summary_of({"id": 1}, pts)
-    assert "inconclusive" in summary.best("cuda-graph").energy_text()
+    summary = run_text.summary_of(record_header(), pts)
+    assert "inconclusive" in energy_text(summary.best("cuda-graph"))
     header = {"id": 3, "workload": "mlp", "workload_params": {}, "status": "done",
               "source": "measured", "gpu_name": "G", "torch_version": "2.11", "uuid": "u"}
-    html = unescape(report.html_report(header_of(header), pts))
+    html = unescape(report.html_report(record_header(**header), pts))
     assert energy.WITHIN_ERROR in html and "-6.1" not in html and energy.RULE in html

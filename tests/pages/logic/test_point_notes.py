@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
 import pytest
 
+from contract import noise
+from contract import speedups as sp
 from contract import verdict as vd
 from contract.measurement import Measurement
-from contract.run_summary import BREAK_EVEN_LABEL, header_of, records, summarize
-from pages.logic import analysis, board, noise, points_table, run_text
+from contract.run_summary import BREAK_EVEN_LABEL, summarize
+from pages.logic import board, points_table, run_text
 from runner.ops.commands import sweep
-from tests.synthetic import points_frame, sweep_bundle
+from tests.records import header, points_of, pts
+from tests.synthetic import sweep_bundle
 
 # The CPU sweep the issue quotes: eager 2.510 ms and compile 1.176 ms (medians, 2.13x)
 # beside a paired 0.90x (0.85-0.95): the host moved between rounds.
@@ -38,7 +40,7 @@ def test_one_rule_for_the_medians_disagreeing():
 
 
 def test_the_point_says_its_speedup_and_medians_disagree_and_why():
-    p = points_frame(sweep_bundle(batches=(8, 64), overrides=DISAGREEING))
+    p = points_of(sweep_bundle(batches=(8, 64), overrides=DISAGREEING))
     table = points_table.points_table(p)
     note = table.set_index(["Mode", "Batch size"]).at[("compile", 64), points_table.NOTE_COLUMN]
     assert "2.13x" in note and "outside the paired interval" in note
@@ -58,20 +60,27 @@ def _spread_by_process():
     return samples, procs
 
 
+def _point(samples, procs, median=0.91, low=None, high=None):
+    return pts([("eager", 8, median, {"samples_ms": samples, "step_ms_ci_low": low,
+                                      "step_ms_ci_high": high,
+                                      "details": {"round_process": procs}})])[0]
+
+
 def test_process_medians_in_the_order_the_processes_ran():
     samples, procs = _spread_by_process()
-    assert noise.process_medians(samples, procs) == pytest.approx([0.33, 0.91, 1.72])
-    assert noise.process_medians(samples, [0] * 12) is None  # one process: nothing to split
-    assert noise.process_medians(samples, procs[:-1]) is None  # not one process a round
+    assert noise.process_medians(_point(samples, procs)) == pytest.approx([0.33, 0.91, 1.72])
+    # One process: nothing to split; not one process a round: nothing either.
+    assert noise.process_medians(_point(samples, [0] * 12)) is None
+    assert noise.process_medians(_point(samples, procs[:-1])) is None
 
 
 def test_an_interval_the_processes_make_is_explained_on_its_point():
     samples, procs = _spread_by_process()
-    note = noise.process_note(samples, procs, 0.91, 0.20, 2.40)
+    note = noise.process_note(_point(samples, procs, 0.91, 0.20, 2.40))
     assert note.startswith("3 processes read 0.33, 0.91, 1.72 ms: the host's state")
     # Inside the rounds' own span (or a hair past it) the processes made nothing.
-    assert noise.process_note(samples, procs, 0.91, 0.35, 1.70) is None
-    assert noise.process_note(samples, procs, 0.91, 0.32, 1.73) is None
+    assert noise.process_note(_point(samples, procs, 0.91, 0.35, 1.70)) is None
+    assert noise.process_note(_point(samples, procs, 0.91, 0.32, 1.73)) is None
 
     over = {("eager", 64): {"samples_ms": samples, "step_ms": 0.91,
                             "step_ms_ci_low": 0.20, "step_ms_ci_high": 2.40}}
@@ -79,7 +88,7 @@ def test_an_interval_the_processes_make_is_explained_on_its_point():
     for m in doc["measurements"]:
         if (m["mode"], m["batch_size"]) == ("eager", 64):
             m["details"] = {**(m.get("details") or {}), "round_process": procs}
-    table = points_table.points_table(points_frame(doc)).set_index(["Mode", "Batch size"])
+    table = points_table.points_table(points_of(doc)).set_index(["Mode", "Batch size"])
     assert table.at[("eager", 64), points_table.PROCESS_COLUMN] == "0.33, 0.91, 1.72"
     assert "3 processes read" in table.at[("eager", 64), points_table.NOTE_COLUMN]
     assert table.at[("eager", 8), points_table.PROCESS_COLUMN] == "—"
@@ -87,13 +96,13 @@ def test_an_interval_the_processes_make_is_explained_on_its_point():
 
 def test_batch_lists_are_written_without_thousands_separators():
     measured = [1, 8, 64, 1024, 4096]
-    assert analysis.batch_span((1, 1024, 4096), measured) == "batches 1, 1024, 4096"
-    assert analysis.batch_span((1024, 4096), measured) == "batches 1024-4096"
-    assert analysis.batch_span((4096,), measured) == "batch 4096"
+    assert run_text.batch_span((1, 1024, 4096), measured) == "batches 1, 1024, 4096"
+    assert run_text.batch_span((1024, 4096), measured) == "batches 1024-4096"
+    assert run_text.batch_span((4096,), measured) == "batch 4096"
 
 
 def test_break_even_names_its_reference_everywhere_it_is_quoted():
-    p = points_frame(sweep_bundle(batches=(1, 8, 64, 512, 4096)))
+    p = points_of(sweep_bundle(batches=(1, 8, 64, 512, 4096)))
     lines = [x for x in run_text.headline(p) if x.lower().startswith("break-even")]
     assert len(lines) == 1 and lines[0].startswith("Break-even vs compile: ")
     assert BREAK_EVEN_LABEL in board.key_columns() and BREAK_EVEN_LABEL in board.KEY_HELP
@@ -101,7 +110,7 @@ def test_break_even_names_its_reference_everywhere_it_is_quoted():
 
 
 def test_break_even_has_one_definition():
-    """The headline's scan and the summary's (the board, `runner list`) agree."""
+    """The headline's scan and the summary's (the board, `runner list`) are one."""
     ratios = {8: 5.0, 64: 1.05, 512: 1.3, 4096: 1.05, 8192: 1.0}
     rows = []
     for b, r in ratios.items():
@@ -110,10 +119,9 @@ def test_break_even_has_one_definition():
                  {"run_id": 1, "mode": "reduce-overhead", "batch_size": b, "status": "ok",
                   "step_ms": 1.0,
                   "details": {"vs_compile": {"median": r * 1.01, "low": r, "high": r * 1.02}}}]
-    p = pd.DataFrame(rows)
-    be = analysis.break_even(p)
-    summary = summarize(header_of({"id": 1, "uuid": "u", "workload": "mlp",
-                                   "status": "done"}), records(rows))
+    p = [Measurement.from_json(r) for r in rows]
+    be = sp.break_even(p)
+    summary = summarize(header(), p)
     assert be.batch_size == summary.break_even_batch == 4096
     # The paired ratio is what both read, not the ratio of medians.
     assert math.isclose(dict(be.ratios)[8], 5.05)

@@ -1,0 +1,1 @@
+"""Tests of pages/charts/: the Vega-Lite specs and the reports."""

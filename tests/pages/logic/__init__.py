@@ -1,0 +1,1 @@
+"""Tests of pages/logic/: plain functions over records, no browser."""
