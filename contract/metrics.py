@@ -52,17 +52,18 @@ METRICS: dict[str, Metric] = {
     "gpu_busy_ms": Metric("GPU busy time", "ms", None, "{:.3f}"),
     "idle_ms": Metric("GPU idle (launch gaps)", "ms", "lower", "{:.3f}"),
     "busy_fraction": Metric("GPU busy fraction", "", "higher", "{:.0%}"),
-    "graph_pool_bytes": Metric("Graph pool", "MiB", "lower", "{:,.1f}", _MIB_SCALE),
-    "peak_allocated_bytes": Metric("Peak allocated", "MiB", "lower", "{:,.1f}", _MIB_SCALE),
-    # Issue 44: what a mode keeps on the GPU beyond eager, each measured alone (bundle 7).
+    # Issue 44 (contract/memory.py): a mode's memory cost, what it keeps beyond eager,
+    # and its parts; the peak during a step is transient, not kept.
     "memory_cost_bytes": Metric("Memory cost over eager", "MiB", "lower", "{:+,.1f}",
                                 _MIB_SCALE),
-    # Negative where setup made the allocator release cached blocks (empty_cache): it
-    # says what setup did to the reserve, not what the mode costs; pool + peak does that.
-    "reserved_delta_bytes": Metric("Reserved change in setup", "MiB", None, "{:+,.1f}",
+    "graph_pool_bytes": Metric("Graph pool", "MiB", "lower", "{:,.1f}", _MIB_SCALE),
+    "default_pool_bytes": Metric("Default pool", "MiB", "lower", "{:,.1f}", _MIB_SCALE),
+    "peak_allocated_bytes": Metric("Peak during a step", "MiB", "lower", "{:,.1f}",
                                    _MIB_SCALE),
-    "total_mib": Metric("Memory held (pool + peak)", "MiB", "lower", "{:,.1f}"),
-    "extra_mib": Metric("Extra memory over eager", "MiB", "lower", "{:+,.1f}"),
+    # Since bundle 7 what the mode keeps in the allocator over its clean start; before,
+    # how setup moved the reserve (negative where it released cached blocks).
+    "reserved_delta_bytes": Metric("Kept in the allocator", "MiB", None, "{:+,.1f}",
+                                   _MIB_SCALE),
     "max_abs_err": Metric("Max abs error vs eager", "", "lower", "{:.2e}"),
     "batch_size": Metric("Batch size", "", None, "{:,.0f}"),
     # Energy (issue 28): from the GPU's energy counter, over windows apart from the rounds.

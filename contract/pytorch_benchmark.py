@@ -24,7 +24,8 @@ The format, from its documented sources (read 2026-12; quoted by name, not copie
   metric.benchmark_values.
 
 One record per point (a mode at a batch size) and metric: the step time of every point
-that has one, and its speedup over eager where the point has one. A point without a step
+that has one, its speedup over eager where the point has one, and its memory cost over
+eager where it was measured (bundle version 7; contract/memory.py). A point without a step
 time (unsupported, error, skipped, or a published figure that is not a step time) has
 no figure to give and is left out, and `left_out` says which and why: a record with
 no value would read as a zero on a dashboard. Unknown fields are left out, never
@@ -38,12 +39,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
+from contract import memory
 from contract.measurement import Measurement
 from contract.vocab import BASELINE_MODE
 
 BENCHMARK_NAME = "launchbench"
 STEP_METRIC = "step_time(ms)"  # the wiki's advice: the unit in the metric's name
 SPEEDUP_METRIC = "speedup_over_eager(x)"
+MEMORY_METRIC = "memory_cost_over_eager(MiB)"  # contract/memory.py's one memory figure
+MIB = 1024 ** 2
 # The workloads that time a training step; every other one times inference.
 TRAINING_WORKLOADS = ("train-step",)
 GIB = 1024 ** 3
@@ -190,6 +194,18 @@ def _point_records(m: Measurement, head: dict[str, Any]) -> list[Record]:
                 "ci95_low": m.intervals.speedup_ci_low,
                 "ci95_high": m.intervals.speedup_ci_high,
                 "noisy": m.timing.noisy}),
+        }}))
+    cost = memory.cost_of(m)
+    if cost is not None and cost.cost_bytes is not None and m.mode != BASELINE_MODE:
+        out.append(cast(Record, {**head, "metric": {
+            "name": MEMORY_METRIC,
+            "benchmark_values": [cost.cost_bytes / MIB],
+            "extra_info": _texts({
+                "definition": memory.MEMORY_COST_LABEL + ", each mode measured alone",
+                "kept_mib": None if cost.kept_bytes is None else cost.kept_bytes / MIB,
+                "graph_pool_mib": None if cost.pool_bytes is None else cost.pool_bytes / MIB,
+                "eager_kept_mib": None if cost.eager_bytes is None
+                else cost.eager_bytes / MIB}),
         }}))
     return out
 

@@ -7,7 +7,8 @@ headline, the Runs board, Compare, Trends, `runner list` and both HTML reports.
 Why one builder: the header and the key figures were a dict built in three places and
 read in three shapes, and the same run's memory cost read "+1 MiB" in the headline (pool
 + peak over eager's peak) and 34 MiB on the board (the graph pool). Here the memory cost
-has one definition, named by MEMORY_COST_LABEL wherever it is shown.
+has one definition (contract/memory.py: what a mode keeps beyond eager, issue 44), named
+by MEMORY_COST_LABEL wherever it is shown, with its parts beside it.
 
 The rules are speedups.py's (speedup, best, key figure, break-even) and memory.py's
 (the memory cost), over typed records; this module only puts them together and words them.
@@ -43,9 +44,10 @@ NO_SPEEDUP = "no speedup measured"  # no mode has an ok point beside an ok eager
 # What summarize reads of a point: the columns db/queries.py selects for it, and the
 # details keys it needs (a point's details hold ~40 keys; the others are not read).
 SUMMARY_COLUMNS = ("mode", "batch_size", "status", "step_ms", "speedup", "speedup_ci_low",
-                   "speedup_ci_high", "graph_pool_bytes", "energy_gain", "energy_gain_ci_low",
-                   "energy_gain_ci_high", "details")
-SUMMARY_DETAILS = ("eager_reference_ms", "vs_compile")
+                   "speedup_ci_high", "graph_pool_bytes", "peak_allocated_bytes",
+                   "reserved_delta_bytes", "memory_cost_bytes", "energy_gain",
+                   "energy_gain_ci_low", "energy_gain_ci_high", "details")
+SUMMARY_DETAILS = ("eager_reference_ms", "vs_compile", "eager_reserved_delta_bytes")
 
 
 @dataclass(frozen=True)

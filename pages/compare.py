@@ -120,16 +120,22 @@ st.caption(plain(across_gpus.normalise_rule(at_us)) + " GPU busy: the GPU's kern
 st.dataframe(across_gpus.gpu_host_table(points, headers, at_us), hide_index=True,
              key="gpu_host_table")
 
-st.subheader("Memory held, side by side")
+st.subheader("Memory cost over eager, side by side")
 memory = comparing.memory_table(points, headers)
+old_memory = comparing.old_memory_runs(points, headers)
 if memory.empty:
-    st.caption("None of these runs measured memory (CPU runs and published figures have "
-               "none).")
+    st.caption("None of these runs has a memory cost over eager (CPU runs and published "
+               "figures measured none; runs from before the isolated memory pass have "
+               "graph pools only, on their own pages).")
 else:
-    st.caption("Graph pool + peak allocated (MiB) per mode and batch size.")
+    st.caption("What each mode keeps on the GPU beyond eager at the same batch size (MiB), "
+               "each measured alone from a clean state.")
     st.dataframe(memory, hide_index=True, key="memory_table",
-                 column_config={c: st.column_config.NumberColumn(c, format="%.1f")
+                 column_config={c: st.column_config.NumberColumn(c, format="%+.1f")
                                 for c in memory.columns if c.endswith(" MiB")})
+if old_memory:
+    st.caption(plain("Measured before the isolated memory pass, with graph pools but no cost "
+                     "over eager: " + ", ".join(old_memory) + "."))
 
 energy = comparing.energy_table(points, headers)
 if not energy.empty:  # no section for runs without energy: nothing to compare

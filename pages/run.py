@@ -5,6 +5,7 @@ reproducing command and a share link). The views' builders and tables: run_views
 import streamlit as st
 
 from contract import noise
+from contract.memory import OLD_METHOD
 from pages.logic import cost, energy, links, run_text, step_split
 from pages.logic.plain import plain
 from pages.widgets import data, frame, graph_memory_view, parts, run_views, timeline_view, url
@@ -100,10 +101,15 @@ if memory.open:
     with memory, parts.drawn("The charts"):
         draw_pair(run_views.PAIRS[1])
         if "memory" in paired:
-            st.caption("Memory held = graph pool + peak allocated: the pool a CUDA graph keeps "
-                       "reserved is part of what a mode costs (an upper bound: tensors living "
-                       "in the pool while the peak is taken count in both). Diamonds: the "
-                       "modes no other mode beats on both speed and memory at that batch size.")
+            st.caption("Memory cost over eager: what a mode keeps on the GPU beyond what eager "
+                       "keeps at the same batch size, each measured alone from a clean state "
+                       "(its graph pool and default pool, less eager's own). Diamonds: the "
+                       "modes no other mode beats on both speed and memory cost at that "
+                       "batch size.")
+            if "memory-tradeoff" not in paired:
+                st.caption(plain("No speed-against-memory chart: this run's memory was "
+                                 f"{OLD_METHOD}, and it has no cost over eager to "
+                                 "plot; its graph pools are drawn as parts."))
         elif points:
             st.info(cost.missing_reason(points, header.device))
 if energy_tab.open:

@@ -45,6 +45,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # data/samples/h200-mlp.json, the run whose figures issue 37's tests quote on every page
 # (h200-mlp-energy.json, a later sweep, shares its label "H200 mlp").
 H200_MLP_UUID = "edde740d-b50e-4c82-bbac-4d39143e876a"
+# data/samples/h100-mlp.json: the default mlp sweep on the H100, bundle version 7 (memory
+# measured by the isolated pass).
+H100_MLP_UUID = "f7b02541-70ce-4943-9867-08e41caebdf7"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 # What a GPU host may lack: the lent H200 has torch, pandas and pytest, not the database's
 # or the dashboard's packages. A test module importing one of these skips there.

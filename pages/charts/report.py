@@ -25,7 +25,7 @@ from pages.charts import capture_charts, run_charts, split_charts, timeline_char
 from pages.logic import capture_advice as ca
 from pages.logic import energy, links, step_split, timeline
 from pages.logic.metrics import MISSING
-from pages.logic.points_table import RESERVED_NOTE, points_table
+from pages.logic.points_table import MEMORY_NOTE, points_table
 from pages.logic.run_text import PUBLISHED_NOTE, headline, run_title, summary_of
 
 
@@ -123,7 +123,7 @@ def html_report(header: RunHeader, points: Sequence[Measurement],
         summary=summary.headline(), headline=headline(points), noise=noise_text,
         charts=[(name, chart_svg(chart)) for name, chart in charts.items()],
         chart_notes=[note for name, note in CHART_NOTES.items() if name in charts],
-        points=_rows(points_table(points)), reserved_note=RESERVED_NOTE,
+        points=_rows(points_table(points)), memory_note=MEMORY_NOTE,
         run_rows=run_rows, env_rows=env_rows,
         reproduce=links.reproduce(header, *measured),
         share_url=share_url, timeline=_timeline(traces or [], points),

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import altair as alt
 import pandas as pd
 
+from contract import memory
 from contract.measurement import Measurement
 from contract.metrics import BYTES_PER_MIB
 from contract.speedups import Speedup, speedups, usable
@@ -138,51 +139,75 @@ def _mib(v: float | None) -> float | None:
     return None if v is None else v / BYTES_PER_MIB
 
 
+def _kept_rows(costs: Sequence[cost.Cost]) -> list[dict]:
+    """The Memory view's bars: what each mode keeps, by part (MiB); before the isolated
+    pass, the graph pool alone."""
+    rows = []
+    for c in costs:
+        m = c.memory
+        cost_mib = _mib(m.cost_bytes)
+        parts = ((("pool", m.pool_bytes),) if m.old else
+                 (("pool", m.pool_bytes), ("default", m.default_bytes)))
+        for part, v in parts:
+            if v is not None and not (m.old and not memory.captures_graph(m.mode)):
+                rows.append({"mode": m.mode, "batch_size": m.batch_size,
+                             "part": cost.PARTS[part], "MiB": _mib(v),
+                             "kept_mib": _mib(m.kept_bytes), "cost_mib": cost_mib})
+    return rows
+
+
 def memory_chart(costs: Sequence[cost.Cost]) -> alt.Chart | None:
-    """What each mode holds: graph pool + peak allocated (MiB), stacked so both parts
-    stay visible, one bar per mode beside each other at every batch size."""
-    rows = [{"mode": c.held.mode, "batch_size": c.held.batch_size, "part": cost.PARTS[part],
-             "MiB": _mib(v), "total_mib": _mib(c.held.total_bytes)}
-            for c in costs for part, v in (("pool", c.held.pool_bytes),
-                                           ("peak", c.held.peak_bytes)) if v is not None]
+    """What each mode keeps on the GPU at each batch size (MiB), its graph pool and its
+    default pool stacked, one bar per mode beside each other, eager's the baseline: a
+    mode's memory cost over eager is its bar less eager's (contract/memory.py). A run
+    from before the isolated memory pass shows its graph pools alone, and says so."""
+    rows = _kept_rows(costs)
     if not rows:
         return None
-    long = _frame(rows, ["mode", "batch_size", "part", "MiB", "total_mib"])
+    long = _frame(rows, ["mode", "batch_size", "part", "MiB", "kept_mib", "cost_mib"])
     modes = present_modes(long["mode"])
+    old = cost.old_method(costs)
+    parts = [cost.PARTS["pool"]] if old else list(cost.PARTS.values())
     # Two legends on top sit side by side and ran past a half-page chart: the parts' legend
     # goes under the plot.
     chart = alt.Chart(long).mark_bar().encode(
         x=alt.X("batch_size:O", title=title("batch_size"),
                 axis=alt.Axis(labelAngle=0, labelOverlap=True)),
         xOffset=alt.XOffset("mode:N", sort=modes),
-        y=alt.Y("MiB:Q", title="Memory held (MiB)", stack="zero"),
+        y=alt.Y("MiB:Q", title="Graph pool (MiB)" if old else "Kept on the GPU (MiB)",
+                stack="zero"),
         color=mode_color(modes),
-        opacity=alt.Opacity("part:N", title="Part", sort=list(cost.PARTS.values()),
-                            scale=alt.Scale(domain=list(cost.PARTS.values()),
-                                            range=[1.0, 0.45]),
-                            legend=legend("bottom", entries=2)),
-        order=alt.Order("part:N", sort="descending"),
+        opacity=alt.Opacity("part:N", title="Part", sort=parts,
+                            scale=alt.Scale(domain=parts, range=[1.0, 0.45][:len(parts)]),
+                            legend=legend("bottom", entries=len(parts))),
+        order=alt.Order("part:N", sort="descending"),  # the graph pool at the bottom
         tooltip=[mode_tip(), batch_tip(), alt.Tooltip("part:N", title="Part"),
                  alt.Tooltip("MiB:Q", title="MiB", format=",.1f"),
-                 alt.Tooltip("total_mib:Q", title="Total MiB", format=",.1f")],
+                 alt.Tooltip("kept_mib:Q", title="Kept, MiB", format=",.1f"),
+                 alt.Tooltip("cost_mib:Q", title="Memory cost over eager, MiB",
+                             format="+,.1f")],
     )
-    return fitted(chart, chart_title("Memory held",
-                                     "graph pool (solid) + peak allocated (light)"))
+    if old:
+        return fitted(chart, chart_title("Graph pool", memory.OLD_METHOD))
+    return fitted(chart, chart_title(
+        "What each mode keeps", "graph pool (solid) + default pool (light); memory cost "
+        "over eager = a bar less eager's"))
 
 
 def tradeoff_chart(costs: Sequence[cost.Cost]) -> alt.LayerChart | None:
-    """What the memory buys: speedup over eager (log, 1x rule) against extra MiB over
-    eager's total at the same batch size; one point per (mode, batch), labelled with the
-    batch; the Pareto-best modes of each batch (nothing faster for less) filled and large."""
-    rows = [{"mode": c.held.mode, "batch_size": c.held.batch_size,
-             "extra_mib": _mib(c.held.extra_bytes), "total_mib": _mib(c.held.total_bytes),
+    """What the memory buys: speedup over eager (log, 1x rule) against the memory cost
+    over eager at the same batch size; one point per (mode, batch), labelled with the
+    batch; the Pareto-best modes of each batch (nothing faster for less) filled and large.
+    None for a run from before the isolated memory pass: it has no cost to plot."""
+    rows = [{"mode": c.mode, "batch_size": c.batch_size,
+             "cost_mib": _mib(c.memory.cost_bytes), "kept_mib": _mib(c.memory.kept_bytes),
              "speedup": c.speedup.speedup, "speedup_ci_low": c.speedup.ci_low,
              "speedup_ci_high": c.speedup.ci_high, "pareto": c.pareto}
-            for c in costs if c.speedup is not None and c.held.extra_bytes is not None
-            and c.held.mode != "eager"]
+            for c in costs if c.speedup is not None and c.memory.cost_bytes is not None
+            and c.mode != "eager"]
     if not rows:
         return None
-    df = _frame(rows, ["mode", "batch_size", "extra_mib", "total_mib", "speedup",
+    df = _frame(rows, ["mode", "batch_size", "cost_mib", "kept_mib", "speedup",
                        "speedup_ci_low", "speedup_ci_high", "pareto"])
     df = df.assign(
         best=df["pareto"].map({True: "Pareto-best at its batch", False: "dominated"}))
@@ -192,11 +217,11 @@ def tradeoff_chart(costs: Sequence[cost.Cost]) -> alt.LayerChart | None:
     df.loc[top.values, "label"] = [f"{m} @ batch {int(b)}" for m, b in
                                    zip(df.loc[top.values, "mode"],
                                        df.loc[top.values, "batch_size"], strict=True)]
-    x = alt.X("extra_mib:Q", title="Extra memory over eager (MiB)")
+    x = alt.X("cost_mib:Q", title="Memory cost over eager (MiB)")
     y = log_y("speedup", _speedup_values(df))
-    tips = [mode_tip(), batch_tip(), alt.Tooltip("extra_mib:Q", title="Extra MiB",
+    tips = [mode_tip(), batch_tip(), alt.Tooltip("cost_mib:Q", title="Memory cost, MiB",
                                                    format="+,.1f"),
-            alt.Tooltip("total_mib:Q", title="Total MiB", format=",.1f"),
+            alt.Tooltip("kept_mib:Q", title="Kept, MiB", format=",.1f"),
             *(tip(n) for n in ("speedup", "speedup_ci_low", "speedup_ci_high")),
             alt.Tooltip("best:N", title="Pareto")]
     color = mode_color(df["mode"])
@@ -212,14 +237,14 @@ def tradeoff_chart(costs: Sequence[cost.Cost]) -> alt.LayerChart | None:
         tooltip=tips)
     # Labels read away from the nearer side: a label right of the rightmost point ran past
     # the chart's edge.
-    mid = float(df["extra_mib"].min() + df["extra_mib"].max()) / 2
+    mid = float(df["cost_mib"].min() + df["cost_mib"].max()) / 2
     labels = [alt.Chart().mark_text(align=side, dx=7 if side == "left" else -7, dy=-6,
                                     fontSize=10).encode(
         x=x, y=y, color=color, text="label:N").transform_filter(
-        f"datum.label && (datum.extra_mib {'<=' if side == 'left' else '>'} {mid!r})")
+        f"datum.label && (datum.cost_mib {'<=' if side == 'left' else '>'} {mid!r})")
         for side in ("left", "right")]
     return fitted(alt.layer(marks, *labels, one_x_rule(), data=df),
-                  chart_title("Speedup against extra memory", "up and left is better"))
+                  chart_title("Speedup against memory cost", "up and left is better"))
 
 
 # One mark per mode on Compare (the colour is the run's): filled shapes told apart at a

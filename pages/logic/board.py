@@ -42,7 +42,7 @@ def key_columns() -> list[str]:
     """The numeric key-figure columns, in the order the board shows them."""
     cols = []
     for m in CUDA_GRAPH_MODES:
-        cols += [_col(m, "x"), _col(m, "batch"), _col(m, "pool MiB")]
+        cols += [_col(m, "x"), _col(m, "batch"), _col(m, "memory MiB")]
     return [*cols, BREAK_EVEN_LABEL]
 
 
@@ -52,7 +52,8 @@ KEY_HELP = {
                      f"interval contains 1x and spans more than {SPREAD_LIMIT:g}x)"
        for m in CUDA_GRAPH_MODES},
     **{_col(m, "batch"): f"the batch size of {m}'s best speedup" for m in CUDA_GRAPH_MODES},
-    **{_col(m, "pool MiB"): f"{m}'s memory cost at its best point: the {MEMORY_COST_LABEL}"
+    **{_col(m, "memory MiB"): f"{m}'s {MEMORY_COST_LABEL} at its best point (MiB); empty "
+                              "for a run measured before the isolated memory pass"
        for m in CUDA_GRAPH_MODES},
     BREAK_EVEN_LABEL: f"the batch size from which reduce-overhead gains less than "
                       f"{BREAK_EVEN_GAIN}x over compile (not over eager, as the speedups "
@@ -65,7 +66,7 @@ KEY_HELP = {
 
 def key_format(column: str) -> str:
     """The number format of a key-figure column (streamlit's printf style)."""
-    return "%.2fx" if column.endswith(" x") else "%.1f" if column.endswith("MiB") else "%d"
+    return "%.2fx" if column.endswith(" x") else "%+.1f" if column.endswith("MiB") else "%d"
 
 
 def _sweep_row(summary: RunSummary | None) -> dict[str, object]:
@@ -81,7 +82,7 @@ def _sweep_row(summary: RunSummary | None) -> dict[str, object]:
         row[_col(b.mode, "x")] = b.speedup
         row[_col(b.mode, "batch")] = b.batch_size
         cost = memory.memory_cost(b.point)
-        row[_col(b.mode, "pool MiB")] = math.nan if cost is None else cost / BYTES_PER_MIB
+        row[_col(b.mode, "memory MiB")] = math.nan if cost is None else cost / BYTES_PER_MIB
     if summary.break_even_batch is not None:
         row[BREAK_EVEN_LABEL] = summary.break_even_batch
     row["key figure"] = summary.speedup_text()

@@ -82,15 +82,24 @@ def _side_by_side(values: dict[tuple[str, int], dict[int, float]],
 
 
 def memory_table(points: RunPoints, headers: Sequence[RunHeader]) -> pd.DataFrame:
-    """Per (mode, batch): each run's memory held (graph pool + peak allocated, MiB,
-    contract/memory.py), side by side; only (mode, batch) pairs some run measured memory
-    at. Empty when no run has memory figures (CPU runs, published figures)."""
+    """Per (mode, batch): each run's memory cost over eager (MiB, contract/memory.py),
+    side by side; only (mode, batch) pairs some run measured a cost at. Empty when no
+    run has one (CPU runs, published figures, runs from before the isolated memory
+    pass: old_memory_runs names those)."""
     values: dict[tuple[str, int], dict[int, float]] = {}
     for rid, pts in points.items():
-        for h in memory.held(usable(pts)):
-            if h.total_bytes is not None:
-                values.setdefault((h.mode, h.batch_size), {})[rid] = h.total_bytes / BYTES_PER_MIB
+        for c in memory.costs(usable(pts)):
+            if c.cost_bytes is not None:
+                values.setdefault((c.mode, c.batch_size), {})[rid] = c.cost_bytes / BYTES_PER_MIB
     return _side_by_side(values, headers, "MiB")
+
+
+def old_memory_runs(points: RunPoints, headers: Sequence[RunHeader]) -> list[str]:
+    """The names of the runs whose memory was measured before the isolated memory pass:
+    they have graph pools but no cost over eager, so the cost table leaves them out."""
+    names = run_names(headers)
+    return [names[rid] for rid, pts in points.items() if rid in names
+            and any(c.old and c.pool_bytes for c in memory.costs(usable(pts)))]
 
 
 def energy_table(points: RunPoints, headers: Sequence[RunHeader]) -> pd.DataFrame:

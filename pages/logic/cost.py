@@ -1,7 +1,7 @@
-"""What a mode holds in memory beside what it buys, for the Memory view (the figures
+"""What a mode costs in memory beside what it buys, for the Memory view (the figures
 are contract/memory.py's: the one place a point's memory is defined): each point's
-memory held (graph pool + peak allocated) with its speedup and whether it is
-Pareto-best, and why a run has none to show.
+memory cost over eager with its parts, its speedup and whether it is Pareto-best, and
+why a run has none to show.
 """
 
 from __future__ import annotations
@@ -14,29 +14,45 @@ from contract.measurement import Measurement
 from contract.speedups import Speedup, mode_order, speedups, usable
 from contract.vocab import CUDA_GRAPH_MODES, MODE_TABLE
 
-PARTS = {"pool": "Graph pool", "peak": "Peak allocated"}
+# The parts of what a mode keeps, as the Memory view stacks them (docs/MEASUREMENT.md,
+# "Memory"); before the isolated pass only the graph pool was known.
+PARTS = {"pool": "Graph pool", "default": "Default pool"}
 
 
 @dataclass(frozen=True)
 class Cost:
-    """One point's memory held, its speedup over eager (None: none) and whether no other
-    mode at its batch is at least as fast for at most as much memory."""
-    held: memory.Held
+    """One point's memory (contract/memory.py Cost), its speedup over eager (None: none)
+    and whether no other mode at its batch is at least as fast for at most as much."""
+    memory: memory.Cost
     speedup: Speedup | None
     pareto: bool
+
+    @property
+    def mode(self) -> str:
+        return self.memory.mode
+
+    @property
+    def batch_size(self) -> int:
+        return self.memory.batch_size
 
 
 def costs(points: Sequence[Measurement]) -> list[Cost]:
     """One run's points with a memory figure, in mode order."""
     ok = usable(points)
-    held = memory.held(ok)
     found = {(s.mode, s.batch_size): s for s in speedups(ok)}
-    best = memory.pareto([(h.mode, h.batch_size,
-                           s.speedup if (s := found.get((h.mode, h.batch_size))) else None,
-                           h.extra_bytes) for h in held])
+    records = memory.costs(ok)
+    best = memory.pareto([(c.mode, c.batch_size,
+                           s.speedup if (s := found.get((c.mode, c.batch_size))) else None,
+                           c.cost_bytes) for c in records])
     rank = {m: i for i, m in enumerate(MODE_TABLE)}
-    return [Cost(h, found.get((h.mode, h.batch_size)), (h.mode, h.batch_size) in best)
-            for h in sorted(held, key=lambda h: (rank.get(h.mode, len(rank)), h.batch_size))]
+    return [Cost(c, found.get((c.mode, c.batch_size)), (c.mode, c.batch_size) in best)
+            for c in sorted(records, key=lambda c: (rank.get(c.mode, len(rank)),
+                                                    c.batch_size))]
+
+
+def old_method(costs: Sequence[Cost]) -> bool:
+    """Whether the run's memory is from before the isolated pass (no cost, pools only)."""
+    return bool(costs) and all(c.memory.old for c in costs)
 
 
 def missing_reason(points: Sequence[Measurement], device: str | None) -> str:

@@ -15,17 +15,21 @@ from contract import host_split, memory, noise
 from contract import verdict as vd
 from contract.bundle import MEASUREMENT_FIELDS
 from contract.measurement import Measurement
-from contract.memory import MEMORY_COST_LABEL, mib_text
-from contract.metrics import BYTES_PER_MIB
+from contract.memory import MEMORY_COST_LABEL
 from contract.numbers import number_or_none
 from contract.speedups import Speedup, in_mode_order, speedups, usable
 from contract.vocab import ALTERNATIVE_MODES
 from pages.logic import energy, step_split
 from pages.logic.metrics import MISSING, format_interval, format_value, metric, title
 
-RESERVED_NOTE = ("Reserved change in setup: how setup moved the allocator's reserve. It is "
-                 "negative where setup made the allocator release cached blocks; it is not "
-                 "a cost. What a mode holds is graph pool + peak allocated.")
+MEMORY_NOTE = ("Memory cost over eager: what the mode keeps on the GPU beyond what eager "
+               "keeps at the same batch size, each measured alone from a clean state; "
+               "its parts are the graph pool and the default pool, less eager's own. Peak "
+               "during a step is transient, not kept. Runs from before the isolated "
+               "memory pass show their graph pool only (docs/MEASUREMENT.md, \"Memory\").")
+COST_COLUMN = title("memory_cost_bytes")
+DEFAULT_COLUMN = title("default_pool_bytes")
+PEAK_COLUMN = title("peak_allocated_bytes")
 PROCESS_COLUMN = "Process medians (ms)"
 NOTE_COLUMN = "Note"
 SPLIT_COLUMN = "Split: GPU / launch / rest"
@@ -39,24 +43,20 @@ class Row:
     """One point with what the rules say of it (contract/): the table's row as records."""
     m: Measurement
     speedup: Speedup | None
-    held: memory.Held | None
+    memory: memory.Cost | None
     split: host_split.StepSplit | None
     at: dict[float, float]
 
 
 def rows(points: Sequence[Measurement]) -> list[Row]:
-    """One run's points in mode order, each with its speedup, memory held and split."""
+    """One run's points in mode order, each with its speedup, memory and split."""
     found = {(s.mode, s.batch_size): s for s in speedups(points)}
     ok = usable(points)
-    held = {(h.mode, h.batch_size): h for h in memory.held(ok)}
+    costs = {(c.mode, c.batch_size): c for c in memory.costs(ok)}
     split = {(m.mode, m.batch_size): s for m, s in step_split.splits(ok)}
     at = step_split.projected_speedups(points)
-    return [Row(m, found.get(k), held.get(k), split.get(k), at.get(k, {}))
+    return [Row(m, found.get(k), costs.get(k), split.get(k), at.get(k, {}))
             for m in in_mode_order(points) if (k := (m.mode, m.batch_size))]
-
-
-def _mib(v: float | None) -> float | None:
-    return None if v is None else v / BYTES_PER_MIB
 
 
 def _speedup_cells(r: Row) -> dict[str, str]:
@@ -85,9 +85,20 @@ def _figure(name: str, bounds: tuple[str, str] | None = None
 
 
 def _memory_cells(r: Row) -> dict[str, str]:
-    h = r.held
-    return {title("total_mib"): format_value("total_mib", _mib(h.total_bytes) if h else None),
-            title("extra_mib"): format_value("extra_mib", _mib(h.extra_bytes) if h else None)}
+    """The memory cost over eager and its parts (contract/memory.py); a point from
+    before the isolated pass has its graph pool only, and says so in the cost's cell."""
+    c = r.memory
+    if c is not None and c.old:
+        cost = "before the memory pass"
+    elif c is not None and c.mode == "eager" and c.cost_bytes is not None:
+        cost = "baseline"
+    else:
+        cost = format_value("memory_cost_bytes", c.cost_bytes if c else None)
+    return {COST_COLUMN: cost,
+            title("graph_pool_bytes"): format_value("graph_pool_bytes",
+                                                    c.pool_bytes if c else None),
+            DEFAULT_COLUMN: format_value("default_pool_bytes", c.default_bytes if c else None),
+            PEAK_COLUMN: format_value("peak_allocated_bytes", c.peak_bytes if c else None)}
 
 
 def _status_cells(r: Row) -> dict[str, str]:
@@ -135,13 +146,12 @@ def _energy_cells(r: Row) -> dict[str, str]:
 # medians and the note that says why its figures need a word); then the rest.
 _GROUPS: tuple[Callable[[Row], dict[str, str]], ...] = (
     _speedup_cells, _at_cells, _figure("step_ms", ("step_ms_ci_low", "step_ms_ci_high")),
-    _memory_cells, _figure("graph_pool_bytes"), _figure("peak_allocated_bytes"),
-    _status_cells, _figure("step_ms_p10"), _figure("step_ms_p90"), _figure("latency_ms"),
+    _memory_cells, _status_cells, _figure("step_ms_p10"), _figure("step_ms_p90"),
+    _figure("latency_ms"),
     _figure("setup_s"), _figure("launch_us"), _figure("host_launches_per_step"),
-    _figure("graph_launches_per_step"), _split_cells, _figure("reserved_delta_bytes"),
-    _figure("max_abs_err"))
+    _figure("graph_launches_per_step"), _split_cells, _figure("max_abs_err"))
 # Shown only where some point fills them: a column of dashes says nothing.
-OPTIONAL = (AT_COLUMN, JUDGED_COLUMN, SPLIT_COLUMN)
+OPTIONAL = (AT_COLUMN, JUDGED_COLUMN, SPLIT_COLUMN, DEFAULT_COLUMN)
 
 
 def points_table(points: Sequence[Measurement]) -> pd.DataFrame:
@@ -192,15 +202,15 @@ def note_lines(points: Sequence[Measurement]) -> list[str]:
             if (n := point_note(r))]
 
 
-PIVOT_CAPTION = ("Speedup over eager (95% interval where measured) · the graph modes' "
-                 f"memory cost: the {MEMORY_COST_LABEL}, per batch size and mode.")
+PIVOT_CAPTION = ("Speedup over eager (95% interval where measured) · each mode's "
+                 f"{MEMORY_COST_LABEL} (graph pool in brackets), per batch size and mode.")
 
 
 def speedup_pivot(points: Sequence[Measurement]) -> pd.DataFrame:
-    """Batch size x graph mode at a glance: each cell the speedup over eager with its 95%
-    interval and, for a mode that captures graphs, its memory cost (contract/memory.py),
-    e.g. '7.10x (6.50-7.60x) · 34.0 MiB'; an inconclusive one (contract/verdict.py)
-    shows its interval only."""
+    """Batch size x mode at a glance: each cell the speedup over eager with its 95%
+    interval and its memory cost over eager (contract/memory.py, short), e.g.
+    '7.10x (6.50-7.60x) · +38.0 MiB (graph pool 34.0 MiB)'; an inconclusive one
+    (contract/verdict.py) shows its interval only."""
     found = [s for s in speedups(points) if s.mode != "eager"]
     if not found:
         return pd.DataFrame(columns=["Batch size"])
@@ -209,9 +219,8 @@ def speedup_pivot(points: Sequence[Measurement]) -> pd.DataFrame:
         # Quoted as the headline and every page quote it (verdict.quoted): one figure, one
         # way of writing it ("6.80x (6.05-7.57x)", not "6.8x (6.1-7.6)" beside it).
         text = vd.quoted(s.speedup, s.ci_low, s.ci_high)
-        cost = memory.memory_cost(s.point)
-        if cost is not None:
-            text += f" · {mib_text(cost)}"
+        if memory.cost_of(s.point) is not None:
+            text += f" · {memory.cost_text(s.point, short=True)}"
         cells.setdefault(s.batch_size, {})[s.mode] = text
     modes = [m for m in ALTERNATIVE_MODES if any(m in c for c in cells.values())]
     return pd.DataFrame([{"Batch size": b, **{m: cells[b].get(m, MISSING) for m in modes}}

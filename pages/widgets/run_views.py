@@ -89,7 +89,7 @@ def points_view(run_id: int, header: RunHeader, points: Sequence[Measurement]) -
         if notes:  # the table's cells are cut; each note in full, one line a point
             st.markdown("**Points whose figures need a word**\n"
                         + "\n".join(f"- {plain(n)}" for n in notes))
-    st.caption(points_table.RESERVED_NOTE)
+    st.caption(points_table.MEMORY_NOTE)
 
 
 def environment_view(run_id: int, header: RunHeader, points: Sequence[Measurement]) -> None:

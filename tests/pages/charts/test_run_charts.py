@@ -142,11 +142,11 @@ def test_step_time_chart_is_log_log(points):
 def test_memory_and_time_split_charts(points):
     mem = run_charts.memory_chart(cost.costs(points)).to_dict()
     enc = _encodings(mem)[0]
-    assert enc["y"]["title"] == "Memory held (MiB)"
-    assert "graph pool (solid) + peak allocated (light)" in _title(mem)
+    assert enc["y"]["title"] == "Kept on the GPU (MiB)"
+    assert "graph pool (solid) + default pool (light)" in _title(mem)
     assert enc["y"]["stack"] == "zero"  # the parts stacked, both visible
     rows = next(iter(mem["datasets"].values()))
-    assert {r["part"] for r in rows} == {"Graph pool", "Peak allocated"}
+    assert {r["part"] for r in rows} == {"Graph pool", "Default pool"}
     pool = [r for r in rows if r["part"] == "Graph pool" and r["mode"] == "cuda-graph"
             and r["batch_size"] == 8][0]
     assert pool["MiB"] == pytest.approx(32 + 8 * 4096 / 2**20)

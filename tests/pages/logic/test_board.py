@@ -24,7 +24,7 @@ def _summaries(engine, ids) -> dict:
     return {s.header.id: s for s in queries.run_summaries(engine, ids)}
 
 
-def test_key_figures_rank_by_lower_bound_and_carry_the_pool(sqlite_engine):
+def test_key_figures_rank_by_lower_bound_and_carry_the_memory_cost(sqlite_engine):
     rid = import_bundle(sqlite_engine, sweep_bundle())[0]
     runs = _runs(sqlite_engine)
     figs = board.key_figures(runs, _summaries(sqlite_engine, [rid])).loc[rid]
@@ -34,7 +34,8 @@ def test_key_figures_rank_by_lower_bound_and_carry_the_pool(sqlite_engine):
                    key=lambda m: m.intervals.speedup_ci_low)
         assert figs[f"{mode} batch"] == best.batch_size
         assert math.isclose(figs[f"{mode} x"], best.intervals.speedup)
-        assert math.isclose(figs[f"{mode} pool MiB"], best.memory.graph_pool_bytes / 2**20)
+        assert math.isclose(figs[f"{mode} memory MiB"],
+                            best.memory.memory_cost_bytes / 2**20)
     assert figs["points"] == f"{len(pts)}/{len(pts)} ok"
 
 

@@ -9,22 +9,29 @@ from __future__ import annotations
 import math
 
 import pytest
+from markupsafe import escape
 
 from contract import verdict as vd
 from contract.measurement import Measurement
+from contract.memory import OLD_METHOD
 from contract.run_summary import MEMORY_COST_LABEL, RunHeader, summarize
 from db import queries, records
 from pages.charts import report
 from runner.ops.cli import main
 from tests.apptest import texts
-from tests.conftest import H200_MLP_UUID
+from tests.conftest import H100_MLP_UUID, H200_MLP_UUID
 from tests.synthetic import sweep_bundle
 
-# The sample's own figures (data/samples/h200-mlp.json): reduce-overhead at batch 1 has
-# the highest lower bound, 6.05x; its graph pool is 35,651,584 bytes (34 MiB), while its
-# pool + peak over eager's peak is about 1 MiB.
-SPEEDUP = "reduce-overhead at batch 1: 6.80x (6.05-7.57x)"
-MEMORY = f"34.0 MiB {MEMORY_COST_LABEL}"
+# The samples' own figures. data/samples/h200-mlp.json (measured before the isolated memory
+# pass, bundle version 4): reduce-overhead at batch 1 has the highest lower bound, 6.05x;
+# it has a graph pool of 35,651,584 bytes (34 MiB) and no memory cost, so the pool is
+# quoted as what it is, a part, marked. data/samples/h100-mlp.json (version 7): cuda-graph
+# at batch 8, whose memory cost over eager is +38 MiB with its parts.
+H200 = (H200_MLP_UUID, "reduce-overhead at batch 1: 6.80x (6.05-7.57x)",
+        f"graph pool 34.0 MiB ({OLD_METHOD})", None)
+H100 = (H100_MLP_UUID, "cuda-graph at batch 8: 7.15x (4.71-9.59x)",
+        f"+38.0 MiB {MEMORY_COST_LABEL} (keeps 70.0 MiB: graph pool 34.0 MiB, default pool "
+        "36.0 MiB; eager keeps 32.0 MiB)", ("cuda-graph memory MiB", 38.0))
 
 
 def _run_id(dash, uuid: str) -> int:
@@ -32,21 +39,29 @@ def _run_id(dash, uuid: str) -> int:
     return rid
 
 
-def test_every_reader_quotes_the_h200_mlp_run_alike(dash, capsys):
-    rid = _run_id(dash, H200_MLP_UUID)
+@pytest.mark.parametrize("sample", [H200, H100], ids=["h200-before-the-pass", "h100"])
+def test_every_reader_quotes_a_run_alike(dash, capsys, sample):
+    uuid, SPEEDUP, MEMORY, column = sample
+    rid = _run_id(dash, uuid)
     summary = queries.run_summary(dash.engine, rid)
     assert (summary.speedup_text(), summary.memory_text()) == (SPEEDUP, MEMORY)
-    assert summary.header.gpu_name == "NVIDIA H200" and summary.header.kind == "sweep"
+    assert summary.header.kind == "sweep"
 
     # the Run page's headline (AppTest)
     head = texts(dash.open("pages/run.py", run=str(rid)), "markdown")[0]
-    assert head == f"##### {SPEEDUP} · {MEMORY}"
+    # (the energy gain follows where the run measured energy)
+    assert head.startswith(f"##### {SPEEDUP} · {MEMORY}")
     assert "+1 MiB" not in head
 
-    # the Runs board: the key figure, its memory cost, and the pool column's number
+    # the Runs board: the key figure, its memory cost, and the cost column's number
+    # (none for a run from before the isolated memory pass)
     board = dash.open().dataframe[0].value.set_index("id").loc[rid]
     assert (board["key figure"], board["memory cost"]) == (SPEEDUP, MEMORY)
-    assert board["reduce-overhead pool MiB"] == pytest.approx(34.0)
+    if column is None:
+        assert all(math.isnan(board[f"{m} memory MiB"])
+                   for m in ("reduce-overhead", "cuda-graph"))
+    else:
+        assert board[column[0]] == pytest.approx(column[1])
 
     # Compare, beside the published L40S mlp run
     other = dash.published
@@ -54,8 +69,8 @@ def test_every_reader_quotes_the_h200_mlp_run_alike(dash, capsys):
     mine = keys[keys["run"].str.startswith(f"#{rid} ")].iloc[0]
     assert (mine["key figure"], mine["memory cost"]) == (SPEEDUP, MEMORY)
 
-    # Trends: the series of mlp runs on the H200
-    at = dash.open("pages/trend.py", workload="mlp", gpu="NVIDIA H200")
+    # Trends: the series of mlp runs on the run's GPU
+    at = dash.open("pages/trend.py", workload="mlp", gpu=summary.header.gpu_name)
     keys = at.dataframe[0].value
     mine = keys[keys["run"].str.endswith(f"#{rid}")].iloc[0]
     assert (mine["key figure"], mine["memory cost"]) == (SPEEDUP, MEMORY)
@@ -71,7 +86,7 @@ def test_every_reader_quotes_the_h200_mlp_run_alike(dash, capsys):
     points = queries.run_points(dash.engine, rid)
     for html in (report.html_report(header, points, summary=summary),
                  report.html_report(header, points)):
-        assert f"<p class='answer'>{SPEEDUP} · {MEMORY}</p>" in html
+        assert f"<p class='answer'>{escape(SPEEDUP)} · {escape(MEMORY)}" in html
 
 
 def test_the_board_and_the_list_say_the_same_of_a_run_without_a_finding(sqlite_engine,
@@ -112,8 +127,33 @@ def test_summarize_ranks_by_the_lower_bound_and_never_an_inconclusive_point():
     assert s.key.mode == "cuda-graph"  # 6.5 > 6.0: the higher lower bound, not the median
     assert s.best("compile").speedup == pytest.approx(2.0 / 1.8)
     assert s.best("compile").verdict == vd.NO_INTERVAL
-    assert s.memory_text() == f"32.0 MiB {MEMORY_COST_LABEL}"
-    assert s.best("compile").memory_text() == "no graph pool (compile captures no graph)"
+    # Points without the isolated pass's figures (bundle version 6 and older): the pool
+    # is quoted as a part, marked; a mode without one has no memory figure to quote.
+    assert s.memory_text() == f"graph pool 32.0 MiB ({OLD_METHOD})"
+    assert s.best("compile").memory_text() == "memory not measured"
+
+
+def _kept(mode, kept, pool, eager, cost=None):
+    mib = 2**20
+    return Measurement.from_json({
+        "mode": mode, "batch_size": 8, "status": "ok", "step_ms": 1.0,
+        "graph_pool_bytes": pool * mib, "reserved_delta_bytes": kept * mib,
+        "memory_cost_bytes": (kept - eager if cost is None else cost) * mib,
+        "details": {"eager_reserved_delta_bytes": eager * mib}})
+
+
+def test_the_memory_cost_is_quoted_with_its_parts_and_a_negative_one_with_its_cause():
+    from contract import memory
+
+    ro = _kept("reduce-overhead", 36, 34, 32)
+    assert memory.cost_text(ro) == (f"+4.0 MiB {MEMORY_COST_LABEL} (keeps 36.0 MiB: graph "
+                                    "pool 34.0 MiB, default pool 2.0 MiB; eager keeps 32.0 MiB)")
+    assert memory.cost_text(ro, short=True) == "+4.0 MiB (graph pool 34.0 MiB)"
+    assert memory.cost_of(ro).default_bytes == 2 * 2**20
+    less = _kept("compile", 0, 0, 32)
+    assert memory.cost_text(less).startswith(
+        f"-32.0 MiB {MEMORY_COST_LABEL}: it keeps less than eager's own (keeps 0.0 MiB")
+    assert memory.cost_text(_kept("eager", 32, 0, 32)) == "the baseline: eager keeps 32.0 MiB"
 
 
 def test_summarize_reads_a_published_reference_and_the_paired_break_even():
@@ -125,7 +165,7 @@ def test_summarize_reads_a_published_reference_and_the_paired_break_even():
                                            vs_compile={"median": 1.05, "low": 1.0,
                                                        "high": 1.1})])
     assert s.best("cuda-graph").speedup == pytest.approx(4.0)
-    assert s.best("cuda-graph").memory_text() == f"{MEMORY_COST_LABEL}: not measured"
+    assert s.best("cuda-graph").memory_text() == "memory not measured"
     # batch 64: the paired ratio 1.05 (below 1.1x), not the medians' 2.0
     assert s.break_even_batch == 64
 
