@@ -10,13 +10,13 @@ import json
 import math
 import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypedDict
 
 from contract import graph_memory as gm
+from contract import outfile
 from contract.json_shape import JsonObject
 from contract.limits import (
     ENVIRONMENT_TEXT_LIMITS,
@@ -494,17 +494,16 @@ def dumps(doc: dict) -> str:
     return _NUMBER_LIST.sub(lambda m: _SPACE.sub("", m.group()), text) + "\n"
 
 
-def check_writable(path: str | os.PathLike) -> Path:
-    """Fail early (before any measuring) when the bundle could not be written."""
-    p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
-    if p.is_dir():
-        raise BundleError(f"--out {str(p)!r} is a directory, expected a file name")
-    if not parent.is_dir():
-        raise BundleError(f"--out {str(p)!r}: directory {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise BundleError(f"--out {str(p)!r} is not writable")
-    return p
+def check_writable(path: str | os.PathLike, flag: str = "--out") -> Path:
+    """Fail early (before any measuring) when the bundle could not be written: the safe
+    writer's checks and probe (contract/outfile.py). Returns the file to write (a
+    symlink's target)."""
+    try:
+        out = outfile.checked(path, flag, stdout=False)
+    except outfile.OutputError as e:
+        raise BundleError(str(e)) from None
+    assert out.path is not None
+    return out.path
 
 
 def write(path: str | os.PathLike, doc: dict) -> Path:
@@ -512,16 +511,13 @@ def write(path: str | os.PathLike, doc: dict) -> Path:
     return write_text(path, dumps(validate(doc)))
 
 
-def write_text(path: str | os.PathLike, text: str) -> Path:
-    """Any file `export` writes, atomically (write's way): a reader never sees half a
-    file, a crash leaves the old one."""
-    p = check_writable(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent or ".")
+def write_text(path: str | os.PathLike, text: str, flag: str = "--out") -> Path:
+    """Any file a command writes, through the safe writer (contract/outfile.py):
+    atomically, through a symlink, never over a device, a FIFO or a directory."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return p
+        out = outfile.output(path, flag, stdout=False)
+        out.write(text)
+    except outfile.OutputError as e:
+        raise BundleError(str(e)) from None
+    assert out.path is not None
+    return out.path

@@ -111,7 +111,7 @@ def test_series_finds_the_change_at_the_newest_run(capsys, db, tmp_path, monkeyp
     rc, out, err = cli(capsys, "check", "--db", url, "--run", str(ids[4]), "--series",
                        "--junit", str(junit))
     assert rc == 1, err
-    assert "5 run(s) of mlp in the series, ordered by date" in out
+    assert "5 run(s) of mlp in the series (one machine: Synthetic GPU), ordered by date" in out
     assert out.count("change point: 4 run(s) before, 1 from here") == 4
     # The summary is appended, with the table.
     md = summary.read_text(encoding="utf-8")
@@ -146,7 +146,7 @@ def test_series_takes_a_bundle_file_not_yet_stored(capsys, db, tmp_path):
     new = tmp_path / "new.json"
     fmt.write(new, _doc(9, scale=1.5, torch="2.8.0"))
     rc, out, _ = cli(capsys, "check", "--db", url, "--run", str(new), "--series")
-    assert rc == 1 and "6 run(s) of mlp in the series" in out
+    assert rc == 1 and "6 run(s) of mlp in the series (one machine" in out
 
 
 @pytest.mark.parametrize("argv, expected", [
@@ -200,3 +200,131 @@ def test_a_serve_bundle_is_refused(capsys, tmp_path):
     path.write_text(json.dumps(doc), encoding="utf-8")
     rc, _, err = cli(capsys, "check", "--run", str(path), "--baseline", str(path))
     assert rc == 2 and str(path) in err
+
+
+# --- issue 48: nothing the flags or the environment carry ends in a traceback ----------
+
+def _no_ok(rc, out, err, expected):
+    assert rc == 2, (out, err)
+    assert "ok" not in out and "Traceback" not in err
+    assert err.count("\n") == 1 and expected in err, err
+
+
+@pytest.mark.parametrize("baseline, expected", [
+    ("gpu=*", "--baseline 'gpu=*': no stored sweep of 'mlp'"),
+    ('gpu=x" OR 1=1--', "no stored sweep"),
+    ("torch=1; DROP TABLE runs", "no stored sweep"),
+    ("x" * 5000, "is 5,000 characters"),
+    ("previous\n", "control characters"),
+])
+def test_a_baseline_query_it_cannot_use_is_exit_2(capsys, db, baseline, expected):
+    url, ids = db
+    _no_ok(*cli(capsys, "check", "--db", url, "--run", str(ids[4]), "--baseline", baseline),
+           expected)
+
+
+@pytest.mark.parametrize("junit, expected", [
+    ("/proc/x.xml", "--junit '/proc/x.xml': cannot be written"),
+    ("x" * 300 + ".xml", "the file name is too long"),
+    ("", "--junit '' is empty"),
+])
+def test_a_junit_path_it_cannot_write_is_exit_2_before_any_ok(capsys, db, tmp_path,
+                                                             monkeypatch, junit, expected):
+    url, ids = db
+    monkeypatch.chdir(tmp_path)
+    _no_ok(*cli(capsys, "check", "--db", url, "--run", str(ids[3]), "--baseline",
+                str(ids[2]), "--junit", junit), expected)
+
+
+@pytest.mark.parametrize("where, expected", [
+    (lambda t: "/nonexistent/dir/s.md", "directory '/nonexistent/dir' does not exist"),
+    (lambda t: str(t), "is a directory"),
+])
+def test_a_step_summary_it_cannot_write_is_exit_2(capsys, db, tmp_path, monkeypatch, where,
+                                                 expected):
+    url, ids = db
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", where(tmp_path))
+    _no_ok(*cli(capsys, "check", "--db", url, "--run", str(ids[3]), "--baseline",
+                str(ids[2])), expected)
+
+
+def test_junit_to_a_device_or_fifo_is_refused_and_never_replaces_it(capsys, db, tmp_path):
+    """As root (CI often is), `--junit /dev/null` turned /dev/null into a file: here a
+    FIFO and a character device made in the temp dir stand in for it."""
+    import os
+    import stat
+
+    url, ids = db
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    null = tmp_path / "null"
+    try:
+        os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        null.symlink_to("/dev/null")
+    for path, kind in ((fifo, "a FIFO"), (null, "a character device")):
+        _no_ok(*cli(capsys, "check", "--db", url, "--run", str(ids[3]), "--baseline",
+                    str(ids[2]), "--junit", str(path)), kind)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and stat.S_ISCHR(os.stat(null).st_mode)
+
+
+def test_junit_to_standard_output_keeps_the_table_apart(capsys, db):
+    url, ids = db
+    rc, out, err = cli(capsys, "check", "--db", url, "--run", str(ids[3]), "--baseline",
+                       str(ids[2]), "--junit", "-")
+    assert rc == 0, err
+    root = ET.fromstring(out.split("\n", 1)[1])  # after the XML declaration
+    assert root.find("testsuite").get("tests") == "4"
+    assert err.splitlines()[-1].startswith("ok: ")
+
+
+def test_a_check_through_a_symlink_writes_its_target(capsys, db, tmp_path):
+    url, ids = db
+    target = tmp_path / "reports" / "check.xml"
+    target.parent.mkdir()
+    link = tmp_path / "check.xml"
+    link.symlink_to(target)
+    rc, _, err = cli(capsys, "check", "--db", url, "--run", str(ids[3]), "--baseline",
+                     str(ids[2]), "--junit", str(link))
+    assert rc == 0, err
+    assert link.is_symlink() and ET.parse(target).getroot().tag == "testsuites"
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--out", "/proc/x.json"], "--out '/proc/x.json': cannot be written"),
+    (["--out", ""], "--out '' is empty"),
+    (["--out", "/nonexistent/x.json"], "directory '/nonexistent' does not exist"),
+])
+def test_export_to_a_path_it_cannot_write_is_exit_2(capsys, db, argv, expected):
+    url, ids = db
+    rc, out, err = cli(capsys, "export", str(ids[0]), "--db", url, *argv)
+    assert rc == 2 and out == "" and "Traceback" not in err
+    assert err.count("\n") == 1 and expected in err, err
+
+
+def test_export_to_standard_output(capsys, db):
+    url, ids = db
+    rc, out, err = cli(capsys, "export", str(ids[0]), "--db", url, "--format",
+                       "pytorch-benchmark", "--out", "-")
+    assert rc == 0, err
+    records = json.loads(out)
+    assert records and all(r["benchmark"]["name"] == "launchbench" for r in records)
+    assert "pytorch-benchmark records" in err
+    rc, out, err = cli(capsys, "export", str(ids[0]), "--db", url, "--out", "-")
+    assert rc == 0 and fmt.loads(out)["run"]["uuid"] and "exported run" in err
+
+
+def test_whatever_breaks_inside_check_is_one_line_and_exit_2(capsys, db, monkeypatch):
+    """A fault no test foresaw: still not a traceback, which CI reads as exit 1."""
+    from runner.history import changes
+
+    url, ids = db
+
+    def broken(*a, **k):
+        raise KeyError("id")
+
+    monkeypatch.setattr(changes, "check_points", broken)
+    rc, out, err = cli(capsys, "check", "--db", url, "--run", str(ids[3]), "--baseline",
+                       str(ids[2]))
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert "check failed (KeyError: 'id')" in err
