@@ -17,6 +17,7 @@ from pages.logic.analysis import in_mode_order, point_record, speedups, usable
 from pages.logic.comparing import comparable_params, run_names, value_text
 from pages.logic.names import device_name, known
 from pages.logic.noise import launch_cost
+from pages.logic.plain import MAX_CELL, cut
 from pages.logic.step_split import PROJECTION_RULE
 
 
@@ -53,7 +54,8 @@ def cross_gpu_differences(headers: pd.DataFrame, points: pd.DataFrame | None = N
     if _distinct(torch):
         said.append("torch version (" + ", ".join(f"#{i} {v}" for i, v in torch.items())
                     + ")")
-    model = {int(h.id): f"{h.workload} {value_text(comparable_params(h))}" for h in runs}
+    model = {int(h.id): cut(f"{h.workload} {value_text(comparable_params(h))}", MAX_CELL)
+             for h in runs}
     if _distinct(model):
         said.append("model size/params (" + "; ".join(f"#{i} {v}" for i, v in model.items())
                     + ")")

@@ -35,6 +35,7 @@ from pages.logic.noise import (
     has_noise_counts,
     noise_summary,
 )
+from pages.logic.plain import MAX_CELL, cut
 
 MIB = BYTES_PER_MIB
 
@@ -52,6 +53,7 @@ def key_columns() -> list[str]:
 
 
 KEY_HELP = {
+    "created": "when the run started, in UTC (every stored time is UTC)",
     **{_col(m, "x"): f"{m}'s best speedup over eager: the point whose 95% interval's lower "
                      "bound is highest; empty where every point is inconclusive (its "
                      f"interval contains 1x and spans more than {SPREAD_LIMIT:g}x)"
@@ -226,7 +228,7 @@ def runs_table(runs: pd.DataFrame, noise: pd.DataFrame | None = None) -> pd.Data
         "GPU": [device_name(r) for _, r in runs.iterrows()],
         "torch": runs["torch_version"].fillna("—"),
         "workload": runs["workload"],
-        "parameters": runs["workload_params"].map(value_text),
+        "parameters": runs["workload_params"].map(lambda p: cut(value_text(p), MAX_CELL)),
         "dtype": runs["dtype"].fillna("—"),
         "status": runs["status"],
         "points": [f"{int(o)}/{int(p)} ok"

@@ -18,6 +18,7 @@ from pages.logic import analysis, cost
 from pages.logic.analysis import MODE_ORDER, numeric_column, speedups, usable
 from pages.logic.names import device_name, known
 from pages.logic.noise import launch_cost, ratio_interval, ratio_verdict
+from pages.logic.plain import MAX_CELL, cut
 
 RUNNER_STATISTIC = "median"
 
@@ -170,11 +171,24 @@ def comparability(headers: pd.DataFrame) -> list[str]:
                                            if field == "workload_params" else h[field])
                   for _, h in headers.iterrows()}
         if len(set(values.values())) > 1:
-            listed = "; ".join(f"run {rid}: {v}" for rid, v in values.items())
+            # Each value cut to a cell's length: one 100,000-character parameter held the
+            # whole page (the values in full: the runs' parameters download, Compare).
+            listed = "; ".join(f"run {rid}: {cut(v, MAX_CELL)}" for rid, v in values.items())
             what = {"kind": "run kinds", "workload": "workloads",
                     "workload_params": "workload parameters", "dtype": "dtypes"}[field]
             warnings.append(f"Not comparable: {what} differ ({listed}).")
     return warnings
+
+
+def long_params(headers: pd.DataFrame) -> dict[int, dict]:
+    """The workload parameters of each run that has a value over MAX_CELL characters,
+    which the pages cut: what the "in full" download on Compare and the Run page holds."""
+    out = {}
+    for _, h in headers.iterrows():
+        params = header_of(h).workload_params or {}
+        if any(len(str(v)) > MAX_CELL or len(str(k)) > MAX_CELL for k, v in params.items()):
+            out[int(h["id"])] = dict(params)
+    return out
 
 
 def compare_speedups(points: pd.DataFrame, headers: pd.DataFrame) -> pd.DataFrame:
@@ -270,7 +284,8 @@ def environment_diff(headers: pd.DataFrame, only_differences: bool = True,
                   for _, h in headers.iterrows()]
         differs = len(set(values)) > 1
         if differs or not only_differences:
-            cells = dict(zip(names.values(), values, strict=True))
+            cells = dict(zip(names.values(), (cut(v, MAX_CELL) for v in values),
+                             strict=True))
             rows.append({"field": f, **cells, "differs": differs})
     return pd.DataFrame(rows, columns=["field", *names.values(), "differs"])
 

@@ -6,6 +6,7 @@ neutralised for spreadsheets.
 from __future__ import annotations
 
 import json
+import unicodedata
 
 import pandas as pd
 
@@ -13,6 +14,7 @@ from contract import verdict as vd
 from contract.bundle import MEASUREMENT_FIELDS
 from contract.measurement import details_of
 from contract.numbers import is_missing
+from contract.plain import MAX_CELL, cut
 from contract.run_summary import MEMORY_COST_LABEL, mib_text
 from contract.vocab import ALTERNATIVE_MODES, CUDA_GRAPH_MODES
 from pages.logic import analysis, cost, energy, noise, step_split
@@ -236,12 +238,26 @@ def points_csv(points: pd.DataFrame) -> str:
 # A spreadsheet runs a cell that starts with one of these as a formula
 # (=HYPERLINK("http://evil.example","x") in a point's message): OWASP's CSV injection rule.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# What a spreadsheet skips or folds before it reads a formula (issue 48, item 7): leading
+# whitespace of any kind (a space, a newline), invisible format characters (a zero-width
+# space U+200B, a word joiner U+2060, a byte-order mark U+FEFF) and controls; and the
+# full-width forms of the signs (＝ U+FF1D folds to =), caught by NFKC's folding.
+_SKIPPED = ("Zs", "Zl", "Zp", "Cc", "Cf")
+
+
+def _first_visible(text: str) -> str:
+    """The first character a spreadsheet reads, folded by NFKC ('' when none)."""
+    for ch in text:
+        if not ch.isspace() and unicodedata.category(ch) not in _SKIPPED:
+            return unicodedata.normalize("NFKC", ch)[:1]
+    return ""
 
 
 def csv_cell(value):
     """A text cell a spreadsheet would read as a formula, prefixed with ' so it stays
     text; everything else (numbers too: -1.5 is a number, not a formula) as it is."""
-    if isinstance(value, str) and value.startswith(FORMULA_START):
+    if isinstance(value, str) and (value.startswith(FORMULA_START)
+                                   or _first_visible(value) in FORMULA_START[:4]):
         return "'" + value
     return value
 
@@ -268,7 +284,7 @@ def status_marks(points: pd.DataFrame) -> pd.Series:
         if not icon:
             return "ok"
         msg = str(analysis.point_record(row).message).strip().splitlines()
-        return f"{icon}: {msg[0]}" if msg else icon
+        return f"{icon}: {cut(msg[0], MAX_CELL)}" if msg else icon  # in full: the CSV
 
     if points.empty:
         return pd.Series([], dtype=object)

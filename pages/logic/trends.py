@@ -16,7 +16,7 @@ import pandas as pd
 from contract.run_summary import header_of
 from contract.vocab import ALTERNATIVE_MODES
 from pages.logic import analysis, comparing, noise
-from runner.history.series import ORDERS, order_runs
+from runner.history.series import ORDERS, machine_key, machine_text, order_runs
 
 MAX_BATCH = 2**31 - 1
 MAX_BATCHES = 8  # more panels than this are not read
@@ -34,11 +34,12 @@ class TrendQuery:
     batches: tuple[int, ...]
     modes: tuple[str, ...]
     order: str = "torch"
+    machine: str | None = None  # a machine_text, MIXED, or None: the one with most runs
 
 
 # What a Trends URL may ask. parse_query is handed every one of them (one not in the URL
 # as no values), so a misspelt key is an error here, not a query silently ignored.
-QUERY_KEYS = ("workload", "gpu", "params", "batch", "mode", "order")
+QUERY_KEYS = ("workload", "gpu", "params", "batch", "mode", "order", "machine")
 
 
 def _one(params: Mapping[str, Sequence[str]], name: str) -> str | None:
@@ -95,7 +96,7 @@ def parse_query(params: Mapping[str, Sequence[str]], workloads: Sequence[str],
         raise TrendQueryError(f"?order={order[:40]!r} is not an order: choose one of "
                               f"{', '.join(ORDERS)}")
     return TrendQuery(workload, gpu, _one(params, "params"), tuple(sorted(batches)),
-                      tuple(modes), order)
+                      tuple(modes), order, _one(params, "machine"))
 
 
 def param_key(run: Mapping) -> str:
@@ -111,6 +112,39 @@ def param_sets(runs: pd.DataFrame) -> dict[str, list[int]]:
     for _, r in runs.iterrows():
         sets.setdefault(param_key(r), []).append(int(r["id"]))
     return dict(sorted(sets.items(), key=lambda kv: -len(kv[1])))
+
+
+# A series is one machine's runs (GPU, host CPU, driver: runner/history/series.py
+# machine_key) unless the reader asks to mix them (issue 47): a launch-bound step is the
+# host's as much as the GPU's, and a run of another host read as a torch change.
+MIXED = "all machines (mixed)"
+
+
+def machines(runs: pd.DataFrame) -> dict[str, list[int]]:
+    """Machine (as machine_text names it) -> run ids, the machine with the most runs
+    first, then the one that ran most recently."""
+    if runs.empty:
+        return {}
+    groups: dict[str, list[int]] = {}
+    newest: dict[str, pd.Timestamp] = {}
+    for _, r in runs.iterrows():
+        name = machine_text(machine_key(r))
+        groups.setdefault(name, []).append(int(r["id"]))
+        when = pd.Timestamp(r["created_at"])
+        newest[name] = max(newest.get(name, when), when)
+    return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), -newest[kv[0]].value)))
+
+
+def machine_runs(runs: pd.DataFrame, asked: str | None) -> tuple[str, pd.DataFrame, dict]:
+    """(the machine shown, its runs, the other machines' run ids): the asked machine
+    where it is one of these runs' (or MIXED: every run), else the one with the most.
+    The others are named on the page, apart."""
+    groups = machines(runs)
+    if asked == MIXED or len(groups) <= 1:
+        return (MIXED if len(groups) > 1 else next(iter(groups), MIXED)), runs, {}
+    shown = asked if asked in groups else next(iter(groups))
+    others = {m: ids for m, ids in groups.items() if m != shown}
+    return shown, runs[runs["id"].astype(int).isin(groups[shown])], others
 
 
 def ordered_runs(runs: pd.DataFrame, by: str = "torch") -> pd.DataFrame:

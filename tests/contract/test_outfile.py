@@ -87,11 +87,11 @@ def test_a_new_file_gets_the_umasks_mode(tmp_path, mask):
     old = os.umask(mask)
     try:
         outfile.checked(tmp_path / "a.json", "--out").write("{}")
-        outfile.checked(tmp_path / "s.md", "$GITHUB_STEP_SUMMARY").append("x")
+        outfile.checked(tmp_path / "step_summary", "$GITHUB_STEP_SUMMARY").append("x")
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o666 & ~mask
-    assert stat.S_IMODE((tmp_path / "s.md").stat().st_mode) == 0o666 & ~mask
+    assert stat.S_IMODE((tmp_path / "step_summary").stat().st_mode) == 0o666 & ~mask
 
 
 def test_dash_is_standard_output(capsys):

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from contract import bundle as fmt
 from contract import outfile
+from contract.limits import REGRESSION_THRESHOLD
 from runner.ops.cli import UsageError
 from runner.ops.commands.flags import db_flag, table
 from runner.ops.commands.store import open_engine, parse_run_id
@@ -47,7 +48,7 @@ from runner.ops.commands.store import open_engine, parse_run_id
 if TYPE_CHECKING:  # check_report stands on pandas: imported where a check runs
     from runner.ops.commands.check_report import Row
 
-DEFAULT_THRESHOLD = 5.0  # percent
+DEFAULT_THRESHOLD = REGRESSION_THRESHOLD * 100  # percent
 MAX_THRESHOLD = 1000.0
 QUERY_KEYS = ("torch", "label", "gpu")
 PREVIOUS = "previous"

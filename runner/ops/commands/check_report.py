@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from contract.plain import plain
 from runner.history import changes as hc
 
 # The exit codes a CI job reads (docs/CI.md): 0 every point judged and none regressed;
@@ -115,11 +116,9 @@ def markdown(title: str, rows: list[Row], threshold: float, notes: list[str]) ->
 
 
 def _md(text: str) -> str:
-    """A cell or line of the step summary as text, not Markdown: a run's name or a file
-    name may hold anything."""
-    import re
-
-    return re.sub(r"([\\`*_\[\]<>|#!~$])", r"\\\1", " ".join(str(text).split()))
+    """A cell or line of the step summary as text, not Markdown: a run's name, its
+    workload or a file name may hold anything (contract/plain.py, the pages' helper)."""
+    return plain(text)
 
 
 def junit(title: str, workload: str, rows: list[Row], threshold: float) -> str:

@@ -301,7 +301,7 @@ BAD_IMPORTS = {
                      "wrong format 'other'"),
     "wrong-version": (lambda t: _with(t, lambda d: d.update(version=99)), "version 99"),
     "unknown-mode": (lambda t: _with(t, lambda d: d["measurements"][0].update(mode="fast")),
-                     "unknown mode 'fast'"),
+                     "mode 'fast' is not one of eager"),
     "negative-time": (lambda t: _with(t, lambda d: d["measurements"][0].update(step_ms=-2.0)),
                       "step_ms -2.0 is negative"),
 }
