@@ -106,6 +106,13 @@ st.query_params.from_dict({"workload": workload, "gpu": gpu, "params": chosen_se
 table = trends.trend_table(runs, points, batches, modes, order)
 
 # --- show ---------------------------------------------------------------------------------
+@st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
+def unseen_of(steps):
+    """trend_changes.unseen, cached on the judged steps: it runs the change-point search
+    a dozen times a series (about 0.1 s a series of 40 runs)."""
+    return trend_changes.unseen(steps)
+
+
 def draw_rows(figures, key: str) -> None:
     """(batch, chart) pairs two a row while the runs' labels fit half the page; a long
     history takes the width."""
@@ -150,7 +157,7 @@ if len(runs) >= 2:  # change points of each mode's step time along the series
     st.caption(trend_changes.RULE_TEXT)
     steps, found = trend_changes.trend_changes(ordered, data.points(ordered["id"]), order,
                                                batches, modes)
-    unseen = trend_changes.unseen(steps)
+    unseen = unseen_of(steps)
     if found.empty:  # green only where a change of the CI gate's threshold would show
         said = ("No change point in the step times of these modes and batch sizes."
                 + (f" {unseen.text()}" if unseen else ""))
