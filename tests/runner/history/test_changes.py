@@ -246,3 +246,20 @@ def test_a_first_run_or_runs_without_intervals_see_nothing():
 def test_a_point_is_ok_only_where_the_check_could_have_seen_a_regression(
         verdict, change, detectable, outcome):
     assert hc.outcome(verdict, change, detectable, 0.05) == outcome
+
+
+def test_the_prefix_sum_cost_places_the_same_breakpoints_as_ruptures_own():
+    """PrefixL2 is ruptures' CostL2 from prefix sums: the same change points."""
+    import ruptures
+
+    rng = np.random.default_rng(45)
+    for _ in range(300):
+        n = int(rng.integers(2, 40))
+        x = rng.normal(0.0, 0.03, n)
+        if rng.random() < 0.5:
+            x[int(rng.integers(1, n)) if n > 1 else 0:] += rng.choice([-0.1, 0.1])
+        pen = 3 * float(rng.uniform(0.005, 0.05)) ** 2 * np.log(n)
+        x = x.reshape(-1, 1)
+        theirs = ruptures.Pelt(model="l2", min_size=1, jump=1).fit(x).predict(pen=pen)
+        ours = ruptures.Pelt(custom_cost=hc.PrefixL2(), min_size=1, jump=1).fit(x)
+        assert ours.predict(pen=pen) == theirs
