@@ -83,30 +83,27 @@ def _words(values: Sequence[str]) -> dict:
     return {"type": "string", "enum": list(values)}
 
 
-def schema(version: int, supported: Sequence[int], fmt: str, *,
-           environment_fields: Sequence[str], run_fields: Sequence[str],
-           number_fields: Sequence[str], signed_fields: Sequence[str],
-           integer_fields: Mapping[str, int]) -> dict:
-    """The bundle's JSON Schema (draft 2020-12) for this launchbench, which reads the
-    `supported` versions and writes `version` (contract/bundle.py bundle_schema() fills
-    the lists)."""
-    environment = {
+def _environment(fields: Sequence[str]) -> dict:
+    return {
         "type": "object",
         "required": ["device"],
         "properties": {
             **{f: _nullable(_text(ENVIRONMENT_TEXT_LIMITS[f]))
-               for f in environment_fields if f in ENVIRONMENT_TEXT_LIMITS},
+               for f in fields if f in ENVIRONMENT_TEXT_LIMITS},
             "device": _words(DEVICES),
             **{f: {"type": ["integer", "null"], "minimum": 0, "maximum": INT64_MAX}
                for f in ("gpu_count", "sm_count", "gpu_memory_bytes")},
         },
     }
+
+
+def _run(fields: Sequence[str]) -> dict:
     named = {"type": "string", "minLength": 1, "pattern": r"\S"}  # not only blanks
-    run = {
+    return {
         "type": "object",
         "required": ["uuid", "workload", "created_at", "status"],
         "properties": {
-            **{f: _nullable(_text(RUN_TEXT_LIMITS[f])) for f in run_fields
+            **{f: _nullable(_text(RUN_TEXT_LIMITS[f])) for f in fields
                if f in RUN_TEXT_LIMITS},
             "uuid": {**named, "maxLength": RUN_TEXT_LIMITS["uuid"]},
             "workload": {**named, "maxLength": RUN_TEXT_LIMITS["workload"]},
@@ -120,15 +117,21 @@ def schema(version: int, supported: Sequence[int], fmt: str, *,
                      "description": "absent or null: a sweep (version 1)"},
         },
     }
-    figures = {}
-    for f in number_fields:
-        top = integer_fields.get(f)
-        low = (-top - 1 if top else None) if f in signed_fields else 0
-        figures[f] = {"type": ["integer" if top else "number", "null"],
-                      **({"minimum": low} if low is not None else {}),
-                      **({"maximum": top} if top else {})}
+
+
+def _figure(top: int | None, signed: bool) -> dict:
+    """A measurement's figure: a number (a whole one up to `top` where the database
+    holds it in an integer column), at least 0 unless `signed`, or null."""
+    low = (-top - 1 if top else None) if signed else 0
+    return {"type": ["integer" if top else "number", "null"],
+            **({"minimum": low} if low is not None else {}),
+            **({"maximum": top} if top else {})}
+
+
+def _measurement(number_fields: Sequence[str], signed_fields: Sequence[str],
+                 integer_fields: Mapping[str, int]) -> dict:
     rounds = {"type": ["array", "null"], "items": ROUND_ITEM}
-    measurement = {
+    return {
         "type": "object",
         "required": ["mode", "batch_size", "status"],
         "properties": {
@@ -136,7 +139,7 @@ def schema(version: int, supported: Sequence[int], fmt: str, *,
             "batch_size": {"type": "integer", "minimum": 1, "maximum": MAX_BATCH_SIZE},
             "status": _words(POINT_STATUSES),
             "message": _nullable(_text(MAX_MESSAGE)),
-            **figures,
+            **{f: _figure(integer_fields.get(f), f in signed_fields) for f in number_fields},
             "cudagraph_status": _nullable(_words(CUDAGRAPH_STATUSES)),
             **{f: {"type": ["boolean", "null"]} for f in ("correct", "noisy",
                                                            "host_unstable")},
@@ -151,6 +154,14 @@ def schema(version: int, supported: Sequence[int], fmt: str, *,
                       "description": "one profiled step (contract/trace.py)"},
         },
     }
+
+
+def schema(version: int, supported: Sequence[int], fmt: str, *,
+           environment_fields: Sequence[str], run_fields: Sequence[str],
+           number_fields: Sequence[str], signed_fields: Sequence[str],
+           integer_fields: Mapping[str, int]) -> dict:
+    """The bundle's JSON Schema (draft 2020-12) for this launchbench, which reads the
+    `supported` versions and writes `version` (contract/bundle.py fills the lists)."""
     return {
         "$schema": DIALECT,
         "$id": f"urn:launchbench:bundle:{version}",
@@ -173,7 +184,9 @@ def schema(version: int, supported: Sequence[int], fmt: str, *,
             "graph_memory": {"type": "object",
                              "description": "a graph-memory run's (contract/graph_memory.py)"},
         },
-        "$defs": {"environment": environment, "run": run, "measurement": measurement},
+        "$defs": {"environment": _environment(environment_fields), "run": _run(run_fields),
+                  "measurement": _measurement(number_fields, signed_fields,
+                                              integer_fields)},
     }
 
 
