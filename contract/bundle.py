@@ -10,29 +10,26 @@ import json
 import math
 import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypedDict
 
+from contract import bundle_schema as bschema
+from contract import figure_rules as rules
 from contract import graph_memory as gm
+from contract import outfile
 from contract.json_shape import JsonObject
 from contract.limits import (
-    ENVIRONMENT_TEXT_LIMITS,
     INT32_MAX,
     INT64_MAX,
     INT64_MIN,
-    MAX_BATCH_SIZE,
     MAX_BUNDLE_BYTES,
     MAX_BUNDLE_TRACE_EVENTS,
     MAX_JSON_DEPTH,
     MAX_LIST,
-    MAX_MESSAGE,
     MAX_NODES,
-    MAX_POINTS,
     MAX_STRING,
-    RUN_TEXT_LIMITS,
 )
 from contract.measurement import (
     MEASUREMENT_FIELDS,
@@ -40,20 +37,12 @@ from contract.measurement import (
     TRACE_FIELD,
     Measurement,
 )
-from contract.numbers import is_number
 from contract.run_record import ENVIRONMENT_FIELDS, RUN_FIELDS, EnvironmentJson, RunJson
 from contract.serve_record import SectionError, ServeSectionJson, validate_section
 from contract.trace import TraceError, validate_trace
-from contract.vocab import (
-    CUDAGRAPH_STATUSES,
-    DEVICES,
-    MODES,
-    POINT_STATUSES,
-    RUN_KINDS,
-    RUN_STATUSES,
-    SOURCES,
-    STOP_REASONS,
-)
+
+# Read by callers as fmt.MODES, fmt.RUN_STATUSES...: the bundle's words, from the one list.
+from contract.vocab import DEVICES, MODES, POINT_STATUSES, RUN_STATUSES  # noqa: F401
 
 FORMAT = "launchbench.run"
 # Version 2 (serve runs) adds run.kind and an optional top-level "serve" section
@@ -87,6 +76,16 @@ SIGNED_FIELDS = ("reserved_delta_bytes", "memory_cost_bytes", "energy_above_idle
 INTEGER_FIELDS = {"samples": INT32_MAX, "graph_pool_bytes": INT64_MAX,
                   "peak_allocated_bytes": INT64_MAX, "reserved_delta_bytes": INT64_MAX,
                   "memory_cost_bytes": INT64_MAX}
+# The bundle's JSON Schema (contract/bundle_schema.py), from the lists above; a point's
+# alone for a writer's check_measurement.
+_SCHEMA = bschema.schema(VERSION, SUPPORTED_VERSIONS, FORMAT,
+                         environment_fields=ENVIRONMENT_FIELDS, run_fields=RUN_FIELDS,
+                         number_fields=NUMBER_FIELDS, signed_fields=SIGNED_FIELDS,
+                         integer_fields=INTEGER_FIELDS)
+_POINT_SCHEMA = {"$schema": _SCHEMA["$schema"], "$defs": _SCHEMA["$defs"],
+                 "$ref": "#/$defs/measurement"}
+
+
 class BundleError(ValueError):
     """A bundle that cannot be read or does not follow the format. str() is one line."""
 
@@ -261,65 +260,46 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _check_text_fields(where: str, obj: dict, limits: dict[str, int]) -> None:
-    for f, limit in limits.items():
-        v = obj.get(f)
-        if v is None:
-            continue
-        if not isinstance(v, str):
-            raise BundleError(f"{where}.{f} {v!r} must be text or null")
-        if len(v) > limit:
-            raise BundleError(f"{where}.{f} {v[:40]!r}... is longer than {limit} characters")
+def bundle_schema() -> dict:
+    """This launchbench's bundle as a JSON Schema (contract/bundle_schema.py, published
+    as docs/bundle.schema.json), built from the lists above."""
+    return _SCHEMA
 
 
-def validate(doc: Any) -> Bundle:
-    """Check a parsed bundle; return it normalised, or raise BundleError naming the value."""
+def _check_shape(doc: Any, required: bool, point: bool = False) -> None:
+    """The JSON Schema's check (jsonschema, imported there). `required`: a bundle read
+    from elsewhere must be checked, so a missing jsonschema is one line; a writer's own
+    typed records are checked where it is installed. `point`: `doc` is one
+    measurement."""
+    if not bschema.available():
+        if required:
+            raise BundleError("reading a bundle needs the jsonschema package: pip install "
+                              "-r requirements.txt (or pip install jsonschema)")
+        return
+    try:
+        bschema.check(doc, _POINT_SCHEMA if point else _SCHEMA)
+    except bschema.SchemaError as e:
+        raise BundleError(str(e)) from None
+
+
+def validate(doc: Any, now: datetime | None = None) -> Bundle:
+    """Check a parsed bundle; return it normalised, or raise BundleError naming the value.
+    Its shape by the JSON Schema (needs jsonschema), then what a schema cannot say.
+    `now`: the clock a run's times are held to (default: this machine's)."""
+    return _checked(doc, now, schema_required=True)
+
+
+def _checked(doc: Any, now: datetime | None, schema_required: bool) -> Bundle:
     if not isinstance(doc, dict):
         raise BundleError(f"not a launchbench bundle: top level is {type(doc).__name__}, "
                           "expected an object")
     check_plain(doc)
-    if doc.get("format") != FORMAT:
-        shown = doc.get("format")
-        shown = _short(shown) if isinstance(shown, str) else repr(shown)
-        raise BundleError(f"wrong format {shown}: expected {FORMAT!r}")
-    if type(doc.get("version")) is not int or doc["version"] not in SUPPORTED_VERSIONS:
-        raise BundleError(f"unsupported bundle version {doc.get('version')!r}: this "
-                          f"launchbench reads {', '.join(map(str, SUPPORTED_VERSIONS))}")
-    for key in ("environment", "run"):
-        if not isinstance(doc.get(key), dict):
-            raise BundleError(f"bundle field {key!r} must be an object")
-    if not isinstance(doc.get("measurements"), list):
-        raise BundleError("bundle field 'measurements' must be a list")
-    if len(doc["measurements"]) > MAX_POINTS:
-        raise BundleError(f"bundle holds {len(doc['measurements'])} points, more than "
-                          f"{MAX_POINTS} (every mode at {MAX_POINTS // 4} batch sizes)")
+    _check_shape(doc, schema_required)
     env, run = doc["environment"], doc["run"]
-    _check_text_fields("environment", env, ENVIRONMENT_TEXT_LIMITS)
-    _check_text_fields("run", run, RUN_TEXT_LIMITS)
-    for f in ("gpu_count", "sm_count", "gpu_memory_bytes"):
-        v = env.get(f)
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-            raise BundleError(f"environment.{f} {v!r} must be a non-negative integer or null")
-    if env.get("device") not in DEVICES:
-        raise BundleError(f"environment.device {env.get('device')!r} is not one of "
-                          f"{', '.join(DEVICES)}")
-    for f in ("uuid", "workload", "created_at"):
-        if not isinstance(run.get(f), str) or not run[f].strip():
-            raise BundleError(f"run.{f} {run.get(f)!r} must be a non-empty string")
     for f in ("created_at", "finished_at"):
         if run.get(f) is not None and parse_time(run[f]) is None:
-            raise BundleError(f"run.{f} {run[f]!r} is not an ISO 8601 date-time")
-    if run.get("status") not in RUN_STATUSES:
-        raise BundleError(f"run.status {run.get('status')!r} is not one of "
-                          f"{', '.join(RUN_STATUSES)}")
-    if (run.get("source") or "measured") not in SOURCES:
-        raise BundleError(f"run.source {run.get('source')!r} is not one of "
-                          f"{', '.join(SOURCES)}")
-    if run.get("workload_params") is not None and not isinstance(run["workload_params"], dict):
-        raise BundleError("run.workload_params must be an object")
+            raise BundleError(f"run.{f} {_short(str(run[f]))} is not an ISO 8601 date-time")
     kind = run.get("kind") or "sweep"
-    if kind not in RUN_KINDS:
-        raise BundleError(f"run.kind {kind!r} is not one of {', '.join(RUN_KINDS)}")
     if doc["version"] == 1 and (kind != "sweep" or "serve" in doc):
         raise BundleError("a version 1 bundle holds a sweep only (serve runs are version 2)")
     serve = _validate_serve(doc.get("serve"), kind)
@@ -331,12 +311,13 @@ def validate(doc: Any) -> Bundle:
                           f"{MAX_BUNDLE_TRACE_EVENTS}")
     seen = set()
     for i, m in enumerate(doc["measurements"]):
-        _validate_measurement(i, m)
+        _check_trace(f"measurement {i}", m)
         key = (m["mode"], m["batch_size"])
         if key in seen:
             raise BundleError(f"measurement {i}: duplicate point mode={key[0]!r} "
                               f"batch_size={key[1]}")
         seen.add(key)
+    _check_figures(doc["measurements"], env.get("gpu_memory_bytes"), run, now)
     out = {
         "format": FORMAT,
         "version": doc["version"],
@@ -357,6 +338,20 @@ def validate(doc: Any) -> Bundle:
     if graph_memory is not None:
         out[gm.SECTION] = graph_memory
     return Bundle(out)
+
+
+def _check_figures(measurements: list, gpu_memory: int | None, run: dict,
+                   now: datetime | None) -> None:
+    """Figures that contradict each other or physical sense (contract/figure_rules.py),
+    after every shape is known good."""
+    try:
+        for i, m in enumerate(measurements):
+            rules.check_point(f"measurement {i} ({m['mode']} batch {m['batch_size']})", m,
+                              gpu_memory)
+        rules.check_times(parse_time(run.get("created_at")),
+                          parse_time(run.get("finished_at")), now)
+    except rules.FigureError as e:
+        raise BundleError(str(e)) from None
 
 
 def _validate_graph_memory(section: Any, kind: str, measurements: list
@@ -393,56 +388,8 @@ def _validate_serve(section: Any, kind: str) -> ServeSectionJson | None:
         raise BundleError(str(e)) from None
 
 
-def _validate_measurement(i: int, m: Any) -> None:
-    where = f"measurement {i}"
-    if not isinstance(m, dict):
-        raise BundleError(f"{where}: expected an object, got {type(m).__name__}")
-    if m.get("mode") not in MODES:
-        raise BundleError(f"{where}: unknown mode {m.get('mode')!r} (known: "
-                          f"{', '.join(MODES)})")
-    b = m.get("batch_size")
-    if not isinstance(b, int) or isinstance(b, bool) or not 1 <= b <= MAX_BATCH_SIZE:
-        raise BundleError(f"{where}: batch_size {b!r} must be an integer from 1 to "
-                          f"{MAX_BATCH_SIZE}")
-    if m.get("message") is not None and not isinstance(m["message"], str):
-        raise BundleError(f"{where}: message {m['message']!r} must be text")
-    if len(m.get("message") or "") > MAX_MESSAGE:
-        raise BundleError(f"{where}: message of {len(m['message'])} characters, more than "
-                          f"{MAX_MESSAGE}")
-    if m.get("status") not in POINT_STATUSES:
-        raise BundleError(f"{where}: status {m.get('status')!r} is not one of "
-                          f"{', '.join(POINT_STATUSES)}")
-    cg = m.get("cudagraph_status") or "n/a"
-    if cg not in CUDAGRAPH_STATUSES:
-        raise BundleError(f"{where}: cudagraph_status {cg!r} is not one of "
-                          f"{', '.join(CUDAGRAPH_STATUSES)}")
-    for f in NUMBER_FIELDS:
-        v = m.get(f)
-        if v is None:
-            continue
-        if not is_number(v):
-            raise BundleError(f"{where}: {f} {v!r} is not a finite number")
-        if v < 0 and f not in SIGNED_FIELDS:
-            raise BundleError(f"{where}: {f} {v!r} is negative")
-        top = INTEGER_FIELDS.get(f)
-        if top is not None and (not isinstance(v, int) or not -top - 1 <= v <= top):
-            raise BundleError(f"{where}: {f} {v!r} must be a whole number up to {top}")
-    reason = m.get("energy_unavailable_reason")
-    if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_MESSAGE):
-        raise BundleError(f"{where}: energy_unavailable_reason {_short(str(reason))} must "
-                          f"be text of at most {MAX_MESSAGE} characters or null")
-    for f in ("correct", "noisy", "host_unstable"):
-        if m.get(f) not in (None, True, False):
-            raise BundleError(f"{where}: {f} {m.get(f)!r} must be true, false or null")
-    if m.get("stop_reason") not in (None, *STOP_REASONS):
-        raise BundleError(f"{where}: stop_reason {m.get('stop_reason')!r} is not one of "
-                          f"{', '.join(STOP_REASONS)} or null")
-    for f in ("samples_ms", "launch_us_rounds"):
-        xs = m.get(f) or []
-        if not isinstance(xs, list) or not all(is_number(s) and s >= 0 for s in xs):
-            raise BundleError(f"{where}: {f} must be a list of non-negative numbers")
-    if m.get("details") is not None and not isinstance(m["details"], dict):
-        raise BundleError(f"{where}: details must be an object")
+def _check_trace(where: str, m: dict) -> None:
+    """A point's trace has its own shape (contract/trace.py)."""
     if m.get(TRACE_FIELD) is not None:
         try:
             validate_trace(m[TRACE_FIELD], f"{where}: trace")
@@ -452,17 +399,49 @@ def _validate_measurement(i: int, m: Any) -> None:
 
 def check_measurement(m: Any) -> None:
     """One point as a writer (a sweep, a worker) is about to store it: the same bounds an
-    imported bundle meets, so what a run writes can always be exported and imported."""
+    imported bundle meets, so what a run writes can always be exported and imported (its
+    shape by the schema where jsonschema is installed: a GPU host with torch alone
+    stores typed records)."""
     check_plain(m, "measurement")
-    _validate_measurement(0, m)
+    if not isinstance(m, dict):
+        raise BundleError(f"measurement: expected an object, got {type(m).__name__}")
+    where = f"measurement ({m.get('mode')} batch {m.get('batch_size')})"
+    try:
+        _check_shape(m, required=False, point=True)
+    except BundleError as e:
+        raise BundleError(f"{where}: {e}") from None
+    _check_trace(where, m)
+    try:
+        rules.check_point(where, m)
+    except rules.FigureError as e:
+        raise BundleError(str(e)) from None
 
 
-def loads(text: str, name: str = "bundle") -> Bundle:
+class DuplicateKey(ValueError):
+    """A JSON object that names a key twice. str() is one line naming the key."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """json's object_pairs_hook for every bundle read: an object that names a key twice
+    is refused (json.loads keeps the last silently: a file could show one figure to a
+    reviewer and store another)."""
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise DuplicateKey(f"the key {_short(k)} appears twice in one object (which "
+                               "one counts is not clear: refused)")
+        out[k] = v
+    return out
+
+
+def loads(text: str, name: str = "bundle", now: datetime | None = None) -> Bundle:
     if len(text) > MAX_BUNDLE_BYTES:
         raise BundleError(f"{name} is {len(text) / 1024 / 1024:.1f} MB: over the "
                           f"{MAX_BUNDLE_BYTES >> 20} MB limit for a bundle")
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=unique_keys)
+    except DuplicateKey as e:
+        raise BundleError(f"{name}: {e}") from None
     except json.JSONDecodeError as e:
         raise BundleError(f"{name} is not valid JSON (truncated or corrupt?): {e}") from None
     except RecursionError:
@@ -470,7 +449,7 @@ def loads(text: str, name: str = "bundle") -> Bundle:
     except ValueError as e:  # an integer literal of thousands of digits
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise BundleError(f"{name} cannot be read as JSON: {first}") from None
-    return validate(doc)
+    return validate(doc, now)
 
 
 def read(path: str | os.PathLike) -> Bundle:
@@ -500,34 +479,38 @@ def dumps(doc: dict) -> str:
     return _NUMBER_LIST.sub(lambda m: _SPACE.sub("", m.group()), text) + "\n"
 
 
-def check_writable(path: str | os.PathLike) -> Path:
-    """Fail early (before any measuring) when the bundle could not be written."""
-    p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
-    if p.is_dir():
-        raise BundleError(f"--out {str(p)!r} is a directory, expected a file name")
-    if not parent.is_dir():
-        raise BundleError(f"--out {str(p)!r}: directory {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise BundleError(f"--out {str(p)!r} is not writable")
-    return p
+def check_writable(path: str | os.PathLike, flag: str = "--out") -> Path:
+    """Fail early (before any measuring) when the bundle could not be written: the safe
+    writer's checks and probe (contract/outfile.py). Returns the file to write (a
+    symlink's target)."""
+    try:
+        out = outfile.checked(path, flag, stdout=False)
+    except outfile.OutputError as e:
+        raise BundleError(str(e)) from None
+    assert out.path is not None
+    return out.path
 
 
 def write(path: str | os.PathLike, doc: dict) -> Path:
-    """Write atomically: a reader never sees half a file, a crash leaves the old one."""
-    return write_text(path, dumps(validate(doc)))
+    """Write atomically: a reader never sees half a file, a crash leaves the old one.
+    Checked as a read would check it, the schema's part where jsonschema is installed
+    (a GPU host with torch alone writes typed records)."""
+    return write_text(path, dumps(_checked(doc, None, schema_required=False)))
 
 
-def write_text(path: str | os.PathLike, text: str) -> Path:
-    """Any file `export` writes, atomically (write's way): a reader never sees half a
-    file, a crash leaves the old one."""
-    p = check_writable(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent or ".")
+def write_text(path: str | os.PathLike, text: str, flag: str = "--out") -> Path:
+    """Any file a command writes, through the safe writer (contract/outfile.py):
+    atomically, through a symlink, never over a device, a FIFO or a directory."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return p
+        out = outfile.output(path, flag, stdout=False)
+        out.write(text)
+    except outfile.OutputError as e:
+        raise BundleError(str(e)) from None
+    assert out.path is not None
+    return out.path
+
+
+if __name__ == "__main__":  # python -m contract.bundle > docs/bundle.schema.json
+    import sys
+
+    sys.stdout.write(bschema.dumps(bundle_schema()))

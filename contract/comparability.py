@@ -16,6 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from contract.plain import MAX_CELL, cut
 from contract.run_summary import RunHeader
 from contract.vocab import RUN_KIND_TABLE
 
@@ -67,7 +68,9 @@ def comparability(headers: Sequence[RunHeader]) -> list[str]:
     for field in COMPARABLE_FIELDS:
         values = {h.id: _field_text(h, field) for h in headers}
         if len(set(values.values())) > 1:
-            listed = "; ".join(f"run {rid}: {v}" for rid, v in values.items())
+            # Each value cut to a cell's length: one 100,000-character parameter held the
+            # whole page (the values in full: the runs' parameters download, Compare).
+            listed = "; ".join(f"run {rid}: {cut(v, MAX_CELL)}" for rid, v in values.items())
             warnings.append(f"Not comparable: {_WHAT[field]} differ ({listed}).")
     return warnings
 

@@ -66,6 +66,10 @@ MAX_NODES = 2_000_000                # values in the whole document
 MAX_POINTS = MAX_BATCH_SIZES * 4     # measurements: every mode at every batch size
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MAX = 2**31 - 1                # an INTEGER column on PostgreSQL
+# The regression gate's default (`check --threshold`, 5%): a slowdown the intervals call
+# real but smaller than this does not fail a build; a point whose noise would hide one
+# this large cannot tell, and the Trends page says so in amber, not green.
+REGRESSION_THRESHOLD = 0.05
 # Heartbeats: how often a writer (a worker, a sweep writing to the database) says it is
 # alive, and the silence after which its run or job counts as lost. One figure for runs,
 # jobs and workers: readers decide "lost" with it at read time, writers persist it.

@@ -247,7 +247,9 @@ def list_jobs(engine: Engine, *, limit: int = 50,
 def register_worker(engine: Engine, *, name: str, hostname: str | None, pid: int | None,
                     gpu_name: str | None, has_cuda: bool,
                     torch_version: str | None, **host: Any) -> int:
-    """`host`: where on its host the worker sits (db/hosts.py FIELDS), all optional."""
+    """`host`: where on its host the worker sits (db/hosts.py FIELDS), all optional.
+    Refused in read-only share mode: a worker claims jobs and writes runs."""
+    require_writable("run a worker (it claims jobs and writes runs)")
     with engine.begin() as c:
         now = liveness.now_expr(c)
         return int(c.execute(insert(WorkerRow).values(

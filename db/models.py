@@ -14,7 +14,7 @@ that defines the result format; CHECK constraints make the database refuse anyth
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import (
@@ -29,6 +29,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    TypeDecorator,
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -59,6 +60,35 @@ from contract.vocab import (
 def _one_of(column: str, values: tuple[str, ...]) -> str:
     quoted = ", ".join(f"'{v}'" for v in values)
     return f"{column} IN ({quoted})"
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """A moment, stored in UTC on SQLite and PostgreSQL alike and read back as an aware
+    UTC datetime (issue 48, item 5). SQLite keeps a datetime as text without its offset:
+    a bundle's 17:07:09+05:00 was stored as 17:07:09 and read back as UTC, five hours
+    off, and importing the file again became a conflict. PostgreSQL's timestamptz keeps
+    the instant but hands it back in the server's zone. Converted here, on the way in
+    and out, so every writer and reader of db/ sees the same instant. A naive datetime
+    means UTC, as everywhere in launchbench. The column stays DateTime(timezone=True):
+    no migration."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        utc = (value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+               ).astimezone(timezone.utc)
+        # SQLite's DateTime writes the wall clock it is given: hand it UTC's.
+        return utc.replace(tzinfo=None) if dialect.name == "sqlite" else utc
+
+    def process_result_value(self, value: Any, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        moment: datetime = value
+        return (moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None
+                else moment.astimezone(timezone.utc))
 
 
 def _env_text(field: str) -> Any:
@@ -99,8 +129,8 @@ class RunRow(Base):
     workload: Mapped[str] = mapped_column(String(RUN_TEXT_LIMITS["workload"]))
     workload_params: Mapped[JsonObject] = mapped_column(default=dict)
     dtype: Mapped[str | None] = mapped_column(String(RUN_TEXT_LIMITS["dtype"]))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     status: Mapped[str] = mapped_column(String(16))
     label: Mapped[str | None] = mapped_column(String(MAX_LABEL))
     source: Mapped[str] = mapped_column(String(16), default="measured")
@@ -110,7 +140,7 @@ class RunRow(Base):
     kind: Mapped[str] = mapped_column(String(16), default="sweep", server_default="sweep")
     # Set while the run is being written (db/store.py heartbeat_run); a running run whose
     # heartbeat is older than limits.LOST_AFTER_S reads as lost (db/liveness.py).
-    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
 
     environment: Mapped[EnvironmentRow] = relationship()
     measurements: Mapped[list[MeasurementRow]] = relationship(
@@ -227,10 +257,10 @@ class JobRow(Base):
     worker_id: Mapped[int | None] = mapped_column(ForeignKey("workers.id", ondelete="SET NULL"))
     worker_name: Mapped[str | None] = mapped_column(String(200))
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     points_done: Mapped[int] = mapped_column(Integer, default=0)
     points_total: Mapped[int | None] = mapped_column(Integer)
     current_point: Mapped[str | None] = mapped_column(String(100))
@@ -262,9 +292,9 @@ class WorkerRow(Base):
     gpu_name: Mapped[str | None] = mapped_column(String(200))
     has_cuda: Mapped[bool] = mapped_column(Boolean, default=False)
     torch_version: Mapped[str | None] = mapped_column(String(100))
-    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    heartbeat_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    stopped_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     # One host, several GPUs (migration 0008): the per-host slot is the GPU the worker is
     # pinned to (`worker --gpu N`), so hostname + host_slot names it on its host.
     host_slot: Mapped[int | None] = mapped_column(Integer)

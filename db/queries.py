@@ -307,8 +307,11 @@ def serve_key_results(engine: Engine, run_ids: Sequence[int]) -> pd.DataFrame:
     return df
 
 
+# The environment's machine (GPU, host CPU, driver) too: a series is one machine's runs
+# unless the reader asks to mix (runner/history/series.py machine_key).
 TREND_RUN_COLUMNS = ("id", "created_at", "workload", "workload_params", "dtype", "source",
-                     "label", "torch_version", "gpu_name", "hostname", "device")
+                     "label", "torch_version", "gpu_name", "hostname", "device",
+                     "cpu_model", "driver_version")
 
 
 def trend_runs(engine: Engine, workload: str, gpu: str) -> pd.DataFrame:

@@ -2,6 +2,8 @@
 colour per GPU and torch version, a mark per mode; a per-batch ratio table; an environment
 diff; one line per reason the runs measure different things."""
 
+import json
+
 import streamlit as st
 
 from contract import verdict
@@ -51,6 +53,11 @@ notes = comparing.caveats(headers, points)
 warned = [line for kind, line in notes if kind == "warning"]
 if warned:
     st.warning("  \n".join(plain(w) for w in warned), icon=":material/warning:")
+if (long := comparing.long_params(headers)):  # the cut values, a click away in full
+    st.download_button(f"Parameters in full of run(s) {', '.join(map(str, long))} (.json)",
+                       json.dumps(long, indent=1), "compared-parameters.json",
+                       "application/json", key="params_dl", on_click="ignore",
+                       icon=":material/download:")
 for line in (line for kind, line in notes if kind == "info"):
     st.info(plain(line), icon=":material/article:")
 differs = across_gpus.cross_gpu_differences(headers, points)

@@ -58,7 +58,8 @@ event = st.dataframe(
     table, key="runs_table", hide_index=True, on_select="rerun", selection_mode="multi-row",
     column_order=[*first, *(c for c in table.columns if c not in first)],
     column_config={
-        **{c: st.column_config.Column(c, width=w) for c, w in first.items()},
+        **{c: st.column_config.Column(c, width=w, help=board.KEY_HELP.get(c))
+           for c, w in first.items()},
         "id": st.column_config.NumberColumn("id", format="%d", width=first["id"]),
         "link": st.column_config.LinkColumn("open", display_text="open ↗",
                                             width=first["link"]),

@@ -2,13 +2,16 @@
 versions and dates; each mode's speedup at chosen batch sizes, changes outside the noise
 marked. The whole view lives in the URL, so the link reproduces it."""
 
+import hashlib
+
 import streamlit as st
 
 from contract import verdict
+from contract.limits import REGRESSION_THRESHOLD
 from contract.vocab import ALTERNATIVE_MODES
 from pages.charts import trend_chart
 from pages.logic import board, links, trend_changes, trends
-from pages.logic.plain import plain
+from pages.logic.plain import MAX_CELL, cut, plain
 from pages.widgets import data, frame, parts, url
 from runner.history.series import ORDERS
 
@@ -59,10 +62,27 @@ if q.params is not None and q.params not in sets:
                f"{plain(workload)} on {plain(gpu)}; "
                "showing the parameter set with the most runs")
 chosen_set = pick(c3, "Parameter set (workload parameters · dtype)", list(sets), q.params,
-                  "tr_params")
+                  "tr_params", format_func=lambda s: cut(s, MAX_CELL))
+
+# One machine's runs (GPU, host CPU, driver) unless the reader mixes them: a run of
+# another host is named apart, never joined silently (issue 47).
+runs = [r for r in runs if r.id in sets[chosen_set]]
+groups = trends.machines(runs)
+if q.machine is not None and q.machine not in (*groups, trends.MIXED):
+    st.warning(f"{plain(f'?machine={cut(q.machine, 80)!r}')} ran none of these sweeps; "
+               "showing the machine with the most runs")
+machine = (pick(st, "Machine (GPU · host CPU · driver)", [*groups, trends.MIXED],
+                q.machine if q.machine in (*groups, trends.MIXED) else None, "tr_machine",
+                format_func=lambda m: m if m == trends.MIXED else
+                f"{cut(m, MAX_CELL)} ({len(groups[m])} runs)")
+           if len(groups) > 1 else trends.MIXED)
+machine, runs, others = trends.machine_runs(runs, machine)
+for name, ids in others.items():
+    st.caption(plain(f"Shown apart, not in this series: {len(ids)} run(s) on another "
+                     f"machine, {name} (#{', #'.join(map(str, ids))}). Pick it above, or "
+                     f"{trends.MIXED} to mix them."))
 
 # --- load ---------------------------------------------------------------------------------
-runs = [r for r in runs if r.id in sets[chosen_set]]
 points = data.key_points([r.id for r in runs])
 measured = trends.measured_batches(points)
 c1, c2, c3 = st.columns([2, 2, 1])
@@ -71,17 +91,28 @@ missing = [b for b in q.batches if b not in measured]
 if missing:
     st.warning(f"?batch={missing[0]} was not measured by these runs; measured: "
                f"{', '.join(map(str, measured))}")
-batches = c1.multiselect("Batch sizes", measured, wanted, key=f"tr_b_{chosen_set}",
+# Keyed by the set's digest, not its text: a parameter of 100,000 characters made a key
+# (sent to the browser) of as many.
+set_key = hashlib.sha256(chosen_set.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+batches = c1.multiselect("Batch sizes", measured, wanted, key=f"tr_b_{set_key}",
                          max_selections=trends.MAX_BATCHES)
 modes = c2.multiselect("Modes", list(ALTERNATIVE_MODES), list(q.modes or ALTERNATIVE_MODES),
                        key="tr_modes")
 order = pick(c3, "Order runs by", list(ORDERS), q.order, "tr_order", format_func=ORDERS.get)
 st.query_params.from_dict({"workload": workload, "gpu": gpu, "params": chosen_set,
                            "batch": [str(b) for b in batches], "mode": modes,
-                           **({"order": order} if order != "torch" else {})})
+                           **({"order": order} if order != "torch" else {}),
+                           **({"machine": machine} if len(groups) > 1 else {})})
 table = trends.trend_table(runs, points, batches, modes, order)
 
 # --- show ---------------------------------------------------------------------------------
+@st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
+def unseen_of(steps):
+    """trend_changes.unseen, cached on the judged steps: it runs the change-point search
+    a dozen times a series (about 0.1 s a series of 40 runs)."""
+    return trend_changes.unseen(steps)
+
+
 def draw_rows(figures, key: str) -> None:
     """(batch, chart) pairs two a row while the runs' labels fit half the page; a long
     history takes the width."""
@@ -93,7 +124,8 @@ def draw_rows(figures, key: str) -> None:
                 parts.chart(chart, key=f"{key}_{b}")
 
 
-st.caption(f"{len(runs)} run(s) of {plain(workload)} ({plain(chosen_set)}) on {plain(gpu)}, "
+st.caption(f"{len(runs)} run(s) of {plain(workload)} ({plain(chosen_set, MAX_CELL)}) on "
+           f"{plain(gpu)}, "
            f"ordered by {ORDERS[order]}. Speedups: a change is marked (triangle) only when "
            "the ratio of the two speedups has a 95% interval wholly above or below 1 "
            f"(Compare's rule); otherwise it is within noise. {verdict.RULE_TEXT}")
@@ -126,8 +158,14 @@ if len(runs) >= 2:  # change points of each mode's step time along the series
     steps, found = trend_changes.trend_changes(
         ordered, data.history_points(ordered["id"].astype(int).tolist()), order, batches,
         modes)
-    if found.empty:
-        st.success("No change point in the step times of these modes and batch sizes.")
+    unseen = unseen_of(steps)
+    if found.empty:  # green only where a change of the CI gate's threshold would show
+        said = ("No change point in the step times of these modes and batch sizes."
+                + (f" {unseen.text()}" if unseen else ""))
+        if unseen and unseen.hides(REGRESSION_THRESHOLD):
+            st.warning(said, icon=":material/visibility_off:")
+        else:
+            st.success(said)
     else:
         st.dataframe(trend_changes.change_table(found, url.app_url()), hide_index=True,
                      key="change_points", height=min(36 + 35 * len(found), 250),
@@ -135,6 +173,10 @@ if len(runs) >= 2:  # change points of each mode's step time along the series
             "change": st.column_config.NumberColumn(format="%+.1f%%"),
             "compare": st.column_config.LinkColumn(display_text="compare",
                                                    help="the two runs in Compare")})
+        if unseen:
+            st.caption(unseen.text())
+    if unseen:
+        st.caption(trend_changes.UNSEEN_RULE)
     draw_rows([(b, c) for b in batches
                if (c := trend_chart.step_chart(steps, found, b)) is not None], "steps")
     st.subheader("Speedup over eager")

@@ -77,6 +77,14 @@ def trace(mode: str, batch: int, scale: float = 1.0, kernels: int = 64) -> dict:
                     gpu_span=[gpu[0][1], gpu[-1][1] + gpu[-1][2]], step=2, steps=3)
 
 
+def step_figures(ms: float, half: float = STEP_HALF) -> dict:
+    """A step time with the percentiles and 95% interval the made-up points give it
+    (p10 3% below, p90 5% above, the interval +-`half`): an override that moves a step
+    moves these with it, as a median outside them is refused on the way in."""
+    return {"step_ms": ms, "step_ms_p10": ms * 0.97, "step_ms_p90": ms * 1.05,
+            "step_ms_ci_low": ms * (1 - half), "step_ms_ci_high": ms * (1 + half)}
+
+
 def point(mode: str, batch: int, *, scale: float = 1.0, device: str = "cuda",
           intervals: bool = True, launch_us: float = 10.0, traces: bool = False) -> dict:
     m = fmt.empty_measurement(mode, batch)

@@ -218,3 +218,39 @@ def test_no_pages_file_is_over_400_lines():
     long = {str(p.relative_to(ROOT)): n for p in (ROOT / "pages").rglob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_PAGES_LINES}
     assert long == {}
+
+
+def _module_level_imports(path: Path) -> set[str]:
+    """The top packages a module imports outside any function (what importing it needs)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in tree.body:
+        nodes = [node]
+        if isinstance(node, ast.If):  # `if TYPE_CHECKING:` and the like
+            nodes = [n for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        for n in nodes:
+            if isinstance(n, ast.Import):
+                found.update(a.name.split(".")[0] for a in n.names)
+            elif isinstance(n, ast.ImportFrom) and not n.level:
+                found.add((n.module or "").split(".")[0])
+    return found
+
+
+def test_the_contract_stands_on_the_standard_library():
+    """A GPU host with torch alone writes a bundle (issue 45, item 5): the contract imports
+    only the standard library, and of third parties only jsonschema, inside the function
+    that checks a bundle read from elsewhere (contract/bundle_schema.py)."""
+    import sys
+
+    third = {}
+    for name, path in MODULES.items():
+        if not _in(name, LEAF):
+            continue
+        outside = {i.split(".")[0] for i in _imports(name, path)} - set(
+            sys.stdlib_module_names) - {LEAF, "__future__", ""}
+        if outside:
+            third[name] = outside
+        at_import = _module_level_imports(path) - set(sys.stdlib_module_names) - {
+            LEAF, "__future__", ""}
+        assert not at_import, (name, at_import)
+    assert third == {"contract.bundle_schema": {"jsonschema"}}, third

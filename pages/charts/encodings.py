@@ -10,6 +10,7 @@ import math
 import altair as alt
 import pandas as pd
 
+from contract.figure_rules import MAX_FIGURE
 from contract.vocab import MODE_TABLE, MODES
 from pages.charts.layout import legend, present_modes
 from pages.logic.metrics import metric, title
@@ -43,7 +44,10 @@ def batch_x() -> alt.X:
 def log_ticks(values) -> list[float]:
     """1-2-5 ticks covering the values (positive ones), one decade beyond at neither end:
     vega's own log ticks drop the labels between decades and sometimes 1 itself."""
-    v = [float(x) for x in values if x is not None and not pd.isna(x) and float(x) > 0]
+    # Within what a figure may be (contract/figure_rules.py): a point stored before
+    # imports checked that had a p10 of 1.8e308 raised OverflowError here (issue 48).
+    v = [float(x) for x in values if x is not None and not pd.isna(x)
+         and 1 / MAX_FIGURE <= float(x) <= MAX_FIGURE]
     if not v:
         return [1.0]
     lo, hi = math.floor(math.log10(min(v))), math.ceil(math.log10(max(v)))

@@ -25,6 +25,7 @@ from pages.charts import capture_charts, run_charts, split_charts, timeline_char
 from pages.logic import capture_advice as ca
 from pages.logic import energy, links, step_split, timeline
 from pages.logic.metrics import MISSING
+from pages.logic.plain import MAX_SHOWN, cut
 from pages.logic.points_table import MEMORY_NOTE, points_table
 from pages.logic.run_text import PUBLISHED_NOTE, headline, run_title, summary_of
 
@@ -86,10 +87,22 @@ def _run_rows(header: RunHeader, after_params: list | None = None,
               after_status: list | None = None) -> list[tuple]:
     """The report's "run" table: what a run is, in the order both reports show it."""
     return [("workload", header.workload),
-            ("parameters", value_text(header.workload_params)),
+            # cut as on the pages; every value in full: the run's bundle
+            ("parameters", cut(value_text(header.workload_params))),
             *(after_params or []), ("status", header.status), *(after_status or []),
             ("created", header.created_at),
             ("finished", header.finished_at or MISSING), ("uuid", header.uuid)]
+
+
+def _reproduce(header: RunHeader, batch_sizes, modes) -> links.Reproduce:
+    """The command to offer, as the Run page offers it: one too long to read (a
+    parameter of 100,000 characters) is said, not printed; the run's bundle holds it."""
+    offer = links.reproduce(header, batch_sizes, modes)
+    if offer.command and len(offer.command) > MAX_SHOWN:
+        return links.Reproduce(None, f"The command is {len(offer.command):,} characters "
+                                     "long (a parameter holds most of it): see the run's "
+                                     "bundle for its parameters.")
+    return offer
 
 
 def _env_rows(header: RunHeader) -> list[tuple]:
@@ -125,7 +138,7 @@ def html_report(header: RunHeader, points: Sequence[Measurement],
         chart_notes=[note for name, note in CHART_NOTES.items() if name in charts],
         points=_rows(points_table(points)), memory_note=MEMORY_NOTE,
         run_rows=run_rows, env_rows=env_rows,
-        reproduce=links.reproduce(header, *measured),
+        reproduce=_reproduce(header, *measured),
         share_url=share_url, timeline=_timeline(traces or [], points),
         stamp=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 

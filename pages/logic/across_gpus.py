@@ -21,6 +21,7 @@ from contract.speedups import in_mode_order, speedups, usable
 from pages.logic import step_split
 from pages.logic.comparing import RunPoints, run_names
 from pages.logic.names import device_name, known
+from pages.logic.plain import MAX_CELL, cut
 from pages.logic.step_split import PROJECTION_RULE
 
 
@@ -55,7 +56,8 @@ def cross_gpu_differences(headers: Sequence[RunHeader], points: RunPoints | None
     if _distinct(torch):
         said.append("torch version (" + ", ".join(f"#{i} {v}" for i, v in torch.items())
                     + ")")
-    model = {int(h.id): f"{h.workload} {value_text(header_params(h))}" for h in runs}
+    model = {int(h.id): cut(f"{h.workload} {value_text(header_params(h))}", MAX_CELL)
+             for h in runs}
     if _distinct(model):
         said.append("model size/params (" + "; ".join(f"#{i} {v}" for i, v in model.items())
                     + ")")

@@ -30,6 +30,7 @@ from contract.run_summary import (
 from contract.verdict import INCONCLUSIVE, SPREAD_LIMIT
 from contract.vocab import CUDA_GRAPH_MODES, RUN_KIND_TABLE, RunKind
 from pages.logic.names import device_name
+from pages.logic.plain import MAX_CELL, cut
 
 MIB = BYTES_PER_MIB
 
@@ -47,6 +48,7 @@ def key_columns() -> list[str]:
 
 
 KEY_HELP = {
+    "created": "when the run started, in UTC (every stored time is UTC)",
     **{_col(m, "x"): f"{m}'s best speedup over eager: the point whose 95% interval's lower "
                      "bound is highest; empty where every point is inconclusive (its "
                      f"interval contains 1x and spans more than {SPREAD_LIMIT:g}x)"
@@ -215,7 +217,8 @@ def runs_table(runs: Sequence[RunListing]) -> pd.DataFrame:
             "id": h.id, "created": f"{h.created_at:%Y-%m-%d %H:%M}" if h.created_at else "",
             "source": h.source, "kind": h.kind, "GPU": device_name(h),
             "torch": h.torch_version or "—", "workload": h.workload,
-            "parameters": value_text(h.workload_params), "dtype": h.dtype or "—",
+            "parameters": cut(value_text(h.workload_params), MAX_CELL),
+            "dtype": h.dtype or "—",
             "status": h.status, "points": f"{r.ok_points}/{r.points} ok",
             "noise": noise_summary(r.noise)[1] if _kind(h.kind).curves else "—",
             "label": h.label or "",

@@ -24,7 +24,8 @@ def curve_from_text(text: str | None, name: str = "uploaded curve") -> tuple[cs.
     if not text:
         return cs.DEFAULT_CURVE, None
     try:
-        doc = fmt.graph_memory_doc(json.loads(text), name)  # graph-memory --out's bundle, or older
+        # graph-memory --out's bundle, or the older document; a key given twice refused
+        doc = fmt.graph_memory_doc(json.loads(text, object_pairs_hook=fmt.unique_keys), name)
     except ValueError as e:  # json's own errors and GraphMemoryError alike
         raise gm.GraphMemoryError(f"{name}: {str(e).splitlines()[0]}") from None
     return gm.curve(doc, name), doc
@@ -57,7 +58,7 @@ def curve_choices(runs: pd.DataFrame) -> dict:
     out = {BUILT_IN: f"Built-in: {cs.DEFAULT_CURVE.source}"}
     for r in runs.itertuples():
         out[int(r.id)] = (f"#{r.id} {r.workload} on {device_name(r)}, "
-                          f"{r.created_at:%Y-%m-%d %H:%M}"
+                          f"{r.created_at:%Y-%m-%d %H:%M} UTC"
                           + ("" if is_missing(r.label) or not r.label else f", {r.label}"))
     return out
 

@@ -30,6 +30,7 @@ from contract.run_summary import RunHeader
 from contract.speedups import Speedup, mode_order, speedups, usable
 from contract.vocab import MODES
 from pages.logic.names import device_name, known
+from pages.logic.plain import MAX_CELL, cut
 
 RUNNER_STATISTIC = "median"
 RunPoints = Mapping[int, Sequence[Measurement]]
@@ -166,6 +167,17 @@ def run_names(headers: Sequence[RunHeader]) -> dict[int, str]:
     return {h.id: f"#{h.id} {series_name(h)}" for h in headers}
 
 
+def long_params(headers: Sequence[RunHeader]) -> dict[int, dict]:
+    """The workload parameters of each run that has a value over MAX_CELL characters,
+    which the pages cut: what the "in full" download on Compare and the Run page holds."""
+    out = {}
+    for h in headers:
+        params = h.workload_params or {}
+        if any(len(str(v)) > MAX_CELL or len(str(k)) > MAX_CELL for k, v in params.items()):
+            out[int(h.id)] = dict(params)
+    return out
+
+
 def compare_speedups(points: RunPoints, headers: Sequence[RunHeader]) -> list[RunSpeedups]:
     """Each run's speedups with its name and series, for the overlay chart."""
     names = run_names(headers)
@@ -256,7 +268,8 @@ def environment_diff(headers: Sequence[RunHeader], only_differences: bool = True
                   for h in headers]
         differs = len(set(values)) > 1
         if differs or not only_differences:
-            cells = dict(zip(names.values(), values, strict=True))
+            cells = dict(zip(names.values(), (cut(v, MAX_CELL) for v in values),
+                             strict=True))
             rows.append({"field": f, **cells, "differs": differs})
     return pd.DataFrame(rows, columns=["field", *names.values(), "differs"])
 

@@ -47,7 +47,7 @@ def run_choice(header: Any) -> str:
     parts = [what, device_name(header)] + ([f"torch {torch}"] if torch else [])
     created = get("created_at")
     if not is_missing(created):
-        parts.append(f"{created:%Y-%m-%d %H:%M}")
+        parts.append(f"{created:%Y-%m-%d %H:%M} UTC")  # every stored time is UTC
     suffix = " (published)" if get("source") == "published" else ""
     label = known(get("label"))
     room = min(LABEL_CHARS, LINE_CHARS - len(" · ".join(parts)) - len(" · ") - len(suffix))

@@ -6,6 +6,7 @@ neutralised for spreadsheets.
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from contract.bundle import MEASUREMENT_FIELDS
 from contract.measurement import Measurement
 from contract.memory import MEMORY_COST_LABEL
 from contract.numbers import number_or_none
+from contract.plain import MAX_CELL, cut
 from contract.speedups import Speedup, in_mode_order, speedups, usable
 from contract.vocab import ALTERNATIVE_MODES
 from pages.logic import energy, step_split
@@ -249,12 +251,26 @@ def points_csv(run_id: int, points: Sequence[Measurement]) -> str:
 # A spreadsheet runs a cell that starts with one of these as a formula
 # (=HYPERLINK("http://evil.example","x") in a point's message): OWASP's CSV injection rule.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# What a spreadsheet skips or folds before it reads a formula (issue 48, item 7): leading
+# whitespace of any kind (a space, a newline), invisible format characters (a zero-width
+# space U+200B, a word joiner U+2060, a byte-order mark U+FEFF) and controls; and the
+# full-width forms of the signs (＝ U+FF1D folds to =), caught by NFKC's folding.
+_SKIPPED = ("Zs", "Zl", "Zp", "Cc", "Cf")
+
+
+def _first_visible(text: str) -> str:
+    """The first character a spreadsheet reads, folded by NFKC ('' when none)."""
+    for ch in text:
+        if not ch.isspace() and unicodedata.category(ch) not in _SKIPPED:
+            return unicodedata.normalize("NFKC", ch)[:1]
+    return ""
 
 
 def csv_cell(value):
     """A text cell a spreadsheet would read as a formula, prefixed with ' so it stays
     text; everything else (numbers too: -1.5 is a number, not a formula) as it is."""
-    if isinstance(value, str) and value.startswith(FORMULA_START):
+    if isinstance(value, str) and (value.startswith(FORMULA_START)
+                                   or _first_visible(value) in FORMULA_START[:4]):
         return "'" + value
     return value
 
@@ -281,4 +297,4 @@ def status_mark(m: Measurement) -> str:
     if not icon:
         return "ok"
     msg = str(m.message).strip().splitlines()
-    return f"{icon}: {msg[0]}" if msg else icon
+    return f"{icon}: {cut(msg[0], MAX_CELL)}" if msg else icon  # in full: the CSV

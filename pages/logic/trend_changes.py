@@ -7,6 +7,7 @@ this module names the runs and builds the links. Pure pandas.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -77,3 +78,44 @@ def change_table(found: pd.DataFrame, base_url: str | None) -> pd.DataFrame:
                                           int(c["batch_size"]))}
             for _, c in found.iterrows()]
     return pd.DataFrame(rows, columns=CHANGE_TABLE_COLUMNS)
+
+
+UNSEEN_RULE = ("What a change point can see: the smallest slowdown at the newest run that "
+               "these runs' noise lets the change points call a regression at 95% (the "
+               "detector run on the series itself, the newest run moved up until it is "
+               "called), for each mode and batch size shown; `python -m runner check` "
+               "says the same per point, and cannot tell where it exceeds its threshold.")
+
+
+@dataclass(frozen=True)
+class Unseen:
+    """What the change points could not see here (issue 47): the smallest step at the
+    newest run of each shown (mode, batch size) that they would call a regression,
+    worst and best, and how many could see none at all (no interval)."""
+    worst: float | None  # None: no shown series can see any step
+    best: float | None
+    blind: int
+
+    def text(self) -> str:
+        if self.worst is None:
+            return ("No change could be seen here: these runs carry no 95% interval, so "
+                    "nothing says what their noise is.")
+        spread = (f"; {self.best:.1%} for the quietest mode and batch size"
+                  if self.worst - self.best >= 0.001 else "")
+        blind = (f"; {self.blind} with no interval see nothing" if self.blind else "")
+        return f"A change under {self.worst:.1%} would not be seen here{spread}{blind}."
+
+    def hides(self, threshold: float) -> bool:
+        """Would a change of `threshold` (0.05) pass unseen somewhere shown?"""
+        return self.worst is None or self.worst > threshold or self.blind > 0
+
+
+def unseen(figures: pd.DataFrame) -> Unseen | None:
+    """Unseen for the shown series (trend_changes' figures, runner/history
+    changes.detectable_at on each); None without a series of two runs."""
+    found = hc.detectable_at(figures) if not figures.empty else figures
+    if found.empty:
+        return None
+    seen = found[found["detectable"] < float("inf")]["detectable"]
+    return Unseen(float(seen.max()) if len(seen) else None,
+                  float(seen.min()) if len(seen) else None, len(found) - len(seen))

@@ -22,7 +22,7 @@ from contract.speedups import Speedup, speedups, usable
 from contract.vocab import ALTERNATIVE_MODES, MODES
 from pages.logic import timeline
 from pages.logic.comparing import RunPoints
-from runner.history.series import ORDERS, order_runs
+from runner.history.series import ORDERS, machine_key, machine_text, order_runs
 
 MAX_BATCHES = 8  # more panels than this are not read
 
@@ -39,11 +39,12 @@ class TrendQuery:
     batches: tuple[int, ...]
     modes: tuple[str, ...]
     order: str = "torch"
+    machine: str | None = None  # a machine_text, MIXED, or None: the one with most runs
 
 
 # What a Trends URL may ask. parse_query is handed every one of them (one not in the URL
 # as no values), so a misspelt key is an error here, not a query silently ignored.
-QUERY_KEYS = ("workload", "gpu", "params", "batch", "mode", "order")
+QUERY_KEYS = ("workload", "gpu", "params", "batch", "mode", "order", "machine")
 
 
 def _one(params: Mapping[str, Sequence[str]], name: str) -> str | None:
@@ -101,7 +102,7 @@ def parse_query(params: Mapping[str, Sequence[str]], workloads: Sequence[str],
         raise TrendQueryError(f"?order={order[:40]!r} is not an order: choose one of "
                               f"{', '.join(ORDERS)}")
     return TrendQuery(workload, gpu, _one(params, "params"), tuple(sorted(batches)),
-                      tuple(modes), order)
+                      tuple(modes), order, _one(params, "machine"))
 
 
 def param_key(run: RunHeader) -> str:
@@ -115,6 +116,44 @@ def param_sets(runs: Sequence[RunHeader]) -> dict[str, list[int]]:
     for r in runs:
         sets.setdefault(param_key(r), []).append(r.id)
     return dict(sorted(sets.items(), key=lambda kv: -len(kv[1])))
+
+
+# A series is one machine's runs (GPU, host CPU, driver: runner/history/series.py
+# machine_key) unless the reader asks to mix them (issue 47): a launch-bound step is the
+# host's as much as the GPU's, and a run of another host read as a torch change.
+MIXED = "all machines (mixed)"
+
+
+def machine_of(h: RunHeader) -> str:
+    """The machine a run measured on, as machine_text names it."""
+    return machine_text(machine_key({"gpu_name": h.gpu_name, "cpu_model": h.cpu_model,
+                                     "driver_version": h.driver_version}))
+
+
+def machines(runs: Sequence[RunHeader]) -> dict[str, list[int]]:
+    """Machine (as machine_text names it) -> run ids, the machine with the most runs
+    first, then the one that ran most recently."""
+    groups: dict[str, list[int]] = {}
+    newest: dict[str, float] = {}
+    for h in runs:
+        name = machine_of(h)
+        groups.setdefault(name, []).append(h.id)
+        when = h.created_at.timestamp() if h.created_at is not None else 0.0
+        newest[name] = max(newest.get(name, when), when)
+    return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), -newest[kv[0]])))
+
+
+def machine_runs(runs: Sequence[RunHeader], asked: str | None
+                 ) -> tuple[str, list[RunHeader], dict[str, list[int]]]:
+    """(the machine shown, its runs, the other machines' run ids): the asked machine
+    where it is one of these runs' (or MIXED: every run), else the one with the most.
+    The others are named on the page, apart."""
+    groups = machines(runs)
+    if asked == MIXED or len(groups) <= 1:
+        return (MIXED if len(groups) > 1 else next(iter(groups), MIXED)), list(runs), {}
+    shown = asked if asked in groups else next(iter(groups))
+    others = {m: ids for m, ids in groups.items() if m != shown}
+    return shown, [h for h in runs if h.id in groups[shown]], others
 
 
 ORDERED_COLUMNS = ["id", "torch_version", "created_at", "source", "run", "order"]

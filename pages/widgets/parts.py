@@ -10,7 +10,7 @@ import contextlib
 import streamlit as st
 
 from contract.run_summary import RunHeader
-from pages.logic.plain import plain
+from pages.logic.plain import MAX_SHOWN, plain
 from pages.logic.run_text import PUBLISHED_NOTE
 from pages.widgets import data
 
@@ -52,7 +52,14 @@ def chart(chart, key: str) -> None:
 
 
 def share_link(url: str) -> None:
-    """A copyable link (st.code has a copy button)."""
+    """A copyable link (st.code has a copy button). One holding a parameter set of
+    100,000 characters is not drawn whole (the browser took seconds to lay it out, and
+    no server takes such a URL): the address bar holds it."""
+    if len(url) > MAX_SHOWN:
+        st.caption(f"Share link: this view's URL is {len(url):,} characters long (a "
+                   "parameter holds most of it), too long to show or to share; the "
+                   "address bar holds it.")
+        return
     st.caption("Share link: this URL shows the same view in any browser")
     st.code(url, language=None)
 

@@ -3,6 +3,7 @@ Points and Environment. pages/run.py draws the headline and picks the view."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import pandas as pd
@@ -12,7 +13,7 @@ from contract.measurement import Measurement
 from contract.run_summary import RunHeader
 from pages.charts import run_charts, split_charts, workload_charts
 from pages.logic import links, points_table, run_text, workload_views
-from pages.logic.plain import plain
+from pages.logic.plain import MAX_CELL, MAX_SHOWN, cut, plain
 from pages.widgets import data, parts, url
 
 # A run's headline and charts depend on its points only: built once per run and data
@@ -92,6 +93,20 @@ def points_view(run_id: int, header: RunHeader, points: Sequence[Measurement]) -
     st.caption(points_table.MEMORY_NOTE)
 
 
+def long_params_download(run_id: int, header: RunHeader) -> None:
+    """Where a parameter is longer than a page shows (MAX_CELL: cut in titles, tables and
+    pickers), its full value a click away: the run's parameters as JSON."""
+    params = dict(header.workload_params or {})
+    long = [k for k, v in params.items() if len(str(v)) > MAX_CELL or len(k) > MAX_CELL]
+    if not long:
+        return
+    st.caption(plain(f"Parameters cut on these pages: {', '.join(cut(k, 40) for k in long)}"
+                     " (longer than a line). Every value in full:"))
+    st.download_button("Workload parameters (.json)", json.dumps(params, indent=1),
+                       f"run-{run_id}-parameters.json", "application/json",
+                       key="params_dl", on_click="ignore", icon=":material/download:")
+
+
 def environment_view(run_id: int, header: RunHeader, points: Sequence[Measurement]) -> None:
     """The environment, the command that reproduces the run, and its share link."""
     left, right = st.columns(2)
@@ -107,8 +122,18 @@ def environment_view(run_id: int, header: RunHeader, points: Sequence[Measuremen
                                     [m.mode for m in points])
             if offer.note:
                 st.caption(plain(offer.note))
-            if offer.command:  # st.code: a copy button; only for a catalog workload
+            if offer.command and len(offer.command) > MAX_SHOWN:
+                # A parameter of 100,000 characters made a command the browser took 15 s
+                # to lay out: too long to read or paste, it is a click away instead.
+                st.caption(f"The command is {len(offer.command):,} characters long (a "
+                           "parameter holds most of it): too long to show.")
+                st.download_button("Command (.sh)", offer.command + "\n",
+                                   f"run-{run_id}-command.sh", "text/x-shellscript",
+                                   key="command_dl", on_click="ignore",
+                                   icon=":material/download:")
+            elif offer.command:  # st.code: a copy button; only for a catalog workload
                 st.code(offer.command, language="bash", wrap_lines=True)
+        long_params_download(run_id, header)
 
         st.subheader("Share")
         parts.share_link(url.run_share_url(run_id))

@@ -138,8 +138,10 @@ def timeline_section(run_ids: Sequence[int], points: Mapping[int, Sequence[Measu
                "GPU still busy with the previous step. " + timeline.STEP_TIMES_NOTE +
                " Download a point's trace for ui.perfetto.dev or chrome://tracing:")
     for col, x in zip(st.columns(min(len(items), 4)) * len(items), items, strict=False):
+        # The label is Markdown to streamlit: a run's name (its GPU, its label) is a
+        # bundle's text, so it goes through plain() like every other (issue 48).
         col.download_button(
-            f"{label_of(x)} (.json)", timeline.chrome_trace_text(label_of(x), x.trace),
+            f"{plain(label_of(x))} (.json)", timeline.chrome_trace_text(label_of(x), x.trace),
             timeline.file_name(x.run_id, x.mode, batch), "application/json",
             key=f"{key}_dl_{x.run_id}_{x.mode}", on_click="ignore",
             icon=":material/download:")

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import streamlit as st
 
 from pages.logic import links
-from pages.logic.plain import plain
+from pages.logic.plain import cut, plain
 from pages.widgets.frame import PAGES
 
 
@@ -96,8 +96,9 @@ def view_tabs(labels: Sequence[str], default: str) -> list:
     default view is shown."""
     asked = st.query_params.get_all(VIEW_KEY)
     if asked and asked[-1] not in labels:
-        st.error(plain(f"?{VIEW_KEY}={asked[-1]!r} is not a view of this page (views: "
-                       f"{', '.join(labels)}); showing {default}."), icon=":material/error:")
+        st.error(plain(f"?{VIEW_KEY}={cut(asked[-1], 40)!r} is not a view of this page "
+                       f"(views: {', '.join(labels)}); showing {default}."),
+                 icon=":material/error:")
         st.query_params.pop(VIEW_KEY, None)
     return st.tabs(list(labels), key=VIEW_KEY, bind="query-params", default=default)
 

@@ -133,15 +133,45 @@ def noise_sigma(values: Sequence[float], lows: Sequence[float | None],
     return max(max(found), MIN_SIGMA) if found else None
 
 
+class PrefixL2(ruptures.base.BaseCost):
+    """ruptures' L2 cost (CostL2: a segment's squared deviations from its mean) from
+    prefix sums, a segment in O(1) where CostL2 takes a numpy var of the segment: PELT
+    asks for O(n^2) segments, and the smallest detectable step (detectable_step) runs it
+    a dozen times a series. The same cost: sum x^2 - (sum x)^2 / n."""
+
+    model = "l2-prefix"
+
+    def __init__(self) -> None:
+        self.min_size = 1
+        self.signal = np.zeros((0, 1))  # ruptures reads its length
+        self._s1: list[float] = [0.0]
+        self._s2: list[float] = [0.0]
+
+    def fit(self, signal) -> PrefixL2:
+        self.signal = np.asarray(signal, dtype=float).reshape(len(signal), -1)
+        x = self.signal[:, 0]
+        # Python floats: a numpy scalar's indexing costs more than the sum it saves
+        self._s1 = [0.0, *np.cumsum(x).tolist()]
+        self._s2 = [0.0, *np.cumsum(x * x).tolist()]
+        return self
+
+    def error(self, start: int, end: int) -> float:
+        n = end - start
+        if n < self.min_size:
+            raise ruptures.exceptions.NotEnoughPoints
+        s = self._s1[end] - self._s1[start]
+        return max(self._s2[end] - self._s2[start] - s * s / n, 0.0)
+
+
 def breakpoints(values: Sequence[float], sigma: float) -> list[int]:
     """Where the series steps: the index of the first run of each new segment. PELT
-    (ruptures) over log values, segments down to one run (the newest run alone may be the
-    change a CI job asks about)."""
+    (ruptures) over log values with the L2 cost (PrefixL2), segments down to one run (the
+    newest run alone may be the change a CI job asks about)."""
     n = len(values)
     if n < 2:
         return []
     x = np.log(np.asarray(values, dtype=float)).reshape(-1, 1)
-    algo = ruptures.Pelt(model="l2", min_size=1, jump=1).fit(x)
+    algo = ruptures.Pelt(custom_cost=PrefixL2(), min_size=1, jump=1).fit(x)
     return [int(b) for b in algo.predict(pen=PENALTY * sigma**2 * math.log(n))[:-1]]
 
 
@@ -266,6 +296,7 @@ class PointCheck:
     ratio_high: float | None
     rule: str
     verdict: str               # regression, improvement or inconclusive
+    detectable: float = math.inf  # the smallest slowdown the rule could call here
 
     @property
     def change(self) -> float:
@@ -274,6 +305,9 @@ class PointCheck:
     def fails(self, threshold: float) -> bool:
         """A regression by the rule and slower by more than `threshold` (0.05: 5%)."""
         return self.verdict == REGRESSION and self.change > threshold
+
+    def outcome(self, threshold: float) -> str:
+        return outcome(self.verdict, self.change, self.detectable, threshold)
 
 
 def mode_key(mode: str) -> int:
@@ -299,5 +333,112 @@ def check_points(baseline: pd.DataFrame, run: pd.DataFrame) -> list[PointCheck]:
                               run_ms=float(r["value"].iloc[0]), ratio=ratio,
                               ratio_low=iv[0] if iv else None,
                               ratio_high=iv[1] if iv else None, rule=rule,
-                              verdict=change_verdict(rule)))
+                              verdict=change_verdict(rule),
+                              detectable=detectable_change(b, r)))
     return sorted(out, key=lambda c: (mode_key(c.mode), c.batch_size))
+
+
+# --- what a check cannot see (issue 47) ------------------------------------------------
+# A point's result in a check: a regression beyond the threshold fails; a point whose
+# noise would hide a regression of the threshold's size cannot tell; the rest pass.
+OK, FAIL, CANNOT_TELL = "ok", "FAIL", "cannot tell"
+# The largest step the search for a detectable one tries: 100x slower. A series that
+# would not call even that a regression sees nothing (math.inf).
+MAX_STEP = 99.0
+# The search stops when the step is known within this factor (0.1%).
+STEP_PRECISION = 1.001
+
+
+def detectable_change(before: pd.DataFrame, after: pd.DataFrame,
+                      sigma: float | None = None) -> float:
+    """The smallest slowdown (after / before - 1, 0.05 = 5%) that judge() would call a
+    regression, given the two sides' noise: the after side moved up by (1 + d) keeps its
+    relative interval, and the rule calls it slower once its low end passes the before
+    side's high end: d = (before high / before level) / (after low / after figure) - 1.
+    math.inf where either side has no interval (the rule could call nothing)."""
+    b = level_interval(list(before["value"]), list(before["low"]), list(before["high"]),
+                       sigma)
+    a = level_interval(list(after["value"]), list(after["low"]), list(after["high"]),
+                       sigma)
+    b_level, a_level = float(before["value"].median()), float(after["value"].median())
+    if b is None or a is None or b_level <= 0 or a_level <= 0 or a[0] <= 0:
+        return math.inf
+    return (b[1] / b_level) / (a[0] / a_level) - 1
+
+
+def _finds_regression_at(series: pd.DataFrame, at: int) -> bool:
+    return any(c.index == at and c.verdict == REGRESSION
+               for c in series_changes(series, "", 0, hs.MEASURED))
+
+
+def detectable_step(ordered: pd.DataFrame, at: int) -> float:
+    """The smallest step up at run `at` of a series (series.judged's frame in order)
+    that the change points would find there and call a regression, as if that run were
+    the newest (a CI job's question): found by running the detector itself on the series
+    up to `at`, that run moved to the level before it times (1 + d) with its own
+    relative interval, the least such d searched to STEP_PRECISION. math.inf where no
+    step up to MAX_STEP would be called (one run, no interval to say the noise)."""
+    if at < 1 or at >= len(ordered):
+        return math.inf
+    head = ordered.iloc[:at + 1].reset_index(drop=True)
+    before = [float(v) for v in head["value"].iloc[:at]]
+    sigma = noise_sigma(before, list(head["low"].iloc[:at]), list(head["high"].iloc[:at]))
+    steps = breakpoints(before, sigma) if sigma is not None and len(before) > 1 else []
+    level = statistics.median(before[steps[-1]:] if steps else before)
+    run = head.iloc[at]
+    value = float(run["value"])
+    low, high = number_or_none(run["low"]), number_or_none(run["high"])
+    rel = (low / value, high / value) if low is not None and high is not None else None
+
+    def found(d: float) -> bool:
+        v = level * (1 + d)
+        moved = head.copy()
+        moved.loc[at, ["value", "low", "high"]] = (
+            v, v * rel[0] if rel else math.nan, v * rel[1] if rel else math.nan)
+        return _finds_regression_at(moved, at)
+
+    if not found(MAX_STEP):
+        return math.inf
+    lo, hi = 1.0, 1.0 + MAX_STEP  # as factors: found(hi - 1) holds, found(lo - 1) not
+    while hi / lo > STEP_PRECISION:
+        mid = math.sqrt(lo * hi)
+        if found(mid - 1):
+            hi = mid
+        else:
+            lo = mid
+    return hi - 1
+
+
+def detectable_at(figures: pd.DataFrame, run_id: int | None = None) -> pd.DataFrame:
+    """For each (mode, batch size) of change_points' figures, the smallest step at run
+    `run_id` (default: each series' newest run) that it would call a regression
+    (detectable_step). Columns mode, batch_size, run_id, detectable."""
+    rows = []
+    for (mode, batch), one in figures.groupby(["mode", "batch_size"], sort=True):
+        one = one.sort_values("order").reset_index(drop=True)
+        ids = [int(r) for r in one["run_id"]]
+        rid = ids[-1] if run_id is None else run_id
+        if rid not in ids:
+            continue
+        rows.append({"mode": mode, "batch_size": int(batch), "run_id": rid,
+                     "detectable": detectable_step(one, ids.index(rid))})
+    return pd.DataFrame(rows, columns=["mode", "batch_size", "run_id", "detectable"])
+
+
+def outcome(verdict: str, change: float | None, detectable: float,
+            threshold: float) -> str:
+    """A point's result in a check: FAIL for a regression by the rule slower than
+    `threshold` (0.05: 5%); ok for an improvement (a slowdown is ruled out, however wide
+    the interval); CANNOT_TELL where the smallest regression the noise lets the check see
+    is larger than `threshold` (a regression of the threshold's size would pass
+    unseen); else ok."""
+    if verdict == REGRESSION and change is not None and change > threshold:
+        return FAIL
+    if verdict == IMPROVEMENT:
+        return OK
+    return OK if detectable <= threshold else CANNOT_TELL
+
+
+def detectable_text(d: float) -> str:
+    """'+6.1%', or 'none' where no slowdown would be seen."""
+    return "none" if not math.isfinite(d) else f"+{d:.1%}"

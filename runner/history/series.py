@@ -84,12 +84,49 @@ def comparable_params(params: Any, dtype: Any) -> dict:
     return p
 
 
-def series_key(run: Mapping) -> tuple:
-    """What makes two runs one series: workload, parameters, dtype and device type."""
+def machine_key(run: Mapping) -> tuple[str, str, str]:
+    """The machine a run measured on: its GPU (or the CPU), host CPU model and driver.
+    A launch-bound step is the host's as much as the GPU's, so a run of another host
+    among a series' runs reads as a change of torch that was a change of machine."""
     gpu = run.get("gpu_name")
+    return ("cpu" if is_missing(gpu) else str(gpu), text(run.get("cpu_model")),
+            text(run.get("driver_version")))
+
+
+def machine_text(key: tuple[str, str, str]) -> str:
+    """'NVIDIA H200 · Intel Xeon ... · driver 570.1': a machine as a page or the CLI
+    names it; unknown parts left out."""
+    gpu, cpu, driver = key
+    return " · ".join([gpu if gpu != "cpu" else "CPU", *([cpu] if cpu else []),
+                       *([f"driver {driver}"] if driver else [])])
+
+
+def series_key(run: Mapping, mix: bool = False) -> tuple:
+    """What makes two runs one series: workload, parameters, dtype and the machine
+    (GPU, host CPU, driver: machine_key); with `mix`, the device type only (runs of
+    several machines with one GPU, as a reader may ask)."""
     params = comparable_params(run.get("workload_params"), run.get("dtype"))
+    machine = machine_key(run)
     return (text(run.get("workload")), tuple(sorted((k, repr(v)) for k, v in params.items())),
-            text(run.get("dtype")), "cpu" if is_missing(gpu) else str(gpu))
+            text(run.get("dtype")), *(machine[:1] if mix else machine))
+
+
+def release(version: Any) -> str:
+    """A version without its local suffix: '2.10.0+cu128' -> '2.10.0'."""
+    return text(version).split("+", 1)[0]
+
+
+def torch_matches(asked: str, version: Any) -> bool:
+    """Does `asked` name this torch version? The full text matches itself; without a
+    local suffix it matches the release (`2.10.0` matches 2.10.0+cu128), and a shorter
+    release its patch releases (`2.10` matches 2.10.0 and 2.10.1, not 2.100)."""
+    asked, full = asked.strip(), text(version)
+    if not asked or not full:
+        return False
+    if "+" in asked:
+        return asked == full
+    have = release(full)
+    return have == asked or have.startswith(asked + ".")
 
 
 def record(row: Mapping) -> Measurement:

@@ -3,8 +3,10 @@
 Each sub-command lives in runner/ops/commands/<noun>.py and exposes
 `register(subparsers) -> None`, which adds its parser(s) and sets `func=run` on them, where
 `run(args) -> int` returns the exit status. Validation errors are raised as `UsageError`
-(or BundleError / DatabaseError / WorkloadError): main() prints exactly one line on stderr
-and exits 2, with nothing written.
+(or BundleError / OutputError / DatabaseError / WorkloadError): main() prints exactly one
+line on stderr and exits 2, with nothing written. A command that sets `one_line=True`
+(check, export: CI reads their exit status) never ends in a traceback: anything else that
+breaks is one line and exit 2 too.
 """
 
 from __future__ import annotations
@@ -49,8 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _known_errors() -> tuple[type[BaseException], ...]:
     from contract.bundle import BundleError
+    from contract.outfile import OutputError
 
-    errors: list[type[BaseException]] = [UsageError, BundleError]
+    errors: list[type[BaseException]] = [UsageError, BundleError, OutputError]
     for mod, cls in (("contract.catalog", "WorkloadError"), ("db.engine", "DatabaseError"),
                      ("db.store", "RunNotFound"), ("db.access", "ReadOnlyError"),
                      ("runner.ops.slurm", "SlurmError")):
@@ -77,6 +80,16 @@ def main(argv: list[str] | None = None) -> int:
     except _known_errors() as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         print(f"error: {msg}", file=sys.stderr)
+        return 2
+    except Exception as e:
+        # A command a CI job reads by its exit status (check, export) never ends in a
+        # traceback: Python's exit 1 would read as "regression". Exit 2 says it judged
+        # nothing; the line says what broke.
+        if not getattr(args, "one_line", False):
+            raise
+        msg = (str(e).strip().splitlines() or [""])[0][:200]
+        print(f"error: {args.command} failed ({type(e).__name__}: {msg}); nothing was "
+              "judged or written. This is a bug: please report it", file=sys.stderr)
         return 2
 
 

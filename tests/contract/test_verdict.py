@@ -83,6 +83,13 @@ NOISY = {("compile", 1): {"speedup": 0.5, "speedup_ci_low": 0.0, "speedup_ci_hig
                                   "speedup_ci_high": 5.0}}
 
 
+def _step(ms: float) -> dict:
+    """A step time with its own percentiles and interval around it (a median outside
+    them is refused on the way in)."""
+    return {"step_ms": ms, "step_ms_p10": ms * 0.97, "step_ms_p90": ms * 1.05,
+            "step_ms_ci_low": ms * 0.99, "step_ms_ci_high": ms * 1.01}
+
+
 def noisy_points(overrides=NOISY, batches=(1, 8)):
     return points_of(sweep_bundle(batches=batches, overrides=overrides))
 
@@ -181,14 +188,14 @@ def test_every_change_verdict_has_a_shape_on_the_trend_chart():
 
 
 def test_the_headline_names_medians_that_disagree_with_the_paired_speedup():
-    p = noisy_points({("eager", 8): {"step_ms": 7.84},
-                      ("cuda-graph", 8): {"step_ms": 253.5, "speedup": 7.1,
+    p = noisy_points({("eager", 8): _step(7.84),
+                      ("cuda-graph", 8): {**_step(253.5), "speedup": 7.1,
                                           "speedup_ci_low": 6.5, "speedup_ci_high": 7.6}},
                      batches=(8,))
     line = next(ln for ln in run_text.headline(p) if ln.startswith("cuda-graph:"))
     assert "the medians' ratio (0.031x) lies outside the paired interval" in line
-    agree = noisy_points({("eager", 8): {"step_ms": 1.0},
-                          ("cuda-graph", 8): {"step_ms": 0.141, "speedup": 7.1,
+    agree = noisy_points({("eager", 8): _step(1.0),
+                          ("cuda-graph", 8): {**_step(0.141), "speedup": 7.1,
                                               "speedup_ci_low": 6.5, "speedup_ci_high": 7.6}},
                          batches=(8,))
     line = next(ln for ln in run_text.headline(agree) if ln.startswith("cuda-graph:"))

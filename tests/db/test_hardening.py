@@ -87,7 +87,7 @@ def test_same_uuid_other_content_is_a_conflict_naming_both(any_url, capsys, tmp_
     rc, out = _cli(capsys, "import", str(SAMPLE), "--db", any_url)
     assert rc == 0 and "already imported" in out
     doc = sample()
-    doc["measurements"][0]["step_ms"] = 123.0
+    doc["measurements"][0]["message"] = "other content"
     changed = tmp_path / "changed.json"
     changed.write_text(json.dumps(doc))
     engine = make_engine(any_url)

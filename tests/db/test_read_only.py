@@ -176,3 +176,30 @@ def test_pages_render_a_current_database_read_only(current_db, monkeypatch):
         assert not [e for e in _errors(at) if "database" in e.lower()], page
     assert _digest(_file(current_db)) == before
     assert _revision(current_db) == migrate.head()
+
+
+@pytest.mark.parametrize("argv", [["worker", "--once"], ["worker", "--job", "1"]])
+def test_a_worker_in_read_only_mode_refuses_in_one_line(current_db, monkeypatch, capsys,
+                                                         argv):
+    """`worker --once` in read-only mode ended in a SQLAlchemy traceback (issue 48)."""
+    monkeypatch.setenv("LAUNCHBENCH_READ_ONLY", "1")
+    before = _digest(_file(current_db))
+    assert main([*argv, "--db", current_db]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert "read-only share mode (LAUNCHBENCH_READ_ONLY=1): cannot run a worker" in err
+    assert _digest(_file(current_db)) == before
+
+
+def test_the_database_refuses_a_worker_row_in_read_only_mode(current_db, monkeypatch):
+    from db import jobs
+    from db.access import ReadOnlyError
+
+    monkeypatch.setenv("LAUNCHBENCH_READ_ONLY", "1")
+    engine = make_engine(current_db)
+    try:
+        with pytest.raises(ReadOnlyError, match="cannot run a worker"):
+            jobs.register_worker(engine, name="w", hostname="h", pid=1, gpu_name=None,
+                                 has_cuda=False, torch_version=None)
+    finally:
+        engine.dispose()

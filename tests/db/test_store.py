@@ -109,7 +109,8 @@ def test_a_bundle_file_is_checked_once_on_its_way_to_the_database(sqlite_url, tm
                                     [fmt.empty_measurement("eager", 1)]))
     checks = []
     check = fmt.validate
-    monkeypatch.setattr(fmt, "validate", lambda doc: checks.append(1) or check(doc))
+    monkeypatch.setattr(fmt, "validate",
+                        lambda doc, *a: checks.append(1) or check(doc, *a))
     assert main(["import", str(path), "--db", sqlite_url]) == 0
     assert "imported run" in capsys.readouterr().out
     assert len(checks) == 1  # where the file was read, not again in db.store

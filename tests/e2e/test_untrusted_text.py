@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode, urlsplit
 
 import pytest
 
@@ -18,13 +18,10 @@ from db import queries
 from db.store import import_bundle
 from pages.logic.links import RUN_VIEWS
 from pages.logic.plain import plain
-from tests.synthetic import sweep_bundle
+from tests import hostile
 
 VIEWPORT = {"width": 1280, "height": 800}  # conftest's page takes it
 
-# Streamlit elements whose text is read as Markdown.
-MARKDOWN_ELEMENTS = ("title", "header", "subheader", "caption", "markdown", "info",
-                     "warning", "error", "success")
 # Unescaped Markdown: a link or image opening, a raw tag.
 LIVE = re.compile(r"(?<!\\)\[[^\]]*(?<!\\)\]\(|(?<!\\)<\w")
 # GFM autolinks bare URLs and addresses in the text after escapes are resolved.
@@ -36,21 +33,10 @@ def live(text: str) -> bool:
 
 
 def payloads(host: str) -> dict[str, str]:
-    return {"image": f"![p]({host}/pixel.png)",
-            "link": f"[Re-login here]({host}/phish)",
-            "bare": f"{host}/bare and www.example.invalid",
-            "tag": f'<img src="{host}/tag.png">'}
-
-
-def hostile_bundle(host: str, uuid: str = "hostile-1", **kw) -> dict:
-    p = payloads(host)
-    doc = sweep_bundle(uuid=uuid, label=f"{p['link']} {p['image']}",
-                       failing={("compile", 8): f"{p['image']} {p['link']}"}, **kw)
-    doc["environment"].update(gpu_name=f"GPU {p['image']}", torch_version=p["tag"],
-                              hostname=p["bare"])
-    doc["run"]["workload"] = f"mlp {p['link']}"
-    doc["run"].pop("command", None)
-    return doc
+    """The attacks the helper's own tests try (tests/hostile.py has the bundles)."""
+    p = hostile.payloads(host)
+    return {k: p[k] for k in ("image", "link", "bare", "tag", "protocol-relative",
+                              "heading", "autolink")}
 
 
 # --- the helper ----------------------------------------------------------------------------
@@ -73,48 +59,107 @@ def test_plain_keeps_a_string_on_one_line():
 
 # --- every page through AppTest ----------------------------------------------------------
 
-def _markdown_texts(at) -> list[str]:
+# Strings a page hands streamlit that it shows as text, never as Markdown: Vega specs (SVG
+# text), table data and column names (drawn on a canvas), code blocks, and the options of
+# a selectbox or multiselect (plain text in streamlit's widgets; a radio's options, a
+# label, a help tooltip, a tab or expander label and every body are Markdown).
+AS_TEXT = {("UnknownElement", "spec"), ("Code", "body"), ("Json", "body"),
+           ("Dataframe", "columns"), ("Dataframe", "data"), ("Multiselect", "options"),
+           ("Selectbox", "options"), ("Multiselect", "default"), ("Selectbox", "default")}
+# A widget's id and the values it holds are state, never drawn as Markdown.
+STATE_FIELDS = ("id", "form_id", "raw_values", "raw_value", "default", "value")
+
+
+def _strings(msg, path: str = ""):
+    """Every string field of a protobuf message, with its field path."""
+    for fd, v in msg.ListFields():
+        items = v if (hasattr(v, "__len__") and not isinstance(v, (str, bytes))
+                      and not hasattr(v, "ListFields")) else [v]
+        for x in items:
+            if isinstance(x, str):
+                yield f"{path}.{fd.name}" if path else fd.name, x
+            elif hasattr(x, "ListFields"):
+                yield from _strings(x, f"{path}.{fd.name}" if path else fd.name)
+
+
+def markdown_strings(at) -> list[tuple[str, str]]:
+    """(element.field, text) for every string of the page that streamlit may render as
+    Markdown: bodies, labels, help, tab and expander labels, radio options..."""
     out = []
-    for kind in MARKDOWN_ELEMENTS:
-        for tree in (at.main, at.sidebar):
-            out += [str(e.value) for e in getattr(tree, kind)]
+    for tree in (at.main, at.sidebar):
+        for node in tree:
+            proto = getattr(node, "proto", None)
+            if proto is None:
+                continue
+            kind = type(node).__name__
+            for field, text in _strings(proto):
+                top = field.split(".")[0]
+                if (kind, top) not in AS_TEXT and top not in STATE_FIELDS:
+                    out.append((f"{kind}.{field}", text))
     return out
+
+
+def _hostile_runs(engine, host: str) -> dict[str, int]:
+    ids = {name: import_bundle(engine, make(host))[0] for name, make in (
+        ("sweep", hostile.hostile_bundle), ("published", hostile.published_hostile),
+        ("serve", hostile.hostile_serve), ("graph-memory", hostile.hostile_graph_memory))}
+    ids["other"] = import_bundle(engine, hostile.hostile_bundle(host, uuid="hostile-2",
+                                                                 gpu_tail=" B"))[0]
+    return ids
+
+
+def _views(ids: dict[str, int], host: str) -> list[tuple[str, dict]]:
+    """Every page, each Run view, the timelines (their Perfetto downloads) and the
+    parameters a share link may carry."""
+    p = hostile.payloads(host)
+    rid, other, pub = (str(ids[k]) for k in ("sweep", "other", "published"))
+    trend = {"workload": f"mlp {p['link']}", "gpu": p["image"]}
+    return [("pages/runs.py", {}),
+            ("pages/runs.py", {"gpu": p["image"], "workload": p["protocol-relative"]}),
+            *[("pages/run.py", {"run": rid, "view": v}) for v in RUN_VIEWS],
+            ("pages/run.py", {"run": rid, "batch": "8"}),
+            ("pages/run.py", {"run": pub}),
+            ("pages/run.py", {"run": str(ids["graph-memory"])}),
+            ("pages/compare.py", {"run": [rid, other, pub], "batch": "8"}),
+            ("pages/trend.py", trend),
+            ("pages/trend.py", {**trend, "params": p["heading"]}),
+            ("pages/serve.py", {"run": str(ids["serve"])}),
+            ("pages/serve.py", {"run": str(ids["serve"]), "curve": str(ids["graph-memory"])}),
+            ("pages/import_export.py", {"run": rid}),
+            ("pages/import_export.py", {"run": str(ids["graph-memory"])}),
+            ("pages/launch.py", {})]
 
 
 def test_no_page_hands_bundle_text_to_markdown(dash):
     host = "http://127.0.0.1:9"
-    rid = import_bundle(dash.engine, hostile_bundle(host))[0]
-    other = import_bundle(dash.engine, hostile_bundle(host, uuid="hostile-2",
-                                                      gpu="Other GPU"))[0]
-    gpu = f"GPU {payloads(host)['image']}"
-    workload = f"mlp {payloads(host)['link']}"
-    views = [("pages/runs.py", {}),
-             ("pages/runs.py", {"gpu": gpu, "workload": "![x](http://127.0.0.1:9/u.png)"}),
-             *[("pages/run.py", {"run": str(rid), "view": v}) for v in RUN_VIEWS],
-             ("pages/compare.py", {"run": [str(rid), str(other), str(dash.published)]}),
-             ("pages/trend.py", {"workload": workload, "gpu": gpu}),
-             ("pages/trend.py", {"workload": workload, "gpu": gpu, "params": "[a](http://x)"}),
-             ("pages/import_export.py", {"run": str(rid)})]
-    for page, params in views:
+    ids = _hostile_runs(dash.engine, host)
+    found = {}
+    for page, params in _views(ids, host):
         at = dash.open(page, **params)
-        texts = _markdown_texts(at)
-        found = [t for t in texts if live(t)]
-        assert not found, (page, params, found)
-        if page == "pages/run.py" and params["view"] == RUN_VIEWS[0]:
+        # An iframe's srcdoc is HTML the page writes itself (the timeline's scroll): no
+        # bundle text may reach it at all; everything else must hold no live Markdown.
+        leaks = [(field, text[:80]) for field, text in markdown_strings(at)
+                 if (host in text if field.endswith(".srcdoc") else live(text))]
+        if leaks:
+            found[(page, str(params)[:60])] = leaks
+        if page == "pages/run.py" and params.get("view") == RUN_VIEWS[0]:
             # Shown, as text: the reader still learns what the bundle says.
-            assert any(plain(workload) in t for t in texts), texts
+            texts = [t for _, t in markdown_strings(at)]
+            assert any(plain(f"mlp {hostile.payloads(host)['link']}") in t
+                       for t in texts), texts
+    assert not found, found
 
 
 def test_the_rendered_run_page_has_no_link_or_image_from_the_bundle(dash):
     """The same through streamlit's own Markdown renderer would need a browser: see the
     chromium test below. Here: the title and caption are the escaped text."""
     host = "http://127.0.0.1:9"
-    rid = import_bundle(dash.engine, hostile_bundle(host))[0]
+    rid = import_bundle(dash.engine, hostile.hostile_bundle(host))[0]
     at = dash.open("pages/run.py", run=str(rid))
     header = queries.run_header(dash.engine, rid)
     # The label opens the line under the headline, as escaped text.
     assert at.caption[0].value.startswith(plain(header.label)) if header.label else True
-    assert plain(payloads(host)["image"]) in at.title[0].value
+    assert plain(hostile.payloads(host)["image"]) in at.title[0].value
 
 
 # --- in chromium: nothing fetched, nothing clickable ---------------------------------------
@@ -145,40 +190,81 @@ def counting_server():
     thread.join(timeout=5)
 
 
+# The page files' paths in the URL (pages/logic/links.py PAGES).
+URL_PATHS = {"pages/runs.py": "", "pages/run.py": "run", "pages/compare.py": "compare",
+             "pages/trend.py": "trend", "pages/serve.py": "serve",
+             "pages/import_export.py": "import", "pages/launch.py": "launch"}
+SCRIPT_DONE = """() => {
+  const app = document.querySelector("[data-testid='stApp']");
+  return app && app.getAttribute('data-test-script-state') === 'notRunning';
+}"""
+
+
+def _foreign(url: str, own: str) -> bool:
+    """A request to any origin but the dashboard's (data: and blob: stay in the page)."""
+    parts = urlsplit(url)
+    return parts.scheme not in ("data", "blob", "about") and parts.netloc != own
+
+
 @pytest.mark.e2e
-def test_a_read_only_share_makes_no_request_for_bundle_text(tmp_path, counting_server,
-                                                            page):
+def test_no_page_makes_the_browser_request_another_host(tmp_path, counting_server, page):
+    """Every page, with the shipped samples and a bundle of every attack the issues name
+    (an image in gpu_name, behind a protocol-relative URL, in a heading; a link, a raw
+    tag, an autolink, a reference image), in chromium: the browser asks the dashboard
+    for everything it loads and no other host for anything (issue 48, item 1). The
+    payloads point at a local counting server, so a leak is seen twice: as a request the
+    browser made, and as a hit on that server."""
     from db.engine import make_engine
     from db.samples import seed_if_empty
-    from tests.e2e_support import streamlit_server, wait_for_app
+    from tests.e2e_support import download_report, streamlit_server, wait_for_app
 
     host, hits = counting_server
     url = f"sqlite:///{tmp_path / 'lb.db'}"
     engine = make_engine(url)
     seed_if_empty(engine)
-    rid = import_bundle(engine, hostile_bundle(host))[0]
-    other = import_bundle(engine, hostile_bundle(host, uuid="hostile-2", gpu="B"))[0]
+    ids = _hostile_runs(engine, host)
     engine.dispose()
-    trend = urlencode({"workload": f"mlp {payloads(host)['link']}",
-                       "gpu": f"GPU {payloads(host)['image']}"})
-    # Each page with a text it shows once its script has run through.
-    paths = [*[(f"run?run={rid}&view={quote(v)}", "Every finding") for v in RUN_VIEWS],
-             (f"run?run={rid}&view=Environment", "Reproduce"), ("", "run(s)"),
-             (f"compare?run={rid}&run={other}", "Environment differences"),
-             (f"trend?{trend}", "run(s) of"), (f"import?run={rid}", "Export a run")]
-    with streamlit_server(url, {"LAUNCHBENCH_READ_ONLY": "1"}, tmp_path) as dash:
-        for path, text in paths:
+    asked: list[tuple[str, str]] = []
+    where = ["start"]
+    page.context.on("request", lambda r: asked.append((where[0], r.url)))
+    with streamlit_server(url, {}, tmp_path) as dash:
+        own = urlsplit(dash.base_url).netloc
+        for script, params in _views(ids, host):
+            path = f"{URL_PATHS[script]}?{urlencode(params, doseq=True)}"
+            where[0] = path
             page.goto(dash.url(path))
-            wait_for_app(page, text)
-            page.wait_for_timeout(1500)  # images load after the first paint
-            links = page.locator(f"a[href^='{host}']").count()
-            images = page.locator(f"img[src^='{host}']").count()
-            assert (links, images) == (0, 0), path
-        page.goto(dash.url(f"run?run={rid}"))
+            wait_for_app(page)
+            page.wait_for_function(SCRIPT_DONE)
+            page.wait_for_timeout(1200)  # images load after the first paint
+            assert page.locator("[data-testid='stException']").count() == 0, path
+        # Tooltips: a chart's points hovered on Compare, where a run's name (its GPU)
+        # is in every tooltip; vega's tooltip shows it as text.
+        where[0] = "tooltips"
+        page.goto(dash.url(f"compare?run={ids['sweep']}&run={ids['other']}"))
+        wait_for_app(page)
+        page.wait_for_function(SCRIPT_DONE)
+        marks = page.locator("[data-testid='stVegaLiteChart'] svg.marks g.mark-symbol path")
+        marks.first.wait_for()
+        for i in range(min(4, marks.count())):
+            marks.nth(i).hover(force=True)
+            page.wait_for_timeout(300)
+        tip = page.locator("#vg-tooltip-element")
+        assert tip.count() and "127.0.0.1" in tip.inner_text()  # the text is there
+        assert "<img" not in tip.inner_html() and "<a " not in tip.inner_html()
+        # The HTML report, opened as a reader opens the downloaded file.
+        where[0] = "report"
+        report = download_report(page, dash.url(f"import?run={ids['sweep']}"),
+                                 tmp_path / "report.html")
+        page.set_content(report.read_text(encoding="utf-8"))
+        page.wait_for_timeout(1500)
+        assert "Re-login here" in page.inner_text("body")
+        page.goto(dash.url(f"run?run={ids['sweep']}"))
         wait_for_app(page, "Re-login here")  # the label is there, as text
-        page.wait_for_timeout(3000)
+        page.wait_for_timeout(2000)
         page.screenshot(path=str(tmp_path / "run.png"))
-    assert hits == [], hits
+    # set_content's page is about:blank: only a request to a host is foreign there.
+    foreign = [(path, u) for path, u in asked if _foreign(u, own)]
+    assert foreign == [] and hits == [], (foreign[:5], hits[:5])
 
 
 def test_the_no_run_message_names_streamlits_parameter_limit():

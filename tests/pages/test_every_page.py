@@ -18,7 +18,7 @@ from db.engine import make_engine
 from pages.logic import uploads
 from pages.widgets.data import import_uploads
 from tests.apptest import APP, charts, run_views, texts
-from tests.synthetic import sweep_bundle
+from tests.synthetic import step_figures, sweep_bundle
 
 CHART_VIEWS = ("Speed", "Memory", "Time split")
 
@@ -247,7 +247,8 @@ def test_compare_marks_ratios_within_noise_and_diffs_launch_cost(dash):
     # B: the same figures 1% slower (inside the +-1% intervals) except eager at batch 8,
     # twice as slow; on a host whose launch cost is 20 us.
     b = dash.add(gpu="Synthetic GPU B", launch_us=20.0, scale=1.01, overrides={
-        ("eager", 8): {"step_ms": 2.8, "step_ms_ci_low": 2.77, "step_ms_ci_high": 2.83}})
+        ("eager", 8): {**step_figures(2.8), "step_ms_ci_low": 2.77,
+                       "step_ms_ci_high": 2.83}})
     old = dash.add(gpu="Synthetic GPU C", intervals=False)
     at = dash.open("pages/compare.py", run=[str(a), str(b), str(old)])
     ratios = at.dataframe[1].value

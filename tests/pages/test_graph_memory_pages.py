@@ -51,7 +51,7 @@ def test_serve_section_prices_with_a_stored_run(dash, stored):
     assert box.value is None and box.options[0].startswith("Built-in: H200")
     # Every stored graph-memory run is offered (the shipped H200 sample too), newest first;
     # a run without a label says nothing after its date.
-    assert f"#{stored} mlp on NVIDIA H200, 2026-11-30 12:00, probe rows" in box.options
+    assert f"#{stored} mlp on NVIDIA H200, 2026-11-30 12:00 UTC, probe rows" in box.options
     assert not any(o.endswith("nan") for o in box.options)
     box.set_value(stored)
     at.text_area(key="cap_text").set_value((DATA / "vllm_cudagraph_metrics.log").read_text())

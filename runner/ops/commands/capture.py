@@ -144,7 +144,7 @@ def load_curve(ref: str | None, db: str | None = None) -> cs.Curve:
         return _stored_curve(ref, db)
     try:
         with open(ref, encoding="utf-8") as f:
-            doc = json.load(f)
+            doc = json.load(f, object_pairs_hook=fmt.unique_keys)
     except FileNotFoundError:
         raise UsageError(f"--curve {ref!r} is neither a run id nor a file that "
                          "exists") from None

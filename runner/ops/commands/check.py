@@ -4,19 +4,25 @@ CI gate of issue 40.
     check --run RUN --baseline RUN_OR_QUERY   each (mode, batch size) of RUN against the
                                               baseline run's
     check --run RUN --series                  the change points of RUN's series (its
-                                              workload, parameters, dtype and device),
+                                              workload, parameters, dtype and machine),
                                               and whether one lands at RUN
 
 RUN is a stored run's id or a bundle file; the baseline may also be a query over RUN's
 series (`torch=2.5.1`, `label=nightly`, `gpu=NAME`, comma-joined: the newest match) or
-`previous` (the run stored before RUN in its series). Each point is judged by the one
-rule (contract/verdict.py) through runner/history/, on the host-normalised step
-where the host sets it. Exit 1 when a point is a regression by the rule (its interval
-wholly slower) and slower by more than --threshold; 0 otherwise; 2 on bad input.
+`previous` (the run stored before RUN in its series). A series is one machine's runs
+(GPU, host CPU, driver) unless --mix-machines. Each point is judged by the one rule
+(contract/verdict.py) through runner/history/, on the host-normalised step where the
+host sets it, and says the smallest slowdown its noise lets the check see. Exit codes
+(check_report.py): 1 when a point is a regression by the rule (its interval wholly
+slower) and slower by more than --threshold; 3 when none is, but some point cannot tell
+(its noise would hide a slowdown of --threshold's size); 0 when every point was judged
+and none regressed; 2 on bad input, nothing judged.
 
 Writes a Markdown summary to $GITHUB_STEP_SUMMARY when it is set (appended, as GitHub
 Actions expects) and, with --junit FILE, JUnit XML (one testcase a point and mode, a
-failure for each regression) for CI systems that read it. The database layer, pandas and
+failure for each regression, a skipped testcase for each that cannot tell) for CI
+systems that read it. Both are checked (contract/outfile.py) before any run is read and
+written before the verdict is printed. The database layer, pandas and
 the change-point library are imported inside functions: the CLI's parser imports every
 command module, on GPU hosts too.
 """
@@ -27,20 +33,30 @@ import argparse
 import math
 import os
 import re
-import tempfile
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from contract import bundle as fmt
+from contract import outfile
+from contract.limits import REGRESSION_THRESHOLD
 from runner.ops.cli import UsageError
 from runner.ops.commands.flags import db_flag, table
 from runner.ops.commands.store import open_engine, parse_run_id
 
-DEFAULT_THRESHOLD = 5.0  # percent
+if TYPE_CHECKING:  # check_report stands on pandas: imported where a check runs
+    from runner.ops.commands.check_report import Row
+
+DEFAULT_THRESHOLD = REGRESSION_THRESHOLD * 100  # percent
 MAX_THRESHOLD = 1000.0
 QUERY_KEYS = ("torch", "label", "gpu")
 PREVIOUS = "previous"
 FILE_RUN, FILE_BASELINE = -1, -2  # the ids a bundle file's run is known by when not stored
+# --run and --baseline: a run id, a file name or a short query; anything longer is a
+# mistake (a pasted file), refused in one line rather than handed to the file system.
+MAX_RUN_TEXT = 1000
+SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
 
 def register(sub) -> None:
@@ -48,33 +64,49 @@ def register(sub) -> None:
         "check", parents=[db_flag()],
         help="exit 1 when a run regressed against a baseline or its history (CI)",
         description="Check one run against a baseline run (--baseline) or its series' "
-                    "change points (--series): a table, exit 1 on a regression beyond "
-                    "--threshold and outside the intervals, 0 otherwise, 2 on bad input. "
-                    "Appends a Markdown summary to $GITHUB_STEP_SUMMARY when set.")
+                    "change points (--series): a table; exit 0 when every point was "
+                    "judged and none regressed, 1 on a regression beyond --threshold "
+                    "outside the intervals, 3 when some point's noise would hide a "
+                    "regression of --threshold's size (cannot tell), 2 on bad input. "
+                    f"Appends a Markdown summary to ${SUMMARY_ENV} when set.")
     p.add_argument("--run", required=True, metavar="RUN",
                    help="the run to check: a stored run's id, or a bundle file")
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--baseline", metavar="RUN_OR_QUERY",
                      help="a run id, a bundle file, 'previous' (the run before RUN in its "
                           "series), or KEY=VALUE[,KEY=VALUE] over RUN's series with keys "
-                          f"{', '.join(QUERY_KEYS)} (the newest match)")
+                          f"{', '.join(QUERY_KEYS)} (the newest match; torch=2.10 matches "
+                          "2.10.0+cu128)")
     how.add_argument("--series", action="store_true",
                      help="find the change points of RUN's series (stored runs of its "
-                          "workload, parameters, dtype and device) and check the one at RUN")
+                          "workload, parameters, dtype and machine) and check the one at "
+                          "RUN")
+    p.add_argument("--mix-machines", action="store_true",
+                   help="let the series (and a baseline query) hold runs of other "
+                        "machines with the same GPU (another host CPU or driver); by "
+                        "default a series is one machine's runs")
     p.add_argument("--threshold", default=f"{DEFAULT_THRESHOLD:g}", metavar="PERCENT",
                    help=f"a regression fails the check only when slower by more than this "
-                        f"(default {DEFAULT_THRESHOLD:g}%%)")
+                        f"(default {DEFAULT_THRESHOLD:g}%%); a point whose noise hides a "
+                        "slowdown this size cannot tell")
     p.add_argument("--order", default="date", choices=("torch", "date", "run"),
                    help="how --series orders the runs (default: date)")
-    p.add_argument("--junit", metavar="FILE.xml", help="also write JUnit XML here")
-    p.set_defaults(func=run_check)
+    p.add_argument("--junit", metavar="FILE.xml",
+                   help="also write JUnit XML here (- for standard output: the table then "
+                        "goes to standard error)")
+    p.set_defaults(func=run_check, one_line=True)
+
+
+def shown(text: str, limit: int = 60) -> str:
+    """A value the user gave, as a message quotes it: cut to one short line."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def parse_threshold(text: str) -> float:
     """--threshold as a share (5 or 5% -> 0.05); UsageError naming the value."""
     s = str(text).strip().removesuffix("%").strip()
-    bad = UsageError(f"--threshold {text!r} is not a percentage: give a number from 0 to "
-                     f"{MAX_THRESHOLD:g}, such as 5 or 5%")
+    bad = UsageError(f"--threshold {shown(text)} is not a percentage: give a number from 0 "
+                     f"to {MAX_THRESHOLD:g}, such as 5 or 5%")
     if not re.fullmatch(r"[0-9]+(\.[0-9]+)?", s):
         raise bad
     value = float(s)
@@ -83,29 +115,14 @@ def parse_threshold(text: str) -> float:
     return value / 100
 
 
-def check_out_file(path: str) -> Path:
-    """--junit must be writable before anything is read: nothing is half-done."""
-    p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
-    if p.is_dir():
-        raise UsageError(f"--junit {path!r} is a directory, expected a file name")
-    if not parent.is_dir():
-        raise UsageError(f"--junit {path!r}: directory {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise UsageError(f"--junit {path!r} is not writable")
-    return p
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """A reader never sees half a file; a crash leaves the old one."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def check_text(text: str, flag: str) -> str:
+    """--run / --baseline within bounds (length, characters): UsageError naming it."""
+    if len(text) > MAX_RUN_TEXT:
+        raise UsageError(f"{flag} {shown(text)} is {len(text):,} characters: give a run "
+                         f"id, a bundle file or a query of at most {MAX_RUN_TEXT:,}")
+    if not text.strip() or any(ord(ch) < 32 for ch in text):
+        raise UsageError(f"{flag} {shown(text)} is empty or holds control characters")
+    return text
 
 
 def parse_query(text: str) -> dict[str, str]:
@@ -115,13 +132,13 @@ def parse_query(text: str) -> dict[str, str]:
         key, eq, value = part.partition("=")
         key, value = key.strip(), value.strip()
         if not eq or not value:
-            raise UsageError(f"--baseline {text!r}: {part.strip()!r} is not KEY=VALUE (or "
-                             "give a run id, a bundle file or 'previous')")
+            raise UsageError(f"--baseline {shown(text)}: {shown(part.strip())} is not "
+                             "KEY=VALUE (or give a run id, a bundle file or 'previous')")
         if key not in QUERY_KEYS:
-            raise UsageError(f"--baseline {text!r}: unknown key {key!r}; keys: "
+            raise UsageError(f"--baseline {shown(text)}: unknown key {shown(key)}; keys: "
                              f"{', '.join(QUERY_KEYS)}")
         if key in out:
-            raise UsageError(f"--baseline {text!r}: {key!r} is given twice")
+            raise UsageError(f"--baseline {shown(text)}: {key!r} is given twice")
         out[key] = value
     return out
 
@@ -138,7 +155,12 @@ class Loaded:
 
 
 def _looks_like_file(text: str) -> bool:
-    return text.lower().endswith(".json") or os.sep in text or Path(text).exists()
+    if text.lower().endswith(".json") or os.sep in text:
+        return True
+    try:
+        return Path(text).exists()
+    except (OSError, ValueError):  # a name too long for the file system: not a file
+        return False
 
 
 def _from_file(path: str, file_id: int) -> tuple[Loaded, str]:
@@ -192,8 +214,12 @@ class Store:
         match = runs[runs["uuid"] == uuid]
         return int(match["id"].iloc[0]) if not match.empty else None
 
-    def series_runs(self, header: dict, gpu: str | None = None):
-        """The stored sweeps of the header's series (with `gpu` in place of its device)."""
+    def series_runs(self, header: dict, gpu: str | None = None, mix: bool = False):
+        """The stored sweeps of the header's series: its machine's (GPU, host CPU,
+        driver) unless `mix`; with `gpu`, that GPU's runs in place of its device (any
+        machine with it: the reader asked for another GPU)."""
+        import pandas as pd
+
         from contract.numbers import is_missing
         from db import queries
         from runner.history import series as hs
@@ -201,9 +227,22 @@ class Store:
         named = header.get("gpu_name")  # a database frame reads a CPU run's as None or NaN
         device = gpu or ("cpu" if is_missing(named) or not named else str(named))
         runs = queries.trend_runs(self.engine, header["workload"], device)
-        want = hs.series_key({**header, "gpu_name": None if device == "cpu" else device})
-        keep = [hs.series_key(r) == want for _, r in runs.iterrows()]
+        mix = mix or gpu is not None
+        want = hs.series_key({**header, "gpu_name": None if device == "cpu" else device},
+                             mix=mix)
+        keep = pd.Series([hs.series_key(r, mix=mix) == want for _, r in runs.iterrows()],
+                         index=runs.index, dtype=bool)
         return runs[keep].reset_index(drop=True)
+
+    def other_machines(self, header: dict) -> list[str]:
+        """The other machines with this run's GPU that ran its series (each named once):
+        shown apart, never joined silently."""
+        from runner.history import series as hs
+
+        mixed = self.series_runs(header, mix=True)
+        mine = hs.machine_key(header)
+        return sorted({hs.machine_text(hs.machine_key(r)) for _, r in mixed.iterrows()
+                       if hs.machine_key(r) != mine})
 
     def shown(self) -> str:
         from runner.ops.commands.store import shown_url
@@ -226,47 +265,35 @@ def load_run(store: Store, text: str, what: str, file_id: int, lookup: bool) -> 
     except UsageError:
         also = (f", 'previous' nor KEY=VALUE (keys {', '.join(QUERY_KEYS)})"
                 if what == "--baseline" else "")
-        raise UsageError(f"{what} {text!r} is neither a run id nor a bundle file{also}"
-                         ) from None
+        raise UsageError(f"{what} {shown(text)} is neither a run id nor a bundle "
+                         f"file{also}") from None
     return store.load(run_id, what)
 
 
-def find_baseline(store: Store, run: Loaded, text: str) -> Loaded:
+def find_baseline(store: Store, run: Loaded, text: str, mix: bool = False) -> Loaded:
     """--baseline: a run, a file, 'previous' or a query over the run's series."""
+    from runner.history import series as hs
+
     if text.strip() != PREVIOUS and "=" not in text:
         return load_run(store, text, "--baseline", FILE_BASELINE, lookup=False)
     query = {} if text.strip() == PREVIOUS else parse_query(text)
-    runs = store.series_runs(run.header, query.get("gpu"))
-    runs = runs[runs["id"].astype(int) != run.run_id]
-    if "torch" in query:
-        runs = runs[runs["torch_version"] == query["torch"]]
-    if "label" in query:
+    runs = store.series_runs(run.header, query.get("gpu"), mix=mix)
+    if not runs.empty:
+        runs = runs[runs["id"].astype(int) != run.run_id]
+    if "torch" in query and not runs.empty:
+        runs = runs[[hs.torch_matches(query["torch"], v) for v in runs["torch_version"]]]
+    if "label" in query and not runs.empty:
         runs = runs[runs["label"] == query["label"]]
-    if text.strip() == PREVIOUS:
+    if text.strip() == PREVIOUS and not runs.empty:
         when = run.header.get("created_at")
         runs = runs[runs["created_at"] < when] if when is not None else runs.iloc[0:0]
     if runs.empty:
-        raise UsageError(f"--baseline {text!r}: no stored sweep of {run.header['workload']} "
-                         f"with the same parameters, dtype and device matches in "
-                         f"{store.shown()}")
+        where = "device" if mix or "gpu" in query else "machine (GPU, host CPU, driver)"
+        raise UsageError(f"--baseline {shown(text)}: no stored sweep of "
+                         f"{shown(str(run.header['workload']))} with the same parameters, "
+                         f"dtype and {where} matches in {store.shown()}")
     newest = runs.sort_values(["created_at", "id"]).iloc[-1]
     return store.load(int(newest["id"]), "--baseline")
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of the check: a (mode, batch size) and what was found there."""
-
-    mode: str
-    batch_size: int
-    basis: str
-    before_ms: float | None
-    run_ms: float | None
-    change: float | None
-    interval: str
-    verdict: str
-    failed: bool
-    note: str
 
 
 def _interval(low, high) -> str:
@@ -277,55 +304,60 @@ def _interval(low, high) -> str:
 
 def baseline_rows(run: Loaded, base: Loaded, threshold: float) -> list[Row]:
     from runner.history import changes as hc
+    from runner.ops.commands import check_report as report
 
     checks = hc.check_points(base.points, run.points)
     if not checks:
         raise UsageError(f"{run.name} and the baseline {base.name} share no measured "
                          "(mode, batch size): nothing to check")
-    return [Row(c.mode, c.batch_size, c.basis, c.baseline_ms, c.run_ms, c.change,
-                _interval(c.ratio_low, c.ratio_high), c.verdict, c.fails(threshold),
-                f"against {base.name}") for c in checks]
+    return [report.row(c.mode, c.batch_size, c.basis, c.baseline_ms, c.run_ms, c.change,
+                       _interval(c.ratio_low, c.ratio_high), c.verdict,
+                       f"against {base.name}", c.detectable, threshold) for c in checks]
 
 
-def series_rows(store: Store, run: Loaded, order: str, threshold: float
+def series_rows(store: Store, run: Loaded, order: str, threshold: float, mix: bool
                 ) -> tuple[list[Row], int]:
     """The run's points against the change points of its series; also how many runs the
     series holds."""
     import pandas as pd
 
     from runner.history import changes as hc
+    from runner.ops.commands import check_report as report
 
-    runs = store.series_runs(run.header)
+    runs = store.series_runs(run.header, mix=mix)
     points = store_points(store, runs["id"].astype(int).tolist())
     if run.run_id not in set(runs["id"].astype(int)):  # a bundle file not stored
         runs = pd.concat([runs, pd.DataFrame([{k: run.header.get(k) for k in runs.columns}])],
                          ignore_index=True)
         points = pd.concat([points, run.points], ignore_index=True)
     fig, found = hc.change_points(runs, points, order)
+    sees = {(m, int(b)): d for m, b, d in hc.detectable_at(fig, run.run_id)[
+        ["mode", "batch_size", "detectable"]].itertuples(index=False)}
     mine = fig[fig["run_id"] == run.run_id]
     rows = []
     mine = mine.assign(_m=mine["mode"].map(hc.mode_key))
     for _, f in mine.sort_values(["_m", "batch_size"]).iterrows():
-        one = fig[(fig["mode"] == f["mode"]) & (fig["batch_size"] == f["batch_size"])]
-        at = found[(found["mode"] == f["mode"]) & (found["batch_size"] == f["batch_size"])
+        key = (f["mode"], int(f["batch_size"]))
+        one = fig[(fig["mode"] == key[0]) & (fig["batch_size"] == key[1])]
+        at = found[(found["mode"] == key[0]) & (found["batch_size"] == key[1])
                    & (found["after_run"] == run.run_id)]
+        detectable = sees.get(key, math.inf)
         if not at.empty:
             c = at.iloc[0]
-            rows.append(Row(f["mode"], int(f["batch_size"]), c["basis"],
-                            float(c["before_median"]), float(c["after_median"]),
-                            float(c["change"]), _interval(c["ratio_low"], c["ratio_high"]),
-                            c["verdict"], c["verdict"] == hc.REGRESSION
-                            and float(c["change"]) > threshold,
-                            f"change point: {int(c['before_runs'])} run(s) before, "
-                            f"{int(c['after_runs'])} from here"))
+            rows.append(report.row(
+                key[0], key[1], c["basis"], float(c["before_median"]),
+                float(c["after_median"]), float(c["change"]),
+                _interval(c["ratio_low"], c["ratio_high"]), c["verdict"],
+                f"change point: {int(c['before_runs'])} run(s) before, "
+                f"{int(c['after_runs'])} from here", detectable, threshold))
             continue
         earlier = one[one["order"] < f["order"]]
         before = float(earlier["value"].median()) if not earlier.empty else None
         note = ("no change point at this run" if not earlier.empty
                 else "first run of the series here")
-        rows.append(Row(f["mode"], int(f["batch_size"]), f["basis"], before,
-                        float(f["value"]), float(f["value"]) / before - 1 if before else None,
-                        "-", "no change", False, note))
+        rows.append(report.row(key[0], key[1], f["basis"], before, float(f["value"]),
+                               float(f["value"]) / before - 1 if before else None, "-",
+                               "no change", note, detectable, threshold))
     return rows, len(runs)
 
 
@@ -335,60 +367,28 @@ def store_points(store: Store, ids: list[int]):
     return queries.runs_points(store.engine, ids)
 
 
-HEAD = ["mode", "batch", "figure", "before ms", "run ms", "change", "before/after 95%",
-        "verdict", "result", "note"]
+@dataclass
+class Outputs:
+    """Where the check writes besides the console, each checked and probed before any
+    run is read: --junit and the step summary."""
+
+    junit: outfile.Output | None
+    summary: outfile.Output | None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Outputs:
+        junit = outfile.checked(args.junit, "--junit") if args.junit is not None else None
+        path = os.environ.get(SUMMARY_ENV)
+        summary = (outfile.checked(path, f"${SUMMARY_ENV}", stdout=False)
+                   if path else None)
+        return cls(junit, summary)
 
 
-def _cells(r: Row) -> list[str]:
-    def ms(v):
-        return "-" if v is None else f"{v:.4g}"
+def judge(args: argparse.Namespace, threshold: float
+          ) -> tuple[str, str, list[Row], list[str]]:
+    """(title, workload, rows, notes) of the check the flags ask for."""
+    from runner.history import series as hs
 
-    return [r.mode, str(r.batch_size), "host-normalised" if r.basis.startswith("host")
-            else "measured", ms(r.before_ms), ms(r.run_ms),
-            "-" if r.change is None else f"{r.change:+.1%}", r.interval, r.verdict,
-            "FAIL" if r.failed else "ok", r.note]
-
-
-def markdown(title: str, rows: list[Row], threshold: float, notes: list[str]) -> str:
-    """The step summary: a heading, the outcome and the table."""
-    failed = [r for r in rows if r.failed]
-    out = [f"### {title}", "",
-           (f"**{len(failed)} regression(s)** slower by more than {threshold:.1%} with "
-            "the 95% interval wholly slower." if failed else
-            f"No regression beyond {threshold:.1%} outside the intervals."), ""]
-    out += [f"- {n}" for n in notes]
-    out += ["", "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
-    out += ["| " + " | ".join(c.replace("|", "/") for c in _cells(r)) + " |" for r in rows]
-    return "\n".join(out) + "\n\n"
-
-
-def junit(title: str, workload: str, rows: list[Row], threshold: float) -> str:
-    """JUnit XML: one testsuite, a testcase a (mode, batch size), a failure each."""
-    import xml.etree.ElementTree as ET
-
-    suite = ET.Element("testsuite", name=title, tests=str(len(rows)),
-                       failures=str(sum(r.failed for r in rows)), errors="0", skipped="0")
-    for r in rows:
-        case = ET.SubElement(suite, "testcase", classname=f"launchbench.{workload}.{r.mode}",
-                             name=f"{r.mode} batch {r.batch_size}", time="0")
-        said = (f"{r.verdict}: {' '.join(_cells(r)[3:5])} ms ({_cells(r)[5]}; before/after "
-                f"{r.interval}; {r.note}; on the {r.basis} step)")
-        if r.failed:
-            ET.SubElement(case, "failure", type="regression",
-                          message=f"slower by more than {threshold:.1%}").text = said
-        else:
-            ET.SubElement(case, "system-out").text = said
-    root = ET.Element("testsuites", name="launchbench check", tests=suite.get("tests"),
-                      failures=suite.get("failures"))
-    root.append(suite)
-    ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
-
-
-def run_check(args: argparse.Namespace) -> int:
-    threshold = parse_threshold(args.threshold)
-    junit_path = check_out_file(args.junit) if args.junit else None
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
     store = Store(args.db)
     try:
         # Two bundle files need no database; anything else reads it.
@@ -396,35 +396,57 @@ def run_check(args: argparse.Namespace) -> int:
         run = load_run(store, args.run, "--run", FILE_RUN, lookup)
         notes = []
         if args.series:
-            rows, n = series_rows(store, run, args.order, threshold)
+            rows, n = series_rows(store, run, args.order, threshold, args.mix_machines)
             title = f"launchbench check: {run.name} against its series"
-            notes.append(f"{n} run(s) of {run.header['workload']} in the series, ordered by "
-                         f"{args.order}")
+            where = ("machines with this GPU" if args.mix_machines else
+                     f"one machine: {hs.machine_text(hs.machine_key(run.header))}")
+            notes.append(f"{n} run(s) of {run.header['workload']} in the series ({where}), "
+                         f"ordered by {args.order}")
             if n < 2:
                 notes.append("one run in this series: nothing to check against yet")
+            if not args.mix_machines:
+                notes += [f"left out, another machine: {m} (--mix-machines to join it)"
+                          for m in store.other_machines(run.header)]
         else:
-            base = find_baseline(store, run, args.baseline)
+            base = find_baseline(store, run, args.baseline, args.mix_machines)
             if base.run_id == run.run_id or base.header.get("uuid") == run.header.get("uuid"):
-                raise UsageError(f"--baseline {args.baseline!r} is the run itself")
+                raise UsageError(f"--baseline {shown(args.baseline)} is the run itself")
             rows = baseline_rows(run, base, threshold)
             title = f"launchbench check: {run.name} against {base.name}"
+            if hs.machine_key(base.header) != hs.machine_key(run.header):
+                notes.append(f"the baseline ran on another machine: "
+                             f"{hs.machine_text(hs.machine_key(base.header))}")
     finally:
         store.dispose()
     if any(r.basis.startswith("host") for r in rows):
-        from runner.history.series import NORMALISED
+        notes.append(f"host-bound points are judged on the {hs.NORMALISED} step")
+    notes.append("sees from: the smallest slowdown the check could call a regression at "
+                 "95% given the noise; where it is above the threshold the point cannot "
+                 "tell")
+    return title, str(run.header["workload"]), rows, notes
 
-        notes.append(f"host-bound points are judged on the {NORMALISED} step")
-    print(title)
+
+def run_check(args: argparse.Namespace) -> int:
+    from runner.ops.commands import check_report as report
+
+    threshold = parse_threshold(args.threshold)
+    check_text(args.run, "--run")
+    if args.baseline is not None:
+        check_text(args.baseline, "--baseline")
+    outputs = Outputs.from_args(args)  # a path it cannot write: one line, nothing judged
+    title, workload, rows, notes = judge(args, threshold)
+    # The files first, the verdict last: a file that fails now is one line and exit 2,
+    # and no "ok" has been printed before it.
+    if outputs.junit is not None:
+        outputs.junit.write(report.junit(title, workload, rows, threshold))
+    if outputs.summary is not None:
+        outputs.summary.append(report.markdown(title, rows, threshold, notes))
+    say = sys.stderr if outputs.junit is not None and outputs.junit.is_stdout else sys.stdout
+    print(title, file=say)
     for n in notes:
-        print(f"  {n}")
-    for line in table([HEAD] + [_cells(r) for r in rows], left=(0, 2, 7, 8, 9)):
-        print(line)
-    failed = sum(r.failed for r in rows)
-    print(f"{failed} regression(s) beyond {threshold:.1%}" if failed
-          else f"ok: no regression beyond {threshold:.1%} outside the intervals")
-    if junit_path is not None:
-        write_atomically(junit_path, junit(title, run.header["workload"], rows, threshold))
-    if summary:
-        with open(summary, "a", encoding="utf-8") as f:
-            f.write(markdown(title, rows, threshold, notes))
-    return 1 if failed else 0
+        print(f"  {n}", file=say)
+    for line in table([report.HEAD] + [report.cells(r) for r in rows],
+                      left=(0, 2, 7, 9, 10)):
+        print(line, file=say)
+    print(report.outcome_line(rows, threshold), file=say)
+    return report.exit_code(rows)

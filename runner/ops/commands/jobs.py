@@ -223,6 +223,12 @@ def run_worker(args: argparse.Namespace) -> int:
         job_id = int(args.job)
     if args.check_target and job_id is None:
         raise UsageError("--check-target needs --job ID: it says which job to check")
+    from db.access import ReadOnlyError, require_writable
+
+    try:  # before torch, the engine or a worker row: one line, nothing touched
+        require_writable("run a worker (it claims jobs and writes runs)")
+    except ReadOnlyError as e:
+        raise UsageError(str(e)) from None
     placed = hosts.apply(args)  # pinned before torch is imported
     try:
         import torch  # noqa: F401 - a worker measures: fail here, before registering

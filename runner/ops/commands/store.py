@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from contract import bundle as fmt
+from contract import outfile
 from contract.run_summary import RunSummary
 from contract.vocab import EXPORT_FORMATS
 from runner.ops.cli import UsageError
@@ -87,13 +88,15 @@ def register(sub) -> None:
                                    "out and named).",
                        parents=[db_flag()])
     p.add_argument("run_id", metavar="RUN_ID", help="run id, as `list` shows it")
-    p.add_argument("--out", metavar="FILE.json", required=True)
+    p.add_argument("--out", metavar="FILE.json", required=True,
+                   help="the file to write (replaced atomically; a symlink is written "
+                        "through), or - for standard output")
     p.add_argument("--format", choices=EXPORT_FORMATS, default=EXPORT_FORMATS[0],
                    help="bundle (default): launchbench's own, which `import` reads back; "
                         "pytorch-benchmark: the JSON records PyTorch's benchmark "
                         "database uploader reads (docs/ARCHITECTURE.md, \"Results other "
                         "tools read\")")
-    p.set_defaults(func=run_export)
+    p.set_defaults(func=run_export, one_line=True)
 
     p = sub.add_parser("delete", help="remove one run, its points and its serve data",
                        description="Remove one stored run with its points and sections "
@@ -183,7 +186,7 @@ def parse_run_id(text: str) -> int:
 
 def run_export(args: argparse.Namespace) -> int:
     run_id = parse_run_id(args.run_id)
-    fmt.check_writable(args.out)
+    out = outfile.checked(args.out, "--out")  # before the database: nothing half-done
     engine = open_engine(args.db, must_exist=True)
     try:
         from db.store import export_bundle
@@ -191,15 +194,18 @@ def run_export(args: argparse.Namespace) -> int:
         doc = export_bundle(engine, run_id)
     finally:
         engine.dispose()
+    # The file may be standard output (--out -): then what is said goes to stderr.
+    say = sys.stderr if out.is_stdout else sys.stdout
     if args.format == "pytorch-benchmark":
-        return _export_pytorch_benchmark(run_id, fmt.validate(doc), args.out)
-    fmt.write(args.out, doc)
+        return _export_pytorch_benchmark(run_id, fmt.validate(doc), out, say)
+    out.write(fmt.dumps(fmt.validate(doc)))
     print(f"exported run {run_id} (uuid {doc['run']['uuid']}, {fmt.contents(doc)}) to "
-          f"{args.out}")
+          f"{out}", file=say)
     return 0
 
 
-def _export_pytorch_benchmark(run_id: int, bundle: fmt.Bundle, out: str) -> int:
+def _export_pytorch_benchmark(run_id: int, bundle: fmt.Bundle, out: outfile.Output,
+                              say) -> int:
     """The run's points as PyTorch benchmark records (contract/pytorch_benchmark.py),
     written atomically; a run the format cannot hold, or one with no point to give, is
     one line and nothing written."""
@@ -214,11 +220,11 @@ def _export_pytorch_benchmark(run_id: int, bundle: fmt.Bundle, out: str) -> int:
                          f"({len(export.left_out)} left out: "
                          f"{'; '.join(map(str, export.left_out[:3]))}"
                          f"{'; ...' if len(export.left_out) > 3 else ''}); nothing written")
-    fmt.write_text(out, pb.dumps(export))
+    out.write(pb.dumps(export))
     print(f"exported run {run_id} (uuid {bundle['run']['uuid']}) to {out}: "
-          f"{len(export.records)} pytorch-benchmark records")
+          f"{len(export.records)} pytorch-benchmark records", file=say)
     for lo in export.left_out:
-        print(f"  left out (no figure to give): {lo}")
+        print(f"  left out (no figure to give): {lo}", file=say)
     return 0
 
 

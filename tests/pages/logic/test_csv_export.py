@@ -59,3 +59,29 @@ def test_tables_offer_no_csv_of_their_own():
     text = (ROOT / ".streamlit" / "config.toml").read_text()
     client = text.split("[client]", 1)[1].split("\n[", 1)[0]  # tomllib is 3.11+
     assert "\ndisableDataExport = true" in client
+
+
+# Issue 48, item 7: what a spreadsheet skips or folds before it reads a formula.
+DISGUISED = [" =1+1", "\n=1+1", "\u200b=1+1", "\u2060=1+1", "\ufeff=1+1", "\u3000=1+1",
+             "\uff1d1+1", "\uff0b1+1", "\uff0d1+1", "\uff201+1", " \u200b\uff1d1+1",
+             "\r\n=1+1", "\u00a0@SUM(A1)"]
+
+
+@pytest.mark.parametrize("value", DISGUISED, ids=ascii)
+def test_a_formula_behind_whitespace_zero_width_or_full_width_signs_is_neutralised(value):
+    assert points_table.csv_cell(value) == "'" + value
+
+
+@pytest.mark.parametrize("value", ["a =1", "1 + 1", "x\u200b=1", "\uff21", " ok", "\u200b"],
+                         ids=ascii)
+def test_text_that_only_holds_a_sign_later_stays_as_it_is(value):
+    assert points_table.csv_cell(value) == value
+
+
+def test_the_points_csv_neutralises_disguised_formulas(sqlite_engine):
+    failing = {("compile", b): f for b, f in zip((1, 8, 64, 512, 4096), DISGUISED,
+                                                  strict=False)}
+    rid = import_bundle(sqlite_engine, sweep_bundle(failing=failing, uuid="formula-2"))[0]
+    rows = _rows(points_table.points_csv(rid, queries.run_points(sqlite_engine, rid)))
+    messages = {r["message"] for r in rows if r["status"] == "error"}
+    assert messages == {"'" + f for f in DISGUISED[:5]}

@@ -9,12 +9,15 @@ from datetime import datetime, timezone
 
 import pytest
 
+from contract import bundle as fmt
 from contract.measurement import Measurement
 from contract.run_summary import RunListing
+from db.store import import_bundle
 from pages.charts import trend_chart
 from pages.logic import trends
 from runner.history.series import torch_key
 from tests.apptest import charts, texts
+from tests.conftest import ROOT
 from tests.records import header
 
 WORKLOADS, GPUS = ["mlp", "resnet"], ["NVIDIA H200", "cpu"]
@@ -255,3 +258,42 @@ def test_a_one_run_series_offers_the_series_that_have_two(dash):
     links = [p for p in at.get("page_link") if "Synthetic GPU" in p.proto.label]
     assert len(links) == 1 and "2 runs" in links[0].proto.label
     assert not [c for c in charts(at) if "one run a point" in c.proto.spec]
+
+
+# --- what the change points cannot see, and one machine's runs (issue 47) ---------------
+
+def test_no_change_point_says_the_change_it_could_not_see(dash):
+    """The shipped CPU series: a green "No change point" over intervals that span three
+    decades now says how large a change would pass unseen."""
+    at = dash.open("pages/trend.py", workload="mlp", gpu="cpu", batch="1")
+    said = " ".join(texts(at, "warning"))  # amber: a 5% change would pass unseen
+    assert "No change point in the step times" in said
+    assert re.search(r"A change under \d+\.\d% would not be seen here", said), said
+    flat = [dash.add(gpu="Flat GPU", torch=f"2.{m}.0",
+                     created_at=f"2026-0{m}-01T00:00:00+00:00") for m in (1, 2, 3, 4)]
+    assert flat
+    at = dash.open("pages/trend.py", workload="mlp", gpu="Flat GPU", batch="8")
+    quiet = float(re.search(r"A change under (\d+\.\d)%", " ".join(texts(at, "success")))[1])
+    assert not [t for t in texts(at, "warning") if "No change point" in t]
+    noisy = float(re.search(r"A change under (\d+\.\d)%", said)[1])
+    assert quiet < 5 < noisy  # +-1% runs see a few percent; the shared CPU host cannot
+
+
+def test_a_run_of_another_machine_is_shown_apart_not_joined(dash):
+    cpu = json.loads((ROOT / "data" / "samples" / "cpu-mlp-torch-2.13.0.json").read_text())
+    cpu["run"].update(uuid="another-host", created_at="2026-12-05T18:00:00+00:00",
+                      finished_at="2026-12-05T18:01:00+00:00")
+    cpu["environment"]["cpu_model"] = "Intel(R) Xeon(R) Gold 6330"
+    other = import_bundle(dash.engine, fmt.validate(cpu))[0]
+    at = dash.open("pages/trend.py", workload="mlp", gpu="cpu", batch="8")
+    apart = [c for c in texts(at, "caption") if c.startswith("Shown apart")]
+    assert len(apart) == 1 and f"#{other}" in apart[0] and "Gold 6330" in apart[0]
+    assert any(c.startswith("4 run(s) of mlp") for c in texts(at, "caption"))
+    assert at.query_params.get("machine") == "CPU · AMD EPYC"
+    mixed = dash.open("pages/trend.py", workload="mlp", gpu="cpu", batch="8",
+                      machine=trends.MIXED)
+    assert any(c.startswith("5 run(s) of mlp") for c in texts(mixed, "caption"))
+    assert not [c for c in texts(mixed, "caption") if c.startswith("Shown apart")]
+    alone = dash.open("pages/trend.py", workload="mlp", gpu="cpu",
+                      machine="CPU · Intel(R) Xeon(R) Gold 6330")
+    assert any(c.startswith("1 run(s) of mlp") for c in texts(alone, "caption"))

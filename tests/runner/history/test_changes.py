@@ -11,7 +11,7 @@ import pytest
 from contract import verdict as vd
 from runner.history import changes as hc
 from runner.history import series as hs
-from tests.synthetic import points_frame, sweep_bundle
+from tests.synthetic import points_frame, step_figures, sweep_bundle
 
 
 def _series(values, rel=0.01):
@@ -147,8 +147,8 @@ def test_change_points_over_stored_runs_carry_runs_medians_and_verdicts():
 def _host_bound(launch_us, slower=1.0):
     """Eager at batch 8, host-bound: the host's time a step follows its launch cost."""
     step = 1.4016 * slower
-    return {"step_ms": step, "step_ms_ci_low": step * 0.99, "step_ms_ci_high": step * 1.01,
-            "launch_us": launch_us, "details": {"host_ms_per_step": step * 0.95}}
+    return {**step_figures(step), "launch_us": launch_us,
+            "details": {"host_ms_per_step": step * 0.95}}
 
 
 def test_a_slower_host_is_not_a_torch_regression():
@@ -193,3 +193,73 @@ def test_a_run_checked_against_its_baseline():
     assert all(c.fails(0.05) and not c.fails(0.25) for c in checks)
     same = hc.check_points(base, points_frame(sweep_bundle(batches=(8, 64)), 2))
     assert {c.rule for c in same} == {vd.SAME} and not any(c.fails(0.0) for c in same)
+
+
+# --- what a check cannot see (issue 47, item 2) ------------------------------------------
+
+def test_the_detectable_change_of_two_runs_is_where_their_intervals_part():
+    before = _series([1.0], rel=0.02)
+    after = _series([1.0], rel=0.03)
+    d = hc.detectable_change(before, after)
+    assert d == pytest.approx(1.02 / 0.97 - 1)
+    # Moved by just more than that, the rule calls it slower; by just less, it cannot.
+    for factor, rule in ((1 + d * 1.01, vd.SLOWER), (1 + d * 0.99, vd.SAME)):
+        moved = _series([factor], rel=0.03)
+        assert hc.judge(before, moved)[2] == rule
+    no_interval = before.assign(low=np.nan, high=np.nan)
+    assert hc.detectable_change(no_interval, after) == float("inf")
+
+
+@pytest.mark.parametrize("rel", [0.005, 0.02, 0.08])
+def test_the_detectable_step_is_the_smallest_the_change_points_call(rel):
+    """The search runs the detector itself: a step just above what it returns is a
+    regression at the newest run, one just below is not."""
+    values = [1.0, 1.004, 0.997, 1.001, 0.999, 1.002, 1.0]
+    series = _series(values, rel)
+    d = hc.detectable_step(series, len(values) - 1)
+    assert 0 < d < 1
+    level = float(np.median(values[:-1]))
+    for factor, found in ((1 + d * 1.01, True), (1 + d * 0.97, False)):
+        moved = _series([*values[:-1], level * factor], rel)
+        at = [c for c in hc.series_changes(moved, "eager", 8, hs.MEASURED)
+              if c.index == len(values) - 1 and c.verdict == hc.REGRESSION]
+        assert bool(at) == found, (factor, d)
+    # Noisier runs hide more.
+    assert d > hc.detectable_step(_series(values, rel / 2), len(values) - 1)
+
+
+def test_a_first_run_or_runs_without_intervals_see_nothing():
+    assert hc.detectable_step(_series([1.0, 1.0]), 0) == float("inf")
+    bare = _series([1.0, 1.01]).assign(low=np.nan, high=np.nan)
+    assert hc.detectable_step(bare, 1) == float("inf")
+
+
+@pytest.mark.parametrize("verdict, change, detectable, outcome", [
+    (hc.REGRESSION, 0.20, 0.02, hc.FAIL),
+    (hc.REGRESSION, 0.03, 0.02, hc.OK),            # real, but under the threshold
+    (hc.INCONCLUSIVE, 0.48, float("inf"), hc.CANNOT_TELL),
+    (hc.INCONCLUSIVE, 0.01, 0.06, hc.CANNOT_TELL),  # a 5% slowdown would pass unseen
+    (hc.INCONCLUSIVE, 0.01, 0.04, hc.OK),
+    (hc.IMPROVEMENT, -0.30, 0.40, hc.OK),           # a slowdown is ruled out
+    ("no change", 0.02, 0.03, hc.OK),
+])
+def test_a_point_is_ok_only_where_the_check_could_have_seen_a_regression(
+        verdict, change, detectable, outcome):
+    assert hc.outcome(verdict, change, detectable, 0.05) == outcome
+
+
+def test_the_prefix_sum_cost_places_the_same_breakpoints_as_ruptures_own():
+    """PrefixL2 is ruptures' CostL2 from prefix sums: the same change points."""
+    import ruptures
+
+    rng = np.random.default_rng(45)
+    for _ in range(300):
+        n = int(rng.integers(2, 40))
+        x = rng.normal(0.0, 0.03, n)
+        if rng.random() < 0.5:
+            x[int(rng.integers(1, n)) if n > 1 else 0:] += rng.choice([-0.1, 0.1])
+        pen = 3 * float(rng.uniform(0.005, 0.05)) ** 2 * np.log(n)
+        x = x.reshape(-1, 1)
+        theirs = ruptures.Pelt(model="l2", min_size=1, jump=1).fit(x).predict(pen=pen)
+        ours = ruptures.Pelt(custom_cost=hc.PrefixL2(), min_size=1, jump=1).fit(x)
+        assert ours.predict(pen=pen) == theirs

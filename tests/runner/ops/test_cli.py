@@ -301,7 +301,7 @@ BAD_IMPORTS = {
                      "wrong format 'other'"),
     "wrong-version": (lambda t: _with(t, lambda d: d.update(version=99)), "version 99"),
     "unknown-mode": (lambda t: _with(t, lambda d: d["measurements"][0].update(mode="fast")),
-                     "unknown mode 'fast'"),
+                     "mode 'fast' is not one of eager"),
     "negative-time": (lambda t: _with(t, lambda d: d["measurements"][0].update(step_ms=-2.0)),
                       "step_ms -2.0 is negative"),
 }
@@ -642,3 +642,12 @@ def test_progress_names_the_mode_and_phase_in_flight():
     assert lines[1] == ("sweep 0/4 points, 30s elapsed, ETA ?: compile batch 1: setup "
                         "(compile or capture, warm-up)")
     assert lines[2].startswith("sweep 2/4 points, 104s elapsed, ETA 104s")
+
+
+def test_sweep_out_dash_is_refused_in_one_line(capsys):
+    """sweep prints its table on standard output: `--out -` would mix the bundle into it
+    (export takes `-`; contract/outfile.py)."""
+    rc, out, err = cli(capsys, "sweep", "--workload", "mlp", "--batch-sizes", "1",
+                       "--modes", "eager", "--device", "cpu", "--no-db", "--out", "-")
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert "--out -: this command prints its own lines on standard output" in err
