@@ -108,12 +108,15 @@ def parts_text(c: Cost) -> str:
     return out
 
 
-def cost_text(m: Measurement, short: bool = False) -> str:
+def cost_text(m: Measurement, short: bool = False, parts: bool = True) -> str:
     """The memory cost in words, its definition named and its parts beside it:
     '+4.0 MiB memory cost over eager (keeps 36.0 MiB: graph pool 34.0 MiB, default pool
-    2.0 MiB; eager keeps 32.0 MiB)'. `short`: the figure and the graph pool only, for a
-    narrow cell: '+4.0 MiB (graph pool 34.0 MiB)'. Eager is the baseline; a point from
-    before the isolated pass shows its graph pool as a part, marked."""
+    2.0 MiB; eager keeps 32.0 MiB)'. `parts=False`: the figure and its name alone, for a
+    one-line answer (headline, board, Compare, CLI list, reports), where the parts would
+    push the charts below the fold: the Memory view and the Points view show them.
+    `short`: the figure and the graph pool only, for a narrow cell: '+4.0 MiB (graph pool
+    34.0 MiB)'. Eager is the baseline; a point from before the isolated pass shows its
+    graph pool as a part, marked."""
     c = cost_of(m)
     if c is None:
         return "memory not measured"
@@ -134,8 +137,8 @@ def cost_text(m: Measurement, short: bool = False) -> str:
     cause = ""
     if c.cost_bytes < 0:
         cause = ": it keeps less than eager's own"
-    parts = parts_text(c)
-    return f"{figure} {MEMORY_COST_LABEL}{cause}" + (f" ({parts})" if parts else "")
+    listed = parts_text(c) if parts else ""
+    return f"{figure} {MEMORY_COST_LABEL}{cause}" + (f" ({listed})" if listed else "")
 
 
 def costs(points: Iterable[Measurement]) -> list[Cost]:

@@ -162,7 +162,7 @@ class ModeBest:
 
     def memory_text(self) -> str:
         """What the point costs in memory, its definition named (memory.py)."""
-        return memory.cost_text(self.point)
+        return memory.cost_text(self.point, parts=False)
 
 
 def _spread(x: Speedup) -> float:

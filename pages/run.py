@@ -34,7 +34,7 @@ if header.kind == "graph-memory":
 points = data.run_points(run_id)
 
 # --- show -------------------------------------------------------------------------------
-# The header keeps within about 250 px at 1280x800 (title, label, the answer, one line of
+# The header keeps within about 260 px at 1280x800 (title, label, the answer, one line of
 # context, the findings collapsed), so the first chart starts on the first screen: at
 # 530 px it started at the fold (issue 37; tests/e2e/test_run_figures.py measures it).
 found = data.summary(run_id)
@@ -58,10 +58,10 @@ with parts.drawn('The headline'):
         launch = noise.launch_cost(points)
         st.caption(" · ".join([
             *label, parts.noise_badge(level, text), run_text.torch_text(found.header, plain),
-            "launch cost " + (f"median {launch.text()}" if launch else "not measured")]),
+            "launch cost " + (launch.text() if launch else "not measured")]),
             help="Launch cost: the host's cost of one trivial kernel launch, timed beside "
                  "the rounds: a property of the host, not the GPU. " + (
-                     f"Median and range over {launch.points} points." if launch else
+                     f"The median and the range over {launch.points} points." if launch else
                      "This run did not measure it."))
         # Collapsed, so that the charts start on the first screen at 1280x800; sent all the
         # same (a search of the page finds them).

@@ -190,8 +190,7 @@ def memory_chart(costs: Sequence[cost.Cost]) -> alt.Chart | None:
     if old:
         return fitted(chart, chart_title("Graph pool", memory.OLD_METHOD))
     return fitted(chart, chart_title(
-        "What each mode keeps", "graph pool (solid) + default pool (light); memory cost "
-        "over eager = a bar less eager's"))
+        "What each mode keeps", "solid: graph pool, light: default pool; cost = bar - eager"))
 
 
 def tradeoff_chart(costs: Sequence[cost.Cost]) -> alt.LayerChart | None:

@@ -76,7 +76,7 @@ def test_compare_at_1280(dashboard, db, page):
     ids = [published, *map(int, mlp["id"].iloc[:1])]
     page.set_viewport_size(SMALL)
     page.goto(dashboard.url("compare?" + "&".join(f"run={i}" for i in ids)))
-    wait_for_app(page, "Memory held, side by side")
+    wait_for_app(page, "Memory cost over eager, side by side")
     assert "not medians" in _visible_text(page)
 
 

@@ -143,7 +143,7 @@ def test_memory_and_time_split_charts(points):
     mem = run_charts.memory_chart(cost.costs(points)).to_dict()
     enc = _encodings(mem)[0]
     assert enc["y"]["title"] == "Kept on the GPU (MiB)"
-    assert "graph pool (solid) + default pool (light)" in _title(mem)
+    assert "solid: graph pool, light: default pool" in _title(mem)
     assert enc["y"]["stack"] == "zero"  # the parts stacked, both visible
     rows = next(iter(mem["datasets"].values()))
     assert {r["part"] for r in rows} == {"Graph pool", "Default pool"}

@@ -30,8 +30,7 @@ from tests.synthetic import sweep_bundle
 H200 = (H200_MLP_UUID, "reduce-overhead at batch 1: 6.80x (6.05-7.57x)",
         f"graph pool 34.0 MiB ({OLD_METHOD})", None)
 H100 = (H100_MLP_UUID, "cuda-graph at batch 8: 7.15x (4.71-9.59x)",
-        f"+38.0 MiB {MEMORY_COST_LABEL} (keeps 70.0 MiB: graph pool 34.0 MiB, default pool "
-        "36.0 MiB; eager keeps 32.0 MiB)", ("cuda-graph memory MiB", 38.0))
+        f"+38.0 MiB {MEMORY_COST_LABEL}", ("cuda-graph memory MiB", 38.0))
 
 
 def _run_id(dash, uuid: str) -> int:
