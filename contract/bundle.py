@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from contract import bundle_schema as bschema
 from contract import figure_rules as rules
@@ -108,7 +108,7 @@ class BundleDoc(_Sections):
     measurements: list[JsonObject]
 
 
-class Bundle(dict):
+class Bundle(dict[str, Any]):
     """A bundle (a BundleDoc) as validate() returns it, and so read() and loads(): checked
     against the format and normalised where it entered. db/store.py import_bundle stores
     it as it is and checks only a plain dict (one built in code), so a file is checked
@@ -186,31 +186,33 @@ def make_bundle(environment: Mapping[str, Any], run: Mapping[str, Any],
                 serve: ServeSectionJson | None = None,
                 graph_memory: gm.GraphMemorySection | None = None) -> BundleDoc:
     """The bundle of one run; a typed Measurement turns to JSON here."""
-    measurements = [m.to_json() if isinstance(m, Measurement) else m for m in measurements]
+    points: list[Mapping[str, Any]] = [m.to_json() if isinstance(m, Measurement) else m
+                                       for m in measurements]
+    kind = run.get("kind") or ("serve" if serve is not None else
+                               "graph-memory" if graph_memory is not None else "sweep")
     doc: BundleDoc = {
         "format": FORMAT,
         "version": VERSION,
-        "environment": {f: environment.get(f) for f in ENVIRONMENT_FIELDS},
-        "run": {**{f: run.get(f) for f in RUN_FIELDS},
-                "kind": run.get("kind") or ("serve" if serve is not None else
-                                            "graph-memory" if graph_memory is not None
-                                            else "sweep")},
+        # The field lists are the TypedDicts' keys (contract/run_record.py), which a
+        # comprehension over them cannot show the checker.
+        "environment": cast(EnvironmentJson, {f: environment.get(f)
+                                              for f in ENVIRONMENT_FIELDS}),
+        "run": cast(RunJson, {**{f: run.get(f) for f in RUN_FIELDS}, "kind": kind}),
         "measurements": [{**{f: m.get(f) for f in MEASUREMENT_FIELDS},
-                          TRACE_FIELD: t} for m, t in zip(measurements,
-                                                          _traces_within_budget(measurements),
+                          TRACE_FIELD: t} for m, t in zip(points, _traces_within_budget(points),
                                                           strict=True)],
     }
     if serve is not None:
         doc["serve"] = serve
     if graph_memory is not None:
-        doc[gm.SECTION] = graph_memory
+        doc["graph_memory"] = graph_memory
     return doc
 
 
 def contents(doc: BundleDoc) -> str:
     """What a validated bundle holds, in a few words (import and export say it): a
     graph-memory run has captures, not points."""
-    sec = doc.get(gm.SECTION)
+    sec = doc.get("graph_memory")  # gm.SECTION, spelled as the TypedDict's key
     if sec is not None:
         n = sum(len(v) for v in sec["series"].values())
         return f"graph-memory, {n} captures of {len(sec['sizes'])} sizes"
@@ -235,9 +237,10 @@ def _events(trace: Any) -> int:
     return sum(len(v) for v in (trace.get("cpu"), trace.get("gpu")) if isinstance(v, list))
 
 
-def _traces_within_budget(measurements: list[dict]) -> list[dict | None]:
+def _traces_within_budget(measurements: Sequence[Mapping[str, Any]]) -> list[Any]:
     """Each point's trace, in order, until MAX_BUNDLE_TRACE_EVENTS; None after that."""
-    out, used = [], 0
+    out: list[Any] = []
+    used = 0
     for m in measurements:
         t = m.get(TRACE_FIELD)
         used += _events(t)
@@ -260,7 +263,7 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def bundle_schema() -> dict:
+def bundle_schema() -> dict[str, Any]:
     """This launchbench's bundle as a JSON Schema (contract/bundle_schema.py, published
     as docs/bundle.schema.json), built from the lists above."""
     return _SCHEMA
@@ -340,7 +343,7 @@ def _checked(doc: Any, now: datetime | None, schema_required: bool) -> Bundle:
     return Bundle(out)
 
 
-def _check_figures(measurements: list, gpu_memory: int | None, run: dict,
+def _check_figures(measurements: list[Any], gpu_memory: int | None, run: dict[str, Any],
                    now: datetime | None) -> None:
     """Figures that contradict each other or physical sense (contract/figure_rules.py),
     after every shape is known good."""
@@ -354,7 +357,7 @@ def _check_figures(measurements: list, gpu_memory: int | None, run: dict,
         raise BundleError(str(e)) from None
 
 
-def _validate_graph_memory(section: Any, kind: str, measurements: list
+def _validate_graph_memory(section: Any, kind: str, measurements: list[Any]
                            ) -> gm.GraphMemorySection | None:
     """A graph-memory run carries its section and no points; any other run no section."""
     if section is None:
@@ -388,7 +391,7 @@ def _validate_serve(section: Any, kind: str) -> ServeSectionJson | None:
         raise BundleError(str(e)) from None
 
 
-def _check_trace(where: str, m: dict) -> None:
+def _check_trace(where: str, m: dict[str, Any]) -> None:
     """A point's trace has its own shape (contract/trace.py)."""
     if m.get(TRACE_FIELD) is not None:
         try:
@@ -421,7 +424,7 @@ class DuplicateKey(ValueError):
     """A JSON object that names a key twice. str() is one line naming the key."""
 
 
-def unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """json's object_pairs_hook for every bundle read: an object that names a key twice
     is refused (json.loads keeps the last silently: a file could show one figure to a
     reviewer and store another)."""
@@ -452,7 +455,7 @@ def loads(text: str, name: str = "bundle", now: datetime | None = None) -> Bundl
     return validate(doc, now)
 
 
-def read(path: str | os.PathLike) -> Bundle:
+def read(path: str | os.PathLike[str]) -> Bundle:
     p = Path(path)
     if not p.exists():
         raise BundleError(f"bundle file {str(p)!r} does not exist")
@@ -474,12 +477,12 @@ _NUMBER_LIST = re.compile(r"\[(?:\s*(?:-?[\d.eE+-]+|null)\s*,)*\s*(?:-?[\d.eE+-]
 _SPACE = re.compile(r"\s+")
 
 
-def dumps(doc: dict) -> str:
+def dumps(doc: Mapping[str, Any]) -> str:
     text = json.dumps(doc, indent=1, sort_keys=False, allow_nan=False)
     return _NUMBER_LIST.sub(lambda m: _SPACE.sub("", m.group()), text) + "\n"
 
 
-def check_writable(path: str | os.PathLike, flag: str = "--out") -> Path:
+def check_writable(path: str | os.PathLike[str], flag: str = "--out") -> Path:
     """Fail early (before any measuring) when the bundle could not be written: the safe
     writer's checks and probe (contract/outfile.py). Returns the file to write (a
     symlink's target)."""
@@ -491,14 +494,14 @@ def check_writable(path: str | os.PathLike, flag: str = "--out") -> Path:
     return out.path
 
 
-def write(path: str | os.PathLike, doc: dict) -> Path:
+def write(path: str | os.PathLike[str], doc: Mapping[str, Any]) -> Path:
     """Write atomically: a reader never sees half a file, a crash leaves the old one.
     Checked as a read would check it, the schema's part where jsonschema is installed
     (a GPU host with torch alone writes typed records)."""
     return write_text(path, dumps(_checked(doc, None, schema_required=False)))
 
 
-def write_text(path: str | os.PathLike, text: str, flag: str = "--out") -> Path:
+def write_text(path: str | os.PathLike[str], text: str, flag: str = "--out") -> Path:
     """Any file a command writes, through the safe writer (contract/outfile.py):
     atomically, through a symlink, never over a device, a FIFO or a directory."""
     try:
