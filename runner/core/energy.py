@@ -273,7 +273,7 @@ def summarise(ws: list[EnergyWindow], idle_w: float | None, counter: str | None)
     if any(w.steps <= 0 or w.mj <= 0 for w in ws):
         return Energy.unavailable("a window with no steps or no energy", counter, tuple(ws))
     xs = [w.mj_per_step for w in ws]
-    # Windows there are (above), so the interval is (None only for no samples).
+    # ws is not empty (above), and an interval is None only for no samples.
     iv = cast(stats.Interval, stats.clustered_interval(xs, list(range(len(xs)))))
     above = None
     if idle_w is not None:

@@ -256,7 +256,8 @@ def store_rounds(ms: dict[str, Measurement], modes_timed: list[str], r: Rounds,
         if mode == "reduce-overhead" and compile_:
             # The graphs' own gain: compiled code with and without graph trees.
             vs = stats.ratio_interval(compile_, xs, r.process)
-            # A PairedRatio has its interval (contract): none below 6 rounds, then none.
+            # A PairedRatio has both bounds (contract/measurement.py); below 6 paired
+            # rounds ratio_interval gives none, and then no PairedRatio is stored.
             if vs is not None and vs.low is not None and vs.high is not None:
                 iv.vs_compile = PairedRatio(median=vs.median, low=vs.low, high=vs.high)
     return failed
