@@ -12,6 +12,7 @@ makes reduce-overhead skip CUDA graphs, and would change the cache between timed
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -74,8 +75,8 @@ class Decoder(nn.Module):
     def prepare_batch(self, batch_size: int) -> None:
         """Allocate a KV cache of batch_size sequences (fixed seed: same for every mode)."""
         gen = torch.Generator(device=self.head.weight.device).manual_seed(1234)
-        for layer in self.layers:
-            layer.prepare_batch(batch_size, gen)
+        for layer in self.layers:  # DecoderLayers (__init__): a ModuleList yields Modules
+            cast(DecoderLayer, layer).prepare_batch(batch_size, gen)
 
     def forward(self, token_ids: torch.Tensor) -> torch.Tensor:
         x = self.embed(token_ids)

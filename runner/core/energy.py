@@ -47,6 +47,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import cast
 
 from contract import energy as energy_fmt
 from contract.energy import Energy, EnergyWindow, IdlePower
@@ -258,9 +259,9 @@ def measure_energy(steps: dict[str, Callable[[], object]], iters: dict[str, int]
                else summarise(got[m], idle_w, name)) for m in steps}
     base = out.get(BASELINE_MODE)
     if base is not None and base.available:
-        for m, e in out.items():
-            if m != BASELINE_MODE and e.available:
-                out[m] = with_gain(e, base)
+        for m, got_m in out.items():
+            if m != BASELINE_MODE and got_m.available:
+                out[m] = with_gain(got_m, base)
     return out
 
 
@@ -272,7 +273,8 @@ def summarise(ws: list[EnergyWindow], idle_w: float | None, counter: str | None)
     if any(w.steps <= 0 or w.mj <= 0 for w in ws):
         return Energy.unavailable("a window with no steps or no energy", counter, tuple(ws))
     xs = [w.mj_per_step for w in ws]
-    iv = stats.clustered_interval(xs, list(range(len(xs))))
+    # ws is not empty (above), and an interval is None only for no samples.
+    iv = cast(stats.Interval, stats.clustered_interval(xs, list(range(len(xs)))))
     above = None
     if idle_w is not None:
         above = percentile([(w.mj - idle_w * w.seconds * 1e3) / w.steps for w in ws], 50)

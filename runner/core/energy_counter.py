@@ -201,7 +201,8 @@ def torch_identity(device: str) -> GpuIdentity:
     import torch
 
     index = int(device.split(":", 1)[1]) if ":" in device else torch.cuda.current_device()
-    p = torch.cuda.get_device_properties(index)
+    # Any: torch's stub of the properties lacks the PCI ids that builds carry (hasattr below)
+    p: Any = torch.cuda.get_device_properties(index)
     uuid = str(getattr(p, "uuid", "") or "") or None
     pci = None
     if all(hasattr(p, a) for a in ("pci_domain_id", "pci_bus_id", "pci_device_id")):
@@ -220,9 +221,10 @@ def open_counter(device: str, *, nvml: Any = None,
         return f"energy needs an NVIDIA GPU's counter; this point runs on {device}"
     if nvml is None:
         try:
-            import pynvml as nvml
+            import pynvml
         except ImportError:
             return NVML_INSTALL
+        nvml = pynvml
     try:
         ident = identity if identity is not None else torch_identity(device)
     except Exception as e:  # noqa: BLE001 - no CUDA device to name

@@ -15,7 +15,7 @@ import subprocess
 
 from contract.measurement import Clocks
 from contract.numbers import number_or_none
-from contract.run_record import Environment
+from contract.run_record import Environment, EnvironmentJson
 
 
 def _cpu_model() -> str | None:
@@ -46,7 +46,7 @@ def _nvidia_smi(query: str, index: int = 0) -> list[str] | None:
 def capture(device: str) -> Environment:
     import torch
 
-    env = {
+    env: EnvironmentJson = {  # Environment's fields, all of them
         "device": "cuda" if device.startswith("cuda") else "cpu",
         "gpu_name": None, "gpu_count": None, "sm_count": None, "gpu_memory_bytes": None,
         "driver_version": None, "cuda_version": torch.version.cuda,
@@ -65,8 +65,8 @@ def capture(device: str) -> Environment:
     if env["device"] == "cuda":
         idx = torch.device(device).index or 0
         props = torch.cuda.get_device_properties(idx)
-        env.update(gpu_name=props.name, sm_count=props.multi_processor_count,
-                   gpu_memory_bytes=int(props.total_memory))
+        env.update({"gpu_name": props.name, "sm_count": props.multi_processor_count,
+                    "gpu_memory_bytes": int(props.total_memory)})
         smi = _nvidia_smi("driver_version", idx)
         env["driver_version"] = smi[0] if smi else None
     return Environment(**env)
@@ -89,7 +89,10 @@ def read_clocks(device: str) -> Clocks:
     try:  # NVML through torch (needs the nvidia-ml-py package): milliseconds
         out.sm_clock_mhz = number_or_none(torch.cuda.clock_rate(idx))
         out.temperature_c = number_or_none(torch.cuda.temperature(idx))
-        out.power_w = number_or_none(torch.cuda.power_draw(idx)) / 1e3  # mW
+        power_mw = number_or_none(torch.cuda.power_draw(idx))
+        if power_mw is None:  # what None / 1e3 raised: nvidia-smi answers instead, below
+            raise TypeError("NVML gave no power figure")
+        out.power_w = power_mw / 1e3
         return out
     except Exception:  # no NVML or an older torch: ask nvidia-smi
         pass

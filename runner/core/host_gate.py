@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from contract.vocab import HOST_POLICIES as POLICIES
 
@@ -243,8 +244,8 @@ class Gate:
         finally:
             with contextlib.suppress(OSError):
                 reg.set("idle")
-            if locked:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            if locked:  # locked: the lock file was opened above
+                fcntl.flock(cast(int, self._lock_fd), fcntl.LOCK_UN)
 
 
 class NoGate:

@@ -26,9 +26,10 @@ import gc
 import logging
 import sys
 import traceback
+from typing import cast
 
 from contract import host_split
-from contract.measurement import Clocks, CompileCounters, Measurement, NoIdle
+from contract.measurement import Clocks, CompileCounters, HostPlacement, Measurement, NoIdle
 from contract.vocab import BASELINE_MODE, COMPILED_MODES, CUDA_GRAPH_MODES
 from runner.core import cuda_fatal, energy, host_gate, memory, modes, profiling, stats
 from runner.core import rounds as rounds_mod
@@ -83,11 +84,18 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
         # Where it ran (GPUs, CPUs) and, under a host policy, what its timing met.
         host = {**(host_gate.summary(batch.sections) or {"policy": None}), **placement()}
         for m in ms.values():
-            m.host.placement = dict(host)
-            phases = m.timing.phase_s
+            # host_gate.summary's and placement()'s keys: HostPlacement's (contract).
+            m.host.placement = cast(HostPlacement, dict(host))
+            phases = _phases(m)
             for k, v in shared.items():
                 phases[k] = v / len(ms)
     return list(ms.values())
+
+
+def _phases(m: Measurement) -> dict[str, float]:
+    """m.timing.phase_s, which measure_batch and time_batch_rounds set to {} before any
+    phase: never None here."""
+    return cast("dict[str, float]", m.timing.phase_s)
 
 
 def time_batch_rounds(workload: Workload, mode_names: tuple[str, ...], batch_size: int,
@@ -265,7 +273,7 @@ class _Batch:
 
     def prepare(self, mode: str, m: Measurement) -> None:
         """Setup, correctness, warm-up and memory of one mode, before any round."""
-        phases, setup = m.timing.phase_s, m.setup
+        phases, setup = _phases(m), m.setup
         if mode in CUDA_GRAPH_MODES and not self.cuda:
             raise modes.Unsupported(f"{mode} needs CUDA graphs, which exist on CUDA "
                                     f"devices only; this point runs on {self.device}")
@@ -392,7 +400,7 @@ class _Batch:
     def after_rounds(self, mode: str, m: Measurement) -> None:
         """Per-call latency and, on CUDA, the profiled pass: outside the rounds, since
         syncs and the profiler would distort the figures the rounds pair."""
-        phases, timing = m.timing.phase_s, m.timing
+        phases, timing = _phases(m), m.timing
         prepared = self.prepared[mode]
         try:
             with phase(phases, "latency"), self.gated():

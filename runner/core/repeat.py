@@ -40,7 +40,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 from contract.specs import SweepSpec
 from runner.core.rounds import RepeatError, Rounds
@@ -73,11 +73,12 @@ def child(module: str, spec: SweepSpec, stderr, *, hold: bool = False,
     proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=stderr, text=True,
                             env=env, **popen)
-    proc.stdin.write(json.dumps(spec.to_json()) + "\n")
+    stdin = cast(IO[str], proc.stdin)  # stdin=PIPE: never None
+    stdin.write(json.dumps(spec.to_json()) + "\n")
     if hold:
-        proc.stdin.flush()
+        stdin.flush()
     else:
-        proc.stdin.close()
+        stdin.close()
     return proc
 
 
@@ -183,7 +184,7 @@ def passes(spec: SweepSpec, *, on_batch: Callable[[int, int], None] | None = Non
         try:
             if on_batch is not None:
                 on_batch(i, spec.batch_sizes[0])
-            for line in proc.stdout:
+            for line in cast(IO[str], proc.stdout):  # stdout=PIPE (child): never None
                 doc = json.loads(line)
                 b = int(doc["batch_size"])
                 seen.add(b)

@@ -19,6 +19,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
+from typing import IO, cast
 
 from contract.measurement import Measurement
 from contract.specs import SweepSpec
@@ -44,7 +45,7 @@ def run_rest(spec: SweepSpec, emit: Callable[[Measurement], None],
         seen: list[int] = []
         lost_at: int | None = None
         try:
-            for line in proc.stdout:
+            for line in cast(IO[str], proc.stdout):  # stdout=PIPE (child): never None
                 m = Measurement.from_json(json.loads(line)["point"])
                 emit(m)
                 if m.batch_size not in seen:

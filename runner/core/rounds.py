@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 from contract.host_split import HOST_BOUND_SHARE
 from contract.measurement import Measurement, PairedRatio
@@ -152,8 +153,8 @@ def judged(rounds: Rounds, mode: str, target: float) -> Judged:
               if ratio else stats.clustered_interval(xs, rounds.process))
         return Judged(iv, max(target, HOST_BOUND_TARGET), "host-normalised")
     xs = rounds.samples_ms[mode]
-    iv = (stats.ratio_interval(ref, xs, rounds.process) if ratio
-          else stats.clustered_interval(xs, rounds.process))
+    iv = (stats.ratio_interval(ref, xs, rounds.process) if ratio and ref is not None
+          else stats.clustered_interval(xs, rounds.process))  # (ratio: ref is not None)
     return Judged(iv, target, "measured")
 
 
@@ -234,7 +235,9 @@ def store_rounds(ms: dict[str, Measurement], modes_timed: list[str], r: Rounds,
         if r.processes > 1:  # which process timed each round: the clusters
             iv.round_process = list(r.process)
         xs, host = r.samples_ms[mode], r.host_ms[mode]
-        step, speedup = ivs[mode]["step"], ivs[mode]["speedup"]
+        # A mode that did not fail has a sample in every round (run_rounds, at least one):
+        # its step interval is never None.
+        step, speedup = cast(stats.Interval, ivs[mode]["step"]), ivs[mode]["speedup"]
         t.step_ms, t.step_ms_p10, t.step_ms_p90 = (
             step.median, stats.percentile(xs, 10), stats.percentile(xs, 90))
         t.samples, t.samples_ms, t.stop_reason = len(xs), list(xs), r.stop_reason
@@ -253,6 +256,8 @@ def store_rounds(ms: dict[str, Measurement], modes_timed: list[str], r: Rounds,
         if mode == "reduce-overhead" and compile_:
             # The graphs' own gain: compiled code with and without graph trees.
             vs = stats.ratio_interval(compile_, xs, r.process)
-            if vs is not None:
+            # A PairedRatio has both bounds (contract/measurement.py); below 6 paired
+            # rounds ratio_interval gives none, and then no PairedRatio is stored.
+            if vs is not None and vs.low is not None and vs.high is not None:
                 iv.vs_compile = PairedRatio(median=vs.median, low=vs.low, high=vs.high)
     return failed

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from contract.bundle import now_iso
 from contract.measurement import Measurement
-from contract.run_record import Run
+from contract.run_record import Environment, Run
 from contract.specs import SpecError, SweepSpec, check_sweep
 from runner.core import cuda_fatal, rescue
 from runner.core.device import pick_device
@@ -32,7 +32,7 @@ from runner.core.workloads import Workload, resolve
 __all__ = ["SpecError", "SweepSpec", "prepare", "run_sweep", "validate_spec"]
 
 class Sink(Protocol):
-    def start(self, environment: dict, run: dict) -> None: ...
+    def start(self, environment: Environment, run: Run) -> None: ...
     def point(self, measurement: Measurement) -> None: ...
     def update(self, measurement: Measurement) -> None: ...  # the same point, more rounds
     def finish(self, status: str) -> None: ...

@@ -36,7 +36,7 @@ def check(params: Mapping[str, Any]) -> None:
                             "(timm.list_models() lists them)")
 
 
-def input_size(model) -> tuple[int, int, int]:
+def input_size(model) -> tuple[int, ...]:
     """(channels, height, width) from the model's pretrained config (timm's own default
     when a model has none)."""
     cfg = getattr(model, "pretrained_cfg", None) or getattr(model, "default_cfg", None) or {}

@@ -44,6 +44,8 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -82,9 +84,10 @@ class Block(nn.Module):
         return x + self.down(F.gelu(self.up(self.ln2(x))))
 
 
-def build_task(params: dict, dtype, device: str):
+def build_task(params: Mapping[str, Any], dtype, device: str):
     """(TrainTask, make_input(batch_size, generator) -> (input, target))."""
     width = params["width"]
+    shape: tuple[int, ...]
     if params["model"] == "transformer":
         net: nn.Module = nn.Sequential(*(Block(width, params["heads"])
                                          for _ in range(params["blocks"])))
@@ -126,7 +129,8 @@ class TrainTask:
         """(leaves, loss): new leaf tensors over the parameters' storage and the loss
         computed through them. Training on them trains the model's own weights (restore()
         resets both); their autograd nodes are new (see the module docstring)."""
-        leaves = {name: nn.Parameter(p.detach()) for name, p in self.net.named_parameters()}
+        leaves: dict[str, torch.Tensor] = {name: nn.Parameter(p.detach())
+                                           for name, p in self.net.named_parameters()}
 
         def loss(x, target):
             return F.mse_loss(torch.func.functional_call(self.net, leaves, (x,)), target)

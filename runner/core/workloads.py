@@ -158,7 +158,7 @@ def resolve(name: str, params: dict[str, str] | None = None, *,
     return _resolve_factory(name, typed)
 
 
-def _resolve_factory(name: str, params: dict[str, str]) -> Workload:
+def _resolve_factory(name: str, params: Mapping[str, Any]) -> Workload:
     module_name, attr = name.split(":")
     try:
         module = importlib.import_module(module_name)

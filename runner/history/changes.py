@@ -30,6 +30,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import numpy as np
 import pandas as pd
@@ -78,6 +79,11 @@ def median_rank(n: int) -> int:
         k += 1
 
 
+def _known(v: float | None) -> TypeGuard[float]:
+    """A bound that is a figure (number_or_none reads it): not None, NaN or inf."""
+    return number_or_none(v) is not None
+
+
 def level_interval(values: Sequence[float], lows: Sequence[float | None],
                    highs: Sequence[float | None], sigma: float | None = None
                    ) -> tuple[float, float] | None:
@@ -97,8 +103,7 @@ def level_interval(values: Sequence[float], lows: Sequence[float | None],
     if sigma is not None:
         mid, half = statistics.median(xs), math.exp(Z95 * sigma / math.sqrt(n))
         lo, hi = min(lo, mid / half), max(hi, mid * half)
-    own = [(a, b) for a, b in zip(lows, highs, strict=True)
-           if number_or_none(a) is not None and number_or_none(b) is not None]
+    own = [(a, b) for a, b in zip(lows, highs, strict=True) if _known(a) and _known(b)]
     if own:
         lo = min(lo, statistics.median(a for a, _ in own))
         hi = max(hi, statistics.median(b for _, b in own))
@@ -123,8 +128,7 @@ def noise_sigma(values: Sequence[float], lows: Sequence[float | None],
     None where nothing says."""
     found = []
     own = [(math.log(h) - math.log(lo)) / (2 * Z95) for lo, h in zip(lows, highs, strict=True)
-           if number_or_none(lo) is not None and number_or_none(h) is not None
-           and lo > 0 and h >= lo]
+           if _known(lo) and _known(h) and lo > 0 and h >= lo]
     if own:
         found.append(statistics.median(own))
     if len(values) >= SERIES_SIGMA_RUNS:

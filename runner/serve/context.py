@@ -27,7 +27,7 @@ class Context:
     quick: bool
     inputs: dict[int, Any] = field(default_factory=dict)
     refs: dict[int, Any] = field(default_factory=dict)
-    dtype: str = "float32"
+    dtype: str | None = "float32"  # None: a user factory's model without a float parameter
 
     @property
     def cuda(self) -> bool:

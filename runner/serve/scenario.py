@@ -23,13 +23,14 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 
 from contract import advisor, buckets
 from contract.buckets import Strategy
 from contract.bundle import now_iso
+from contract.energy import EnergyWindowJson
 from contract.json_shape import as_json
 from contract.limits import TOLERANCE
 from contract.measurement import Launches, split
@@ -118,7 +119,8 @@ def _buckets(ctx: Context, s: Strategy) -> Executor:
     static: dict[int, tuple] = {}
     details: ServeDetails = {}
     if ctx.cuda:
-        details.update(capture_order=[], pool_bytes_by_bucket={}, capture_s_by_bucket={})
+        details.update({"capture_order": [], "pool_bytes_by_bucket": {},
+                        "capture_s_by_bucket": {}})
         pool = torch.cuda.graph_pool_handle()
         before = memory.state(ctx.device)
         old, prev = set(before.pools), 0
@@ -198,7 +200,7 @@ def _check(ctx: Context, serve) -> tuple[float, bool]:
     """Max abs error of the real rows against eager, over every distinct size (inf when
     the shape is wrong or an output is not finite)."""
     worst, ok = 0.0, True
-    tol = TOLERANCE.get(ctx.dtype, 1e-4)
+    tol = TOLERANCE.get(ctx.dtype, 1e-4) if ctx.dtype is not None else 1e-4
     for b, x in ctx.inputs.items():
         y = serve(x).detach().clone().float()  # clone: a graph overwrites its output
         ref = ctx.refs[b].float()
@@ -223,7 +225,8 @@ def _profile(launches: Launches) -> ServeProfileCounts:
     top, details = split(launches)
     for k in ("host_launches_per_step", "graph_launches_per_step"):
         top.pop(k)
-    return {**top, "details": details}
+    # split's top-level fields less the two per request: ServeProfileCounts' (contract)
+    return cast(ServeProfileCounts, {**top, "details": details})
 
 
 def _energy(ctx: Context, serve, counter) -> ServeEnergy:
@@ -246,14 +249,15 @@ def _energy(ctx: Context, serve, counter) -> ServeEnergy:
                                  sync=ctx.sync)
     except Exception as e:  # noqa: BLE001 - the strategy's other figures stand
         return {"unavailable_reason": f"energy window: {type(e).__name__}: {e}"[:300]}
-    e = energy.summarise(ws, None, getattr(counter, "name", None))
-    if not e.available:
-        return {"unavailable_reason": e.unavailable_reason}
-    return {"energy_mj_per_request": e.energy_mj_per_step,
-            "energy_mj_per_request_ci_low": e.energy_mj_per_step_ci_low,
-            "energy_mj_per_request_ci_high": e.energy_mj_per_step_ci_high,
-            "avg_power_w": e.avg_power_w, "counter": e.counter,
-            "windows": [dataclasses.asdict(w) for w in ws]}
+    got = energy.summarise(ws, None, getattr(counter, "name", None))
+    if not got.available:
+        return {"unavailable_reason": got.unavailable_reason}
+    return {"energy_mj_per_request": got.energy_mj_per_step,
+            "energy_mj_per_request_ci_low": got.energy_mj_per_step_ci_low,
+            "energy_mj_per_request_ci_high": got.energy_mj_per_step_ci_high,
+            "avg_power_w": got.avg_power_w, "counter": got.counter,
+            # an EnergyWindow's fields: EnergyWindowJson's (contract/energy.py)
+            "windows": [cast(EnergyWindowJson, dataclasses.asdict(w)) for w in ws]}
 
 
 def _warm_up(ctx: Context, exe: Executor, s: Strategy) -> None:
@@ -279,10 +283,10 @@ def measure(ctx: Context, s: Strategy, counter: Any = "energy not measured") -> 
             r, status="unsupported", message=f"{s.kind} records CUDA graphs, which "
             f"exist on CUDA devices only; this run is on {ctx.device}")
     st = buckets.bucket_stats(stream, s.buckets) if s.kind == "buckets" else None
-    figures = dict(padding_waste=st.padding_waste if st else 0.0,
-                   wasted_fraction=st.wasted_fraction if st else 0.0,
-                   hit_rate=st.hit_rate if st else None,
-                   fallback_rate=st.fallback_rate if st else None)
+    r = dataclasses.replace(r, padding_waste=st.padding_waste if st else 0.0,
+                            wasted_fraction=st.wasted_fraction if st else 0.0,
+                            hit_rate=st.hit_rate if st else None,
+                            fallback_rate=st.fallback_rate if st else None)
     with torch.no_grad():
         m0 = memory.state(ctx.device) if ctx.cuda else None
         c0, k0 = _compiles(), _skips()
@@ -298,31 +302,37 @@ def measure(ctx: Context, s: Strategy, counter: Any = "energy not measured") -> 
         err, ok = _check(ctx, exe.serve)
         used = _energy(ctx, exe.serve, counter)
         launches = _launches(ctx, exe.serve) if ctx.cuda else None
-    figures.update(execution=exe.execution, graphs=g2, setup_s=setup_s, latencies_ms=lat,
-                   **buckets.latency_summary(lat), requests_per_s=len(stream) / wall,
-                   rows_per_s=sum(stream) / wall, correct=ok,
-                   max_abs_err=err if math.isfinite(err) else None)
+    summary = buckets.latency_summary(lat)
+    r = dataclasses.replace(
+        r, execution=exe.execution, graphs=g2, setup_s=setup_s, latencies_ms=lat,
+        latency_ms_mean=summary["latency_ms_mean"], latency_ms_p50=summary["latency_ms_p50"],
+        latency_ms_p99=summary["latency_ms_p99"], requests_per_s=len(stream) / wall,
+        rows_per_s=sum(stream) / wall, correct=ok,
+        max_abs_err=err if math.isfinite(err) else None)
     details: ServeDetails = {
         **exe.details, "replay_wall_s": wall, "compiles_in_setup": c1 - c0,
         "compiles_in_replay": c2 - c1, "cudagraph_skips": _skips() - k0, "energy": used}
     if g1 is not None and g2 is not None:
         details["graphs_recorded_in_replay"] = g2 - g1
-    if m0 is not None:
+    if m0 is not None:  # then ctx.cuda, and m1 and m2 were read too
+        m1, m2 = cast(memory.MemState, m1), cast(memory.MemState, m2)
         old = set(m0.pools)
-        figures["graph_pool_bytes"] = max(m1.private_bytes(old), m2.private_bytes(old))
-        details.update(memory={k: as_json(state.snapshot()) for k, state in
-                               (("m0", m0), ("m1", m1), ("m2", m2))},
-                       device_used_delta_bytes=m1.device_used - m0.device_used)
+        pool_bytes = max(m1.private_bytes(old), m2.private_bytes(old))
+        r = dataclasses.replace(r, graph_pool_bytes=pool_bytes)
+        details.update({"memory": {k: as_json(state.snapshot()) for k, state in
+                                   (("m0", m0), ("m1", m1), ("m2", m2))},
+                        "device_used_delta_bytes": m1.device_used - m0.device_used})
         if g2:
-            details["pool_bytes_per_graph"] = figures["graph_pool_bytes"] / g2
+            details["pool_bytes_per_graph"] = pool_bytes / g2
     if launches is not None:
-        figures.update(host_launches_per_request=launches.host_launches_per_step,
-                       graph_launches_per_request=launches.graph_launches_per_step)
+        r = dataclasses.replace(r, host_launches_per_request=launches.host_launches_per_step,
+                                graph_launches_per_request=launches.graph_launches_per_step)
         details["profile"] = _profile(launches)
     if not ok:
-        figures["message"] = f"sliced outputs differ from eager (max abs error {err:.3g})"
+        r = dataclasses.replace(
+            r, message=f"sliced outputs differ from eager (max abs error {err:.3g})")
     del exe
-    return dataclasses.replace(r, **figures, details=finite(details))
+    return dataclasses.replace(r, details=finite(details))
 
 
 # --- the run -----------------------------------------------------------------------------

@@ -179,3 +179,25 @@ def test_a_gpu_bound_figure_keeps_the_presets_target():
     r = _run(GpuBoundClock(BASE, jitter=0.001), modes=("cuda-graph",))
     j = rounds.judged(r, "cuda-graph", 0.02)
     assert j.basis == "measured" and j.target == 0.02
+
+
+def test_the_graphs_own_gain_is_stored_only_with_its_interval():
+    """PairedRatio (contract/measurement.py) is a ratio with its 95% interval, both bounds
+    figures: too few rounds for an interval (below 6 at 95%) store no vs_compile, never
+    one with None bounds (mypy found it: ratio_interval's bounds may be None)."""
+    from contract.measurement import Measurement
+
+    true_ms = {"eager": 1.0, "compile": 0.8, "reduce-overhead": 0.2}
+    modes = tuple(true_ms)
+    for n, stored in ((4, False), (8, True)):
+        clock = SimClock(true_ms)
+        r = rounds.run_rounds({m: SimStep(m) for m in modes},
+                              {m: round(10 / true_ms[m]) for m in modes}, clock,
+                              dataclasses.replace(FIXED, min_rounds=n, max_rounds=n),
+                              probe=clock.probe)
+        ms = {m: Measurement(m, 1) for m in modes}
+        assert rounds.store_rounds(ms, list(modes), r, FIXED) == []
+        vs = ms["reduce-overhead"].intervals.vs_compile
+        assert (vs is not None) == stored, (n, vs)
+        if vs is not None:
+            assert vs.low is not None and vs.high is not None and vs.low <= vs.median <= vs.high
