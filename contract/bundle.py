@@ -209,7 +209,7 @@ def make_bundle(environment: Mapping[str, Any], run: Mapping[str, Any],
     return doc
 
 
-def contents(doc: BundleDoc) -> str:
+def contents(doc: BundleDoc | Bundle) -> str:
     """What a validated bundle holds, in a few words (import and export say it): a
     graph-memory run has captures, not points."""
     sec = doc.get("graph_memory")  # gm.SECTION, spelled as the TypedDict's key

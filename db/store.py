@@ -156,7 +156,7 @@ def import_bundle(engine: Engine, doc: fmt.BundleDoc | fmt.Bundle, name: str = "
         return row.id, True
 
 
-def import_safely(engine: Engine, doc: fmt.BundleDoc, name: str) -> tuple[int, bool]:
+def import_safely(engine: Engine, doc: fmt.BundleDoc | fmt.Bundle, name: str) -> tuple[int, bool]:
     """import_bundle with every failure as one BundleError line naming `name` (read-only
     mode stays db.access.ReadOnlyError): the CLI, /import and the fuzz test use this."""
     from sqlalchemy.exc import IntegrityError, SQLAlchemyError

@@ -177,7 +177,7 @@ def run_per_gpu(entries: list[dict], base: Sequence[str], passthrough: Sequence[
 def _catch(handler) -> dict[int, Any]:
     """Route Ctrl-C, SIGTERM and SIGHUP to `handler`; returns what to put back. SIGHUP
     only when it is not ignored: under nohup the launcher and its workers stay up."""
-    previous = {}
+    previous: dict[int, Any] = {}
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         current = signal.getsignal(signum)
         if signum == signal.SIGHUP and current is signal.SIG_IGN:

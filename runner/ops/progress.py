@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import Any
 
 from contract.measurement import Measurement
 from contract.point_text import describe, parse
@@ -33,7 +34,7 @@ class Progress:
     def __init__(self, stream=None, clock=time.monotonic) -> None:
         self.stream = stream or sys.stderr
         self.clock = clock  # injected by tests
-        self._tqdm = None
+        self._tqdm: Any = None  # tqdm's class, where installed
         if self.stream.isatty() and _columns(self.stream) >= 40:
             try:
                 from tqdm import tqdm as _tqdm
@@ -41,7 +42,7 @@ class Progress:
                 self._tqdm = _tqdm
             except ImportError:
                 pass
-        self.bar = None
+        self.bar: Any = None  # a tqdm bar, made at the first update
         self.t0: float | None = None
 
     def _write(self, line: str) -> None:

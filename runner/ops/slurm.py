@@ -289,7 +289,7 @@ def verdict(slurm_job_id: str, info: dict[str, str] | None) -> str:
 
 # --- the executor's operations -------------------------------------------------------------
 
-def submit(engine, spec: Any, gpu_type: str, db_url: str,
+def submit(engine, spec: Any, gpu_type: str | None, db_url: str,
            config: SlurmConfig | None = None, *, session: str | None = None,
            memory_bytes: int | None = None) -> tuple[int, str]:
     """Queue `spec` for a node of `gpu_type` and submit its batch job: (job id, Slurm job
@@ -298,7 +298,7 @@ def submit(engine, spec: Any, gpu_type: str, db_url: str,
     from db import jobs
 
     config = config or load_config()
-    config.gpu_type(gpu_type)  # before anything is written
+    config.gpu_type(gpu_type)  # before anything is written (None is refused there)
     _require("sbatch")
     job_id = jobs.enqueue(engine, spec, executor="slurm", gpu_type=gpu_type,
                           session=session, memory_bytes=memory_bytes)
@@ -367,25 +367,26 @@ def reconcile(engine) -> list[tuple[int, str]]:
     Slurm clients here; a Slurm that does not answer changes nothing."""
     from db import jobs
 
-    rows = jobs.slurm_jobs_in_flight(engine)
+    # Jobs with a batch job only (the query's filter; the record types the id optional).
+    rows = [(r, r.slurm_job_id) for r in jobs.slurm_jobs_in_flight(engine) if r.slurm_job_id]
     if not rows or shutil.which("squeue") is None:
         return []
     try:
-        alive = states(sorted({r.slurm_job_id for r in rows}))
+        alive = states(sorted({sid for _, sid in rows}))
     except SlurmError:
         return []
     if alive is None:
         return []
     ended = []
-    for r in rows:
-        state = alive.get(r.slurm_job_id)
+    for r, sid in rows:
+        state = alive.get(sid)
         if state is not None and state not in ENDED:
             continue  # pending, running, completing, requeued: Slurm is still on it
         try:
-            info = show_job(r.slurm_job_id) if state is not None else None
+            info = show_job(sid) if state is not None else None
         except SlurmError:
             continue
-        message = verdict(r.slurm_job_id, info)
+        message = verdict(sid, info)
         # Cancelled here (the job asked to stop, then scancel): that is what it was.
         status = "cancelled" if r.cancel_requested else "failed"
         if jobs.end_unfinished(engine, r.id, status, message):

@@ -15,7 +15,7 @@ import os
 import shlex
 import sys
 import uuid
-from typing import Any
+from typing import Any, overload
 
 from contract import bundle as fmt
 from contract import capture_dist as cdist
@@ -97,6 +97,12 @@ def _register_graph_memory(sub) -> None:
     g.set_defaults(func=run_graph_memory)
 
 
+# A flag's text (argparse gives str, or None when the flag has no default and was not
+# given): None stays None, so the checker sees an int wherever a default is set.
+@overload
+def _int(text: str, flag: str, lo: int = 1, hi: int = 1 << 40) -> int: ...
+@overload
+def _int(text: None, flag: str, lo: int = 1, hi: int = 1 << 40) -> None: ...
 def _int(text: str | None, flag: str, lo: int = 1, hi: int = 1 << 40) -> int | None:
     if text is None:
         return None
@@ -106,6 +112,10 @@ def _int(text: str | None, flag: str, lo: int = 1, hi: int = 1 << 40) -> int | N
     return int(t)
 
 
+@overload
+def _float(text: str, flag: str, lo: float, hi: float) -> float: ...
+@overload
+def _float(text: None, flag: str, lo: float, hi: float) -> None: ...
 def _float(text: str | None, flag: str, lo: float, hi: float) -> float | None:
     if text is None:
         return None
@@ -354,7 +364,7 @@ def run_graph_memory(args: argparse.Namespace) -> int:
     return GraphMemory().main(args)
 
 
-def print_run(doc: dict) -> None:
+def print_run(doc: gm.GraphMemoryDoc) -> None:
     """The captures as a table, then the attribution."""
     head = ["pool", "graphs", "size", "pool MiB", "+MiB", "device MiB", "capture s"]
     body = [[r["pool"], str(r["graphs"]), str(r["batch_size"]), f"{r['pool_mib']:.1f}",
@@ -364,7 +374,7 @@ def print_run(doc: dict) -> None:
     print(json.dumps(doc["attribution"], indent=1))
 
 
-def store_run(doc: dict, storage: Storage) -> None:
+def store_run(doc: fmt.Bundle, storage: Storage) -> None:
     """The bundle first (a file cannot half-fail the database), then the database last:
     opening a valid URL creates the file."""
     if storage.out:

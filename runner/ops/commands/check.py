@@ -36,7 +36,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from contract import bundle as fmt
 from contract import outfile
@@ -151,7 +151,7 @@ class Loaded:
     run_id: int
     name: str
     header: dict
-    points: object  # pandas.DataFrame, with run_id
+    points: Any  # pandas.DataFrame, with run_id (pandas ships no types here)
 
 
 def _looks_like_file(text: str) -> bool:

@@ -143,8 +143,8 @@ def junit(title: str, workload: str, rows: list[Row], threshold: float) -> str:
             ET.SubElement(case, "skipped", message=reason(r, threshold)).text = said
         else:
             ET.SubElement(case, "system-out").text = said
-    root = ET.Element("testsuites", name="launchbench check", tests=suite.get("tests"),
-                      failures=suite.get("failures"), skipped=suite.get("skipped"))
+    root = ET.Element("testsuites", name="launchbench check", tests=suite.get("tests", "0"),
+                      failures=suite.get("failures", "0"), skipped=suite.get("skipped", "0"))
     root.append(suite)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

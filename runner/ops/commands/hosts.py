@@ -129,7 +129,7 @@ def announce(engine, me: Worker, log) -> None:
     from db import hosts, jobs
 
     here = [w for w in jobs.live_workers(engine) if w.hostname == me.hostname]
-    if here:
+    if here and me.hostname is not None:  # a registered worker always has its host's
         log(hosts.describe(me.hostname, here))
     mixed = hosts.mixed_policies(here)
     if mixed:

@@ -88,6 +88,7 @@ class Collect:
         if self.engine is not None:
             from db.serve import add_result
 
+            assert self.run_id is not None  # start() stored the run's header first
             add_result(self.engine, self.run_id, r)
         self._checkpoint()
 
@@ -96,6 +97,7 @@ class Collect:
         if self.engine is not None:
             from db.serve import add_profile
 
+            assert self.run_id is not None  # start() stored the run's header first
             add_profile(self.engine, self.run_id, points)
         self._checkpoint()
 
@@ -105,8 +107,13 @@ class Collect:
         if self.out:
             fmt.write(self.out, self.bundle())
 
+    def started(self) -> tuple[Run, ServeConfig]:
+        """The run and its config, which start() sets before any result or finish."""
+        assert self.run is not None and self.config is not None, "start() comes first"
+        return self.run, self.config
+
     def finish(self, status: str) -> None:
-        self.run = self.run.finished(status, fmt.now_iso())
+        self.run = self.started()[0].finished(status, fmt.now_iso())
         first: BaseException | None = None
         if self.engine is not None and self.run_id is not None:
             try:
@@ -121,9 +128,10 @@ class Collect:
         if first is not None:
             raise first
 
-    def bundle(self) -> dict:
-        section = ServeSection(self.config, self.results, self.points)
-        return fmt.make_bundle(self.environment.to_json(), self.run.to_json(), [],
+    def bundle(self) -> fmt.BundleDoc:
+        run, config = self.started()
+        section = ServeSection(config, self.results, self.points)
+        return fmt.make_bundle(self.environment.to_json(), run.to_json(), [],
                                serve=section.to_json())
 
 
@@ -198,11 +206,12 @@ class Serve(MeasuringCommand):
         from runner.ops.commands.store import shown_url
 
         sink, spec = self.sink, self.spec
-        print(f"serve run {sink.run_id if sink.run_id is not None else sink.run.uuid} "
+        run = sink.started()[0]
+        print(f"serve run {sink.run_id if sink.run_id is not None else run.uuid} "
               f"{status}: {len(sink.results)} strategies, {spec.requests} requests "
               f"({spec.dist.spec}, seed {spec.seed}) on {self.device}")
         if engine is not None:
-            print(f"stored in {shown_url(str(engine.url))} (uuid {sink.run.uuid})")
+            print(f"stored in {shown_url(str(engine.url))} (uuid {run.uuid})")
         if sink.written:
             print(f"bundle written to {storage.out}")
         print(format_table(sink.results))

@@ -137,7 +137,7 @@ def run_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def import_one(engine, doc: dict, name: str) -> tuple[int, bool]:
+def import_one(engine, doc: fmt.BundleDoc | fmt.Bundle, name: str) -> tuple[int, bool]:
     """db.store.import_safely, with read-only mode as a UsageError: one line either way."""
     from db.store import import_safely
 

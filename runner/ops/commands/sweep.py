@@ -151,8 +151,8 @@ def _speedup_cell(m: Measurement | None, eager: Measurement | None) -> str:
     if m is not None and m.intervals.speedup is not None:
         x, low, high = m.intervals.speedup, m.intervals.speedup_ci_low, \
             m.intervals.speedup_ci_high
-        known = low is not None and high is not None
-        band = f" ({vd.x_text(low)}-{vd.x_text(high)})" if known else ""
+        band = f" ({vd.x_text(low)}-{vd.x_text(high)})" if low is not None and \
+            high is not None else ""
         said = vd.verdict(x, low, high)
         figure = "inconclusive" if said == vd.INCONCLUSIVE else f"{vd.x_text(x)}x"
         marks = (DISAGREE if _medians_disagree(m, eager) else "") + (
@@ -216,7 +216,7 @@ def _footnotes(measurements: list[Measurement], body: str, ratios: bool) -> list
             f" (rounds of {k} processes, the spread between them included)" if k > 1 else
             " (one process: states of the host that last a process are not covered; see "
             "--processes)"))
-    reasons = {m.energy.unavailable_reason for m in measurements} - {None}
+    reasons = {r for m in measurements if (r := m.energy.unavailable_reason) is not None}
     if any(m.energy.energy_mj_per_step is not None for m in measurements):
         notes.append("mJ: energy per step = the GPU's mean power over energy windows "
                      "after the rounds (its energy counter) x the median step time")
