@@ -116,7 +116,8 @@ if energy_tab.open:
     with energy_tab, parts.drawn("The charts"):
         if "energy" in paired:
             draw_pair(run_views.PAIRS[2])
-            st.caption(energy.CAPTION)
+            left_out = energy.left_out_text(points)
+            st.caption(energy.CAPTION + (f" {left_out}" if left_out else ""))
         elif points:
             st.info(energy.missing_reason(points))
 if split_tab.open:

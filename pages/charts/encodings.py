@@ -28,17 +28,62 @@ MIN_LINE_POINTS = 3
 
 def mode_color(modes=MODES, legend_on: bool = True) -> alt.Color:
     modes = present_modes(modes) or list(MODES)
-    return alt.Color("mode:N", title="Mode", sort=modes,
+    # One row of modes without a title (the labels name them): two legend rows of two and a
+    # title took about 80 px above each chart of the Speed view (issue 46).
+    return alt.Color("mode:N", title=None, sort=modes,
                      scale=alt.Scale(domain=modes, range=[MODE_COLORS[m] for m in modes]),
-                     legend=legend(entries=len(modes)) if legend_on else None)
+                     legend=legend(entries=len(modes), labels=modes) if legend_on else None)
 
 
-def batch_x() -> alt.X:
-    # labelFlush keeps the first and last labels (16,777,216 on kernel-chain) inside the
-    # plot's edges instead of half past them.
+# The narrowest plot a batch axis is drawn in (a half-page column at 1280 px, less its y
+# axis), and the width of one label character at vega's axis font (digits and commas): what
+# says whether the measured batch sizes' labels fit side by side.
+BATCH_PLOT_PX = 300
+LABEL_CHAR_PX = 6.5
+# Pixels between the plot's edges and the first and last batch sizes: a marker (or a bar)
+# at either end is drawn whole, not cut in half by the plot's edge.
+BATCH_PAD_PX = 14
+
+
+def batch_ticks(batches) -> list[int]:
+    """The measured batch sizes, each once, in order: a batch axis ticks these and only
+    these (a tick at 4 or 16 on a run that measured 1, 8, 64 named batch sizes never run)."""
+    return sorted({int(b) for b in batches
+                   if b is not None and not pd.isna(b) and 0 < float(b) <= MAX_FIGURE})
+
+
+def _crowded(ticks: list[int]) -> bool:
+    """Would two neighbouring labels overlap, written level? (Then they are slanted, never
+    dropped: every measured batch size keeps its label.)"""
+    if len(ticks) < 2:
+        return False
+    span = math.log2(ticks[-1]) - math.log2(ticks[0])
+    for a, b in zip(ticks, ticks[1:], strict=False):
+        gap = (math.log2(b) - math.log2(a)) / span * BATCH_PLOT_PX
+        if gap < (len(f"{a:,}") + len(f"{b:,}")) / 2 * LABEL_CHAR_PX + 6:
+            return True
+    return False
+
+
+def batch_x(batches) -> alt.X:
+    """The log2 batch-size axis of every chart, ticked and labelled at exactly the batch
+    sizes measured (`batches`: the chart's own, or every layer's where two charts must
+    share one domain), with room for a whole marker at either end."""
+    ticks = batch_ticks(batches)
+    lo, hi = (ticks[0], ticks[-1]) if ticks else (1, 1)
+    if lo == hi:  # one batch size: a log scale needs a span to place it in
+        lo, hi = lo / 2, hi * 2
+    slanted = _crowded(ticks)
+    # labelFlush (within the padding): the first and last labels (16,777,216 on
+    # kernel-chain) read inward from their ticks instead of half past the plot's edges.
+    axis = alt.Axis(values=ticks, format=",d", labelOverlap=False,
+                    labelFlush=BATCH_PAD_PX + 1 if not slanted else False,
+                    labelAngle=-35 if slanted else 0, labelAlign="right" if slanted else
+                    alt.Undefined)
     return alt.X("batch_size:Q", title=title("batch_size"),
-                 scale=alt.Scale(type="log", base=2, nice=False),
-                 axis=alt.Axis(format=",d", labelOverlap=True, labelFlush=True))
+                 scale=alt.Scale(type="log", base=2, nice=False, domain=[lo, hi],
+                                 padding=BATCH_PAD_PX),
+                 axis=axis)
 
 
 def log_ticks(values) -> list[float]:
@@ -100,11 +145,13 @@ def one_x_rule() -> alt.Chart:
 
 
 def error_bars(df: pd.DataFrame, low: str, high: str, y: alt.Y, color: alt.Color,
-                **encoding) -> alt.Chart | None:
+               x: alt.X | None = None, **encoding) -> alt.Chart | None:
     """The 95% interval of each point that has one, as a vertical bar with ticks, on the
-    layer's shared data (a filter skips points without one); None when no point has one."""
+    layer's shared data (a filter skips points without one); None when no point has one.
+    `x`: the chart's batch axis (by default one over the frame's batch sizes)."""
     if not df[[low, high]].notna().all(axis=1).any():
         return None
     return alt.Chart().mark_errorbar(ticks=True).encode(
-        x=batch_x(), y=y, y2=f"{high}:Q", color=color, **encoding,
+        x=x if x is not None else batch_x(df["batch_size"]), y=y, y2=f"{high}:Q",
+        color=color, **encoding,
     ).transform_filter(f"isValid(datum['{low}']) && isValid(datum['{high}'])")

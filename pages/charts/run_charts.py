@@ -93,7 +93,7 @@ def speedup_chart(found: Sequence[Speedup]) -> alt.LayerChart | None:
     df = _frame(rows, ["mode", "batch_size", *SPEEDUP_TIPS])
     y = log_y("speedup", _speedup_values(df))
     color = mode_color(df["mode"])
-    layers = lines_and_points(batch_x(), y, color,
+    layers = lines_and_points(batch_x(df["batch_size"]), y, color,
                                [mode_tip(), batch_tip(), *(tip(n) for n in SPEEDUP_TIPS)],
                                by=["mode"])
     bars = error_bars(df, "speedup_ci_low", "speedup_ci_high",
@@ -116,18 +116,18 @@ def step_time_chart(points: Sequence[Measurement]) -> alt.LayerChart | None:
     values = df[cols].to_numpy().ravel()
     y = log_y("step_ms", values)
     color = mode_color(df["mode"])
-    layers = lines_and_points(batch_x(), y, color,
-                               [mode_tip(), batch_tip(), *(tip(c) for c in cols)],
+    x = batch_x(df["batch_size"])
+    layers = lines_and_points(x, y, color, [mode_tip(), batch_tip(), *(tip(c) for c in cols)],
                                by=["mode"])
     no_ci = df[df["step_ms_ci_low"].isna() | df["step_ms_ci_high"].isna()]
     banded = no_ci.dropna(subset=["step_ms_p10", "step_ms_p90"])
     if not banded.empty:
         band = alt.Chart(banded).mark_area(opacity=0.2).encode(
-            x=batch_x(), y=log_y("step_ms_p10", values, "step_ms"),
+            x=x, y=log_y("step_ms_p10", values, "step_ms"),
             y2="step_ms_p90:Q", color=color)
         layers.insert(0, band)
     bars = error_bars(df, "step_ms_ci_low", "step_ms_ci_high",
-                       log_y("step_ms_ci_low", values, "step_ms"), color)
+                       log_y("step_ms_ci_low", values, "step_ms"), color, x=x)
     if bars is not None:
         layers.append(bars)
     what = ("95% interval" if bars is not None and banded.empty else "p10-p90 band, no "
@@ -286,15 +286,16 @@ def compare_chart(runs: Sequence[RunSpeedups]) -> alt.LayerChart | None:
     tips = [alt.Tooltip("run:N", title="Run"), mode_tip(), batch_tip(),
             *(tip(n) for n in SPEEDUP_TIPS)]
     n = "_series_points"
+    x = batch_x(df["batch_size"])
     line = (alt.Chart().mark_line(opacity=0.8).encode(
-        x=batch_x(), y=y, color=color, strokeDash=dash, detail="run:N")
+        x=x, y=y, color=color, strokeDash=dash, detail="run:N")
         .transform_joinaggregate(**{n: "count()"}, groupby=["run", "mode"])
         .transform_filter(f"datum.{n} >= {MIN_LINE_POINTS}"))
     points = alt.Chart().mark_point(filled=True, size=70, opacity=0.9).encode(
-        x=batch_x(), y=y, color=color, shape=shape, tooltip=tips)
+        x=x, y=y, color=color, shape=shape, tooltip=tips)
     bars = error_bars(df, "speedup_ci_low", "speedup_ci_high",
                        log_y("speedup_ci_low", _speedup_values(df), "speedup"), color,
-                       detail="mode:N")
+                       x=x, detail="mode:N")
     chart = alt.layer(line, points, *([bars] if bars is not None else []), one_x_rule(),
                       data=df)
     return fitted(chart, chart_title("Speedup over eager, per run and mode",
@@ -315,31 +316,36 @@ def energy_chart(points: Sequence[Measurement], above_idle: bool = False
     error bar; `above_idle`: the energy above the device's idle draw instead (linear axis,
     no interval). None when no point has the figure."""
     field = "energy_above_idle_mj_per_step" if above_idle else "energy_mj_per_step"
+    drawn = energy.energy_points(points)
     # Inside the counter's error an energy above idle is not a number to draw (the
     # caption says so); a gain is quoted by the one rule, "inconclusive" included.
     rows = [{"mode": m.mode, "batch_size": m.batch_size,
              **{c: m.value(c) for c in ENERGY_TIPS}, "gain_text": energy.gain_text(m)}
-            for m in energy.energy_points(points)
+            for m in drawn
             if m.value(field) is not None and not (above_idle and energy.within_error(m))]
     if not rows:
         return None
     df = _frame(rows, ["mode", "batch_size", *ENERGY_TIPS, "gain_text"])
+    # Both energy charts on the batch sizes that have an energy figure: the points left
+    # out above idle must not move its axis away from the chart beside it.
+    x = batch_x([m.batch_size for m in drawn])
     color = mode_color(df["mode"])
     tips = [mode_tip(), batch_tip(), *(tip(c, ".3f") for c in (
         "energy_mj_per_step", "energy_mj_per_step_ci_low", "energy_mj_per_step_ci_high",
         "energy_above_idle_mj_per_step")), tip("avg_power_w", ".1f"),
         tip("idle_power_w", ".1f"), alt.Tooltip("gain_text:N", title="Energy gain over eager")]
     if above_idle:
-        y = alt.Y(f"{field}:Q", title=title(field))
-        layers = lines_and_points(batch_x(), y, color, tips, by=["mode"])
+        y = alt.Y(f"{field}:Q", title=title(field), axis=alt.Axis(labelFlush=False))
+        layers = lines_and_points(x, y, color, tips, by=["mode"])
         zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(
             strokeDash=[4, 4], color="#444").encode(y="y:Q")
         return fitted(alt.layer(*layers, zero, data=df), chart_title(
-            "Energy per step above idle", "median; dashed line: the device's idle draw"))
+            "Energy per step above idle",
+            "within the counter's error: not drawn; dashed line: idle"))
     cols = ["energy_mj_per_step", "energy_mj_per_step_ci_low", "energy_mj_per_step_ci_high"]
     values = df[cols].to_numpy().ravel()
-    layers = lines_and_points(batch_x(), log_y(field, values), color, tips, by=["mode"])
-    bars = error_bars(df, cols[1], cols[2], log_y(cols[1], values, field), color)
+    layers = lines_and_points(x, log_y(field, values), color, tips, by=["mode"])
+    bars = error_bars(df, cols[1], cols[2], log_y(cols[1], values, field), color, x=x)
     return fitted(alt.layer(*layers, *([bars] if bars is not None else []), data=df),
                   chart_title("Energy per step", "mean power x timed step, 95% interval"))
 

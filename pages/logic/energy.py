@@ -63,6 +63,22 @@ def above_idle_text(value: float | None, within: bool) -> str:
     return "—" if value is None else f"{value:.3g} mJ"
 
 
+def left_out_text(points: Sequence[Measurement]) -> str | None:
+    """Which points the above-idle chart leaves out, mode by mode: a mode drawn there as one
+    dot (or none) is one whose other energies above idle are within the counter's error,
+    e.g. 'Not drawn above idle, within the counter's error: compile at batches 1, 8, 64'.
+    None when every point is drawn."""
+    out: dict[str, list[int]] = {}
+    for m in energy_points(points):
+        if within_error(m):
+            out.setdefault(m.mode, []).append(m.batch_size)
+    if not out:
+        return None
+    said = [f"{mode} at batch{'es' if len(b) > 1 else ''} {', '.join(map(str, b))}"
+            for mode, b in out.items()]
+    return f"Not drawn above idle, {WITHIN_ERROR}: " + "; ".join(said) + "."
+
+
 def has_energy(points: Sequence[Measurement]) -> bool:
     return bool(energy_points(points))
 
