@@ -65,9 +65,19 @@ def batch_span(chosen: Sequence[int], measured: Iterable[int]) -> str:
     return "batches " + ", ".join(str(b) for b in sorted(chosen))
 
 
-def _best_line(b: sp.ModeBest, measured: Sequence[int]) -> str:
-    """One mode's best speedup in words, by its verdict (contract/verdict.py)."""
+def _ties(b: sp.ModeBest, found: Sequence[sp.Speedup]) -> list[int]:
+    """The other batch sizes within noise of the best, quoted beside it: those of the same
+    verdict only. A point whose own interval holds 1x is no speedup, so it is never named
+    beside an "up to" figure (run 13 of the samples: compile at batch 1, 0.99-1.14x)."""
+    verdicts = {x.batch_size: x.verdict for x in found}
+    return [t for t in b.ties if t != b.batch_size and verdicts.get(t) == b.verdict]
+
+
+def _best_line(b: sp.ModeBest, found: Sequence[sp.Speedup]) -> str:
+    """One mode's best speedup in words, by its verdict (contract/verdict.py); `found`:
+    the mode's speedups."""
     mode, batch = b.mode, b.batch_size
+    measured = [x.batch_size for x in found]
     if b.verdict == vd.INCONCLUSIVE:
         return (f"{mode}: inconclusive at every measured batch size (95% intervals span "
                 f"both sides of 1x by more than {vd.SPREAD_LIMIT:g}x; narrowest at batch "
@@ -85,8 +95,8 @@ def _best_line(b: sp.ModeBest, measured: Sequence[int]) -> str:
         line = f"{mode}: up to {figure} over eager, at batch {batch} ({times})"
     if ci == NO_INTERVAL:
         line += f"; {NO_INTERVAL}"
-    elif len(b.ties) > 1:
-        line += f"; {batch_span(b.ties, measured)} within noise"
+    elif ties := _ties(b, found):
+        line += f"; within noise of it: {batch_span(ties, measured)}"
     if vd.medians_disagree(b.eager_ms, b.step_ms, b.ci_low, b.ci_high):
         # Two statistics that disagree are named, not left side by side (as the CLI's #).
         line += f"; {vd.disagree_text(b.eager_ms, b.step_ms)}"
@@ -140,8 +150,7 @@ def headline(points: Sequence[Measurement]) -> list[str]:
     how many steps pay back the setup, and the host's launch cost."""
     found = sp.speedups(points)
     bests = sp.mode_bests(found)
-    lines = [_best_line(b, [x.batch_size for x in found if x.mode == b.mode])
-             for b in bests]
+    lines = [_best_line(b, [x for x in found if x.mode == b.mode]) for b in bests]
     if not bests:
         lines.append("No speedup to show: no mode has an ok point beside an ok eager point.")
     elif any(b.verdict == vd.INCONCLUSIVE or b.inconclusive for b in bests):

@@ -179,7 +179,7 @@ def test_run_page_quotes_intervals_noise_and_launch_cost(dash):
                      "over eager")
     head = findings(md)
     assert ("cuda-graph: up to 10.50x (10.00-11.00x) over eager, at batch 8" in head
-            and "batches 1-64 within noise" in head), head
+            and "within noise of it: batches 1, 64" in head), head
     context = texts(at, "caption")
     assert any("Noise: 1 of 20 points noisy" in c and "launch cost 12.5 us (12.5-12.5)"
                in c for c in context), context
