@@ -177,6 +177,29 @@ def points_table(points: Sequence[Measurement]) -> pd.DataFrame:
     return out.drop(columns=empty)
 
 
+# A table drawn whole on the page (issue 46: 28 rows sat in a 400 px scroll box with the
+# Verdict column cut): the grid's row height, and a column's width from its longest text
+# at the grid's font, plus the cell's padding.
+ROW_PX, CHAR_PX, CELL_PAD_PX = 35, 7.5, 26
+# A note (or a failure's message) is cut at this width; each is in full under the table.
+WIDEST_COLUMN_PX = 480
+
+
+def table_height(rows: int) -> int:
+    """The pixels that show a table's header and every one of its `rows`."""
+    return (rows + 1) * ROW_PX + 3
+
+
+def column_widths(frame: pd.DataFrame, widest: int = WIDEST_COLUMN_PX) -> dict[str, int]:
+    """Each column as wide as its header and its longest cell, so that no cell is cut; at
+    most `widest` pixels (a long note, written in full under the table)."""
+    out = {}
+    for c in frame.columns:
+        texts = [str(c), *(str(v) for v in frame[c])]
+        out[str(c)] = min(int(max(map(len, texts)) * CHAR_PX) + CELL_PAD_PX, widest)
+    return out
+
+
 def _process_text(m: Measurement) -> str:
     found = noise.process_medians(m)
     return MISSING if found is None else ", ".join(f"{x:.2f}" for x in found)

@@ -13,7 +13,7 @@ from contract.measurement import Measurement
 from contract.noise import launch_cost
 from contract.run_summary import BREAK_EVEN_LABEL, RunHeader, RunSummary, summarize
 from pages.logic import energy
-from pages.logic.metrics import MISSING, NO_INTERVAL, format_interval, format_value
+from pages.logic.metrics import NO_INTERVAL, format_interval, format_value
 from pages.logic.names import device_name, known
 
 PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not measured by "
@@ -32,8 +32,36 @@ def run_title(header: RunHeader, shown: Callable[[str], str] = str,
     return f"Run {header.id}: {shown(header.workload)} on {gpu}{version}{mark}"
 
 
+NOT_RECORDED = "not recorded"
+
+
 def torch_text(header: RunHeader, shown: Callable[[str], str] = str) -> str:
-    return f"torch {shown(known(header.torch_version) or MISSING)}"
+    """'torch 2.11.0+cu130', or 'torch not recorded' (a dash beside the word read as a
+    figure lost; a published run may not name one: the V100 blog ran no PyTorch)."""
+    version = known(header.torch_version)
+    return f"torch {shown(version)}" if version else f"torch {NOT_RECORDED}"
+
+
+# The environment's fields as the Environment view names them, in the bundle's order.
+ENVIRONMENT_LABELS = {
+    "device": "Device", "gpu_name": "GPU", "gpu_count": "GPU count", "sm_count": "SMs",
+    "gpu_memory_bytes": "GPU memory", "driver_version": "Driver", "cuda_version": "CUDA",
+    "torch_version": "torch", "triton_version": "Triton", "python_version": "Python",
+    "hostname": "Host", "cpu_model": "CPU"}
+BYTES_PER_GIB = 1024 ** 3
+
+
+def environment_rows(header: RunHeader) -> list[dict[str, str]]:
+    """The run's environment as the Environment view's rows, each value as a reader reads
+    it: GPU memory in GiB (150109880320 said nothing), an unknown field 'not recorded'."""
+    rows = []
+    for field, value in header.environment().to_json().items():
+        text = known(value)
+        if field == "gpu_memory_bytes" and text is not None and text.isdigit():
+            text = f"{int(text) / BYTES_PER_GIB:,.1f} GiB"
+        rows.append({"field": ENVIRONMENT_LABELS.get(field, field),
+                     "value": text if text is not None else NOT_RECORDED})
+    return rows
 
 
 def summary_of(header: RunHeader, points: Iterable[Measurement]) -> RunSummary:

@@ -60,20 +60,32 @@ def tables(url: str, data_v: tuple, run_id: int) -> tuple[pd.DataFrame, pd.DataF
     return points_table.speedup_pivot(points), points_table.points_table(points)
 
 
+def whole_table(table: pd.DataFrame, key: str,
+                widest: int = points_table.WIDEST_COLUMN_PX) -> None:
+    """A table with every row on the page (no scroll box) and every column as wide as its
+    text up to `widest` px (points_table.column_widths): the grid cut the Verdict column at
+    1280 px. Wider than the page, it scrolls sideways; no cell is cut but a long note."""
+    st.dataframe(table, hide_index=True, key=key,
+                 height=points_table.table_height(len(table)),
+                 column_config={c: st.column_config.Column(width=w)
+                                for c, w in points_table.column_widths(table, widest).items()})
+
+
 def points_view(run_id: int, header: RunHeader, points: Sequence[Measurement]) -> None:
     """The speedup pivot, the workload's own sections and every point."""
     st.subheader("Speedup at a glance")
     st.caption(points_table.PIVOT_CAPTION)
     with parts.drawn("The speedup table"):
-        st.dataframe(tables(data.db_url(), data.version(), run_id)[0], hide_index=True,
-                     key="speedup_pivot")
+        # Its cells uncut however long (a memory note in each): the page's answer.
+        whole_table(tables(data.db_url(), data.version(), run_id)[0], key="speedup_pivot",
+                    widest=10_000)
     for section in workload_views.run_sections(header, points):
         st.subheader(section.title)
         st.caption(section.caption)
         if section.pools is not None:
             parts.chart(workload_charts.train_pool_chart(section.pools),
                         key=f"workload_chart_{section.title}")
-        st.dataframe(section.table, hide_index=True, key=f"workload_{section.title}")
+        whole_table(section.table, key=f"workload_{section.title}")
     st.subheader("Points")
     with parts.drawn('The points table'):
         table = tables(data.db_url(), data.version(), run_id)[1]
@@ -82,10 +94,7 @@ def points_view(run_id: int, header: RunHeader, points: Sequence[Measurement]) -
         if bad:
             st.caption(f"{bad} point(s) did not produce a measurement: marked in the "
                        "Status column with their message.")
-        st.dataframe(table, hide_index=True, key="points_table",
-                     column_config={"Status": st.column_config.TextColumn(width="medium"),
-                                    points_table.NOTE_COLUMN:
-                                        st.column_config.TextColumn(width="large")})
+        whole_table(table, key="points_table")
         notes = points_table.note_lines(points)
         if notes:  # the table's cells are cut; each note in full, one line a point
             st.markdown("**Points whose figures need a word**\n"
@@ -112,9 +121,8 @@ def environment_view(run_id: int, header: RunHeader, points: Sequence[Measuremen
     left, right = st.columns(2)
     with left:
         st.subheader("Environment")
-        env = pd.DataFrame([{"field": f, "value": "—" if v is None else str(v)}
-                            for f, v in header.environment().to_json().items()])
-        st.dataframe(env, hide_index=True, key="env_table")
+        env = pd.DataFrame(run_text.environment_rows(header), columns=["field", "value"])
+        whole_table(env, key="env_table")
     with right:
         st.subheader("Reproduce")
         with parts.drawn("The command"):
