@@ -13,6 +13,7 @@ from contract.measurement import Measurement
 from contract.run_summary import RunHeader
 from pages.charts import run_charts, split_charts, workload_charts
 from pages.logic import links, points_table, run_text, workload_views
+from pages.logic.metrics import MISSING
 from pages.logic.plain import MAX_CELL, MAX_SHOWN, cut, plain
 from pages.widgets import data, parts, url
 
@@ -21,6 +22,8 @@ from pages.widgets import data, parts, url
 # the page's time before its first chart; bench/page_speed.py).
 PAIRS = [("speedup", "step-time"), ("memory", "memory-tradeoff"),
          ("energy", "energy-above-idle")]
+# A published kernel-chain run's own figures: the Speed view's chart where no step was given.
+PER_KERNEL = "per-kernel"
 
 
 @st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
@@ -38,7 +41,8 @@ def figures(url: str, data_v: tuple, run_id: int
     Vega-Lite specs: Altair validates a whole spec again each time a page draws it, about
     half of the 100 ms a chart cost per render."""
     points = data.run_points(run_id)
-    paired = run_charts.run_charts(points, names=[n for pair in PAIRS for n in pair])
+    paired = run_charts.run_charts(points, names=[*(n for pair in PAIRS for n in pair),
+                                                  PER_KERNEL])
     split = {**split_charts.host_split_charts(points),
              **split_charts.time_split_charts(points)}
     return ({k: c if k == "speedup" else c.to_dict() for k, c in paired.items()},
@@ -65,6 +69,10 @@ def whole_table(table: pd.DataFrame, key: str,
     """A table with every row on the page (no scroll box) and every column as wide as its
     text up to `widest` px (points_table.column_widths): the grid cut the Verdict column at
     1280 px. Wider than the page, it scrolls sideways; no cell is cut but a long note."""
+    blank = [c for c in table.columns if table[c].isna().any()]
+    if blank:  # unknown is a dash on every table here, never "None" or "nan"
+        table = table.astype({c: object for c in blank})
+        table[blank] = table[blank].where(table[blank].notna(), MISSING)
     st.dataframe(table, hide_index=True, key=key,
                  height=points_table.table_height(len(table)),
                  column_config={c: st.column_config.Column(width=w)
@@ -76,9 +84,12 @@ def points_view(run_id: int, header: RunHeader, points: Sequence[Measurement]) -
     st.subheader("Speedup at a glance")
     st.caption(points_table.PIVOT_CAPTION)
     with parts.drawn("The speedup table"):
-        # Its cells uncut however long (a memory note in each): the page's answer.
-        whole_table(tables(data.db_url(), data.version(), run_id)[0], key="speedup_pivot",
-                    widest=10_000)
+        pivot = tables(data.db_url(), data.version(), run_id)[0]
+        if pivot.empty:
+            st.info("No speedups: no mode has an ok point with a step time beside eager's "
+                    "at the same batch size.")
+        else:  # its cells uncut however long (a memory note in each): the page's answer
+            whole_table(pivot, key="speedup_pivot", widest=10_000)
     for section in workload_views.run_sections(header, points):
         st.subheader(section.title)
         st.caption(section.caption)
