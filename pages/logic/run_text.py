@@ -94,6 +94,18 @@ def batch_span(chosen: Sequence[int], measured: Iterable[int]) -> str:
     return "batches " + ", ".join(str(b) for b in sorted(chosen))
 
 
+MEDIAN, MEAN = "median", "mean"
+
+
+def step_statistic(points: Iterable[Measurement]) -> str:
+    """The statistic of the run's step times: 'median' (what launchbench measures), or
+    'mean' where every ok point that names its statistic names a mean (the published L40S
+    article's CUDA-event means): a chart or sentence labels the figures it shows."""
+    said = {str(m.source.statistic).strip().lower().split(" ")[0] for m in points
+            if m.status == "ok" and m.source.statistic}
+    return MEAN if said == {MEAN} else MEDIAN
+
+
 def _ties(b: sp.ModeBest, found: Sequence[sp.Speedup]) -> list[int]:
     """The other batch sizes within noise of the best, quoted beside it: those of the same
     verdict only. A point whose own interval holds 1x is no speedup, so it is never named
@@ -102,9 +114,9 @@ def _ties(b: sp.ModeBest, found: Sequence[sp.Speedup]) -> list[int]:
     return [t for t in b.ties if t != b.batch_size and verdicts.get(t) == b.verdict]
 
 
-def _best_line(b: sp.ModeBest, found: Sequence[sp.Speedup]) -> str:
+def _best_line(b: sp.ModeBest, found: Sequence[sp.Speedup], stat: str = MEDIAN) -> str:
     """One mode's best speedup in words, by its verdict (contract/verdict.py); `found`:
-    the mode's speedups."""
+    the mode's speedups, `stat` the statistic of their step times (step_statistic)."""
     mode, batch = b.mode, b.batch_size
     measured = [x.batch_size for x in found]
     if b.verdict == vd.INCONCLUSIVE:
@@ -113,7 +125,7 @@ def _best_line(b: sp.ModeBest, found: Sequence[sp.Speedup]) -> str:
                 f"{batch}: {vd.interval_text(b.ci_low, b.ci_high)})")
     ci = format_interval("speedup", b.ci_low, b.ci_high)
     times = (f"{format_value('step_ms', b.step_ms)} vs "
-             f"{format_value('step_ms', b.eager_ms)}, medians")
+             f"{format_value('step_ms', b.eager_ms)}, {stat}s")
     figure = f"{format_value('speedup', b.speedup)}{'' if ci == NO_INTERVAL else f' ({ci})'}"
     if b.verdict == vd.SAME:
         line = (f"{mode}: no speedup beyond noise: at best {figure} at batch {batch} "
@@ -210,7 +222,8 @@ def headline(points: Sequence[Measurement]) -> list[str]:
     how many steps pay back the setup, and the host's launch cost."""
     found = sp.speedups(points)
     bests = sp.mode_bests(found)
-    lines = [_best_line(b, [x for x in found if x.mode == b.mode]) for b in bests]
+    stat = step_statistic(points)
+    lines = [_best_line(b, [x for x in found if x.mode == b.mode], stat) for b in bests]
     if not bests and (kernels := per_kernel_line(points)):
         lines.append(kernels + ". No step times, so no speedup over eager to rank.")
     elif not bests:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from contract.speedups import speedups
 from pages.charts import encodings, layout, run_charts, split_charts
-from pages.logic import energy
+from pages.logic import energy, run_text
 from tests.records import points_of
 from tests.synthetic import sweep_bundle
 
@@ -111,3 +111,18 @@ def test_launch_scatter_names_batch_sizes_in_a_legend_not_over_the_dots():
     dash = spec["layer"][0]["encoding"]["strokeDash"]
     assert dash["scale"]["domain"] == ["1", "8", "64", "8,192"]
     assert spec["layer"][1]["encoding"]["x"]["scale"]["padding"] > 0  # whole dots at edges
+
+
+def test_published_l40s_charts_and_findings_name_the_mean_they_show():
+    p = _sample("published-l40s-day25.json")
+    step = json.dumps(run_charts.step_time_chart(p).to_dict()["title"])
+    assert "mean, no interval or band given" in step and "median" not in step
+    speedup = json.dumps(run_charts.speedup_chart(speedups(p)).to_dict()["title"])
+    assert "no interval measured" in speedup and "95% interval" not in speedup
+    lines = [x for x in run_text.headline(p) if " over eager, at batch" in x]
+    assert lines and all("ms, means)" in x for x in lines)
+    # a measured run keeps its medians
+    measured = points_of(sweep_bundle(batches=(1, 8)))
+    assert run_text.step_statistic(measured) == "median"
+    assert "median, 95% interval" in json.dumps(
+        run_charts.step_time_chart(measured).to_dict()["title"])
