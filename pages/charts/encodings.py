@@ -105,8 +105,11 @@ def log_ticks(values) -> list[float]:
 
 def log_y(field: str, values, name: str | None = None) -> alt.Y:
     ticks = log_ticks(values)
+    # Padded: a figure just under its top tick (the L40S's 9.88x under 10) was a marker
+    # cut in half by the plot's edge.
     return alt.Y(f"{field}:Q", title=title(name or field),
-                 scale=alt.Scale(type="log", domain=[ticks[0], ticks[-1]], nice=False),
+                 scale=alt.Scale(type="log", domain=[ticks[0], ticks[-1]], nice=False,
+                                 padding=BATCH_PAD_PX // 2),
                  axis=alt.Axis(values=ticks, format="~g"))
 
 

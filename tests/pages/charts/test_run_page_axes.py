@@ -126,3 +126,8 @@ def test_published_l40s_charts_and_findings_name_the_mean_they_show():
     assert run_text.step_statistic(measured) == "median"
     assert "median, 95% interval" in json.dumps(
         run_charts.step_time_chart(measured).to_dict()["title"])
+
+
+def test_log_y_leaves_room_for_a_marker_at_its_ends():
+    y = encodings.log_y("speedup", [1.0, 9.88]).to_dict()
+    assert y["scale"]["domain"] == [1.0, 10.0] and y["scale"]["padding"] > 0
