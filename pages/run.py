@@ -130,7 +130,7 @@ if energy_tab.open:
             left_out = energy.left_out_text(points)
             st.caption(energy.CAPTION + (f" {left_out}" if left_out else ""))
         elif points:
-            st.info(energy.missing_reason(points))
+            st.info(energy.missing_reason(points, header.source == "published"))
 if split_tab.open:
     with split_tab, parts.drawn("The charts"):
         if not split:

@@ -83,13 +83,19 @@ def has_energy(points: Sequence[Measurement]) -> bool:
     return bool(energy_points(points))
 
 
-def missing_reason(points: Sequence[Measurement]) -> str:
+PUBLISHED_NONE = ("No energy figures: published figures, and their source gives none "
+                  "(energy is measured by launchbench's runner only).")
+
+
+def missing_reason(points: Sequence[Measurement], published: bool = False) -> str:
     """Why a run has no energy figure, in one line: the reason its points recorded (the
-    most common one), or that it predates energy."""
+    most common one), that its source gives none (a `published` run: it was never
+    measured here, so "measured before launchbench recorded energy" was untrue), or that
+    it predates energy."""
     reasons = Counter(m.energy.unavailable_reason for m in points
                       if m.energy.unavailable_reason)
     if not reasons:
-        return NOT_RECORDED
+        return PUBLISHED_NONE if published else NOT_RECORDED
     return f"No energy figures: {reasons.most_common(1)[0][0]}."
 
 

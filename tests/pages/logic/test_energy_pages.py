@@ -77,6 +77,8 @@ def test_headline_gains_energy_words(with_energy, without):
 
 def test_missing_reason_says_why_in_one_line(without):
     assert energy.missing_reason(without) == energy.NOT_RECORDED
+    # a published run was never measured here: not "measured before energy" (issue 46)
+    assert energy.missing_reason(without, published=True) == energy.PUBLISHED_NONE
     cpu = [replace(m, energy=replace(
         m.energy, unavailable_reason="no CUDA device: this sweep runs on cpu")) for m in without]
     assert energy.missing_reason(cpu) == ("No energy figures: no CUDA device: this sweep runs "
