@@ -88,8 +88,9 @@ def points_view(run_id: int, header: RunHeader, points: Sequence[Measurement]) -
         if pivot.empty:
             st.info("No speedups: no mode has an ok point with a step time beside eager's "
                     "at the same batch size.")
-        else:  # its cells uncut however long (a memory note in each): the page's answer
-            whole_table(pivot, key="speedup_pivot", widest=10_000)
+        else:  # a static table: its cells wrap, so every mode is on screen at 1280 px (in
+            # the grid the cuda-graph column sat past the page's edge, a scroll away)
+            st.table(pivot.set_index("Batch size"))
     for section in workload_views.run_sections(header, points):
         st.subheader(section.title)
         st.caption(section.caption)

@@ -44,11 +44,15 @@ def test_published_v100_run_shows_its_per_kernel_figures(dash):
 
 
 def test_points_view_draws_every_row_and_cuts_no_verdict(dash):
+    """The pivot wraps (every mode on screen at 1280 px); the points grid is drawn whole
+    with every column as wide as its text."""
     at = dash.open("pages/run.py", run=str(_run_id(dash, "edde740d-b50e-4c82-bbac-4d39143e876a")),
                    view="Points")
-    table = at.dataframe[1]
+    table = at.dataframe[0]  # the pivot above it is a static table
     rows = table.value
     assert len(rows) == 28
+    pivot = at.table[0].value
+    assert list(pivot.columns) == ["compile", "reduce-overhead", "cuda-graph"]
     widths = {c: v["width"] for c, v in json.loads(table.proto.columns).items() if "width" in v}
     need = max(len(str(v)) for v in [*rows["Verdict"], "Verdict"]) * points_table.CHAR_PX
     assert widths["Verdict"] >= need  # "within noise" whole
