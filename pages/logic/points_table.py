@@ -180,7 +180,7 @@ def points_table(points: Sequence[Measurement]) -> pd.DataFrame:
 # A table drawn whole on the page (issue 46: 28 rows sat in a 400 px scroll box with the
 # Verdict column cut): the grid's row height, and a column's width from its longest text
 # at the grid's font, plus the cell's padding.
-ROW_PX, CHAR_PX, CELL_PAD_PX = 35, 7.5, 26
+ROW_PX, CHAR_PX, CELL_PAD_PX = 35, 7.0, 26
 # A note (or a failure's message) is cut at this width; each is in full under the table.
 WIDEST_COLUMN_PX = 480
 
