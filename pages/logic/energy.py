@@ -103,6 +103,13 @@ def _watts(v: float | None) -> str:
     return "—" if v is None else f"{v:.0f} W"
 
 
+def _against_eager(gain: float) -> str:
+    """'85% less energy per step than eager', or 'the same energy per step as eager'
+    ('the same ... than eager' read wrong)."""
+    said = less_energy(gain)
+    return f"{said} {'as' if said.startswith('the same') else 'than'} eager"
+
+
 def _best_line(mode: str, rows: list[Measurement], eager: dict[int, Measurement]) -> str:
     # The one rule (contract/verdict.py): an inconclusive gain is never the best.
     ranked = [m for m in rows if gain_verdict(m) in vd.RANKABLE]
@@ -112,7 +119,7 @@ def _best_line(mode: str, rows: list[Measurement], eager: dict[int, Measurement]
     r = max(ranked, key=lambda m: float(m.energy.energy_gain or 0))
     e = r.energy
     line = (f"Energy: {mode} at batch {r.batch_size}: {e.energy_mj_per_step:.3g} mJ per "
-            f"step: {less_energy(float(e.energy_gain or 0))} than eager ({gain_text(r)})")
+            f"step: {_against_eager(float(e.energy_gain or 0))} ({gain_text(r)})")
     if r.batch_size in eager:
         base = eager[r.batch_size].energy
         line += (f"; eager {base.energy_mj_per_step:.3g} mJ; average power "
