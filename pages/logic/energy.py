@@ -56,11 +56,20 @@ def gain_text(m: Measurement) -> str:
     return vd.quoted(e.energy_gain, e.energy_gain_ci_low, e.energy_gain_ci_high)
 
 
+def mj_text(value: float | None) -> str:
+    """An energy in mJ to three significant figures, never in e-notation: '17.1 mJ',
+    '1,140 mJ' (':.3g' wrote eager's 1,140 mJ on the H200 decode sample as 1.14e+03)."""
+    if value is None:
+        return "—"
+    v = float(value)
+    return f"{v:,.0f} mJ" if abs(v) >= 1000 else f"{v:.3g} mJ"
+
+
 def above_idle_text(value: float | None, within: bool) -> str:
     """An energy above idle as every table shows it: never a number inside the error."""
     if within:
         return WITHIN_ERROR
-    return "—" if value is None else f"{value:.3g} mJ"
+    return "—" if value is None else mj_text(value)
 
 
 def left_out_text(points: Sequence[Measurement]) -> str | None:
@@ -118,11 +127,11 @@ def _best_line(mode: str, rows: list[Measurement], eager: dict[int, Measurement]
                 f"(e.g. batch {rows[0].batch_size}: {gain_text(rows[0])}).")
     r = max(ranked, key=lambda m: float(m.energy.energy_gain or 0))
     e = r.energy
-    line = (f"Energy: {mode} at batch {r.batch_size}: {e.energy_mj_per_step:.3g} mJ per "
+    line = (f"Energy: {mode} at batch {r.batch_size}: {mj_text(e.energy_mj_per_step)} per "
             f"step: {_against_eager(float(e.energy_gain or 0))} ({gain_text(r)})")
     if r.batch_size in eager:
         base = eager[r.batch_size].energy
-        line += (f"; eager {base.energy_mj_per_step:.3g} mJ; average power "
+        line += (f"; eager {mj_text(base.energy_mj_per_step)}; average power "
                  f"{_watts(e.avg_power_w)} against eager's {_watts(base.avg_power_w)}")
     return line + "."
 
