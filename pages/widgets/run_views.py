@@ -75,7 +75,10 @@ def whole_table(table: pd.DataFrame, key: str,
         table[blank] = table[blank].where(table[blank].notna(), MISSING)
     st.dataframe(table, hide_index=True, key=key,
                  height=points_table.table_height(len(table)),
-                 column_config={c: st.column_config.Column(width=w)
+                 column_config={c: st.column_config.NumberColumn(
+                                    width=w, format=points_table.FLOAT_FORMAT)
+                                if pd.api.types.is_float_dtype(table[c])
+                                else st.column_config.Column(width=w)
                                 for c, w in points_table.column_widths(table, widest).items()})
 
 
