@@ -86,6 +86,19 @@ def batch_x(batches) -> alt.X:
                  axis=axis)
 
 
+def batch_band_x(batches) -> alt.X:
+    """The batch axis of a bar chart (a band a measured batch size): labelled as the log2
+    axis is ('1,024', never '1024' beside it), every label kept, slanted where the bands
+    are too narrow for them level."""
+    ticks = batch_ticks(batches)
+    widest = max((len(f"{b:,}") for b in ticks), default=1) * LABEL_CHAR_PX + 6
+    slanted = bool(ticks) and widest > BATCH_PLOT_PX / len(ticks)
+    return alt.X("batch_size:O", title=title("batch_size"), sort=ticks,
+                 axis=alt.Axis(labelExpr="format(datum.value, ',d')", labelOverlap=False,
+                               labelAngle=-35 if slanted else 0,
+                               labelAlign="right" if slanted else alt.Undefined))
+
+
 def log_ticks(values) -> list[float]:
     """1-2-5 ticks covering the values (positive ones), one decade beyond at neither end:
     vega's own log ticks drop the labels between decades and sometimes 1 itself."""

@@ -40,6 +40,7 @@ from contract.vocab import MODE_TABLE
 from pages.charts import split_charts
 from pages.charts.encodings import (
     MIN_LINE_POINTS,
+    batch_band_x,
     batch_tip,
     batch_x,
     error_bars,
@@ -175,8 +176,7 @@ def memory_chart(costs: Sequence[cost.Cost]) -> alt.Chart | None:
     # Two legends on top sit side by side and ran past a half-page chart: the parts' legend
     # goes under the plot.
     chart = alt.Chart(long).mark_bar().encode(
-        x=alt.X("batch_size:O", title=title("batch_size"),
-                axis=alt.Axis(labelAngle=0, labelOverlap=True)),
+        x=batch_band_x(long["batch_size"]),
         xOffset=alt.XOffset("mode:N", sort=modes),
         y=alt.Y("MiB:Q", title="Graph pool (MiB)" if old else "Kept on the GPU (MiB)",
                 stack="zero"),

@@ -131,3 +131,11 @@ def test_published_l40s_charts_and_findings_name_the_mean_they_show():
 def test_log_y_leaves_room_for_a_marker_at_its_ends():
     y = encodings.log_y("speedup", [1.0, 9.88]).to_dict()
     assert y["scale"]["domain"] == [1.0, 10.0] and y["scale"]["padding"] > 0
+
+
+def test_memory_bars_label_every_batch_size_as_the_other_axes_do():
+    x = encodings.batch_band_x([1, 8, 64, 1024, 8192]).to_dict()
+    assert x["type"] == "ordinal" and x["sort"] == [1, 8, 64, 1024, 8192]
+    assert "',d'" in x["axis"]["labelExpr"] and x["axis"]["labelOverlap"] is False
+    wide = encodings.batch_band_x([1, 16, 256, 4096, 65536, 524288, 4194304, 16777216])
+    assert wide.to_dict()["axis"]["labelAngle"] != 0
