@@ -26,13 +26,17 @@ MODE_COLORS = {m: MODE_TABLE[m].color for m in MODES}
 MIN_LINE_POINTS = 3
 
 
-def mode_color(modes=MODES, legend_on: bool = True) -> alt.Color:
+def mode_color(modes=MODES, legend_on: bool = True, orient: str = "top") -> alt.Color:
+    """One colour per mode, its legend without a title (the labels name them) in one row
+    where it fits. `orient="bottom"`: under the plot, for a chart with no other legend, so
+    its plot starts right under the title: two legend rows of two and a title took about
+    80 px above each chart of the Speed view (issue 46), and the two charts side by side
+    (three modes and four) started at different heights."""
     modes = present_modes(modes) or list(MODES)
-    # One row of modes without a title (the labels name them): two legend rows of two and a
-    # title took about 80 px above each chart of the Speed view (issue 46).
     return alt.Color("mode:N", title=None, sort=modes,
                      scale=alt.Scale(domain=modes, range=[MODE_COLORS[m] for m in modes]),
-                     legend=legend(entries=len(modes), labels=modes) if legend_on else None)
+                     legend=legend(orient, entries=len(modes), labels=modes)
+                     if legend_on else None)
 
 
 # The narrowest plot a batch axis is drawn in (a half-page column at 1280 px, less its y

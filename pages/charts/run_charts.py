@@ -93,7 +93,7 @@ def speedup_chart(found: Sequence[Speedup]) -> alt.LayerChart | None:
         return None
     df = _frame(rows, ["mode", "batch_size", *SPEEDUP_TIPS])
     y = log_y("speedup", _speedup_values(df))
-    color = mode_color(df["mode"])
+    color = mode_color(df["mode"], orient="bottom")
     layers = lines_and_points(batch_x(df["batch_size"]), y, color,
                                [mode_tip(), batch_tip(), *(tip(n) for n in SPEEDUP_TIPS)],
                                by=["mode"])
@@ -117,7 +117,7 @@ def step_time_chart(points: Sequence[Measurement]) -> alt.LayerChart | None:
                   **{c: m.value(c) for c in cols}} for m in ok], ["mode", "batch_size", *cols])
     values = df[cols].to_numpy().ravel()
     y = log_y("step_ms", values)
-    color = mode_color(df["mode"])
+    color = mode_color(df["mode"], orient="bottom")
     x = batch_x(df["batch_size"])
     layers = lines_and_points(x, y, color, [mode_tip(), batch_tip(), *(tip(c) for c in cols)],
                                by=["mode"])
@@ -336,7 +336,7 @@ def energy_chart(points: Sequence[Measurement], above_idle: bool = False
     # Both energy charts on the batch sizes that have an energy figure: the points left
     # out above idle must not move its axis away from the chart beside it.
     x = batch_x([m.batch_size for m in drawn])
-    color = mode_color(df["mode"])
+    color = mode_color(df["mode"], orient="bottom")
     tips = [mode_tip(), batch_tip(), *(tip(c, ".3f") for c in (
         "energy_mj_per_step", "energy_mj_per_step_ci_low", "energy_mj_per_step_ci_high",
         "energy_above_idle_mj_per_step")), tip("avg_power_w", ".1f"),

@@ -170,7 +170,8 @@ def _busy_chart(busy: pd.DataFrame, x: alt.X) -> alt.TopLevelMixin:
               axis=alt.Axis(format="%", values=ticks, labelFlush=False))
     rule = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(
         y="y:Q")
-    layers = lines_and_points(x, y, mode_color(busy["mode"]), _split_tips(), by=["mode"])
+    layers = lines_and_points(x, y, mode_color(busy["mode"], orient="bottom"), _split_tips(),
+                              by=["mode"])
     return fitted(alt.layer(*layers, rule, data=busy),
                   chart_title("GPU busy / step time", "dashed line: 100%, no launch gaps left"))
 
@@ -184,7 +185,8 @@ def _launches_chart(launches: pd.DataFrame, x: alt.X) -> alt.TopLevelMixin:
     y = alt.Y("host_launches_per_step:Q", title=title("host_launches_per_step"),
               scale=alt.Scale(type="symlog", domain=[0, ticks[-1]], nice=False, padding=6),
               axis=alt.Axis(values=ticks, format=",d", labelFlush=False))
-    layers = lines_and_points(x, y, mode_color(launches["mode"]), _split_tips(), by=["mode"])
+    layers = lines_and_points(x, y, mode_color(launches["mode"], orient="bottom"),
+                              _split_tips(), by=["mode"])
     return fitted(alt.layer(*layers, data=launches),
                   chart_title("Launches per step", "host launches (0, 1, 10, ...: symlog axis)"))
 
