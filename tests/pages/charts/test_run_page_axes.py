@@ -40,6 +40,23 @@ def _x_axes(spec) -> list[dict]:
     return found
 
 
+def _encodings(spec) -> list[dict]:
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("encoding"), dict):
+                found.append(node["encoding"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(spec)
+    return found
+
+
 def test_batch_axis_ticks_exactly_the_measured_batch_sizes_all_labelled():
     x = encodings.batch_x([1, 8, 64, 8192, 8, 1]).to_dict()
     assert x["axis"]["values"] == [1, 8, 64, 8192]  # no 4 or 16, and 8192 is there
@@ -139,3 +156,13 @@ def test_memory_bars_label_every_batch_size_as_the_other_axes_do():
     assert "',d'" in x["axis"]["labelExpr"] and x["axis"]["labelOverlap"] is False
     wide = encodings.batch_band_x([1, 16, 256, 4096, 65536, 524288, 4194304, 16777216])
     assert wide.to_dict()["axis"]["labelAngle"] != 0
+
+
+def test_speed_view_charts_start_their_plots_under_their_titles():
+    # The mode legend under the plot (no other legend there): the two charts side by side
+    # (three modes and four) start their plots at one height, right under their titles.
+    p = points_of(sweep_bundle(batches=(1, 8, 64)))
+    for chart in (run_charts.speedup_chart(speedups(p)), run_charts.step_time_chart(p)):
+        colors = [e["color"] for e in _encodings(chart.to_dict()) if "color" in e]
+        assert {c["legend"]["orient"] for c in colors if c.get("legend")} == {"bottom"}
+        assert all(c["title"] is None for c in colors)
