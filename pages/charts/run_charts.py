@@ -37,7 +37,7 @@ from contract.measurement import Measurement
 from contract.metrics import BYTES_PER_MIB
 from contract.speedups import Speedup, speedups, usable
 from contract.vocab import MODE_TABLE
-from pages.charts import split_charts
+from pages.charts import split_charts, workload_charts
 from pages.charts.encodings import (
     MIN_LINE_POINTS,
     batch_band_x,
@@ -357,29 +357,6 @@ def energy_chart(points: Sequence[Measurement], above_idle: bool = False
                   chart_title("Energy per step", "mean power x timed step, 95% interval"))
 
 
-def per_kernel_chart(points: Sequence[Measurement]) -> alt.LayerChart | None:
-    """A published kernel-chain run's per-kernel times (run_text.per_kernel_figures), a
-    bar each, labelled with its figure: such a run gives no step, so it has no speedup or
-    step-time chart, and its own figures are what the Speed view shows. None elsewhere."""
-    found = run_text.per_kernel_figures(points)
-    if not found:
-        return None
-    df = _frame([{"what": w, "us": us, "mode": w.split(" ")[0]} for w, us in found],
-                ["what", "us", "mode"])
-    y = alt.Y("what:N", title=None, sort=[w for w, _ in found],
-              axis=alt.Axis(labelLimit=LABEL_LIMIT))
-    x = alt.X("us:Q", title="Time per kernel (us)", scale=alt.Scale(zero=True))
-    bars = alt.Chart().mark_bar(height=22).encode(
-        x=x, y=y, color=mode_color(df["mode"], legend_on=False),
-        tooltip=[alt.Tooltip("what:N", title="What"),
-                 alt.Tooltip("us:Q", title="us per kernel", format=".1f")])
-    text = alt.Chart().mark_text(align="left", dx=4).encode(
-        x=x, y=y, text=alt.Text("us:Q", format=".1f"))
-    return fitted(alt.layer(bars, text, data=df), chart_title(
-        "Time per kernel, as published", "no step times: per-kernel figures only"),
-        height=max(40 * len(found), 120))
-
-
 @dataclass
 class _Run:
     """A run's points and what its charts share, each computed once: the memory figures
@@ -402,7 +379,7 @@ RUN_CHARTS: dict[str, Callable[[_Run], alt.TopLevelMixin | None]] = {
     "time-split": lambda d: split_charts.time_split_chart(d.points),
     "energy": lambda d: energy_chart(d.points),
     "energy-above-idle": lambda d: energy_chart(d.points, above_idle=True),
-    "per-kernel": lambda d: per_kernel_chart(d.points),
+    "per-kernel": lambda d: workload_charts.per_kernel_chart(d.points),
 }
 
 
