@@ -157,10 +157,13 @@ PAST_ROUNDS = 0.05
 
 def process_note(m: Measurement) -> str | None:
     """One line for a point whose 95% step interval the spread between processes makes:
-    it reaches past every round it summarises by more than PAST_ROUNDS of the median (the
-    processes' medians widen it, each process one cluster: docs/MEASUREMENT.md,
-    Processes), e.g. '3 processes read 1.35, 0.87, 0.86 ms: the host's state...'. None
-    where the rounds span the interval, or for one process."""
+    it reaches past every round it summarises, at either end, by more than PAST_ROUNDS of
+    the median (the processes' medians widen it, each process one cluster:
+    docs/MEASUREMENT.md, Processes), e.g. '3 processes read 1.35, 0.87, 0.86 ms: the
+    host's state, which lasts a process, puts the interval's low end (0.10 ms) below every
+    round (the lowest 0.11 ms)'. The end (or ends) past the rounds is named: an interval
+    narrower than the rounds that reaches below them was said to "reach past the rounds"
+    (issue 46). None where the rounds span the interval, or for one process."""
     medians = process_medians(m)
     mid = number_or_none(m.timing.step_ms)
     lo = number_or_none(m.intervals.step_ms_ci_low)
@@ -168,12 +171,24 @@ def process_note(m: Measurement) -> str | None:
     if medians is None or mid is None or lo is None or hi is None or mid <= 0:
         return None
     rounds = [v for v in (number_or_none(x) for x in m.timing.samples_ms) if v is not None]
-    if max(min(rounds) - lo, hi - max(rounds)) <= PAST_ROUNDS * mid:
+    if not rounds:
+        return None
+    low, high = min(rounds), max(rounds)
+    below, above = low - lo > PAST_ROUNDS * mid, hi - high > PAST_ROUNDS * mid
+    if below and above:
+        said = (f"makes the interval ({lo:.2f}-{hi:.2f} ms) wider than the rounds "
+                f"themselves ({low:.2f}-{high:.2f} ms)")
+    elif below:
+        said = (f"puts the interval's low end ({lo:.2f} ms) below every round (the lowest "
+                f"{low:.2f} ms)")
+    elif above:
+        said = (f"puts the interval's high end ({hi:.2f} ms) above every round (the highest "
+                f"{high:.2f} ms)")
+    else:
         return None
     read = ", ".join(f"{x:.2f}" for x in medians)
     return (f"{len(medians)} processes read {read} ms: the host's state, which lasts a "
-            f"process, makes the interval ({lo:.2f}-{hi:.2f} ms) reach past the "
-            f"rounds themselves ({min(rounds):.2f}-{max(rounds):.2f} ms)")
+            f"process, {said}")
 
 
 __all__ = ["NOISE_LEVELS", "PAST_ROUNDS", "LaunchCost", "NoiseCounts", "counts",

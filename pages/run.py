@@ -52,8 +52,11 @@ with parts.drawn('The headline'):
         st.info("This run has no points yet.")
     else:
         summary, lines = run_views.headline_text(data.db_url(), data.version(), run_id)
+        # Without a speedup, a published run's own figures are its answer (the V100 blog's
+        # per-kernel times); no headline at all left the page without one.
+        summary = summary or run_text.per_kernel_line(points)
         if summary:
-            st.markdown(f"##### {summary}")
+            st.markdown(f"##### {plain(summary)}")
         level, text = noise.run_noise(points)
         launch = noise.launch_cost(points)
         st.caption(" · ".join([
@@ -79,7 +82,7 @@ with parts.drawn("The charts"):
     paired, split = run_views.figures(data.db_url(), data.version(), run_id)
 if not paired and points:
     st.info("No chart: no point of this run has a step time (every point failed, was "
-            "skipped or is unsupported here; see Points).")
+            "skipped or is unsupported here, or gave no figure; see Points).")
 
 
 def draw_pair(names: tuple[str, str]) -> None:
@@ -96,7 +99,15 @@ def draw_pair(names: tuple[str, str]) -> None:
 
 if speed.open:
     with speed, parts.drawn("The charts"):
-        draw_pair(run_views.PAIRS[0])
+        if run_views.PER_KERNEL in paired and "speedup" not in paired:
+            left, _ = st.columns(2)
+            with left:
+                run_views.draw(paired[run_views.PER_KERNEL], key="chart_per_kernel")
+            st.caption(plain(run_text.per_kernel_line(points) or "") + ". Its source gives "
+                       "no step time, so there is no speedup or step-time chart: the Points "
+                       "view has every figure it gives.")
+        else:
+            draw_pair(run_views.PAIRS[0])
 if memory.open:
     with memory, parts.drawn("The charts"):
         draw_pair(run_views.PAIRS[1])
@@ -116,13 +127,15 @@ if energy_tab.open:
     with energy_tab, parts.drawn("The charts"):
         if "energy" in paired:
             draw_pair(run_views.PAIRS[2])
-            st.caption(energy.CAPTION)
+            left_out = energy.left_out_text(points)
+            st.caption(energy.CAPTION + (f" {left_out}" if left_out else ""))
         elif points:
-            st.info(energy.missing_reason(points))
+            st.info(energy.missing_reason(points, header.source == "published"))
 if split_tab.open:
     with split_tab, parts.drawn("The charts"):
         if not split:
-            st.info("No time split: it needs profiled GPU points (CPU runs have none).")
+            st.info("No time split: it needs profiled GPU points, with GPU busy time and "
+                    "launches a step (CPU runs and published figures have none).")
         # Two a row: three in a row left each plot 60 px tall and cut its legend.
         items = list(split.items())
         for row in range(0, len(items), 2):

@@ -26,19 +26,81 @@ MODE_COLORS = {m: MODE_TABLE[m].color for m in MODES}
 MIN_LINE_POINTS = 3
 
 
-def mode_color(modes=MODES, legend_on: bool = True) -> alt.Color:
+def mode_color(modes=MODES, legend_on: bool = True, orient: str = "top") -> alt.Color:
+    """One colour per mode, its legend without a title (the labels name them) in one row
+    where it fits. `orient="bottom"`: under the plot, for a chart with no other legend, so
+    its plot starts right under the title: two legend rows of two and a title took about
+    80 px above each chart of the Speed view (issue 46), and the two charts side by side
+    (three modes and four) started at different heights."""
     modes = present_modes(modes) or list(MODES)
-    return alt.Color("mode:N", title="Mode", sort=modes,
+    return alt.Color("mode:N", title=None, sort=modes,
                      scale=alt.Scale(domain=modes, range=[MODE_COLORS[m] for m in modes]),
-                     legend=legend(entries=len(modes)) if legend_on else None)
+                     legend=legend(orient, entries=len(modes), labels=modes)
+                     if legend_on else None)
 
 
-def batch_x() -> alt.X:
-    # labelFlush keeps the first and last labels (16,777,216 on kernel-chain) inside the
-    # plot's edges instead of half past them.
+# The narrowest plot a batch axis is drawn in (a half-page column at 1280 px, less its y
+# axis), and the width of one label character at vega's axis font (digits and commas): what
+# says whether the measured batch sizes' labels fit side by side.
+BATCH_PLOT_PX = 300
+LABEL_CHAR_PX = 6.5
+# Pixels between the plot's edges and the first and last batch sizes: a marker (or a bar)
+# at either end is drawn whole, not cut in half by the plot's edge.
+BATCH_PAD_PX = 14
+
+
+def batch_ticks(batches) -> list[int]:
+    """The measured batch sizes, each once, in order: a batch axis ticks these and only
+    these (a tick at 4 or 16 on a run that measured 1, 8, 64 named batch sizes never run)."""
+    return sorted({int(b) for b in batches
+                   if b is not None and not pd.isna(b) and 0 < float(b) <= MAX_FIGURE})
+
+
+def _crowded(ticks: list[int]) -> bool:
+    """Would two neighbouring labels overlap, written level? (Then they are slanted, never
+    dropped: every measured batch size keeps its label.)"""
+    if len(ticks) < 2:
+        return False
+    span = math.log2(ticks[-1]) - math.log2(ticks[0])
+    for a, b in zip(ticks, ticks[1:], strict=False):
+        gap = (math.log2(b) - math.log2(a)) / span * BATCH_PLOT_PX
+        if gap < (len(f"{a:,}") + len(f"{b:,}")) / 2 * LABEL_CHAR_PX + 6:
+            return True
+    return False
+
+
+def batch_x(batches) -> alt.X:
+    """The log2 batch-size axis of every chart, ticked and labelled at exactly the batch
+    sizes measured (`batches`: the chart's own, or every layer's where two charts must
+    share one domain), with room for a whole marker at either end."""
+    ticks = batch_ticks(batches)
+    lo, hi = (ticks[0], ticks[-1]) if ticks else (1, 1)
+    if lo == hi:  # one batch size: a log scale needs a span to place it in
+        lo, hi = lo / 2, hi * 2
+    slanted = _crowded(ticks)
+    # labelFlush (within the padding): the first and last labels (16,777,216 on
+    # kernel-chain) read inward from their ticks instead of half past the plot's edges.
+    axis = alt.Axis(values=ticks, format=",d", labelOverlap=False,
+                    labelFlush=BATCH_PAD_PX + 1 if not slanted else False,
+                    labelAngle=-35 if slanted else 0, labelAlign="right" if slanted else
+                    alt.Undefined)
     return alt.X("batch_size:Q", title=title("batch_size"),
-                 scale=alt.Scale(type="log", base=2, nice=False),
-                 axis=alt.Axis(format=",d", labelOverlap=True, labelFlush=True))
+                 scale=alt.Scale(type="log", base=2, nice=False, domain=[lo, hi],
+                                 padding=BATCH_PAD_PX),
+                 axis=axis)
+
+
+def batch_band_x(batches) -> alt.X:
+    """The batch axis of a bar chart (a band a measured batch size): labelled as the log2
+    axis is ('1,024', never '1024' beside it), every label kept, slanted where the bands
+    are too narrow for them level."""
+    ticks = batch_ticks(batches)
+    widest = max((len(f"{b:,}") for b in ticks), default=1) * LABEL_CHAR_PX + 6
+    slanted = bool(ticks) and widest > BATCH_PLOT_PX / len(ticks)
+    return alt.X("batch_size:O", title=title("batch_size"), sort=ticks,
+                 axis=alt.Axis(labelExpr="format(datum.value, ',d')", labelOverlap=False,
+                               labelAngle=-35 if slanted else 0,
+                               labelAlign="right" if slanted else alt.Undefined))
 
 
 def log_ticks(values) -> list[float]:
@@ -60,8 +122,11 @@ def log_ticks(values) -> list[float]:
 
 def log_y(field: str, values, name: str | None = None) -> alt.Y:
     ticks = log_ticks(values)
+    # Padded: a figure just under its top tick (the L40S's 9.88x under 10) was a marker
+    # cut in half by the plot's edge.
     return alt.Y(f"{field}:Q", title=title(name or field),
-                 scale=alt.Scale(type="log", domain=[ticks[0], ticks[-1]], nice=False),
+                 scale=alt.Scale(type="log", domain=[ticks[0], ticks[-1]], nice=False,
+                                 padding=BATCH_PAD_PX // 2),
                  axis=alt.Axis(values=ticks, format="~g"))
 
 
@@ -100,11 +165,13 @@ def one_x_rule() -> alt.Chart:
 
 
 def error_bars(df: pd.DataFrame, low: str, high: str, y: alt.Y, color: alt.Color,
-                **encoding) -> alt.Chart | None:
+               x: alt.X | None = None, **encoding) -> alt.Chart | None:
     """The 95% interval of each point that has one, as a vertical bar with ticks, on the
-    layer's shared data (a filter skips points without one); None when no point has one."""
+    layer's shared data (a filter skips points without one); None when no point has one.
+    `x`: the chart's batch axis (by default one over the frame's batch sizes)."""
     if not df[[low, high]].notna().all(axis=1).any():
         return None
     return alt.Chart().mark_errorbar(ticks=True).encode(
-        x=batch_x(), y=y, y2=f"{high}:Q", color=color, **encoding,
+        x=x if x is not None else batch_x(df["batch_size"]), y=y, y2=f"{high}:Q",
+        color=color, **encoding,
     ).transform_filter(f"isValid(datum['{low}']) && isValid(datum['{high}'])")

@@ -37,9 +37,10 @@ from contract.measurement import Measurement
 from contract.metrics import BYTES_PER_MIB
 from contract.speedups import Speedup, speedups, usable
 from contract.vocab import MODE_TABLE
-from pages.charts import split_charts
+from pages.charts import split_charts, workload_charts
 from pages.charts.encodings import (
     MIN_LINE_POINTS,
+    batch_band_x,
     batch_tip,
     batch_x,
     error_bars,
@@ -60,7 +61,7 @@ from pages.charts.layout import (  # noqa: F401 - WIDTH: the report's width, her
     present_modes,
     unfitted,
 )
-from pages.logic import cost, energy
+from pages.logic import cost, energy, run_text
 from pages.logic.comparing import RunSpeedups
 from pages.logic.metrics import title
 
@@ -92,15 +93,16 @@ def speedup_chart(found: Sequence[Speedup]) -> alt.LayerChart | None:
         return None
     df = _frame(rows, ["mode", "batch_size", *SPEEDUP_TIPS])
     y = log_y("speedup", _speedup_values(df))
-    color = mode_color(df["mode"])
-    layers = lines_and_points(batch_x(), y, color,
+    color = mode_color(df["mode"], orient="bottom")
+    layers = lines_and_points(batch_x(df["batch_size"]), y, color,
                                [mode_tip(), batch_tip(), *(tip(n) for n in SPEEDUP_TIPS)],
                                by=["mode"])
     bars = error_bars(df, "speedup_ci_low", "speedup_ci_high",
                        log_y("speedup_ci_low", _speedup_values(df), "speedup"), color)
     chart = alt.layer(*layers, *([bars] if bars is not None else []), one_x_rule(), data=df)
-    return fitted(chart, chart_title("Speedup over eager",
-                                     "95% interval; dashed line: 1x = eager"))
+    # Named as drawn: a run without intervals (published figures) has no bar to explain.
+    what = "95% interval" if bars is not None else "no interval measured"
+    return fitted(chart, chart_title("Speedup over eager", f"{what}; dashed line: 1x = eager"))
 
 
 def step_time_chart(points: Sequence[Measurement]) -> alt.LayerChart | None:
@@ -115,24 +117,27 @@ def step_time_chart(points: Sequence[Measurement]) -> alt.LayerChart | None:
                   **{c: m.value(c) for c in cols}} for m in ok], ["mode", "batch_size", *cols])
     values = df[cols].to_numpy().ravel()
     y = log_y("step_ms", values)
-    color = mode_color(df["mode"])
-    layers = lines_and_points(batch_x(), y, color,
-                               [mode_tip(), batch_tip(), *(tip(c) for c in cols)],
+    color = mode_color(df["mode"], orient="bottom")
+    x = batch_x(df["batch_size"])
+    layers = lines_and_points(x, y, color, [mode_tip(), batch_tip(), *(tip(c) for c in cols)],
                                by=["mode"])
     no_ci = df[df["step_ms_ci_low"].isna() | df["step_ms_ci_high"].isna()]
     banded = no_ci.dropna(subset=["step_ms_p10", "step_ms_p90"])
     if not banded.empty:
         band = alt.Chart(banded).mark_area(opacity=0.2).encode(
-            x=batch_x(), y=log_y("step_ms_p10", values, "step_ms"),
+            x=x, y=log_y("step_ms_p10", values, "step_ms"),
             y2="step_ms_p90:Q", color=color)
         layers.insert(0, band)
     bars = error_bars(df, "step_ms_ci_low", "step_ms_ci_high",
-                       log_y("step_ms_ci_low", values, "step_ms"), color)
+                       log_y("step_ms_ci_low", values, "step_ms"), color, x=x)
     if bars is not None:
         layers.append(bars)
-    what = ("95% interval" if bars is not None and banded.empty else "p10-p90 band, no "
-            "interval" if bars is None else "95% interval (p10-p90 band where none)")
-    return fitted(alt.layer(*layers, data=df), chart_title("Step time", f"median, {what}"))
+    what = ("no interval or band given" if bars is None and banded.empty else
+            "95% interval" if banded.empty else "p10-p90 band, no interval"
+            if bars is None else "95% interval (p10-p90 band where none)")
+    # The statistic the figures are (a published article's means are not medians).
+    stat = run_text.step_statistic(ok)
+    return fitted(alt.layer(*layers, data=df), chart_title("Step time", f"{stat}, {what}"))
 
 
 def _mib(v: float | None) -> float | None:
@@ -171,8 +176,7 @@ def memory_chart(costs: Sequence[cost.Cost]) -> alt.Chart | None:
     # Two legends on top sit side by side and ran past a half-page chart: the parts' legend
     # goes under the plot.
     chart = alt.Chart(long).mark_bar().encode(
-        x=alt.X("batch_size:O", title=title("batch_size"),
-                axis=alt.Axis(labelAngle=0, labelOverlap=True)),
+        x=batch_band_x(long["batch_size"]),
         xOffset=alt.XOffset("mode:N", sort=modes),
         y=alt.Y("MiB:Q", title="Graph pool (MiB)" if old else "Kept on the GPU (MiB)",
                 stack="zero"),
@@ -237,8 +241,11 @@ def tradeoff_chart(costs: Sequence[cost.Cost]) -> alt.LayerChart | None:
     # Labels read away from the nearer side: a label right of the rightmost point ran past
     # the chart's edge.
     mid = float(df["cost_mib"].min() + df["cost_mib"].max()) / 2
-    labels = [alt.Chart().mark_text(align=side, dx=7 if side == "left" else -7, dy=-6,
-                                    fontSize=10).encode(
+    # Those reading left sit above their point, those reading right below it: two points
+    # at one height (reduce-overhead at 4 MiB, cuda-graph at 38 MiB, both near 7x) ran their
+    # labels into each other.
+    labels = [alt.Chart().mark_text(align=side, dx=7 if side == "left" else -7,
+                                    dy=-8 if side == "left" else 12, fontSize=10).encode(
         x=x, y=y, color=color, text="label:N").transform_filter(
         f"datum.label && (datum.cost_mib {'<=' if side == 'left' else '>'} {mid!r})")
         for side in ("left", "right")]
@@ -286,15 +293,16 @@ def compare_chart(runs: Sequence[RunSpeedups]) -> alt.LayerChart | None:
     tips = [alt.Tooltip("run:N", title="Run"), mode_tip(), batch_tip(),
             *(tip(n) for n in SPEEDUP_TIPS)]
     n = "_series_points"
+    x = batch_x(df["batch_size"])
     line = (alt.Chart().mark_line(opacity=0.8).encode(
-        x=batch_x(), y=y, color=color, strokeDash=dash, detail="run:N")
+        x=x, y=y, color=color, strokeDash=dash, detail="run:N")
         .transform_joinaggregate(**{n: "count()"}, groupby=["run", "mode"])
         .transform_filter(f"datum.{n} >= {MIN_LINE_POINTS}"))
     points = alt.Chart().mark_point(filled=True, size=70, opacity=0.9).encode(
-        x=batch_x(), y=y, color=color, shape=shape, tooltip=tips)
+        x=x, y=y, color=color, shape=shape, tooltip=tips)
     bars = error_bars(df, "speedup_ci_low", "speedup_ci_high",
                        log_y("speedup_ci_low", _speedup_values(df), "speedup"), color,
-                       detail="mode:N")
+                       x=x, detail="mode:N")
     chart = alt.layer(line, points, *([bars] if bars is not None else []), one_x_rule(),
                       data=df)
     return fitted(chart, chart_title("Speedup over eager, per run and mode",
@@ -315,31 +323,36 @@ def energy_chart(points: Sequence[Measurement], above_idle: bool = False
     error bar; `above_idle`: the energy above the device's idle draw instead (linear axis,
     no interval). None when no point has the figure."""
     field = "energy_above_idle_mj_per_step" if above_idle else "energy_mj_per_step"
+    drawn = energy.energy_points(points)
     # Inside the counter's error an energy above idle is not a number to draw (the
     # caption says so); a gain is quoted by the one rule, "inconclusive" included.
     rows = [{"mode": m.mode, "batch_size": m.batch_size,
              **{c: m.value(c) for c in ENERGY_TIPS}, "gain_text": energy.gain_text(m)}
-            for m in energy.energy_points(points)
+            for m in drawn
             if m.value(field) is not None and not (above_idle and energy.within_error(m))]
     if not rows:
         return None
     df = _frame(rows, ["mode", "batch_size", *ENERGY_TIPS, "gain_text"])
-    color = mode_color(df["mode"])
+    # Both energy charts on the batch sizes that have an energy figure: the points left
+    # out above idle must not move its axis away from the chart beside it.
+    x = batch_x([m.batch_size for m in drawn])
+    color = mode_color(df["mode"], orient="bottom")
     tips = [mode_tip(), batch_tip(), *(tip(c, ".3f") for c in (
         "energy_mj_per_step", "energy_mj_per_step_ci_low", "energy_mj_per_step_ci_high",
         "energy_above_idle_mj_per_step")), tip("avg_power_w", ".1f"),
         tip("idle_power_w", ".1f"), alt.Tooltip("gain_text:N", title="Energy gain over eager")]
     if above_idle:
-        y = alt.Y(f"{field}:Q", title=title(field))
-        layers = lines_and_points(batch_x(), y, color, tips, by=["mode"])
+        y = alt.Y(f"{field}:Q", title=title(field), axis=alt.Axis(labelFlush=False))
+        layers = lines_and_points(x, y, color, tips, by=["mode"])
         zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(
             strokeDash=[4, 4], color="#444").encode(y="y:Q")
         return fitted(alt.layer(*layers, zero, data=df), chart_title(
-            "Energy per step above idle", "median; dashed line: the device's idle draw"))
+            "Energy per step above idle",
+            "within the counter's error: not drawn; dashed line: idle"))
     cols = ["energy_mj_per_step", "energy_mj_per_step_ci_low", "energy_mj_per_step_ci_high"]
     values = df[cols].to_numpy().ravel()
-    layers = lines_and_points(batch_x(), log_y(field, values), color, tips, by=["mode"])
-    bars = error_bars(df, cols[1], cols[2], log_y(cols[1], values, field), color)
+    layers = lines_and_points(x, log_y(field, values), color, tips, by=["mode"])
+    bars = error_bars(df, cols[1], cols[2], log_y(cols[1], values, field), color, x=x)
     return fitted(alt.layer(*layers, *([bars] if bars is not None else []), data=df),
                   chart_title("Energy per step", "mean power x timed step, 95% interval"))
 
@@ -366,6 +379,7 @@ RUN_CHARTS: dict[str, Callable[[_Run], alt.TopLevelMixin | None]] = {
     "time-split": lambda d: split_charts.time_split_chart(d.points),
     "energy": lambda d: energy_chart(d.points),
     "energy-above-idle": lambda d: energy_chart(d.points, above_idle=True),
+    "per-kernel": lambda d: workload_charts.per_kernel_chart(d.points),
 }
 
 

@@ -8,6 +8,7 @@ contract/host_split.py.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 
 import altair as alt
@@ -25,6 +26,8 @@ from pages.logic.metrics import metric, title
 # Three parts told apart at a glance, GPU work in the GPU's green, the launches in the
 # colour the timeline gives a kernel launch.
 PART_COLORS = {"gpu": "#59a14f", "launch": "#4e79a7", "rest": "#bab0ac"}
+# One dash a batch size for the projection lines (solid first), told apart in a legend.
+DASHES = [[1, 0], [6, 3], [1, 3], [10, 3, 2, 3], [3, 6], [14, 4], [6, 2, 1, 2, 1, 2], [2, 8]]
 
 
 def split_long(splits: Sequence[tuple[Measurement, host_split.StepSplit]]) -> pd.DataFrame:
@@ -48,8 +51,7 @@ def split_share_chart(long: pd.DataFrame, mode: str) -> alt.Chart | None:
                                       range=[PART_COLORS[p] for p in host_split.PARTS]),
                       legend=legend(entries=1, direction="vertical"))
     # The runs' log2 batch axis (a band axis drew no bars in the page's Vega-Lite).
-    x = batch_x()
-    x.scale = alt.Scale(type="log", base=2, nice=False, padding=12)  # whole end bars
+    x = batch_x(long["batch_size"])  # every mode's chart on one batch domain
     bars = alt.Chart(df).mark_bar(size=14).encode(
         x=x,
         y=alt.Y("share:Q", title="Share of the step", stack="zero",
@@ -75,33 +77,38 @@ def launch_scatter_chart(found: Sequence[step_split.Round],
     rounds = rounds.assign(process=rounds["process"].map(lambda p: f"process {p}"))
     lines = pd.DataFrame(list(projected), columns=["batch_size", "launch_us", "step_ms"])
     procs = sorted(set(rounds["process"]))
+    # Padded, so that a round at either end of a range is drawn whole.
     x = alt.X("launch_us:Q", title="Launch cost in the round (us a launch)",
-              scale=alt.Scale(type="log", nice=False, zero=False))
+              scale=alt.Scale(type="log", nice=False, zero=False, padding=10))
     y = alt.Y("step_ms:Q", title=f"{mode} step (ms)",
-              scale=alt.Scale(type="log", nice=False, zero=False))
+              scale=alt.Scale(type="log", nice=False, zero=False, padding=10))
     dots = alt.Chart(rounds).mark_point(filled=True, size=36, opacity=0.75).encode(
         x=x, y=y, color=alt.Color("process:N", title="Process", sort=procs,
                                   scale=alt.Scale(scheme="dark2"),
-                                  legend=legend(entries=len(procs))),
+                                  legend=legend(entries=len(procs), labels=procs)),
         tooltip=[batch_tip(), alt.Tooltip("process:N", title="Process"),
                  alt.Tooltip("round:Q", title="Round"),
                  alt.Tooltip("launch_us:Q", title="Launch cost (us)", format=".1f"),
                  alt.Tooltip("step_ms:Q", title="Step (ms)", format=".3f")])
-    layers = [dots]
+    layers: list[alt.Chart] = [dots]
     if not lines.empty:
-        layers.insert(0, alt.Chart(lines).mark_line(color="#777", strokeDash=[5, 3]).encode(
-            x=x, y=y, detail="batch_size:O", tooltip=[batch_tip()]))
-        # Each line named at its left end, above it: at the right end a label ran past
-        # the plot's edge.
-        ends = lines.loc[lines.groupby("batch_size")["launch_us"].idxmin()]
-        layers.append(alt.Chart(ends).mark_text(align="left", dx=2, dy=-7, fontSize=10,
-                                                color="#555").encode(
-            x=x, y=y, text=alt.Text("batch_size:Q", format=",d")))
+        # Each line's batch size told by its dash, in a legend under the plot: a number
+        # written at a line's end sat on the rounds' dots (issue 46).
+        batches = sorted({int(b) for b in lines["batch_size"]})
+        lines = lines.assign(batch=lines["batch_size"].map(lambda b: f"{int(b):,}"))
+        names = [f"{b:,}" for b in batches]
+        layers.insert(0, alt.Chart(lines).mark_line(color="#555").encode(
+            x=x, y=y, strokeDash=alt.StrokeDash(
+                "batch:N", title="Projected step at batch", sort=names,
+                scale=alt.Scale(domain=names, range=DASHES[:len(names)]),
+                legend=legend("bottom", entries=len(names), labels=names, symbolType="stroke",
+                              symbolStrokeColor="#555", symbolSize=400)),
+            tooltip=[batch_tip()]))
     # A short subtitle: fit-x narrows the plot until the title fits, so a long one left
     # the plot 80 px wide. The projection's rule is in the view's caption.
     return fitted(alt.layer(*layers), chart_title(
         f"{mode}: step against the round's launch cost",
-        "dots: rounds · dashed: projected step, by batch size"))
+        "dots: rounds · lines: projected step, by batch size"))
 
 
 def host_split_charts(points: Sequence[Measurement]) -> dict[str, alt.TopLevelMixin]:
@@ -151,9 +158,42 @@ def time_split_frame(points: Sequence[Measurement]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["mode", "batch_size", *SPLIT_TIPS])
 
 
+def _busy_chart(busy: pd.DataFrame, x: alt.X) -> alt.TopLevelMixin:
+    """The GPU busy fraction of the step per mode, 0-100% with the 100% line on its tick:
+    a fraction a little over 1 (busy time and step timed apart) widens the axis to it
+    instead of lifting the line off its label."""
+    top = max(1.0, float(busy["busy_fraction"].max()))
+    ticks = [i / 5 for i in range(6)]
+    # labelFlush off: vega nudged the 0% and 100% labels off their lines.
+    y = alt.Y("busy_fraction:Q", title=title("busy_fraction"),
+              scale=alt.Scale(domain=[0, top], nice=False, padding=6),
+              axis=alt.Axis(format="%", values=ticks, labelFlush=False))
+    rule = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(
+        y="y:Q")
+    layers = lines_and_points(x, y, mode_color(busy["mode"], orient="bottom"), _split_tips(),
+                              by=["mode"])
+    return fitted(alt.layer(*layers, rule, data=busy),
+                  chart_title("GPU busy / step time", "dashed line: 100%, no launch gaps left"))
+
+
+def _launches_chart(launches: pd.DataFrame, x: alt.X) -> alt.TopLevelMixin:
+    """Host launches per step per mode on a symlog axis: eager's hundreds, reduce-
+    overhead's one and cuda-graph's none each on its own line (on a linear axis 0 and 1
+    lay on the zero line, read as below it)."""
+    top = float(launches["host_launches_per_step"].max())
+    ticks = [0.0, *(10.0 ** e for e in range(0, max(int(math.log10(max(top, 1))) + 2, 1)))]
+    y = alt.Y("host_launches_per_step:Q", title=title("host_launches_per_step"),
+              scale=alt.Scale(type="symlog", domain=[0, ticks[-1]], nice=False, padding=6),
+              axis=alt.Axis(values=ticks, format=",d", labelFlush=False))
+    layers = lines_and_points(x, y, mode_color(launches["mode"], orient="bottom"),
+                              _split_tips(), by=["mode"])
+    return fitted(alt.layer(*layers, data=launches),
+                  chart_title("Launches per step", "host launches (0, 1, 10, ...: symlog axis)"))
+
+
 def time_split_charts(points: Sequence[Measurement]) -> dict[str, alt.TopLevelMixin]:
     """Where the time goes, as separate charts (each stretches to its column): the GPU
-    busy fraction of the step (1.0 = no launch gaps left), host launches per step, and
+    busy fraction of the step (100% = no launch gaps left), host launches per step, and
     eager's host launch time (launches x the host's launch cost) beside its GPU busy time:
     when the first exceeds the second, the step is launch-bound, and that is what a CUDA
     graph removes."""
@@ -161,22 +201,13 @@ def time_split_charts(points: Sequence[Measurement]) -> dict[str, alt.TopLevelMi
     split = time_split_frame(points)
     if split.empty:
         return out
+    x = batch_x(split["batch_size"])
     busy = split.dropna(subset=["busy_fraction"])
     if not busy.empty:
-        y = alt.Y("busy_fraction:Q", title=title("busy_fraction"), axis=alt.Axis(format="%"))
-        rule = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(
-            y="y:Q")
-        layers = lines_and_points(batch_x(), y, mode_color(busy["mode"]), _split_tips(),
-                                   by=["mode"])
-        out["busy"] = fitted(alt.layer(*layers, rule, data=busy),
-                             chart_title("GPU busy / step time", "1.0: no launch gaps left"))
+        out["busy"] = _busy_chart(busy, x)
     launches = split.dropna(subset=["host_launches_per_step"])
     if not launches.empty:
-        y = alt.Y("host_launches_per_step:Q", title=title("host_launches_per_step"))
-        layers = lines_and_points(batch_x(), y, mode_color(launches["mode"]),
-                                   _split_tips(), by=["mode"])
-        out["launches"] = fitted(alt.layer(*layers, data=launches),
-                                 chart_title("Launches per step", "host launches"))
+        out["launches"] = _launches_chart(launches, x)
     eager = split[(split["mode"] == "eager")].dropna(subset=["host_launch_ms"])
     if not eager.empty:
         long = eager.melt(id_vars=["batch_size"], value_vars=list(LAUNCH_VS_BUSY),
@@ -184,9 +215,9 @@ def time_split_charts(points: Sequence[Measurement]) -> dict[str, alt.TopLevelMi
         long["figure"] = long["figure"].map(lambda n: metric(n).label)
         figures = [metric(n).label for n in LAUNCH_VS_BUSY]
         out["launch-vs-busy"] = fitted(alt.Chart(long).mark_line(point=True).encode(
-            x=batch_x(), y=alt.Y("ms:Q", title="Time per step (ms)"),
+            x=x, y=alt.Y("ms:Q", title="Time per step (ms)"),
             color=alt.Color("figure:N", title="Eager", sort=figures,
-                            legend=legend(entries=len(figures))),
+                            legend=legend(entries=len(figures), labels=figures)),
             strokeDash=alt.StrokeDash("figure:N", legend=None),
             tooltip=[batch_tip(), alt.Tooltip("figure:N", title="What"),
                      alt.Tooltip("ms:Q", title="ms", format=".3f")],

@@ -68,8 +68,11 @@ def missing_reason(points: Sequence[Measurement], device: str | None) -> str:
                 "allocator (the graph pool kept after capture, the peak allocated); on a "
                 "CPU there is no graph pool, and the graph modes are unsupported"
                 f"{said}.")
-    if not usable(points):
+    if not any(m.status == "ok" for m in points):
         return "No memory figures: no point of this run ended ok (see Points)."
+    if not usable(points):  # ok, yet without a step: published per-kernel figures
+        return ("No memory figures: its points have no step measured here (published "
+                "figures that give none).")
     return ("No memory figures: its points recorded none (a run from before memory was "
             "measured, or a published figure without it).")
 

@@ -56,29 +56,67 @@ def gain_text(m: Measurement) -> str:
     return vd.quoted(e.energy_gain, e.energy_gain_ci_low, e.energy_gain_ci_high)
 
 
+def mj_text(value: float | None) -> str:
+    """An energy in mJ to three significant figures, never in e-notation: '17.1 mJ',
+    '1,140 mJ' (':.3g' wrote eager's 1,140 mJ on the H200 decode sample as 1.14e+03)."""
+    if value is None:
+        return "—"
+    v = float(value)
+    return f"{v:,.0f} mJ" if abs(v) >= 1000 else f"{v:.3g} mJ"
+
+
 def above_idle_text(value: float | None, within: bool) -> str:
     """An energy above idle as every table shows it: never a number inside the error."""
     if within:
         return WITHIN_ERROR
-    return "—" if value is None else f"{value:.3g} mJ"
+    return "—" if value is None else mj_text(value)
+
+
+def left_out_text(points: Sequence[Measurement]) -> str | None:
+    """Which points the above-idle chart leaves out, mode by mode: a mode drawn there as one
+    dot (or none) is one whose other energies above idle are within the counter's error,
+    e.g. 'Not drawn above idle, within the counter's error: compile at batches 1, 8, 64'.
+    None when every point is drawn."""
+    out: dict[str, list[int]] = {}
+    for m in energy_points(points):
+        if within_error(m):
+            out.setdefault(m.mode, []).append(m.batch_size)
+    if not out:
+        return None
+    said = [f"{mode} at batch{'es' if len(b) > 1 else ''} {', '.join(map(str, b))}"
+            for mode, b in out.items()]
+    return f"Not drawn above idle, {WITHIN_ERROR}: " + "; ".join(said) + "."
 
 
 def has_energy(points: Sequence[Measurement]) -> bool:
     return bool(energy_points(points))
 
 
-def missing_reason(points: Sequence[Measurement]) -> str:
+PUBLISHED_NONE = ("No energy figures: published figures, and their source gives none "
+                  "(energy is measured by launchbench's runner only).")
+
+
+def missing_reason(points: Sequence[Measurement], published: bool = False) -> str:
     """Why a run has no energy figure, in one line: the reason its points recorded (the
-    most common one), or that it predates energy."""
+    most common one), that its source gives none (a `published` run: it was never
+    measured here, so "measured before launchbench recorded energy" was untrue), or that
+    it predates energy."""
     reasons = Counter(m.energy.unavailable_reason for m in points
                       if m.energy.unavailable_reason)
     if not reasons:
-        return NOT_RECORDED
+        return PUBLISHED_NONE if published else NOT_RECORDED
     return f"No energy figures: {reasons.most_common(1)[0][0]}."
 
 
 def _watts(v: float | None) -> str:
     return "—" if v is None else f"{v:.0f} W"
+
+
+def _against_eager(gain: float) -> str:
+    """'85% less energy per step than eager', or 'the same energy per step as eager'
+    ('the same ... than eager' read wrong)."""
+    said = less_energy(gain)
+    return f"{said} {'as' if said.startswith('the same') else 'than'} eager"
 
 
 def _best_line(mode: str, rows: list[Measurement], eager: dict[int, Measurement]) -> str:
@@ -89,11 +127,11 @@ def _best_line(mode: str, rows: list[Measurement], eager: dict[int, Measurement]
                 f"(e.g. batch {rows[0].batch_size}: {gain_text(rows[0])}).")
     r = max(ranked, key=lambda m: float(m.energy.energy_gain or 0))
     e = r.energy
-    line = (f"Energy: {mode} at batch {r.batch_size}: {e.energy_mj_per_step:.3g} mJ per "
-            f"step: {less_energy(float(e.energy_gain or 0))} than eager ({gain_text(r)})")
+    line = (f"Energy: {mode} at batch {r.batch_size}: {mj_text(e.energy_mj_per_step)} per "
+            f"step: {_against_eager(float(e.energy_gain or 0))} ({gain_text(r)})")
     if r.batch_size in eager:
         base = eager[r.batch_size].energy
-        line += (f"; eager {base.energy_mj_per_step:.3g} mJ; average power "
+        line += (f"; eager {mj_text(base.energy_mj_per_step)}; average power "
                  f"{_watts(e.avg_power_w)} against eager's {_watts(base.avg_power_w)}")
     return line + "."
 

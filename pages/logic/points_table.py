@@ -177,6 +177,33 @@ def points_table(points: Sequence[Measurement]) -> pd.DataFrame:
     return out.drop(columns=empty)
 
 
+# A table drawn whole on the page (issue 46: 28 rows sat in a 400 px scroll box with the
+# Verdict column cut): the grid's row height, and a column's width from its longest text
+# at the grid's font, plus the cell's padding.
+ROW_PX, CHAR_PX, CELL_PAD_PX = 35, 7.0, 26
+# A note (or a failure's message) is cut at this width; each is in full under the table.
+WIDEST_COLUMN_PX = 480
+# A float cell of a table drawn here (the per-kernel table's 48.5621 us): two decimals.
+FLOAT_FORMAT = "%.2f"
+
+
+def table_height(rows: int) -> int:
+    """The pixels that show a table's header and every one of its `rows`."""
+    return (rows + 1) * ROW_PX + 3
+
+
+def column_widths(frame: pd.DataFrame, widest: int = WIDEST_COLUMN_PX) -> dict[str, int]:
+    """Each column as wide as its header and its longest cell, so that no cell is cut; at
+    most `widest` pixels (a long note, written in full under the table)."""
+    out = {}
+    for c in frame.columns:
+        float_col = pd.api.types.is_float_dtype(frame[c])
+        texts = [str(c), *((FLOAT_FORMAT % v if float_col and pd.notna(v) else str(v))
+                           for v in frame[c])]
+        out[str(c)] = min(int(max(map(len, texts)) * CHAR_PX) + CELL_PAD_PX, widest)
+    return out
+
+
 def _process_text(m: Measurement) -> str:
     found = noise.process_medians(m)
     return MISSING if found is None else ", ".join(f"{x:.2f}" for x in found)

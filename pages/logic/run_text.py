@@ -11,9 +11,10 @@ from contract import speedups as sp
 from contract import verdict as vd
 from contract.measurement import Measurement
 from contract.noise import launch_cost
+from contract.numbers import number_or_none
 from contract.run_summary import BREAK_EVEN_LABEL, RunHeader, RunSummary, summarize
 from pages.logic import energy
-from pages.logic.metrics import MISSING, NO_INTERVAL, format_interval, format_value
+from pages.logic.metrics import NO_INTERVAL, format_interval, format_value
 from pages.logic.names import device_name, known
 
 PUBLISHED_NOTE = ("Published figures, transcribed from the cited article: not measured by "
@@ -32,8 +33,36 @@ def run_title(header: RunHeader, shown: Callable[[str], str] = str,
     return f"Run {header.id}: {shown(header.workload)} on {gpu}{version}{mark}"
 
 
+NOT_RECORDED = "not recorded"
+
+
 def torch_text(header: RunHeader, shown: Callable[[str], str] = str) -> str:
-    return f"torch {shown(known(header.torch_version) or MISSING)}"
+    """'torch 2.11.0+cu130', or 'torch not recorded' (a dash beside the word read as a
+    figure lost; a published run may not name one: the V100 blog ran no PyTorch)."""
+    version = known(header.torch_version)
+    return f"torch {shown(version)}" if version else f"torch {NOT_RECORDED}"
+
+
+# The environment's fields as the Environment view names them, in the bundle's order.
+ENVIRONMENT_LABELS = {
+    "device": "Device", "gpu_name": "GPU", "gpu_count": "GPU count", "sm_count": "SMs",
+    "gpu_memory_bytes": "GPU memory", "driver_version": "Driver", "cuda_version": "CUDA",
+    "torch_version": "torch", "triton_version": "Triton", "python_version": "Python",
+    "hostname": "Host", "cpu_model": "CPU"}
+BYTES_PER_GIB = 1024 ** 3
+
+
+def environment_rows(header: RunHeader) -> list[dict[str, str]]:
+    """The run's environment as the Environment view's rows, each value as a reader reads
+    it: GPU memory in GiB (150109880320 said nothing), an unknown field 'not recorded'."""
+    rows = []
+    for field, value in header.environment().to_json().items():
+        text = known(value)
+        if field == "gpu_memory_bytes" and text is not None and text.isdigit():
+            text = f"{int(text) / BYTES_PER_GIB:,.1f} GiB"
+        rows.append({"field": ENVIRONMENT_LABELS.get(field, field),
+                     "value": text if text is not None else NOT_RECORDED})
+    return rows
 
 
 def summary_of(header: RunHeader, points: Iterable[Measurement]) -> RunSummary:
@@ -65,16 +94,38 @@ def batch_span(chosen: Sequence[int], measured: Iterable[int]) -> str:
     return "batches " + ", ".join(str(b) for b in sorted(chosen))
 
 
-def _best_line(b: sp.ModeBest, measured: Sequence[int]) -> str:
-    """One mode's best speedup in words, by its verdict (contract/verdict.py)."""
+MEDIAN, MEAN = "median", "mean"
+
+
+def step_statistic(points: Iterable[Measurement]) -> str:
+    """The statistic of the run's step times: 'median' (what launchbench measures), or
+    'mean' where every ok point that names its statistic names a mean (the published L40S
+    article's CUDA-event means): a chart or sentence labels the figures it shows."""
+    said = {str(m.source.statistic).strip().lower().split(" ")[0] for m in points
+            if m.status == "ok" and m.source.statistic}
+    return MEAN if said == {MEAN} else MEDIAN
+
+
+def _ties(b: sp.ModeBest, found: Sequence[sp.Speedup]) -> list[int]:
+    """The other batch sizes within noise of the best, quoted beside it: those of the same
+    verdict only. A point whose own interval holds 1x is no speedup, so it is never named
+    beside an "up to" figure (run 13 of the samples: compile at batch 1, 0.99-1.14x)."""
+    verdicts = {x.batch_size: x.verdict for x in found}
+    return [t for t in b.ties if t != b.batch_size and verdicts.get(t) == b.verdict]
+
+
+def _best_line(b: sp.ModeBest, found: Sequence[sp.Speedup], stat: str = MEDIAN) -> str:
+    """One mode's best speedup in words, by its verdict (contract/verdict.py); `found`:
+    the mode's speedups, `stat` the statistic of their step times (step_statistic)."""
     mode, batch = b.mode, b.batch_size
+    measured = [x.batch_size for x in found]
     if b.verdict == vd.INCONCLUSIVE:
         return (f"{mode}: inconclusive at every measured batch size (95% intervals span "
                 f"both sides of 1x by more than {vd.SPREAD_LIMIT:g}x; narrowest at batch "
                 f"{batch}: {vd.interval_text(b.ci_low, b.ci_high)})")
     ci = format_interval("speedup", b.ci_low, b.ci_high)
     times = (f"{format_value('step_ms', b.step_ms)} vs "
-             f"{format_value('step_ms', b.eager_ms)}, medians")
+             f"{format_value('step_ms', b.eager_ms)}, {stat}s")
     figure = f"{format_value('speedup', b.speedup)}{'' if ci == NO_INTERVAL else f' ({ci})'}"
     if b.verdict == vd.SAME:
         line = (f"{mode}: no speedup beyond noise: at best {figure} at batch {batch} "
@@ -85,8 +136,8 @@ def _best_line(b: sp.ModeBest, measured: Sequence[int]) -> str:
         line = f"{mode}: up to {figure} over eager, at batch {batch} ({times})"
     if ci == NO_INTERVAL:
         line += f"; {NO_INTERVAL}"
-    elif len(b.ties) > 1:
-        line += f"; {batch_span(b.ties, measured)} within noise"
+    elif ties := _ties(b, found):
+        line += f"; within noise of it: {batch_span(ties, measured)}"
     if vd.medians_disagree(b.eager_ms, b.step_ms, b.ci_low, b.ci_high):
         # Two statistics that disagree are named, not left side by side (as the CLI's #).
         line += f"; {vd.disagree_text(b.eager_ms, b.step_ms)}"
@@ -133,6 +184,37 @@ def _payback_lines(bests: Sequence[sp.ModeBest]) -> list[str]:
     return lines
 
 
+def per_kernel_figures(points: Sequence[Measurement]) -> list[tuple[str, float]]:
+    """A published kernel-chain run's own figures (the V100 blog's), where its points give
+    no step: (what, us per kernel) per ok point, eager's sync-after-each-kernel loop too.
+    Empty for a run whose points have a step (its per-kernel figure is step / kernels)."""
+    out = []
+    for m in sp.in_mode_order(p for p in points if p.status == "ok"):
+        if m.timing.step_ms is not None:
+            continue
+        if (us := number_or_none(m.launches.per_kernel_us)) is not None:
+            out.append((m.mode, us))
+        if (sync := number_or_none(m.launches.per_kernel_us_sync_each_kernel)) is not None:
+            out.append((f"{m.mode} synced after each kernel", sync))
+    return out
+
+
+def per_kernel_line(points: Sequence[Measurement]) -> str | None:
+    """The per-kernel figures in one line, with what they are and at what size, e.g.
+    'Per kernel, as published (CPU wall-clock time per kernel), at 500,000 elements:
+    eager 3.8 us; cuda-graph 3.4 us'. None without such figures."""
+    found = per_kernel_figures(points)
+    if not found:
+        return None
+    ok = [m for m in points if m.status == "ok"]
+    sizes = sorted({m.batch_size for m in ok})
+    stat = next((str(m.source.statistic) for m in ok if m.source.statistic), "")
+    what = f" ({stat.split(',')[0]})" if stat else ""
+    at = ", ".join(f"{b:,}" for b in sizes)
+    return (f"Per kernel, as published{what}, at {at} elements: "
+            + "; ".join(f"{name} {us:g} us" for name, us in found))
+
+
 def headline(points: Sequence[Measurement]) -> list[str]:
     """The run's answer in a few sentences: best speedup per mode and where, with its 95%
     interval and the batch sizes within noise of it (contract/speedups.py ranks by the
@@ -140,9 +222,11 @@ def headline(points: Sequence[Measurement]) -> list[str]:
     how many steps pay back the setup, and the host's launch cost."""
     found = sp.speedups(points)
     bests = sp.mode_bests(found)
-    lines = [_best_line(b, [x.batch_size for x in found if x.mode == b.mode])
-             for b in bests]
-    if not bests:
+    stat = step_statistic(points)
+    lines = [_best_line(b, [x for x in found if x.mode == b.mode], stat) for b in bests]
+    if not bests and (kernels := per_kernel_line(points)):
+        lines.append(kernels + ". No step times, so no speedup over eager to rank.")
+    elif not bests:
         lines.append("No speedup to show: no mode has an ok point beside an ok eager point.")
     elif any(b.verdict == vd.INCONCLUSIVE or b.inconclusive for b in bests):
         lines.append(vd.RULE_TEXT)

@@ -29,7 +29,8 @@ VIEW_CAPTION = ("Each step = GPU busy (its kernels' time) + launch cost (launche
                 "the host's cost of one trivial kernel launch) + the rest of the host "
                 "(Python, dispatcher, syncs), as shares of the step. The scatter: eager's "
                 "step in each round against that round's launch cost, a colour per "
-                "process; dashed: the projection, " + PROJECTION_RULE + ".")
+                "process; the lines (a dash per batch size): the projection, " + PROJECTION_RULE
+                + ".")
 
 
 def splits(points: Sequence[Measurement]) -> list[tuple[Measurement, host_split.StepSplit]]:

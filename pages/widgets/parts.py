@@ -61,7 +61,7 @@ def share_link(url: str) -> None:
                    "address bar holds it.")
         return
     st.caption("Share link: this URL shows the same view in any browser")
-    st.code(url, language=None)
+    st.code(url, language=None, wrap_lines=True)  # whole in a half-page column
 
 
 # One colour and icon per noise level (noise.NOISE_LEVELS), for run and point badges.

@@ -13,6 +13,7 @@ from contract.measurement import Measurement
 from contract.run_summary import RunHeader
 from pages.charts import run_charts, split_charts, workload_charts
 from pages.logic import links, points_table, run_text, workload_views
+from pages.logic.metrics import MISSING
 from pages.logic.plain import MAX_CELL, MAX_SHOWN, cut, plain
 from pages.widgets import data, parts, url
 
@@ -21,6 +22,8 @@ from pages.widgets import data, parts, url
 # the page's time before its first chart; bench/page_speed.py).
 PAIRS = [("speedup", "step-time"), ("memory", "memory-tradeoff"),
          ("energy", "energy-above-idle")]
+# A published kernel-chain run's own figures: the Speed view's chart where no step was given.
+PER_KERNEL = "per-kernel"
 
 
 @st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
@@ -38,7 +41,8 @@ def figures(url: str, data_v: tuple, run_id: int
     Vega-Lite specs: Altair validates a whole spec again each time a page draws it, about
     half of the 100 ms a chart cost per render."""
     points = data.run_points(run_id)
-    paired = run_charts.run_charts(points, names=[n for pair in PAIRS for n in pair])
+    paired = run_charts.run_charts(points, names=[*(n for pair in PAIRS for n in pair),
+                                                  PER_KERNEL])
     split = {**split_charts.host_split_charts(points),
              **split_charts.time_split_charts(points)}
     return ({k: c if k == "speedup" else c.to_dict() for k, c in paired.items()},
@@ -60,20 +64,43 @@ def tables(url: str, data_v: tuple, run_id: int) -> tuple[pd.DataFrame, pd.DataF
     return points_table.speedup_pivot(points), points_table.points_table(points)
 
 
+def whole_table(table: pd.DataFrame, key: str,
+                widest: int = points_table.WIDEST_COLUMN_PX) -> None:
+    """A table with every row on the page (no scroll box) and every column as wide as its
+    text up to `widest` px (points_table.column_widths): the grid cut the Verdict column at
+    1280 px. Wider than the page, it scrolls sideways; no cell is cut but a long note."""
+    blank = [c for c in table.columns if table[c].isna().any()]
+    if blank:  # unknown is a dash on every table here, never "None" or "nan"
+        table = table.astype({c: object for c in blank})
+        table[blank] = table[blank].where(table[blank].notna(), MISSING)
+    st.dataframe(table, hide_index=True, key=key,
+                 height=points_table.table_height(len(table)),
+                 column_config={c: st.column_config.NumberColumn(
+                                    width=w, format=points_table.FLOAT_FORMAT)
+                                if pd.api.types.is_float_dtype(table[c])
+                                else st.column_config.Column(width=w)
+                                for c, w in points_table.column_widths(table, widest).items()})
+
+
 def points_view(run_id: int, header: RunHeader, points: Sequence[Measurement]) -> None:
     """The speedup pivot, the workload's own sections and every point."""
     st.subheader("Speedup at a glance")
     st.caption(points_table.PIVOT_CAPTION)
     with parts.drawn("The speedup table"):
-        st.dataframe(tables(data.db_url(), data.version(), run_id)[0], hide_index=True,
-                     key="speedup_pivot")
+        pivot = tables(data.db_url(), data.version(), run_id)[0]
+        if pivot.empty:
+            st.info("No speedups: no mode has an ok point with a step time beside eager's "
+                    "at the same batch size.")
+        else:  # a static table: its cells wrap, so every mode is on screen at 1280 px (in
+            # the grid the cuda-graph column sat past the page's edge, a scroll away)
+            st.table(pivot.set_index("Batch size"))
     for section in workload_views.run_sections(header, points):
         st.subheader(section.title)
         st.caption(section.caption)
         if section.pools is not None:
             parts.chart(workload_charts.train_pool_chart(section.pools),
                         key=f"workload_chart_{section.title}")
-        st.dataframe(section.table, hide_index=True, key=f"workload_{section.title}")
+        whole_table(section.table, key=f"workload_{section.title}")
     st.subheader("Points")
     with parts.drawn('The points table'):
         table = tables(data.db_url(), data.version(), run_id)[1]
@@ -82,10 +109,7 @@ def points_view(run_id: int, header: RunHeader, points: Sequence[Measurement]) -
         if bad:
             st.caption(f"{bad} point(s) did not produce a measurement: marked in the "
                        "Status column with their message.")
-        st.dataframe(table, hide_index=True, key="points_table",
-                     column_config={"Status": st.column_config.TextColumn(width="medium"),
-                                    points_table.NOTE_COLUMN:
-                                        st.column_config.TextColumn(width="large")})
+        whole_table(table, key="points_table")
         notes = points_table.note_lines(points)
         if notes:  # the table's cells are cut; each note in full, one line a point
             st.markdown("**Points whose figures need a word**\n"
@@ -112,9 +136,8 @@ def environment_view(run_id: int, header: RunHeader, points: Sequence[Measuremen
     left, right = st.columns(2)
     with left:
         st.subheader("Environment")
-        env = pd.DataFrame([{"field": f, "value": "—" if v is None else str(v)}
-                            for f, v in header.environment().to_json().items()])
-        st.dataframe(env, hide_index=True, key="env_table")
+        env = pd.DataFrame(run_text.environment_rows(header), columns=["field", "value"])
+        whole_table(env, key="env_table")
     with right:
         st.subheader("Reproduce")
         with parts.drawn("The command"):

@@ -271,9 +271,27 @@ def test_headline_quotes_the_interval_ranks_by_lower_bound_and_names_ties():
                                       ("cuda-graph", 512): ci(6.0, 5.8, 6.2)}))
     line = [x for x in run_text.headline(p) if x.startswith("cuda-graph:")][0]
     assert line.startswith("cuda-graph: up to 10.50x (10.00-11.00x) over eager, at batch 8 (")
-    assert line.endswith("; batches 1-64 within noise")
+    # the best itself is not among the batch sizes within noise of it
+    assert line.endswith("; within noise of it: batches 1, 64")
     assert "20.00x" not in line
     assert any(x.startswith("Host launch cost: 10.0 us per launch") for x in run_text.headline(p))
+
+
+def test_headline_never_names_a_point_within_noise_of_1x_beside_an_up_to_figure():
+    # The H200 mlp sample's compile (issue 46): best 1.06x (1.05-1.08x) at batch 4096;
+    # batch 1's interval (0.99-1.14x) holds the best's figure and 1x too: no speedup, so
+    # it is not quoted beside "up to"; batch 1024 (1.04-1.08x) is.
+    ci = lambda sp, lo, hi: {"speedup": sp, "speedup_ci_low": lo,  # noqa: E731
+                             "speedup_ci_high": hi}
+    p = points_of(sweep_bundle(batches=(1, 8, 1024, 4096), modes=("eager", "compile"),
+                               overrides={("compile", 1): ci(1.054, 0.986, 1.142),
+                                          ("compile", 8): ci(0.68, 0.60, 0.74),
+                                          ("compile", 1024): ci(1.060, 1.042, 1.085),
+                                          ("compile", 4096): ci(1.064, 1.051, 1.081)}))
+    line = [x for x in run_text.headline(p) if x.startswith("compile:")][0]
+    assert line.startswith("compile: up to 1.06x (1.05-1.08x) over eager, at batch 4096")
+    assert "; within noise of it: batch 1024" in line
+    assert "batch 1," not in line and "batches 1" not in line
 
 
 def test_old_run_headline_says_no_interval(old_points):

@@ -213,7 +213,7 @@ def test_a_run_without_gpu_is_named_cpu_and_host_never_nan():
     assert device_name(pd.Series({"gpu_name": "NVIDIA H200"})) == "NVIDIA H200"
     title = run_text.run_title(header(id=3, workload="mlp", gpu_name=None, hostname="box",
                                       torch_version=None))
-    assert title == "Run 3: mlp on CPU (box), torch —"
+    assert title == "Run 3: mlp on CPU (box), torch not recorded"
 
 
 def test_ratio_columns_come_before_the_times():

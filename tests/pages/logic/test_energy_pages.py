@@ -73,10 +73,15 @@ def test_headline_gains_energy_words(with_energy, without):
     assert found and "84% less energy per step than eager (6.25x" in found[0]
     assert not [x for x in run_text.headline(without) if x.startswith("Energy:")]
     assert less_energy(0.5) == "100% more energy per step"
+    assert energy.mj_text(1143.6) == "1,144 mJ" and energy.mj_text(17.12) == "17.1 mJ"
+    assert energy._against_eager(1.001) == "the same energy per step as eager"
+    assert energy._against_eager(6.25) == "84% less energy per step than eager"
 
 
 def test_missing_reason_says_why_in_one_line(without):
     assert energy.missing_reason(without) == energy.NOT_RECORDED
+    # a published run was never measured here: not "measured before energy" (issue 46)
+    assert energy.missing_reason(without, published=True) == energy.PUBLISHED_NONE
     cpu = [replace(m, energy=replace(
         m.energy, unavailable_reason="no CUDA device: this sweep runs on cpu")) for m in without]
     assert energy.missing_reason(cpu) == ("No energy figures: no CUDA device: this sweep runs "

@@ -78,6 +78,16 @@ def test_an_interval_the_processes_make_is_explained_on_its_point():
     samples, procs = _spread_by_process()
     note = noise.process_note(_point(samples, procs, 0.91, 0.20, 2.40))
     assert note.startswith("3 processes read 0.33, 0.91, 1.72 ms: the host's state")
+    assert note.endswith("makes the interval (0.20-2.40 ms) wider than the rounds themselves "
+                         "(0.32-1.73 ms)"), note
+    # Past one end only (issue 46: 0.10-0.13 ms against rounds of 0.11-0.16 ms): that end
+    # is named, never "wider" or "past the rounds" of an interval narrower than them.
+    low = noise.process_note(_point(samples, procs, 0.91, 0.20, 1.70))
+    assert low.endswith("puts the interval's low end (0.20 ms) below every round (the "
+                        "lowest 0.32 ms)"), low
+    high = noise.process_note(_point(samples, procs, 0.91, 0.35, 2.40))
+    assert high.endswith("puts the interval's high end (2.40 ms) above every round (the "
+                         "highest 1.73 ms)"), high
     # Inside the rounds' own span (or a hair past it) the processes made nothing.
     assert noise.process_note(_point(samples, procs, 0.91, 0.35, 1.70)) is None
     assert noise.process_note(_point(samples, procs, 0.91, 0.32, 1.73)) is None
