@@ -207,6 +207,18 @@ def _sigterm_stops(worker):
         signal.signal(signal.SIGTERM, previous)
 
 
+def _remove_pid_file_at_exit() -> None:
+    """The pid file the dashboard wrote for this worker (runner/ops/launcher.py) goes
+    when it exits: a return, an exception, Ctrl-C or SIGTERM (an interrupt here)."""
+    import atexit
+
+    from runner.ops.launcher import PID_FILE_VAR, remove_pid_file
+
+    path = os.environ.pop(PID_FILE_VAR, None)  # not inherited by what it starts
+    if path:
+        atexit.register(remove_pid_file, path, os.getpid())
+
+
 def run_worker(args: argparse.Namespace) -> int:
     from db import jobs
 
@@ -229,6 +241,7 @@ def run_worker(args: argparse.Namespace) -> int:
         require_writable("run a worker (it claims jobs and writes runs)")
     except ReadOnlyError as e:
         raise UsageError(str(e)) from None
+    _remove_pid_file_at_exit()
     placed = hosts.apply(args)  # pinned before torch is imported
     try:
         import torch  # noqa: F401 - a worker measures: fail here, before registering
