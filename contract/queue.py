@@ -91,7 +91,8 @@ def lock_wait_message(holder: str | None) -> str:
 
 
 def waits_for_lock(job: Job) -> bool:
-    return job.status == "running" and (job.message or "").startswith(LOCK_WAIT)
+    # The shown status: a lost job's worker waits for nothing any more.
+    return job.shown == "running" and (job.message or "").startswith(LOCK_WAIT)
 
 
 @dataclass(frozen=True)
