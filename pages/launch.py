@@ -89,8 +89,9 @@ else:
                                 key="lf_gpu_type")
     c1, c2 = st.columns(2)
     label = c1.text_input("Label", key="lf_label", max_chars=MAX_LABEL)
-    energy = c2.checkbox("Measure energy per step (NVML, after each batch size's timing: "
-                         "about 15% more time)", defaults["energy"], key="lf_energy")
+    energy = c2.checkbox("Measure energy per step (NVML: about 15% more time)",
+                         defaults["energy"], key="lf_energy",
+                         help="A GPU's energy counter, read after each batch size's timing")
     # Checked on every change, so a bad field says so beside it before Launch.
     checked = lf.check(lf.FormValues(workload=workload, params=params, modes=modes,
                                      batch_preset=preset, custom_batches=custom,

@@ -12,7 +12,7 @@ import streamlit as st
 
 import runner.ops.slurm as slurm
 from contract.limits import MAX_LABEL
-from contract.queue import Job, JobProgress
+from contract.queue import LOCK_WAIT, Job, JobProgress
 from contract.specs import SweepSpec
 from contract.vocab import FINISHED_STATUSES
 from pages.logic import job_wait as jw
@@ -147,7 +147,8 @@ def show_job(job: Job, p: JobProgress, locked: bool) -> None:
     c3.metric("Worker", job.worker_name or none)
     if left is None and basis:  # no honest figure: say what is still running instead
         st.caption(plain(f"Time left: {basis}."))
-    if job.message and not waiting:
+    # A lock wait its worker never cleared (it was lost meanwhile) is no verdict.
+    if job.message and not waiting and not job.message.startswith(LOCK_WAIT):
         st.caption(plain(job.message))
     if job.shown_status == "lost":
         st.warning("Its worker stopped heartbeating: the job is lost. Its finished points "
