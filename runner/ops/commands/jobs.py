@@ -143,13 +143,15 @@ def format_job(job: Job) -> str:
     total = job.points_total
     status = job.shown  # "lost" is decided at read time
     parts = [f"{job.id:>5}", f"{status:<9}", _when(job.created_at),
-             job.spec.get("workload", "?"), job.device,
-             f"{job.points_done}/{total if total is not None else '?'}",
+             job.spec.get("workload", "workload not recorded"), job.device,
+             f"{job.points_done}/{total}" if total is not None else
+             f"{job.points_done} points",
              f"target={job.target}" if job.target else "any",
              f"worker={job.worker_name}" if job.worker_name else "-",
              f"run={job.run_id}" if job.run_id else "-"]
     if job.slurm_job_id:
-        parts.append(f"slurm={job.slurm_job_id}({job.gpu_type or '?'})")
+        parts.append(f"slurm={job.slurm_job_id}" + (f"({job.gpu_type})" if job.gpu_type
+                                                     else ""))
     if job.label:
         parts.append(repr(job.label))
     if job.message:
