@@ -20,10 +20,13 @@ def _names(workers: Sequence[Worker]) -> str:
 
 
 def waiting_for(job: Job, ahead: int, running: Sequence[Job], workers: Sequence[Worker],
-                can_serve: Callable[[Worker, Job], bool]) -> str | None:
+                can_serve: Callable[[Worker, Job], bool],
+                starting: int | None = None) -> str | None:
     """The one line, or None when the job waits for nothing (it is measuring, or it
     ended). `ahead`: queued jobs before it (db.jobs.queue_place), `running`: the jobs
-    running now, `workers`: the live ones, `can_serve`: the queue's matching rule."""
+    running now, `workers`: the live ones, `can_serve`: the queue's matching rule,
+    `starting`: the pid of the worker Launch started on this machine, while it lives
+    (it registers once torch is imported: seconds)."""
     if waits_for_lock(job):
         return "Waiting for " + job.message.removeprefix("waiting for ") + \
             ". Its points are timed once the holder's timing section ends."
@@ -35,10 +38,14 @@ def waiting_for(job: Job, ahead: int, running: Sequence[Job], workers: Sequence[
         batch = f"Slurm job {job.slurm_job_id}" if job.slurm_job_id else "its Slurm job"
         return f"{place}waiting for {batch} to start on a {job.gpu_type or 'GPU'} node."
     able = [w for w in workers if can_serve(w, job)]
+    if not able and starting is not None:
+        return (f"{place}waiting for the worker started on this machine (pid {starting}) "
+                "to start up and claim it.")
     if not able:
-        want = f"target {job.target!r}" if job.target else f"device {job.device}"
-        return (f"{place}waiting for a worker to claim it: no live worker serves "
-                f"{want} (start python -m runner worker where it can run).")
+        want = (f" serves target {job.target!r}" if job.target else
+                " has CUDA" if job.device == "cuda" else "")
+        return (f"{place}waiting for a worker to claim it: no live worker{want} "
+                "(start python -m runner worker where it can run).")
     busy = {j.worker_name: j.id for j in running if j.worker_name}
     free = [w for w in able if w.name not in busy]
     if free:

@@ -21,6 +21,7 @@ from pages.logic import launch_form as lf
 from pages.logic.plain import plain
 from pages.widgets import data
 from pages.widgets.frame import PAGES
+from runner.ops.launcher import local_worker_pid
 
 
 def session_id() -> str | None:
@@ -120,8 +121,11 @@ def waiting_text(job: Job) -> str | None:
     """What the job waits for (pages/logic/job_wait.py), from the queue's rows."""
     if job.shown not in ("queued", "running"):
         return None
-    ahead, running = data.queue_place(job) if job.status == "queued" else (0, [])
-    return jw.waiting_for(job, ahead, running, data.live_workers(), data.can_serve)
+    if job.shown != "queued":  # running: only its own message can say it waits
+        return jw.waiting_for(job, 0, [], [], data.can_serve)
+    ahead, running = data.queue_place(job)
+    return jw.waiting_for(job, ahead, running, data.live_workers(), data.can_serve,
+                          local_worker_pid(data.db_url()))
 
 
 def show_job(job: Job, p: JobProgress, locked: bool) -> None:

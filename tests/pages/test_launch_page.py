@@ -326,8 +326,13 @@ def test_a_queued_job_says_its_place_and_the_worker_it_waits_for():
     job = Job(id=9, status="queued", device="cpu")
     busy = Job(id=4, status="running", worker_name="c")
     assert waiting_for(job, 0, [], [], can_serve) == (
-        "First in the queue; waiting for a worker to claim it: no live worker serves "
-        "device cpu (start python -m runner worker where it can run).")
+        "First in the queue; waiting for a worker to claim it: no live worker (start "
+        "python -m runner worker where it can run).")
+    assert waiting_for(job, 0, [], [], can_serve, starting=4242) == (
+        "First in the queue; waiting for the worker started on this machine (pid 4242) "
+        "to start up and claim it.")
+    assert "no live worker has CUDA" in waiting_for(replace(job, device="cuda"), 0, [],
+                                                    [_worker("c")], can_serve)
     assert waiting_for(job, 2, [busy], [_worker("c")], can_serve) == (
         "2 job(s) queued before it, taken first; waiting for a worker to claim it: c runs "
         "job 4.")
