@@ -69,6 +69,12 @@ def reserved_stdout() -> Iterator[None]:
         os.close(kept)
 
 
+def shown(given: str | os.PathLike[str]) -> str:
+    """Where a file went, in a message: `-` is "standard output"."""
+    text = os.fspath(given)
+    return "standard output" if text == STDOUT else str(text)
+
+
 class OutputError(ValueError):
     """A path that cannot be written as asked. str() is the one line the user sees."""
 

@@ -205,7 +205,7 @@ class Serve(MeasuringCommand):
         if engine is not None:
             print(f"stored in {shown_url(str(engine.url))} (uuid {sink.run.uuid})")
         if sink.written:
-            print(f"bundle written to {storage.out}")
+            print(f"bundle written to {outfile.shown(storage.out)}")
         print(format_table(sink.results))
 
 

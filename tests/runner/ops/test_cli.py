@@ -662,3 +662,17 @@ def test_sweep_out_dash_writes_the_bundle_alone_on_stdout(tmp_path):
     assert fmt.validate(doc)["run"]["status"] == "done"
     assert [m["batch_size"] for m in doc["measurements"]] == [1, 2]
     assert "done: 2 points" in done.stderr and not (tmp_path / "never.db").exists()
+
+
+def test_serve_out_dash_writes_the_bundle_alone_on_stdout(tmp_path):
+    pytest.importorskip("torch")
+    env = {**os.environ, "LAUNCHBENCH_DB": f"sqlite:///{tmp_path / 'never.db'}"}
+    done = subprocess.run([sys.executable, "-m", "runner", "serve", "--workload", "mlp",
+                           "--param", "depth=2", "--param", "width=16", "--device", "cpu",
+                           "--strategies", "eager", "--requests", "20", "--quick", "--no-db",
+                           "--out", "-"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)  # written once, at the end: one document
+    assert doc["run"]["kind"] == "serve" and doc["run"]["status"] == "done"
+    assert "bundle written to standard output" in done.stderr
