@@ -10,9 +10,26 @@ contract/queue.py LOCK_WAIT); the rest from the queue's rows and the live worker
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 
 from contract.queue import Job, Worker, waits_for_lock
+from pages.logic.launch_estimate import format_seconds
+
+# The holder's start as the worker wrote it (runner/core/host_gate.py Holder.text).
+_SINCE = re.compile(r"since (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC")
+
+
+def _held_for(message: str, now: datetime | None) -> str:
+    """' (held 12m 04s so far)' from the holder's start in the message and `now` (the
+    database's clock); '' where either is missing."""
+    m = _SINCE.search(message)
+    if m is None or now is None:
+        return ""
+    since = datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+    seconds = (now - since).total_seconds()
+    return f" (held {format_seconds(seconds)} so far)" if seconds >= 0 else ""
 
 
 def _names(workers: Sequence[Worker]) -> str:
@@ -21,15 +38,17 @@ def _names(workers: Sequence[Worker]) -> str:
 
 def waiting_for(job: Job, ahead: int, running: Sequence[Job], workers: Sequence[Worker],
                 can_serve: Callable[[Worker, Job], bool],
-                starting: int | None = None) -> str | None:
+                starting: int | None = None, now: datetime | None = None) -> str | None:
     """The one line, or None when the job waits for nothing (it is measuring, or it
     ended). `ahead`: queued jobs before it (db.jobs.queue_place), `running`: the jobs
     running now, `workers`: the live ones, `can_serve`: the queue's matching rule,
     `starting`: the pid of the worker Launch started on this machine, while it lives
-    (it registers once torch is imported: seconds)."""
+    (it registers once torch is imported: seconds), `now`: the database's clock, for how
+    long the lock's holder has held it."""
     if waits_for_lock(job):
-        return "Waiting for " + job.message.removeprefix("waiting for ") + \
-            ". Its points are timed once the holder's timing section ends."
+        return ("Waiting for " + job.message.removeprefix("waiting for ")
+                + _held_for(job.message, now)
+                + ". Its points are timed once the holder's timing section ends.")
     if job.shown != "queued":
         return None
     place = (f"{ahead} job(s) queued before it, taken first; " if ahead else

@@ -122,7 +122,7 @@ def waiting_text(job: Job) -> str | None:
     if job.shown not in ("queued", "running"):
         return None
     if job.shown != "queued":  # running: only its own message can say it waits
-        return jw.waiting_for(job, 0, [], [], data.can_serve)
+        return jw.waiting_for(job, 0, [], [], data.can_serve, now=data.db_now())
     ahead, running = data.queue_place(job)
     return jw.waiting_for(job, ahead, running, data.live_workers(), data.can_serve,
                           local_worker_pid(data.db_url()))

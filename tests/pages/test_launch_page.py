@@ -345,6 +345,19 @@ def test_a_queued_job_says_its_place_and_the_worker_it_waits_for():
     assert waiting_for(slurm, 0, [], [], can_serve).endswith(
         "waiting for Slurm job 77 to start on a h100 node.")
     assert waiting_for(replace(job, status="running"), 0, [], [], can_serve) is None
+    # Waiting for the lock: who holds it, since when, and how long so far (the DB's now).
+    from datetime import datetime, timezone
+
+    from contract.queue import lock_wait_message
+
+    waits = replace(job, status="running", message=lock_wait_message(
+        "pid 7 (job 3: python -m runner worker), since 2026-12-06 10:02:03 UTC"))
+    now = datetime(2026, 12, 6, 10, 14, 7, tzinfo=timezone.utc)
+    assert waiting_for(waits, 0, [], [], can_serve, now=now) == (
+        "Waiting for this host's timing lock, held by pid 7 (job 3: python -m runner "
+        "worker), since 2026-12-06 10:02:03 UTC (held 12m 04s so far). Its points are "
+        "timed once the holder's timing section ends.")
+    assert "so far" not in waiting_for(waits, 0, [], [], can_serve)  # no clock: not said
     assert waiting_for(replace(job, status="done"), 0, [], [], can_serve) is None
 
 
@@ -363,9 +376,11 @@ def test_a_job_waiting_for_the_timing_lock_says_who_holds_it_and_since_when(engi
     at = open_launch(job=str(first))
     from pages.logic.plain import plain
 
-    assert [w for w in texts(at, "warning") if "timing lock" in w] == [plain(
-        f"Waiting for this host's timing lock, held by {holder}. Its points are timed "
-        "once the holder's timing section ends.")]
+    [waiting] = [w for w in texts(at, "warning") if "timing lock" in w]
+    assert waiting.startswith(plain(f"Waiting for this host's timing lock, held by {holder} "
+                                    "(held "))
+    assert waiting.endswith(plain(" so far). Its points are timed once the holder's "
+                                  "timing section ends."))
     bar = at.get("progress")[0]
     assert bar.value == 0 and bar.proto.text.startswith("0 of 4 points measured · waiting")
     at = open_launch(job=str(second))
