@@ -149,7 +149,8 @@ def show_job(job: Job, p: JobProgress, locked: bool) -> None:
               not running else "unknown", help=basis or None)
     none = f"Slurm job {job.slurm_job_id}" if job.slurm_job_id else "waiting for one"
     c3.metric("Worker", job.worker_name or none)
-    if left is None and basis:  # no honest figure: say what is still running instead
+    # No honest figure: say what is still running instead (unless it waits: said above).
+    if left is None and basis and not waiting:
         st.caption(plain(f"Time left: {basis}."))
     # A lock wait its worker never cleared (it was lost meanwhile) is no verdict.
     if job.message and not waiting and not job.message.startswith(LOCK_WAIT):
