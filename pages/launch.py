@@ -60,23 +60,23 @@ else:
     # NVML energy by default; every host a small sweep.
     defaults = lf.host_defaults(workers, here)
     workload = st.selectbox("Workload", list(lf.WORKLOADS), key="lf_workload",
-                            index=list(lf.WORKLOADS).index(defaults["workload"]))
+                            index=list(lf.WORKLOADS).index(defaults.workload))
     st.caption(lf.WORKLOADS[workload].description)
     fields, params = lf.param_fields(workload), {}
     columns = st.columns(len(fields))
     for f, col in zip(fields, columns, strict=True):
         with col:  # keyed per workload: switching workloads brings its defaults
             params[f.name] = jv.param_widget(f, f"lf_p_{workload}_{f.name}")
-    modes = st.multiselect("Modes", list(lf.MODES), defaults["modes"], key="lf_modes")
+    modes = st.multiselect("Modes", list(lf.MODES), list(defaults.modes), key="lf_modes")
     c1, c2 = st.columns(2)
     presets = [*lf.BATCH_PRESETS, lf.CUSTOM]
     preset = c1.radio("Batch sizes", presets, key="lf_preset",
-                      index=presets.index(defaults["batch_preset"]))
+                      index=presets.index(defaults.batch_preset))
     custom = c2.text_input("Custom batch sizes (comma-separated, `...` continues a "
-                           "series)", defaults["custom_batches"], key="lf_custom")
+                           "series)", defaults.custom_batches, key="lf_custom")
     c1, c2, c3 = st.columns(3)
     timing = c1.radio("Timing", list(TIMINGS), horizontal=True,
-                      index=list(TIMINGS).index(defaults["timing"]), key="lf_timing")
+                      index=list(TIMINGS).index(defaults.timing), key="lf_timing")
     device = c2.selectbox("Device", list(lf.DEVICES), format_func=lf.DEVICES.get,
                           key="lf_device")
     if cluster is None:
@@ -90,7 +90,7 @@ else:
     c1, c2 = st.columns(2)
     label = c1.text_input("Label", key="lf_label", max_chars=MAX_LABEL)
     energy = c2.checkbox("Measure energy per step (NVML: about 15% more time)",
-                         defaults["energy"], key="lf_energy",
+                         defaults.energy, key="lf_energy",
                          help="A GPU's energy counter, read after each batch size's timing")
     # Checked on every change, so a bad field says so beside it before Launch.
     checked = lf.check(lf.FormValues(workload=workload, params=params, modes=modes,

@@ -51,17 +51,29 @@ DEFAULTS = {"workload": "mlp", "modes": list(MODES), "batch_preset": SMALL_PRESE
             "target": "", "label": "", "energy": True}
 
 
-def host_defaults(workers: Sequence[Worker], here: str | None) -> dict[str, Any]:
-    """DEFAULTS for the host the job will run on: where no live worker has CUDA and the
-    worker Launch starts would run on this machine's CPU (`here`, runner.ops.launcher.
-    local_device: 'cpu'), no CUDA-graph mode (each would be "unsupported" there) and no
-    NVML energy (no GPU to read). Unknown (no worker, no torch here): a GPU's defaults,
-    since the job then waits for a GPU host's worker."""
+@dataclass(frozen=True)
+class Defaults:
+    """The form's first values (DEFAULTS, fitted to the host by host_defaults)."""
+
+    workload: str = DEFAULTS["workload"]
+    modes: tuple[str, ...] = tuple(MODES)
+    batch_preset: str = SMALL_PRESET
+    custom_batches: str = DEFAULTS["custom_batches"]
+    timing: str = DEFAULTS["timing"]
+    energy: bool = True
+
+
+def host_defaults(workers: Sequence[Worker], here: str | None) -> Defaults:
+    """The form's defaults for the host the job will run on: where no live worker has
+    CUDA and the worker Launch starts would run on this machine's CPU (`here`, runner.
+    ops.launcher.local_device: 'cpu'), no CUDA-graph mode (each would be "unsupported"
+    there) and no NVML energy (no GPU to read). Unknown (no worker, no torch here): a
+    GPU's defaults, since the job then waits for a GPU host's worker."""
     cpu_only = not any(w.has_cuda for w in workers) and (bool(workers) or here == "cpu")
     if not cpu_only:
-        return dict(DEFAULTS)
-    return {**DEFAULTS, "modes": [m for m in MODES if m not in CUDA_GRAPH_MODES],
-            "energy": False}
+        return Defaults()
+    return Defaults(modes=tuple(m for m in MODES if m not in CUDA_GRAPH_MODES),
+                    energy=False)
 
 
 @dataclass

@@ -309,14 +309,14 @@ def test_defaults_fit_the_host_the_job_runs_on():
     graphs = {"reduce-overhead", "cuda-graph"}
     for workers, here in (([cpu], None), ([cpu], "NVIDIA H100"), ([], "cpu")):
         d = lf.host_defaults(workers, here)
-        assert not graphs & set(d["modes"]) and d["energy"] is False, (workers, here)
-        assert d["modes"] == ["eager", "compile"]
+        assert not graphs & set(d.modes) and d.energy is False, (workers, here)
+        assert d.modes == ("eager", "compile")
     for workers, here in (([gpu], "cpu"), ([cpu, gpu], None), ([], "NVIDIA H100"), ([], None)):
         d = lf.host_defaults(workers, here)
-        assert graphs <= set(d["modes"]) and d["energy"] is True, (workers, here)
+        assert graphs <= set(d.modes) and d.energy is True, (workers, here)
     for d in (lf.host_defaults([cpu], None), lf.host_defaults([gpu], None)):
-        sizes = lf.batch_sizes(d["batch_preset"], d["custom_batches"])
-        assert len(sizes) * len(d["modes"]) <= 12  # a small sweep, never 56 points
+        sizes = lf.batch_sizes(d.batch_preset, d.custom_batches)
+        assert len(sizes) * len(d.modes) <= 12  # a small sweep, never 56 points
 
 
 def test_a_queued_job_says_its_place_and_the_worker_it_waits_for():
