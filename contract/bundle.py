@@ -482,16 +482,17 @@ def dumps(doc: Mapping[str, Any]) -> str:
     return _NUMBER_LIST.sub(lambda m: _SPACE.sub("", m.group()), text) + "\n"
 
 
-def check_writable(path: str | os.PathLike[str], flag: str = "--out") -> Path:
+def check_writable(path: str | os.PathLike[str], flag: str = "--out", *,
+                   stdout: bool = False) -> Path:
     """Fail early (before any measuring) when the bundle could not be written: the safe
     writer's checks and probe (contract/outfile.py). Returns the file to write (a
-    symlink's target)."""
+    symlink's target); `stdout`: `-` may name standard output, returned as Path("-")
+    (written once the command keeps standard output for it: outfile.reserved_stdout)."""
     try:
-        out = outfile.checked(path, flag, stdout=False)
+        out = outfile.checked(path, flag, stdout=stdout)
     except outfile.OutputError as e:
         raise BundleError(str(e)) from None
-    assert out.path is not None
-    return out.path
+    return out.path if out.path is not None else Path(outfile.STDOUT)
 
 
 def write(path: str | os.PathLike[str], doc: Mapping[str, Any]) -> Path:
@@ -504,13 +505,12 @@ def write(path: str | os.PathLike[str], doc: Mapping[str, Any]) -> Path:
 def write_text(path: str | os.PathLike[str], text: str, flag: str = "--out") -> Path:
     """Any file a command writes, through the safe writer (contract/outfile.py):
     atomically, through a symlink, never over a device, a FIFO or a directory."""
-    try:
-        out = outfile.output(path, flag, stdout=False)
+    try:  # `-`: standard output, only while a command keeps it for this (--out -)
+        out = outfile.output(path, flag, stdout=outfile.stdout_reserved())
         out.write(text)
     except outfile.OutputError as e:
         raise BundleError(str(e)) from None
-    assert out.path is not None
-    return out.path
+    return out.path if out.path is not None else Path(outfile.STDOUT)
 
 
 if __name__ == "__main__":  # python -m contract.bundle > docs/bundle.schema.json

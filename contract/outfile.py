@@ -19,17 +19,60 @@ Standard library only: a GPU host writes its bundle with this.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 STDOUT = "-"
 # One line's worth of a path in a message.
 _SHOWN = 120
+
+
+# Standard output while it is kept for the file `-` names (reserved_stdout): what the
+# command prints meanwhile goes to standard error.
+_reserved: TextIO | None = None
+
+
+def stdout_reserved() -> bool:
+    return _reserved is not None
+
+
+@contextlib.contextmanager
+def reserved_stdout() -> Iterator[None]:
+    """Keep standard output for the file `--out -` writes (issue 46): for as long as this
+    lasts, file descriptor 1 is standard error's, so every other line (the command's own,
+    a library's, a child process's, which inherit it) goes there, and only what an Output
+    for `-` writes reaches standard output. A pipe then holds the JSON alone."""
+    global _reserved
+    sys.stdout.flush()
+    kept, python_stdout = os.dup(1), sys.stdout
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr  # print() too, wherever sys.stdout wrote (not always fd 1)
+    _reserved = os.fdopen(os.dup(kept), "w", encoding="utf-8")
+    try:
+        yield
+    finally:
+        stream, _reserved = _reserved, None
+        with contextlib.suppress(OSError):
+            stream.close()
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
+        sys.stdout = python_stdout
+        os.dup2(kept, 1)
+        os.close(kept)
+
+
+def shown(given: str | os.PathLike[str]) -> str:
+    """Where a file went, in a message: `-` is "standard output"."""
+    text = os.fspath(given)
+    return "standard output" if text == STDOUT else str(text)
 
 
 class OutputError(ValueError):
@@ -132,8 +175,9 @@ class Output:
         """Replace the file with `text` atomically (a reader never sees half of it, a
         crash leaves the old one), or print it on standard output."""
         if self.path is None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            out = _reserved or sys.stdout
+            out.write(text)
+            out.flush()
             return
         st = self._check_target()  # again: the path may have changed since the probe
         mode = stat.S_IMODE(st.st_mode) if st is not None else umask_mode()

@@ -76,6 +76,25 @@ class Job:
         return tuple((self.spec or {}).get("batch_sizes") or ())
 
 
+# What a running job's message says while its worker waits for the host's timing lock
+# (runner/core/host_gate.py), the holder named after it; the worker clears it once the
+# lock is its own, and the job's verdict replaces it at the end (issue 46: a sweep
+# waited 12 minutes for the lock and the Launch page said nothing of it).
+LOCK_WAIT = "waiting for this host's timing lock"
+
+
+def lock_wait_message(holder: str | None) -> str:
+    """A running job's message while it waits for the lock; `holder` in words (None:
+    the holder has not written who it is, e.g. a launchbench from before issue 46)."""
+    return (f"{LOCK_WAIT}, held by {holder}" if holder else
+            f"{LOCK_WAIT} (its holder did not say who it is)")
+
+
+def waits_for_lock(job: Job) -> bool:
+    # The shown status: a lost job's worker waits for nothing any more.
+    return job.shown == "running" and (job.message or "").startswith(LOCK_WAIT)
+
+
 @dataclass(frozen=True)
 class Worker:
     """One row of the workers table; `id` 0 until registered (runner/ops/worker.py)."""
@@ -113,4 +132,4 @@ class JobProgress:
     fraction: float | None = None
 
 
-__all__ = ["Job", "JobProgress", "Worker"]
+__all__ = ["LOCK_WAIT", "Job", "JobProgress", "Worker", "lock_wait_message", "waits_for_lock"]

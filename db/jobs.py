@@ -390,6 +390,27 @@ def heartbeat(engine: Engine, worker_id: int, job_id: int | None = None, *,
     return stop is None or bool(stop)
 
 
+def note(engine: Engine, job_id: int, message: str) -> None:
+    """A running job's message while it runs: what it waits for (contract/queue.py
+    lock_wait_message), "" once it waits no more. A job that ended keeps its verdict."""
+    with engine.begin() as c:
+        c.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status == "running")
+                  .values(message=message[:2000]))
+
+
+def queue_place(engine: Engine, job: queue.Job) -> tuple[int, list[queue.Job]]:
+    """A queued job's place: how many queued jobs of its executor were queued before it
+    (claim_next takes the oldest first), and the jobs running now (whom the live workers
+    are busy with)."""
+    with engine.connect() as c:
+        ahead = c.scalar(select(func.count()).select_from(JobRow).where(
+            JobRow.status == "queued", JobRow.executor == job.executor,
+            JobRow.id < job.id))
+        running = [_job(r) for r in c.execute(select(*JobRow.__table__.c).where(
+            JobRow.status == "running").order_by(JobRow.id))]
+    return int(ahead or 0), running
+
+
 def link_run(engine: Engine, job_id: int, run_id: int) -> None:
     with engine.begin() as c:
         c.execute(update(JobRow).where(JobRow.id == job_id).values(run_id=run_id))
@@ -460,6 +481,7 @@ __all__ = ["FINISHED_STATUSES", "HEARTBEAT_S", "LOST_AFTER_S", "JobFinished",
            "JobNotFound", "JobSpecError", "QueueFull", "can_serve", "cancel", "check_spec",
            "claim_job",
            "claim_next", "db_now", "end_unfinished", "enqueue", "finish", "get_job",
-           "heartbeat", "link_run", "list_jobs", "live_workers", "progress", "reap_lost",
+           "heartbeat", "link_run", "list_jobs", "live_workers", "note", "progress",
+           "queue_place", "reap_lost",
            "register_worker", "set_slurm_job", "slurm_jobs_in_flight", "stop_worker",
            "withdraw"]

@@ -27,9 +27,10 @@ except slurm.SlurmError as e:
 
 @st.fragment(run_every=1.0)
 def followed() -> None:
-    """The job this page follows (?job=ID), live. Drawn at the top (its container comes
-    before the form) so its progress bar stays above the fold at 1280x800: below the
-    form it started at about 1,100 px. Called after the form, which sets ?job= on Launch."""
+    """The job this page follows (?job=ID), live, right under the Launch button: both
+    stay on the first screen at 1280x800, so a click on Launch shows its progress where
+    the eye is (issue 46: below the form, the bar came 625 px above the view and the
+    button below the fold). Called after the form, which sets ?job= on Launch."""
     job_id = jv.followed_job()
     if job_id is None:
         return
@@ -42,31 +43,40 @@ def followed() -> None:
     jv.show_job(job, data.job_progress(job, now), locked)
 
 
+# The Launch row (what the sweep costs, the button) and the followed job sit above the
+# settings; the settings fill them, so they are drawn into these containers afterwards.
 top = st.container()
 
 # --- settings: the form -----------------------------------------------------------------
 if locked:
-    st.info("Read-only share mode: launching and cancelling are turned off here. Queue "
-            "sweeps where the database is writable, or with `python -m runner enqueue`.")
+    top.info("Read-only share mode: launching and cancelling are turned off here. Queue "
+             "sweeps where the database is writable, or with `python -m runner enqueue`.")
 elif broken:
-    st.error(broken)
+    top.error(broken)
 else:
+    workers = data.live_workers()
+    here = local_device()
+    # Fit the host it runs on (issue 46): a CPU-only host gets no CUDA-graph mode and no
+    # NVML energy by default; every host a small sweep.
+    defaults = lf.host_defaults(workers, here)
     workload = st.selectbox("Workload", list(lf.WORKLOADS), key="lf_workload",
-                            index=list(lf.WORKLOADS).index(lf.DEFAULTS["workload"]))
+                            index=list(lf.WORKLOADS).index(defaults.workload))
     st.caption(lf.WORKLOADS[workload].description)
     fields, params = lf.param_fields(workload), {}
     columns = st.columns(len(fields))
     for f, col in zip(fields, columns, strict=True):
         with col:  # keyed per workload: switching workloads brings its defaults
             params[f.name] = jv.param_widget(f, f"lf_p_{workload}_{f.name}")
-    modes = st.multiselect("Modes", list(lf.MODES), lf.DEFAULTS["modes"], key="lf_modes")
+    modes = st.multiselect("Modes", list(lf.MODES), list(defaults.modes), key="lf_modes")
     c1, c2 = st.columns(2)
-    preset = c1.radio("Batch sizes", [*lf.BATCH_PRESETS, lf.CUSTOM], key="lf_preset")
+    presets = [*lf.BATCH_PRESETS, lf.CUSTOM]
+    preset = c1.radio("Batch sizes", presets, key="lf_preset",
+                      index=presets.index(defaults.batch_preset))
     custom = c2.text_input("Custom batch sizes (comma-separated, `...` continues a "
-                           "series)", lf.DEFAULTS["custom_batches"], key="lf_custom")
+                           "series)", defaults.custom_batches, key="lf_custom")
     c1, c2, c3 = st.columns(3)
     timing = c1.radio("Timing", list(TIMINGS), horizontal=True,
-                      index=list(TIMINGS).index("standard"), key="lf_timing")
+                      index=list(TIMINGS).index(defaults.timing), key="lf_timing")
     device = c2.selectbox("Device", list(lf.DEVICES), format_func=lf.DEVICES.get,
                           key="lf_device")
     if cluster is None:
@@ -77,10 +87,11 @@ else:
         gpu_type = c3.selectbox("GPU type (Slurm)", list(cluster.gpu_types),
                                 format_func=lambda t: f"{t} · {queue[t]}",
                                 key="lf_gpu_type")
-    label = st.text_input("Label", key="lf_label", max_chars=MAX_LABEL)
-    energy = st.checkbox("Measure energy per step (NVML, after each batch size's timing: "
-                         "about 15% more time)", True, key="lf_energy")
-    st.caption(lf.limits_text(None, "any GPU"))
+    c1, c2 = st.columns(2)
+    label = c1.text_input("Label", key="lf_label", max_chars=MAX_LABEL)
+    energy = c2.checkbox("Measure energy per step (NVML: about 15% more time)",
+                         defaults.energy, key="lf_energy",
+                         help="A GPU's energy counter, read after each batch size's timing")
     # Checked on every change, so a bad field says so beside it before Launch.
     checked = lf.check(lf.FormValues(workload=workload, params=params, modes=modes,
                                      batch_preset=preset, custom_batches=custom,
@@ -88,43 +99,26 @@ else:
                                      label=label, energy=energy))
     for name, message in lf.field_errors(checked.errors, [f.name for f in fields]).items():
         columns[[f.name for f in fields].index(name)].error(message)
-    memory, refusal = None, None
+    st.caption(lf.limits_text(None, "any GPU"))
+    memory, refusal, summary = None, None, "Fix the fields marked below to launch."
     if checked.spec is not None:
-        workers = data.live_workers()
         gpu = gpu_type if cluster is not None else lf.history_gpu(
-            device, checked.target, workers, data.can_serve, local_device())
-        st.info(jv.sweep_estimate(checked.spec, gpu).text(), icon=":material/timer:")
+            device, checked.target, workers, data.can_serve, here)
+        summary = jv.sweep_estimate(checked.spec, gpu).text()
         memory = data.gpu_memory(gpu)
         cost, refusal = lf.cost(checked.spec, memory)
         st.caption(cost)
-        if refusal:
-            st.error(f"Cannot be queued: {refusal}")
+    with top:
+        jv.launch_row(summary, checked, engine, cluster, memory,
+                      gpu_type if cluster is not None else None)
+    if checked.spec is not None:
         reason = None if cluster is not None else lf.no_worker_reason(
             workers, device, checked.target, importlib.util.find_spec("torch") is not None,
             data.can_serve)
         if reason:
-            st.warning(reason)
-    submitted = st.button("Launch", type="primary", key="lf_launch")
-    if submitted:
-        for key, message in checked.errors.items():
-            # A parameter's message already stands beside its field.
-            st.error("Not launched: fix the parameter marked above." if
-                     key.startswith("param.") else message)
-        if checked.spec is not None:
-            try:
-                queued = slurm.queue_sweep(
-                    engine, checked.spec, data.db_url(), cluster,
-                    gpu_type=gpu_type if cluster is not None else None,
-                    target=checked.target, session=jv.session_id(), memory_bytes=memory,
-                    start_worker=True)
-            except (ValueError, data.ReadOnlyError, OSError, slurm.SlurmError) as e:
-                st.error(str(e))
-            else:
-                st.query_params["job"] = str(queued.job_id)
-                st.success(f"Queued job {queued.job_id}" + (
-                    f" as Slurm job {queued.slurm_job_id} (GPU type {gpu_type})."
-                    if queued.slurm_job_id else " and started a worker on this machine."
-                    if queued.worker_pid else "."))
+            top.warning(reason)
+        if refusal:
+            top.error(f"Cannot be queued: {refusal}")
 
 
 # --- load + show, live ------------------------------------------------------------------

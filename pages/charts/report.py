@@ -8,7 +8,7 @@ charts are inlined as SVG rendered here by vl-convert (no vega JavaScript, no ne
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -38,25 +38,68 @@ def chart_svg(chart) -> str:
     return vlc.vegalite_to_svg(chart.to_dict())
 
 
-def _rows(df: pd.DataFrame) -> dict:
+def _rows(df: pd.DataFrame, statuses: Sequence[object] | None = None) -> dict:
     """A table for the template: column names, and each row's cells as text with whether
-    the point failed (its Status is not ok; the graph-memory tables have no Status)."""
-    statuses = df["Status"] if "Status" in df else ["ok"] * len(df)
+    the point failed (its Status is not ok, from `statuses` where the frame has none of
+    its own; the graph-memory tables have no Status)."""
+    if statuses is None:
+        statuses = df["Status"] if "Status" in df else ["ok"] * len(df)
     cells = df.itertuples(index=False, name=None)
     return {"columns": [str(c) for c in df.columns],
             "rows": [(not str(status).startswith("ok"), [str(v) for v in row])
                      for status, row in zip(statuses, cells, strict=True)]}
 
 
+# The points tables wrap at word boundaries only (issue 46: 36 columns squeezed into 1200
+# px with overflow-wrap:anywhere read "Spe edu p over eag er"); each holds a dozen
+# columns at most (POINT_TABLES), and one that is still too wide scrolls sideways in its
+# .wide box instead of breaking words.
 CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;
 color:#222;max-width:1200px}h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em}
+h3{font-size:1em;margin:1.5em 0 .4em}
 .published{background:#fff4ce;border:1px solid #e0c050;padding:.6em 1em;border-radius:4px}
 table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ddd;padding:3px 6px;
 text-align:left}tr.bad td{background:#fdecea}.answer{font-size:1.2em;font-weight:600}
-.wide{max-width:100%;overflow-x:auto}table.points{font-size:.72em;width:100%}
-table.points th,table.points td{padding:2px 3px;overflow-wrap:anywhere}.note{color:#555}
+.wide{max-width:100%;overflow-x:auto}table.points{font-size:.8em}
+table.points th,table.points td{padding:2px 5px;overflow-wrap:normal;word-break:normal;
+hyphens:manual;vertical-align:top}table.points th{background:#f6f6f6;min-width:4em}
+table.points td.long{min-width:22em}table.points td:first-child{min-width:7.5em}.note{color:#555}
 .chart{margin:1em 0}code{background:#f4f4f4;padding:2px 4px;word-break:break-all}
-footer{margin-top:3em;color:#777;font-size:.8em}"""
+.chart svg{max-width:100%;height:auto}footer{margin-top:3em;color:#777;font-size:.8em}"""
+
+# The points table (pages/logic/points_table.py, 36 columns on a GPU run) as a few tables
+# of one subject each, every one led by the point's mode and batch size. A column no rule
+# names (one added later) goes to the last table: none is dropped.
+KEY_COLUMNS = ("Mode", "Batch size")
+POINT_TABLES: tuple[tuple[str, Callable[[str], bool]], ...] = (
+    ("Speedup, step time, memory cost", lambda c: c.startswith((
+        "Speedup over eager", "Verdict", "Step time (ms)", "Step time 95%",
+        "Memory cost", "Status", "Correct"))),
+    ("Noise and timing detail", lambda c: c.startswith((
+        "Noise", "Noisy", "Process medians", "Note", "Step time p", "Latency", "Setup"))),
+    ("Host launches and the GPU", lambda c: any(w in c for w in (
+        "launch", "GPU", "Split", "CUDA graph", "error"))),
+    ("Memory pools", lambda c: "(MiB)" in c),
+    ("Energy", lambda c: "Energy" in c or "power" in c),
+)
+LONG_COLUMNS = ("Note", "Noisy judged on")  # sentences: given room, not a column of words
+
+
+def _point_tables(df: pd.DataFrame) -> list[dict]:
+    """The points as POINT_TABLES' tables (each _rows' shape plus its title), the empty
+    ones left out."""
+    left = [c for c in df.columns if c not in KEY_COLUMNS]
+    keys = [c for c in KEY_COLUMNS if c in df.columns]
+    out = []
+    for i, (title, wanted) in enumerate(POINT_TABLES):
+        last = i == len(POINT_TABLES) - 1
+        mine = [c for c in left if wanted(str(c)) or last]
+        left = [c for c in left if c not in mine]
+        if mine:  # a failed point is marked in every table, Status column or not
+            rows = _rows(df[keys + mine], df["Status"] if "Status" in df else None)
+            rows["long"] = [c in LONG_COLUMNS for c in rows["columns"]]
+            out.append({"title": title, **rows})
+    return out
 
 
 _TEMPLATES = jinja2.Environment(
@@ -136,7 +179,7 @@ def html_report(header: RunHeader, points: Sequence[Measurement],
         summary=summary.headline(), headline=headline(points), noise=noise_text,
         charts=[(name, chart_svg(chart)) for name, chart in charts.items()],
         chart_notes=[note for name, note in CHART_NOTES.items() if name in charts],
-        points=_rows(points_table(points)), memory_note=MEMORY_NOTE,
+        point_tables=_point_tables(points_table(points)), memory_note=MEMORY_NOTE,
         run_rows=run_rows, env_rows=env_rows,
         reproduce=_reproduce(header, *measured),
         share_url=share_url, timeline=_timeline(traces or [], points),

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from contract.measurement import Measurement
-from contract.point_text import parse
 from contract.queue import Job, JobProgress
 from contract.specs import SweepSpec
 from contract.vocab import COMPILED_MODES
@@ -150,33 +149,16 @@ def estimate(spec: SweepSpec | Job, history, where: str | None,
                     at_least=True)
 
 
-# What a point counts for on the bar before it is measured: its setup is half of it, its
-# timing and profiled pass the other half. A cold compile is most of a CPU sweep's time;
-# a bar that waits for a batch size's interleaved rounds to end sat still through it.
-SETUP_SHARE = 0.5
-
-
 def bar_fraction(job: Job, p: JobProgress) -> float | None:
-    """How far the job is, per (mode, batch) point: points measured, plus, for the batch
-    size in flight, SETUP_SHARE for each mode whose setup is done, the rest for each
-    mode once the rounds end and its profiled pass starts (the job's current point, as
-    contract/point_text.describe writes it). None while the total is unknown."""
+    """The bar: the points measured, of all (None while the total is unknown). Nothing
+    in flight is counted: a bar a quarter full beside "0 of 4 points measured" (issue
+    46: a sweep that waited 12 minutes for the host's timing lock) claimed work that was
+    not done. What is in flight is said in words beside it (the job's current point,
+    what it waits for)."""
     total, done = p.total, p.done or 0
     if not total:
         return None
-    credit = 0.0
-    now = parse(job.current_point) if job.status == "running" else None
-    modes = list(job.modes)
-    if now is not None and now[2] is not None and modes:
-        what, _, phase = now
-        i = modes.index(what) if what in modes else None
-        if phase == "setup" and i is not None:
-            credit = SETUP_SHARE * i
-        elif phase == "timing":
-            credit = SETUP_SHARE * len(modes)
-        elif phase == "profiling" and i is not None:
-            credit = SETUP_SHARE * len(modes) + (1 - SETUP_SHARE) * i
-    return min(1.0, (done + credit) / total)
+    return min(1.0, done / total)
 
 
 def time_left(p: JobProgress, estimate_s: float | None,

@@ -34,7 +34,7 @@ from contract.specs import (
     gib,
     parse_batch_sizes,
 )
-from contract.vocab import MODES, TIMINGS
+from contract.vocab import CUDA_GRAPH_MODES, MODES, TIMINGS
 
 DEVICES = {"auto": "auto (the worker's: cuda if it has one)", "cuda": "cuda", "cpu": "cpu"}
 BATCH_PRESETS = {
@@ -43,9 +43,37 @@ BATCH_PRESETS = {
     "small: 1, 8, 64": "1,8,64",
 }
 CUSTOM = "custom list"
-DEFAULTS = {"workload": "mlp", "modes": list(MODES), "batch_preset": next(iter(BATCH_PRESETS)),
+SMALL_PRESET = "small: 1, 8, 64"
+# A small sweep by default (issue 46): 4 modes x 14 batch sizes, 56 points, was minutes on
+# a GPU and most of an hour on a CPU for someone who only tried the button.
+DEFAULTS = {"workload": "mlp", "modes": list(MODES), "batch_preset": SMALL_PRESET,
             "custom_batches": "1,8,64,512", "timing": "standard", "device": "auto",
             "target": "", "label": "", "energy": True}
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """The form's first values (DEFAULTS, fitted to the host by host_defaults)."""
+
+    workload: str = DEFAULTS["workload"]
+    modes: tuple[str, ...] = tuple(MODES)
+    batch_preset: str = SMALL_PRESET
+    custom_batches: str = DEFAULTS["custom_batches"]
+    timing: str = DEFAULTS["timing"]
+    energy: bool = True
+
+
+def host_defaults(workers: Sequence[Worker], here: str | None) -> Defaults:
+    """The form's defaults for the host the job will run on: where no live worker has
+    CUDA and the worker Launch starts would run on this machine's CPU (`here`, runner.
+    ops.launcher.local_device: 'cpu'), no CUDA-graph mode (each would be "unsupported"
+    there) and no NVML energy (no GPU to read). Unknown (no worker, no torch here): a
+    GPU's defaults, since the job then waits for a GPU host's worker."""
+    cpu_only = not any(w.has_cuda for w in workers) and (bool(workers) or here == "cpu")
+    if not cpu_only:
+        return Defaults()
+    return Defaults(modes=tuple(m for m in MODES if m not in CUDA_GRAPH_MODES),
+                    energy=False)
 
 
 @dataclass

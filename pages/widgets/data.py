@@ -284,6 +284,10 @@ def job_progress(job: Job, now) -> JobProgress:
     return jobs.progress(job, now)
 
 
+def queue_place(job: Job) -> tuple[int, list[Job]]:
+    return jobs.queue_place(engine(), job)
+
+
 def list_jobs(limit: int, now) -> list[Job]:
     return jobs.list_jobs(engine(), limit=limit, now=now)
 

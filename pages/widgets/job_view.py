@@ -12,14 +12,16 @@ import streamlit as st
 
 import runner.ops.slurm as slurm
 from contract.limits import MAX_LABEL
-from contract.queue import Job, JobProgress
+from contract.queue import LOCK_WAIT, Job, JobProgress
 from contract.specs import SweepSpec
 from contract.vocab import FINISHED_STATUSES
+from pages.logic import job_wait as jw
 from pages.logic import launch_estimate as le
 from pages.logic import launch_form as lf
 from pages.logic.plain import plain
 from pages.widgets import data
 from pages.widgets.frame import PAGES
+from runner.ops.launcher import local_worker_pid
 
 
 def session_id() -> str | None:
@@ -85,14 +87,59 @@ def job_estimate(job: Job) -> float | None:
     return st.session_state[key]
 
 
+def launch_row(summary: str, checked: lf.Checked, engine, cluster, memory: int | None,
+               gpu_type: str | None) -> None:
+    """What the sweep costs in one line beside the Launch button, at the top of the page
+    (the followed job's progress comes right under it); on a click, the job queued, or
+    why not."""
+    c1, c2 = st.columns([5, 1], vertical_alignment="center")
+    c1.info(summary, icon=":material/timer:")
+    if not c2.button("Launch", type="primary", key="lf_launch", width="stretch"):
+        return
+    for key, message in checked.errors.items():
+        # A parameter's message already stands beside its field.
+        st.error("Not launched: fix the parameter marked below." if
+                 key.startswith("param.") else message)
+    if checked.spec is None:
+        return
+    try:
+        queued = slurm.queue_sweep(
+            engine, checked.spec, data.db_url(), cluster, gpu_type=gpu_type,
+            target=checked.target, session=session_id(), memory_bytes=memory,
+            start_worker=True)
+    except (ValueError, data.ReadOnlyError, OSError, slurm.SlurmError) as e:
+        st.error(str(e))
+        return
+    st.query_params["job"] = str(queued.job_id)
+    st.success(f"Queued job {queued.job_id}" + (
+        f" as Slurm job {queued.slurm_job_id} (GPU type {gpu_type})."
+        if queued.slurm_job_id else " and started a worker on this machine."
+        if queued.worker_pid else "."))
+
+
+def waiting_text(job: Job) -> str | None:
+    """What the job waits for (pages/logic/job_wait.py), from the queue's rows."""
+    if job.shown not in ("queued", "running"):
+        return None
+    if job.shown != "queued":  # running: only its own message can say it waits
+        return jw.waiting_for(job, 0, [], [], data.can_serve, now=data.db_now())
+    ahead, running = data.queue_place(job)
+    return jw.waiting_for(job, ahead, running, data.live_workers(), data.can_serve,
+                          local_worker_pid(data.db_url()))
+
+
 def show_job(job: Job, p: JobProgress, locked: bool) -> None:
     """The followed job: progress, times, worker, Cancel, and its run once it ended."""
     st.subheader(f"Job {job.id}: {job.shown_status}")
     total = p.total or 0
-    # Points count as measured when their batch size's rounds end; meanwhile the bar moves
-    # per mode's setup and the text names the mode and phase in flight.
-    st.progress(le.bar_fraction(job, p) or 0.0, text=f"{p.done} of {total} points "
-                f"measured · {lf.describe_point(job)}")
+    waiting = waiting_text(job)
+    if waiting:  # the answer to "why does nothing move?" comes first (issue 46)
+        st.warning(plain(waiting), icon=":material/hourglass_top:")
+    # The bar is the points measured, no more; the text names what is in flight.
+    now = "waiting (above)" if waiting and job.status == "running" else \
+        lf.describe_point(job)
+    st.progress(le.bar_fraction(job, p) or 0.0,
+                text=f"{p.done} of {total} points measured · {now}")
     c1, c2, c3 = st.columns(3)
     c1.metric("Elapsed", le.format_seconds(p.elapsed_s))
     running = job.status == "running"
@@ -100,11 +147,13 @@ def show_job(job: Job, p: JobProgress, locked: bool) -> None:
         else (None, "")
     c2.metric("Estimated time left", le.format_seconds(left) if left is not None or
               not running else "unknown", help=basis or None)
-    waiting = f"Slurm job {job.slurm_job_id}" if job.slurm_job_id else "waiting for one"
-    c3.metric("Worker", job.worker_name or waiting)
-    if left is None and basis:  # no honest figure: say what is still running instead
+    none = f"Slurm job {job.slurm_job_id}" if job.slurm_job_id else "waiting for one"
+    c3.metric("Worker", job.worker_name or none)
+    # No honest figure: say what is still running instead (unless it waits: said above).
+    if left is None and basis and not waiting:
         st.caption(plain(f"Time left: {basis}."))
-    if job.message:
+    # A lock wait its worker never cleared (it was lost meanwhile) is no verdict.
+    if job.message and not waiting and not job.message.startswith(LOCK_WAIT):
         st.caption(plain(job.message))
     if job.shown_status == "lost":
         st.warning("Its worker stopped heartbeating: the job is lost. Its finished points "

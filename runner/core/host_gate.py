@@ -24,6 +24,13 @@ start or end, or whose section count grew in between: every section whose timed 
 overlaps this one's (a section that started and ended inside this one, its process gone
 since, shows as a grown count). The snapshots are taken outside the timed window.
 
+Who holds the lock (issue 46): the holder writes `timing.holder` (JSON: pid, command, the
+job it runs, since when) once it has the lock and removes it before letting go, so a
+process waiting for the lock can say whom it waits for (the Launch page shows it through
+the waiting worker's job). An entry leaves with its process (atexit, which a SIGTERM
+turned into an interrupt reaches too): under `shared` it stays, as a gone one, only while
+another process is timing, whose section may need its grown count.
+
 Torch-free and stdlib-only: the measuring core takes the gate from `current()`, which a
 worker sets with `install()` or through LAUNCHBENCH_HOST_POLICY / LAUNCHBENCH_HOST_DIR
 (what `--processes` children inherit).
@@ -31,10 +38,14 @@ worker sets with `install()` or through LAUNCHBENCH_HOST_POLICY / LAUNCHBENCH_HO
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
+import json
 import os
 import secrets
+import shlex
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -48,6 +59,9 @@ DEFAULT_POLICY = "exclusive"
 POLICY_VAR = "LAUNCHBENCH_HOST_POLICY"
 DIR_VAR = "LAUNCHBENCH_HOST_DIR"
 LOCK_NAME = "timing.lock"
+HOLDER_NAME = "timing.holder"
+# How often a waiter that reports whom it waits for looks again (a new holder is named).
+POLL_S = 0.05
 _STATES = ("idle", "waiting", "timing")
 # How long the entry of a process that is gone stays: a section longer than this may miss
 # one that timed during it and then exited.
@@ -90,6 +104,45 @@ def _open_lock(directory: Path) -> int:
         return os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
     except PermissionError:
         return os.open(directory / LOCK_NAME, os.O_RDONLY)
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds the host's timing lock, as its holder wrote it: `since` is wall-clock
+    seconds (time.time(): a waiter in another process reads it); `job` the queue's job
+    it runs, None outside a worker."""
+
+    pid: int
+    command: str
+    since: float
+    job: int | None = None
+
+    def text(self) -> str:
+        """'pid 4242 (job 7: python -m runner worker --job 7), since 10:02:03 UTC'."""
+        import datetime as dt
+
+        when = dt.datetime.fromtimestamp(self.since, dt.timezone.utc)
+        job = f"job {self.job}: " if self.job is not None else ""
+        return f"pid {self.pid} ({job}{self.command}), since {when:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _command_line() -> str:
+    """This process's command line, shortened to one line's worth."""
+    argv = getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]
+    text = shlex.join([os.path.basename(argv[0]), *argv[1:]])
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def read_holder(directory: str | os.PathLike) -> Holder | None:
+    """The lock's holder as its holder wrote it; None where nobody wrote one (the lock
+    free, its holder between taking it and writing, or a file not ours)."""
+    try:
+        doc = json.loads((Path(directory) / HOLDER_NAME).read_text(encoding="utf-8"))
+        return Holder(pid=int(doc["pid"]), command=str(doc["command"])[:200],
+                      since=float(doc["since"]),
+                      job=None if doc.get("job") is None else int(doc["job"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 @dataclass
@@ -208,12 +261,21 @@ class Gate:
     """`with gate.timing() as section:` around a timing section."""
 
     def __init__(self, policy: str = DEFAULT_POLICY, directory: str | os.PathLike | None = None,
-                 *, clock: Callable[[], float] = time.monotonic) -> None:
+                 *, clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.policy = check_policy(policy)
         self.dir = check_dir(directory if directory is not None else default_dir())
-        self.clock = clock
+        self.clock, self.wall, self.sleep = clock, wall, sleep
         self._registry: _Registry | None = None
         self._lock_fd: int | None = None
+        # What the holder file names: the job this process runs (a worker sets it).
+        self.job: int | None = None
+        # on_wait(True, holder) when the lock is taken by another (holder None where it
+        # wrote nothing yet), again when the holder changes, on_wait(False, None) once
+        # the lock is ours: a worker puts it on its job (runner/ops/worker.py).
+        self.on_wait: Callable[[bool, Holder | None], None] | None = None
+        atexit.register(self.close)
 
     @property
     def registry(self) -> _Registry:
@@ -232,9 +294,10 @@ class Gate:
                     self._lock_fd = _open_lock(self.dir)
                 reg.set("waiting")
                 t0 = self.clock()
-                fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+                self._acquire(self._lock_fd)
                 locked = True
                 s.wait_s = self.clock() - t0
+                self._write_holder()
             reg.set("timing")
             before = reg.others()
             s.started = self.clock()
@@ -245,7 +308,66 @@ class Gate:
             with contextlib.suppress(OSError):
                 reg.set("idle")
             if locked:  # locked: the lock file was opened above
+                # Removed while still held: the next holder's own file is never lost.
+                with contextlib.suppress(OSError):
+                    (self.dir / HOLDER_NAME).unlink()
                 fcntl.flock(cast(int, self._lock_fd), fcntl.LOCK_UN)
+
+    def _acquire(self, fd: int) -> None:
+        """The lock, blocking; with `on_wait`, polled instead, so the holder it waits
+        for is reported (and reported again when another takes the lock first)."""
+        if self.on_wait is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return
+        told, last = False, None
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                holder = read_holder(self.dir)
+                if not told or holder != last:
+                    self._tell(True, holder)
+                    told, last = True, holder
+                self.sleep(POLL_S)
+        if told:
+            self._tell(False, None)
+
+    def _tell(self, waiting: bool, holder: Holder | None) -> None:
+        try:
+            if self.on_wait is not None:
+                self.on_wait(waiting, holder)
+        except Exception:  # noqa: BLE001 - a report that fails never stops the timing
+            pass
+
+    def _write_holder(self) -> None:
+        """Who holds the lock now (this process), written whole by a rename; a file
+        another user left (a sticky directory) stays, and waiters read it as it is."""
+        doc = {"pid": os.getpid(), "command": _command_line(), "since": self.wall(),
+               "job": self.job}
+        tmp = self.dir / f"holder.{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            tmp.write_text(json.dumps(doc), encoding="utf-8")
+            os.rename(tmp, self.dir / HOLDER_NAME)
+        except OSError:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+    def close(self) -> None:
+        """At exit: this process's registry entry goes with it, unless, under `shared`,
+        another process is timing now (its section counts this one by its grown count;
+        it is then removed an hour on, as a killed process's is)."""
+        reg = self._registry
+        if reg is None or reg.token.split("-")[0] != str(os.getpid()):
+            return  # none, or a forked parent's: not this process's to remove
+        self._registry = None
+        with contextlib.suppress(OSError):
+            busy = self.policy == "shared" and any(
+                state == "timing" for _, state in reg.others().values())
+            if not busy:
+                reg.path.unlink()
+        with contextlib.suppress(OSError):
+            os.close(reg.fd)
 
 
 class NoGate:

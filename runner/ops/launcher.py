@@ -63,9 +63,28 @@ def _alive(pid: int) -> bool:
 _spawned: dict[int, subprocess.Popen] = {}
 
 
-def _reap(proc: subprocess.Popen) -> None:
+# The environment that names the pid file to the worker: it removes the file as it exits
+# (runner/ops/commands/jobs.py), so no marker outlives its worker, even with the
+# dashboard gone; the dashboard removes it too once it has reaped the worker.
+PID_FILE_VAR = "LAUNCHBENCH_WORKER_PID_FILE"
+
+
+def remove_pid_file(path: str | os.PathLike, pid: int) -> bool:
+    """Remove `path` if it names `pid` (a later worker's file is left alone); whether it
+    was removed."""
+    try:
+        if Path(path).read_text().strip() != str(pid):
+            return False
+        Path(path).unlink()
+    except OSError:
+        return False
+    return True
+
+
+def _reap(proc: subprocess.Popen, pid_file: Path) -> None:
     proc.wait()
     _spawned.pop(proc.pid, None)
+    remove_pid_file(pid_file, proc.pid)
 
 
 def local_device() -> str | None:
@@ -116,6 +135,8 @@ def ensure_local_worker(engine, job: Job, db_url: str) -> int | None:
         return None  # a dashboard-only host: the job waits for a GPU host's worker
     env = {k: v for k, v in os.environ.items() if k != "LAUNCHBENCH_READ_ONLY"}
     env["LAUNCHBENCH_DB"] = _absolute(db_url)  # not on the command line: ps would show a password
+    pid_file = _state_path(db_url, "pid")
+    env[PID_FILE_VAR] = str(pid_file)
     with open(_state_path(db_url, "log"), "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "runner", "worker", "--job", str(int(job.id)),
@@ -123,7 +144,8 @@ def ensure_local_worker(engine, job: Job, db_url: str) -> int | None:
             cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             start_new_session=True)
     _spawned[proc.pid] = proc
-    threading.Thread(target=_reap, args=(proc,), name=f"reap-worker-{proc.pid}",
+    # Written before the reaper starts: a worker that ends at once still has it removed.
+    pid_file.write_text(str(proc.pid))
+    threading.Thread(target=_reap, args=(proc, pid_file), name=f"reap-worker-{proc.pid}",
                      daemon=True).start()
-    _state_path(db_url, "pid").write_text(str(proc.pid))
     return proc.pid

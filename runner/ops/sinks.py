@@ -66,7 +66,7 @@ class BundleSink(MemorySink):
 
     def __init__(self, path: str | os.PathLike) -> None:
         super().__init__()
-        self.path = fmt.check_writable(path)
+        self.path = fmt.check_writable(path, stdout=True)  # -: stdout, kept for it
         self.written = False
 
     def finish(self, status: str) -> None:

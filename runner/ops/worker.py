@@ -6,13 +6,14 @@ Starting one from the dashboard is runner/ops/launcher.py's.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -20,7 +21,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, Operation
 
 from contract.measurement import Measurement
 from contract.point_text import describe
-from contract.queue import Job, Worker
+from contract.queue import Job, Worker, lock_wait_message
 from contract.run_record import Environment, Run
 from db import jobs
 
@@ -311,8 +312,9 @@ class WorkerLoop:
                 beat.beat()  # a fresh look at the cancel flag between points
                 return beat.stopped_job == job_id
 
-            status = run_sweep(spec, sink, progress=progress, should_stop=should_stop,
-                               command=spec.command(), workload=workload)
+            with self._lock_waits_told(job_id):
+                status = run_sweep(spec, sink, progress=progress, should_stop=should_stop,
+                                   command=spec.command(), workload=workload)
             if status == "cancelled" and beat.stopped_job != job_id:
                 # run_sweep took a Ctrl-C / SIGTERM meant for the worker: stop it too.
                 interrupted = True
@@ -341,6 +343,28 @@ class WorkerLoop:
         if interrupted:
             raise KeyboardInterrupt
         return status
+
+    @contextlib.contextmanager
+    def _lock_waits_told(self, job_id: int) -> Iterator[None]:
+        """While the job runs, a wait for the host's timing lock is on the job's message
+        with who holds it (runner/core/host_gate.py), cleared once the lock is taken: the
+        Launch page says what the job waits for, not only its phase (issue 46)."""
+        from runner.core import host_gate
+
+        gate = host_gate.current()
+        if not isinstance(gate, host_gate.Gate):
+            yield
+            return
+
+        def told(waiting: bool, holder: host_gate.Holder | None) -> None:
+            jobs.note(self.engine, job_id, lock_wait_message(
+                holder.text() if holder is not None else None) if waiting else "")
+
+        gate.job, gate.on_wait = job_id, told
+        try:
+            yield
+        finally:
+            gate.job, gate.on_wait = None, None
 
     @staticmethod
     def _settle(device: str) -> None:

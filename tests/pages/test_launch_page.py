@@ -46,7 +46,10 @@ def test_defaults_queue_a_valid_job(engine):
     [job] = jobs.list_jobs(engine)
     assert job.status == "queued" and job.label == "from the form"
     assert job.spec["workload"] == "mlp" and job.spec["params"]["depth"] == "32"
-    assert job.spec["batch_sizes"][-1] == 8192 and job.spec["timing"] == "quick"
+    # A small sweep, fit for the host (issue 46): the only live worker has no CUDA, so
+    # no CUDA-graph mode and no NVML energy (56 points with both, before).
+    assert job.spec["batch_sizes"] == [1, 8, 64] and job.spec["timing"] == "quick"
+    assert job.spec["modes"] == ["eager", "compile"] and job.spec["energy"] is False
     assert any(f"Queued job {job.id}" in t for t in texts(at, "success"))
     assert at.query_params["job"] in (str(job.id), [str(job.id)])
     assert f"Job {job.id}: queued" in texts(at, "subheader")
@@ -133,11 +136,11 @@ def test_estimate_only_from_runs_on_the_device_that_runs_it(engine):
     # GPU runs; a workload with no CPU run gets none (below).
     at = open_launch()
     [info] = [t for t in texts(at, "info") if "point(s)" in t]
-    assert info.startswith("56 point(s) · about ")
+    assert info.startswith("6 point(s) · about ")  # the CPU default: 2 modes x 3
     assert "from 4 past run(s) of mlp on CPU" in info
     at.text_input(key="lf_target").set_value("NVIDIA H200").run()
     [info] = [t for t in texts(at, "info") if "point(s)" in t]
-    assert info.startswith("56 point(s) · about ") and "of mlp on NVIDIA H200" in info
+    assert info.startswith("6 point(s) · about ") and "of mlp on NVIDIA H200" in info
     at.selectbox(key="lf_workload").set_value("transformer-decode").run()
     at.text_input(key="lf_target").set_value("test-worker").run()  # a worker's name: its device
     [info] = [t for t in texts(at, "info") if "point(s)" in t]
@@ -204,7 +207,7 @@ def test_an_out_of_range_parameter_is_named_beside_its_field(engine):
     at.number_input(key="lf_p_mlp_depth").set_value(99999).run()
     assert any("outside" in e and "99999" in e for e in texts(at, "error")), texts(at, "error")
     submit(at)
-    assert "Not launched: fix the parameter marked above." in texts(at, "error")
+    assert "Not launched: fix the parameter marked below." in texts(at, "error")
     assert jobs.list_jobs(engine) == []
 
 
@@ -270,7 +273,9 @@ def test_time_left_never_reads_zero_while_something_still_runs():
                         None, now) == (None, f"all 9 points measured; still running: {now}")
 
 
-def test_the_bar_moves_per_mode_while_a_batch_size_is_set_up():
+def test_the_bar_is_the_points_measured_and_nothing_in_flight():
+    # Issue 46: "0 of 4 points measured" beside a bar a quarter full (both modes set up,
+    # the timing waiting 12 minutes for the host's lock). The phase is said in words.
     from contract.point_text import describe, parse
 
     spec = {"modes": ["eager", "compile"]}
@@ -283,13 +288,110 @@ def test_the_bar_moves_per_mode_while_a_batch_size_is_set_up():
     assert parse("eager batch 64") == ("eager", 64, None)
     assert parse("repeat pass 1/2 batch 8") == ("repeat pass 1/2", 8, None)
     assert parse("done") is None and parse(None) is None
-    # the issue's sweep: 2 modes x 2 batch sizes, a cold compile at batch 1
-    assert at(("2 modes", 1)) == 0.0
-    assert at(("eager", 1, "setup")) == 0.0
-    assert at(("compile", 1, "setup")) == 0.5 / 4      # eager set up; compiling
-    assert at(("2 modes", 1, "timing")) == 1.0 / 4     # both set up
-    assert at(("compile", 1, "profiling")) == 1.5 / 4
-    assert at(("compile", 8, "setup"), done=2) == 2.5 / 4
+    # the issue's sweep: 2 modes x 2 batch sizes, both set up at batch 1, timing waits
+    for current in (("2 modes", 1), ("compile", 1, "setup"), ("2 modes", 1, "timing"),
+                    ("compile", 1, "profiling")):
+        assert at(current) == 0.0, current
+    assert at(("compile", 8, "setup"), done=2) == 2 / 4
     assert at(None, done=4, status="done") == 1.0
     assert le.bar_fraction(Job(id=1, status="queued", spec=spec),
                            JobProgress(None, None, done=0, total=None)) is None
+
+
+# --- what the followed job waits for (issue 46) ---------------------------------------------
+
+def _worker(name, cuda=False, wid=1):
+    return Worker(id=wid, name=name, gpu_name="NVIDIA H100" if cuda else None, has_cuda=cuda)
+
+
+def test_defaults_fit_the_host_the_job_runs_on():
+    cpu, gpu = _worker("c"), _worker("g", cuda=True)
+    graphs = {"reduce-overhead", "cuda-graph"}
+    for workers, here in (([cpu], None), ([cpu], "NVIDIA H100"), ([], "cpu")):
+        d = lf.host_defaults(workers, here)
+        assert not graphs & set(d.modes) and d.energy is False, (workers, here)
+        assert d.modes == ("eager", "compile")
+    for workers, here in (([gpu], "cpu"), ([cpu, gpu], None), ([], "NVIDIA H100"), ([], None)):
+        d = lf.host_defaults(workers, here)
+        assert graphs <= set(d.modes) and d.energy is True, (workers, here)
+    for d in (lf.host_defaults([cpu], None), lf.host_defaults([gpu], None)):
+        sizes = lf.batch_sizes(d.batch_preset, d.custom_batches)
+        assert len(sizes) * len(d.modes) <= 12  # a small sweep, never 56 points
+
+
+def test_a_queued_job_says_its_place_and_the_worker_it_waits_for():
+    from db.jobs import can_serve
+    from pages.logic.job_wait import waiting_for
+
+    job = Job(id=9, status="queued", device="cpu")
+    busy = Job(id=4, status="running", worker_name="c")
+    assert waiting_for(job, 0, [], [], can_serve) == (
+        "First in the queue; waiting for a worker to claim it: no live worker (start "
+        "python -m runner worker where it can run).")
+    assert waiting_for(job, 0, [], [], can_serve, starting=4242) == (
+        "First in the queue; waiting for the worker started on this machine (pid 4242) "
+        "to start up and claim it.")
+    assert "no live worker has CUDA" in waiting_for(replace(job, device="cuda"), 0, [],
+                                                    [_worker("c")], can_serve)
+    assert waiting_for(job, 2, [busy], [_worker("c")], can_serve) == (
+        "2 job(s) queued before it, taken first; waiting for a worker to claim it: c runs "
+        "job 4.")
+    assert "(d can, within a second)" in waiting_for(
+        job, 0, [busy], [_worker("c"), _worker("d", wid=2)], can_serve)
+    aimed = replace(job, target="H200")
+    assert "no live worker serves target 'H200'" in waiting_for(aimed, 0, [], [_worker("c")],
+                                                               can_serve)
+    slurm = replace(job, executor="slurm", slurm_job_id="77", gpu_type="h100")
+    assert waiting_for(slurm, 0, [], [], can_serve).endswith(
+        "waiting for Slurm job 77 to start on a h100 node.")
+    assert waiting_for(replace(job, status="running"), 0, [], [], can_serve) is None
+    # Waiting for the lock: who holds it, since when, and how long so far (the DB's now).
+    from datetime import datetime, timezone
+
+    from contract.queue import lock_wait_message
+
+    waits = replace(job, status="running", message=lock_wait_message(
+        "pid 7 (job 3: python -m runner worker), since 2026-12-06 10:02:03 UTC"))
+    now = datetime(2026, 12, 6, 10, 14, 7, tzinfo=timezone.utc)
+    assert waiting_for(waits, 0, [], [], can_serve, now=now) == (
+        "Waiting for this host's timing lock, held by pid 7 (job 3: python -m runner "
+        "worker), since 2026-12-06 10:02:03 UTC (held 12m 04s so far). Its points are "
+        "timed once the holder's timing section ends.")
+    assert "so far" not in waiting_for(waits, 0, [], [], can_serve)  # no clock: not said
+    assert waiting_for(replace(job, status="done"), 0, [], [], can_serve) is None
+
+
+def test_a_job_waiting_for_the_timing_lock_says_who_holds_it_and_since_when(engine):
+    from contract.queue import lock_wait_message
+
+    spec = {"workload": "mlp", "batch_sizes": [1, 8], "modes": ["eager", "compile"],
+            "device": "cpu", "timing": "quick"}
+    first, second, third = (jobs.enqueue(engine, spec) for _ in range(3))
+    [worker] = jobs.live_workers(engine)
+    assert jobs.claim_next(engine, worker).id == first
+    jobs.heartbeat(engine, worker.id, first,
+                   progress=(0, 4, "2 modes batch 1: timing (the modes' rounds, interleaved)"))
+    holder = "pid 1717 (python -m runner sweep), since 2026-12-06 10:02:03 UTC"
+    jobs.note(engine, first, lock_wait_message(holder))
+    at = open_launch(job=str(first))
+    from pages.logic.plain import plain
+
+    [waiting] = [w for w in texts(at, "warning") if "timing lock" in w]
+    assert waiting.startswith(plain(f"Waiting for this host's timing lock, held by {holder} "
+                                    "(held "))
+    assert waiting.endswith(plain(" so far). Its points are timed once the holder's "
+                                  "timing section ends."))
+    bar = at.get("progress")[0]
+    assert bar.value == 0 and bar.proto.text.startswith("0 of 4 points measured · waiting")
+    at = open_launch(job=str(second))
+    assert ("First in the queue; waiting for a worker to claim it: test-worker runs job "
+            f"{first}.") in texts(at, "warning")
+    at = open_launch(job=str(third))
+    assert ("1 job(s) queued before it, taken first; waiting for a worker to claim it: "
+            f"test-worker runs job {first}.") in texts(at, "warning")
+    jobs.note(engine, first, "")  # the lock taken: the wait is no longer said
+    at = open_launch(job=str(first))
+    assert not [w for w in texts(at, "warning") if "timing lock" in w]
+    jobs.finish(engine, first, "done")
+    jobs.note(engine, first, lock_wait_message(holder))  # a job that ended keeps its verdict
+    assert jobs.get_job(engine, first).message == ""

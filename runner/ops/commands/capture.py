@@ -21,6 +21,7 @@ from contract import bundle as fmt
 from contract import capture_dist as cdist
 from contract import capture_sizes as cs
 from contract import graph_memory as gm
+from contract import outfile
 from contract.capture_advisor import advise
 from contract.run_record import Run
 from runner.ops.cli import UsageError
@@ -379,7 +380,7 @@ def store_run(doc: fmt.Bundle, storage: Storage) -> None:
     opening a valid URL creates the file."""
     if storage.out:
         fmt.write(storage.out, doc)
-        print(f"graph-memory run written to {storage.out}")
+        print(f"graph-memory run written to {outfile.shown(storage.out)}")
     if storage.use_db:
         from runner.ops.commands.store import import_one, open_engine, shown_url
 

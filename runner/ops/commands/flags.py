@@ -50,7 +50,9 @@ def storage_flags(no_db_help: str) -> argparse.ArgumentParser:
     """--db, --no-db, --out: where a run measured here goes (sweep, serve)."""
     p = argparse.ArgumentParser(add_help=False, parents=[db_flag()])
     p.add_argument("--no-db", action="store_true", help=no_db_help)
-    p.add_argument("--out", metavar="FILE.json", help="also write the run as a bundle file")
+    p.add_argument("--out", metavar="FILE.json",
+                   help="also write the run as a bundle file, or - for standard output "
+                        "(then every other line goes to standard error)")
     return p
 
 

@@ -143,13 +143,15 @@ def format_job(job: Job) -> str:
     total = job.points_total
     status = job.shown  # "lost" is decided at read time
     parts = [f"{job.id:>5}", f"{status:<9}", _when(job.created_at),
-             job.spec.get("workload", "?"), job.device,
-             f"{job.points_done}/{total if total is not None else '?'}",
+             job.spec.get("workload", "workload not recorded"), job.device,
+             f"{job.points_done}/{total}" if total is not None else
+             f"{job.points_done} points",
              f"target={job.target}" if job.target else "any",
              f"worker={job.worker_name}" if job.worker_name else "-",
              f"run={job.run_id}" if job.run_id else "-"]
     if job.slurm_job_id:
-        parts.append(f"slurm={job.slurm_job_id}({job.gpu_type or '?'})")
+        parts.append(f"slurm={job.slurm_job_id}" + (f"({job.gpu_type})" if job.gpu_type
+                                                     else ""))
     if job.label:
         parts.append(repr(job.label))
     if job.message:
@@ -207,6 +209,18 @@ def _sigterm_stops(worker):
         signal.signal(signal.SIGTERM, previous)
 
 
+def _remove_pid_file_at_exit() -> None:
+    """The pid file the dashboard wrote for this worker (runner/ops/launcher.py) goes
+    when it exits: a return, an exception, Ctrl-C or SIGTERM (an interrupt here)."""
+    import atexit
+
+    from runner.ops.launcher import PID_FILE_VAR, remove_pid_file
+
+    path = os.environ.pop(PID_FILE_VAR, None)  # not inherited by what it starts
+    if path:
+        atexit.register(remove_pid_file, path, os.getpid())
+
+
 def run_worker(args: argparse.Namespace) -> int:
     from db import jobs
 
@@ -229,6 +243,7 @@ def run_worker(args: argparse.Namespace) -> int:
         require_writable("run a worker (it claims jobs and writes runs)")
     except ReadOnlyError as e:
         raise UsageError(str(e)) from None
+    _remove_pid_file_at_exit()
     placed = hosts.apply(args)  # pinned before torch is imported
     try:
         import torch  # noqa: F401 - a worker measures: fail here, before registering

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contract import bundle as fmt
+from contract import outfile
 from runner.ops.cli import UsageError
 
 CANCELLED_EXIT = 130  # what a shell reports for a process ended by Ctrl-C
@@ -45,8 +46,8 @@ class Storage:
         measured."""
         from runner.ops.commands.store import NO_SQLALCHEMY, sqlalchemy_available
 
-        if args.out:
-            fmt.check_writable(args.out)
+        if args.out:  # `-`: standard output, with every other line on stderr (main)
+            fmt.check_writable(args.out, stdout=True)
         if args.no_db and args.db:
             raise UsageError(f"--no-db contradicts --db {args.db!r}: give one of them")
         use_db, note = not args.no_db, None
@@ -99,6 +100,13 @@ class MeasuringCommand(ABC):
     def main(self, args: argparse.Namespace) -> int:
         self.parse(args)
         storage = Storage.from_args(args)
+        if storage.out == outfile.STDOUT:
+            # The bundle alone on stdout (issue 46): the run's lines go to stderr.
+            with outfile.reserved_stdout():
+                return self._main(args, storage)
+        return self._main(args, storage)
+
+    def _main(self, args: argparse.Namespace, storage: Storage) -> int:
         self.resolve(args, storage)
         engine = storage.open() if self.writes_as_it_goes else None
         try:

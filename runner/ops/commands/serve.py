@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from contract import bundle as fmt
+from contract import outfile
 from contract.buckets import ServeInputError
 from contract.limits import MAX_REQUESTS
 from contract.run_record import Environment, Run
@@ -104,7 +105,7 @@ class Collect:
     def _checkpoint(self) -> None:
         # The bundle is rewritten (atomically) after each part: a run killed from outside
         # (a time limit, a lost host) still leaves what finished, as status "running".
-        if self.out:
+        if self.out and self.out != outfile.STDOUT:  # standard output: once, at the end
             fmt.write(self.out, self.bundle())
 
     def started(self) -> tuple[Run, ServeConfig]:
@@ -213,7 +214,7 @@ class Serve(MeasuringCommand):
         if engine is not None:
             print(f"stored in {shown_url(str(engine.url))} (uuid {run.uuid})")
         if sink.written:
-            print(f"bundle written to {storage.out}")
+            print(f"bundle written to {outfile.shown(storage.out)}")
         print(format_table(sink.results))
 
 

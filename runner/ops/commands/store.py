@@ -228,22 +228,32 @@ def _export_pytorch_benchmark(run_id: int, bundle: fmt.Bundle, out: outfile.Outp
     return 0
 
 
+# `list`'s columns (issue 46: a table without a header, and "?" where a value was not
+# recorded). A blank label is no label; a serve or graph-memory run's figures are read on
+# its page, which its key figure cell says.
+LIST_HEADER = ["id", "created (UTC)", "workload [kind]", "GPU or cpu", "torch", "status",
+               "label", "key figure", "memory cost"]
+NOT_RECORDED = "not recorded"
+
+
 def format_runs(runs: list[RunSummary]) -> list[str]:
-    """One aligned line per run (a pure function, so tests need no terminal): who and
-    what, then the key figure and its memory cost as the dashboard quotes them (a sweep's
-    only: serve and graph-memory runs are read on their pages)."""
+    """A header, then one aligned line per run (a pure function, so tests need no
+    terminal): who and what, then the key figure and its memory cost as the dashboard
+    quotes them (a sweep's only: serve and graph-memory runs are read on their pages).
+    No runs: no lines."""
     rows = []
     for s in runs:
         r = s.header
         t = r.created_at
-        date = t.strftime("%Y-%m-%d %H:%M") if t is not None else "-"
-        torch = f"torch {r.torch_version}" if r.torch_version else "torch ?"
+        date = t.strftime("%Y-%m-%d %H:%M") if t is not None else NOT_RECORDED
+        torch = f"torch {r.torch_version}" if r.torch_version else f"torch {NOT_RECORDED}"
         kind = r.kind or "sweep"  # a sweep goes unmarked, as before kinds existed
         what = r.workload if kind == "sweep" else f"{r.workload} [{kind}]"
-        figure = [s.speedup_text(), s.memory_text() or ""] if kind == "sweep" else ["", ""]
-        rows.append([str(r.id), date, what, r.where, torch, r.status, r.label or "",
-                     *figure])
-    return table(rows, left=ALL)
+        figure = ([s.speedup_text(), s.memory_text() or "not measured"] if kind == "sweep"
+                  else [f"on its {kind} page", ""])
+        rows.append([str(r.id), date, what, r.where or NOT_RECORDED, torch, r.status,
+                     r.label or "", *figure])
+    return table([LIST_HEADER, *rows], left=ALL) if rows else []
 
 
 def run_list(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from contract import bundle as fmt
-from contract import specs
+from contract import outfile, specs
 from contract import verdict as vd
 from contract.catalog import WORKLOADS
 from contract.limits import MAX_BATCH_SIZE, MAX_LABEL, MAX_PROCESSES
@@ -370,7 +370,7 @@ class Sweep(MeasuringCommand):
         if self.db_sink is not None:
             print(f"stored in {shown_url(str(engine.url))} (uuid {run_uuid})")
         if self.bundle_sink is not None and self.bundle_sink.written:
-            print(f"bundle written to {storage.out}")
+            print(f"bundle written to {outfile.shown(storage.out)}")
         if ms:
             print(format_table(ms, self.modes))
 

@@ -317,3 +317,17 @@ def test_a_picker_line_fits_whatever_the_gpu_name_and_label():
     published = run_choice({**h, "source": "published"})
     assert len(published) <= LINE_CHARS and published.endswith("… (published)")
 
+
+
+def test_html_report_points_tables_hold_every_column_once_a_dozen_at_most(batch8):
+    # Issue 46: 36 columns in one 1200 px table wrapped letter by letter. A subject per
+    # table, each led by mode and batch size; a column no rule names is still shown.
+    df = points_table.points_table(batch8)
+    tables = report._point_tables(df.assign(**{"A later column": "x"}))
+    seen = [c for t in tables for c in t["columns"] if c not in report.KEY_COLUMNS]
+    assert sorted(seen) == sorted([*(c for c in df.columns if c not in report.KEY_COLUMNS),
+                                   "A later column"])
+    assert all(t["columns"][:2] == list(report.KEY_COLUMNS) for t in tables)
+    assert all(len(t["columns"]) <= 12 for t in tables), [len(t["columns"]) for t in tables]
+    html = report.html_report(header(), batch8)
+    assert "overflow-wrap:anywhere" not in html and "overflow-wrap:normal" in html

@@ -259,8 +259,11 @@ def test_import_is_idempotent_and_list_shows_runs(capsys, tmp_path):
     assert cli(capsys, "import", str(b), "--db", url)[1].startswith("imported run 2 ")
     assert count(url, "runs") == 2 and count(url, "measurements") == 2
     rc, stdout, _ = cli(capsys, "list", "--db", url)
-    lines = stdout.splitlines()
+    header, *lines = stdout.splitlines()
     assert rc == 0 and len(lines) == 2
+    # A header names the columns (issue 46); nothing reads "?".
+    assert header.split()[:4] == ["id", "created", "(UTC)", "workload"]
+    assert "key figure" in header and "memory cost" in header and "?" not in stdout
     assert {ln.split()[0] for ln in lines} == {"1", "2"}
     first = next(ln for ln in lines if ln.startswith("1 "))
     second = next(ln for ln in lines if ln.startswith("2 "))
@@ -384,7 +387,7 @@ def test_sweep_and_import_through_postgresql(capsys, tmp_path, pg_url):
                           "--db", pg_url, "--label", "on postgres")
     assert rc == 0 and stdout.startswith("run 1 done: 1 points"), err
     rc, stdout, _ = cli(capsys, "list", "--db", pg_url)
-    assert rc == 0 and len(stdout.splitlines()) == 1 and "on postgres" in stdout
+    assert rc == 0 and len(stdout.splitlines()) == 2 and "on postgres" in stdout  # + header
     # PostgreSQL enforces column sizes: the format check knows them and names the field.
     bad = _with(tmp_path, lambda d: d["run"].update(label="x" * 300))
     rc, _, err = cli(capsys, "import", str(bad), "--db", pg_url)
@@ -644,10 +647,32 @@ def test_progress_names_the_mode_and_phase_in_flight():
     assert lines[2].startswith("sweep 2/4 points, 104s elapsed, ETA 104s")
 
 
-def test_sweep_out_dash_is_refused_in_one_line(capsys):
-    """sweep prints its table on standard output: `--out -` would mix the bundle into it
-    (export takes `-`; contract/outfile.py)."""
-    rc, out, err = cli(capsys, "sweep", "--workload", "mlp", "--batch-sizes", "1",
-                       "--modes", "eager", "--device", "cpu", "--no-db", "--out", "-")
-    assert rc == 2 and out == "" and err.count("\n") == 1
-    assert "--out -: this command prints its own lines on standard output" in err
+def test_sweep_out_dash_writes_the_bundle_alone_on_stdout(tmp_path):
+    """`--out -` (issue 46): the bundle is standard output's only content, so it can be
+    piped; the run's own lines (its table, the progress) go to standard error. A real
+    process: the redirection is of file descriptor 1, which child processes share."""
+    pytest.importorskip("torch")
+    env = {**os.environ, "LAUNCHBENCH_DB": f"sqlite:///{tmp_path / 'never.db'}"}
+    done = subprocess.run([sys.executable, "-m", "runner", "sweep", *TINY, "--batch-sizes",
+                           "1,2", "--modes", "eager", "--device", "cpu", "--no-db", "--out",
+                           "-"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)  # the whole of stdout is one JSON document
+    assert fmt.validate(doc)["run"]["status"] == "done"
+    assert [m["batch_size"] for m in doc["measurements"]] == [1, 2]
+    assert "done: 2 points" in done.stderr and not (tmp_path / "never.db").exists()
+
+
+def test_serve_out_dash_writes_the_bundle_alone_on_stdout(tmp_path):
+    pytest.importorskip("torch")
+    env = {**os.environ, "LAUNCHBENCH_DB": f"sqlite:///{tmp_path / 'never.db'}"}
+    done = subprocess.run([sys.executable, "-m", "runner", "serve", "--workload", "mlp",
+                           "--param", "depth=2", "--param", "width=16", "--device", "cpu",
+                           "--strategies", "eager", "--requests", "20", "--quick", "--no-db",
+                           "--out", "-"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)  # written once, at the end: one document
+    assert doc["run"]["kind"] == "serve" and doc["run"]["status"] == "done"
+    assert "bundle written to standard output" in done.stderr

@@ -131,3 +131,14 @@ def test_graph_memory_bad_storage_flags_write_nothing(fake_gpu, capsys, tmp_path
     rc, out, err = cli(capsys, "graph-memory", "--workload", "mlp", *argv)
     assert rc == 2 and len(err.strip().splitlines()) == 1 and needle in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_graph_memory_out_dash_writes_the_bundle_alone_on_stdout(fake_gpu, capfd, tmp_path):
+    # Issue 46: `--out -` wherever --out exists; the run's table goes to stderr. capfd:
+    # the command redirects file descriptor 1 itself.
+    rc, text, err = cli(capfd, "graph-memory", "--workload", "mlp", "--sizes", "1,2,4",
+                        "--no-db", "--out", "-")
+    assert rc == 0, err
+    doc = json.loads(text)  # stdout is the bundle and nothing else
+    assert doc["run"]["kind"] == "graph-memory" and doc["run"]["status"] == "done"
+    assert "graph-memory" in err and "--out" not in text

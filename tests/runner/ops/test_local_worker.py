@@ -103,3 +103,24 @@ def test_a_worker_is_reaped_when_its_job_ends_not_at_the_next_launch(setup):
         time.sleep(0.2)
     assert _state(pid) is None, f"worker {pid} is still there in state {_state(pid)!r}"
     assert pid not in launcher._spawned
+    # Its pid file went with it (issue 46: no marker outlives its worker).
+    assert not launcher._state_path(url, "pid").exists()
+
+
+def test_a_worker_sigtermed_while_starting_leaves_no_pid_file(setup):
+    # Killed before it could claim anything (torch still importing): the dashboard's
+    # reaper removes the file the worker could not.
+    import signal as sig
+
+    engine, url, started = setup
+    job_id = jobs.enqueue(engine, TINY)
+    pid = launcher.ensure_local_worker(engine, jobs.get_job(engine, job_id), url)
+    assert pid is not None and launcher._state_path(url, "pid").read_text() == str(pid)
+    started.append(pid)
+    os.kill(pid, sig.SIGTERM)
+    _wait_exit(pid, 60)
+    deadline = time.monotonic() + 30  # the reaper thread runs once the process ended
+    while launcher._state_path(url, "pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not launcher._state_path(url, "pid").exists()
+    assert launcher.local_worker_pid(url) is None
