@@ -103,8 +103,11 @@ class _JobSink:
         self.memory.start(environment, run)
         if self.db.run_id is None:
             self.retry(lambda: self.db.start(environment, run), "storing the run")
-        self.retry(lambda: jobs.link_run(self.engine, self.job_id, self.db.run_id),
-                   "linking the run")
+        self.retry(self._link, "linking the run")
+
+    def _link(self) -> None:
+        assert self.db.run_id is not None  # db.start stored the run, or it raised
+        jobs.link_run(self.engine, self.job_id, self.db.run_id)
 
     def point(self, measurement: Measurement) -> None:
         self.memory.point(measurement)
@@ -124,10 +127,11 @@ class _JobSink:
         """Write what was measured as a bundle file; its path, or None if nothing ran."""
         from contract import bundle as fmt
 
-        if not self.memory.started:
+        run = self.memory.run
+        if not self.memory.started or run is None:  # started: the run is set
             return None
         path = os.path.join(os.environ.get(UNSENT_DIR) or os.getcwd(),
-                            f"launchbench-job-{self.job_id}-{self.memory.run.uuid}.json")
+                            f"launchbench-job-{self.job_id}-{run.uuid}.json")
         fmt.write(path, self.memory.bundle())
         return path
 

@@ -213,7 +213,7 @@ class Serve(MeasuringCommand):
               f"({spec.dist.spec}, seed {spec.seed}) on {self.device}")
         if engine is not None:
             print(f"stored in {shown_url(str(engine.url))} (uuid {run.uuid})")
-        if sink.written:
+        if sink.written and storage.out:
             print(f"bundle written to {outfile.shown(storage.out)}")
         print(format_table(sink.results))
 

@@ -369,7 +369,7 @@ class Sweep(MeasuringCommand):
         print(f"run {run_ref} {status}: {len(ms)} points" + (f" ({extra})" if extra else ""))
         if self.db_sink is not None:
             print(f"stored in {shown_url(str(engine.url))} (uuid {run_uuid})")
-        if self.bundle_sink is not None and self.bundle_sink.written:
+        if self.bundle_sink is not None and self.bundle_sink.written and storage.out:
             print(f"bundle written to {outfile.shown(storage.out)}")
         if ms:
             print(format_table(ms, self.modes))
