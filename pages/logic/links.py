@@ -38,7 +38,7 @@ PAGES = {
     "launch": PageSpec("pages/launch.py", "Launch", ":material/rocket_launch:", "launch",
                        True),
     "serve": PageSpec("pages/serve.py", "Serve", ":material/dynamic_feed:", "serve", True),
-    "import": PageSpec("pages/import_export.py", "Import / export", ":material/swap_vert:",
+    "import": PageSpec("pages/import.py", "Import / export", ":material/swap_vert:",
                        "import", True),
 }
 RUNS, RUN, COMPARE, IMPORT = (PAGES[n].url_path for n in ("runs", "run", "compare", "import"))

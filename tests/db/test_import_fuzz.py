@@ -133,7 +133,7 @@ def test_fuzz_imports_on_sqlite_and_accepted_bundles_render(app_db_url):
     # serve run), compare and downloads over the sweeps.
     opened += [("pages/runs.py", {}), ("pages/serve.py", {}),
                ("pages/compare.py", {"run": ",".join(sweeps[:8])}),
-               ("pages/import_export.py", {"run": sweeps[0]} if sweeps else {})]
+               ("pages/import.py", {"run": sweeps[0]} if sweeps else {})]
     # One session goes through them all, as a visitor clicking from page to page would:
     # a fresh session per page cost a full first run of the app each (seconds apiece).
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()

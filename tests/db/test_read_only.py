@@ -165,7 +165,7 @@ def test_pages_render_a_current_database_read_only(current_db, monkeypatch):
     run_views = [("pages/run.py", {"run": str(ids[0]), "view": v}) for v in RUN_VIEWS]
     for page, params in [("pages/runs.py", {}), *run_views,
                          ("pages/compare.py", {"run": [str(i) for i in ids[:2]]}),
-                         ("pages/trend.py", {}), ("pages/import_export.py", {}),
+                         ("pages/trend.py", {}), ("pages/import.py", {}),
                          ("pages/serve.py", {}), ("pages/launch.py", {})]:
         if not (ROOT / page).is_file():
             continue

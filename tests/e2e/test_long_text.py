@@ -61,7 +61,7 @@ def test_no_page_sends_a_text_longer_than_a_line_or_two(dash):
              ("pages/run.py", {"run": str(rid), "view": "v" * 20_000}),
              ("pages/compare.py", {"run": [str(rid), str(other)], "batch": "8"}),
              ("pages/trend.py", {"workload": "timm", "gpu": "Synthetic GPU"}),
-             ("pages/import_export.py", {"run": str(rid)})]
+             ("pages/import.py", {"run": str(rid)})]
     found = {}
     for page, params in views:
         at = dash.open(page, **params)

@@ -125,8 +125,8 @@ def _views(ids: dict[str, int], host: str) -> list[tuple[str, dict]]:
             ("pages/trend.py", {**trend, "params": p["heading"]}),
             ("pages/serve.py", {"run": str(ids["serve"])}),
             ("pages/serve.py", {"run": str(ids["serve"]), "curve": str(ids["graph-memory"])}),
-            ("pages/import_export.py", {"run": rid}),
-            ("pages/import_export.py", {"run": str(ids["graph-memory"])}),
+            ("pages/import.py", {"run": rid}),
+            ("pages/import.py", {"run": str(ids["graph-memory"])}),
             ("pages/launch.py", {})]
 
 
@@ -193,7 +193,7 @@ def counting_server():
 # The page files' paths in the URL (pages/logic/links.py PAGES).
 URL_PATHS = {"pages/runs.py": "", "pages/run.py": "run", "pages/compare.py": "compare",
              "pages/trend.py": "trend", "pages/serve.py": "serve",
-             "pages/import_export.py": "import", "pages/launch.py": "launch"}
+             "pages/import.py": "import", "pages/launch.py": "launch"}
 SCRIPT_DONE = """() => {
   const app = document.querySelector("[data-testid='stApp']");
   return app && app.getAttribute('data-test-script-state') === 'notRunning';

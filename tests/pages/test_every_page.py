@@ -35,7 +35,7 @@ def test_navigation_url_paths_and_sidebar(dash):
     paths = {v["url_pathname"]: Path(v["script_path"]).name
              for v in at._registered_pages.values()}
     assert {"": "runs.py", "run": "run.py", "compare": "compare.py",
-            "import": "import_export.py"}.items() <= paths.items()
+            "import": "import.py"}.items() <= paths.items()
     assert paths.get("launch", "launch.py") == "launch.py"
     side = " ".join(texts(at.sidebar, "caption"))
     assert dash.url.split("///")[1] in side
@@ -83,7 +83,7 @@ def test_read_only_empty_database_shows_no_runs_and_writes_nothing(tmp_path, mon
     assert any("No runs yet" in t for t in texts(at, "info"))
     assert any("read-only share mode" in m for m in texts(at.sidebar, "markdown"))
     assert queries.runs_frame(make_engine(url)).empty  # read-only: not even the samples
-    at.switch_page("pages/import_export.py").run()
+    at.switch_page("pages/import.py").run()
     assert not at.exception and len(at.file_uploader) == 0
     assert any("Read-only" in t for t in texts(at, "info"))
     with pytest.raises(ReadOnlyError):
@@ -313,10 +313,10 @@ def _good() -> bytes:
 def test_upload_imports_a_bundle_and_refuses_it_the_second_time(dash):
     data = _good()
     before = len(queries.runs_frame(dash.engine))
-    at = _upload(dash.open("pages/import_export.py"), ("run.json", data, "application/json"))
+    at = _upload(dash.open("pages/import.py"), ("run.json", data, "application/json"))
     assert any("imported as run" in s for s in texts(at, "success"))
     assert len(queries.runs_frame(dash.engine)) == before + 1
-    at = _upload(dash.open("pages/import_export.py"), ("again.json", data, "application/json"))
+    at = _upload(dash.open("pages/import.py"), ("again.json", data, "application/json"))
     assert any("already imported as run" in t and "nothing added" in t
                for t in texts(at, "info"))
     assert len(queries.runs_frame(dash.engine)) == before + 1
@@ -341,14 +341,14 @@ def _bad_uploads():
                          ids=[b[0] for b in _bad_uploads()])
 def test_bad_uploads_get_a_clear_message_and_write_nothing(dash, name, data, message):
     before = queries.data_version(dash.engine)
-    at = _upload(dash.open("pages/import_export.py"), (name, data, "application/json"))
+    at = _upload(dash.open("pages/import.py"), (name, data, "application/json"))
     errors = texts(at, "error")
     assert len(errors) == 1 and message in errors[0] and name in errors[0], errors
     assert queries.data_version(dash.engine) == before
 
 
 def test_one_bad_file_does_not_block_a_good_one(dash):
-    at = _upload(dash.open("pages/import_export.py"),
+    at = _upload(dash.open("pages/import.py"),
                  [("bad.json", b"{", "application/json"),
                   ("good.json", _good(), "application/json")])
     assert len(texts(at, "error")) == 1 and len(texts(at, "success")) == 1
@@ -356,12 +356,12 @@ def test_one_bad_file_does_not_block_a_good_one(dash):
 
 def test_export_offers_bundle_csv_report_and_pngs_for_the_linked_run(dash):
     rid = dash.add()
-    at = dash.open("pages/import_export.py", run=str(rid))
+    at = dash.open("pages/import.py", run=str(rid))
     assert at.selectbox(key="export_run").value == rid
     labels = {b.label for b in at.get("download_button")}
     assert {"Bundle (.json)", "Points (.csv)", "Report (.html, opens offline)",
             "speedup.png", "memory.png"} <= labels
-    at = dash.open("pages/import_export.py", run="nope")
+    at = dash.open("pages/import.py", run="nope")
     assert any("?run='nope' is not a run id" in w for w in texts(at, "warning"))
 
 
@@ -466,7 +466,7 @@ def test_shipped_samples_of_different_workloads_warn_when_compared(dash):
 def test_export_picker_tells_the_shipped_runs_apart(dash):
     # Eight entries read "#N NVIDIA H200 · torch 2.11": the same GPU and torch. Each now
     # says its workload, kind, date and label; without the id no two read alike.
-    at = dash.open("pages/import_export.py")
+    at = dash.open("pages/import.py")
     picker = at.selectbox(key="export_run")
     shown = list(picker.options)  # as the browser shows them (format_func applied)
     h200 = [s for s in shown if "NVIDIA H200" in s]

@@ -70,7 +70,7 @@ def test_serve_section_opened_from_the_run_page_preselects_the_run(dash, stored)
 
 
 def test_import_export_page_and_the_html_report(dash, stored):
-    at = dash.open("pages/import_export.py", run=str(stored))
+    at = dash.open("pages/import.py", run=str(stored))
     labels = [b.label for b in at.get("download_button")]
     assert "Captures (.csv)" in labels and "graph-memory-total.png" in labels
     from db import queries

@@ -62,3 +62,17 @@ def test_every_number_field_has_a_metric():
     assert set(fmt.NUMBER_FIELDS) - {"samples"} <= set(metrics.METRICS) | {"samples"}
     for name in fmt.NUMBER_FIELDS:
         metrics.metric(name)
+
+
+def test_every_page_file_is_named_as_its_url():
+    """Streamlit also reads pages/*.py as pages of their own (its folder convention),
+    before app.py's navigation runs: a URL that names no such file (/import served by
+    pages/import_export.py) got its "Page not found" dialog over a page that did open,
+    and the dialog left the page's buttons unclickable. So each page's file is its URL."""
+    from pathlib import Path
+
+    from pages.logic.links import PAGES
+
+    for key, spec in PAGES.items():
+        if spec.url_path:  # "" is the default page at "/"
+            assert Path(spec.file).stem == spec.url_path, (key, spec.file, spec.url_path)
