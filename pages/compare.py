@@ -10,13 +10,51 @@ from contract import verdict
 from contract.host_split import REFERENCE_LAUNCH_US
 from contract.vocab import RUN_KIND_TABLE
 from pages.charts import run_charts
-from pages.logic import across_gpus, board, comparing, links, workload_views
+from pages.logic import across_gpus, board, comparing, gpu_gains, links, workload_views
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, timeline_view, url
 
 frame.ensure_frame()
 
 st.title("Compare runs")
+
+GAINS_ANCHOR = "which-gpu-gains-more"
+
+
+def _launch_cost_picker() -> float:
+    return st.radio("Common launch cost (us a launch)", REFERENCE_LAUNCH_US, index=1,
+                    horizontal=True, format_func=lambda u: f"{u:g} us", key="at_us")
+
+
+def _gains_section(headers, points, at_us: float) -> None:
+    """Which of two measured GPUs gains more from graphs, per graph mode and batch: the
+    answer only where the speedups' intervals part, the speedup each GPU would show at a
+    common launch cost, and its GPU busy time (the GPU's work) beside its launch cost (the
+    host's)."""
+    table = gpu_gains.gains_long(headers, points, at_us)
+    st.caption(plain(
+        "Per graph mode and batch size both GPUs measured: each one's speedup over eager "
+        f"(95% interval); at {at_us:g} us: the speedup with the host's launch cost made "
+        f"{at_us:g} us on both; GPU busy: the GPU's own work a step; launch us: the "
+        "host's launch cost as measured. Gains more: only where its interval lies above "
+        f"the other's ('{gpu_gains.OVERLAP}': they overlap, no answer); 'also at "
+        f"{at_us:g} us': it stays ahead with the launch cost made equal, so the GPU's "
+        f"work, not the host, makes the difference; '{gpu_gains.HOSTS_COST}': it does "
+        "not, so its slower host did."))
+    if table.empty:
+        st.info("These GPUs share no graph mode at one batch size with a speedup each.")
+        return
+    st.markdown(plain(gpu_gains.summary(table)))
+    # Widths measured on the 1280 px screenshot: every cell whole, the table no wider
+    # than the page ("reduce-overhead", "inconclusive (95% 0.65-1.68x)").
+    widths = dict(zip(table.columns, (125, 55, 80, 182, 70, 90, 72, 130), strict=True))
+    st.dataframe(table, hide_index=True, key="gains_table", height=38 + 35 * len(table),
+                 column_config={c: st.column_config.Column(c, width=w)
+                                for c, w in widths.items()})
+    if (out := gpu_gains.left_out(headers)):
+        st.caption(plain("Not in this answer (published: no launch cost to make equal, no "
+                         "interval to part): " + ", ".join(out) + "."))
+
 
 # --- settings: ids from the URL; the picker below rewrites the URL ------------------------
 asked = url.run_ids_from_url()
@@ -118,9 +156,16 @@ st.dataframe(ratios, hide_index=True, key="ratio_table",
              | {c: st.column_config.NumberColumn(c, format="%.2fx")
                 for c in ratios.columns if c.endswith(f" vs #{baseline}")})
 
+at_us = None
+gains_shown = gpu_gains.applies(headers)
+if gains_shown:  # two measured GPUs: which one graphs help more, and why
+    st.subheader("Which GPU gains more from graphs", anchor=GAINS_ANCHOR)
+    at_us = _launch_cost_picker()
+    _gains_section(headers, points, at_us)
+
 st.subheader("What belongs to the GPU, what to the host")
-at_us = st.radio("Common launch cost (us a launch)", REFERENCE_LAUNCH_US, index=1,
-                 horizontal=True, format_func=lambda u: f"{u:g} us", key="at_us")
+if at_us is None:
+    at_us = _launch_cost_picker()
 st.caption(plain(across_gpus.normalise_rule(at_us)) + " GPU busy: the GPU's kernels a step "
            f"(GPU-bound: busy {across_gpus.GPU_BOUND_SHARE:.0%} of the step or more); "
            "launch cost: the host's cost of one trivial kernel launch.")

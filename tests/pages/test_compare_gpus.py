@@ -1,0 +1,68 @@
+"""Compare's "which GPU gains more from graphs" (issue 47 item 1) on the shipped H100 and
+H200 mlp sweeps, with the published L40S figures mixed in: per graph mode and batch each
+GPU's speedup, at a common launch cost, its GPU busy time and launch cost, and the
+answer only where the intervals part; the published run named as left out."""
+
+from __future__ import annotations
+
+from db import queries
+from tests.apptest import texts
+
+
+def _ids(dash):
+    """The H100 mlp sample and the H200's energy sweep of the same mlp (same batch sizes)."""
+    runs = queries.runs_frame(dash.engine)
+    mlp = runs[(runs["workload"] == "mlp") & (runs["kind"] == "sweep")
+               & (runs["source"] == "measured")]
+
+    def latest(gpu: str) -> int:
+        on = mlp[mlp["gpu_name"].fillna("").str.contains(gpu)]
+        return int(on.sort_values("created_at")["id"].iloc[-1])
+
+    return latest("H100"), latest("H200")
+
+
+def _gains(at):
+    return next(d.value for d in at.dataframe if "gains more" in d.value.columns)
+
+
+def test_compare_says_which_gpu_gains_more_and_names_the_published_run(dash):
+    h100, h200 = _ids(dash)
+    at = dash.open("pages/compare.py", run=[str(h100), str(h200), str(dash.published)])
+    assert "Which GPU gains more from graphs" in texts(at, "subheader")
+    t = _gains(at).set_index(["mode", "batch", "GPU"])
+    # two rows (one per GPU) for each graph mode and batch both sweeps share
+    assert len(t) == 2 * 2 * 4 and t.index.is_unique
+    # batch 64: the H200's interval lies above the H100's and stays above at 10 us a launch
+    win = t.loc[("cuda-graph", 64, f"#{h200} H200")]
+    assert win["gains more"] == "yes, also at 10 us"
+    assert t.loc[("cuda-graph", 64, f"#{h100} H100")]["gains more"] == "no"
+    assert float(win["at 10 us"].rstrip("x")) > float(
+        t.loc[("cuda-graph", 64, f"#{h100} H100")]["at 10 us"].rstrip("x"))
+    # batch 1: the intervals overlap, so neither is said to gain more
+    assert set(t.loc[("cuda-graph", 1)]["gains more"]) == {"neither: overlap"}
+    # the GPU's work and the host's launch cost are figures on every row, never "None"
+    assert t["GPU busy ms"].str.match(r"^\d+\.\d{3}$").all()
+    assert t["launch us"].str.match(r"^\d+\.\d$").all()
+    assert "The H200 gains more at 2 of 8" in " ".join(texts(at, "markdown"))
+    # the published L40S is no row of the answer, and is named as left out
+    assert not t.index.get_level_values("GPU").str.contains("L40S").any()
+    assert any("Not in this answer" in c and f"#{dash.published}" in c
+               for c in texts(at, "caption"))
+
+
+def test_the_common_launch_cost_changes_the_projected_speedups(dash):
+    h100, h200 = _ids(dash)
+    at = dash.open("pages/compare.py", run=[str(h100), str(h200)])
+    before = _gains(at)
+    at.radio(key="at_us").set_value(at.radio(key="at_us").options[0]).run()
+    after = _gains(at)
+    assert [c for c in after.columns if c.startswith("at ")] != ["at 10 us"]
+    assert before["speedup"].tolist() == after["speedup"].tolist()  # measured: unchanged
+
+
+def test_one_gpu_gets_no_gains_section(dash):
+    runs = queries.runs_frame(dash.engine)
+    cpu = [str(i) for i in runs[runs["gpu_name"].isna() & (runs["kind"] == "sweep")]["id"]]
+    at = dash.open("pages/compare.py", run=cpu[:2])
+    assert "Which GPU gains more from graphs" not in texts(at, "subheader")
