@@ -21,9 +21,13 @@ st.title("Compare runs")
 GAINS_ANCHOR = "which-gpu-gains-more"
 
 
+AT_PARAM, BASELINE_PARAM = "at_us", "baseline"  # the share link's names
+
+
 def _launch_cost_picker() -> float:
-    return st.radio("Common launch cost (us a launch)", REFERENCE_LAUNCH_US, index=1,
-                    horizontal=True, format_func=lambda u: f"{u:g} us", key="at_us")
+    return url.choice_param(st, "radio", "Common launch cost (us a launch)", AT_PARAM,
+                            REFERENCE_LAUNCH_US, key="at_us", index=1, horizontal=True,
+                            format_func=lambda u: f"{u:g} us")
 
 
 def _gains_section(headers, points, at_us: float) -> None:
@@ -140,9 +144,10 @@ timeline_view.scroll_to_on_arrival(timeline_view.TIMELINE_ANCHOR,
 
 st.subheader("Per batch size")
 base_names = comparing.run_names(headers)
-baseline = st.selectbox("Baseline run (ratios are baseline time / run time: > 1 means "
-                        "faster than the baseline)", found, format_func=base_names.get,
-                        key="baseline")
+baseline = url.choice_param(st, "selectbox", "Baseline run (ratios are baseline time / "
+                            "run time: > 1 means faster than the baseline)", BASELINE_PARAM,
+                            found, key=f"baseline_{'_'.join(map(str, found))}",
+                            format_func=base_names.get)
 ratios = comparing.ratio_table(points, headers, baseline)
 if differs:
     st.caption(plain(differs))
@@ -208,4 +213,10 @@ with st.expander("All fields"):
     st.dataframe(comparing.environment_diff(headers, only_differences=False, points=points),
                  hide_index=True, key="env_all")
 
-parts.share_link(links.compare_url(url.app_url(), found, batch))
+# The link carries what is drawn: the runs, the timeline's batch size, mode and scale,
+# the baseline run and the common launch cost.
+parts.share_link(links.page_url(url.app_url(), links.COMPARE, {
+    "run": found, "batch": batch,
+    timeline_view.MODE_PARAM: st.query_params.get(timeline_view.MODE_PARAM) if batch else None,
+    links.FIT_PARAM: st.query_params.get(links.FIT_PARAM),
+    BASELINE_PARAM: baseline, AT_PARAM: url.value_text(at_us)}))

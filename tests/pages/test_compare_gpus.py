@@ -66,3 +66,32 @@ def test_one_gpu_gets_no_gains_section(dash):
     cpu = [str(i) for i in runs[runs["gpu_name"].isna() & (runs["kind"] == "sweep")]["id"]]
     at = dash.open("pages/compare.py", run=cpu[:2])
     assert "Which GPU gains more from graphs" not in texts(at, "subheader")
+
+
+def test_the_share_link_keeps_the_timeline_mode_baseline_and_launch_cost(dash):
+    """Issue 46: ?mode=, ?baseline= and ?at_us= restore Compare's choices and ride in its
+    share link; a bad value gets one error naming it, and the default is shown."""
+    a = dash.add(gpu="GPU A", batches=(8,), modes=("eager", "cuda-graph"), traces=True)
+    b = dash.add(gpu="GPU B", batches=(8,), modes=("eager", "cuda-graph"), traces=True,
+                 scale=2.0)
+    at = dash.open("pages/compare.py", run=[str(a), str(b)], batch="8", mode="cuda-graph",
+                   baseline=str(b), at_us="20")
+    assert not texts(at, "error")
+    assert at.selectbox(key="timeline_mode").value == "cuda-graph"
+    assert at.radio(key="at_us").value == 20.0
+    [shared] = [c for c in texts(at, "code") if "/compare?" in c]
+    assert shared.endswith(f"?run={a}&run={b}&batch=8&mode=cuda-graph&baseline={b}"
+                           "&at_us=20"), shared
+    ratios = next(d.value for d in at.dataframe if "batch_size" in d.value.columns)
+    assert any(c.endswith(f" vs #{b}") for c in ratios.columns)
+    # a change is written back to the URL
+    at.radio(key="at_us").set_value(5.0).run()
+    assert dict(at.query_params)["at_us"] in ("5", ["5"])
+
+    at = dash.open("pages/compare.py", run=[str(a), str(b)], batch="8", mode="warp",
+                   baseline="99", at_us="7")
+    errors = texts(at, "error")
+    assert any("?mode='warp' is not one of eager, cuda-graph" in e for e in errors), errors
+    assert any(f"?baseline='99' is not one of {a}, {b}; showing {a}" in e for e in errors)
+    assert any("?at\\_us='7' is not one of 5, 10, 20; showing 10" in e for e in errors), errors
+    assert at.radio(key="at_us").value == 10.0
