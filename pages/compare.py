@@ -21,6 +21,30 @@ st.title("Compare runs")
 GAINS_ANCHOR = "which-gpu-gains-more"
 
 
+def _fit(table, formats: dict[str, str] | None = None) -> dict:
+    """Each column as wide as its widest cell or header (none cut at 1280 px: "cuda-grap",
+    "98% GPU-bo" were), numbers in `formats` (column -> printf) as numbers."""
+    out = {}
+    for c in table.columns:
+        label = "batch" if c == "batch_size" else c
+        width = board.column_width([label, *table[c].dropna().astype(str)], 60, 640) \
+            + board.MARGIN_PX
+        fmt = (formats or {}).get(c)
+        out[c] = (st.column_config.NumberColumn(label, format=fmt, width=width) if fmt
+                  else st.column_config.Column(label, width=width))
+    return out
+
+
+def _side_config(table, unit: str, number: str) -> dict:
+    """A side-by-side table's columns: mode wide enough for "reduce-overhead", a run's
+    figures under a header that is its whole name."""
+    return {"mode": st.column_config.TextColumn("mode", width=125),
+            "batch_size": st.column_config.NumberColumn("batch", format="%d", width=70),
+            **{c: st.column_config.NumberColumn(c, format=number,
+                                                width=board.column_width([c], 120, 420))
+               for c in table.columns if c.endswith(f" {unit}")}}
+
+
 AT_PARAM, BASELINE_PARAM = "at_us", "baseline"  # the share link's names
 
 
@@ -113,6 +137,8 @@ if figure is None:
             "point at the same batch size.")
 else:
     parts.chart(figure, key="compare_chart")
+    # The chart's Mode legend shows each mode's mark; its line's dash is named here.
+    st.caption(plain(comparing.dash_legend(r.speedups for r in speedups)))
     # A run with nothing in the chart is named, so its absence from the legend reads as a
     # fact about the run rather than a bug.
     drawn = {r.run for r in speedups if any(s.mode != "eager" for s in r.speedups)}
@@ -122,15 +148,17 @@ else:
                    "eager one at the same batch size (see the tables below).")
 
 per_kernel = workload_views.compare_per_kernel(points, headers)
-st.dataframe(across_gpus.key_figures_per_kernel(
-    board.key_table(data.summaries(found), names), per_kernel), hide_index=True,
-    key="key_figures")
+key_figures = across_gpus.key_figures_per_kernel(
+    board.key_table(data.summaries(found), names), per_kernel)
+st.dataframe(key_figures, hide_index=True, key="key_figures", placeholder="—",
+             column_config=_fit(key_figures))
 
 if workload_views.has_published_raw_cuda(headers):
     st.info(workload_views.RAW_CUDA_NOTE, icon=":material/memory:")
 if not per_kernel.empty:
     st.subheader("Per kernel (kernel-chain)")
-    st.dataframe(per_kernel, hide_index=True, key="per_kernel")
+    st.dataframe(per_kernel, hide_index=True, key="per_kernel", placeholder="—",
+                 column_config=_fit(per_kernel, {"batch (elements)": "%d"}))
 
 arrived_for_timeline = "batch" in st.query_params  # a ?batch= link opens at the timeline
 st.subheader("One step per run", anchor=timeline_view.TIMELINE_ANCHOR)
@@ -155,11 +183,11 @@ st.caption("95%: a conservative interval of the ratio from both runs' step-time 
            "(low / high .. high / low). It is within noise where it includes 1.0, that is "
            "where the two runs' intervals overlap; runs measured before intervals show no "
            f"interval. {verdict.RULE_TEXT}")
-st.dataframe(ratios, hide_index=True, key="ratio_table",
-             column_config={c: st.column_config.NumberColumn(c, format="%.3f")
-                            for c in ratios.columns if c.endswith(" ms")}
-             | {c: st.column_config.NumberColumn(c, format="%.2fx")
-                for c in ratios.columns if c.endswith(f" vs #{baseline}")})
+st.dataframe(ratios, hide_index=True, key="ratio_table", placeholder="—",
+             column_config=_fit(ratios, {"batch_size": "%d"}
+                                | {c: "%.3f" for c in ratios.columns if c.endswith(" ms")}
+                                | {c: "%.2fx" for c in ratios.columns
+                                   if c.endswith(f" vs #{baseline}")}))
 
 at_us = None
 gains_shown = gpu_gains.applies(headers)
@@ -171,11 +199,14 @@ if gains_shown:  # two measured GPUs: which one graphs help more, and why
 st.subheader("What belongs to the GPU, what to the host")
 if at_us is None:
     at_us = _launch_cost_picker()
-st.caption(plain(across_gpus.normalise_rule(at_us)) + " GPU busy: the GPU's kernels a step "
+st.caption(plain(across_gpus.normalise_rule(at_us)) + (
+    " (the common launch cost is picked above, under Which GPU gains more)"
+    if gains_shown else "") + " GPU busy: the GPU's kernels a step "
            f"(GPU-bound: busy {across_gpus.GPU_BOUND_SHARE:.0%} of the step or more); "
            "launch cost: the host's cost of one trivial kernel launch.")
-st.dataframe(across_gpus.gpu_host_table(points, headers, at_us), hide_index=True,
-             key="gpu_host_table")
+gpu_host = across_gpus.gpu_host_table(points, headers, at_us)
+st.dataframe(gpu_host, hide_index=True, key="gpu_host_table", placeholder="—",
+             column_config=_fit(gpu_host, {"batch": "%d"}))
 
 st.subheader("Memory cost over eager, side by side")
 memory = comparing.memory_table(points, headers)
@@ -187,9 +218,12 @@ if memory.empty:
 else:
     st.caption("What each mode keeps on the GPU beyond eager at the same batch size (MiB), "
                "each measured alone from a clean state.")
-    st.dataframe(memory, hide_index=True, key="memory_table",
-                 column_config={c: st.column_config.NumberColumn(c, format="%+.1f")
-                                for c in memory.columns if c.endswith(" MiB")})
+    st.dataframe(memory, hide_index=True, key="memory_table", placeholder="—",
+                 column_config=_side_config(memory, "MiB", "%+.1f"))
+    if (bare := [n for n in comparing.without(memory, headers, "MiB")
+                 if n not in old_memory]):
+        st.caption(plain("No memory cost over eager measured (CPU runs and published "
+                         "figures measure none): " + ", ".join(bare) + "."))
 if old_memory:
     st.caption(plain("Measured before the isolated memory pass, with graph pools but no cost "
                      "over eager: " + ", ".join(old_memory) + "."))
@@ -199,16 +233,20 @@ if not energy.empty:  # no section for runs without energy: nothing to compare
     st.subheader("Energy per step, side by side")
     st.caption("From the GPU's energy counter (mJ per step, median over windows) per mode "
                "and batch size.")
-    st.dataframe(energy, hide_index=True, key="energy_table",
-                 column_config={c: st.column_config.NumberColumn(c, format="%.3f")
-                                for c in energy.columns if c.endswith(" mJ")})
+    st.dataframe(energy, hide_index=True, key="energy_table", placeholder="—",
+                 column_config=_side_config(energy, "mJ", "%.3f"))
+    if (bare := comparing.without(energy, headers, "mJ")):
+        st.caption(plain("No energy figure (published figures, CPU runs, runs before "
+                         "bundle version 5): " + ", ".join(bare) + "."))
 
 st.subheader("Environment differences")
 diff = comparing.environment_diff(headers, points=points)
 if diff.empty:
     st.caption("The runs' environments and workloads are identical.")
 else:
-    st.dataframe(diff.drop(columns="differs"), hide_index=True, key="env_diff")
+    shown = diff.drop(columns="differs")
+    st.dataframe(shown, hide_index=True, key="env_diff", placeholder="—",
+                 column_config=_fit(shown))
 with st.expander("All fields"):
     st.dataframe(comparing.environment_diff(headers, only_differences=False, points=points),
                  hide_index=True, key="env_all")
