@@ -63,7 +63,8 @@ def trend_chart(table: pd.DataFrame, batch: int) -> alt.LayerChart | None:
     # leaves the plot.
     floor = encodings.log_ticks(values)[0]
     bars = base.transform_filter("isValid(datum.speedup_ci_high)").transform_calculate(
-        bar_low=f"isValid(datum.speedup_ci_low) ? datum.speedup_ci_low : {floor}"
+        bar_low=f"isValid(datum.speedup_ci_low) && datum.speedup_ci_low > 0 "
+                f"? datum.speedup_ci_low : {floor}"
     ).mark_rule(clip=True).encode(
         x=x, y=alt.Y("bar_low:Q"), y2="speedup_ci_high:Q", color=color)
     rule = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(
@@ -71,7 +72,8 @@ def trend_chart(table: pd.DataFrame, batch: int) -> alt.LayerChart | None:
     runs = df["run_id"].nunique()
     return layout.fitted(rule + bars + line + pts, layout.chart_title(
         f"Speedup over eager at batch {batch}",
-        f"{runs} run(s); bars: 95% interval; triangles: a change outside the noise"))
+        f"{runs} run(s); bars: 95% interval (cut at the plot's edge); triangles: a change "
+        "outside the noise"))
 
 
 # A row a run in the single-runs chart: its label on one line beside it. Eight runs' three-
@@ -157,8 +159,10 @@ def step_chart(figures: pd.DataFrame, changes: pd.DataFrame, batch: int
     line = base.mark_line(opacity=0.5).encode(x=x, y=y, color=color, detail="mode:N")
     # Clipped to the plot: a 95% interval from 0.02 to 50 ms on a noisy host ran past the
     # axis (a low of 0, clamped by the runner, has no place on a log scale at all).
-    bars = base.transform_filter("isValid(datum.low)").mark_rule(clip=True).encode(
-        x=x, y=alt.Y("low:Q"), y2="high:Q", color=color)
+    # A low of 0 (clamped by the runner: trends.OPEN_BELOW) runs to the plot's bottom.
+    bars = base.transform_filter("isValid(datum.high)").transform_calculate(
+        bar_low=f"isValid(datum.low) && datum.low > 0 ? datum.low : {ticks[0]}"
+    ).mark_rule(clip=True).encode(x=x, y=alt.Y("bar_low:Q"), y2="high:Q", color=color)
     pts = base.mark_point(filled=True).encode(
         x=x, y=y, color=color, shape=shape, tooltip=tips,
         size=alt.condition("datum.marked", alt.value(180), alt.value(50)))
@@ -171,4 +175,4 @@ def step_chart(figures: pd.DataFrame, changes: pd.DataFrame, batch: int
     return layout.fitted(alt.layer(*layers), layout.chart_title(
         f"Step time at batch {batch}",
         (f"host-bound points at {REFERENCE_US:g} us a launch; " if normalised else "")
-        + "bars: 95% interval; triangles: change points"))
+        + "bars: 95% interval (cut at the plot's edge); triangles: change points"))
