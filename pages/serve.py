@@ -153,5 +153,5 @@ st.caption("Every figure of this table is the model's, but for the columns marke
            "The model: each size's measured bucket time (profile) and eager time (the "
            "eager replay, else the profile), weighted by how often the stream asked for it; "
            "pool = the largest graph alone plus what each smaller one added in a shared "
-           "pool. Plans within 5% of the best are ties, decided as said above. The measured "
+           "pool. Plans within 5% of the best are ties, decided as said above. The 'ran here' "
            "rows show how close the model lands.")

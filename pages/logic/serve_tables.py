@@ -140,19 +140,20 @@ RAN_HERE = "ran here: "  # a plan row for a bucket set this run measured
 
 def _plan_row(name: str, plan: advisor.Plan | None,
               measured: ServeResult | None = None) -> dict:
+    # Each measured figure right of the model's, so the two are read together.
     if plan is None:
         return {"Plan": name, "Buckets": MISSING, "Graphs": MISSING, MODEL_ROWS: MISSING,
-                MODEL_POOL: MISSING, MODEL_WASTE: MISSING, MODEL_FALLBACK: MISSING,
-                RAN_ROWS: MISSING, RAN_POOL: MISSING}
+                RAN_ROWS: MISSING, MODEL_POOL: MISSING, RAN_POOL: MISSING,
+                MODEL_WASTE: MISSING, MODEL_FALLBACK: MISSING}
     pool = None if measured is None else measured.graph_pool_bytes
     return {"Plan": name, "Buckets": "/".join(map(str, plan.buckets)) or "none (all eager)",
             "Graphs": str(len(plan.buckets)), MODEL_ROWS: f"{plan.rows_per_s:,.0f}",
+            RAN_ROWS: _fmt(None if measured is None else measured.rows_per_s, "{:,.0f}"),
             MODEL_POOL: _fmt(None if plan.pool_bytes is None
                              else plan.pool_bytes / MIB, "{:,.1f}"),
+            RAN_POOL: _fmt(None if pool is None else pool / MIB, "{:,.1f}"),
             MODEL_WASTE: f"{plan.padding_waste:.0%}",
-            MODEL_FALLBACK: f"{plan.fallback_rate:.0%}",
-            RAN_ROWS: _fmt(None if measured is None else measured.rows_per_s, "{:,.0f}"),
-            RAN_POOL: _fmt(None if pool is None else pool / MIB, "{:,.1f}")}
+            MODEL_FALLBACK: f"{plan.fallback_rate:.0%}"}
 
 
 def advice(stream: list[int], profile: pd.DataFrame, results: pd.DataFrame,
