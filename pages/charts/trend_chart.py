@@ -115,6 +115,17 @@ STEP_SHAPES = {"no change point": "circle", "regression": "triangle-up",
                "improvement": "triangle-down", "inconclusive": "diamond"}
 
 
+def _step_ticks(df: pd.DataFrame) -> list[float]:
+    """The step axis's ticks: the step times and the intervals within a decade of them. A
+    wider interval (a noisy host's 0.02-50 ms) is cut at the plot's edge (the bars are
+    clipped) rather than squeezing every step into a sliver; its figures are in the
+    tooltip."""
+    steps = df["value"].dropna()
+    near = [v for v in [*df["low"].dropna(), *df["high"].dropna()]
+            if steps.empty or steps.min() / 10 <= v <= steps.max() * 10]
+    return encodings.log_ticks(list(steps) + near)
+
+
 def step_chart(figures: pd.DataFrame, changes: pd.DataFrame, batch: int
                ) -> alt.LayerChart | None:
     """Each mode's judged step (ms, log y) over the ordered runs at one batch size, with
@@ -130,14 +141,7 @@ def step_chart(figures: pd.DataFrame, changes: pd.DataFrame, batch: int
     df = df.assign(change=[verdicts.get((m, int(r)), "no change point")
                            for m, r in zip(df["mode"], df["run_id"], strict=True)])
     df = df.assign(marked=df["change"] != "no change point")
-    # The axis spans the step times and the intervals within a decade of them: a wider
-    # interval (a noisy host's 0.02-50 ms) is cut at the plot's edge (the bars are
-    # clipped) rather than squeezing every step into a sliver; its figures are in the
-    # tooltip.
-    steps = df["value"].dropna()
-    near = [v for v in [*df["low"].dropna(), *df["high"].dropna()]
-            if steps.empty or steps.min() / 10 <= v <= steps.max() * 10]
-    ticks = encodings.log_ticks(list(steps) + near)
+    ticks = _step_ticks(df)
     y = alt.Y("value:Q", title="Step (ms)",
               scale=alt.Scale(type="log", domain=[ticks[0], ticks[-1]], nice=False),
               axis=alt.Axis(values=ticks, format="~g"))
