@@ -46,10 +46,11 @@ st.caption(f"{len(table)} run(s)" + (f", {published} of them published figures "
              "graph pool; click a column header to sort.")
 
 # What a reader scans first fits 1280 px (id, link, which GPU, what workload, the key
-# figure), each text column as wide as its longest entry so none is cut; torch, memory
-# cost, points and the sortable key figures follow, a scroll away.
+# figure, stretched to the screen's edge), each text column as wide as its longest entry
+# so none is cut; the key figure's memory cost, torch, points and the sortable key
+# figures follow, a scroll away.
 widths = board.board_widths(table)
-first = [*list(widths)[:5], "torch", "memory cost", "points", "noise", "created", "label"]
+first = [*list(widths)[:5], "memory cost", "torch", "points", "noise", "created", "label"]
 event = st.dataframe(
     table, key="runs_table", hide_index=True, on_select="rerun",
     selection_mode="multi-row", placeholder=board.NO_FIGURE,
