@@ -226,3 +226,15 @@ def test_the_shipped_sample_reads_its_parameters_and_labels_modelled_figures(db)
     assert all(c.endswith(("(model)", "(measured)")) for c in table.columns
                if c not in ("Plan", "Buckets", "Graphs"))
     assert serve_tables.params_text({"depth": 32, "heads": None}) == "depth=32"
+
+
+def test_the_wasted_rows_legend_is_drawn_in_the_padded_bars_colour():
+    import json
+
+    from pages.charts import serve_charts as sc
+
+    stream = [3, 5, 9, 20, 20]
+    results = pd.DataFrame([as_json(rec.ServeResult.empty("buckets:4/8"))])
+    [figure] = sc.waste_charts(serve_tables.waste_frame(stream, results)).values()
+    spec = json.dumps(figure.to_dict())
+    assert f'"symbolFillColor": "{sc.OUTCOMES["padded"]}"' in spec
