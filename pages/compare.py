@@ -129,6 +129,9 @@ for line in (line for kind, line in notes if kind == "info"):
 differs = across_gpus.cross_gpu_differences(headers, points)
 if differs:  # a ratio across GPUs is the GPU's and all of these at once
     st.info(plain(differs), icon=":material/dns:")
+if gpu_gains.applies(headers):  # the cross-GPU answer lies far below the chart
+    st.caption(f"[Which GPU gains more from graphs, and why]"
+               f"(#{GAINS_ANCHOR}): per mode and batch size, below.")
 
 speedups = comparing.compare_speedups(points, headers)
 figure = run_charts.compare_chart(speedups)
