@@ -32,13 +32,13 @@ if not options["workload"]:
     st.stop()
 
 
-def pick(container, label, choices, wanted, key, **kw):
-    """A selectbox that starts at the URL's value (when it is one of the choices)."""
+def pick(container, label, choices, wanted, key, widget="selectbox", **kw):
+    """A selectbox (or radio) that starts at the URL's value (when it is a choice)."""
     if key not in st.session_state or st.session_state.get(f"{key}_url") != wanted \
             or st.session_state[key] not in choices:
         st.session_state[key] = wanted if wanted in choices else choices[0]
         st.session_state[f"{key}_url"] = wanted
-    return container.selectbox(label, choices, key=key, **kw)
+    return getattr(container, widget)(label, choices, key=key, **kw)
 
 
 # Without a workload or GPU in the URL, open at the series with the most runs: the first
@@ -84,8 +84,9 @@ for name, ids in others.items():
 # --- load ---------------------------------------------------------------------------------
 points = data.key_points([r.id for r in runs])
 measured = trends.measured_batches(points)
-# Wide enough at 1280 px for three batch sizes, the three modes and the longest order.
-c1, c2, c3 = st.columns([3, 5, 3])
+# Wide enough at 1280 px for three batch sizes and the three graph modes; the order of
+# runs on a line of its own below (its longest choice was cut in a third column).
+c1, c2 = st.columns([2, 3])
 wanted = [b for b in q.batches if b in measured] or trends.default_batches(points)
 missing = [b for b in q.batches if b not in measured]
 if missing:
@@ -104,7 +105,8 @@ if (unmeasured := [m for m in q.modes or () if m not in measured_modes]):
 modes = c2.multiselect("Modes", measured_modes,
                        [m for m in q.modes or measured_modes if m in measured_modes],
                        key=f"tr_modes_{set_key}")
-order = pick(c3, "Order runs by", list(ORDERS), q.order, "tr_order", format_func=ORDERS.get)
+order = pick(st, "Order runs by", list(ORDERS), q.order, "tr_order", widget="radio",
+             format_func=ORDERS.get, horizontal=True)
 st.query_params.from_dict({"workload": workload, "gpu": gpu, "params": chosen_set,
                            "batch": [str(b) for b in batches], "mode": modes,
                            **({"order": order} if order != "torch" else {}),
