@@ -77,6 +77,7 @@ def _gains_section(headers, points, at_us: float) -> None:
     # than the page ("reduce-overhead", "inconclusive (95% 0.65-1.68x)").
     widths = dict(zip(table.columns, (125, 55, 80, 182, 70, 90, 72, 130), strict=True))
     st.dataframe(table, hide_index=True, key="gains_table", height=38 + 35 * len(table),
+                 placeholder="—",
                  column_config={c: st.column_config.Column(c, width=w)
                                 for c, w in widths.items()})
     if (out := gpu_gains.left_out(headers)):
@@ -251,8 +252,9 @@ else:
     st.dataframe(shown, hide_index=True, key="env_diff", placeholder="—",
                  column_config=_fit(shown))
 with st.expander("All fields"):
-    st.dataframe(comparing.environment_diff(headers, only_differences=False, points=points),
-                 hide_index=True, key="env_all")
+    every_field = comparing.environment_diff(headers, only_differences=False, points=points)
+    st.dataframe(every_field, hide_index=True, key="env_all", placeholder="—",
+                 column_config=_fit(every_field))
 
 # The link carries what is drawn: the runs, the timeline's batch size, mode and scale,
 # the baseline run and the common launch cost.

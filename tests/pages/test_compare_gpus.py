@@ -95,3 +95,24 @@ def test_the_share_link_keeps_the_timeline_mode_baseline_and_launch_cost(dash):
     assert any(f"?baseline='99' is not one of {a}, {b}; showing {a}" in e for e in errors)
     assert any("?at\\_us='7' is not one of 5, 10, 20; showing 10" in e for e in errors), errors
     assert at.radio(key="at_us").value == 10.0
+
+
+def test_no_table_shows_none_beside_the_published_runs(dash):
+    """Issue 46: with the published V100 (per-kernel figures, no batch or step time) and
+    L40S (no memory) beside a measured run, no cell reads "None": an unknown one is the
+    tables' dash, and a run without any memory figure has no column of blanks."""
+    runs = queries.runs_frame(dash.engine)
+    v100 = int(runs[runs["gpu_name"].fillna("").str.contains("V100")]["id"].iloc[0])
+    h100, _ = _ids(dash)
+    at = dash.open("pages/compare.py", run=[str(h100), str(dash.published), str(v100)])
+    assert all(d.proto.placeholder == "—" for d in at.dataframe)
+    host = next(d.value for d in at.dataframe if "GPU share" in d.value.columns)
+    v100_row = host[host["run"].str.startswith(f"#{v100} ")].iloc[0]
+    assert v100_row["batch"] is None or v100_row["batch"] != v100_row["batch"]  # unknown
+    memory = next(d.value for d in at.dataframe if any(c.endswith(" MiB")
+                                                       for c in d.value.columns))
+    assert [c for c in memory.columns if c.endswith(" MiB")] == [
+        c for c in memory.columns if c.startswith(f"#{h100} ")]
+    assert any(f"#{dash.published} " in c and "No memory cost over eager measured" in c
+               for c in texts(at, "caption"))
+    assert any(c.startswith("Lines: ") and "dashes" in c for c in texts(at, "caption"))
