@@ -131,8 +131,10 @@ differs = across_gpus.cross_gpu_differences(headers, points)
 if differs:  # a ratio across GPUs is the GPU's and all of these at once
     st.info(plain(differs), icon=":material/dns:")
 if gpu_gains.applies(headers):  # the cross-GPU answer lies far below the chart
-    st.caption(f"Below: [which GPU gains more from graphs, and why](#{GAINS_ANCHOR}), per "
-               "mode and batch size.")
+    # Plain words, no Markdown link: the page's text is checked for links a bundle
+    # could have planted (tests/e2e/test_untrusted_text.py).
+    st.caption("Below the tables: which GPU gains more from graphs, and why, per mode "
+               "and batch size.")
 
 speedups = comparing.compare_speedups(points, headers)
 figure = run_charts.compare_chart(speedups)
