@@ -87,7 +87,7 @@ def _side_by_side(values: dict[tuple[str, int], dict[int, float]],
 
 
 # The words for contract/vocab.py's dashes (Vega strokeDash: dash, gap in px).
-DASH_WORDS = {(1, 0): "solid", (1, 3): "dotted", (2, 2): "short dashes",
+DASH_WORDS: dict[tuple[int, ...], str] = {(1, 0): "solid", (1, 3): "dotted", (2, 2): "short dashes",
               (6, 3): "long dashes"}
 
 
