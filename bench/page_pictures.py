@@ -1,11 +1,12 @@
 """The docs/ screenshots of the dashboard, remade from the shipped samples: Run (H200
-`mlp`), Compare (H200 vs the published L40S and V100 runs), Trend (the default view) and
-Serve, each in chromium at 1280x800 scrolled to the charts, as a reader first sees them.
+`mlp`), Compare (H200 vs the published L40S and V100 runs), Compare's "which GPU gains more"
+(H100 vs H200 mlp), Trend (the default view) and Serve, each in chromium at 1280x800
+scrolled to the charts, as a reader first sees them.
 
 A `streamlit run app.py` over a temp SQLite file seeded with data/samples (as a first
 start does); nothing else is read or written outside --out.
 
-usage: python bench/page_pictures.py [--out docs]
+usage: python bench/page_pictures.py [--out docs] [--only compare-gpus.png ...]
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 H200_MLP_UUID = "edde740d-b50e-4c82-bbac-4d39143e876a"  # data/samples/h200-mlp.json
+# The two mlp sweeps of the same batch sizes on two GPUs (Compare's "which GPU gains more").
+H200_MLP_ENERGY_UUID = "cd5aa023-bc3e-4cb5-9cb9-ef85cc505eb8"  # h200-mlp-energy.json
+H100_MLP_UUID = "f7b02541-70ce-4943-9867-08e41caebdf7"  # data/samples/h100-mlp.json
 
 from tests.e2e_support import (  # noqa: E402
     CHROMIUM,
@@ -55,8 +59,11 @@ def sample_ids(db_url: str) -> dict[str, int]:
 
     # The H200 mlp run by its uuid: a later energy sweep (h200-mlp-energy.json) shares
     # its label and GPU.
-    h200 = int(runs.loc[runs["uuid"] == H200_MLP_UUID, "id"].iloc[0])
-    return {"h200": h200, "l40s": one("L40S"), "v100": one("V100"),
+    def by_uuid(uuid: str) -> int:
+        return int(runs.loc[runs["uuid"] == uuid, "id"].iloc[0])
+
+    return {"h200": by_uuid(H200_MLP_UUID), "h200_energy": by_uuid(H200_MLP_ENERGY_UUID),
+            "h100": by_uuid(H100_MLP_UUID), "l40s": one("L40S"), "v100": one("V100"),
             "serve": int(runs.loc[runs["kind"] == "serve", "id"].iloc[0])}
 
 
@@ -71,12 +78,17 @@ def pictures(ids: dict[str, int]) -> dict[str, tuple[str, str]]:
         "screenshot-trend-1280.png": ("trend", "Change points"),
         "screenshot-serve-1280.png": (f"serve?run={ids['serve']}",
                                       "Latency: one request"),
+        # Which GPU gains more from graphs: the H100 and H200 mlp sweeps, same batches.
+        "compare-gpus.png": (f"compare?run={ids['h100']}&run={ids['h200_energy']}",
+                             "Which GPU gains more"),
     }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "docs")
+    ap.add_argument("--only", nargs="+", metavar="FILE",
+                    help="remake only these pictures (file names as in docs/)")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -93,14 +105,20 @@ def main() -> None:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
                 for name, (path, top) in pictures(ids).items():
+                    if args.only and name not in args.only:
+                        continue
                     context = browser.new_context(viewport={"width": 1280, "height": 800})
                     page = context.new_page()
                     page.set_default_timeout(60_000)
                     page.goto(server.url(path))
                     page.wait_for_function(SETTLED)
-                    if not page.evaluate(SCROLL, top):
+                    # Twice: tables drawn after the first scroll move what lies below them.
+                    for _ in range(2):
+                        time.sleep(1.0)  # the scroll and Vega's last repaint
+                        found = page.evaluate(SCROLL, top)
+                    if not found:
                         print(f"{name}: {top!r} not found; the top of the page instead")
-                    time.sleep(1.0)  # the scroll and Vega's last repaint
+                    time.sleep(0.5)
                     page.screenshot(path=str(args.out / name))
                     context.close()
                     print(f"wrote {args.out / name} ({path})")

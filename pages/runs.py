@@ -46,27 +46,28 @@ st.caption(f"{len(table)} run(s)" + (f", {published} of them published figures "
              "graph pool; click a column header to sort.")
 
 # What a reader scans first fits 1280 px (id, link, which GPU, what workload, the key
-# figure), each text column as wide as its longest entry so none is cut; torch, memory
-# cost, points and the sortable key figures follow, a scroll away.
-first = {"id": 36, "link": 52,
-         **{c: board.column_width(table[c], least, most)
-            for c, (least, most) in {"GPU": (80, 200), "workload": (90, 160),
-                                     "key figure": (240, 400)}.items()},
-         "torch": 92, "memory cost": 270, "points": 128, "noise": 200, "created": 130,
-         "label": 240}
+# figure, stretched to the screen's edge), each text column as wide as its longest entry
+# so none is cut; the key figure's memory cost, torch, points and the sortable key
+# figures follow, a scroll away.
+widths = board.board_widths(table)
+first = [*list(widths)[:5], "memory cost", "torch", "points", "noise", "created", "label"]
 event = st.dataframe(
-    table, key="runs_table", hide_index=True, on_select="rerun", selection_mode="multi-row",
+    table, key="runs_table", hide_index=True, on_select="rerun",
+    selection_mode="multi-row", placeholder=board.NO_FIGURE,
     column_order=[*first, *(c for c in table.columns if c not in first)],
     column_config={
         **{c: st.column_config.Column(c, width=w, help=board.KEY_HELP.get(c))
-           for c, w in first.items()},
-        "id": st.column_config.NumberColumn("id", format="%d", width=first["id"]),
+           for c, w in widths.items()},
+        "id": st.column_config.NumberColumn("id", format="%d", width=widths["id"]),
         "link": st.column_config.LinkColumn("open", display_text="open ↗",
-                                            width=first["link"]),
+                                            width=widths["link"]),
+        # Numbers, so a click on the header sorts them as numbers; an unknown one shows
+        # the placeholder dash, not streamlit's grey "None".
         **{c: st.column_config.NumberColumn(c, format=board.key_format(c),
-                                            help=board.KEY_HELP.get(c))
+                                            help=board.KEY_HELP.get(c),
+                                            width=board.key_width(c))
            for c in board.key_columns()},
-        **{c: st.column_config.TextColumn(c, width=first[c], help=board.KEY_HELP[c])
+        **{c: st.column_config.TextColumn(c, width=widths[c], help=board.KEY_HELP[c])
            for c in ("key figure", "memory cost")},
     },
 )
@@ -80,10 +81,14 @@ if len(chosen) > 1 and (refused := board.compare_refusal(data.headers(chosen))):
         st.warning(plain(reason))
 elif len(chosen) > 1:
     shown = chosen[:links.MAX_COMPARE]
-    st.page_link(frame.PAGES["compare"], label=f"Compare runs {', '.join(map(str, shown))}",
+    # Runs that measure different things are still offered (a reader may want the
+    # contrast), but knowingly: what differs first, in the warning Compare shows above
+    # its chart, and the link says so.
+    differ = compare_rule(data.headers(shown))[1]
+    if differ:
+        st.warning("  \n".join(plain(line) for line in differ), icon=":material/warning:")
+    st.page_link(frame.PAGES["compare"], label=board.compare_label(shown, differ),
                  icon=":material/compare_arrows:", query_params={"run": [str(i) for i in shown]})
-    for line in compare_rule(data.headers(shown))[1]:
-        st.caption(plain(line))  # the warnings Compare shows above its chart
     if len(chosen) > links.MAX_COMPARE:
         st.caption(f"Compare shows at most {links.MAX_COMPARE} runs.")
 

@@ -96,7 +96,8 @@ except Exception as e:  # noqa: BLE001 - a stored run that cannot be read: say s
 stream = list(config.stream)
 
 # --- show --------------------------------------------------------------------------------
-st.caption(plain(f"{run.workload} {run.workload_params} on {device_name(run)}, "
+st.caption(plain(f"{run.workload} ({serve_tables.params_text(run.workload_params)}) on "
+                 f"{device_name(run)}, "
                  f"torch {run.torch_version}: {config.requests} requests drawn from "
                  f"{config.batch_dist} (seed {config.seed}), status {run.status}"
                  + (f". {run.label}" if run.label else "")))
@@ -146,8 +147,11 @@ with parts.drawn("The bucket advisor"):
     for line in serve_tables.advice_lines(advice):
         st.markdown(line)
     st.dataframe(table, hide_index=True, key="advice")
-st.caption("The model: each size's measured bucket time (profile) and eager time (the "
+st.caption("Every figure of this table is the model's, but for the columns marked measured: "
+           f"a row '{serve_tables.RAN_HERE}...' is a bucket set this run replayed, its "
+           "modelled throughput and pool beside what the replay measured. "
+           "The model: each size's measured bucket time (profile) and eager time (the "
            "eager replay, else the profile), weighted by how often the stream asked for it; "
            "pool = the largest graph alone plus what each smaller one added in a shared "
-           "pool. Plans within 5% of the best are ties, decided as said above. The measured "
+           "pool. Plans within 5% of the best are ties, decided as said above. The 'ran here' "
            "rows show how close the model lands.")

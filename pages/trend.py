@@ -8,7 +8,6 @@ import streamlit as st
 
 from contract import verdict
 from contract.limits import REGRESSION_THRESHOLD
-from contract.vocab import ALTERNATIVE_MODES
 from pages.charts import trend_chart
 from pages.logic import board, links, trend_changes, trends
 from pages.logic.plain import MAX_CELL, cut, plain
@@ -33,13 +32,13 @@ if not options["workload"]:
     st.stop()
 
 
-def pick(container, label, choices, wanted, key, **kw):
-    """A selectbox that starts at the URL's value (when it is one of the choices)."""
+def pick(container, label, choices, wanted, key, widget="selectbox", **kw):
+    """A selectbox (or radio) that starts at the URL's value (when it is a choice)."""
     if key not in st.session_state or st.session_state.get(f"{key}_url") != wanted \
             or st.session_state[key] not in choices:
         st.session_state[key] = wanted if wanted in choices else choices[0]
         st.session_state[f"{key}_url"] = wanted
-    return container.selectbox(label, choices, key=key, **kw)
+    return getattr(container, widget)(label, choices, key=key, **kw)
 
 
 # Without a workload or GPU in the URL, open at the series with the most runs: the first
@@ -85,7 +84,9 @@ for name, ids in others.items():
 # --- load ---------------------------------------------------------------------------------
 points = data.key_points([r.id for r in runs])
 measured = trends.measured_batches(points)
-c1, c2, c3 = st.columns([2, 2, 1])
+# Wide enough at 1280 px for three batch sizes and the three graph modes; the order of
+# runs on a line of its own below (its longest choice was cut in a third column).
+c1, c2 = st.columns([2, 3])
 wanted = [b for b in q.batches if b in measured] or trends.default_batches(points)
 missing = [b for b in q.batches if b not in measured]
 if missing:
@@ -96,9 +97,16 @@ if missing:
 set_key = hashlib.sha256(chosen_set.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 batches = c1.multiselect("Batch sizes", measured, wanted, key=f"tr_b_{set_key}",
                          max_selections=trends.MAX_BATCHES)
-modes = c2.multiselect("Modes", list(ALTERNATIVE_MODES), list(q.modes or ALTERNATIVE_MODES),
-                       key="tr_modes")
-order = pick(c3, "Order runs by", list(ORDERS), q.order, "tr_order", format_func=ORDERS.get)
+# The modes these runs measured (a CPU series has no graph modes to offer or default to).
+measured_modes = trends.measured_modes(points)
+if (unmeasured := [m for m in q.modes or () if m not in measured_modes]):
+    st.warning(plain(f"?mode={unmeasured[0]} was not measured by these runs; measured: "
+                     f"{', '.join(measured_modes)}"))
+modes = c2.multiselect("Modes", measured_modes,
+                       [m for m in q.modes or measured_modes if m in measured_modes],
+                       key=f"tr_modes_{set_key}")
+order = pick(st, "Order runs by", list(ORDERS), q.order, "tr_order", widget="radio",
+             format_func=ORDERS.get, horizontal=True)
 st.query_params.from_dict({"workload": workload, "gpu": gpu, "params": chosen_set,
                            "batch": [str(b) for b in batches], "mode": modes,
                            **({"order": order} if order != "torch" else {}),
@@ -193,8 +201,10 @@ else:
                if (c := trend_chart.trend_chart(table, b)) is not None], "trend")
     # Energy columns only where some run measured energy: a column of dashes says nothing.
     empty = [c for c in trends.ENERGY_TREND_COLUMNS if table[c].isna().all()]
+    if (table["speedup_ci_low"].isna() & table["speedup_ci_high"].notna()).any():
+        st.caption(plain(trends.OPEN_BELOW_NOTE))
     st.dataframe(table.drop(columns=["order", "change", *empty]), hide_index=True,
-                 column_config={
+                 placeholder="—", column_config={
         "energy_mj_per_step": st.column_config.NumberColumn("energy mJ/step", format="%.3f"),
         "energy_gain": st.column_config.NumberColumn("energy gain", format="%.2fx"),
         "speedup": st.column_config.NumberColumn("speedup", format="%.2fx"),

@@ -103,8 +103,12 @@ def waste_chart(waste: pd.DataFrame, strategy: str | None = None) -> alt.Chart |
             legend=layout.legend("top", entries=len(OUTCOMES))),
         opacity=alt.Opacity("wasted_fraction:Q", title="Rows wasted (lighter: more)",
                             scale=alt.Scale(domain=[0, 1], range=[1, 0.35]),
+                            # Shown on a padded bar's orange: in black the swatches
+                            # read as greys that match no bar.
                             legend=layout.legend("bottom", entries=3, format=".0%",
-                                                 values=[0, 0.5, 1])),
+                                                 values=[0, 0.5, 1], symbolType="square",
+                                                 symbolFillColor=OUTCOMES["padded"],
+                                                 symbolStrokeColor=OUTCOMES["padded"])),
         tooltip=["batch_size:Q", "bucket:Q", "outcome:N", "requests:Q",
                  alt.Tooltip("wasted_fraction:Q", format=".0%", title="Rows wasted"),
                  alt.Tooltip("padding_waste:Q", format=".0%", title="Extra rows")],

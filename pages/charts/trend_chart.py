@@ -59,14 +59,21 @@ def trend_chart(table: pd.DataFrame, batch: int) -> alt.LayerChart | None:
     pts = base.mark_point(filled=True).encode(
         x=x, y=y, color=color, shape=shape, tooltip=tips,
         size=alt.condition("datum.changed", alt.value(160), alt.value(60)))
-    bars = base.transform_filter("isValid(datum.speedup_ci_low)").mark_rule().encode(
-        x=x, y=alt.Y("speedup_ci_low:Q"), y2="speedup_ci_high:Q", color=color)
+    # A low with no bound (trends.OPEN_BELOW) runs to the plot's bottom; clipped, no bar
+    # leaves the plot.
+    floor = encodings.log_ticks(values)[0]
+    bars = base.transform_filter("isValid(datum.speedup_ci_high)").transform_calculate(
+        bar_low=f"isValid(datum.speedup_ci_low) && datum.speedup_ci_low > 0 "
+                f"? datum.speedup_ci_low : {floor}"
+    ).mark_rule(clip=True).encode(
+        x=x, y=alt.Y("bar_low:Q"), y2="speedup_ci_high:Q", color=color)
     rule = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(
         y="y:Q")
     runs = df["run_id"].nunique()
     return layout.fitted(rule + bars + line + pts, layout.chart_title(
         f"Speedup over eager at batch {batch}",
-        f"{runs} run(s); bars: 95% interval; triangles: a change outside the noise"))
+        f"{runs} run(s); bars: 95% interval (cut at the plot's edge); triangles: a change "
+        "outside the noise"))
 
 
 # A row a run in the single-runs chart: its label on one line beside it. Eight runs' three-
@@ -108,6 +115,17 @@ STEP_SHAPES = {"no change point": "circle", "regression": "triangle-up",
                "improvement": "triangle-down", "inconclusive": "diamond"}
 
 
+def _step_ticks(df: pd.DataFrame) -> list[float]:
+    """The step axis's ticks: the step times and the intervals within a decade of them. A
+    wider interval (a noisy host's 0.02-50 ms) is cut at the plot's edge (the bars are
+    clipped) rather than squeezing every step into a sliver; its figures are in the
+    tooltip."""
+    steps = df["value"].dropna()
+    near = [v for v in [*df["low"].dropna(), *df["high"].dropna()]
+            if steps.empty or steps.min() / 10 <= v <= steps.max() * 10]
+    return encodings.log_ticks(list(steps) + near)
+
+
 def step_chart(figures: pd.DataFrame, changes: pd.DataFrame, batch: int
                ) -> alt.LayerChart | None:
     """Each mode's judged step (ms, log y) over the ordered runs at one batch size, with
@@ -123,8 +141,7 @@ def step_chart(figures: pd.DataFrame, changes: pd.DataFrame, batch: int
     df = df.assign(change=[verdicts.get((m, int(r)), "no change point")
                            for m, r in zip(df["mode"], df["run_id"], strict=True)])
     df = df.assign(marked=df["change"] != "no change point")
-    values = list(df["value"]) + list(df["low"].dropna()) + list(df["high"].dropna())
-    ticks = encodings.log_ticks(values)
+    ticks = _step_ticks(df)
     y = alt.Y("value:Q", title="Step (ms)",
               scale=alt.Scale(type="log", domain=[ticks[0], ticks[-1]], nice=False),
               axis=alt.Axis(values=ticks, format="~g"))
@@ -144,8 +161,12 @@ def step_chart(figures: pd.DataFrame, changes: pd.DataFrame, batch: int
             alt.Tooltip("basis:N", title="judged on"), alt.Tooltip("change:N")]
     base = alt.Chart(df)
     line = base.mark_line(opacity=0.5).encode(x=x, y=y, color=color, detail="mode:N")
-    bars = base.transform_filter("isValid(datum.low)").mark_rule().encode(
-        x=x, y=alt.Y("low:Q"), y2="high:Q", color=color)
+    # Clipped to the plot: a 95% interval from 0.02 to 50 ms on a noisy host ran past the
+    # axis (a low of 0, clamped by the runner, has no place on a log scale at all).
+    # A low of 0 (clamped by the runner: trends.OPEN_BELOW) runs to the plot's bottom.
+    bars = base.transform_filter("isValid(datum.high)").transform_calculate(
+        bar_low=f"isValid(datum.low) && datum.low > 0 ? datum.low : {ticks[0]}"
+    ).mark_rule(clip=True).encode(x=x, y=alt.Y("bar_low:Q"), y2="high:Q", color=color)
     pts = base.mark_point(filled=True).encode(
         x=x, y=y, color=color, shape=shape, tooltip=tips,
         size=alt.condition("datum.marked", alt.value(180), alt.value(50)))
@@ -158,4 +179,4 @@ def step_chart(figures: pd.DataFrame, changes: pd.DataFrame, batch: int
     return layout.fitted(alt.layer(*layers), layout.chart_title(
         f"Step time at batch {batch}",
         (f"host-bound points at {REFERENCE_US:g} us a launch; " if normalised else "")
-        + "bars: 95% interval; triangles: change points"))
+        + "bars: 95% interval (cut at the plot's edge); triangles: change points"))

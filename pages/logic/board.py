@@ -71,6 +71,15 @@ def key_format(column: str) -> str:
     return "%.2fx" if column.endswith(" x") else "%+.1f" if column.endswith("MiB") else "%d"
 
 
+NO_FIGURE = "—"  # an unknown figure in a table, as value_text shows an unknown value
+
+
+def key_width(column: str) -> int:
+    """A key-figure column as wide as its header ("reduce-overhead memory MiB"), so the
+    header is not cut: the numbers under it are shorter."""
+    return column_width([column], 80, 240) + MARGIN_PX
+
+
 def _sweep_row(summary: RunSummary | None) -> dict[str, object]:
     """A sweep's key figures as the board shows them, read from its summary: numbers
     (NaN when unknown) so the columns sort, and the key figure and its memory cost in the
@@ -192,6 +201,16 @@ def compare_refusal(selected: Sequence[RunHeader]) -> list[str]:
     return compare_rule(selected)[0]
 
 
+def compare_label(ids: Sequence[int], differ: Sequence[str]) -> str:
+    """The board's link to Compare: 'Compare runs 1, 2', or, where the runs measure
+    different things (compare_rule's warnings), '... anyway' with what differs."""
+    label = f"Compare runs {', '.join(map(str, ids))}"
+    if not differ:
+        return label
+    what = [line.removeprefix("Not comparable: ").split(" differ")[0] for line in differ]
+    return f"{label} anyway ({', '.join(what)} differ)"
+
+
 def points_text(run: RunListing) -> str:
     """A sweep's point counts: ok out of those that could run here, then the unsupported
     ones apart. "6/12 ok" read as failure on a CPU run whose other six points are graph
@@ -202,6 +221,14 @@ def points_text(run: RunListing) -> str:
         text += (f" · {unsupported} n/a on CPU" if run.header.device == "cpu"
                  else f" · {unsupported} unsupported")
     return text
+
+
+def known_params(params: object) -> object:
+    """The workload parameters a run recorded a value for: the runner stores the ones a
+    model took from its config as None ("heads=None"), which says nothing on the board."""
+    if isinstance(params, Mapping):
+        return {k: v for k, v in params.items() if v is not None}
+    return params
 
 
 def runs_table(runs: Sequence[RunListing]) -> pd.DataFrame:
@@ -217,7 +244,7 @@ def runs_table(runs: Sequence[RunListing]) -> pd.DataFrame:
             "id": h.id, "created": f"{h.created_at:%Y-%m-%d %H:%M}" if h.created_at else "",
             "source": h.source, "kind": h.kind, "GPU": device_name(h),
             "torch": h.torch_version or "—", "workload": h.workload,
-            "parameters": cut(value_text(h.workload_params), MAX_CELL),
+            "parameters": cut(value_text(known_params(h.workload_params)), MAX_CELL),
             "dtype": h.dtype or "—",
             "status": h.status, "points": f"{r.ok_points}/{r.points} ok",
             "noise": noise_summary(r.noise)[1] if _kind(h.kind).curves else "—",
@@ -242,3 +269,31 @@ def column_width(texts: Sequence[object], least: int, most: int) -> int:
     wide as what it holds, so a long GPU name or key figure is not cut."""
     widest = max((text_px(str(t)) for t in texts), default=0.0)
     return int(min(most, max(least, math.ceil(widest + CELL_PAD_PX))))
+
+
+# The board at 1280x800 with the sidebar open: the grid is 818 px inside its border, the
+# row-selection boxes take 33 of it. Measured on the screenshots.
+GRID_PX, SELECT_PX = 818, 33
+# Text columns past the first screen, each as wide as its widest cell (and header), with
+# room for the lower-case text that text_px counts narrow: "transformer-decode" was cut.
+TEXT_COLUMNS = {"torch": (60, 140), "memory cost": (120, 720), "points": (70, 260),
+                "noise": (60, 420), "created": (120, 140), "source": (70, 100),
+                "kind": (60, 130), "parameters": (90, 720), "dtype": (60, 100),
+                "status": (60, 100), "label": (60, 900)}
+MARGIN_PX = 14
+
+
+def board_widths(table: pd.DataFrame) -> dict[str, int]:
+    """Column widths of the board: id, link, GPU, workload and the key figure first, the
+    key figure stretched so the first screen ends at a column's edge (the next column
+    starts past 1280 px rather than showing a sliver such as "2."); then the other text
+    columns, each as wide as its widest cell, so none is cut once scrolled to."""
+    def fit(c: str, least: int, most: int) -> int:
+        return min(most, column_width([c, *table[c]], least, most) + MARGIN_PX)
+
+    first = {"id": 36, "link": 52, "GPU": fit("GPU", 80, 210),
+             "workload": fit("workload", 80, 170)}
+    room = GRID_PX - SELECT_PX - sum(first.values())
+    first["key figure"] = max(room, fit("key figure", 240, 520))
+    rest = {c: fit(c, *bounds) for c, bounds in TEXT_COLUMNS.items() if c in table}
+    return {**first, **rest}

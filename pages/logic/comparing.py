@@ -8,8 +8,9 @@ end. Whether runs measure the same thing is contract/comparability.py's.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -28,7 +29,7 @@ from contract.noise import launch_cost, ratio_interval, ratio_verdict
 from contract.numbers import number_or_none
 from contract.run_summary import RunHeader
 from contract.speedups import Speedup, mode_order, speedups, usable
-from contract.vocab import MODES
+from contract.vocab import MODE_TABLE, MODES
 from pages.logic.names import device_name, known
 from pages.logic.plain import MAX_CELL, cut
 
@@ -74,12 +75,37 @@ def _side_by_side(values: dict[tuple[str, int], dict[int, float]],
                   headers: Sequence[RunHeader], unit: str) -> pd.DataFrame:
     if not values:
         return pd.DataFrame(columns=["mode", "batch_size"])
-    names = run_names(headers)
+    # Only the runs with a figure here: a column of blanks (a published run, a run from
+    # before the isolated memory pass) read as "None" down the table; without() names them.
+    having = {rid for v in values.values() for rid in v}
+    names = {rid: name for rid, name in run_names(headers).items() if rid in having}
     keys = sorted(values, key=_key)
     return pd.DataFrame([{"mode": m, "batch_size": b,
                           **{f"{name} {unit}": values[(m, b)].get(rid) for rid, name
                              in names.items()}} for m, b in keys],
                         columns=["mode", "batch_size", *(f"{n} {unit}" for n in names.values())])
+
+
+# The words for contract/vocab.py's dashes (Vega strokeDash: dash, gap in px).
+DASH_WORDS: dict[tuple[int, ...], str] = {(1, 0): "solid", (1, 3): "dotted", (2, 2): "short dashes",
+              (6, 3): "long dashes"}
+
+
+def dash_legend(series: Iterable[Iterable[Any]]) -> str:
+    """The line dash of each mode drawn on Compare's speedup chart, in words: the chart's
+    Mode legend shows the marks only (one legend for both drew the dash over each mark)."""
+    drawn = {s.mode for ss in series for s in ss}
+    named = [f"{m.name} {DASH_WORDS.get(tuple(m.dash), 'dashed')}"
+             for m in MODE_TABLE.values() if m.name in drawn and m.name != "eager"]
+    return ("Lines: " + ", ".join(named) + "; the dashed grey line at 1x is eager itself."
+            if named else "")
+
+
+def without(table: pd.DataFrame, headers: Sequence[RunHeader], unit: str) -> list[str]:
+    """The names of the runs a side-by-side table (memory_table, energy_table) has no
+    column for: none of their points has that figure."""
+    return [name for name in run_names(headers).values()
+            if f"{name} {unit}" not in table.columns]
 
 
 def memory_table(points: RunPoints, headers: Sequence[RunHeader]) -> pd.DataFrame:

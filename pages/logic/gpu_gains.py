@@ -95,6 +95,11 @@ def _figure(side: Side) -> str:
     return vd.quoted(s.speedup, s.ci_low, s.ci_high)
 
 
+def applies(headers: Sequence[RunHeader]) -> bool:
+    """Whether two or more GPUs were measured among these runs (published ones aside)."""
+    return len({device_name(h) for h in headers if h.source != "published"}) > 1
+
+
 def gains_table(headers: Sequence[RunHeader], points: RunPoints,
                 at_us: float = 10.0) -> pd.DataFrame:
     """One row per graph mode and batch size that two or more measured runs on different
@@ -126,10 +131,87 @@ def gains_table(headers: Sequence[RunHeader], points: RunPoints,
     return pd.DataFrame(rows, columns=["mode", "batch", *runs, "gains more", "why"])
 
 
+def _short(gpu: str) -> str:
+    """'H100' for 'NVIDIA H100 80GB HBM3': the run's id beside it names the run, and the
+    table fits 1280 px (the full names are in the runs picker above)."""
+    words = gpu.removeprefix("NVIDIA ").split()
+    return words[0] if words else gpu
+
+
+def _answer(side: Side, win: Side | None, loser: Side | None, at_us: float) -> str:
+    """One side's answer in a few words: which gains more, and whether that stays so at
+    the common launch cost (then the GPU's work, not the host's launch cost)."""
+    if win is None:
+        return OVERLAP
+    if side is not win:
+        return "no"
+    if side.at is None or loser is None or loser.at is None:
+        return "yes (no launch cost)"
+    if side.at > loser.at * (1 + SAME_PROJECTED):
+        return f"yes, also at {at_us:g} us"
+    return HOSTS_COST
+
+
+# The answer's words, short enough for a cell at 1280 px (the caption spells them out).
+OVERLAP = "neither: overlap"
+HOSTS_COST = "yes: host's cost"  # at the common launch cost it is no longer ahead
+
+
+def _long_rows(a: Side, b: Side, mode: str, batch: int, at_us: float) -> list[dict]:
+    at = f"at {at_us:g} us"
+    win = _more(a, b)
+    rows = []
+    for side in (a, b):
+        loser = None if win is None else (b if win is a else a)
+        rows.append({"mode": mode, "batch": batch, "GPU": f"#{side.run_id} {_short(side.gpu)}",
+                     "speedup": _figure(side),
+                     at: "—" if side.at is None else f"{side.at:.2f}x",
+                     "GPU busy ms": "—" if side.busy_ms is None else f"{side.busy_ms:.3f}",
+                     "launch us": "—" if side.launch_us is None else f"{side.launch_us:.1f}",
+                     "gains more": _answer(side, win, loser, at_us)})
+    return rows
+
+
+def gains_long(headers: Sequence[RunHeader], points: RunPoints,
+               at_us: float = 10.0) -> pd.DataFrame:
+    """gains_table's answer a row per GPU, narrow enough for Compare at 1280 px: per graph
+    mode and batch the two GPUs' speedups, each one's speedup at the common launch cost
+    `at_us`, its GPU busy time a step (the GPU's work) and its launch cost (the host's),
+    and which gains more. Text cells, a dash where a figure is unknown."""
+    cols = ["mode", "batch", "GPU", "speedup", f"at {at_us:g} us", "GPU busy ms", "launch us",
+            "gains more"]
+    if not applies(headers):
+        return pd.DataFrame(columns=cols)
+    order = {m: i for i, m in enumerate(CUDA_GRAPH_MODES)}
+    rows: list[dict] = []
+    for (mode, batch), sides in sorted(_sides(headers, points, at_us).items(),
+                                       key=lambda kv: (order[kv[0][0]], kv[0][1])):
+        pair = [s for s in sides if s.gpu != sides[0].gpu][:1]
+        if pair:
+            rows += _long_rows(sides[0], pair[0], mode, batch, at_us)
+    return pd.DataFrame(rows, columns=cols)
+
+
+def summary(table: pd.DataFrame) -> str:
+    """gains_long's answer in one sentence: how often each GPU gains more, and how often
+    the intervals leave it open."""
+    if table.empty:
+        return ""
+    won = table[table["gains more"].str.startswith("yes")]
+    pairs = len(table) // 2
+    parts = [f"The {gpu.split(' ', 1)[1]} gains more at {n} of {pairs}"
+             for gpu, n in won["GPU"].value_counts().items()]
+    kept = int(won["gains more"].str.contains(", also at ").sum())
+    open_ = int((table["gains more"] == OVERLAP).sum()) // 2
+    return ("; ".join(parts) or "Neither GPU gains more at any shared point") + (
+        f" mode-and-batch points ({kept} of them also at the common launch cost)"
+        if parts else "") + f"; at {open_} the intervals overlap, so neither is said to."
+
+
 def left_out(headers: Sequence[RunHeader]) -> list[str]:
     """The published runs the answer leaves out: no launch cost, no interval."""
     names = run_names(headers)
     return [names[h.id] for h in headers if h.source == "published"]
 
 
-__all__ = ["SAME_PROJECTED", "gains_table", "left_out"]
+__all__ = ["SAME_PROJECTED", "applies", "gains_long", "gains_table", "left_out", "summary"]

@@ -110,6 +110,14 @@ def eager_from_replay(requests: pd.DataFrame) -> dict[int, float]:
             .items()}
 
 
+def params_text(params: object) -> str:
+    """A serve run's workload parameters as the other pages write them: 'depth=32,
+    width=256, dtype=float32' (the given ones, in their stored order), not a dict."""
+    if isinstance(params, dict):
+        return ", ".join(f"{k}={v}" for k, v in params.items() if v is not None)
+    return "" if params is None else str(params)
+
+
 def budget_bounds(profile: pd.DataFrame) -> tuple[int, int, int] | None:
     """(min, max, default) memory budget in whole MiB for the slider; None when the
     profile has no pool sizes (a CPU run)."""
@@ -122,21 +130,30 @@ def budget_bounds(profile: pd.DataFrame) -> tuple[int, int, int] | None:
     return 0, hi, max(1, math.ceil(max(p.pool_bytes for p in pts) / MIB))
 
 
+# The advice table's columns: every figure is the model's unless it says measured (a
+# row for a bucket set this run ran holds both, the model's first, to judge it by).
+MODEL_ROWS, MODEL_POOL = "Rows/s (model)", "Pool MiB (model)"
+MODEL_WASTE, MODEL_FALLBACK = "Padding waste (model)", "Fallback (model)"
+RAN_ROWS, RAN_POOL = "Rows/s (measured)", "Pool MiB (measured)"
+RAN_HERE = "ran here: "  # a plan row for a bucket set this run measured
+
+
 def _plan_row(name: str, plan: advisor.Plan | None,
               measured: ServeResult | None = None) -> dict:
+    # Each measured figure right of the model's, so the two are read together.
     if plan is None:
-        return {"Plan": name, "Buckets": MISSING, "Graphs": MISSING, "Rows/s (model)": MISSING,
-                "Pool MiB (model)": MISSING, "Padding waste": MISSING, "Fallback": MISSING,
-                "Rows/s (measured)": MISSING, "Pool MiB (measured)": MISSING}
+        return {"Plan": name, "Buckets": MISSING, "Graphs": MISSING, MODEL_ROWS: MISSING,
+                RAN_ROWS: MISSING, MODEL_POOL: MISSING, RAN_POOL: MISSING,
+                MODEL_WASTE: MISSING, MODEL_FALLBACK: MISSING}
     pool = None if measured is None else measured.graph_pool_bytes
     return {"Plan": name, "Buckets": "/".join(map(str, plan.buckets)) or "none (all eager)",
-            "Graphs": str(len(plan.buckets)), "Rows/s (model)": f"{plan.rows_per_s:,.0f}",
-            "Pool MiB (model)": _fmt(None if plan.pool_bytes is None
-                                     else plan.pool_bytes / MIB, "{:,.1f}"),
-            "Padding waste": f"{plan.padding_waste:.0%}", "Fallback": f"{plan.fallback_rate:.0%}",
-            "Rows/s (measured)": _fmt(None if measured is None else measured.rows_per_s,
-                                      "{:,.0f}"),
-            "Pool MiB (measured)": _fmt(None if pool is None else pool / MIB, "{:,.1f}")}
+            "Graphs": str(len(plan.buckets)), MODEL_ROWS: f"{plan.rows_per_s:,.0f}",
+            RAN_ROWS: _fmt(None if measured is None else measured.rows_per_s, "{:,.0f}"),
+            MODEL_POOL: _fmt(None if plan.pool_bytes is None
+                             else plan.pool_bytes / MIB, "{:,.1f}"),
+            RAN_POOL: _fmt(None if pool is None else pool / MIB, "{:,.1f}"),
+            MODEL_WASTE: f"{plan.padding_waste:.0%}",
+            MODEL_FALLBACK: f"{plan.fallback_rate:.0%}"}
 
 
 def advice(stream: list[int], profile: pd.DataFrame, results: pd.DataFrame,
@@ -160,7 +177,7 @@ def advice(stream: list[int], profile: pd.DataFrame, results: pd.DataFrame,
                 plan = model.plan(r.buckets)
             except ValueError:
                 plan = None
-            rows.append(_plan_row(f"measured: {r.strategy}", plan, r))
+            rows.append(_plan_row(f"{RAN_HERE}{r.strategy}", plan, r))
     return adv, pd.DataFrame(rows)
 
 

@@ -179,6 +179,13 @@ def measured_batches(points: RunPoints) -> list[int]:
     return sorted({m.batch_size for pts in points.values() for m in usable(pts)})
 
 
+def measured_modes(points: RunPoints) -> list[str]:
+    """The alternative modes (not eager) some run of the series measured a speedup in,
+    in the modes' order: a CPU series has compile only."""
+    have = {s.mode for pts in points.values() for s in speedups(pts)}
+    return [m for m in ALTERNATIVE_MODES if m in have]
+
+
 def default_batches(points: RunPoints, limit: int = 3) -> list[int]:
     """The batch sizes most runs measured: smallest, middle and largest of them."""
     per: dict[int, set[int]] = {}
@@ -194,13 +201,32 @@ def default_batches(points: RunPoints, limit: int = 3) -> list[int]:
     return sorted({common[0], common[len(common) // 2], common[-1]})
 
 
+# A 95% low of 0 is no bound: with three processes the runner's interval is the mean of
+# their medians +- t(2) = 4.3 standard errors, and where the processes' step times lie far
+# apart (a shared CPU) that runs below 0 ms and is clamped there (runner/core/stats.py,
+# clustered_interval). A speedup over such a step then has a low of 0.00x: shown as none.
+OPEN_BELOW = "no lower bound"
+OPEN_BELOW_NOTE = (
+    "95% low '—' (" + OPEN_BELOW + "): the run's processes measured step times so far "
+    "apart that the step-time interval ran below 0 ms (mean of the process medians +- 4.3 "
+    "standard errors with three processes) and was clamped at 0; the speedup then has no "
+    "lower bound, only an upper one, and its bar runs to the bottom of the chart.")
+
+
+def bound(low: float | None) -> float | None:
+    """A speedup's (or ratio's) 95% low as a bound: None where it is 0 or below."""
+    return None if low is None or low <= 0 else low
+
+
 def _change(cur: Speedup, prev: Speedup) -> tuple[str, str]:
     interval = noise.ratio_interval(cur.ci_low, cur.ci_high, prev.ci_low, prev.ci_high)
     verdict = noise.ratio_verdict(interval)
     ratio = cur.speedup / prev.speedup if prev.speedup else float("nan")
-    text = verdict if interval is None else \
-        f"{verdict} ({ratio:.2f}x; {interval[0]:.2f}-{interval[1]:.2f}x)"
-    return verdict, text
+    if interval is None:
+        return verdict, verdict
+    if bound(interval[0]) is None:
+        return verdict, f"{verdict} ({ratio:.2f}x; up to {interval[1]:.2f}x, {OPEN_BELOW})"
+    return verdict, f"{verdict} ({ratio:.2f}x; {interval[0]:.2f}-{interval[1]:.2f}x)"
 
 
 TREND_COLUMNS = ["run", "order", "run_id", "torch", "date", "mode", "batch_size", "speedup",
@@ -214,7 +240,8 @@ def _trend_row(s: Speedup, info: pd.Series, rid: int) -> dict[str, object]:
     return {"run": info["run"], "order": info["order"], "run_id": rid,
             "torch": value_text(info["torch_version"]),
             "date": f"{info['created_at']:%Y-%m-%d}", "mode": s.mode,
-            "batch_size": s.batch_size, "speedup": s.speedup, "speedup_ci_low": s.ci_low,
+            "batch_size": s.batch_size, "speedup": s.speedup,
+            "speedup_ci_low": bound(s.ci_low),
             "speedup_ci_high": s.ci_high,
             # Energy where the run measured it (bundle version 5): NaN, never 0, elsewhere.
             "energy_mj_per_step": number_or_none(m.energy.energy_mj_per_step),

@@ -95,6 +95,9 @@ def scroll_to_on_arrival(anchor: str, asked: bool, key: str) -> None:
         components.html(_SCROLL_JS % json.dumps(anchor), height=0)
 
 
+MODE_PARAM = "mode"  # Compare's timeline: the mode drawn for every run
+
+
 def timeline_section(run_ids: Sequence[int], points: Mapping[int, Sequence[Measurement]],
                      label_of: Callable[[PointTrace], str], key: str,
                      pick_mode: bool = False) -> int | None:
@@ -118,7 +121,9 @@ def timeline_section(run_ids: Sequence[int], points: Mapping[int, Sequence[Measu
     mode = None
     if pick_mode:
         modes = timeline.modes_at(every, batch)
-        mode = middle.selectbox("Mode", modes, key=f"{key}_mode")
+        # In the URL (?mode=), so a shared link draws the same mode.
+        mode = url.choice_param(middle, "selectbox", "Mode", MODE_PARAM, modes,
+                                key=f"{key}_mode")
     fit = url.toggle_param(right, "Fit each to its own step (off: one time scale for all)",
                            links.FIT_PARAM, key=f"{key}_fit")
     items = [x for x in timeline.ordered(data.traces(run_ids, batch))

@@ -87,6 +87,36 @@ def toggle_param(container, label: str, param: str, key: str) -> bool:
     return on
 
 
+def value_text(value: object) -> str:
+    """A choice as its URL parameter holds it: 10.0 as '10', an id as '7'."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def choice_param(container, widget: str, label: str, param: str, options: Sequence,
+                 key: str, index: int = 0, **kw):
+    """A selectbox or radio (`widget`) mirrored in the URL (?param=value): a shared link
+    restores the choice. A value that is none of the options gets one error line naming
+    it and the options, and the default (`index`) is shown."""
+    texts = [value_text(o) for o in options]
+    synced = f"{key}_url"
+    asked = st.query_params.get_all(param)
+    if key not in st.session_state or st.session_state.get(synced) != asked:
+        if asked and asked[-1] in texts:
+            st.session_state[key] = options[texts.index(asked[-1])]
+        else:
+            if asked:
+                st.error(plain(f"?{param}={cut(asked[-1], 40)!r} is not one of "
+                               f"{', '.join(texts)}; showing {texts[index]}."),
+                         icon=":material/error:")
+            st.session_state[key] = options[index]
+    elif st.session_state[key] not in options:  # e.g. a mode the new batch size lacks
+        st.session_state[key] = options[index]
+    value = getattr(container, widget)(label, options, key=key, **kw)
+    st.query_params[param] = value_text(value)
+    st.session_state[synced] = st.query_params.get_all(param)
+    return value
+
+
 VIEW_KEY = links.VIEW_PARAM  # the tabs' key is the URL parameter's name
 
 

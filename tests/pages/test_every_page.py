@@ -233,12 +233,16 @@ def test_compare_overlays_runs_with_ratio_table_and_environment_diff(dash):
     col = [c for c in ratios.columns if " vs #" in c][0]
     assert list(ratios.columns).index(col) == 2  # the answer right after mode and batch
     assert ratios[col].dropna().gt(1).all()  # B (half the time) is faster everywhere
-    memory = at.dataframe[3].value  # after the GPU and host table
+    # after the GPU and host table (and, two GPUs here, which one gains more)
+    memory = next(d.value for d in at.dataframe
+                  if any(c.endswith(" MiB") for c in d.value.columns))
     assert [c for c in memory.columns if c.endswith(" MiB")] == [
         f"#{a} Synthetic GPU A · torch 2.1 MiB", f"#{b} Synthetic GPU B · torch 2.2 MiB"]
-    diff = at.dataframe[4].value
+    diff = next(d.value for d in at.dataframe if "field" in d.value.columns)
     assert {"gpu_name", "torch_version"} <= set(diff["field"])
-    assert any(c.endswith(f"/compare?run={a}&run={b}") for c in texts(at, "code"))
+    # the link carries the baseline run and the common launch cost as well
+    assert any(c.endswith(f"/compare?run={a}&run={b}&baseline={a}&at_us=10")
+               for c in texts(at, "code")), texts(at, "code")
 
 
 def test_compare_marks_ratios_within_noise_and_diffs_launch_cost(dash):
@@ -257,7 +261,7 @@ def test_compare_marks_ratios_within_noise_and_diffs_launch_cost(dash):
     slower = ratios[ratios[col_b].str.startswith("slower (")]
     assert list(zip(slower["mode"], slower["batch_size"], strict=True)) == [("eager", 8)]
     assert set(ratios[col_old]) == {"no interval"}
-    diff = at.dataframe[4].value.set_index("field")
+    diff = next(d.value for d in at.dataframe if "field" in d.value.columns).set_index("field")
     row = diff.loc["host launch cost (us, median and range)"]
     assert [v for k, v in row.items() if k.startswith("#")] == ["8.0 us (8.0-8.0)",
                                                                 "20.0 us (20.0-20.0)", "—"]

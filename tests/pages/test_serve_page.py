@@ -164,8 +164,8 @@ def test_flat_memory_advice_prefers_less_padding_and_says_why(db):
     table = at.dataframe[-1].value.set_index("Plan")
     rec = table.loc["advisor: recommended"]
     assert rec["Buckets"] != "16/64" and rec["Pool MiB (model)"] == "34.0"
-    assert int(rec["Padding waste"].rstrip("%")) < 58
-    assert f"{rec['Padding waste']} padding" in text
+    assert int(rec["Padding waste (model)"].rstrip("%")) < 58
+    assert f"{rec['Padding waste (model)']} padding" in text
 
 
 def test_waste_frame_and_example_without_8_16_32():
@@ -208,3 +208,33 @@ def test_every_strategy_has_its_own_colour_and_mark():
     # colour and shape on the strategy, one legend: the legend's symbols are coloured
     assert point["color"]["field"] == point["shape"]["field"] == "strategy"
     assert point["color"]["legend"] == point["shape"]["legend"]
+
+
+def test_the_shipped_sample_reads_its_parameters_and_labels_modelled_figures(db):
+    """Issue 46: the parameters as 'depth=32, width=256, dtype=float32', never a Python
+    dict; a bucket set this run replayed is a row 'ran here: ...' whose model figures sit
+    under columns that say model, beside the measured ones."""
+    at = open_page()
+    text = _text(at)
+    assert "mlp (depth=32, width=256, dtype=float32) on NVIDIA H200" in text
+    assert "{" not in text.split("Strategies")[0] and "'depth'" not in text
+    table = at.dataframe[-1].value.set_index("Plan")
+    ran = [p for p in table.index if p.startswith(serve_tables.RAN_HERE)]
+    assert ran and not any(p.startswith("measured") for p in table.index)
+    row = table.loc[ran[0]]
+    assert row[serve_tables.MODEL_ROWS] != row[serve_tables.RAN_ROWS]  # two figures, named
+    assert all(c.endswith(("(model)", "(measured)")) for c in table.columns
+               if c not in ("Plan", "Buckets", "Graphs"))
+    assert serve_tables.params_text({"depth": 32, "heads": None}) == "depth=32"
+
+
+def test_the_wasted_rows_legend_is_drawn_in_the_padded_bars_colour():
+    import json
+
+    from pages.charts import serve_charts as sc
+
+    stream = [3, 5, 9, 20, 20]
+    results = pd.DataFrame([as_json(rec.ServeResult.empty("buckets:4/8"))])
+    [figure] = sc.waste_charts(serve_tables.waste_frame(stream, results)).values()
+    spec = json.dumps(figure.to_dict())
+    assert f'"symbolFillColor": "{sc.OUTCOMES["padded"]}"' in spec

@@ -103,3 +103,28 @@ def test_runs_table_noise_column():
     assert board.runs_table([run]).at[0, "noise"] == "3 of 40 points noisy"
     serve = RunListing(header(id=2, kind="serve"), points=0)
     assert board.runs_table([serve]).at[0, "noise"] == "—"
+
+
+def test_the_dash_of_each_drawn_mode_is_named():
+    from types import SimpleNamespace as S
+
+    from pages.logic.comparing import dash_legend
+
+    line = dash_legend([[S(mode="eager"), S(mode="reduce-overhead"), S(mode="cuda-graph")]])
+    assert line.startswith("Lines: reduce-overhead long dashes, cuda-graph solid;")
+    assert "compile" not in line  # not drawn, not named
+    assert dash_legend([]) == ""
+
+
+def test_side_by_side_tables_leave_out_runs_without_the_figure():
+    import pandas as pd
+
+    from contract.run_summary import RunHeader
+    from pages.logic.comparing import _side_by_side, without
+
+    hs = [RunHeader(id=i, uuid=str(i), workload="mlp", status="done", gpu_name=g)
+          for i, g in ((1, "A"), (2, "B"))]
+    t = _side_by_side({("cuda-graph", 8): {1: 38.0}}, hs, "MiB")
+    assert [c for c in t.columns if c.endswith(" MiB")] == ["#1 A MiB"]
+    assert without(t, hs, "MiB") == ["#2 B"]
+    assert isinstance(t, pd.DataFrame)

@@ -7,6 +7,7 @@ import json
 import re
 from datetime import datetime, timezone
 
+import pandas as pd
 import pytest
 
 from contract import bundle as fmt
@@ -297,3 +298,36 @@ def test_a_run_of_another_machine_is_shown_apart_not_joined(dash):
     alone = dash.open("pages/trend.py", workload="mlp", gpu="cpu",
                       machine="CPU · Intel(R) Xeon(R) Gold 6330")
     assert any(c.startswith("1 run(s) of mlp") for c in texts(alone, "caption"))
+
+
+def test_a_speedup_low_of_zero_is_no_bound_and_the_cpu_series_defaults_to_compile(dash):
+    """Issue 46, on the shipped CPU series: torch 2.11.0's compile at batch 8 stores a
+    95% low of 0.00x (its three processes' step-time interval ran below 0 ms and was
+    clamped): the page shows it as no lower bound, says why, and offers the modes the
+    series measured (compile), not graph modes a CPU cannot run."""
+    from tests.apptest import texts
+
+    at = dash.open("pages/trend.py", workload="mlp", gpu="cpu")
+    modes = next(m for m in at.multiselect if m.label == "Modes")
+    assert modes.options == ["compile"] and modes.value == ["compile"]
+    table = at.dataframe[-1].value
+    row = table[(table["torch"] == "2.11.0+cu130") & (table["batch_size"] == 8)].iloc[0]
+    assert pd.isna(row["speedup_ci_low"]) and row["speedup_ci_high"] > 1
+    assert "no lower bound" in row["change vs previous"]
+    assert "0.00" not in " ".join(table["change vs previous"])
+    assert trends.OPEN_BELOW_NOTE in " ".join(texts(at, "caption")).replace("\\", "")
+    assert trends.bound(0.0) is None and trends.bound(0.5) == 0.5
+
+
+def test_interval_bars_stay_inside_the_plot():
+    import json
+
+    from pages.charts import trend_chart
+
+    t = pd.DataFrame({"run": ["a", "b"], "order": [0, 1], "run_id": [1, 2],
+                      "mode": ["compile"] * 2, "batch_size": [8, 8], "speedup": [1.1, 1.0],
+                      "speedup_ci_low": [None, 0.9], "speedup_ci_high": [4.9, 1.1],
+                      "change": ["first", "within noise"],
+                      "change vs previous": ["first run", "x"]})
+    spec = json.dumps(trend_chart.trend_chart(t, 8).to_dict())
+    assert '"clip": true' in spec and "bar_low" in spec

@@ -1,0 +1,118 @@
+"""Compare's "which GPU gains more from graphs" (issue 47 item 1) on the shipped H100 and
+H200 mlp sweeps, with the published L40S figures mixed in: per graph mode and batch each
+GPU's speedup, at a common launch cost, its GPU busy time and launch cost, and the
+answer only where the intervals part; the published run named as left out."""
+
+from __future__ import annotations
+
+from db import queries
+from tests.apptest import texts
+
+
+def _ids(dash):
+    """The H100 mlp sample and the H200's energy sweep of the same mlp (same batch sizes)."""
+    runs = queries.runs_frame(dash.engine)
+    mlp = runs[(runs["workload"] == "mlp") & (runs["kind"] == "sweep")
+               & (runs["source"] == "measured")]
+
+    def latest(gpu: str) -> int:
+        on = mlp[mlp["gpu_name"].fillna("").str.contains(gpu)]
+        return int(on.sort_values("created_at")["id"].iloc[-1])
+
+    return latest("H100"), latest("H200")
+
+
+def _gains(at):
+    return next(d.value for d in at.dataframe if "gains more" in d.value.columns)
+
+
+def test_compare_says_which_gpu_gains_more_and_names_the_published_run(dash):
+    h100, h200 = _ids(dash)
+    at = dash.open("pages/compare.py", run=[str(h100), str(h200), str(dash.published)])
+    assert "Which GPU gains more from graphs" in texts(at, "subheader")
+    t = _gains(at).set_index(["mode", "batch", "GPU"])
+    # two rows (one per GPU) for each graph mode and batch both sweeps share
+    assert len(t) == 2 * 2 * 4 and t.index.is_unique
+    # batch 64: the H200's interval lies above the H100's and stays above at 10 us a launch
+    win = t.loc[("cuda-graph", 64, f"#{h200} H200")]
+    assert win["gains more"] == "yes, also at 10 us"
+    assert t.loc[("cuda-graph", 64, f"#{h100} H100")]["gains more"] == "no"
+    assert float(win["at 10 us"].rstrip("x")) > float(
+        t.loc[("cuda-graph", 64, f"#{h100} H100")]["at 10 us"].rstrip("x"))
+    # batch 1: the intervals overlap, so neither is said to gain more
+    assert set(t.loc[("cuda-graph", 1)]["gains more"]) == {"neither: overlap"}
+    # the GPU's work and the host's launch cost are figures on every row, never "None"
+    assert t["GPU busy ms"].str.match(r"^\d+\.\d{3}$").all()
+    assert t["launch us"].str.match(r"^\d+\.\d$").all()
+    assert "The H200 gains more at 2 of 8" in " ".join(texts(at, "markdown"))
+    # the published L40S is no row of the answer, and is named as left out
+    assert not t.index.get_level_values("GPU").str.contains("L40S").any()
+    assert any("Not in this answer" in c and f"#{dash.published}" in c
+               for c in texts(at, "caption"))
+
+
+def test_the_common_launch_cost_changes_the_projected_speedups(dash):
+    h100, h200 = _ids(dash)
+    at = dash.open("pages/compare.py", run=[str(h100), str(h200)])
+    before = _gains(at)
+    at.radio(key="at_us").set_value(at.radio(key="at_us").options[0]).run()
+    after = _gains(at)
+    assert [c for c in after.columns if c.startswith("at ")] != ["at 10 us"]
+    assert before["speedup"].tolist() == after["speedup"].tolist()  # measured: unchanged
+
+
+def test_one_gpu_gets_no_gains_section(dash):
+    runs = queries.runs_frame(dash.engine)
+    cpu = [str(i) for i in runs[runs["gpu_name"].isna() & (runs["kind"] == "sweep")]["id"]]
+    at = dash.open("pages/compare.py", run=cpu[:2])
+    assert "Which GPU gains more from graphs" not in texts(at, "subheader")
+
+
+def test_the_share_link_keeps_the_timeline_mode_baseline_and_launch_cost(dash):
+    """Issue 46: ?mode=, ?baseline= and ?at_us= restore Compare's choices and ride in its
+    share link; a bad value gets one error naming it, and the default is shown."""
+    a = dash.add(gpu="GPU A", batches=(8,), modes=("eager", "cuda-graph"), traces=True)
+    b = dash.add(gpu="GPU B", batches=(8,), modes=("eager", "cuda-graph"), traces=True,
+                 scale=2.0)
+    at = dash.open("pages/compare.py", run=[str(a), str(b)], batch="8", mode="cuda-graph",
+                   baseline=str(b), at_us="20")
+    assert not texts(at, "error")
+    assert at.selectbox(key="timeline_mode").value == "cuda-graph"
+    assert at.radio(key="at_us").value == 20.0
+    [shared] = [c for c in texts(at, "code") if "/compare?" in c]
+    assert shared.endswith(f"?run={a}&run={b}&batch=8&mode=cuda-graph&baseline={b}"
+                           "&at_us=20"), shared
+    ratios = next(d.value for d in at.dataframe if "batch_size" in d.value.columns)
+    assert any(c.endswith(f" vs #{b}") for c in ratios.columns)
+    # a change is written back to the URL
+    at.radio(key="at_us").set_value(5.0).run()
+    assert dict(at.query_params)["at_us"] in ("5", ["5"])
+
+    at = dash.open("pages/compare.py", run=[str(a), str(b)], batch="8", mode="warp",
+                   baseline="99", at_us="7")
+    errors = texts(at, "error")
+    assert any("?mode='warp' is not one of eager, cuda-graph" in e for e in errors), errors
+    assert any(f"?baseline='99' is not one of {a}, {b}; showing {a}" in e for e in errors)
+    assert any("?at\\_us='7' is not one of 5, 10, 20; showing 10" in e for e in errors), errors
+    assert at.radio(key="at_us").value == 10.0
+
+
+def test_no_table_shows_none_beside_the_published_runs(dash):
+    """Issue 46: with the published V100 (per-kernel figures, no batch or step time) and
+    L40S (no memory) beside a measured run, no cell reads "None": an unknown one is the
+    tables' dash, and a run without any memory figure has no column of blanks."""
+    runs = queries.runs_frame(dash.engine)
+    v100 = int(runs[runs["gpu_name"].fillna("").str.contains("V100")]["id"].iloc[0])
+    h100, _ = _ids(dash)
+    at = dash.open("pages/compare.py", run=[str(h100), str(dash.published), str(v100)])
+    assert all(d.proto.placeholder == "—" for d in at.dataframe)
+    host = next(d.value for d in at.dataframe if "GPU share" in d.value.columns)
+    v100_row = host[host["run"].str.startswith(f"#{v100} ")].iloc[0]
+    assert v100_row["batch"] is None or v100_row["batch"] != v100_row["batch"]  # unknown
+    memory = next(d.value for d in at.dataframe if any(c.endswith(" MiB")
+                                                       for c in d.value.columns))
+    assert [c for c in memory.columns if c.endswith(" MiB")] == [
+        c for c in memory.columns if c.startswith(f"#{h100} ")]
+    assert any(f"#{dash.published} " in c and "No memory cost over eager measured" in c
+               for c in texts(at, "caption"))
+    assert any(c.startswith("Lines: ") and "dashes" in c for c in texts(at, "caption"))
