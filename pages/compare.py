@@ -66,9 +66,10 @@ def _gains_section(headers, points, at_us: float) -> None:
         f"{at_us:g} us on both; GPU busy: the GPU's own work a step; launch us: the "
         "host's launch cost as measured. Gains more: only where its interval lies above "
         f"the other's ('{gpu_gains.OVERLAP}': they overlap, no answer); 'also at "
-        f"{at_us:g} us': it stays ahead with the launch cost made equal, so the GPU's "
-        f"work, not the host, makes the difference; '{gpu_gains.HOSTS_COST}': it does "
-        "not, so its slower host did."))
+        f"{at_us:g} us': it stays ahead with the launch cost made equal, so the launch "
+        "cost does not explain it (the GPU busy times beside say whether the GPU's work "
+        f"does; else the rest of the host's time a step); '{gpu_gains.HOSTS_COST}': it "
+        "does not, so the hosts' launch costs did."))
     if table.empty:
         st.info("These GPUs share no graph mode at one batch size with a speedup each.")
         return
