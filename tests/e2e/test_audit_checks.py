@@ -1,0 +1,48 @@
+"""The page audit's checks fail on what they look for (tests/e2e/audit.py), so that a
+clean audit (tests/e2e/test_audit.py, bench/page_audit.py) means clean pages. Plain data
+as tests/e2e/audit_page.js reads it from chromium; no browser here.
+"""
+
+from __future__ import annotations
+
+from tests.e2e import audit
+
+
+def _plot(label_box: dict, ticks: list[str]) -> dict:
+    return {"box": {"left": 0, "right": 100, "top": 0, "bottom": 200, "width": 100,
+                    "height": 200},
+            "axes": [{"aria": "", "title": "Batch size", "labels": ticks}],
+            "items": [{"kind": "mark-symbol", "text": "", "label": "b=8", "clipped": False,
+                       "box": label_box}]}
+
+
+def _snap(plot: dict, line: str, cell: str, width: float, need: float) -> dict:
+    return {"lines": [line], "cut": [], "broken": [], "codes": [], "links": [],
+            "widgets": [], "tabs": [],
+            "grids": [{"columns": [{"title": "torch", "width": width, "right": 32 + width,
+                                    "head": 10, "need": need, "widest": cell,
+                                    "cells": [cell]}],
+                       "rows": 1, "box_width": 500, "box_height": 80, "content_height": 70}],
+            "charts": [{"svg": plot["box"], "title": "t", "subtitle": "", "texts": [],
+                        "marks": [], "plots": [plot]}]}
+
+
+CASE = audit.Case("planted", "run?run=1&view=Speed", (1,), view="Speed")
+FACTS = audit.Facts({1: {1, 8}}, {1: {"eager"}})
+
+
+def test_the_audit_sees_planted_faults():
+    """A None, a cut column, a dot outside its plot, a tick at an unmeasured batch."""
+    snap = _snap(_plot({"left": 120, "right": 126, "top": 10, "bottom": 16}, ["1", "4"]),
+                 "heads=None", "2.11.0", 20, 80)
+    checks = {f.check for f in audit.audit(CASE, snap, FACTS)}
+    assert {"None shown", "cut cell", "mark outside its plot", "batch tick not measured",
+            "measured batch unlabelled"} <= checks
+
+
+def test_a_clean_page_has_no_fault():
+    """The same page drawn right: a dot on the plot's edge (its centre inside), every
+    measured batch labelled, a column wider than its text, 'None of' in prose."""
+    snap = _snap(_plot({"left": 97, "right": 103, "top": 10, "bottom": 16}, ["1", "8"]),
+                 "None of the points failed", "2.11.0", 90, 80)
+    assert audit.audit(CASE, snap, FACTS) == []
