@@ -54,7 +54,8 @@ READY = """() => {
 # What changes while a page still arrives (a script that reruns itself once draws twice).
 SHAPE = """() => [...document.querySelectorAll(
   "[data-testid='stMain'] [data-testid='stElementContainer']")].length + ':' +
-  document.querySelectorAll('svg.marks text, canvas').length"""
+  document.querySelectorAll('svg.marks text, canvas').length + ':' +
+  (document.querySelector("[data-testid='stMain']") || document.body).innerText.length"""
 OPEN_EXPANDERS = """() => { for (const d of document.querySelectorAll(
   "[data-testid='stExpander'] details:not([open]) > summary")) d.click(); }"""
 
@@ -120,7 +121,7 @@ def facts_and_cases(engine) -> tuple[Facts, list[Case]]:
     facts = Facts({int(r): {int(b) for b in g["batch_size"]} for r, g in ok.groupby("run_id")},
                   {int(r): set(g["mode"]) for r, g in ok.groupby("run_id")})
     means = {int(r) for r, g in pts.groupby("run_id")
-             if (s := {_statistics(d) for d in g["details"]}) and all(
+             if (s := {_statistics(d) for d in g["details"]} - {""}) and all(
                  x.startswith("mean") for x in s)}
     cases = [Case("Runs board", "", scroll_ok=True)]
     cases += _run_cases(runs, means)
@@ -226,12 +227,13 @@ def _open_tab(page, view: str) -> bool:
 
 
 def settle(page, tries: int = 20) -> None:
-    """Wait until the page is drawn and stays so for 300 ms (Vega lays out a chart's
-    labels, and hides overlapping ones, a frame after its svg; a page that reruns itself
-    draws twice)."""
+    """Wait until the page is drawn and stays so for 600 ms (Vega lays out a chart's
+    labels, and hides overlapping ones, a frame after its svg; a page whose widgets sync
+    to the URL runs its script twice, the second drawing the rest of the page)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     page.wait_for_selector("[data-testid='stApp']")
+    calm = 0
     for _ in range(tries):
         try:
             page.wait_for_function(READY, timeout=DRAW_TIMEOUT_MS)
@@ -239,7 +241,8 @@ def settle(page, tries: int = 20) -> None:
             return  # a grid that never draws is named by check_table_box
         shape = page.evaluate(SHAPE)
         page.wait_for_timeout(300)
-        if page.evaluate(READY) and page.evaluate(SHAPE) == shape:
+        calm = calm + 1 if page.evaluate(READY) and page.evaluate(SHAPE) == shape else 0
+        if calm == 2:
             break
 
 
@@ -368,14 +371,9 @@ def _inside(b: dict, area: dict, tol: float = TOLERANCE_PX) -> str:
 
 
 def _outside(item: dict, area: dict) -> str:
-    """Where a mark leaves its plot. A point drawn on the plot's edge (a batch at the end
-    of its axis) overhangs it by its radius and is read whole, unless the plot clips it:
-    an unclipped symbol counts by its centre, anything else by its box."""
-    b = item["box"]
-    if item["kind"] == "mark-symbol" and not item["clipped"]:
-        x, y = (b["left"] + b["right"]) / 2, (b["top"] + b["bottom"]) / 2
-        b = {"left": x, "right": x, "top": y, "bottom": y}
-    how = _inside(b, area)
+    """Where a mark leaves its plot, by its box: a point drawn on the plot's edge (a batch
+    at the very end of its axis, no padding) hangs over the axis or under the clip."""
+    how = _inside(item["box"], area)
     return f"{how}{' (clipped)' if how and item['clipped'] else ''}"
 
 
@@ -401,10 +399,10 @@ def check_marks_in_plot(case: Case, snap: dict, facts: Facts) -> list[Fault]:
     for chart, plot in _plots(snap):
         where = f"chart '{_chart_name(chart)}'"
         outside = [(it, how) for it in plot["items"] if (how := _outside(it, plot["box"]))]
-        for it, how in outside[:3]:
+        for it, how in outside[:1]:   # one line a plot: the first, and how many
             out.append(Fault(case.name, "mark outside its plot", where,
                              f"{it['kind']} '{(it['text'] or it['label'])[:60]}' {how}"
-                             + (f" (and {len(outside) - 3} more)" if len(outside) > 3 else "")))
+                             + (f" (and {len(outside) - 1} more)" if len(outside) > 1 else "")))
         labels = [it for it in plot["items"] if it["kind"] == "mark-text"]
         dots = [it for it in plot["items"] if it["kind"] == "mark-symbol"]
         over = [(t, d) for t in labels for d in dots if _overlap(t["box"], d["box"])]
@@ -635,18 +633,20 @@ def share_cases(cases: list[Case]) -> list[Case]:
 
 def share_faults(browser, base_url: str, case: Case) -> list[Fault]:
     """Open `case`, read its share link, open that link as a new visitor: the widgets, the
-    open view and the first chart's marks must be the same."""
+    open view and the first chart's marks (their data, as Vega labels them) must be the
+    same."""
     first = _visit(browser, f"{base_url}/{case.path}")
-    if not first["link"]:
-        return [Fault(case.name, "no share link", "page", "no http link shown in a code box")]
-    again = _visit(browser, first["link"])
+    # The link the page shows (in a code box, to copy), else its address bar: the Run
+    # page's views say the address bar is their share link.
+    again = _visit(browser, first["link"] or first["url"])
     out = []
     for part in ("widgets", "tabs", "marks"):
         if first[part] != again[part]:
             lost = [x for x in first[part] if x not in again[part]][:3]
             new = [x for x in again[part] if x not in first[part]][:3]
             out.append(Fault(case.name, "share link reopens another state", part,
-                             f"{first['link'][:90]}: lost {lost}, got {new}"))
+                             f"{(first['link'] or first['url'])[:200]}: lost {lost}, "
+                             f"got {new}"))
     return out
 
 
@@ -657,6 +657,6 @@ def _visit(browser, url: str) -> dict:
         page.set_default_timeout(60_000)
         page.goto(url)
         settle(page)
-        return page.evaluate(STATE_JS)
+        return {**page.evaluate(STATE_JS), "url": page.url}
     finally:
         context.close()

@@ -82,7 +82,7 @@
         right += c.width;
         if (c.rowMarker !== undefined) return null;
         ctx.font = `${t.headerFontStyle} ${t.fontFamily}`;
-        const head = ctx.measureText(c.title || '').width + pad;
+        const head = ctx.measureText(c.title || '').width + pad + 2;
         ctx.font = `${t.baseFontStyle} ${t.fontFamily}`;
         let widest = '', need = 0;
         const cells = [];
@@ -91,9 +91,12 @@
           let text = cell.displayData;
           if (typeof text !== 'string') text = typeof cell.data === 'string' ? cell.data : '';
           if (cell.kind === 'boolean' || cell.kind === 'bubble') text = '';
+          // streamlit draws a missing value as a grey 'None'
+          if (cell.isMissingValue && !text) text = 'None';
           cells.push(text);
-          // glide draws a cell's text from its left padding and clips it at its right edge
-          const w = ctx.measureText(text).width + pad;
+          // glide draws a cell's text from its left padding and clips it at the column's
+          // border, which overdraws the last pixels: the text must end 2 px before it
+          const w = ctx.measureText(text).width + pad + 2;
           if (w > need) { need = w; widest = text; }
         }
         return {title: c.title || '', width: c.width, right, head, need, widest, cells};

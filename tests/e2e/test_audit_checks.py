@@ -41,8 +41,8 @@ def test_the_audit_sees_planted_faults():
 
 
 def test_a_clean_page_has_no_fault():
-    """The same page drawn right: a dot on the plot's edge (its centre inside), every
-    measured batch labelled, a column wider than its text, 'None of' in prose."""
-    snap = _snap(_plot({"left": 97, "right": 103, "top": 10, "bottom": 16}, ["1", "8"]),
+    """The same page drawn right: a dot inside its plot, every measured batch labelled, a
+    column wider than its text, 'None of' in prose."""
+    snap = _snap(_plot({"left": 90, "right": 96, "top": 10, "bottom": 16}, ["1", "8"]),
                  "None of the points failed", "2.11.0", 90, 80)
     assert audit.audit(CASE, snap, FACTS) == []
