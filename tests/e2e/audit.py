@@ -377,6 +377,20 @@ def _outside(item: dict, area: dict) -> str:
     return f"{how}{' (clipped)' if how and item['clipped'] else ''}"
 
 
+def _cut_at_edge(item: dict, area: dict, tol: float = 0.75) -> str:
+    """An error bar (a rule) that ends exactly on the plot's edge without spanning the
+    plot: its interval runs past the axis and the scale cut it there."""
+    if item["kind"] != "mark-rule":
+        return ""
+    b = item["box"]
+    for lo, hi, size in (("top", "bottom", "height"), ("left", "right", "width")):
+        spans = b[size] >= area[size] - 2
+        if not spans and b[size] > 0 and (abs(b[lo] - area[lo]) < tol or
+                                          abs(b[hi] - area[hi]) < tol):
+            return f"ends on the plot's {lo if abs(b[lo] - area[lo]) < tol else hi} edge"
+    return ""
+
+
 def _overlap(a: dict, b: dict, inset: float = 1.0) -> bool:
     return (min(a["right"], b["right"]) - max(a["left"], b["left"]) > inset and
             min(a["bottom"], b["bottom"]) - max(a["top"], b["top"]) > inset)
@@ -398,7 +412,8 @@ def check_marks_in_plot(case: Case, snap: dict, facts: Facts) -> list[Fault]:
     out = []
     for chart, plot in _plots(snap):
         where = f"chart '{_chart_name(chart)}'"
-        outside = [(it, how) for it in plot["items"] if (how := _outside(it, plot["box"]))]
+        outside = [(it, how) for it in plot["items"]
+                   if (how := _outside(it, plot["box"]) or _cut_at_edge(it, plot["box"]))]
         for it, how in outside[:1]:   # one line a plot: the first, and how many
             out.append(Fault(case.name, "mark outside its plot", where,
                              f"{it['kind']} '{(it['text'] or it['label'])[:60]}' {how}"

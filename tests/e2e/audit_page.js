@@ -27,6 +27,11 @@
   // Text cut by its box: an element that clips, scrolls or ellipsises and holds more than
   // it shows. The data grid draws on a canvas and is read below.
   const cut = [];
+  // A text box (a select's value is one) that holds more than it shows.
+  for (const el of root.querySelectorAll('input')) {
+    if (el.type !== 'hidden' && el.value && el.scrollWidth > el.clientWidth + 1 && shown(el))
+      cut.push({tag: 'input', text: el.value, shows: el.clientWidth, needs: el.scrollWidth});
+  }
   for (const el of root.querySelectorAll('*')) {
     if (inGrid(el) || el.closest('svg') || !el.textContent.trim()) continue;
     const cs = getComputedStyle(el);
