@@ -129,6 +129,28 @@ def facts_and_cases(engine) -> tuple[Facts, list[Case]]:
     return facts, cases
 
 
+def cases_from_samples(folder: Path | None = None) -> list[Case]:
+    """The same cases read from the shipped sample files, without importing them (test
+    collection stays quick): a fresh database numbers them 1, 2, ... in file order, as
+    db/samples.py imports them; the module's fixture checks the two agree."""
+    import pandas as pd
+
+    folder = folder or Path(__file__).resolve().parents[2] / "data" / "samples"
+    rows, means = [], set()
+    for i, path in enumerate(sorted(folder.glob("*.json")), start=1):
+        b = json.loads(path.read_text())
+        env, run = b.get("environment") or {}, b["run"]
+        rows.append({"id": i, "kind": run.get("kind") or "sweep", "uuid": run["uuid"],
+                     "workload": run["workload"], "gpu_name": env.get("gpu_name"),
+                     "hostname": env.get("hostname")})
+        stats = {_statistics(m.get("details")) for m in b.get("measurements", [])} - {""}
+        if stats and all(x.startswith("mean") for x in stats):
+            means.add(i)
+    runs = pd.DataFrame(rows)
+    return [Case("Runs board", "", scroll_ok=True)] + _run_cases(runs, means) + _other_cases(
+        runs, means)
+
+
 def _name(row) -> str:
     from pages.logic.names import device_name
 
