@@ -675,7 +675,11 @@ def share_faults(browser, base_url: str, case: Case) -> list[Fault]:
     first = _visit(browser, f"{base_url}/{case.path}")
     # The link the page shows (in a code box, to copy), else its address bar: the Run
     # page's views say the address bar is their share link.
-    again = _visit(browser, first["link"] or first["url"])
+    return state_faults(case, first, _visit(browser, first["link"] or first["url"]))
+
+
+def state_faults(case: Case, first: dict, again: dict) -> list[Fault]:
+    """What a reopened share link (`again`) lost or changed of the state it was read from."""
     out = []
     for part in ("widgets", "tabs", "marks"):
         if first[part] != again[part]:

@@ -46,3 +46,13 @@ def test_a_clean_page_has_no_fault():
     snap = _snap(_plot({"left": 90, "right": 96, "top": 10, "bottom": 16}, ["1", "8"]),
                  "None of the points failed", "2.11.0", 90, 80)
     assert audit.audit(CASE, snap, FACTS) == []
+
+
+def test_a_share_link_that_loses_state_is_a_fault():
+    """A reopened link that drops the batch picked and draws other points."""
+    first = {"widgets": ["Batch size 64"], "tabs": ["Timeline"], "marks": ["b: 64"],
+             "link": "http://x/run?run=1&view=Timeline&batch=64", "url": ""}
+    again = {"widgets": ["Batch size 1"], "tabs": ["Timeline"], "marks": ["b: 1"]}
+    faults = audit.state_faults(CASE, first, again)
+    assert [f.element for f in faults] == ["widgets", "marks"]
+    assert audit.state_faults(CASE, first, dict(first)) == []
