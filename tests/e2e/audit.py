@@ -436,10 +436,17 @@ def check_marks_in_plot(case: Case, snap: dict, facts: Facts) -> list[Fault]:
         where = f"chart '{_chart_name(chart)}'"
         outside = [(it, how) for it in plot["items"]
                    if (how := _outside(it, plot["box"]) or _cut_at_edge(it, plot["box"]))]
-        for it, how in outside[:1]:   # one line a plot: the first, and how many
+        if outside:   # one line a plot: how many past which edge, and the first
+            edges: dict[str, int] = {}
+            for _, how in outside:
+                side = re.search(r"the (\w+) edge", how).group(1)
+                edges[side] = edges.get(side, 0) + 1
+            it, how = outside[0]
             out.append(Fault(case.name, "mark outside its plot", where,
-                             f"{it['kind']} '{(it['text'] or it['label'])[:60]}' {how}"
-                             + (f" (and {len(outside) - 1} more)" if len(outside) > 1 else "")))
+                             f"{len(outside)} past the edge ("
+                             + ", ".join(f"{n} {side}" for side, n in edges.items())
+                             + f"); first: {it['kind']} '{(it['text'] or it['label'])[:50]}' "
+                             + how))
         labels = [it for it in plot["items"] if it["kind"] == "mark-text"]
         dots = [it for it in plot["items"] if it["kind"] == "mark-symbol"]
         over = [(t, d) for t in labels for d in dots if _overlap(t["box"], d["box"])]
