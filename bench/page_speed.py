@@ -71,8 +71,11 @@ STAMPS = """
     const drawn = charts.filter(c => c.querySelector('svg.marks text, canvas'));
     if (drawn.length && window.__lb.first === null) window.__lb.first = performance.now();
     const app = document.querySelector("[data-testid='stApp']");
-    const grids = [...document.querySelectorAll("[data-testid='stDataFrame']")].filter(
-      g => g.getBoundingClientRect().height > 0);
+    // (a grid below the first screen draws when scrolled to: not waited for)
+    const grids = [...document.querySelectorAll("[data-testid='stDataFrame']")].filter(g => {
+      const r = g.getBoundingClientRect();
+      return r.height > 0 && r.top < window.innerHeight;
+    });
     const ready = !!app && app.getAttribute('data-test-script-state') === 'notRunning' &&
       !!document.querySelector("[data-testid='stMain'] [data-testid='stElementContainer']") &&
       drawn.length === charts.length && grids.every(g => g.querySelector('canvas'));
