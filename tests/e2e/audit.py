@@ -439,7 +439,7 @@ def check_marks_in_plot(case: Case, snap: dict, facts: Facts) -> list[Fault]:
         if outside:   # one line a plot: how many past which edge, and the first
             edges: dict[str, int] = {}
             for _, how in outside:
-                side = re.search(r"the (\w+) edge", how).group(1)
+                side = re.search(r"(\w+) edge", how).group(1)
                 edges[side] = edges.get(side, 0) + 1
             it, how = outside[0]
             out.append(Fault(case.name, "mark outside its plot", where,

@@ -56,3 +56,20 @@ def test_a_share_link_that_loses_state_is_a_fault():
     faults = audit.state_faults(CASE, first, again)
     assert [f.element for f in faults] == ["widgets", "marks"]
     assert audit.state_faults(CASE, first, dict(first)) == []
+
+
+def test_an_error_bar_the_scale_cut_is_a_fault():
+    """A rule that ends exactly on the plot's top edge (its interval ran past the axis);
+    one that spans the plot (a 1x reference line) is not."""
+    area = {"left": 0, "right": 100, "top": 0, "bottom": 200, "width": 100, "height": 200}
+
+    def rule(box: dict) -> dict:
+        return {"kind": "mark-rule", "text": "", "label": "run 3", "clipped": False,
+                "box": box}
+
+    cut = rule({"left": 50, "right": 50, "top": 0, "bottom": 40, "width": 0, "height": 40})
+    line = rule({"left": 0, "right": 100, "top": 60, "bottom": 60, "width": 100, "height": 0})
+    snap = {"charts": [{"title": "t", "subtitle": "", "texts": [], "marks": [], "svg": area,
+                        "plots": [{"box": area, "axes": [], "items": [cut, line]}]}]}
+    faults = audit.check_marks_in_plot(CASE, snap, FACTS)
+    assert len(faults) == 1 and "1 top" in faults[0].text
