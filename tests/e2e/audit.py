@@ -290,7 +290,7 @@ def _chart_name(chart: dict) -> str:
 
 
 def _grid_name(grid: dict) -> str:
-    return "table (" + ", ".join(c["title"] for c in grid["columns"][:3]) + ", ...)"
+    return f"table [{grid['columns'][0]['title'][:24] if grid['columns'] else ''}...]"
 
 
 def check_cut_text(case: Case, snap: dict, facts: Facts) -> list[Fault]:
@@ -632,7 +632,7 @@ def fault_table(faults: list[Fault]) -> str:
     if not faults:
         return "no faults"
     rows = [("page", "check", "element", "text")] + [
-        (f.case, f.check, f.element[:50], f.text) for f in faults]
+        (f.case, f.check, f.element[:70], f.text) for f in faults]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     return "\n".join(" | ".join(r[i].ljust(widths[i]) for i in range(3)) + " | " + r[3]
                      for r in rows)
