@@ -1,0 +1,75 @@
+"""The page audit's checks fail on what they look for (tests/e2e/audit.py), so that a
+clean audit (tests/e2e/test_audit.py, bench/page_audit.py) means clean pages. Plain data
+as tests/e2e/audit_page.js reads it from chromium; no browser here.
+"""
+
+from __future__ import annotations
+
+from tests.e2e import audit
+
+
+def _plot(label_box: dict, ticks: list[str]) -> dict:
+    return {"box": {"left": 0, "right": 100, "top": 0, "bottom": 200, "width": 100,
+                    "height": 200},
+            "axes": [{"aria": "", "title": "Batch size", "labels": ticks}],
+            "items": [{"kind": "mark-symbol", "text": "", "label": "b=8", "clipped": False,
+                       "box": label_box}]}
+
+
+def _snap(plot: dict, line: str, cell: str, width: float, need: float) -> dict:
+    return {"lines": [line], "cut": [], "broken": [], "codes": [], "links": [],
+            "widgets": [], "tabs": [],
+            "grids": [{"columns": [{"title": "torch", "width": width, "right": 32 + width,
+                                    "head": 10, "need": need, "widest": cell,
+                                    "cells": [cell]}],
+                       "rows": 1, "box_width": 500, "box_height": 80, "content_height": 70}],
+            "charts": [{"svg": plot["box"], "title": "t", "subtitle": "", "texts": [],
+                        "marks": [], "plots": [plot]}]}
+
+
+CASE = audit.Case("planted", "run?run=1&view=Speed", (1,), view="Speed")
+FACTS = audit.Facts({1: {1, 8}}, {1: {"eager"}})
+
+
+def test_the_audit_sees_planted_faults():
+    """A None, a cut column, a dot outside its plot, a tick at an unmeasured batch."""
+    snap = _snap(_plot({"left": 120, "right": 126, "top": 10, "bottom": 16}, ["1", "4"]),
+                 "heads=None", "2.11.0", 20, 80)
+    checks = {f.check for f in audit.audit(CASE, snap, FACTS)}
+    assert {"None shown", "cut cell", "mark outside its plot", "batch tick not measured",
+            "measured batch unlabelled"} <= checks
+
+
+def test_a_clean_page_has_no_fault():
+    """The same page drawn right: a dot inside its plot, every measured batch labelled, a
+    column wider than its text, 'None of' in prose."""
+    snap = _snap(_plot({"left": 90, "right": 96, "top": 10, "bottom": 16}, ["1", "8"]),
+                 "None of the points failed", "2.11.0", 90, 80)
+    assert audit.audit(CASE, snap, FACTS) == []
+
+
+def test_a_share_link_that_loses_state_is_a_fault():
+    """A reopened link that drops the batch picked and draws other points."""
+    first = {"widgets": ["Batch size 64"], "tabs": ["Timeline"], "marks": ["b: 64"],
+             "link": "http://x/run?run=1&view=Timeline&batch=64", "url": ""}
+    again = {"widgets": ["Batch size 1"], "tabs": ["Timeline"], "marks": ["b: 1"]}
+    faults = audit.state_faults(CASE, first, again)
+    assert [f.element for f in faults] == ["widgets", "marks"]
+    assert audit.state_faults(CASE, first, dict(first)) == []
+
+
+def test_an_error_bar_the_scale_cut_is_a_fault():
+    """A rule that ends exactly on the plot's top edge (its interval ran past the axis);
+    one that spans the plot (a 1x reference line) is not."""
+    area = {"left": 0, "right": 100, "top": 0, "bottom": 200, "width": 100, "height": 200}
+
+    def rule(box: dict) -> dict:
+        return {"kind": "mark-rule", "text": "", "label": "run 3", "clipped": False,
+                "box": box}
+
+    cut = rule({"left": 50, "right": 50, "top": 0, "bottom": 40, "width": 0, "height": 40})
+    line = rule({"left": 0, "right": 100, "top": 60, "bottom": 60, "width": 100, "height": 0})
+    snap = {"charts": [{"title": "t", "subtitle": "", "texts": [], "marks": [], "svg": area,
+                        "plots": [{"box": area, "axes": [], "items": [cut, line]}]}]}
+    faults = audit.check_marks_in_plot(CASE, snap, FACTS)
+    assert len(faults) == 1 and "1 top" in faults[0].text
