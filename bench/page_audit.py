@@ -7,8 +7,10 @@ The exit status is 1 when a fault was found.
 tests/e2e/test_audit.py runs the same cases under pytest, one test each.
 
 usage: python bench/page_audit.py [--only TEXT] [--url BASE --db URL] [--no-share]
+                                 [--write-known]
 (--only: the cases whose name holds TEXT; --url/--db: audit a running dashboard over that
-database instead of starting one over the samples)
+database instead of starting one over the samples; --write-known: record the faults found
+as the known open ones, tests/e2e/audit_known.txt, which the test tolerates and no more)
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ def main() -> None:
     ap.add_argument("--url", help="base URL of a running dashboard (needs --db)")
     ap.add_argument("--db", help="that dashboard's database URL")
     ap.add_argument("--no-share", action="store_true", help="skip the share-link checks")
+    ap.add_argument("--write-known", action="store_true",
+                    help=f"record the faults as the known open ones ({audit.KNOWN_FILE})")
     args = ap.parse_args()
     t0 = time.perf_counter()
     if args.url:
@@ -82,6 +86,9 @@ def main() -> None:
             with streamlit_server(db_url, log_dir=Path(tmp)) as server:
                 faults = run(server.base_url, db_url, args.only, not args.no_share)
     print(audit.fault_table(faults))
+    if args.write_known:
+        audit.write_known(faults)
+        print(f"recorded {len(faults)} known fault(s) in {audit.KNOWN_FILE}")
     print(f"\n{len(faults)} fault(s) in {time.perf_counter() - t0:.0f} s: " + ", ".join(
         f"{n} {check}" for check, n in Counter(f.check for f in faults).most_common()))
     sys.exit(1 if faults else 0)

@@ -106,8 +106,13 @@ def parse_query(params: Mapping[str, Sequence[str]], workloads: Sequence[str],
 
 
 def param_key(run: RunHeader) -> str:
-    """A run's parameter set as text: its workload parameters and dtype."""
-    return f"{value_text(header_params(run))} · {value_text(run.dtype)}"
+    """A run's parameter set as text: its workload parameters and dtype. A parameter the
+    runner stored as None (taken from the model's config: "heads=None") says nothing to a
+    reader and is left out, as on the Runs board (board.known_params)."""
+    params = header_params(run)
+    if isinstance(params, dict):
+        params = {k: v for k, v in params.items() if v is not None}
+    return f"{value_text(params)} · {value_text(run.dtype)}"
 
 
 def param_sets(runs: Sequence[RunHeader]) -> dict[str, list[int]]:

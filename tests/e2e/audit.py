@@ -627,6 +627,36 @@ def audit(case: Case, snap: dict, facts: Facts) -> list[Fault]:
     return [f for check in CHECKS for f in check(case, snap, facts)]
 
 
+# The faults still open (issue 46): recorded by `bench/page_audit.py --write-known`, one
+# "page \t check \t element" a line, tolerated by the test; any other fault fails it, so
+# a page cannot bring back a fixed fault or add a new one. Fixing one: rerun --write-known.
+KNOWN_FILE = Path(__file__).with_name("audit_known.txt")
+
+
+def fault_key(f: Fault) -> str:
+    return f"{f.case}\t{f.check}\t{f.element}"
+
+
+def known_faults() -> set[str]:
+    if not KNOWN_FILE.exists():
+        return set()
+    return {line for line in KNOWN_FILE.read_text(encoding="utf-8").splitlines()
+            if line and not line.startswith("#")}
+
+
+def write_known(faults: list[Fault]) -> None:
+    head = ("# The page audit's faults still open (issue 46), tolerated by tests/e2e/"
+            "test_audit.py;\n# remade by `python bench/page_audit.py --write-known`.\n")
+    KNOWN_FILE.write_text(head + "".join(f"{k}\n" for k in sorted(set(map(fault_key, faults)))),
+                          encoding="utf-8")
+
+
+def new_faults(faults: list[Fault]) -> list[Fault]:
+    """The faults not recorded as known open ones."""
+    known = known_faults()
+    return [f for f in faults if fault_key(f) not in known]
+
+
 def fault_table(faults: list[Fault]) -> str:
     """The faults as an aligned text table, one a line."""
     if not faults:
