@@ -14,6 +14,7 @@ from contract.speedups import speedups
 from pages.charts import encodings, report, run_charts, split_charts
 from pages.logic import comparing, cost, points_table, run_text
 from pages.logic.comparing import RunSpeedups
+from tests import specs
 from tests.records import header, headers, points_of
 from tests.synthetic import sweep_bundle
 
@@ -23,27 +24,7 @@ def points():
     return points_of(sweep_bundle(failing={("compile", 64): "CUDA out of memory"}))
 
 
-def _units(spec):
-    """Every dict with an encoding in a (possibly layered / faceted / concatenated) spec."""
-    found = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "encoding" in node:
-                found.append(node)
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(spec)
-    return found
-
-
-def _encodings(spec):
-    """All encoding dicts in the spec."""
-    return [u["encoding"] for u in _units(spec)]
+_units, _encodings = specs.units, specs.encodings
 
 
 def _layers(spec):

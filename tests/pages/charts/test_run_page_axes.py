@@ -11,6 +11,7 @@ from pathlib import Path
 from contract.speedups import speedups
 from pages.charts import encodings, layout, run_charts, split_charts
 from pages.logic import energy, run_text
+from tests import specs
 from tests.records import points_of
 from tests.synthetic import sweep_bundle
 
@@ -23,38 +24,8 @@ def _sample(name: str):
 
 def _x_axes(spec) -> list[dict]:
     """Every x encoding on batch_size in a (layered) spec."""
-    found = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            x = node.get("encoding", {}).get("x")
-            if isinstance(x, dict) and x.get("field") == "batch_size":
-                found.append(x)
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(spec)
-    return found
-
-
-def _encodings(spec) -> list[dict]:
-    found = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            if isinstance(node.get("encoding"), dict):
-                found.append(node["encoding"])
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(spec)
-    return found
+    return [e["x"] for e in specs.encodings(spec)
+            if isinstance(e.get("x"), dict) and e["x"].get("field") == "batch_size"]
 
 
 def test_batch_axis_ticks_exactly_the_measured_batch_sizes_all_labelled():
@@ -163,6 +134,6 @@ def test_speed_view_charts_start_their_plots_under_their_titles():
     # (three modes and four) start their plots at one height, right under their titles.
     p = points_of(sweep_bundle(batches=(1, 8, 64)))
     for chart in (run_charts.speedup_chart(speedups(p)), run_charts.step_time_chart(p)):
-        colors = [e["color"] for e in _encodings(chart.to_dict()) if "color" in e]
+        colors = [e["color"] for e in specs.encodings(chart.to_dict()) if "color" in e]
         assert {c["legend"]["orient"] for c in colors if c.get("legend")} == {"bottom"}
         assert all(c["title"] is None for c in colors)
