@@ -244,33 +244,41 @@ def test_a_missing_counter_gives_every_mode_the_reason():
 
 
 def test_the_reader_thread_finds_ticks_while_the_caller_works():
-    """ThreadTicks on a counter that moves every 20 ms of wall time and takes 2 ms a
-    read: the ticks it finds are ordered, each within its reads, and stop() ends the
-    thread. (Wall time here only paces the counter; nothing is asserted about speed.)"""
+    """ThreadTicks on a counter whose clock is injected: each read takes 5 ms of its
+    clock and the counter moves every 20 ms of it. The ticks the thread finds are
+    ordered, each within its reads, and stop() ends the thread. The wait for the thread
+    is on its reads (an event), not on wall time: the 60 s bound only guards a hang."""
     import threading
-    import time
 
     from runner.core.energy_counter import ThreadTicks
 
-    class Wall:
-        name = "wall"
-        t0 = time.perf_counter()
+    class Clocked:
+        name = "injected"
+
+        def __init__(self):
+            self.t, self.reads, self.enough = 0.0, 0, threading.Event()
+            self.lock = threading.Lock()
 
         def read_mj(self):
-            time.sleep(0.002)
-            return float(int((time.perf_counter() - self.t0) / 0.02))
+            with self.lock:
+                self.t += 0.005
+                self.reads += 1
+                if self.reads >= 40:  # 200 ms of its clock: ten steps of the counter
+                    self.enough.set()
+                return float(int(self.t / 0.02))
 
         def now(self):
-            return time.perf_counter()
+            with self.lock:
+                return self.t
 
         def sleep(self, s):
-            time.sleep(s)
+            with self.lock:
+                self.t += s
 
-    ticks = ThreadTicks(Wall())
+    counter = Clocked()
+    ticks = ThreadTicks(counter)
     ticks.start()
-    deadline = time.perf_counter() + 5.0
-    while len(ticks.ticks) < 3 and time.perf_counter() < deadline:
-        time.sleep(0.01)
+    assert counter.enough.wait(60), "the reader thread stopped reading"
     ticks.stop()
     found = list(ticks.ticks)
     assert len(found) >= 3
