@@ -1,12 +1,13 @@
 #!/bin/bash
-# One device call for issues 44 and 47 (run from the repository root on the GPU host, with
+# Device calls for issues 44 and 47 (run from the repository root on the GPU host, with
 # the dashboard's wheels carried in .whl so that every GPU test runs):
-#   bash bench/gpu_session.sh h100    the default sweep (wall time, where it goes, the
+#   bash bench/gpu_session.sh sweeps  the default sweep (wall time, where it goes, the
 #                                     cuda-graph step against triton) and two more for
-#                                     repeatability (time and memory), the energy and
-#                                     memory checks, then pytest -m gpu in the time left
-#   bash bench/gpu_session.sh h200    the same, with the hf decode and timm resnet18
-#                                     sweeps before the tests
+#                                     repeatability (time and memory), where a repeat pass
+#                                     spends its time, the energy check, the hf decode sweep
+#   bash bench/gpu_session.sh samples the memory check (mlp, hf decode), the timm resnet18
+#                                     sweep, graph-memory runs of mlp, hf decode and timm,
+#                                     then pytest -m gpu in the time left
 # Outputs under $OUT (at most 8 files come back: the bundles and one text of tables);
 # labels name the GPU the driver reports. A short table last.
 set -u
@@ -56,31 +57,39 @@ gm() {  # name seconds workload sizes [params...]
     --no-db --out "$OUT/$name.json"
 }
 
-# 1. The default sweep, timed, and the cuda-graph step against triton; two more runs.
-run sweep-time 110 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
-cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json"
-cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
-for i in 2 3; do
-  run "rep-$i" 75 python3 -m runner sweep --workload mlp --batch-sizes 1,8,64,8192 \
-    --no-db --out "$WORK/rep/$gpu-mlp-$i.json" --label "$GPU mlp (repeat $i)"
-done
-run repeatability 30 python3 bench/repeatability.py report "$WORK/rep"
-cp "$WORK/rep/$gpu-mlp-2.json" "$WORK/rep/$gpu-mlp-3.json" "$OUT/" 2>/dev/null
-# 2. Energy and memory against independent readings.
-run energy-check 100 python3 bench/energy_check.py --loop-s 2 \
-  --points mlp:1,mlp:8192,hf:1 --out "$WORK/energy-check.txt"
-run memory-check 140 python3 bench/memory_check.py --out "$WORK/memory-check.txt"
-# 3. The GPU tests of what changed (the memory pass, the energy windows, serve's
-# energy), then the rest of them, then (h200) the hf decode sweep in the time left.
-stamp "pytest -m gpu"
-timeout "$(( $(left) - 75 ))" python3 -m pytest -v -m gpu -p no:cacheprovider \
-  -o addopts="--strict-markers -ra" tests/runner/core/test_gpu_runner.py \
-  tests/runner/core/test_energy_sweep.py tests/runner/serve/test_gpu_serve.py \
-  > "$WORK/pytest.log" 2>&1
-echo "pytest rc=$?" | tee -a "$OUT/tables.txt"
-grep -E "PASSED|FAILED|ERROR|passed|failed|^E  " "$WORK/pytest.log" | tail -40 >> "$OUT/tables.txt"
-if [ "${1:-h100}" = h200 ]; then
-  sweep "$gpu-hf-causal-lm-decode" 70 hf-causal-lm 1,8,64 1 model=small-llama layers=4
+stage=${1:-sweeps}
+if [ "$stage" = sweeps ]; then
+  # 1. The default sweep, timed, and the cuda-graph step against triton; two more runs.
+  run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
+  cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json"
+  cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
+  for i in 2 3; do
+    run "rep-$i" 100 python3 -m runner sweep --workload mlp --batch-sizes 1,8,64,8192 \
+      --no-db --out "$WORK/rep/$gpu-mlp-$i.json" --label "$GPU mlp (repeat $i)"
+  done
+  run repeatability 30 python3 bench/repeatability.py report "$WORK/rep"
+  cp "$WORK/rep/$gpu-mlp-2.json" "$WORK/rep/$gpu-mlp-3.json" "$OUT/" 2>/dev/null
+  run repeat-profile 45 python3 bench/repeat_profile.py --top 45
+  cp "$WORK/repeat-profile.log" "$OUT/" 2>/dev/null
+  # 2. Energy against the long loop.
+  run energy-check 100 python3 bench/energy_check.py --loop-s 2 \
+    --points mlp:1,mlp:8192,hf:1 --out "$WORK/energy-check.txt"
+  cp "$WORK/energy-check.txt" "$OUT/" 2>/dev/null
+  sweep "$gpu-hf-causal-lm-decode" 90 hf-causal-lm 1,8,64 1 model=small-llama layers=4
+else
+  run memory-check 200 python3 bench/memory_check.py --out "$WORK/memory-check.txt"
+  cp "$WORK/memory-check.txt" "$OUT/" 2>/dev/null
+  sweep "$gpu-timm-resnet18" 110 timm 1,8,64 3 model=resnet18
+  gm "$gpu-graph-memory-mlp" 50 mlp 1,2,4,8,16,32,64,128,256,512
+  gm "$gpu-graph-memory-timm-resnet18" 60 timm 1,2,4,8,16,32,64 model=resnet18
+  stamp "pytest -m gpu"
+  timeout "$(( $(left) - 10 ))" python3 -m pytest -v -m gpu -p no:cacheprovider \
+    -o addopts="--strict-markers -ra" $(grep -rl "mark.gpu" tests --include="test_*.py") \
+    > "$WORK/pytest.log" 2>&1
+  echo "pytest rc=$?" | tee -a "$OUT/tables.txt"
+  cp "$WORK/pytest.log" "$OUT/" 2>/dev/null
+  grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed|^E  " "$WORK/pytest.log" | tail -60 \
+    >> "$OUT/tables.txt"
 fi
 stamp done
 grep -E "^==|rc=|wall|MISS|coverage|memory:|agree|within their|passed|failed|do_bench" \
