@@ -63,12 +63,13 @@ def from_json(doc: dict) -> Rounds:
 
 
 def child(module: str, spec: SweepSpec, stderr, *, hold: bool = False,
-          **popen: Any) -> subprocess.Popen:
+          env: dict[str, str] | None = None, **popen: Any) -> subprocess.Popen:
     """`python -m module` with `spec` (its to_json, the one serialised form) as the first
     line on stdin, one JSON line per result on stdout. Shared with runner/core/rescue.py.
-    `hold`: stdin stays open for the `go` line (Children)."""
+    `hold`: stdin stays open for the `go` line (Children). `env`: variables added to
+    this process's environment for the child (ones already set here win)."""
     root = str(Path(__file__).resolve().parents[2])  # the repository: where -m resolves
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    env = {**(env or {}), **os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=stderr, text=True,
@@ -112,9 +113,18 @@ class Children:
             end(proc, err)
 
 
+# A repeat child compiles nothing new: the sweep's own pass, which runs first, left every
+# graph of every batch size in Inductor's on-disk caches, so a child only loads them. With
+# its default, Inductor starts a pool of compile workers (one a core, up to 32) at a
+# child's first compile, each a Python process importing torch: seconds of CPU on the
+# host while that child prepares and times its first batch size, for nothing to compile.
+# One compile thread means no pool; what little a cache hit compiles runs in-process.
+CHILD_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
+
+
 def _held_child(spec: SweepSpec, stderr) -> subprocess.Popen:
     """A repeat child that warms up and then waits for its `go` line."""
-    return child("runner.core.repeat", spec, stderr, hold=True)
+    return child("runner.core.repeat", spec, stderr, hold=True, env=CHILD_ENV)
 
 
 def _go(proc: subprocess.Popen, batch_sizes: tuple[int, ...]) -> None:
@@ -214,19 +224,27 @@ def warm(spec: SweepSpec):
     """What a held child does before its turn: the imports (torch, the core, the
     workload's library) and nothing that touches the GPU. Returns the resolved workload.
 
-    Not the CUDA context, and not Inductor (whose import starts a pool of compile
-    workers): on the H100, a sweep whose two held children had each made a context and
-    imported Inductor timed launch-bound steps ~40% slower (eager batch 1: 1.23 ms
-    against 0.88 ms in the same call without them;
-    bench/results/h100-session-held-contexts.txt)."""
+    Not the CUDA context: on the H100, a sweep whose two held children had each made a
+    context and imported Inductor timed launch-bound steps ~40% slower (eager batch 1:
+    1.23 ms against 0.88 ms in the same call without them;
+    bench/results/h100-session-held-contexts.txt). Dynamo's and Inductor's modules are
+    imported (CPU work, no CUDA call) only where CHILD_ENV holds: then no compile pool
+    can start in this process; bench/sweep_time.py checks the step times on the GPU."""
     import gc
 
     import torch  # noqa: F401 - the import is the point: seconds, now
 
+    from contract.vocab import COMPILED_MODES
     from runner.core import point  # noqa: F401 - the core's imports, now
     from runner.core.workloads import resolve
 
     workload = resolve(spec.workload, dict(spec.params))
+    if set(COMPILED_MODES) & set(spec.modes) and \
+            os.environ.get("TORCHINDUCTOR_COMPILE_THREADS") == "1":
+        # Dynamo's and Inductor's modules (seconds of import at the first compile
+        # otherwise): CPU work only, with no pool to start (CHILD_ENV) and no CUDA call.
+        import torch._dynamo  # noqa: F401
+        import torch._inductor.compile_fx  # noqa: F401
     gc.freeze()  # what the imports made lives on: later collections skip it
     return workload
 

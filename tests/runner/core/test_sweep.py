@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from contract.bundle import make_bundle, validate
@@ -224,3 +226,53 @@ def test_workload_parameters_take_ascii_digits_only():
 
     with pytest.raises(WorkloadError, match="'２'"):
         check_workload("mlp", {"depth": "２"})
+
+
+
+def test_a_held_repeat_child_has_one_compile_thread_unless_the_user_set_one(monkeypatch):
+    """Children start with CHILD_ENV (runner/core/repeat.py says why: no pool of compile
+    workers in a child, which only loads what the sweep's own pass compiled); a value the
+    user set for the sweep wins."""
+    from runner.core import repeat
+
+    seen = []
+
+    class Fake:  # what Popen was given; stdin takes child()'s first line
+        def __init__(self, args, **kw):
+            seen.append(kw["env"])
+            self.stdin = io.StringIO()
+
+    monkeypatch.setattr(repeat.subprocess, "Popen", Fake)
+    monkeypatch.delenv("TORCHINDUCTOR_COMPILE_THREADS", raising=False)
+    repeat._held_child(spec(processes=2), None)
+    monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "4")
+    repeat._held_child(spec(processes=2), None)
+    assert [e["TORCHINDUCTOR_COMPILE_THREADS"] for e in seen] == ["1", "4"]
+
+
+def test_a_held_repeat_child_imports_the_compiler_but_starts_no_pool_and_no_cuda():
+    """While it waits, a held child loads Dynamo and Inductor (seconds it would spend at
+    its first compile) and touches neither CUDA nor a compile pool."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from runner.core import repeat
+
+    probe = ("import json, sys, torch\n"
+             "from runner.core import repeat\n"
+             "repeat.warm(repeat.read_spec())\n"
+             "from torch._inductor import async_compile\n"
+             "print(json.dumps({'inductor': 'torch._inductor.compile_fx' in sys.modules,"
+             " 'pools': len(async_compile._pool_set),"
+             " 'cuda': torch.cuda.is_initialized()}))\n")
+    root = str(Path(repeat.__file__).resolve().parents[2])
+    s = spec(batch_sizes=(2,), modes=("eager", "compile"), processes=2)
+    out = subprocess.run([sys.executable, "-c", probe], input=json.dumps(s.to_json()) + "\n",
+                         capture_output=True, text=True, cwd=root, timeout=300,
+                         env={**os.environ, **repeat.CHILD_ENV, "PYTHONPATH": root})
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {"inductor": True, "pools": 0, "cuda": False}
