@@ -32,11 +32,11 @@ def show(run_id: int, header: RunHeader) -> None:
     st.dataframe(ca.captures_frame(doc), hide_index=True, key="gm_captures")
     if frame.has_page("serve"):
         st.page_link(frame.PAGES["serve"], label="Price capture lists with this curve (Serve "
-                     "page)", icon=":material/dynamic_feed:", query_params={"curve": run_id})
+                     "page)", icon=":material/dynamic_feed:", query_params={"curve": str(run_id)})
     st.caption(f"On the command line: python -m runner advise-capture --from FILE "
                f"--engine vllm --budget-mib N --curve {run_id}")
     left, right = st.columns([4, 1])
     left.page_link(frame.PAGES["import"], label="Download: bundle, captures CSV, HTML report",
-                   icon=":material/download:", query_params={"run": run_id})
+                   icon=":material/download:", query_params={"run": str(run_id)})
     with right:
         parts.delete_run_button(run_id)
