@@ -38,6 +38,9 @@ points = data.run_points(run_id)
 # context, the findings collapsed), so the first chart starts on the first screen: at
 # 530 px it started at the fold (issue 37; tests/e2e/test_run_figures.py measures it).
 found = data.summary(run_id)
+if found is None:  # deleted since its header was read (the summary is a second read)
+    st.error(links.missing_runs([run_id], [])[0])
+    st.stop()
 st.title(run_text.run_title(found.header, plain, torch=False))
 # The run's own label opens the context line under the answer (a published run's label is
 # its source, in the banner).

@@ -15,7 +15,9 @@ from pages.widgets import data, frame, parts
 
 def show(run_id: int, header: RunHeader) -> None:
     """A graph-memory run: its two charts, what its series attribute, every capture."""
-    st.title(run_text.run_title(data.summary(run_id).header, plain) + " · graph memory")
+    found = data.summary(run_id)  # None: deleted since the header was read (then no doc)
+    titled = found.header if found is not None else header
+    st.title(run_text.run_title(titled, plain) + " · graph memory")
     if header.label:
         st.caption(plain(header.label))
     try:
