@@ -1,6 +1,8 @@
 """Import / export (/import): upload bundle files; download any run as a bundle, as CSV,
 as a self-contained HTML report, and its charts as PNG. ?run=ID preselects the run."""
 
+from functools import partial
+
 import streamlit as st
 
 from contract import bundle as fmt
@@ -35,10 +37,10 @@ else:
             results = []
             st.error(str(e))
         for r in results:
-            if r.ok:
+            if r.ok:  # imported now: as run r.run_id (uploads.import_each)
                 st.success(plain(r.message))
                 st.page_link(frame.PAGES["run"], label=f"Open run {r.run_id}",
-                             icon=":material/monitoring:", query_params={"run": r.run_id})
+                             icon=":material/monitoring:", query_params={"run": str(r.run_id)})
             elif r.run_id is not None:
                 st.info(plain(r.message))
             else:
@@ -52,7 +54,7 @@ if not runs:
     st.stop()
 names = {r.header.id: run_choice(r.header) for r in runs}
 asked = st.query_params.get_all("run")
-start = None
+start: int | None = None
 if asked:
     try:
         start = links.parse_run_id(asked[0])
@@ -61,15 +63,16 @@ if asked:
             start = None
     except links.LinkError as e:
         st.warning(plain(e))
-run_id = st.selectbox("Run", list(names), format_func=names.get, key="export_run",
+run_id = st.selectbox("Run", list(names), format_func=lambda i: names[i], key="export_run",
                       index=list(names).index(start) if start else 0)
 st.query_params["run"] = str(run_id)
 
 # --- export: load -----------------------------------------------------------------------
-header = data.header(run_id)
-if header is None:  # deleted since the picker was drawn
+found = data.header(run_id)
+if found is None:  # deleted since the picker was drawn
     st.warning(plain(links.missing_runs([run_id], [])[0]))
     st.stop()
+header = found  # a RunHeader, never None, in the functions below too
 points = data.run_points(run_id)
 stem = f"launchbench-run-{run_id}"
 app_url = url.app_url()
@@ -112,7 +115,7 @@ figures = (dict(zip(("graph-memory-total", "graph-memory-added"),
 if figures:
     st.caption("Charts as PNG:")
     for col, (name, chart) in zip(st.columns(len(figures)), figures.items(), strict=True):
-        col.download_button(f"{name}.png", lambda c=chart: report.chart_png(c),
+        col.download_button(f"{name}.png", partial(report.chart_png, chart),
                             f"{stem}-{name}.png", "image/png", key=f"dl_png_{name}",
                             on_click="ignore")
 else:

@@ -77,7 +77,7 @@ else:
     c1, c2, c3 = st.columns(3)
     timing = c1.radio("Timing", list(TIMINGS), horizontal=True,
                       index=list(TIMINGS).index(defaults.timing), key="lf_timing")
-    device = c2.selectbox("Device", list(lf.DEVICES), format_func=lf.DEVICES.get,
+    device = c2.selectbox("Device", list(lf.DEVICES), format_func=lambda d: lf.DEVICES[d],
                           key="lf_device")
     if cluster is None:
         target = c3.text_input("Target (worker or GPU name; empty: any)",

@@ -26,7 +26,7 @@ if header.kind == "serve":
             "are on the Serve page.", icon=":material/dynamic_feed:")
     if frame.has_page("serve"):
         st.page_link(frame.PAGES["serve"], label=f"Open serve run {run_id}",
-                     icon=":material/dynamic_feed:", query_params={"run": run_id})
+                     icon=":material/dynamic_feed:", query_params={"run": str(run_id)})
     st.stop()
 if header.kind == "graph-memory":
     graph_memory_view.show(run_id, header)
@@ -38,6 +38,9 @@ points = data.run_points(run_id)
 # context, the findings collapsed), so the first chart starts on the first screen: at
 # 530 px it started at the fold (issue 37; tests/e2e/test_run_figures.py measures it).
 found = data.summary(run_id)
+if found is None:  # deleted since its header was read (the summary is a second read)
+    st.error(links.missing_runs([run_id], [])[0])
+    st.stop()
 st.title(run_text.run_title(found.header, plain, torch=False))
 # The run's own label opens the context line under the answer (a published run's label is
 # its source, in the banner).
@@ -77,7 +80,8 @@ with parts.drawn('The headline'):
 view = url.view_tabs(links.RUN_VIEWS, default=links.TIMELINE_VIEW
                          if "batch" in st.query_params else links.RUN_VIEWS[0])
 speed, memory, energy_tab, split_tab, timeline_tab, points_tab, about = view
-paired, split = {}, {}
+paired: dict[str, object] = {}
+split: dict[str, object] = {}
 with parts.drawn("The charts"):
     paired, split = run_views.figures(data.db_url(), data.version(), run_id)
 if not paired and points:
@@ -164,8 +168,8 @@ if about.open:
 st.divider()
 left, middle, right = st.columns([5, 3, 2])
 left.page_link(frame.PAGES["import"], label="Download: bundle, CSV, HTML report, PNG charts",
-               icon=":material/download:", query_params={"run": run_id})
+               icon=":material/download:", query_params={"run": str(run_id)})
 middle.page_link(frame.PAGES["compare"], label="Compare with other runs",
-                 icon=":material/compare_arrows:", query_params={"run": run_id})
+                 icon=":material/compare_arrows:", query_params={"run": str(run_id)})
 with right:
     parts.delete_run_button(run_id)

@@ -75,7 +75,7 @@ chosen = [int(table.iloc[i]["id"]) for i in event.selection.rows]
 
 if len(chosen) == 1:
     st.page_link(frame.PAGES["run"], label=f"Open run {chosen[0]}", icon=":material/monitoring:",
-                 query_params={"run": chosen[0]})
+                 query_params={"run": str(chosen[0])})
 if len(chosen) > 1 and (refused := board.compare_refusal(data.headers(chosen))):
     for reason in refused:
         st.warning(plain(reason))

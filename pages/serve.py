@@ -33,7 +33,7 @@ def capture_section() -> None:
     start = list(choices).index(int(asked)) if asked.isdigit() and int(asked) in choices \
         else 0
     picked = st.selectbox("Priced by (a stored graph-memory run, or the built-in curve)",
-                          list(choices), index=start, format_func=choices.get,
+                          list(choices), index=start, format_func=lambda c: choices[c],
                           key="cap_curve_run")
     curve_up = st.file_uploader("... or upload a graph-memory file (graph-memory --out)",
                                 key="cap_curve")
@@ -81,7 +81,8 @@ if run_id not in ids:
 # The stream tells serve runs apart; their labels (often long) stand in the caption below.
 names = {int(r["id"]): f"{run_choice({**r, 'kind': 'serve', 'label': None})} · "
          f"{r['batch_dist']}, {r['requests']} requests" for _, r in runs.iterrows()}
-run_id = st.selectbox("Serve run", ids, index=ids.index(run_id), format_func=names.get)
+run_id = st.selectbox("Serve run", ids, index=ids.index(run_id),
+                      format_func=lambda i: names[i])
 st.query_params["run"] = str(run_id)
 
 # --- load --------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from contract import graph_memory as gm
 from pages.charts import layout
 
 
-def curve_charts(doc: dict) -> tuple[alt.Chart, alt.Chart]:
+def curve_charts(doc: gm.GraphMemoryDoc) -> tuple[alt.Chart, alt.Chart]:
     """A graph-memory run: pool MiB after each capture, and what each capture added (laid
     out as every page chart is: the plot its own height, legend on top, nothing cut)."""
     df = pd.DataFrame(gm.table_rows(doc))

@@ -12,7 +12,7 @@ import pandas as pd
 
 from contract.figure_rules import MAX_FIGURE
 from contract.vocab import MODE_TABLE, MODES
-from pages.charts.layout import legend, present_modes
+from pages.charts.layout import Orient, legend, present_modes
 from pages.logic.metrics import metric, title
 
 # One colour per mode everywhere (charts, report, the Serve page), so a reader learns it
@@ -26,7 +26,7 @@ MODE_COLORS = {m: MODE_TABLE[m].color for m in MODES}
 MIN_LINE_POINTS = 3
 
 
-def mode_color(modes=MODES, legend_on: bool = True, orient: str = "top") -> alt.Color:
+def mode_color(modes=MODES, legend_on: bool = True, orient: Orient = "top") -> alt.Color:
     """One colour per mode, its legend without a title (the labels name them) in one row
     where it fits. `orient="bottom"`: under the plot, for a chart with no other legend, so
     its plot starts right under the title: two legend rows of two and a title took about
@@ -74,6 +74,8 @@ def batch_x(batches) -> alt.X:
     sizes measured (`batches`: the chart's own, or every layer's where two charts must
     share one domain), with room for a whole marker at either end."""
     ticks = batch_ticks(batches)
+    lo: float  # a batch size, or half of one
+    hi: float
     lo, hi = (ticks[0], ticks[-1]) if ticks else (1, 1)
     if lo == hi:  # one batch size: a log scale needs a span to place it in
         lo, hi = lo / 2, hi * 2

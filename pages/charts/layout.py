@@ -6,6 +6,8 @@ properties; a page only stretches a chart to its column.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import altair as alt
 
 from contract.vocab import MODES
@@ -18,6 +20,9 @@ WIDTH, HEIGHT = 520, 220
 # here (a GPU and torch version) fits this many pixels.
 LABEL_LIMIT = 420
 PADDING = {"left": 8, "top": 8, "right": 8, "bottom": 4}
+# Where the pages put a legend: above the plot, or under it (encodings.mode_color says
+# when); Vega-Lite's other places are never used.
+Orient = Literal["top", "bottom"]
 
 
 def present_modes(modes) -> list[str]:
@@ -34,7 +39,7 @@ LEGEND_ROW_PX = 340
 LEGEND_ENTRY_PX, LEGEND_CHAR_PX = 32, 7.0
 
 
-def legend(orient: str = "top", entries: int = 4, labels=None, **kw) -> alt.Legend:
+def legend(orient: Orient = "top", entries: int = 4, labels=None, **kw) -> alt.Legend:
     """A legend that fits a half-page column, labels never cut: at most two entries a
     row, or, given its `labels`, all in one row where they fit the plot's width (three
     graph modes do, four modes do not; a row saved is about 25 px more plot on the first

@@ -16,6 +16,7 @@ import jinja2
 import pandas as pd
 import vl_convert as vlc
 
+from contract import graph_memory as gm
 from contract import noise
 from contract.comparability import value_text
 from contract.measurement import Measurement
@@ -192,7 +193,7 @@ GRAPH_MEMORY_NOTE = ("One CUDA graph captured per size, largest first (as vLLM a
                      "(workspaces) again.")
 
 
-def graph_memory_report(header: RunHeader, doc: dict, share_url: str | None = None,
+def graph_memory_report(header: RunHeader, doc: gm.GraphMemoryDoc, share_url: str | None = None,
                         summary: RunSummary | None = None) -> str:
     """A graph-memory run as one HTML file (templates/graph_memory_report.html): MiB
     against the number of captured sizes and MiB added per size (inline SVG), the

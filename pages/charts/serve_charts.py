@@ -42,7 +42,7 @@ def strategy_styles(strategies) -> tuple[list[str], list[str], list[str]]:
     return modes + others, colors, shapes
 
 
-def _strategy_encodings(strategies, orient: str = "top") -> dict:
+def _strategy_encodings(strategies, orient: layout.Orient = "top") -> dict:
     """Colour and shape both on the strategy, with one legend: the shapes' legend alone
     drew every symbol black."""
     order, colors, shapes = strategy_styles(strategies)
@@ -58,13 +58,14 @@ OUTCOMES = {"exact": "#2ca02c", "padded": "#ff7f0e", "eager fallback": "#d62728"
 
 def memory_throughput_chart(results: pd.DataFrame) -> alt.Chart | None:
     """Graph pool against real rows/s, one point per strategy: up and left is better."""
-    rows = [r for r in records(results) if r.status == "ok" and r.rows_per_s
-            and r.graph_pool_bytes is not None]
-    if not rows:
+    pooled = [(r, r.graph_pool_bytes) for r in records(results) if r.status == "ok"
+              and r.rows_per_s and r.graph_pool_bytes is not None]
+    if not pooled:
         return None
+    rows = [r for r, _ in pooled]
     df = pd.DataFrame({"strategy": [r.strategy for r in rows],
                        "kind": [r.kind for r in rows],
-                       "pool_mib": [r.graph_pool_bytes / MIB for r in rows],
+                       "pool_mib": [pool / MIB for _, pool in pooled],
                        "rows_per_s": [r.rows_per_s for r in rows],
                        "graphs": [r.graphs for r in rows]})
     # Strategies are named by shape in the legend, not by text beside the points: points
@@ -85,8 +86,9 @@ def waste_charts(waste: pd.DataFrame) -> dict[str, alt.Chart]:
     a row facet keeps a fixed width and cut its row labels)."""
     if waste.empty:
         return {}
-    return {name: waste_chart(waste[waste["strategy"] == name], name)
-            for name in dict.fromkeys(waste["strategy"])}
+    # Each strategy's rows are there (its name is read from them): never an empty chart.
+    return {name: chart for name in dict.fromkeys(waste["strategy"])
+            if (chart := waste_chart(waste[waste["strategy"] == name], name)) is not None}
 
 
 def waste_chart(waste: pd.DataFrame, strategy: str | None = None) -> alt.Chart | None:

@@ -48,9 +48,10 @@ def title_of(label: str, trace: dict, timed_ms: float | None = None) -> alt.Titl
 
 
 def lane_chart(label: str, trace: dict, x_max: float, width: int = WIDTH,
-               timed_ms: float | None = None) -> alt.LayerChart:
+               timed_ms: float | None = None) -> alt.LayerChart | alt.FacetChart:
     """One mode's pair of lanes on an x axis from 0 (its first host call) to x_max
-    microseconds."""
+    microseconds (alt.layer's chart: a FacetChart only were a layer faceted, and none
+    is)."""
     x_scale = alt.Scale(domain=[0, x_max], nice=False, zero=True)
     y = alt.Y("lane:N", sort=LANES, title=None, scale=alt.Scale(domain=LANES),
               axis=alt.Axis(labelLimit=160))

@@ -124,7 +124,7 @@ def _serve_figure(results: pd.DataFrame) -> str:
     return f"best {best['strategy']}: {best['rows_per_s']:,.0f} rows/s{tail}"
 
 
-def graph_memory_figure(a: dict) -> str:
+def graph_memory_figure(a: Mapping[str, float]) -> str:
     """A graph-memory run's key figure: what each capture pays alone (the workspaces), and
     what all its sizes cost in one shared pool, as the engines capture them."""
     parts = []

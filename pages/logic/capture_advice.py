@@ -7,6 +7,8 @@ the HTML report; its charts are pages/charts/capture_charts.py's).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import cast
 
 import pandas as pd
 
@@ -19,7 +21,8 @@ from contract.numbers import is_missing
 from pages.logic.names import device_name
 
 
-def curve_from_text(text: str | None, name: str = "uploaded curve") -> tuple[cs.Curve, dict | None]:
+def curve_from_text(text: str | None, name: str = "uploaded curve"
+                    ) -> tuple[cs.Curve, gm.GraphMemoryDoc | None]:
     """The shipped default, or a graph-memory document's curve (and the document)."""
     if not text:
         return cs.DEFAULT_CURVE, None
@@ -52,10 +55,10 @@ def comparison_frame(a: Advice) -> pd.DataFrame:
 BUILT_IN = None  # the curve picker's first option: cs.DEFAULT_CURVE
 
 
-def curve_choices(runs: pd.DataFrame) -> dict:
+def curve_choices(runs: pd.DataFrame) -> dict[int | None, str]:
     """The curve picker's options: the built-in curve, then each stored graph-memory run
     (db.graph_memory.graph_memory_runs), newest first."""
-    out = {BUILT_IN: f"Built-in: {cs.DEFAULT_CURVE.source}"}
+    out: dict[int | None, str] = {BUILT_IN: f"Built-in: {cs.DEFAULT_CURVE.source}"}
     for r in runs.itertuples():
         out[int(r.id)] = (f"#{r.id} {r.workload} on {device_name(r)}, "
                           f"{r.created_at:%Y-%m-%d %H:%M} UTC"
@@ -69,9 +72,10 @@ BORROWED = ("Curve borrowed: the built-in one is a tiny model's (H200 mlp, fp32)
             "graph-memory --workload NAME).")
 
 
-def attribution_frame(doc: dict) -> pd.DataFrame:
+def attribution_frame(doc: gm.GraphMemoryDoc) -> pd.DataFrame:
     """What the run's series say, one figure a row, in MiB and seconds."""
-    a = doc["attribution"]
+    # Every figure of an Attribution is a number (int or float): read here by name.
+    a = cast("Mapping[str, float]", doc["attribution"])
     names = (("fixed_bytes_per_capture", "Fixed part per capture (workspaces)", "MiB"),
              ("per_row_bytes", "Per batch row (activations)", "KiB"),
              ("shared_first_bytes", "Shared pool after the first (largest) capture", "MiB"),
@@ -88,7 +92,7 @@ def attribution_frame(doc: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Figure", "Value", "Unit"])
 
 
-def captures_frame(doc: dict) -> pd.DataFrame:
+def captures_frame(doc: gm.GraphMemoryDoc) -> pd.DataFrame:
     """Every capture, in the order taken: the table under the charts."""
     df = pd.DataFrame(gm.table_rows(doc))
     out = pd.DataFrame({"Pool": df["pool"], "Graphs": df["graphs"],

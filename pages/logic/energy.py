@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from contract import verdict as vd
-from contract.energy import above_idle_within_error
+from contract.energy import IdlePower, above_idle_within_error
 from contract.measurement import Measurement
 from contract.numbers import number_or_none
 from contract.run_summary import less_energy
@@ -42,8 +42,11 @@ def energy_points(points: Sequence[Measurement]) -> list[Measurement]:
 def within_error(m: Measurement) -> bool:
     """Is this point's energy above idle inside the counter's error (contract/
     energy.py's rule, on the point's own windows and idle window)?"""
-    e = m.energy.get()
-    return bool(e is not None and e.available and above_idle_within_error(e, m.energy.idle))
+    e, idle = m.energy.get(), m.energy.idle
+    # A NoIdle (why no idle power was read) has no idle window to bound the error by:
+    # the rule reads it as no idle at all.
+    return bool(e is not None and e.available and above_idle_within_error(
+        e, idle if isinstance(idle, IdlePower) else None))
 
 
 def gain_verdict(m: Measurement) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import pandas as pd
 
@@ -44,11 +44,27 @@ BATCH_PRESETS = {
 }
 CUSTOM = "custom list"
 SMALL_PRESET = "small: 1, 8, 64"
+
+
+class FormDefaults(TypedDict):
+    """DEFAULTS: each field's first value, by the field's name."""
+    workload: str
+    modes: list[str]
+    batch_preset: str
+    custom_batches: str
+    timing: str
+    device: str
+    target: str
+    label: str
+    energy: bool
+
+
 # A small sweep by default (issue 46): 4 modes x 14 batch sizes, 56 points, was minutes on
 # a GPU and most of an hour on a CPU for someone who only tried the button.
-DEFAULTS = {"workload": "mlp", "modes": list(MODES), "batch_preset": SMALL_PRESET,
-            "custom_batches": "1,8,64,512", "timing": "standard", "device": "auto",
-            "target": "", "label": "", "energy": True}
+DEFAULTS: FormDefaults = {
+    "workload": "mlp", "modes": list(MODES), "batch_preset": SMALL_PRESET,
+    "custom_batches": "1,8,64,512", "timing": "standard", "device": "auto",
+    "target": "", "label": "", "energy": True}
 
 
 @dataclass(frozen=True)
@@ -302,10 +318,8 @@ def field_errors(errors: dict[str, str], names: list[str]) -> dict[str, str]:
 
 def limits_text(memory_bytes: int | None, where: str) -> str:
     """The queue's limits in words, shown on the form: what enqueue refuses."""
-    known = memory_bytes is not None
-    memory = memory_bytes if known else DEFAULT_GPU_MEMORY_BYTES
-    whose = f"{where}'s {gib(memory)}" if known else (
-        f"{gib(memory)}, assumed while the target's memory is unknown")
+    whose = f"{where}'s {gib(memory_bytes)}" if memory_bytes is not None else (
+        f"{gib(DEFAULT_GPU_MEMORY_BYTES)}, assumed while the target's memory is unknown")
     return (f"Limits: at most {MAX_JOB_POINTS} points (modes x batch sizes) and "
             f"{MAX_BATCH_SIZES} batch sizes of up to {MAX_BATCH_SIZE} per job; the "
             f"estimated peak memory must fit in {MEMORY_HEADROOM:.0%} of {whose}; at most "

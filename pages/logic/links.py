@@ -7,7 +7,7 @@ worth testing on its own.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
@@ -190,7 +190,7 @@ class Reproduce:
 # stored line is not shown: a bundle is anyone's text, and a pasted --out can overwrite a
 # file, a --db send results elsewhere.
 _DIGITS = frozenset("0123456789,")
-_SWEEP_FLAGS = {
+_SWEEP_FLAGS: dict[str, Callable[[str], bool] | None] = {
     "--batch-sizes": lambda v: bool(v) and set(v) <= _DIGITS,
     "--modes": lambda v: all(m in MODES for m in v.split(",")),
     "--device": lambda v: v in DEVICES,
@@ -214,7 +214,8 @@ def _stored_sweep(command: str, workload: str) -> str | None:
     params = WORKLOADS[workload].params
     while rest:
         flag = rest.pop(0)
-        if flag in _SWEEP_FLAGS and _SWEEP_FLAGS[flag] is None:
+        check = _SWEEP_FLAGS.get(flag)
+        if flag in _SWEEP_FLAGS and check is None:
             out.append(flag)
             continue
         if not rest:
@@ -222,7 +223,7 @@ def _stored_sweep(command: str, workload: str) -> str | None:
         value = rest.pop(0)
         ok = (value == workload if flag == "--workload"
               else value.split("=", 1)[0] in params and "=" in value if flag == "--param"
-              else flag in _SWEEP_FLAGS and _SWEEP_FLAGS[flag](value))
+              else check is not None and check(value))
         if not ok:
             return None
         out += [flag, value]

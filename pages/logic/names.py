@@ -6,6 +6,7 @@ truthy, so `gpu_name or "cpu"` printed "nan". One function names the device inst
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from contract.numbers import is_missing
@@ -20,10 +21,16 @@ def known(v: Any) -> str | None:
     return s or None
 
 
+def _fields(header: Any) -> Callable[[str], Any]:
+    """A field reader over `header`: a dict's or a pandas row's keys, else its attributes
+    (a record, a namedtuple); None for a field it does not have."""
+    return header.get if hasattr(header, "get") else (lambda k: getattr(header, k, None))
+
+
 def device_name(header: Any) -> str:
     """'NVIDIA H200' for a GPU run; 'CPU (hostname)' (or 'CPU') for a run without one.
     `header` is a dict, a pandas row or a namedtuple-like object with those fields."""
-    get = header.get if hasattr(header, "get") else (lambda k: getattr(header, k, None))
+    get = _fields(header)
     gpu = known(get("gpu_name"))
     if gpu:
         return gpu
@@ -40,7 +47,7 @@ def run_choice(header: Any) -> str:
     """How a run is offered in a picker: by what tells runs apart, '#3 mlp sweep · NVIDIA
     H200 · torch 2.11.0+cu130 · 2026-12-03 13:48 · H200 mlp'. Device and torch alone read
     '#N NVIDIA H200 · torch 2.11' eight times over on Import/export (issue 37)."""
-    get = header.get if hasattr(header, "get") else (lambda k: getattr(header, k, None))
+    get = _fields(header)
     kind = known(get("kind")) or "sweep"
     what = f"#{int(get('id'))} {known(get('workload')) or '?'} {KINDS.get(kind, kind)}"
     torch = known(get("torch_version"))

@@ -150,7 +150,7 @@ def _break_even_line(points: Sequence[Measurement]) -> str:
     be = sp.break_even(points)
     g = f"{be.threshold:g}x"
     said = BREAK_EVEN_LABEL[0].upper() + BREAK_EVEN_LABEL[1:]  # "Break-even vs compile"
-    if be.status == "crosses" and be.batch_size is not None:
+    if be.status == "crosses" and be.batch_size is not None and be.last_gaining is not None:
         at = dict(be.ratios)
         return (f"{said}: from batch {be.batch_size} on, reduce-overhead gains less "
                 f"than {g} over compile ({at[be.batch_size]:.2f}x there; "

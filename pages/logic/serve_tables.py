@@ -121,13 +121,13 @@ def params_text(params: object) -> str:
 def budget_bounds(profile: pd.DataFrame) -> tuple[int, int, int] | None:
     """(min, max, default) memory budget in whole MiB for the slider; None when the
     profile has no pool sizes (a CPU run)."""
-    pts = [p for p in profile_points(profile) if p.pool_bytes is not None
-           and p.pool_extra_bytes is not None]
-    if not pts:
+    pools = [(p.pool_bytes, p.pool_extra_bytes) for p in profile_points(profile)
+             if p.pool_bytes is not None and p.pool_extra_bytes is not None]
+    if not pools:
         return None
-    top = max(p.pool_bytes for p in pts) + sum(p.pool_extra_bytes for p in pts)
+    top = max(alone for alone, _ in pools) + sum(extra for _, extra in pools)
     hi = max(1, math.ceil(top / MIB))
-    return 0, hi, max(1, math.ceil(max(p.pool_bytes for p in pts) / MIB))
+    return 0, hi, max(1, math.ceil(max(alone for alone, _ in pools) / MIB))
 
 
 # The advice table's columns: every figure is the model's unless it says measured (a
@@ -194,12 +194,14 @@ def advice_lines(adv: advisor.Advice) -> list[str]:
              f"{len(rec.buckets)} graph(s){pool}, {rec.padding_waste:.0%} padding"
              + (f"; powers of two within the budget give {adv.pow2.rows_per_s:,.0f} rows/s "
                 f"({_buckets(adv.pow2)})." if adv.pow2 else ".")]
-    if adv.memory_flat:
+    # memory_flat: memory known, so every plan's pool is (contract/advisor.py Model.pool)
+    flat_pool = rec.pool_bytes if adv.memory_flat else None
+    if flat_pool is not None:
         few = adv.fewest_graphs
         than = ("" if few == rec else f" against {few.padding_waste:.0%} for "
                 f"{_buckets(few)}, the fewest graphs that come as close")
         lines.append(f"Why: every plan within {tie} of the best throughput keeps the same "
-                     f"{rec.pool_bytes / MIB:,.1f} MiB of graph pool, so memory does not "
+                     f"{flat_pool / MIB:,.1f} MiB of graph pool, so memory does not "
                      f"choose between them and the least padding wins ({rec.padding_waste:.0%}"
                      f"{than}). Padding is compute thrown away on every padded request; "
                      "one more graph costs only its capture at start-up.")
@@ -227,7 +229,9 @@ def example_lines(stream: list[int], results: pd.DataFrame,
     r = next((x for x in rs if list(x.buckets) == [8, 16, 32]), rs[0])
     bs, top, name = list(r.buckets), r.buckets[-1], r.strategy
     sizes = sorted(set(stream))
-    padded = [x for x in sizes if (buckets.choose_bucket(x, bs) or x) != x]
+    # Each padded batch size and the bucket it pads to (one above the largest has none).
+    padded = {x: to for x in sizes
+              if (to := buckets.choose_bucket(x, bs)) is not None and to != x}
     falls = [x for x in sizes if x > top]
     st = buckets.bucket_stats(stream, bs)
     lines = [f"**{name}**: {st.hits} of {st.requests} requests ({st.hit_rate:.0%}) ran in a "
@@ -237,8 +241,8 @@ def example_lines(stream: list[int], results: pd.DataFrame,
              f"{st.padding_waste:.0%} ({st.wasted_fraction:.0%} of the rows computed were "
              "thrown away)."]
     if padded:
-        x = 11 if 11 in padded else max(padded, key=lambda b: 1 - b / buckets.choose_bucket(b, bs))
-        b = buckets.choose_bucket(x, bs)
+        x = 11 if 11 in padded else max(padded, key=lambda y: 1 - y / padded[y])
+        b = padded[x]
         line = (f"Batch {x} pads to {b}: {b - x} of its {b} rows ({1 - x / b:.0%}) are "
                 f"padding, computed and thrown away ({b / x - 1:.0%} more rows than asked).")
         t, e = _median(requests, name, x), _median(requests, "eager", x)

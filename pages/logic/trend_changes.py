@@ -97,7 +97,7 @@ class Unseen:
     blind: int
 
     def text(self) -> str:
-        if self.worst is None:
+        if self.worst is None or self.best is None:  # both or neither (unseen)
             return ("No change could be seen here: these runs carry no 95% interval, so "
                     "nothing says what their noise is.")
         spread = (f"; {self.best:.1%} for the quietest mode and batch size"

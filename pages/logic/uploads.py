@@ -25,7 +25,7 @@ class UploadResult:
     run_id: int | None = None
 
 
-def read_upload(name: str, data: bytes) -> dict:
+def read_upload(name: str, data: bytes) -> fmt.Bundle:
     """The validated bundle in an uploaded file, or BundleError naming the file."""
     shown = repr(name)
     if len(data) > MAX_UPLOAD_BYTES:
@@ -47,7 +47,7 @@ def read_upload(name: str, data: bytes) -> dict:
 
 
 def import_each(files: Iterable[tuple[str, bytes]],
-                import_one: Callable[[dict, str], tuple[int, bool]]) -> list[UploadResult]:
+                import_one: Callable[[fmt.Bundle, str], tuple[int, bool]]) -> list[UploadResult]:
     """Import each (file name, bytes) through `import_one(bundle, name)` -> (run id, created
     now) (the door's db.store.import_safely); one result line per file."""
     results = []

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -31,7 +31,16 @@ RAW_CUDA_NOTE = ("NVIDIA's V100 figures are raw CUDA runtime launches from C++: 
                  "Python, no PyTorch dispatcher, no caching allocator. A kernel-chain point "
                  "measured here pays all of those on every eager launch, so its eager "
                  "per-kernel cost is higher by what PyTorch adds, not by what the GPU does.")
-NOTE_EXAMPLE = {"kernels": 100, "launch_us": 5.0, "kernel_us": 2.0}  # the interview note
+
+
+class NoteExample(NamedTuple):
+    """The interview note's own figures: N kernels, a launch cost L, a kernel time K."""
+    kernels: int
+    launch_us: float
+    kernel_us: float
+
+
+NOTE_EXAMPLE = NoteExample(kernels=100, launch_us=5.0, kernel_us=2.0)
 MIB = 1024 * 1024
 
 
@@ -39,6 +48,12 @@ MIB = 1024 * 1024
 
 def _mapping(v: Any) -> Mapping:
     return v if isinstance(v, Mapping) else {}
+
+
+def _mib(v: Any) -> float | None:
+    """A byte count in MiB; None where it is unknown."""
+    n = number_or_none(v)
+    return None if n is None else n / MIB
 
 
 def chain_kernels(header: RunHeader) -> int | None:
@@ -125,7 +140,7 @@ def hand_calculation(points: Sequence[Measurement], header: RunHeader) -> pd.Dat
 
 
 def note_text() -> str:
-    n, launch, kernel = (NOTE_EXAMPLE[f] for f in ("kernels", "launch_us", "kernel_us"))
+    n, launch, kernel = NOTE_EXAMPLE
     eager, graph = estimate(n, launch, kernel)
     return (f"The interview note's hand calculation: {n} kernels, {launch:g} us per launch, "
             f"{kernel:g} us per kernel: about {eager:g} us eager (N x launch) and "
@@ -174,19 +189,18 @@ def train_memory_table(points: Sequence[Measurement], header: RunHeader) -> pd.D
     for m in (p for p in points if p.status == "ok"):
         # The JSON the runner stored for the trees (the edge: db's JSON column).
         trees, sep = _mapping(m.setup.cudagraph_trees), m.memory.separate_graphs
-        mib = lambda v: None if number_or_none(v) is None else number_or_none(v) / MIB  # noqa: E731
         rows.append({
             "batch": int(m.batch_size), "mode": m.mode,
-            "graph pool MiB": mib(m.memory.graph_pool_bytes),
-            "peak allocated MiB": mib(m.memory.peak_allocated_bytes),
-            "reserved delta MiB": mib(m.memory.reserved_delta_bytes),
+            "graph pool MiB": _mib(m.memory.graph_pool_bytes),
+            "peak allocated MiB": _mib(m.memory.peak_allocated_bytes),
+            "reserved delta MiB": _mib(m.memory.reserved_delta_bytes),
             "graphs recorded": (f"{trees.get('forward', 0)} forward + "
                                 f"{trees.get('backward', 0)} backward in "
                                 f"{trees.get('pools', 0)} pool(s)"
                                 if "graphs" in trees else None),
-            "forward alone MiB": mib(sep.forward_pool_bytes) if sep else None,
-            "backward alone MiB": mib(sep.backward_pool_bytes) if sep else None,
-            "separate sum MiB": mib(sep.sum_bytes) if sep else None,
+            "forward alone MiB": _mib(sep.forward_pool_bytes) if sep else None,
+            "backward alone MiB": _mib(sep.backward_pool_bytes) if sep else None,
+            "separate sum MiB": _mib(sep.sum_bytes) if sep else None,
             "params match eager": m.setup.correct,
         })
     return pd.DataFrame(rows).sort_values(["batch", "mode"]).reset_index(drop=True)

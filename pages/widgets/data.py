@@ -16,6 +16,8 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError as SQLAlchemyError
 
+from contract import bundle as fmt
+from contract import graph_memory as gm
 from contract.measurement import Measurement
 from contract.queue import Job, JobProgress, Worker
 from contract.run_summary import RunHeader, RunListing, RunSummary
@@ -230,7 +232,7 @@ def graph_memory_runs() -> pd.DataFrame:
     return cached(dbgm.graph_memory_runs)
 
 
-def graph_memory_doc(run_id: int) -> dict:
+def graph_memory_doc(run_id: int) -> gm.GraphMemoryDoc:
     """A stored graph-memory run as a document: gm.curve() and the curve charts read it.
     RunNotFound / NotGraphMemory as db.graph_memory.graph_memory_doc raises them."""
     return cached(dbgm.graph_memory_doc, int(run_id))
@@ -254,7 +256,7 @@ def import_uploads(engine, files) -> list[uploads.UploadResult]:
     return results
 
 
-def export_bundle(run_id: int) -> dict:
+def export_bundle(run_id: int) -> fmt.BundleDoc:
     """The stored run as a bundle document (RunNotFound when there is none)."""
     return store.export_bundle(engine(), run_id)
 

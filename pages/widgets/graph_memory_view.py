@@ -15,7 +15,9 @@ from pages.widgets import data, frame, parts
 
 def show(run_id: int, header: RunHeader) -> None:
     """A graph-memory run: its two charts, what its series attribute, every capture."""
-    st.title(run_text.run_title(data.summary(run_id).header, plain) + " · graph memory")
+    found = data.summary(run_id)  # None: deleted since the header was read (then no doc)
+    titled = found.header if found is not None else header
+    st.title(run_text.run_title(titled, plain) + " · graph memory")
     if header.label:
         st.caption(plain(header.label))
     try:
@@ -32,11 +34,11 @@ def show(run_id: int, header: RunHeader) -> None:
     st.dataframe(ca.captures_frame(doc), hide_index=True, key="gm_captures")
     if frame.has_page("serve"):
         st.page_link(frame.PAGES["serve"], label="Price capture lists with this curve (Serve "
-                     "page)", icon=":material/dynamic_feed:", query_params={"curve": run_id})
+                     "page)", icon=":material/dynamic_feed:", query_params={"curve": str(run_id)})
     st.caption(f"On the command line: python -m runner advise-capture --from FILE "
                f"--engine vllm --budget-mib N --curve {run_id}")
     left, right = st.columns([4, 1])
     left.page_link(frame.PAGES["import"], label="Download: bundle, captures CSV, HTML report",
-                   icon=":material/download:", query_params={"run": run_id})
+                   icon=":material/download:", query_params={"run": str(run_id)})
     with right:
         parts.delete_run_button(run_id)

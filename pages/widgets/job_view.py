@@ -33,17 +33,17 @@ def session_id() -> str | None:
 
 
 def param_widget(f: lf.ParamField, key: str):
-    label, kw = f.name, {"help": lf.field_help(f), "key": key}
+    label, hint = f.name, lf.field_help(f)
     if f.kind == "choice":
         choices = list(f.choices)
-        return st.selectbox(label, choices, index=choices.index(f.default), **kw)
+        return st.selectbox(label, choices, index=choices.index(f.default), help=hint, key=key)
     # No bounds on the widget: a browser would only redden an out-of-range value and send
     # the old one; the check below says what is allowed, in words, beside the field.
     if f.kind == "int":
-        return st.number_input(label, value=int(f.default), step=1, **kw)
+        return st.number_input(label, value=int(f.default), step=1, help=hint, key=key)
     if f.kind == "float":
-        return st.number_input(label, value=float(f.default), **kw)
-    return st.text_input(label, str(f.default), max_chars=MAX_LABEL, **kw)
+        return st.number_input(label, value=float(f.default), help=hint, key=key)
+    return st.text_input(label, str(f.default), max_chars=MAX_LABEL, help=hint, key=key)
 
 
 def followed_job() -> int | None:
@@ -169,4 +169,4 @@ def show_job(job: Job, p: JobProgress, locked: bool) -> None:
             st.rerun(scope="fragment")
     if job.run_id is not None and job.status in FINISHED_STATUSES:
         st.page_link(PAGES["run"], label=f"Open run {job.run_id}",
-                     icon=":material/monitoring:", query_params={"run": job.run_id})
+                     icon=":material/monitoring:", query_params={"run": str(job.run_id)})

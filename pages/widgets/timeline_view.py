@@ -111,13 +111,17 @@ def timeline_section(run_ids: Sequence[int], points: Mapping[int, Sequence[Measu
         st.caption("No timeline: this view has no ok point.")
         return None
     start = batch_from_url(options)
+    assert start is not None  # options is not empty: default_batch picks one of them
     if st.session_state.get(f"{key}_batch") not in (None, *options):
         del st.session_state[f"{key}_batch"]  # a batch size this view does not have
     left, middle, right = st.columns([1, 1, 2])
     # Once the picker has a value (chosen, or set by a click on the speedup chart) it
     # wins; an index beside a value set through session state would draw a warning.
-    first = {} if f"{key}_batch" in st.session_state else {"index": options.index(start)}
-    batch = left.selectbox("Batch size", options, key=f"{key}_batch", **first)
+    if f"{key}_batch" in st.session_state:
+        batch = left.selectbox("Batch size", options, key=f"{key}_batch")
+    else:
+        batch = left.selectbox("Batch size", options, key=f"{key}_batch",
+                               index=options.index(start))
     mode = None
     if pick_mode:
         modes = timeline.modes_at(every, batch)

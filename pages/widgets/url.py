@@ -6,12 +6,16 @@ checks are pages/logic/links.py's.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from pages.logic import links
 from pages.logic.plain import cut, plain
 from pages.widgets.frame import PAGES
+
+if TYPE_CHECKING:  # st.tabs' tab (with `.open`), named by streamlit only in this module
+    from streamlit.elements.lib.mutable_tab_container import TabContainer
 
 
 def run_id_from_url(param: str = "run") -> int:
@@ -120,7 +124,7 @@ def choice_param(container, widget: str, label: str, param: str, options: Sequen
 VIEW_KEY = links.VIEW_PARAM  # the tabs' key is the URL parameter's name
 
 
-def view_tabs(labels: Sequence[str], default: str) -> list:
+def view_tabs(labels: Sequence[str], default: str) -> Sequence[TabContainer]:
     """One tab per view, bound to ?view= and lazy: only the open tab's content is computed
     and sent (check `.open`). A ?view= naming no view gets one line naming it, and the
     default view is shown."""
