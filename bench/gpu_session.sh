@@ -8,6 +8,7 @@
 #   bash bench/gpu_session.sh samples the memory check (mlp, hf decode), the timm resnet18
 #                                     sweep, graph-memory runs of mlp, hf decode and timm,
 #                                     then pytest -m gpu in the time left
+#   bash bench/gpu_session.sh mixed   the default sweep timed, then the samples stage
 # Outputs under $OUT (at most 8 files come back: the bundles and one text of tables);
 # labels name the GPU the driver reports. A short table last.
 set -u
@@ -77,6 +78,10 @@ if [ "$stage" = sweeps ]; then
   cp "$WORK/energy-check.txt" "$OUT/" 2>/dev/null
   sweep "$gpu-hf-causal-lm-decode" 90 hf-causal-lm 1,8,64 1 model=small-llama layers=4
 else
+  if [ "$stage" = mixed ]; then  # one call on a GPU whose repeat runs already ship
+    run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
+    cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
+  fi
   run memory-check 200 python3 bench/memory_check.py --out "$WORK/memory-check.txt"
   cp "$WORK/memory-check.txt" "$OUT/" 2>/dev/null
   sweep "$gpu-timm-resnet18" 110 timm 1,8,64 3 model=resnet18
