@@ -1,9 +1,12 @@
 """The page audit's checks fail on what they look for (tests/e2e/audit.py), so that a
 clean audit (tests/e2e/test_audit.py, bench/page_audit.py) means clean pages. Plain data
-as tests/e2e/audit_page.js reads it from chromium; no browser here.
+as tests/e2e/audit_page.js reads it from chromium; no browser here, but for the test that
+runs audit_page.js itself over planted grids.
 """
 
 from __future__ import annotations
+
+import pytest
 
 from tests.e2e import audit
 
@@ -73,3 +76,43 @@ def test_an_error_bar_the_scale_cut_is_a_fault():
                         "plots": [{"box": area, "axes": [], "items": [cut, line]}]}]}
     faults = audit.check_marks_in_plot(CASE, snap, FACTS)
     assert len(faults) == 1 and "1 top" in faults[0].text
+
+
+# Two grids as streamlit's glide grid hangs them on its canvas (the React fiber): a cell
+# of each is missing; one element has a placeholder (st.dataframe(placeholder="—")).
+FAKE_GRIDS = """() => {
+  for (const placeholder of ['\\u2014', undefined]) {
+    const el = document.createElement('div');
+    el.setAttribute('data-testid', 'stDataFrame');
+    el.style.width = '300px';
+    el.style.height = '80px';
+    const canvas = document.createElement('canvas');
+    el.appendChild(canvas);
+    document.body.appendChild(el);
+    const cells = [{displayData: '1.2'}, {displayData: '', isMissingValue: true}];
+    const element = {arrowData: {}, ...(placeholder ? {placeholder} : {})};
+    canvas['__reactFiber$x'] = {
+      memoizedProps: {columns: [{title: 'gain', width: 100}], rows: 2, rowHeight: 35,
+                      getCellContent: ([c, r]) => cells[r],
+                      theme: {cellHorizontalPadding: 8, headerFontStyle: '600 13px',
+                              baseFontStyle: '13px', fontFamily: 'sans-serif'}},
+      return: {memoizedProps: {}, return: {memoizedProps: {element}, return: null}}};
+  }
+}"""
+
+
+@pytest.mark.e2e  # reads the grids in chromium, as the audit does
+def test_a_missing_cell_reads_as_the_grid_draws_it(browser):
+    """A missing cell reads as its grid's placeholder (a dash: no fault), and as streamlit's
+    grey 'None' in a grid without one (a fault)."""
+    page = browser.new_page()
+    try:
+        page.set_content("<html><body></body></html>")
+        page.evaluate(FAKE_GRIDS)
+        snap = page.evaluate(audit.COLLECT_JS, {"root": "body", "charts": "svg.marks"})
+    finally:
+        page.close()
+    assert [g["columns"][0]["cells"] for g in snap["grids"]] == [["1.2", "\u2014"],
+                                                                 ["1.2", "None"]]
+    faults = audit.check_raw_values(CASE, snap, FACTS)
+    assert [(f.check, f.element) for f in faults] == [("None shown", "table column 'gain'")]
