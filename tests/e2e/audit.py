@@ -615,6 +615,19 @@ def check_series_modes(case: Case, snap: dict, facts: Facts) -> list[Fault]:
     return out
 
 
+# A warning that an API the pages call is going away (streamlit's "Please replace `st.x`
+# with `st.y`. ... will be removed after DATE", a Python DeprecationWarning or
+# FutureWarning): the page works today and breaks on an upgrade.
+DEPRECATION = re.compile(r"deprecat|FutureWarning|will be removed (?:after|in)\b", re.I)
+
+
+def log_faults(log: str, case: str = "Server log") -> list[Fault]:
+    """The deprecation warnings the dashboard's server logged while the pages were read,
+    one fault per distinct line."""
+    lines = dict.fromkeys(line.strip() for line in log.splitlines() if DEPRECATION.search(line))
+    return [Fault(case, "deprecation warning", "server log", line[:160]) for line in lines]
+
+
 CHECKS: tuple[Callable[[Case, dict, Facts], list[Fault]], ...] = (
     check_cut_text, check_table_box, check_broken_words, check_raw_values,
     check_marks_in_plot, check_plot_size, check_batch_axis, check_percent_axis_words,

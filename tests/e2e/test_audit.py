@@ -74,3 +74,12 @@ def test_share_link_reopens_the_same_state(dashboard, browser, case):
 
     faults = audit.new_faults(audit.share_faults(browser, dashboard.base_url, case))
     assert not faults, audit.fault_table(faults)
+
+
+def test_the_server_logged_no_deprecation_warning(dashboard):
+    """After every page above was read (tests run in file order), the server's log holds
+    no warning that an API the pages call is deprecated (components.v1.html was)."""
+    from tests.e2e import audit
+
+    faults = audit.new_faults(audit.log_faults(dashboard.log.read_text(errors="replace")))
+    assert not faults, audit.fault_table(faults)

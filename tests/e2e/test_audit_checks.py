@@ -116,3 +116,15 @@ def test_a_missing_cell_reads_as_the_grid_draws_it(browser):
                                                                  ["1.2", "None"]]
     faults = audit.check_raw_values(CASE, snap, FACTS)
     assert [(f.check, f.element) for f in faults] == [("None shown", "table column 'gain'")]
+
+
+def test_a_deprecation_warning_in_the_server_log_is_a_fault():
+    """streamlit's warning for a deprecated call, once however often it was logged; a
+    plain log line is none."""
+    warning = ("2026-12-06 12:00:00.000 WARNING streamlit.deprecation_util: Please replace "
+               "`st.components.v1.html` with `st.iframe`.")
+    log = "\n".join(["  You can now view your Streamlit app in your browser.", warning,
+                     warning, "`st.components.v1.html` will be removed after 2026-06-01."])
+    faults = audit.log_faults(log)
+    assert [f.check for f in faults] == ["deprecation warning"] * 2
+    assert audit.log_faults("  URL: http://127.0.0.1:8501") == []
