@@ -111,15 +111,25 @@ def _statistics(details: object) -> str:
     return str((details or {}).get("statistic") or "") if isinstance(details, dict) else ""
 
 
+def points_facts(pts) -> Facts:
+    """Each run's measured batch sizes and modes from its points (a frame of run_id, mode,
+    batch_size, status, step_ms): the points that ended ok with a step time, the figure a
+    batch axis draws (a published run that gives only a time per kernel, the V100 blog's,
+    is drawn on no batch axis: Compare names it "not in the chart"); the modes of every
+    point that ended ok."""
+    ok = pts[pts["status"] == "ok"]
+    timed = ok[ok["step_ms"].notna()]
+    return Facts({int(r): {int(b) for b in g["batch_size"]} for r, g in timed.groupby("run_id")},
+                 {int(r): set(g["mode"]) for r, g in ok.groupby("run_id")})
+
+
 def facts_and_cases(engine) -> tuple[Facts, list[Case]]:
     """Every case of the audit over the database the dashboard shows."""
     from db import queries
 
     runs = queries.runs_frame(engine)
     pts = queries.runs_points(engine, [int(i) for i in runs["id"]])
-    ok = pts[pts["status"] == "ok"]
-    facts = Facts({int(r): {int(b) for b in g["batch_size"]} for r, g in ok.groupby("run_id")},
-                  {int(r): set(g["mode"]) for r, g in ok.groupby("run_id")})
+    facts = points_facts(pts)
     means = {int(r) for r, g in pts.groupby("run_id")
              if (s := {_statistics(d) for d in g["details"]} - {""}) and all(
                  x.startswith("mean") for x in s)}

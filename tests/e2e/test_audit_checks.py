@@ -128,3 +128,19 @@ def test_a_deprecation_warning_in_the_server_log_is_a_fault():
     faults = audit.log_faults(log)
     assert [f.check for f in faults] == ["deprecation warning"] * 2
     assert audit.log_faults("  URL: http://127.0.0.1:8501") == []
+
+
+def test_a_batch_axis_must_label_the_sizes_with_a_step_time():
+    """A run's ok points with a step time are measured batch sizes its axes must label;
+    ok points without one (a published time per kernel) are not."""
+    import pandas as pd
+
+    pts = pd.DataFrame({"run_id": [1, 1, 2, 2], "mode": ["eager", "cuda-graph"] * 2,
+                        "batch_size": [8, 8, 500000, 500000], "status": ["ok"] * 4,
+                        "step_ms": [1.0, 0.5, None, None]})
+    facts = audit.points_facts(pts)
+    assert facts.measured([1, 2]) == {8} and facts.modes[2] == {"eager", "cuda-graph"}
+    snap = _snap(_plot({"left": 90, "right": 96, "top": 10, "bottom": 16}, ["1"]), "", "", 90, 8)
+    faults = audit.check_batch_axis(audit.Case("c", "compare", (1, 2)), snap, facts)
+    assert [f.text for f in faults if f.check == "measured batch unlabelled"] == [
+        "no tick at [8]; ticks [1]"]
