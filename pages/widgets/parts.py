@@ -51,6 +51,15 @@ def chart(chart, key: str) -> None:
     st.altair_chart(chart, key=key, width="stretch")
 
 
+def text_table(frame) -> None:
+    """A short table of sentences (each run's key figure and memory cost, as its summary
+    words them): a static table whose cells wrap, every word shown. A grid cuts a cell at
+    its column's edge, and these sentences did not fit 1280 px side by side (issue 46).
+    Its cells are Markdown, so each is plain(); a missing one is a dash."""
+    shown = frame.map(lambda v: "\u2014" if v is None or v != v or v == "" else plain(v))
+    st.table(shown, hide_index=True)
+
+
 def share_link(url: str) -> None:
     """A copyable link (st.code has a copy button). One holding a parameter set of
     100,000 characters is not drawn whole (the browser took seconds to lay it out, and
