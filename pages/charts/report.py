@@ -27,7 +27,13 @@ from pages.logic import energy, links, step_split, timeline
 from pages.logic.metrics import MISSING
 from pages.logic.plain import MAX_SHOWN, cut
 from pages.logic.points_table import MEMORY_NOTE, points_table
-from pages.logic.run_text import PUBLISHED_NOTE, headline, run_title, summary_of
+from pages.logic.run_text import (
+    PUBLISHED_NOTE,
+    environment_rows,
+    headline,
+    run_title,
+    summary_of,
+)
 
 
 def chart_png(chart, scale: float = 2.0) -> bytes:
@@ -149,7 +155,8 @@ def _reproduce(header: RunHeader, batch_sizes, modes) -> links.Reproduce:
 
 
 def _env_rows(header: RunHeader) -> list[tuple]:
-    return [(f, MISSING if v is None else v) for f, v in header.environment().to_json().items()]
+    """The environment as the Run page's Environment view words it (GPU memory in GiB)."""
+    return [(r["field"], r["value"]) for r in environment_rows(header)]
 
 
 # What the energy and host-split charts are made of, said under them as on the Run page.
