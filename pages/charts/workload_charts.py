@@ -13,19 +13,23 @@ import pandas as pd
 
 from contract.measurement import Measurement
 from pages.charts.encodings import mode_color
-from pages.charts.layout import LABEL_LIMIT, chart_title, fitted
+from pages.charts.layout import LABEL_LIMIT, chart_title, fitted, legend
 from pages.logic import run_text
 
 
 def train_pool_chart(pools: pd.DataFrame) -> alt.Chart:
-    """Per batch size, the shared pool's bar beside the separate pools stacked."""
-    return alt.Chart(pools).mark_bar().encode(
-        x=alt.X("batch:O", title="batch size"), xOffset=alt.XOffset("how:N"),
+    """Per batch size, the shared pool's bar beside the separate pools stacked. Fitted as
+    every chart (layout.fitted): a total height of 260 px left its plot 134 px and its
+    title and y title cut."""
+    parts = list(dict.fromkeys(pools["part"]))
+    return fitted(alt.Chart(pools).mark_bar().encode(
+        x=alt.X("batch:O", title="batch size", axis=alt.Axis(labelAngle=0)),
+        xOffset=alt.XOffset("how:N"),
         y=alt.Y("sum(MiB):Q", title="graph pool (MiB)"),
-        color=alt.Color("part:N", title=None),
+        color=alt.Color("part:N", title=None,
+                        legend=legend("top", entries=len(parts), labels=parts)),
         tooltip=["batch:O", "how:N", "part:N", alt.Tooltip("MiB:Q", format=".1f")],
-    ).properties(title="reduce-overhead: shared pool vs forward + backward apart",
-                 height=260)
+    ), chart_title("reduce-overhead: shared pool vs forward + backward apart"))
 
 
 def per_kernel_chart(points: Sequence[Measurement]) -> alt.LayerChart | None:
