@@ -32,6 +32,11 @@ def train_pool_chart(pools: pd.DataFrame) -> alt.Chart:
     ), chart_title("reduce-overhead: shared pool vs forward + backward apart"))
 
 
+# A plot's least height (tests/e2e/test_chart_room.py's rule): two bars in 120 px read
+# as a sliver beside the page's other charts.
+MIN_PLOT_PX = 150
+
+
 def per_kernel_chart(points: Sequence[Measurement]) -> alt.LayerChart | None:
     """A published kernel-chain run's per-kernel times (run_text.per_kernel_figures), a
     bar each, labelled with its figure: such a run gives no step, so it has no speedup or
@@ -43,7 +48,10 @@ def per_kernel_chart(points: Sequence[Measurement]) -> alt.LayerChart | None:
                       columns=["what", "us", "mode"])
     y = alt.Y("what:N", title=None, sort=[w for w, _ in found],
               axis=alt.Axis(labelLimit=LABEL_LIMIT))
-    x = alt.X("us:Q", title="Time per kernel (us)", scale=alt.Scale(zero=True))
+    # Room past the longest bar for its figure (9.6 at a domain's nice end of 10 was
+    # drawn past the plot's edge).
+    x = alt.X("us:Q", title="Time per kernel (us)",
+              scale=alt.Scale(domain=[0, max(us for _, us in found) * 1.2], nice=True))
     bars = alt.Chart().mark_bar(height=22).encode(
         x=x, y=y, color=mode_color(df["mode"], legend_on=False),
         tooltip=[alt.Tooltip("what:N", title="What"),
@@ -52,4 +60,4 @@ def per_kernel_chart(points: Sequence[Measurement]) -> alt.LayerChart | None:
         x=x, y=y, text=alt.Text("us:Q", format=".1f"))
     return fitted(alt.layer(bars, text, data=df), chart_title(
         "Time per kernel, as published", "no step times: per-kernel figures only"),
-        height=max(40 * len(found), 120))
+        height=max(40 * len(found), MIN_PLOT_PX))
