@@ -49,6 +49,13 @@ LABEL_CHAR_PX = 6.5
 BATCH_PAD_PX = 14
 
 
+def padded(**kw) -> alt.Scale:
+    """A linear scale with half BATCH_PAD_PX of room at either end, so that a marker at
+    its first or last value (a graph pool of 0 MiB, the last capture) is drawn whole
+    inside the plot; not niced, which would add a tick below 0."""
+    return alt.Scale(padding=BATCH_PAD_PX // 2, nice=False, **kw)
+
+
 def batch_ticks(batches) -> list[int]:
     """The measured batch sizes, each once, in order: a batch axis ticks these and only
     these (a tick at 4 or 16 on a run that measured 1, 8, 64 named batch sizes never run)."""

@@ -50,6 +50,7 @@ from pages.charts.encodings import (
     mode_tip,
     one_x_rule,
     open_below_text,
+    padded,
     tip,
 )
 from pages.charts.layout import (  # noqa: F401 - WIDTH: the report's width, here too
@@ -223,7 +224,7 @@ def tradeoff_chart(costs: Sequence[cost.Cost]) -> alt.LayerChart | None:
     df.loc[top.values, "label"] = [f"{m} @ batch {int(b)}" for m, b in
                                    zip(df.loc[top.values, "mode"],
                                        df.loc[top.values, "batch_size"], strict=True)]
-    x = alt.X("cost_mib:Q", title="Memory cost over eager (MiB)")
+    x = alt.X("cost_mib:Q", title="Memory cost over eager (MiB)", scale=padded())
     y = log_y("speedup", _speedup_values(df))
     tips = [mode_tip(), batch_tip(), alt.Tooltip("cost_mib:Q", title="Memory cost, MiB",
                                                    format="+,.1f"),
