@@ -88,10 +88,10 @@ def bundle_text() -> str:
 def report_html() -> str:
     summary = data.summary(run_id)  # the figures every page quotes, the same here
     if captured is not None:
-        return report.graph_memory_report(header, captured, links.run_url(app_url, run_id),
-                                          summary)
+        return report.graph_memory_report(
+            header, captured, links.report_origin(app_url, run_id), summary)
     batch = timeline.headline_batch(points)  # its step timeline goes into the report
-    return report.html_report(header, points, links.run_url(app_url, run_id, batch),
+    return report.html_report(header, points, links.report_origin(app_url, run_id, batch),
                               data.traces([run_id], batch) if batch else [], summary)
 
 # --- export: show -----------------------------------------------------------------------

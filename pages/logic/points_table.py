@@ -152,8 +152,9 @@ _GROUPS: tuple[Callable[[Row], dict[str, str]], ...] = (
     _figure("latency_ms"),
     _figure("setup_s"), _figure("launch_us"), _figure("host_launches_per_step"),
     _figure("graph_launches_per_step"), _split_cells, _figure("max_abs_err"))
-# Shown only where some point fills them: a column of dashes says nothing.
-OPTIONAL = (AT_COLUMN, JUDGED_COLUMN, SPLIT_COLUMN, DEFAULT_COLUMN)
+# Shown only where some point fills them: a column of dashes says nothing (and a
+# published run's "Process medians", of figures that are means, said medians).
+OPTIONAL = (AT_COLUMN, JUDGED_COLUMN, SPLIT_COLUMN, DEFAULT_COLUMN, PROCESS_COLUMN)
 
 
 def points_table(points: Sequence[Measurement]) -> pd.DataFrame:
