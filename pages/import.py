@@ -106,14 +106,19 @@ c2.download_button("Captures (.csv)" if captured else "Points (.csv)",
                    on_click="ignore")
 c3.download_button("Report (.html, opens offline)", report_html, f"{stem}.html",
                    "text/html", key="dl_html", on_click="ignore")
+PNG_PER_ROW = 4
 figures = (dict(zip(("graph-memory-total", "graph-memory-added"),
                    capture_charts.curve_charts(captured), strict=True)) if captured
            else run_charts.run_charts(points))
 if figures:
     st.caption("Charts as PNG:")
-    for col, (name, chart) in zip(st.columns(len(figures)), figures.items(), strict=True):
-        col.download_button(f"{name}.png", lambda c=chart: report.chart_png(c),
-                            f"{stem}-{name}.png", "image/png", key=f"dl_png_{name}",
-                            on_click="ignore")
+    # Four a row: seven in one row cut 'energy-above-idle.png' to 77 px.
+    items = list(figures.items())
+    for row in range(0, len(items), PNG_PER_ROW):
+        for col, (name, chart) in zip(st.columns(PNG_PER_ROW), items[row:row + PNG_PER_ROW],
+                                      strict=False):
+            col.download_button(f"{name}.png", lambda c=chart: report.chart_png(c),
+                                f"{stem}-{name}.png", "image/png", key=f"dl_png_{name}",
+                                on_click="ignore")
 else:
     st.caption("This run has no chart to export (no ok point).")
