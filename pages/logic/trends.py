@@ -231,8 +231,8 @@ def _change(cur: Speedup, prev: Speedup) -> tuple[str, str]:
     ratio = cur.speedup / prev.speedup if prev.speedup else float("nan")
     if interval is None:
         return verdict, verdict
-    if bound(interval[0]) is None:
-        return verdict, f"{verdict} ({ratio:.2f}x; up to {interval[1]:.2f}x, {OPEN_BELOW})"
+    if bound(interval[0]) is None:  # (≤, not 'up to': the CPU series' table fits the page)
+        return verdict, f"{verdict} ({ratio:.2f}x; ≤{interval[1]:.2f}x, {OPEN_BELOW})"
     return verdict, f"{verdict} ({ratio:.2f}x; {interval[0]:.2f}-{interval[1]:.2f}x)"
 
 
