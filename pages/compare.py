@@ -19,6 +19,7 @@ from pages.logic import (
     points_table,
     workload_views,
 )
+from pages.logic.names import picker_label
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, timeline_view, url
 
@@ -119,7 +120,7 @@ for line in links.missing_runs(asked, kinds):
     st.warning(plain(line))
 
 picked = st.multiselect("Runs to compare", list(names), default=found,
-                        format_func=lambda i: f"{names[i]} · {labels[i]}",
+                        format_func=lambda i: f"{names[i]} · {picker_label(labels[i])}",
                         max_selections=links.MAX_COMPARE, key=f"pick_{'_'.join(map(str, found))}")
 if picked != found:
     url.set_run_ids(picked)
