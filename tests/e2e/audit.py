@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 VIEWPORT = {"width": 1280, "height": 800}
 MIN_PLOT_PX = 150        # a plot's least height (tests/e2e/test_chart_room.py's rule)
+MIN_PLOT_WIDTH_PX = 150  # and least width: a subtitle too wide squeezed plots to 14 px
 MIN_LANE_PX = 28         # a timeline lane's least height
 TOLERANCE_PX = 1.5       # anti-aliasing and rounding, not a fault
 MAX_SCROLLED_ROWS = 60   # a table this short is shown whole, not in a scroll box
@@ -471,10 +472,14 @@ def check_marks_in_plot(case: Case, snap: dict, facts: Facts) -> list[Fault]:
 
 
 def check_plot_size(case: Case, snap: dict, facts: Facts) -> list[Fault]:
-    """A plot at least MIN_PLOT_PX tall; a timeline lane at least MIN_LANE_PX."""
+    """A plot at least MIN_PLOT_PX tall and MIN_PLOT_WIDTH_PX wide; a timeline lane at
+    least MIN_LANE_PX."""
     out = []
     for chart, plot in _plots(snap):
-        h = plot["box"]["height"]
+        h, w = plot["box"]["height"], plot["box"]["width"]
+        if w < MIN_PLOT_WIDTH_PX:
+            out.append(Fault(case.name, "plot too narrow", f"chart '{_chart_name(chart)}'",
+                             f"plot {w:.0f} px wide (< {MIN_PLOT_WIDTH_PX})"))
         if _is_lane(plot):
             lanes = max((len(a["labels"]) for a in plot["axes"] if "GPU kernels" in a["labels"]),
                         default=1)

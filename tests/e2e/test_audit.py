@@ -5,7 +5,8 @@ tests/e2e/audit.py's checks (text or a grid cell cut, a word broken across lines
 nan / a Python repr shown, marks outside their plot or labels over them, a plot too small,
 a batch axis that does not label exactly the measured sizes, a label naming a statistic
 the figures do not use or calling a model measured, a report linking to the local server);
-and share links that must reopen the state they were read from.
+share links that must reopen the state they were read from; and, once every page was
+read, no deprecation warning in the server's log.
 
 One dashboard server and one browser page for the module: a Run view of the run already
 open is reached by its tab (a rerun in the same session, as a reader clicks), the others

@@ -12,7 +12,7 @@ from tests.e2e import audit
 
 
 def _plot(label_box: dict, ticks: list[str]) -> dict:
-    return {"box": {"left": 0, "right": 100, "top": 0, "bottom": 200, "width": 100,
+    return {"box": {"left": 0, "right": 200, "top": 0, "bottom": 200, "width": 200,
                     "height": 200},
             "axes": [{"aria": "", "title": "Batch size", "labels": ticks}],
             "items": [{"kind": "mark-symbol", "text": "", "label": "b=8", "clipped": False,
@@ -36,7 +36,7 @@ FACTS = audit.Facts({1: {1, 8}}, {1: {"eager"}})
 
 def test_the_audit_sees_planted_faults():
     """A None, a cut column, a dot outside its plot, a tick at an unmeasured batch."""
-    snap = _snap(_plot({"left": 120, "right": 126, "top": 10, "bottom": 16}, ["1", "4"]),
+    snap = _snap(_plot({"left": 220, "right": 226, "top": 10, "bottom": 16}, ["1", "4"]),
                  "heads=None", "2.11.0", 20, 80)
     checks = {f.check for f in audit.audit(CASE, snap, FACTS)}
     assert {"None shown", "cut cell", "mark outside its plot", "batch tick not measured",
@@ -144,3 +144,19 @@ def test_a_batch_axis_must_label_the_sizes_with_a_step_time():
     faults = audit.check_batch_axis(audit.Case("c", "compare", (1, 2)), snap, facts)
     assert [f.text for f in faults if f.check == "measured batch unlabelled"] == [
         "no tick at [8]; ticks [1]"]
+
+
+def test_a_squeezed_plot_is_a_fault():
+    """A plot fit-x squeezed to a sliver (a subtitle wider than its chart) is named; one
+    of a half-page chart is not."""
+    def snap(width: float) -> dict:
+        area = {"left": 0, "right": width, "top": 0, "bottom": 220, "width": width,
+                "height": 220}
+        return {"charts": [{"title": "Step time at batch 1", "subtitle": "", "texts": [],
+                            "marks": [], "svg": area,
+                            "plots": [{"box": area, "axes": [], "items": []}]}]}
+
+    faults = audit.check_plot_size(CASE, snap(14), FACTS)
+    assert [(f.check, f.text) for f in faults] == [("plot too narrow",
+                                                    "plot 14 px wide (< 150)")]
+    assert audit.check_plot_size(CASE, snap(320), FACTS) == []
