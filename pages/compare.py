@@ -44,16 +44,6 @@ def _fit(table, formats: dict[str, str] | None = None) -> dict:
     return out
 
 
-# A table of up to this many rows is drawn whole: 16 rows sat in a 400 px scroll box
-# (issue 46); a longer one (many runs' modes and sizes) keeps its scroll box.
-WHOLE_ROWS = 60
-
-
-def _whole(table) -> int | str:
-    """The height that shows every row of `table`, or streamlit's own for a long one."""
-    return points_table.table_height(len(table)) if len(table) <= WHOLE_ROWS else "auto"
-
-
 def _side_config(table, unit: str, number: str) -> dict:
     """A side-by-side table's columns: mode wide enough for "reduce-overhead", a run's
     figures under a header that is its whole name."""
@@ -183,7 +173,7 @@ if workload_views.has_published_raw_cuda(headers):
 if not per_kernel.empty:
     st.subheader("Per kernel (kernel-chain)")
     st.dataframe(per_kernel, hide_index=True, key="per_kernel", placeholder="—",
-                 height=_whole(per_kernel),
+                 height=points_table.shown_height(len(per_kernel)),
                  column_config=_fit(per_kernel, {"batch (elements)": "%d"}))
 
 arrived_for_timeline = "batch" in st.query_params  # a ?batch= link opens at the timeline
@@ -210,7 +200,7 @@ st.caption("95%: a conservative interval of the ratio from both runs' step-time 
            "where the two runs' intervals overlap; runs measured before intervals show no "
            f"interval. {verdict.RULE_TEXT}")
 st.dataframe(ratios, hide_index=True, key="ratio_table", placeholder="—",
-             height=_whole(ratios),
+             height=points_table.shown_height(len(ratios)),
              column_config=_fit(ratios, {"batch_size": "%d"}
                                 | {c: "%.3f" for c in ratios.columns if c.endswith(" ms")}
                                 | {c: "%.2fx" for c in ratios.columns
@@ -233,7 +223,7 @@ st.caption(plain(across_gpus.normalise_rule(at_us)) + (
            "launch cost: the host's cost of one trivial kernel launch.")
 gpu_host = across_gpus.gpu_host_table(points, headers, at_us)
 st.dataframe(gpu_host, hide_index=True, key="gpu_host_table", placeholder="—",
-             height=_whole(gpu_host),
+             height=points_table.shown_height(len(gpu_host)),
              column_config=_fit(gpu_host, {"batch": "%d"}))
 
 st.subheader("Memory cost over eager, side by side")
@@ -247,7 +237,7 @@ else:
     st.caption("What each mode keeps on the GPU beyond eager at the same batch size (MiB), "
                "each measured alone from a clean state.")
     st.dataframe(memory, hide_index=True, key="memory_table", placeholder="—",
-                 height=_whole(memory),
+                 height=points_table.shown_height(len(memory)),
                  column_config=_side_config(memory, "MiB", "%+.1f"))
     if (bare := [n for n in comparing.without(memory, headers, "MiB")
                  if n not in old_memory]):
@@ -263,7 +253,7 @@ if not energy.empty:  # no section for runs without energy: nothing to compare
     st.caption("From the GPU's energy counter (mJ per step, median over windows) per mode "
                "and batch size.")
     st.dataframe(energy, hide_index=True, key="energy_table", placeholder="—",
-                 height=_whole(energy),
+                 height=points_table.shown_height(len(energy)),
                  column_config=_side_config(energy, "mJ", "%.3f"))
     if (bare := comparing.without(energy, headers, "mJ")):
         st.caption(plain("No energy figure (published figures, CPU runs, runs before "
@@ -276,12 +266,12 @@ if diff.empty:
 else:
     shown = diff.drop(columns="differs")
     st.dataframe(shown, hide_index=True, key="env_diff", placeholder="—",
-                 height=_whole(shown),
+                 height=points_table.shown_height(len(shown)),
                  column_config=_fit(shown))
 with st.expander("All fields"):
     every_field = comparing.environment_diff(headers, only_differences=False, points=points)
     st.dataframe(every_field, hide_index=True, key="env_all", placeholder="—",
-                 height=_whole(every_field),
+                 height=points_table.shown_height(len(every_field)),
                  column_config=_fit(every_field))
 
 # The link carries what is drawn: the runs, the timeline's batch size, mode and scale,

@@ -217,7 +217,7 @@ else:
         shown.append(["run", "mode", "batch_size", *trends.ENERGY_TREND_COLUMNS])
     for cols in shown:
         st.dataframe(table, hide_index=True, placeholder="—", column_order=cols,
-                     height=points_table.table_height(len(table)), column_config=columns)
+                     height=points_table.shown_height(len(table)), column_config=columns)
 
 parts.share_link(links.page_url(url.app_url(), links.PAGES["trend"].url_path,
                              dict(st.query_params.to_dict(),

@@ -196,6 +196,17 @@ def table_height(rows: int) -> int:
     return (rows + 1) * ROW_PX + 3
 
 
+# A table of up to this many rows is drawn whole (issue 46: 16 rows sat in a 400 px scroll
+# box); a longer one (a long series, many runs' modes and sizes) keeps its scroll box.
+WHOLE_ROWS = 60
+
+
+def shown_height(rows: int) -> int | str:
+    """A grid's height: every one of its `rows` up to WHOLE_ROWS, else streamlit's own
+    scroll box."""
+    return table_height(rows) if rows <= WHOLE_ROWS else "auto"
+
+
 def column_widths(frame: pd.DataFrame, widest: int = WIDEST_COLUMN_PX) -> dict[str, int]:
     """Each column as wide as its header and its longest cell, so that no cell is cut; at
     most `widest` pixels (a long note, written in full under the table)."""

@@ -32,7 +32,7 @@ def show(run_id: int, header: RunHeader) -> None:
     for key, table in (("gm_attribution", ca.attribution_frame(doc)),
                        ("gm_captures", ca.captures_frame(doc))):
         st.dataframe(table, hide_index=True, key=key,
-                     height=points_table.table_height(len(table)))
+                     height=points_table.shown_height(len(table)))
     if frame.has_page("serve"):
         st.page_link(frame.PAGES["serve"], label="Price capture lists with this curve (Serve "
                      "page)", icon=":material/dynamic_feed:", query_params={"curve": run_id})
