@@ -10,7 +10,16 @@ from contract import verdict
 from contract.host_split import REFERENCE_LAUNCH_US
 from contract.vocab import RUN_KIND_TABLE
 from pages.charts import run_charts
-from pages.logic import across_gpus, board, comparing, gpu_gains, links, workload_views
+from pages.logic import (
+    across_gpus,
+    board,
+    comparing,
+    gpu_gains,
+    links,
+    points_table,
+    workload_views,
+)
+from pages.logic.names import picker_label
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, timeline_view, url
 
@@ -101,7 +110,7 @@ for line in links.missing_runs(asked, kinds):
     st.warning(plain(line))
 
 picked = st.multiselect("Runs to compare", list(names), default=found,
-                        format_func=lambda i: f"{names[i]} · {labels[i]}",
+                        format_func=lambda i: f"{names[i]} · {picker_label(labels[i])}",
                         max_selections=links.MAX_COMPARE, key=f"pick_{'_'.join(map(str, found))}")
 if picked != found:
     url.set_run_ids(picked)
@@ -157,14 +166,14 @@ else:
 per_kernel = workload_views.compare_per_kernel(points, headers)
 key_figures = across_gpus.key_figures_per_kernel(
     board.key_table(data.summaries(found), names), per_kernel)
-st.dataframe(key_figures, hide_index=True, key="key_figures", placeholder="—",
-             column_config=_fit(key_figures))
+parts.text_table(key_figures)
 
 if workload_views.has_published_raw_cuda(headers):
     st.info(workload_views.RAW_CUDA_NOTE, icon=":material/memory:")
 if not per_kernel.empty:
     st.subheader("Per kernel (kernel-chain)")
     st.dataframe(per_kernel, hide_index=True, key="per_kernel", placeholder="—",
+                 height=points_table.shown_height(len(per_kernel)),
                  column_config=_fit(per_kernel, {"batch (elements)": "%d"}))
 
 arrived_for_timeline = "batch" in st.query_params  # a ?batch= link opens at the timeline
@@ -191,6 +200,7 @@ st.caption("95%: a conservative interval of the ratio from both runs' step-time 
            "where the two runs' intervals overlap; runs measured before intervals show no "
            f"interval. {verdict.RULE_TEXT}")
 st.dataframe(ratios, hide_index=True, key="ratio_table", placeholder="—",
+             height=points_table.shown_height(len(ratios)),
              column_config=_fit(ratios, {"batch_size": "%d"}
                                 | {c: "%.3f" for c in ratios.columns if c.endswith(" ms")}
                                 | {c: "%.2fx" for c in ratios.columns
@@ -213,6 +223,7 @@ st.caption(plain(across_gpus.normalise_rule(at_us)) + (
            "launch cost: the host's cost of one trivial kernel launch.")
 gpu_host = across_gpus.gpu_host_table(points, headers, at_us)
 st.dataframe(gpu_host, hide_index=True, key="gpu_host_table", placeholder="—",
+             height=points_table.shown_height(len(gpu_host)),
              column_config=_fit(gpu_host, {"batch": "%d"}))
 
 st.subheader("Memory cost over eager, side by side")
@@ -226,6 +237,7 @@ else:
     st.caption("What each mode keeps on the GPU beyond eager at the same batch size (MiB), "
                "each measured alone from a clean state.")
     st.dataframe(memory, hide_index=True, key="memory_table", placeholder="—",
+                 height=points_table.shown_height(len(memory)),
                  column_config=_side_config(memory, "MiB", "%+.1f"))
     if (bare := [n for n in comparing.without(memory, headers, "MiB")
                  if n not in old_memory]):
@@ -241,6 +253,7 @@ if not energy.empty:  # no section for runs without energy: nothing to compare
     st.caption("From the GPU's energy counter (mJ per step, median over windows) per mode "
                "and batch size.")
     st.dataframe(energy, hide_index=True, key="energy_table", placeholder="—",
+                 height=points_table.shown_height(len(energy)),
                  column_config=_side_config(energy, "mJ", "%.3f"))
     if (bare := comparing.without(energy, headers, "mJ")):
         st.caption(plain("No energy figure (published figures, CPU runs, runs before "
@@ -253,10 +266,12 @@ if diff.empty:
 else:
     shown = diff.drop(columns="differs")
     st.dataframe(shown, hide_index=True, key="env_diff", placeholder="—",
+                 height=points_table.shown_height(len(shown)),
                  column_config=_fit(shown))
 with st.expander("All fields"):
     every_field = comparing.environment_diff(headers, only_differences=False, points=points)
     st.dataframe(every_field, hide_index=True, key="env_all", placeholder="—",
+                 height=points_table.shown_height(len(every_field)),
                  column_config=_fit(every_field))
 
 # The link carries what is drawn: the runs, the timeline's batch size, mode and scale,

@@ -91,10 +91,10 @@ def bundle_text() -> str:
 def report_html() -> str:
     summary = data.summary(run_id)  # the figures every page quotes, the same here
     if captured is not None:
-        return report.graph_memory_report(header, captured, links.run_url(app_url, run_id),
-                                          summary)
+        return report.graph_memory_report(
+            header, captured, links.report_origin(app_url, run_id), summary)
     batch = timeline.headline_batch(points)  # its step timeline goes into the report
-    return report.html_report(header, points, links.run_url(app_url, run_id, batch),
+    return report.html_report(header, points, links.report_origin(app_url, run_id, batch),
                               data.traces([run_id], batch) if batch else [], summary)
 
 # --- export: show -----------------------------------------------------------------------
@@ -109,14 +109,19 @@ c2.download_button("Captures (.csv)" if captured else "Points (.csv)",
                    on_click="ignore")
 c3.download_button("Report (.html, opens offline)", report_html, f"{stem}.html",
                    "text/html", key="dl_html", on_click="ignore")
+PNG_PER_ROW = 4
 figures = (dict(zip(("graph-memory-total", "graph-memory-added"),
                    capture_charts.curve_charts(captured), strict=True)) if captured
            else run_charts.run_charts(points))
 if figures:
     st.caption("Charts as PNG:")
-    for col, (name, chart) in zip(st.columns(len(figures)), figures.items(), strict=True):
-        col.download_button(f"{name}.png", partial(report.chart_png, chart),
-                            f"{stem}-{name}.png", "image/png", key=f"dl_png_{name}",
-                            on_click="ignore")
+    # Four a row: seven in one row cut 'energy-above-idle.png' to 77 px.
+    items = list(figures.items())
+    for row in range(0, len(items), PNG_PER_ROW):
+        for col, (name, chart) in zip(st.columns(PNG_PER_ROW), items[row:row + PNG_PER_ROW],
+                                      strict=False):
+            col.download_button(f"{name}.png", partial(report.chart_png, chart),
+                                f"{stem}-{name}.png", "image/png", key=f"dl_png_{name}",
+                                on_click="ignore")
 else:
     st.caption("This run has no chart to export (no ok point).")

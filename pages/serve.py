@@ -106,7 +106,9 @@ if run.status != "done":
     st.warning(f"Run status **{plain(run.status)}**: some strategies may be missing.")
 
 st.subheader("Strategies")
-st.dataframe(serve_tables.summary_table(results), hide_index=True, key="summary")
+summary = serve_tables.summary_table(results)
+for i, columns in enumerate(serve_tables.table_parts(summary, serve_tables.SUMMARY_PARTS)):
+    st.dataframe(summary, hide_index=True, key=f"summary_{i}", column_order=columns)
 st.caption("Latency: one request, synchronised (a server hands its result back). Padding "
            "waste: rows computed / rows asked for - 1. Setup: compile, record or capture "
            "before the first request.")
@@ -147,7 +149,8 @@ with parts.drawn("The bucket advisor"):
     advice, table = serve_tables.advice(stream, profile, results, budget, requests)
     for line in serve_tables.advice_lines(advice):
         st.markdown(line)
-    st.dataframe(table, hide_index=True, key="advice")
+    for i, columns in enumerate(serve_tables.table_parts(table, serve_tables.ADVICE_PARTS)):
+        st.dataframe(table, hide_index=True, key=f"advice_{i}", column_order=columns)
 st.caption("Every figure of this table is the model's, but for the columns marked measured: "
            f"a row '{serve_tables.RAN_HERE}...' is a bucket set this run replayed, its "
            "modelled throughput and pool beside what the replay measured. "

@@ -9,7 +9,7 @@ import streamlit as st
 from contract import verdict
 from contract.limits import REGRESSION_THRESHOLD
 from pages.charts import trend_chart
-from pages.logic import board, links, trend_changes, trends
+from pages.logic import board, links, points_table, trend_changes, trends
 from pages.logic.plain import MAX_CELL, cut, plain
 from pages.widgets import data, frame, parts, url
 from runner.history.series import ORDERS
@@ -45,7 +45,7 @@ def pick(container, label, choices, wanted, key, widget="selectbox", **kw):
 # workload alphabetically may have a single run, which is no trend.
 every = data.runs()
 first = trends.default_view(every, q.workload) if q.gpu is None else None
-c1, c2, c3 = st.columns([1, 1, 2])
+c1, c2 = st.columns(2)
 workload = pick(c1, "Workload", options["workload"], q.workload or (first or (None,))[0],
                 "tr_workload")
 gpu = pick(c2, "GPU", options["gpu"], q.gpu or (first[1] if first and first[0] == workload
@@ -60,7 +60,8 @@ if q.params is not None and q.params not in sets:
     st.warning(f"{plain(f'?params={q.params[:80]!r}')} matches no sweep of "
                f"{plain(workload)} on {plain(gpu)}; "
                "showing the parameter set with the most runs")
-chosen_set = pick(c3, "Parameter set (workload parameters · dtype)", list(sets), q.params,
+# The page's width: a set of six parameters and its dtype was cut in a half-page picker.
+chosen_set = pick(st, "Parameter set (workload parameters · dtype)", list(sets), q.params,
                   "tr_params", format_func=lambda s: cut(s, MAX_CELL))
 
 # One machine's runs (GPU, host CPU, driver) unless the reader mixes them: a run of
@@ -139,9 +140,9 @@ st.caption(f"{len(runs)} run(s) of {plain(workload)} ({plain(chosen_set, MAX_CEL
            f"(Compare's rule); otherwise it is within noise. {verdict.RULE_TEXT}")
 # Each run's key figure in the series' order, as the board and Compare quote it.
 ordered = trends.ordered_runs(runs, order)
-st.dataframe(board.key_table(data.summaries(ordered["id"].astype(int).tolist()),
-                             dict(zip(ordered["id"].astype(int), ordered["run"], strict=True))),
-             hide_index=True, key="key_figures")
+parts.text_table(board.key_table(data.summaries(ordered["id"].astype(int).tolist()),
+                                 dict(zip(ordered["id"].astype(int), ordered["run"],
+                                          strict=True))))
 if len(runs) < 2:  # no line to draw: say what a trend needs, and where there is one
     others = trends.trend_series(every)
     st.info(f"One run in this series: {trends.TREND_NEEDS}. " + (
@@ -199,17 +200,24 @@ else:
                     f"{plain(r['change vs previous'])} in {plain(r['run'])}")
     draw_rows([(b, c) for b in batches
                if (c := trend_chart.trend_chart(table, b)) is not None], "trend")
-    # Energy columns only where some run measured energy: a column of dashes says nothing.
-    empty = [c for c in trends.ENERGY_TREND_COLUMNS if table[c].isna().all()]
     if (table["speedup_ci_low"].isna() & table["speedup_ci_high"].notna()).any():
         st.caption(plain(trends.OPEN_BELOW_NOTE))
-    st.dataframe(table.drop(columns=["order", "change", *empty]), hide_index=True,
-                 placeholder="—", column_config={
+    # Drawn whole, without the run's id, torch and date apart (its name holds them); the
+    # energy figures in a table of their own, where some run measured energy (a column of
+    # dashes says nothing): side by side, the two did not fit 1280 px.
+    columns = {
+        "batch_size": st.column_config.NumberColumn("batch", format="%d"),
         "energy_mj_per_step": st.column_config.NumberColumn("energy mJ/step", format="%.3f"),
         "energy_gain": st.column_config.NumberColumn("energy gain", format="%.2fx"),
         "speedup": st.column_config.NumberColumn("speedup", format="%.2fx"),
         "speedup_ci_low": st.column_config.NumberColumn("95% low", format="%.2fx"),
-        "speedup_ci_high": st.column_config.NumberColumn("95% high", format="%.2fx")})
+        "speedup_ci_high": st.column_config.NumberColumn("95% high", format="%.2fx")}
+    shown = [trends.SHOWN_TREND_COLUMNS]
+    if table[list(trends.ENERGY_TREND_COLUMNS)].notna().any().any():
+        shown.append(["run", "mode", "batch_size", *trends.ENERGY_TREND_COLUMNS])
+    for cols in shown:
+        st.dataframe(table, hide_index=True, placeholder="—", column_order=cols,
+                     height=points_table.shown_height(len(table)), column_config=columns)
 
 parts.share_link(links.page_url(url.app_url(), links.PAGES["trend"].url_path,
                              dict(st.query_params.to_dict(),

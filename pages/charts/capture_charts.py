@@ -10,6 +10,7 @@ import pandas as pd
 
 from contract import graph_memory as gm
 from pages.charts import layout
+from pages.charts.encodings import padded
 
 
 def curve_charts(doc: gm.GraphMemoryDoc) -> tuple[alt.Chart, alt.Chart]:
@@ -19,7 +20,7 @@ def curve_charts(doc: gm.GraphMemoryDoc) -> tuple[alt.Chart, alt.Chart]:
     base = alt.Chart(df).encode(color=alt.Color("pool:N", title="Pool",
                                                 legend=layout.legend(entries=2)))
     total = base.mark_line(point=True).encode(
-        x=alt.X("graphs:Q", title="Captured sizes (largest first)"),
+        x=alt.X("graphs:Q", title="Captured sizes (largest first)", scale=padded()),
         y=alt.Y("pool_mib:Q", title="Pool MiB"),
         tooltip=["pool", "graphs", "batch_size", alt.Tooltip("pool_mib:Q", format=".1f")],
     )

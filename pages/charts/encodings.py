@@ -49,6 +49,13 @@ LABEL_CHAR_PX = 6.5
 BATCH_PAD_PX = 14
 
 
+def padded(**kw) -> alt.Scale:
+    """A linear scale with half BATCH_PAD_PX of room at either end, so that a marker at
+    its first or last value (a graph pool of 0 MiB, the last capture) is drawn whole
+    inside the plot; not niced, which would add a tick below 0."""
+    return alt.Scale(padding=BATCH_PAD_PX // 2, nice=False, **kw)
+
+
 def batch_ticks(batches) -> list[int]:
     """The measured batch sizes, each once, in order: a batch axis ticks these and only
     these (a tick at 4 or 16 on a run that measured 1, 8, 64 named batch sizes never run)."""
@@ -168,12 +175,23 @@ def one_x_rule() -> alt.Chart:
 
 def error_bars(df: pd.DataFrame, low: str, high: str, y: alt.Y, color: alt.Color,
                x: alt.X | None = None, **encoding) -> alt.Chart | None:
-    """The 95% interval of each point that has one, as a vertical bar with ticks, on the
-    layer's shared data (a filter skips points without one); None when no point has one.
-    `x`: the chart's batch axis (by default one over the frame's batch sizes)."""
-    if not df[[low, high]].notna().all(axis=1).any():
+    """The 95% interval of each point that has one, as a vertical bar with ticks on the
+    chart's log axis, on the layer's shared data (a filter skips points without one);
+    None when no point has one. `x`: the chart's batch axis (by default one over the
+    frame's batch sizes). An interval whose low is 0 (clamped by the runner: its processes
+    disagreed so much that it ran below 0) has no place on a log axis: vega drew it from
+    the plot's top edge down to its high, a bar where no figure is; it is left out, and
+    the chart says so (open_below_text)."""
+    if not (df[[low, high]].notna().all(axis=1) & (df[low] > 0)).any():
         return None
     return alt.Chart().mark_errorbar(ticks=True).encode(
         x=x if x is not None else batch_x(df["batch_size"]), y=y, y2=f"{high}:Q",
         color=color, **encoding,
-    ).transform_filter(f"isValid(datum['{low}']) && isValid(datum['{high}'])")
+    ).transform_filter(f"isValid(datum['{low}']) && isValid(datum['{high}']) "
+                       f"&& datum['{low}'] > 0")
+
+
+def open_below_text(df: pd.DataFrame, low: str, high: str) -> str:
+    """'; no bar where the interval reaches 0' when error_bars left one out, else ''."""
+    gone = df[high].notna() & df[low].notna() & (df[low] <= 0)
+    return "; no bar where the interval reaches 0 (see Points)" if gone.any() else ""

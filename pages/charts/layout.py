@@ -6,6 +6,7 @@ properties; a page only stretches a chart to its column.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Literal
 
 import altair as alt
@@ -52,11 +53,20 @@ def legend(orient: Orient = "top", entries: int = 4, labels=None, **kw) -> alt.L
     return alt.Legend(orient=orient, columns=columns, labelLimit=LABEL_LIMIT, **kw)
 
 
+# A subtitle wraps at this many characters (about 300 px in its 11 px font), so that it
+# fits the plot of a half-page chart at 1280x800: fit-x narrows the plot until the title
+# fits, and a one-line subtitle of 100 characters left Trends' step charts a plot 14 px
+# wide, the line still cut at the svg's edge.
+SUBTITLE_CHARS = 60
+
+
 def chart_title(text: str, subtitle: str | None = None) -> alt.TitleParams:
-    """A short title at the left edge, its detail in a smaller subtitle: a centred long
-    title ran past a half-page chart's edge."""
-    return alt.TitleParams(text, subtitle=subtitle or alt.Undefined, anchor="start",
-                           frame="group", limit=0)
+    """A short title at the left edge, its detail in a smaller subtitle of lines that fit
+    a half-page chart: a centred long title ran past a half-page chart's edge."""
+    lines = textwrap.wrap(subtitle or "", SUBTITLE_CHARS, break_long_words=False,
+                          break_on_hyphens=False)
+    return alt.TitleParams(text, subtitle=(lines[0] if len(lines) == 1 else lines) if lines
+                           else alt.Undefined, anchor="start", frame="group", limit=0)
 
 
 def fitted(chart, title: alt.TitleParams | str, height: int = HEIGHT, width: int = WIDTH):

@@ -25,10 +25,17 @@ from contract.trace import PointTrace
 from pages.charts import capture_charts, run_charts, split_charts, timeline_chart
 from pages.logic import capture_advice as ca
 from pages.logic import energy, links, step_split, timeline
+from pages.logic.board import known_params
 from pages.logic.metrics import MISSING
 from pages.logic.plain import MAX_SHOWN, cut
 from pages.logic.points_table import MEMORY_NOTE, points_table
-from pages.logic.run_text import PUBLISHED_NOTE, headline, run_title, summary_of
+from pages.logic.run_text import (
+    PUBLISHED_NOTE,
+    environment_rows,
+    headline,
+    run_title,
+    summary_of,
+)
 
 
 def chart_png(chart, scale: float = 2.0) -> bytes:
@@ -131,8 +138,9 @@ def _run_rows(header: RunHeader, after_params: list | None = None,
               after_status: list | None = None) -> list[tuple]:
     """The report's "run" table: what a run is, in the order both reports show it."""
     return [("workload", header.workload),
-            # cut as on the pages; every value in full: the run's bundle
-            ("parameters", cut(value_text(header.workload_params))),
+            # cut as on the pages, a None one left out as on the board ("heads=None" is a
+            # value taken from the model's config); every value in full: the run's bundle
+            ("parameters", cut(value_text(known_params(header.workload_params)))),
             *(after_params or []), ("status", header.status), *(after_status or []),
             ("created", header.created_at),
             ("finished", header.finished_at or MISSING), ("uuid", header.uuid)]
@@ -150,7 +158,8 @@ def _reproduce(header: RunHeader, batch_sizes, modes) -> links.Reproduce:
 
 
 def _env_rows(header: RunHeader) -> list[tuple]:
-    return [(f, MISSING if v is None else v) for f, v in header.environment().to_json().items()]
+    """The environment as the Run page's Environment view words it (GPU memory in GiB)."""
+    return [(r["field"], r["value"]) for r in environment_rows(header)]
 
 
 # What the energy and host-split charts are made of, said under them as on the Run page.

@@ -49,6 +49,8 @@ from pages.charts.encodings import (
     mode_color,
     mode_tip,
     one_x_rule,
+    open_below_text,
+    padded,
     tip,
 )
 from pages.charts.layout import (  # noqa: F401 - WIDTH: the report's width, here too
@@ -101,7 +103,8 @@ def speedup_chart(found: Sequence[Speedup]) -> alt.LayerChart | None:
                        log_y("speedup_ci_low", _speedup_values(df), "speedup"), color)
     chart = alt.layer(*layers, *([bars] if bars is not None else []), one_x_rule(), data=df)
     # Named as drawn: a run without intervals (published figures) has no bar to explain.
-    what = "95% interval" if bars is not None else "no interval measured"
+    what = ("95% interval" if bars is not None else "no interval measured") + \
+        open_below_text(df, "speedup_ci_low", "speedup_ci_high")
     return fitted(chart, chart_title("Speedup over eager", f"{what}; dashed line: 1x = eager"))
 
 
@@ -137,6 +140,7 @@ def step_time_chart(points: Sequence[Measurement]) -> alt.LayerChart | None:
             if bars is None else "95% interval (p10-p90 band where none)")
     # The statistic the figures are (a published article's means are not medians).
     stat = run_text.step_statistic(ok)
+    what += open_below_text(df, "step_ms_ci_low", "step_ms_ci_high")
     return fitted(alt.layer(*layers, data=df), chart_title("Step time", f"{stat}, {what}"))
 
 
@@ -220,7 +224,7 @@ def tradeoff_chart(costs: Sequence[cost.Cost]) -> alt.LayerChart | None:
     df.loc[top.values, "label"] = [f"{m} @ batch {int(b)}" for m, b in
                                    zip(df.loc[top.values, "mode"],
                                        df.loc[top.values, "batch_size"], strict=True)]
-    x = alt.X("cost_mib:Q", title="Memory cost over eager (MiB)")
+    x = alt.X("cost_mib:Q", title="Memory cost over eager (MiB)", scale=padded())
     y = log_y("speedup", _speedup_values(df))
     tips = [mode_tip(), batch_tip(), alt.Tooltip("cost_mib:Q", title="Memory cost, MiB",
                                                    format="+,.1f"),
@@ -307,7 +311,9 @@ def compare_chart(runs: Sequence[RunSpeedups]) -> alt.LayerChart | None:
                       data=df)
     return fitted(chart, chart_title("Speedup over eager, per run and mode",
                                      "colour: run · mark: mode · bars: 95% interval · "
-                                     "dashed line: 1x = eager"), height=HEIGHT + 20)
+                                     "dashed line: 1x = eager" + open_below_text(
+                                         df, "speedup_ci_low", "speedup_ci_high")),
+                  height=HEIGHT + 20)
 
 
 # Energy per step (issue 28) is drawn as step time is (log-log, 95% bars): at small batch it

@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 
 from pages.charts import layout
-from pages.charts.encodings import MODE_COLORS
+from pages.charts.encodings import MODE_COLORS, padded
 from pages.logic.serve_tables import MIB, kind_of, records
 
 WIDTH, HEIGHT = 520, layout.HEIGHT
@@ -71,7 +71,7 @@ def memory_throughput_chart(results: pd.DataFrame) -> alt.Chart | None:
     # Strategies are named by shape in the legend, not by text beside the points: points
     # close together (eager and compile both at 0 MiB) made the labels overlap.
     chart = alt.Chart(df).mark_point(size=110, filled=True, opacity=0.9).encode(
-        x=alt.X("pool_mib:Q", title="Graph pool (MiB)"),
+        x=alt.X("pool_mib:Q", title="Graph pool (MiB)", scale=padded()),
         y=alt.Y("rows_per_s:Q", title="Throughput (real rows/s)"),
         **_strategy_encodings(df["strategy"]),
         tooltip=["strategy:N", alt.Tooltip("pool_mib:Q", format=",.1f", title="Pool MiB"),

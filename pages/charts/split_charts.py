@@ -18,7 +18,15 @@ from contract import host_split
 from contract.measurement import Measurement
 from contract.speedups import usable
 from contract.vocab import MODES
-from pages.charts.encodings import batch_tip, batch_x, lines_and_points, mode_color, mode_tip, tip
+from pages.charts.encodings import (
+    batch_tip,
+    batch_x,
+    lines_and_points,
+    mode_color,
+    mode_tip,
+    padded,
+    tip,
+)
 from pages.charts.layout import chart_title, fitted, legend, unfitted
 from pages.logic import step_split
 from pages.logic.metrics import metric, title
@@ -215,7 +223,7 @@ def time_split_charts(points: Sequence[Measurement]) -> dict[str, alt.TopLevelMi
         long["figure"] = long["figure"].map(lambda n: metric(n).label)
         figures = [metric(n).label for n in LAUNCH_VS_BUSY]
         out["launch-vs-busy"] = fitted(alt.Chart(long).mark_line(point=True).encode(
-            x=x, y=alt.Y("ms:Q", title="Time per step (ms)"),
+            x=x, y=alt.Y("ms:Q", title="Time per step (ms)", scale=padded()),
             color=alt.Color("figure:N", title="Eager", sort=figures,
                             legend=legend(entries=len(figures), labels=figures)),
             strokeDash=alt.StrokeDash("figure:N", legend=None),

@@ -32,6 +32,7 @@ from contract.speedups import Speedup, mode_order, speedups, usable
 from contract.vocab import MODE_TABLE, MODES
 from pages.logic.names import device_name, known
 from pages.logic.plain import MAX_CELL, cut
+from pages.logic.run_text import environment_text
 
 RUNNER_STATISTIC = "median"
 RunPoints = Mapping[int, Sequence[Measurement]]
@@ -274,6 +275,13 @@ def _verdict_text(interval: tuple[float, float] | None) -> str:
 LAUNCH_FIELD = "host launch cost (us, median and range)"
 
 
+def _field_text(field: str, value: object) -> str:
+    """A field's value as the Environment view words it (GPU memory in GiB), else as text."""
+    if field in ENVIRONMENT_FIELDS and (text := environment_text(field, value)) is not None:
+        return text
+    return value_text(value)
+
+
 def environment_diff(headers: Sequence[RunHeader], only_differences: bool = True,
                      points: RunPoints | None = None) -> pd.DataFrame:
     """Environment and workload fields side by side, one column per run. With
@@ -290,8 +298,8 @@ def environment_diff(headers: Sequence[RunHeader], only_differences: bool = True
             launch[h.id] = lc.text() if lc else "—"
     rows = []
     for f in fields:
-        values = [launch[h.id] if f == LAUNCH_FIELD else value_text(getattr(h, f))
-                  for h in headers]
+        values = [launch[h.id] if f == LAUNCH_FIELD
+                  else _field_text(f, getattr(h, f)) for h in headers]
         differs = len(set(values)) > 1
         if differs or not only_differences:
             cells = dict(zip(names.values(), (cut(v, MAX_CELL) for v in values),

@@ -36,7 +36,8 @@ from contract.specs import (
 )
 from contract.vocab import CUDA_GRAPH_MODES, MODES, TIMINGS
 
-DEVICES = {"auto": "auto (the worker's: cuda if it has one)", "cuda": "cuda", "cpu": "cpu"}
+# (the auto label fits a third of the form at 1280 px: a longer one was cut by 2 px)
+DEVICES = {"auto": "auto (cuda if the worker has one)", "cuda": "cuda", "cpu": "cpu"}
 BATCH_PRESETS = {
     "powers of two 1..8192": "1,2,4,...,8192",
     "powers of two 1..512": "1,2,4,...,512",

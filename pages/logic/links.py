@@ -159,6 +159,18 @@ def run_url(base: str | None, run_id: int, batch: int | None = None,
                                 FIT_PARAM: "1" if fit else None})
 
 
+# A dashboard served to this machine alone: its address means nothing to anyone else.
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "0.0.0.0", "::1")
+
+
+def report_origin(base: str | None, run_id: int, batch: int | None = None) -> str | None:
+    """The run's URL for a report's "made from" line: None when the dashboard answers on
+    this machine only (a report is a file mailed away, and http://127.0.0.1:8501/... sent
+    its reader to their own machine)."""
+    host = urlsplit(base or "").hostname or ""
+    return None if not base or host in LOCAL_HOSTS else run_url(base, run_id, batch)
+
+
 def compare_url(base: str | None, run_ids: Iterable[int], batch: int | None = None) -> str:
     return page_url(base, COMPARE, {"run": [int(r) for r in run_ids], "batch": batch})
 

@@ -59,5 +59,11 @@ def run_choice(header: Any) -> str:
     label = known(get("label"))
     room = min(LABEL_CHARS, LINE_CHARS - len(" · ".join(parts)) - len(" · ") - len(suffix))
     if label and room >= 4:  # under four characters a label tells nothing
-        parts.append(label if len(label) <= room else label[:room - 1] + "…")
+        parts.append(picker_label(label, room))
     return " · ".join(parts) + suffix
+
+
+def picker_label(label: str, room: int = LABEL_CHARS) -> str:
+    """A run's label as a picker shows it: at most `room` characters, an ellipsis where
+    it was cut (a published run's label is its citation, 100 characters and more)."""
+    return label if len(label) <= room else label[:room - 1] + "…"

@@ -9,6 +9,7 @@ import json
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import pandas as pd
 
@@ -152,8 +153,9 @@ _GROUPS: tuple[Callable[[Row], dict[str, str]], ...] = (
     _figure("latency_ms"),
     _figure("setup_s"), _figure("launch_us"), _figure("host_launches_per_step"),
     _figure("graph_launches_per_step"), _split_cells, _figure("max_abs_err"))
-# Shown only where some point fills them: a column of dashes says nothing.
-OPTIONAL = (AT_COLUMN, JUDGED_COLUMN, SPLIT_COLUMN, DEFAULT_COLUMN)
+# Shown only where some point fills them: a column of dashes says nothing (and a
+# published run's "Process medians", of figures that are means, said medians).
+OPTIONAL = (AT_COLUMN, JUDGED_COLUMN, SPLIT_COLUMN, DEFAULT_COLUMN, PROCESS_COLUMN)
 
 
 def points_table(points: Sequence[Measurement]) -> pd.DataFrame:
@@ -183,6 +185,9 @@ def points_table(points: Sequence[Measurement]) -> pd.DataFrame:
 ROW_PX, CHAR_PX, CELL_PAD_PX = 35, 7.0, 26
 # A note (or a failure's message) is cut at this width; each is in full under the table.
 WIDEST_COLUMN_PX = 480
+# The Points table's widest column: a skipped point's reason (its Status, 520 px for the
+# L40S article's) is shown whole; its notes are cut at WIDEST_COLUMN_PX (grid_notes).
+POINTS_WIDEST_PX = 540
 # A float cell of a table drawn here (the per-kernel table's 48.5621 us): two decimals.
 FLOAT_FORMAT = "%.2f"
 
@@ -190,6 +195,17 @@ FLOAT_FORMAT = "%.2f"
 def table_height(rows: int) -> int:
     """The pixels that show a table's header and every one of its `rows`."""
     return (rows + 1) * ROW_PX + 3
+
+
+# A table of up to this many rows is drawn whole (issue 46: 16 rows sat in a 400 px scroll
+# box); a longer one (a long series, many runs' modes and sizes) keeps its scroll box.
+WHOLE_ROWS = 60
+
+
+def shown_height(rows: int) -> int | Literal["auto"]:
+    """A grid's height: every one of its `rows` up to WHOLE_ROWS, else streamlit's own
+    scroll box."""
+    return table_height(rows) if rows <= WHOLE_ROWS else "auto"
 
 
 def column_widths(frame: pd.DataFrame, widest: int = WIDEST_COLUMN_PX) -> dict[str, int]:
@@ -223,6 +239,26 @@ def point_note(r: Row) -> str:
     if proc:
         said.append(proc)
     return "; ".join(said)
+
+
+# What a note longer than its column shows in the page's grid, which cuts a cell at its
+# column's edge (the report's table wraps it whole): its first words and where the rest is.
+NOTE_CUT = " \u2026 (in full below)"
+
+
+def grid_notes(table: pd.DataFrame, widest: int = WIDEST_COLUMN_PX) -> pd.DataFrame:
+    """The points table as the page's grid shows it: a note wider than `widest` px is cut
+    at a word, NOTE_CUT after it (note_lines says each in full under the table)."""
+    room = int((widest - CELL_PAD_PX) / CHAR_PX) - len(NOTE_CUT)
+
+    def shown(note: str) -> str:
+        if len(note) * CHAR_PX + CELL_PAD_PX <= widest:
+            return note
+        return note[:room].rsplit(" ", 1)[0].rstrip(",;:") + NOTE_CUT
+
+    if NOTE_COLUMN not in table:
+        return table
+    return table.assign(**{NOTE_COLUMN: table[NOTE_COLUMN].astype(str).map(shown)})
 
 
 def note_lines(points: Sequence[Measurement]) -> list[str]:

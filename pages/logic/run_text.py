@@ -52,14 +52,22 @@ ENVIRONMENT_LABELS = {
 BYTES_PER_GIB = 1024 ** 3
 
 
+def environment_text(field: str, value: object) -> str | None:
+    """An environment field's value as a reader reads it (the Environment view, Compare's
+    environment table, the report): GPU memory in GiB (150109880320 said nothing); None
+    when unknown."""
+    text = known(value)
+    if field == "gpu_memory_bytes" and text is not None and text.isdigit():
+        return f"{int(text) / BYTES_PER_GIB:,.1f} GiB"
+    return text
+
+
 def environment_rows(header: RunHeader) -> list[dict[str, str]]:
     """The run's environment as the Environment view's rows, each value as a reader reads
-    it: GPU memory in GiB (150109880320 said nothing), an unknown field 'not recorded'."""
+    it (environment_text), an unknown field 'not recorded'."""
     rows = []
     for field, value in header.environment().to_json().items():
-        text = known(value)
-        if field == "gpu_memory_bytes" and text is not None and text.isdigit():
-            text = f"{int(text) / BYTES_PER_GIB:,.1f} GiB"
+        text = environment_text(field, value)
         rows.append({"field": ENVIRONMENT_LABELS.get(field, field),
                      "value": text if text is not None else NOT_RECORDED})
     return rows

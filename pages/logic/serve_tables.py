@@ -137,6 +137,25 @@ MODEL_WASTE, MODEL_FALLBACK = "Padding waste (model)", "Fallback (model)"
 RAN_ROWS, RAN_POOL = "Rows/s (measured)", "Pool MiB (measured)"
 RAN_HERE = "ran here: "  # a plan row for a bucket set this run measured
 
+# The summary and the advice each shown as two tables, each led by its row's name: side
+# by side their 15 and 9 columns ran past the page at 1280 px.
+SUMMARY_PARTS = (("Strategy", "Status", "Ran as", "Requests/s", "Rows/s", "p50 ms", "p99 ms",
+                  "Padding waste", "Hit", "Fallback"),
+                 ("Strategy", "Graphs", "Pool MiB", "Setup s", "mJ/request", "Matches eager",
+                  "Note"))
+ADVICE_PARTS = (("Plan", "Buckets", "Graphs", MODEL_ROWS, RAN_ROWS),
+                ("Plan", MODEL_POOL, RAN_POOL, MODEL_WASTE, MODEL_FALLBACK))
+
+
+def table_parts(table: pd.DataFrame, parts: tuple[tuple[str, ...], ...]
+                ) -> list[list[str]]:
+    """`table`'s columns in `parts` (those it has); a column no part names goes to the
+    last one, so none is dropped."""
+    shown = [[c for c in part if c in table.columns] for part in parts]
+    named = {c for part in parts for c in part}
+    shown[-1] += [c for c in table.columns if c not in named]
+    return shown
+
 
 def _plan_row(name: str, plan: advisor.Plan | None,
               measured: ServeResult | None = None) -> dict:

@@ -56,10 +56,12 @@ CHANGE_TABLE_COLUMNS = ["verdict", "mode", "batch", "change", "step ms", "before
 
 
 def _between(c: pd.Series) -> str:
-    """'#16 → #17 (torch 2.8.0 → 2.9.0)': the two runs as the table names them (the
-    chart's labels carry the dates; the full ones made the table wider than the page)."""
-    return (f"#{int(c['before_run'])} → #{int(c['after_run'])} (torch "
-            f"{hs.text(c['before_torch']) or '?'} → {hs.text(c['after_torch']) or '?'})")
+    """'#16 → #17 (torch 2.8.0 → 2.9.0)', or '#12 → #13 (same torch)': the two runs as
+    the table names them (the chart's labels carry the dates and versions; the dates, or
+    one torch version twice, made the table wider than the page)."""
+    before, after = hs.text(c["before_torch"]) or "?", hs.text(c["after_torch"]) or "?"
+    torch = "same torch" if before == after != "?" else f"torch {before} → {after}"
+    return f"#{int(c['before_run'])} → #{int(c['after_run'])} ({torch})"
 
 
 def change_table(found: pd.DataFrame, base_url: str | None) -> pd.DataFrame:

@@ -22,6 +22,7 @@ from contract.speedups import Speedup, speedups, usable
 from contract.vocab import ALTERNATIVE_MODES, MODES
 from pages.logic import timeline
 from pages.logic.comparing import RunPoints
+from pages.logic.run_text import torch_text
 from runner.history.series import ORDERS, machine_key, machine_text, order_runs
 
 MAX_BATCHES = 8  # more panels than this are not read
@@ -173,7 +174,8 @@ def ordered_runs(runs: Sequence[RunHeader], by: str = "torch") -> pd.DataFrame:
     frame = pd.DataFrame([{"id": r.id, "torch_version": r.torch_version,
                            "created_at": r.created_at, "source": r.source} for r in runs])
     out = order_runs(frame, by)
-    out["run"] = [f"torch {value_text(r['torch_version'])} · "
+    headers = {r.id: r for r in runs}  # (a published run may name no torch version)
+    out["run"] = [f"{torch_text(headers[int(r['id'])])} · "
                   f"{r['created_at']:%Y-%m-%d} · #{int(r['id'])}"
                   + (" (published)" if r["source"] == "published" else "")
                   for _, r in out.iterrows()]
@@ -229,8 +231,8 @@ def _change(cur: Speedup, prev: Speedup) -> tuple[str, str]:
     ratio = cur.speedup / prev.speedup if prev.speedup else float("nan")
     if interval is None:
         return verdict, verdict
-    if bound(interval[0]) is None:
-        return verdict, f"{verdict} ({ratio:.2f}x; up to {interval[1]:.2f}x, {OPEN_BELOW})"
+    if bound(interval[0]) is None:  # (≤, not 'up to': the CPU series' table fits the page)
+        return verdict, f"{verdict} ({ratio:.2f}x; ≤{interval[1]:.2f}x, {OPEN_BELOW})"
     return verdict, f"{verdict} ({ratio:.2f}x; {interval[0]:.2f}-{interval[1]:.2f}x)"
 
 
@@ -238,6 +240,10 @@ TREND_COLUMNS = ["run", "order", "run_id", "torch", "date", "mode", "batch_size"
                  "speedup_ci_low", "speedup_ci_high", "change", "change vs previous",
                  "energy_mj_per_step", "energy_gain"]
 ENERGY_TREND_COLUMNS = ("energy_mj_per_step", "energy_gain")
+# The columns the page shows (the energy ones apart): the run's name holds its torch
+# version, date and id.
+SHOWN_TREND_COLUMNS = ["run", "mode", "batch_size", "speedup", "speedup_ci_low",
+                       "speedup_ci_high", "change vs previous"]
 
 
 def _trend_row(s: Speedup, info: pd.Series, rid: int) -> dict[str, object]:

@@ -8,7 +8,7 @@ import streamlit as st
 from contract.run_summary import RunHeader
 from pages.charts import capture_charts, report
 from pages.logic import capture_advice as ca
-from pages.logic import run_text
+from pages.logic import points_table, run_text
 from pages.logic.plain import plain
 from pages.widgets import data, frame, parts
 
@@ -30,8 +30,11 @@ def show(run_id: int, header: RunHeader) -> None:
         with col:
             parts.chart(figure, key=f"gm_chart_{i}")
     st.caption(report.GRAPH_MEMORY_NOTE)
-    st.dataframe(ca.attribution_frame(doc), hide_index=True, key="gm_attribution")
-    st.dataframe(ca.captures_frame(doc), hide_index=True, key="gm_captures")
+    # Drawn whole: a pool's 18-20 captures sat in a 400 px scroll box.
+    for key, table in (("gm_attribution", ca.attribution_frame(doc)),
+                       ("gm_captures", ca.captures_frame(doc))):
+        st.dataframe(table, hide_index=True, key=key,
+                     height=points_table.shown_height(len(table)))
     if frame.has_page("serve"):
         st.page_link(frame.PAGES["serve"], label="Price capture lists with this curve (Serve "
                      "page)", icon=":material/dynamic_feed:", query_params={"curve": str(run_id)})

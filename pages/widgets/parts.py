@@ -10,6 +10,7 @@ import contextlib
 import streamlit as st
 
 from contract.run_summary import RunHeader
+from pages.logic import points_table
 from pages.logic.plain import MAX_SHOWN, plain
 from pages.logic.run_text import PUBLISHED_NOTE
 from pages.widgets import data
@@ -49,6 +50,19 @@ def chart(chart, key: str) -> None:
     """An Altair chart stretched to its container (pages.charts.run_charts builds single or
     layered charts only, so every one can stretch)."""
     st.altair_chart(chart, key=key, width="stretch")
+
+
+def text_table(frame) -> None:
+    """A short table of sentences (each run's key figure and memory cost, as its summary
+    words them): a static table whose cells wrap, every word shown. A grid cuts a cell at
+    its column's edge, and these sentences did not fit 1280 px side by side (issue 46).
+    Its cells are Markdown, so each is plain(); a missing one is a dash. A long one (a
+    series of a hundred runs) stays a grid in its scroll box, not pages of rows."""
+    if len(frame) > points_table.WHOLE_ROWS:
+        st.dataframe(frame, hide_index=True, placeholder="\u2014")
+        return
+    shown = frame.map(lambda v: "\u2014" if v is None or v != v or v == "" else plain(v))
+    st.table(shown, hide_index=True)
 
 
 def share_link(url: str) -> None:

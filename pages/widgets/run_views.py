@@ -109,7 +109,8 @@ def points_view(run_id: int, header: RunHeader, points: Sequence[Measurement]) -
         if bad:
             st.caption(f"{bad} point(s) did not produce a measurement: marked in the "
                        "Status column with their message.")
-        whole_table(table, key="points_table")
+        whole_table(points_table.grid_notes(table), key="points_table",
+                    widest=points_table.POINTS_WIDEST_PX)
         notes = points_table.note_lines(points)
         if notes:  # the table's cells are cut; each note in full, one line a point
             st.markdown("**Points whose figures need a word**\n"

@@ -52,22 +52,25 @@ def batch_from_url(options: Sequence[int], param: str = "batch") -> int | None:
 TIMELINE_ANCHOR = "timeline"  # the timeline heading's id: /run?run=ID#timeline scrolls
 
 
-# Scrolls the parent page to the heading once it is laid out. The charts above it render
-# after it mounts and push it down, so it tries again until the heading has stayed in
-# place for a moment (or 5 s pass), and stops at once if the reader scrolls (wheel, touch,
-# key, a press on the scrollbar) rather than pulling the page from under them.
+# Scrolls the page to the heading once it is laid out. The charts above it render after
+# it mounts and push it down, so it tries again until the heading has stayed in place for
+# a moment (or 5 s pass), and stops at once if the reader scrolls (wheel, touch, key, a
+# press on the scrollbar) rather than pulling the page from under them. Run in the page
+# itself (st.html), so its names live in a function: a second page's script in the same
+# tab would redeclare them.
 _SCROLL_JS = """<script>
-const w = window.parent, doc = w.document;
-let left = 25, still = 0, stop = false;
-for (const e of ["wheel", "touchmove", "keydown", "mousedown"])
-  w.addEventListener(e, () => stop = true, {once: true, capture: true});
-(function go() {
-  const el = doc.getElementById(%s);
-  if (el && !stop) {
-    if (Math.abs(el.getBoundingClientRect().top) > 4) { el.scrollIntoView(); still = 0; }
-    else still++;
-  }
-  if (!stop && still < 4 && left-- > 0) setTimeout(go, 200);
+(() => {
+  let left = 25, still = 0, stop = false;
+  for (const e of ["wheel", "touchmove", "keydown", "mousedown"])
+    window.addEventListener(e, () => stop = true, {once: true, capture: true});
+  (function go() {
+    const el = document.getElementById(%s);
+    if (el && !stop) {
+      if (Math.abs(el.getBoundingClientRect().top) > 4) { el.scrollIntoView(); still = 0; }
+      else still++;
+    }
+    if (!stop && still < 4 && left-- > 0) setTimeout(go, 200);
+  })();
 })();
 </script>"""
 
@@ -79,11 +82,11 @@ def scroll_to_on_arrival(anchor: str, asked: bool, key: str) -> None:
 
     Streamlit scrolls to a heading natively only for a #anchor in the URL; a share link
     such as /run?run=ID&batch=8 has none, and Python cannot scroll a browser. Hence these
-    few lines of script, in a zero-height components.html frame (same origin, so it may
-    reach the page it sits in)."""
+    few lines of script, run in the page itself by st.html (no height on the page; the
+    script is ours, no reader's text is in it). Not components.v1.html, deprecated (each
+    call logged a warning), nor st.iframe, its successor: a frame of a script alone
+    still took 150 px of the page."""
     import json
-
-    import streamlit.components.v1 as components
 
     # Decided on the page's first run in the session only: the page itself writes
     # ?batch= into the URL, so on any later rerun it is there whether asked for or not.
@@ -92,7 +95,7 @@ def scroll_to_on_arrival(anchor: str, asked: bool, key: str) -> None:
         return
     st.session_state[seen] = True
     if asked:
-        components.html(_SCROLL_JS % json.dumps(anchor), height=0)
+        st.html(_SCROLL_JS % json.dumps(anchor), unsafe_allow_javascript=True)
 
 
 MODE_PARAM = "mode"  # Compare's timeline: the mode drawn for every run

@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 VIEWPORT = {"width": 1280, "height": 800}
 MIN_PLOT_PX = 150        # a plot's least height (tests/e2e/test_chart_room.py's rule)
+MIN_PLOT_WIDTH_PX = 150  # and least width: a subtitle too wide squeezed plots to 14 px
 MIN_LANE_PX = 28         # a timeline lane's least height
 TOLERANCE_PX = 1.5       # anti-aliasing and rounding, not a fault
 MAX_SCROLLED_ROWS = 60   # a table this short is shown whole, not in a scroll box
@@ -111,15 +112,25 @@ def _statistics(details: object) -> str:
     return str((details or {}).get("statistic") or "") if isinstance(details, dict) else ""
 
 
+def points_facts(pts) -> Facts:
+    """Each run's measured batch sizes and modes from its points (a frame of run_id, mode,
+    batch_size, status, step_ms): the points that ended ok with a step time, the figure a
+    batch axis draws (a published run that gives only a time per kernel, the V100 blog's,
+    is drawn on no batch axis: Compare names it "not in the chart"); the modes of every
+    point that ended ok."""
+    ok = pts[pts["status"] == "ok"]
+    timed = ok[ok["step_ms"].notna()]
+    return Facts({int(r): {int(b) for b in g["batch_size"]} for r, g in timed.groupby("run_id")},
+                 {int(r): set(g["mode"]) for r, g in ok.groupby("run_id")})
+
+
 def facts_and_cases(engine) -> tuple[Facts, list[Case]]:
     """Every case of the audit over the database the dashboard shows."""
     from db import queries
 
     runs = queries.runs_frame(engine)
     pts = queries.runs_points(engine, [int(i) for i in runs["id"]])
-    ok = pts[pts["status"] == "ok"]
-    facts = Facts({int(r): {int(b) for b in g["batch_size"]} for r, g in ok.groupby("run_id")},
-                  {int(r): set(g["mode"]) for r, g in ok.groupby("run_id")})
+    facts = points_facts(pts)
     means = {int(r) for r, g in pts.groupby("run_id")
              if (s := {_statistics(d) for d in g["details"]} - {""}) and all(
                  x.startswith("mean") for x in s)}
@@ -461,10 +472,14 @@ def check_marks_in_plot(case: Case, snap: dict, facts: Facts) -> list[Fault]:
 
 
 def check_plot_size(case: Case, snap: dict, facts: Facts) -> list[Fault]:
-    """A plot at least MIN_PLOT_PX tall; a timeline lane at least MIN_LANE_PX."""
+    """A plot at least MIN_PLOT_PX tall and MIN_PLOT_WIDTH_PX wide; a timeline lane at
+    least MIN_LANE_PX."""
     out = []
     for chart, plot in _plots(snap):
-        h = plot["box"]["height"]
+        h, w = plot["box"]["height"], plot["box"]["width"]
+        if w < MIN_PLOT_WIDTH_PX:
+            out.append(Fault(case.name, "plot too narrow", f"chart '{_chart_name(chart)}'",
+                             f"plot {w:.0f} px wide (< {MIN_PLOT_WIDTH_PX})"))
         if _is_lane(plot):
             lanes = max((len(a["labels"]) for a in plot["axes"] if "GPU kernels" in a["labels"]),
                         default=1)
@@ -613,6 +628,19 @@ def check_series_modes(case: Case, snap: dict, facts: Facts) -> list[Fault]:
                 out.append(Fault(case.name, "picks a mode never measured", "Modes",
                                  f"{never} picked; the series measured {sorted(measured)}"))
     return out
+
+
+# A warning that an API the pages call is going away (streamlit's "Please replace `st.x`
+# with `st.y`. ... will be removed after DATE", a Python DeprecationWarning or
+# FutureWarning): the page works today and breaks on an upgrade.
+DEPRECATION = re.compile(r"deprecat|FutureWarning|will be removed (?:after|in)\b", re.I)
+
+
+def log_faults(log: str, case: str = "Server log") -> list[Fault]:
+    """The deprecation warnings the dashboard's server logged while the pages were read,
+    one fault per distinct line."""
+    lines = dict.fromkeys(line.strip() for line in log.splitlines() if DEPRECATION.search(line))
+    return [Fault(case, "deprecation warning", "server log", line[:160]) for line in lines]
 
 
 CHECKS: tuple[Callable[[Case, dict, Facts], list[Fault]], ...] = (

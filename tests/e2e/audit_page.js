@@ -80,6 +80,15 @@
         if (q && q.columns && q.getCellContent && q.theme) p = q;
       }
       if (!p) return {columns: [], rows: 0, error: 'grid props not found'};
+      // What the grid draws in a missing cell: the element's placeholder (st.dataframe's
+      // placeholder=, e.g. a dash) when it has one, else streamlit's grey 'None'.
+      let placeholder = null;
+      for (let i = 0; f && i < 40 && placeholder === null; i++, f = f.return) {
+        const q = f.memoizedProps;
+        if (q && q.element && typeof q.element === 'object' && 'arrowData' in q.element)
+          placeholder = q.element.placeholder ?? 'None';
+      }
+      if (placeholder === null) placeholder = 'None';
       const t = p.theme, pad = t.cellHorizontalPadding;
       const rowH = typeof p.rowHeight === 'number' ? p.rowHeight : 35;
       let right = 0;  // each column's right edge from the grid's left, the marker included
@@ -96,8 +105,7 @@
           let text = cell.displayData;
           if (typeof text !== 'string') text = typeof cell.data === 'string' ? cell.data : '';
           if (cell.kind === 'boolean' || cell.kind === 'bubble') text = '';
-          // streamlit draws a missing value as a grey 'None'
-          if (cell.isMissingValue && !text) text = 'None';
+          if (cell.isMissingValue && !text) text = placeholder;
           cells.push(text);
           // glide draws a cell's text from its left padding and clips it at the column's
           // border, which overdraws the last pixels: the text must end 2 px before it

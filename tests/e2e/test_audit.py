@@ -5,7 +5,8 @@ tests/e2e/audit.py's checks (text or a grid cell cut, a word broken across lines
 nan / a Python repr shown, marks outside their plot or labels over them, a plot too small,
 a batch axis that does not label exactly the measured sizes, a label naming a statistic
 the figures do not use or calling a model measured, a report linking to the local server);
-and share links that must reopen the state they were read from.
+share links that must reopen the state they were read from; and, once every page was
+read, no deprecation warning in the server's log.
 
 One dashboard server and one browser page for the module: a Run view of the run already
 open is reached by its tab (a rerun in the same session, as a reader clicks), the others
@@ -73,4 +74,13 @@ def test_share_link_reopens_the_same_state(dashboard, browser, case):
     from tests.e2e import audit
 
     faults = audit.new_faults(audit.share_faults(browser, dashboard.base_url, case))
+    assert not faults, audit.fault_table(faults)
+
+
+def test_the_server_logged_no_deprecation_warning(dashboard):
+    """After every page above was read (tests run in file order), the server's log holds
+    no warning that an API the pages call is deprecated (components.v1.html was)."""
+    from tests.e2e import audit
+
+    faults = audit.new_faults(audit.log_faults(dashboard.log.read_text(errors="replace")))
     assert not faults, audit.fault_table(faults)

@@ -31,8 +31,10 @@ SAMPLES = {
 }
 HEADER_PX = 260  # from the title's top to the views' tabs: an answer of two lines fits
 
+# The cells of the grids and of the static tables (Compare's and Trends' key figures).
 CELLS = """() => [...document.querySelectorAll(
-  "[data-testid='stDataFrame'] table td, [data-testid='stDataFrame'] [role='gridcell']")]
+  "[data-testid='stTable'] td, [data-testid='stDataFrame'] table td, " +
+  "[data-testid='stDataFrame'] [role='gridcell']")]
   .map(e => e.textContent.trim())"""
 
 
@@ -83,7 +85,7 @@ def test_an_mlp_sample_reads_the_same_on_every_page(dashboard, db, page, tmp_pat
     row = cells[at:at + 12]
     assert SPEEDUP in row and MEMORY in row, row
 
-    # Compare, beside the published L40S run: the key figures' table.
+    # Compare, beside the published L40S run: the key figures' table (a static one).
     page.goto(dashboard.url(f"compare?run={rid}&run={l40s}"))
     wait_for_app(page, "Compare runs")
     page.wait_for_function(f"() => ({CELLS})().some(t => t.startsWith('#{rid} '))")

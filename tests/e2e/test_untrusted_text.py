@@ -136,10 +136,11 @@ def test_no_page_hands_bundle_text_to_markdown(dash):
     found = {}
     for page, params in _views(ids, host):
         at = dash.open(page, **params)
-        # An iframe's srcdoc is HTML the page writes itself (the timeline's scroll): no
-        # bundle text may reach it at all; everything else must hold no live Markdown.
+        # An st.html body (or an iframe's srcdoc) is HTML the page writes itself (the
+        # timeline's scroll script): no bundle text may reach it at all; everything else
+        # must hold no live Markdown.
         leaks = [(field, text[:80]) for field, text in markdown_strings(at)
-                 if (host in text if field.endswith(".srcdoc") else live(text))]
+                 if (host in text if field.endswith((".srcdoc", "Html.body")) else live(text))]
         if leaks:
             found[(page, str(params)[:60])] = leaks
         if page == "pages/run.py" and params.get("view") == RUN_VIEWS[0]:

@@ -247,9 +247,9 @@ def test_compare_overlays_runs_with_ratio_table_and_environment_diff(dash):
     at = dash.open("pages/compare.py", run=[str(a), str(b)])
     assert len(charts(at)) == 1  # one chart: a colour per run, a mark per mode
     assert not at.warning  # same workload, params, dtype
-    keys = at.dataframe[0].value  # each run's key figure, as the board quotes it
+    keys = at.table[0].value  # each run's key figure, as the board quotes it
     assert list(keys.columns) == ["run", "key figure", "memory cost"] and len(keys) == 2
-    ratios = at.dataframe[1].value
+    ratios = at.dataframe[0].value
     col = [c for c in ratios.columns if " vs #" in c][0]
     assert list(ratios.columns).index(col) == 2  # the answer right after mode and batch
     assert ratios[col].dropna().gt(1).all()  # B (half the time) is faster everywhere
@@ -274,7 +274,7 @@ def test_compare_marks_ratios_within_noise_and_diffs_launch_cost(dash):
                        "step_ms_ci_high": 2.83}})
     old = dash.add(gpu="Synthetic GPU C", intervals=False)
     at = dash.open("pages/compare.py", run=[str(a), str(b), str(old)])
-    ratios = at.dataframe[1].value
+    ratios = at.dataframe[0].value
     col_b = [c for c in ratios.columns if c.startswith(f"#{b} ") and c.endswith(" 95%")][0]
     col_old = [c for c in ratios.columns if c.startswith(f"#{old} ") and c.endswith(" 95%")][0]
     assert ratios[col_b].str.startswith("within noise (").any()

@@ -56,10 +56,10 @@ def test_compare_page_draws_one_lane_pair_per_run(dash):
 
 
 def _scroll_scripts(at) -> list[str]:
-    """The scroll-to-timeline frames on the page (components.html, zero height)."""
+    """The scroll-to-timeline scripts on the page (st.html, no height)."""
     found = []
-    for el in at.get("iframe"):
-        html = getattr(el.proto, "srcdoc", "") or ""
+    for el in at.get("html"):
+        html = getattr(el.proto, "body", "") or ""
         if "scrollIntoView" in html:
             found.append(html)
     return found

@@ -40,7 +40,10 @@ def _error_bars(spec):
 def _title(spec) -> str:
     """A chart's title and subtitle as one line."""
     t = spec.get("title", "")
-    return t if isinstance(t, str) else f"{t['text']} {t.get('subtitle', '')}"
+    if isinstance(t, str):
+        return t
+    sub = t.get("subtitle", "")  # layout.chart_title wraps a long one into lines
+    return f"{t['text']} {' '.join(sub) if isinstance(sub, list) else sub}"
 
 
 @pytest.fixture(scope="module")

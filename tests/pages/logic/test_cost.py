@@ -148,7 +148,7 @@ def test_a_run_before_the_pass_charts_its_pools_only_and_says_so(old8):
     rows = next(iter(spec["datasets"].values()))
     assert {r["part"] for r in rows} == {"Graph pool"}
     assert {r["mode"] for r in rows} == {"reduce-overhead", "cuda-graph"}
-    assert memory.OLD_METHOD in str(spec["title"])
+    assert memory.OLD_METHOD in " ".join(spec["title"]["subtitle"])  # wrapped in lines
     assert run_charts.tradeoff_chart(cost.costs(old8)) is None  # no cost to plot
 
 

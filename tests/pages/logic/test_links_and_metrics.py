@@ -76,3 +76,13 @@ def test_every_page_file_is_named_as_its_url():
     for key, spec in PAGES.items():
         if spec.url_path:  # "" is the default page at "/"
             assert Path(spec.file).stem == spec.url_path, (key, spec.file, spec.url_path)
+
+
+def test_a_report_names_its_dashboard_only_where_others_can_reach_it():
+    """A report is a file mailed away: a dashboard on 127.0.0.1 or localhost is no place
+    to send its reader; a shared host's run link is kept."""
+    assert links.report_origin("http://127.0.0.1:8501", 7) is None
+    assert links.report_origin("http://localhost:8501/", 7, 8) is None
+    assert links.report_origin(None, 7) is None
+    assert links.report_origin("https://bench.example.org", 7, 8) == \
+        "https://bench.example.org/run?run=7&batch=8"

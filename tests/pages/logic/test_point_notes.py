@@ -136,3 +136,17 @@ def test_break_even_has_one_definition():
     assert be.batch_size == summary.break_even_batch == 4096
     # The paired ratio is what both read, not the ratio of medians.
     assert math.isclose(dict(be.ratios)[8], 5.05)
+
+
+def test_the_grid_cuts_a_long_note_at_a_word_and_points_below():
+    """A note wider than its column is cut at a word with where the rest is (the grid
+    would cut it mid-word at the column's edge); a short one is whole."""
+    import pandas as pd
+
+    pt = points_table
+    long = "3 processes read 0.65, 0.64, 0.54 ms: the host's state, which lasts a " * 2
+    shown = pt.grid_notes(pd.DataFrame({pt.NOTE_COLUMN: [long, "short", ""]}))
+    cut, short, empty = shown[pt.NOTE_COLUMN]
+    assert cut.endswith(pt.NOTE_CUT) and long.startswith(cut[:-len(pt.NOTE_CUT)])
+    assert len(cut) * pt.CHAR_PX + pt.CELL_PAD_PX <= pt.WIDEST_COLUMN_PX
+    assert (short, empty) == ("short", "")

@@ -64,13 +64,13 @@ def test_every_reader_quotes_a_run_alike(dash, capsys, sample):
 
     # Compare, beside the published L40S mlp run
     other = dash.published
-    keys = dash.open("pages/compare.py", run=[str(rid), str(other)]).dataframe[0].value
+    keys = dash.open("pages/compare.py", run=[str(rid), str(other)]).table[0].value
     mine = keys[keys["run"].str.startswith(f"#{rid} ")].iloc[0]
     assert (mine["key figure"], mine["memory cost"]) == (SPEEDUP, MEMORY)
 
     # Trends: the series of mlp runs on the run's GPU
     at = dash.open("pages/trend.py", workload="mlp", gpu=summary.header.gpu_name)
-    keys = at.dataframe[0].value
+    keys = at.table[0].value
     mine = keys[keys["run"].str.endswith(f"#{rid}")].iloc[0]
     assert (mine["key figure"], mine["memory cost"]) == (SPEEDUP, MEMORY)
 

@@ -99,10 +99,10 @@ def test_trend_page_marks_a_change_and_shares_its_url(dash):
     ids = _runs(dash)
     at = dash.open("pages/trend.py", workload="mlp", gpu="Trend GPU", batch=["8", "512"])
     assert not at.error and not at.exception
-    keys = at.dataframe[0].value  # each run's key figure, oldest torch first
+    keys = at.table[0].value  # each run's key figure, oldest torch first
     assert [k.rsplit("#", 1)[1] for k in keys["run"]] == [str(i) for i in ids]
     assert keys["key figure"].iloc[-1] == "cuda-graph at batch 8: 30.00x (29.00-31.00x)"
-    table = at.dataframe[1].value
+    table = next(d.value for d in at.dataframe if "run_id" in d.value.columns)
     assert set(table["run_id"]) == set(ids) and set(table["batch_size"]) == {8, 512}
     assert len(charts(at)) == 4  # step times with their change points, then speedups
     moved = " ".join(texts(at, "markdown"))
