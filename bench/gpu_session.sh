@@ -76,7 +76,11 @@ if [ "$stage" = sweeps ]; then
   run energy-check 100 python3 bench/energy_check.py --loop-s 2 \
     --points mlp:1,mlp:8192,hf:1 --out "$WORK/energy-check.txt"
   cp "$WORK/energy-check.txt" "$OUT/" 2>/dev/null
-  sweep "$gpu-hf-causal-lm-decode" 90 hf-causal-lm 1,8,64 1 model=small-llama layers=4
+  if [ "$gpu" = h100 ]; then  # the H100's hf decode sample ships already: timm's does not
+    sweep "$gpu-timm-resnet18" 110 timm 1,8,64 3 model=resnet18
+  else
+    sweep "$gpu-hf-causal-lm-decode" 90 hf-causal-lm 1,8,64 1 model=small-llama layers=4
+  fi
 else
   if [ "$stage" = mixed ]; then  # one call on a GPU whose repeat runs already ship
     run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
