@@ -186,7 +186,13 @@ def test_trend_change_points_have_room_and_a_compare_column(dashboard, db, page)
 
 def test_serve_page_charts_have_room_and_strategies_have_their_own_colour(
         dashboard, page, sample_ids):
-    charts = _charts(page, dashboard.url(f"serve?run={sample_ids['serve']}"))
+    page.goto(dashboard.url(f"serve?run={sample_ids['serve']}"))
+    # SETTLED can come before every one of the page's four charts has drawn (seen once in
+    # a full run on two cores): wait for the four titles, then measure.
+    page.wait_for_function("() => document.querySelectorAll('g.role-title-text').length >= 4"
+                           " && document.body.innerText !== null")
+    page.wait_for_function(SETTLED)
+    charts = page.evaluate(MEASURE)
     assert _problems(charts) == []
     throughput = [c for c in charts if c["title"].startswith("Memory against throughput")][0]
     fills = throughput["fills"]
