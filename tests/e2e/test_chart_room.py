@@ -189,8 +189,7 @@ def test_serve_page_charts_have_room_and_strategies_have_their_own_colour(
     page.goto(dashboard.url(f"serve?run={sample_ids['serve']}"))
     # SETTLED can come before every one of the page's four charts has drawn (seen once in
     # a full run on two cores): wait for the four titles, then measure.
-    page.wait_for_function("() => document.querySelectorAll('g.role-title-text').length >= 4"
-                           " && document.body.innerText !== null")
+    page.wait_for_function("() => document.querySelectorAll('g.role-title-text').length >= 4")
     page.wait_for_function(SETTLED)
     charts = page.evaluate(MEASURE)
     assert _problems(charts) == []
