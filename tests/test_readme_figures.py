@@ -21,6 +21,7 @@ MODES = ("eager", "compile", "reduce-overhead", "cuda-graph")
 ROWS = {
     "H100, torch 2.11, `mlp` fp32": "h100-mlp.json",
     "H100, torch 2.11, `hf-causal-lm` decode": "h100-hf-causal-lm-decode.json",
+    "H100, torch 2.11, `timm` resnet18": "h100-timm-resnet18.json",
     "H200, torch 2.11, `mlp` fp32": "h200-mlp.json",
     "H200, torch 2.11, `transformer-decode` bf16": "h200-transformer-decode.json",
     "H200, torch 2.11, `hf-causal-lm` decode": "h200-hf-causal-lm-decode.json",
