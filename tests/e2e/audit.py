@@ -200,15 +200,16 @@ def _other_cases(runs, means: set[int]) -> list[Case]:
         out.append(Case(f"Trends {workload} on {gpu}",
                         f"trend?workload={quote(workload)}&gpu={quote(gpu)}", ids,
                         means=set(ids) <= means, cpu=gpu == "cpu"))
-    serve = runs[runs["kind"] == "serve"]
-    out.append(Case("Serve", f"serve?run={int(serve['id'].iloc[0])}"))
+    # The first of each kind by id: the board's frame lists runs newest first, the
+    # sample files by name, and the two must pick the same run.
+    serve = int(runs.loc[runs["kind"] == "serve", "id"].min())
+    out.append(Case("Serve", f"serve?run={serve}"))
     out += [Case("Launch", "launch"), Case("Import / export", "import")]
-    memory = runs[runs["kind"] == "graph-memory"]
+    memory = int(runs.loc[runs["kind"] == "graph-memory", "id"].min())
     out += [Case(f"HTML report, run {gpus[1]} (H200 mlp)", f"report:{gpus[1]}", (gpus[1],)),
             Case(f"HTML report, run {gpus[2]} (L40S, published)", f"report:{gpus[2]}",
                  (gpus[2],), means=gpus[2] in means),
-            Case(f"HTML report, run {int(memory['id'].iloc[0])} (graph memory)",
-                 f"report:{int(memory['id'].iloc[0])}")]
+            Case(f"HTML report, run {memory} (graph memory)", f"report:{memory}")]
     return out
 
 
