@@ -348,9 +348,8 @@ def energy_chart(points: Sequence[Measurement], above_idle: bool = False
         "energy_above_idle_mj_per_step")), tip("avg_power_w", ".1f"),
         tip("idle_power_w", ".1f"), alt.Tooltip("gain_text:N", title="Energy gain over eager")]
     if above_idle:
-        # Padded: the largest figure sat on the plot's top edge, its marker half outside.
         y = alt.Y(f"{field}:Q", title=title(field), axis=alt.Axis(labelFlush=False),
-                  scale=padded())
+                  scale=padded())  # padded: a top marker sat half outside the plot
         layers = lines_and_points(x, y, color, tips, by=["mode"])
         zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(
             strokeDash=[4, 4], color="#444").encode(y="y:Q")
