@@ -52,7 +52,9 @@ def cross_gpu_differences(headers: Sequence[RunHeader], points: RunPoints | None
     hosts = {int(h.id): host(h) for h in runs}
     if _distinct(hosts) or any("not recorded" in v for v in hosts.values()):
         said.append("host (" + "; ".join(f"#{i} {v}" for i, v in hosts.items()) + ")")
-    torch = {int(h.id): value_text(h.torch_version) for h in runs}
+    # A published run names no torch: said in words, as the host's is ('—' read as a dash).
+    torch = {int(h.id): str(h.torch_version) if known(h.torch_version) else "not recorded"
+             for h in runs}
     if _distinct(torch):
         said.append("torch version (" + ", ".join(f"#{i} {v}" for i, v in torch.items())
                     + ")")

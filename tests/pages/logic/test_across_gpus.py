@@ -48,6 +48,9 @@ def test_cross_gpu_line_names_host_torch_and_model(three):
     line = across_gpus.cross_gpu_differences(headers, points)
     assert "host (" in line and "launch 6.8 us" in line and "not recorded" in line
     assert "torch version (#3 2.11.0+cu130, #9 2.8.0" in line
+    # The V100 blog names no torch: in words, never a bare dash.
+    torch_part = line.split("torch version (")[1].split(")")[0]
+    assert torch_part.endswith("not recorded") and "—" not in torch_part
     assert "model size/params" in line and "kernel-chain" in line
     same_gpu = [dataclasses.replace(h, gpu_name="A") for h in headers]
     assert across_gpus.cross_gpu_differences(same_gpu, points) is None
