@@ -1,6 +1,7 @@
 """Where one repeat pass of the default sweep spends its time (issue 47, item 4).
 
 A `--processes` repeat child (runner/core/repeat.py) run in this process under cProfile,
+in the child's environment (repeat.CHILD_ENV),
 with the default sweep's request (mlp, 1, 8, 64, 8192, four modes, standard, 3 processes),
 after a sweep has warmed the on-disk compile caches. Prints the wall time of the warm-up
 (imports) and of each batch size, then the functions that took the most time, cumulative
@@ -16,6 +17,7 @@ import contextlib
 import cProfile
 import io
 import json
+import os
 import pstats
 import sys
 import time
@@ -29,6 +31,9 @@ def main() -> int:
     ap.add_argument("--batch-sizes", default="1,8,64,8192")
     ap.add_argument("--top", type=int, default=40)
     a = ap.parse_args()
+    from runner.core.repeat import CHILD_ENV
+    for k, v in CHILD_ENV.items():  # as the sweep starts its children (before torch loads)
+        os.environ.setdefault(k, v)
     from contract.specs import SweepSpec
     sizes = tuple(int(b) for b in a.batch_sizes.split(","))
     spec = SweepSpec(workload="mlp", batch_sizes=sizes,

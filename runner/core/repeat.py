@@ -241,8 +241,6 @@ def warm(spec: SweepSpec):
     workload = resolve(spec.workload, dict(spec.params))
     if set(COMPILED_MODES) & set(spec.modes) and \
             os.environ.get("TORCHINDUCTOR_COMPILE_THREADS") == "1":
-        # Dynamo's and Inductor's modules (seconds of import at the first compile
-        # otherwise): CPU work only, with no pool to start (CHILD_ENV) and no CUDA call.
         import torch._dynamo  # noqa: F401
         import torch._inductor.compile_fx  # noqa: F401
     gc.freeze()  # what the imports made lives on: later collections skip it
