@@ -6,9 +6,12 @@
 #                                     repeatability (time and memory), where a repeat pass
 #                                     spends its time, the energy check, the hf decode sweep
 #   bash bench/gpu_session.sh samples the memory check (mlp, hf decode), the timm resnet18
-#                                     sweep, graph-memory runs of mlp, hf decode and timm,
+#                                     sweep, graph-memory runs of mlp, timm and (not on
+#                                     the H100, whose ships) hf decode,
 #                                     then pytest -m gpu in the time left
 #   bash bench/gpu_session.sh mixed   the default sweep timed, then the samples stage
+#   bash bench/gpu_session.sh memory  the memory check alone (mlp and hf decode), with the
+#                                     call's whole budget
 # Outputs under $OUT (at most 8 files come back: the bundles and one text of tables);
 # labels name the GPU the driver reports. A short table last.
 set -u
@@ -81,6 +84,9 @@ if [ "$stage" = sweeps ]; then
   else
     sweep "$gpu-hf-causal-lm-decode" 90 hf-causal-lm 1,8,64 1 model=small-llama layers=4
   fi
+elif [ "$stage" = memory ]; then
+  run memory-check "$(( $(left) - 15 ))" python3 bench/memory_check.py --points hf:1,mlp:1 \
+    --out "$OUT/$gpu-memory-check.txt"
 else
   if [ "$stage" = mixed ]; then  # one call on a GPU whose repeat runs already ship
     run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
@@ -91,6 +97,10 @@ else
   sweep "$gpu-timm-resnet18" 110 timm 1,8,64 3 model=resnet18
   gm "$gpu-graph-memory-mlp" 50 mlp 1,2,4,8,16,32,64,128,256,512
   gm "$gpu-graph-memory-timm-resnet18" 60 timm 1,2,4,8,16,32,64 model=resnet18
+  if [ "$gpu" != h100 ]; then  # the H100's ships already (data/samples/README.md)
+    gm "$gpu-graph-memory-hf-small-llama" 90 hf-causal-lm 1,2,4,8,16,32,64,128,256 \
+      model=small-llama
+  fi
   stamp "pytest -m gpu"
   timeout "$(( $(left) - 10 ))" python3 -m pytest -v -m gpu -p no:cacheprovider \
     -o addopts="--strict-markers -ra" $(grep -rl "mark.gpu" tests --include="test_*.py") \

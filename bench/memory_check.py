@@ -135,11 +135,16 @@ def main() -> int:
     a = ap.parse_args()
     import torch
 
-    lines: list[str] = []
+    out = Path(a.out) if a.out else None
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("")
 
-    def say(line: str) -> None:  # each row as it comes: a cut run keeps what it had
-        lines.append(line)
-        print(line, flush=True)
+    def say(line: str) -> None:  # each row as it comes, to the file too: a cut run keeps
+        print(line, flush=True)  # what it had
+        if out:
+            with out.open("a") as f:
+                f.write(line + "\n")
 
     say(f"GPU {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
     say(f"{'workload':8} {'batch':>5} {'mode':16} {'runner kept':>11} {'fresh kept':>10} "
@@ -169,10 +174,6 @@ def main() -> int:
     say(f"{ok} of {total} points agree (within 2 MiB or 5%: kept bytes and cost "
                  "over eager); MiB; kept = reserved after emptying the cache, over the "
                  "clean start; driver = the fresh process's used memory over its start")
-    text = "\n".join(lines)
-    if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(text + "\n")
     return 0 if ok == total else 1
 
 
