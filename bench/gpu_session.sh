@@ -73,8 +73,10 @@ if [ "$stage" = sweeps ]; then
   done
   run repeatability 30 python3 bench/repeatability.py report "$WORK/rep"
   cp "$WORK/rep/$gpu-mlp-2.json" "$WORK/rep/$gpu-mlp-3.json" "$OUT/" 2>/dev/null
-  run repeat-profile 45 python3 bench/repeat_profile.py --top 45
-  cp "$WORK/repeat-profile.log" "$OUT/" 2>/dev/null
+  if [ "${PROFILE:-0}" = 1 ]; then  # a diagnostic, shipped from the H100 already
+    run repeat-profile 45 python3 bench/repeat_profile.py --top 45
+    cp "$WORK/repeat-profile.log" "$OUT/" 2>/dev/null
+  fi
   # 2. Energy against the long loop.
   run energy-check 100 python3 bench/energy_check.py --loop-s 2 \
     --points mlp:1,mlp:8192,hf:1 --out "$WORK/energy-check.txt"
