@@ -268,9 +268,9 @@ text_px = text_width.text_px
 # The board's columns, a set at a time, each set within the grid at 1280 px (issue 46: the
 # board's 22 columns ran 3,000 px past its edge). Every set starts with the run's id, the
 # link to its page; a set's name says what it answers. torch is under How each ran: with
-# it, a graph-memory run's key figure (60 characters) passed the grid's edge. What no grid column can show
-# whole (the memory cost's sentence, the noise counts, the label, the parameters) is in
-# the selected runs' details under the board (detail_table).
+# it, a graph-memory run's key figure (60 characters) passed the grid's edge. What no
+# grid column can show whole (the memory cost's sentence, the noise counts, the label,
+# the parameters) is in the selected runs' details under the board (detail_table).
 KEY_SET, MODES_SET, RAN_SET = "Key figures", "Graph modes' best", "How each ran"
 COLUMN_SETS = {
     KEY_SET: ["link", "GPU", "workload", "key figure"],

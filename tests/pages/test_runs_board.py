@@ -4,8 +4,6 @@ column's edge, and runs that measure different things offered knowingly."""
 
 from __future__ import annotations
 
-import pandas as pd
-
 from db import queries
 from pages.logic import board
 from pages.logic.text_width import fit_px
