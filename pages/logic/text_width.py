@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 # Pixels a character, a little over what the audit measured in the grid's font: digits
 # ("16777216": 55.7 px), lower case ("reduce-overhead": 99.6 px), capitals, the wide M
-# and W ("Mode": 32.5 px), and the narrow space and punctuation.
+# and W ("Mode": 32.5 px) and the per cent sign, and the narrow space and punctuation.
 DIGIT_PX, LOWER_PX, UPPER_PX, WIDE_PX, NARROW_PX = 7.2, 7.0, 8.6, 12.0, 4.0
 NARROW = " .,:;'|!()[]-/"
 # glide pads a cell 8 px on its left and overdraws the last pixels at the border: the text
@@ -26,8 +26,8 @@ def text_px(text: str) -> float:
     for ch in text:
         if ch.isdigit():
             px += DIGIT_PX
-        elif ch in "MWmw":
-            px += WIDE_PX if ch.isupper() else LOWER_PX + 2.5
+        elif ch in "MWmw%":
+            px += WIDE_PX if ch.isupper() or ch == "%" else LOWER_PX + 2.5
         elif ch.isupper():
             px += UPPER_PX
         elif ch in NARROW:

@@ -25,7 +25,7 @@ import pandas as pd
 from contract.measurement import Measurement
 from contract.numbers import number_or_none
 from contract.run_summary import RunHeader
-from pages.logic.comparing import run_names
+from pages.logic.comparing import short_names
 from pages.logic.metrics import title
 
 RAW_CUDA_NOTE = ("NVIDIA's V100 figures are raw CUDA runtime launches from C++: no "
@@ -160,7 +160,7 @@ def compare_per_kernel(points: Mapping[int, Sequence[Measurement]],
                        headers: Sequence[RunHeader]) -> pd.DataFrame:
     """Compare: per-kernel figures of every kernel-chain run side by side (published
     V100 figures next to measured points)."""
-    names = run_names(headers)
+    names = short_names(headers)
     frames = []
     for header in headers:
         table = per_kernel_table(points.get(header.id, []), header)

@@ -121,7 +121,8 @@ def test_run_and_compare_pages_show_per_kernel_figures_and_the_raw_cuda_note(das
     assert any("raw CUDA" in t for t in texts(at, "info"))
     assert "Per kernel (kernel-chain)" in [str(h.value) for h in at.subheader]
     table = next(d.value for d in at.dataframe if "per kernel us" in d.value.columns)
-    assert set(table["source"]) == {"measured", "published"}
+    assert set(table["run"]) == {f"#{h200} Synthetic GPU", f"#{v100} V100"}  # short
+    assert any(f"#{v100} V100 is #{v100} Tesla V100" in t for t in texts(at, "caption"))
 
 
 def test_run_page_shows_training_memory_with_its_chart(dash):
