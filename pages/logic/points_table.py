@@ -23,7 +23,14 @@ from contract.plain import MAX_CELL, cut
 from contract.speedups import Speedup, in_mode_order, speedups, usable
 from contract.vocab import ALTERNATIVE_MODES
 from pages.logic import energy, step_split
-from pages.logic.metrics import MISSING, format_interval, format_value, metric, title
+from pages.logic.metrics import (
+    MISSING,
+    format_interval,
+    format_value,
+    metric,
+    title,
+    x_interval,
+)
 from pages.logic.text_width import fit_px
 
 MEMORY_NOTE = ("Memory cost over eager: what the mode keeps on the GPU beyond what eager "
@@ -67,10 +74,17 @@ def _speedup_cells(r: Row) -> dict[str, str]:
     s = r.speedup
     known = s is not None and r.m.mode != "eager"
     return {title("speedup"): format_value("speedup", s.speedup if s else None),
-            f"{metric('speedup').label} 95% CI": format_interval(
-                "speedup", s.ci_low if s else None, s.ci_high if s else None)
+            f"{metric('speedup').label} 95% CI": (
+                x_interval(s.ci_low, s.ci_high) if s is not None and _open_below(s.ci_low)
+                else format_interval("speedup", s.ci_low if s else None,
+                                     s.ci_high if s else None))
             if known else MISSING,
             "Verdict": s.verdict if s is not None and s.verdict else MISSING}
+
+
+def _open_below(low: object) -> bool:
+    lo = number_or_none(low)
+    return lo is not None and lo <= 0
 
 
 def _figure(name: str, bounds: tuple[str, str] | None = None
