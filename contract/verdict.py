@@ -85,14 +85,24 @@ def x_text(v: float) -> str:
     return f"{v:.2f}" if a >= 0.1 or a == 0 else f"{v:.2g}"
 
 
+# A low end at or below 0 (the runner clamps a step-time interval that ran below 0 ms at
+# 0) bounds nothing: issue 46 found the Run page writing '0.00-4.90x' where Trends wrote
+# 'no lower bound' for the same point.
+OPEN_BELOW = "no lower bound"
+
+
 def interval_text(low: Any, high: Any) -> str:
-    """A 95% interval in x: '6.50-7.60x', '0.00-111.70x'."""
+    """A 95% interval in x: '6.50-7.60x'; '≤111.70x, no lower bound' where its low end is
+    0 or below (every page, the headline and the CLI quote it so)."""
+    if float(low) <= 0:
+        return f"≤{x_text(float(high))}x, {OPEN_BELOW}"
     return f"{x_text(float(low))}-{x_text(float(high))}x"
 
 
 def quoted(value: Any, low: Any, high: Any) -> str:
     """How a speedup is quoted where the rule applies: '7.10x (6.50-7.60x)' for a finding,
-    'inconclusive (95% 0.00-111.70x)' for one that is not (no median: it says nothing),
+    'inconclusive (95% ≤111.70x, no lower bound)' for one that is not (no median: it
+    says nothing),
     '1.20x (no interval)' without one; '—' when unknown."""
     v = verdict(value, low, high)
     if v is None:

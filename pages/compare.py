@@ -21,6 +21,7 @@ from pages.logic import (
 )
 from pages.logic.names import picker_label
 from pages.logic.plain import plain
+from pages.logic.text_width import fit_px
 from pages.widgets import data, frame, parts, timeline_view, url
 
 frame.ensure_frame()
@@ -36,9 +37,9 @@ def _fit(table, formats: dict[str, str] | None = None) -> dict:
     out = {}
     for c in table.columns:
         label = "batch" if c == "batch_size" else c
-        width = board.column_width([label, *table[c].dropna().astype(str)], 60, 640) \
-            + board.MARGIN_PX
         fmt = (formats or {}).get(c)
+        cells = table[c].dropna()
+        width = fit_px([label, *(fmt % v if fmt else str(v) for v in cells)])
         out[c] = (st.column_config.NumberColumn(label, format=fmt, width=width) if fmt
                   else st.column_config.Column(label, width=width))
     return out
@@ -46,11 +47,10 @@ def _fit(table, formats: dict[str, str] | None = None) -> dict:
 
 def _side_config(table, unit: str, number: str) -> dict:
     """A side-by-side table's columns: mode wide enough for "reduce-overhead", a run's
-    figures under a header that is its whole name."""
+    figures under its short name ('#9 H100 MiB')."""
     return {"mode": st.column_config.TextColumn("mode", width=125),
             "batch_size": st.column_config.NumberColumn("batch", format="%d", width=70),
-            **{c: st.column_config.NumberColumn(c, format=number,
-                                                width=board.column_width([c], 120, 420))
+            **{c: st.column_config.NumberColumn(c, format=number, width=fit_px([c]))
                for c in table.columns if c.endswith(f" {unit}")}}
 
 
@@ -167,14 +167,19 @@ per_kernel = workload_views.compare_per_kernel(points, headers)
 key_figures = across_gpus.key_figures_per_kernel(
     board.key_table(data.summaries(found), names), per_kernel)
 parts.text_table(key_figures)
+# The tables below name a run short ('#9 H100'): whole names made them wider than the page.
+st.caption(plain(comparing.names_legend(headers)))
 
 if workload_views.has_published_raw_cuda(headers):
     st.info(workload_views.RAW_CUDA_NOTE, icon=":material/memory:")
 if not per_kernel.empty:
     st.subheader("Per kernel (kernel-chain)")
-    st.dataframe(per_kernel, hide_index=True, key="per_kernel", placeholder="—",
-                 height=points_table.shown_height(len(per_kernel)),
-                 column_config=_fit(per_kernel, {"batch (elements)": "%d"}))
+    # Which rows are published is the info line's (above the chart): a source column
+    # repeating it pushed the table past the page at 1280 px.
+    shown_kernels = per_kernel.drop(columns="source")
+    st.dataframe(shown_kernels, hide_index=True, key="per_kernel", placeholder="—",
+                 height=points_table.shown_height(len(shown_kernels)),
+                 column_config=_fit(shown_kernels, {"batch (elements)": "%d"}))
 
 arrived_for_timeline = "batch" in st.query_params  # a ?batch= link opens at the timeline
 st.subheader("One step per run", anchor=timeline_view.TIMELINE_ANCHOR)
@@ -192,7 +197,8 @@ baseline = url.choice_param(st, "selectbox", "Baseline run (ratios are baseline 
                             "run time: > 1 means faster than the baseline)", BASELINE_PARAM,
                             found, key=f"baseline_{'_'.join(map(str, found))}",
                             format_func=base_names.get)
-ratios = comparing.ratio_table(points, headers, baseline)
+ratios = comparing.ratio_rows(comparing.ratio_table(points, headers, baseline), headers,
+                             baseline)
 if differs:
     st.caption(plain(differs))
 st.caption("95%: a conservative interval of the ratio from both runs' step-time intervals "
@@ -201,10 +207,8 @@ st.caption("95%: a conservative interval of the ratio from both runs' step-time 
            f"interval. {verdict.RULE_TEXT}")
 st.dataframe(ratios, hide_index=True, key="ratio_table", placeholder="—",
              height=points_table.shown_height(len(ratios)),
-             column_config=_fit(ratios, {"batch_size": "%d"}
-                                | {c: "%.3f" for c in ratios.columns if c.endswith(" ms")}
-                                | {c: "%.2fx" for c in ratios.columns
-                                   if c.endswith(f" vs #{baseline}")}))
+             column_config=_fit(ratios, {"batch_size": "%d", "vs baseline": "%.2fx",
+                                         "run ms": "%.3f", "baseline ms": "%.3f"}))
 
 at_us = None
 gains_shown = gpu_gains.applies(headers)
@@ -264,15 +268,13 @@ diff = comparing.environment_diff(headers, points=points)
 if diff.empty:
     st.caption("The runs' environments and workloads are identical.")
 else:
-    shown = diff.drop(columns="differs")
-    st.dataframe(shown, hide_index=True, key="env_diff", placeholder="—",
-                 height=points_table.shown_height(len(shown)),
-                 column_config=_fit(shown))
+    # Static tables: their cells wrap, so four runs' parameters side by side stay within
+    # the page at 1280 px (a grid ran 500 px past it).
+    parts.text_table(diff.drop(columns="differs"))
 with st.expander("All fields"):
     every_field = comparing.environment_diff(headers, only_differences=False, points=points)
-    st.dataframe(every_field, hide_index=True, key="env_all", placeholder="—",
-                 height=points_table.shown_height(len(every_field)),
-                 column_config=_fit(every_field))
+    parts.text_table(every_field.assign(differs=every_field["differs"].map(
+        {True: "yes", False: "no"})))
 
 # The link carries what is drawn: the runs, the timeline's batch size, mode and scale,
 # the baseline run and the common launch cost.

@@ -38,41 +38,40 @@ if table.empty:
 published = int((table["source"] == "published").sum())
 st.caption(f"{len(table)} run(s)" + (f", {published} of them published figures "
                                      "(not measured here)" if published else "")
-           + ". Select rows to open or compare them. Noise: how many points ended on "
-             "their time budget with a wide interval (noisy), saw the host's launch cost "
-             "move (host unstable), or predate intervals (no interval). Key figure: the "
-             "run's best speedup over eager (ranked by its 95% lower bound) and its memory "
-             f"cost, the {MEMORY_COST_LABEL}; then each graph mode's best, its batch and "
-             "graph pool; click a column header to sort.")
+           + ". Select rows to open or compare them, and to read their memory cost, "
+             "noise, label and parameters whole. Key figure: the run's best speedup over "
+             "eager (ranked by its 95% lower bound); Graph modes' best: each graph mode's "
+             f"best speedup, its batch and its {MEMORY_COST_LABEL}; click a column header "
+             "to sort.")
 
-# What a reader scans first fits 1280 px (id, link, which GPU, what workload, the key
-# figure, stretched to the screen's edge), each text column as wide as its longest entry
-# so none is cut; the key figure's memory cost, torch, points and the sortable key
-# figures follow, a scroll away.
-widths = board.board_widths(table)
-first = [*list(widths)[:5], "memory cost", "torch", "points", "noise", "created", "label"]
+# One set of columns at a time, each within the grid at 1280 px (board.COLUMN_SETS): the
+# whole board ran 3,000 px past the page's edge. The set is in the URL (?columns=).
+shown = url.choice_param(st, "radio", "Columns", "columns", list(board.COLUMN_SETS),
+                         key="board_columns", horizontal=True, label_visibility="collapsed")
+widths = board.set_widths(table, shown)
+labels = board.column_labels(board.COLUMN_SETS[shown])
 event = st.dataframe(
     table, key="runs_table", hide_index=True, on_select="rerun",
     selection_mode="multi-row", placeholder=board.NO_FIGURE,
-    column_order=[*first, *(c for c in table.columns if c not in first)],
+    column_order=board.COLUMN_SETS[shown],
     column_config={
-        **{c: st.column_config.Column(c, width=w, help=board.KEY_HELP.get(c))
+        **{c: st.column_config.Column(labels.get(c, c), width=w, help=board.KEY_HELP.get(c))
            for c, w in widths.items()},
-        "id": st.column_config.NumberColumn("id", format="%d", width=widths["id"]),
-        "link": st.column_config.LinkColumn("open", display_text="open ↗",
-                                            width=widths["link"]),
+        # The id, a link to the run's page (its digits shown, the page opened on a click).
+        "link": st.column_config.LinkColumn("id", display_text=r"run=(\d+)$",
+                                            width=widths["link"], help="the run's id: a "
+                                            "click opens its page"),
         # Numbers, so a click on the header sorts them as numbers; an unknown one shows
         # the placeholder dash, not streamlit's grey "None".
-        **{c: st.column_config.NumberColumn(c, format=board.key_format(c),
-                                            help=board.KEY_HELP.get(c),
-                                            width=board.key_width(c))
-           for c in board.key_columns()},
-        **{c: st.column_config.TextColumn(c, width=widths[c], help=board.KEY_HELP[c])
-           for c in ("key figure", "memory cost")},
+        **{c: st.column_config.NumberColumn(labels.get(c, c), format=board.key_format(c),
+                                            help=board.KEY_HELP.get(c), width=widths[c])
+           for c in board.key_columns() if c in widths},
     },
 )
 chosen = [int(table.iloc[i]["id"]) for i in event.selection.rows]
 
+if chosen:  # what no grid column shows whole, for the runs picked
+    parts.text_table(board.detail_table(table, chosen))
 if len(chosen) == 1:
     st.page_link(frame.PAGES["run"], label=f"Open run {chosen[0]}", icon=":material/monitoring:",
                  query_params={"run": str(chosen[0])})

@@ -161,16 +161,11 @@ def step_chart(figures: pd.DataFrame, changes: pd.DataFrame, batch: int
             alt.Tooltip("basis:N", title="judged on"), alt.Tooltip("change:N")]
     base = alt.Chart(df)
     line = base.mark_line(opacity=0.5).encode(x=x, y=y, color=color, detail="mode:N")
-    # Clipped to the plot: a 95% interval from 0.02 to 50 ms on a noisy host ran past the
-    # axis (a low of 0, clamped by the runner, has no place on a log scale at all).
-    # A low of 0 (clamped by the runner: trends.OPEN_BELOW) runs to the plot's bottom.
-    bars = base.transform_filter("isValid(datum.high)").transform_calculate(
-        bar_low=f"isValid(datum.low) && datum.low > 0 ? datum.low : {ticks[0]}"
-    ).mark_rule(clip=True).encode(x=x, y=alt.Y("bar_low:Q"), y2="high:Q", color=color)
+    bars, carets = _clipped_bars(base, x, color, ticks, tips)
     pts = base.mark_point(filled=True).encode(
         x=x, y=y, color=color, shape=shape, tooltip=tips,
         size=alt.condition("datum.marked", alt.value(180), alt.value(50)))
-    layers = [bars, line, pts]
+    layers = [bars, carets, line, pts]
     found = df[df["change"].isin(["regression", "improvement"])]
     if not found.empty:
         layers.insert(0, alt.Chart(found[["run"]].drop_duplicates()).mark_rule(
@@ -179,4 +174,33 @@ def step_chart(figures: pd.DataFrame, changes: pd.DataFrame, batch: int
     return layout.fitted(alt.layer(*layers), layout.chart_title(
         f"Step time at batch {batch}",
         (f"host-bound points at {REFERENCE_US:g} us a launch; " if normalised else "")
-        + "bars: 95% interval (cut at the plot's edge); triangles: change points"))
+        + "bars: 95% interval (a caret: it runs on past the axis); triangles: change "
+          "points"))
+
+
+# How far inside the plot a cut interval ends (a share of the log axis, about 10 px of a
+# 250 px plot): its caret sits there, whole, rather than on the axis's edge.
+CUT_INSET = 0.04
+
+
+def _clipped_bars(base: alt.Chart, x: alt.X, color, ticks: list[float], tips: list
+                  ) -> tuple[alt.Chart, alt.LayerChart]:
+    """Each point's 95% interval as a rule cut to the axis (a noisy host's 0.02-50 ms
+    interval would squash every median into a sliver; a low of 0, clamped by the runner:
+    trends.OPEN_BELOW, has no place on a log scale), and a caret where it was cut,
+    pointing the way it goes on; the tooltip gives the whole interval. The rule ends
+    CUT_INSET inside the plot, so neither it nor its caret lies on the edge."""
+    inset = (ticks[-1] / ticks[0]) ** CUT_INSET
+    lo, hi = ticks[0] * inset, ticks[-1] / inset
+    bars = base.transform_filter("isValid(datum.high)").transform_calculate(
+        bar_low=f"isValid(datum.low) && datum.low > {lo} ? datum.low : {lo}",
+        bar_high=f"min(datum.high, {hi})",
+    ).mark_rule().encode(x=x, y=alt.Y("bar_low:Q"), y2="bar_high:Q", color=color)
+    cut = base.transform_filter("isValid(datum.high)").transform_calculate(
+        below=f"!isValid(datum.low) || datum.low < {lo}", above=f"datum.high > {hi}")
+    down = cut.transform_filter("datum.below").transform_calculate(at=f"{lo}").mark_point(
+        shape="triangle-down", filled=True, size=40)
+    up = cut.transform_filter("datum.above").transform_calculate(at=f"{hi}").mark_point(
+        shape="triangle-up", filled=True, size=40)
+    enc = {"x": x, "y": alt.Y("at:Q"), "color": color, "tooltip": tips}
+    return bars, alt.LayerChart(layer=[down.encode(**enc), up.encode(**enc)])

@@ -19,7 +19,7 @@ from contract.numbers import number_or_none
 from contract.run_summary import RunHeader
 from contract.speedups import in_mode_order, speedups, usable
 from pages.logic import step_split
-from pages.logic.comparing import RunPoints, run_names
+from pages.logic.comparing import RunPoints, short_names
 from pages.logic.names import device_name, known
 from pages.logic.plain import MAX_CELL, cut
 from pages.logic.step_split import PROJECTION_RULE
@@ -75,7 +75,8 @@ def cross_gpu_differences(headers: Sequence[RunHeader], points: RunPoints | None
 
 # A graph mode's step is the GPU's when its GPU busy time is at least this share of it.
 GPU_BOUND_SHARE = 0.8
-NOT_NORMALISED = "cannot be normalised: no launch cost recorded"
+# Short: a 45-character cell pushed the GPU and host table past the page at 1280 px.
+NOT_NORMALISED = "no launch cost"
 
 
 def normalise_rule(at_us: float) -> str:
@@ -98,7 +99,7 @@ def gpu_host_table(points: RunPoints, headers: Sequence[RunHeader],
     # The answer first (both speedups), so it is on screen at 1280 px.
     cols = ["run", "mode", "batch", "speedup (measured)", f"speedup at {at_us:g} us",
             "GPU busy ms", "GPU share", "launch cost us"]
-    names = run_names(headers)
+    names = short_names(headers)
     rows = []
     for h in headers:
         pts = points.get(h.id, [])
@@ -144,7 +145,9 @@ def key_figures_per_kernel(key: pd.DataFrame, per_kernel: pd.DataFrame) -> pd.Da
         return key
     out = key.copy()
     for i, row in out.iterrows():
-        mine = per_kernel[per_kernel["run"] == row["run"]]
+        # The same run by its '#id' (the key table names it whole, the per-kernel one short).
+        mine = per_kernel[per_kernel["run"].str.split(" ").str[0]
+                          == str(row["run"]).split(" ")[0]]
         eager = mine[mine["mode"] == "eager"]
         if eager.empty or number_or_none(mine["step us"].max()) is not None:
             continue

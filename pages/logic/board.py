@@ -29,8 +29,10 @@ from contract.run_summary import (
 )
 from contract.verdict import INCONCLUSIVE, SPREAD_LIMIT
 from contract.vocab import CUDA_GRAPH_MODES, RUN_KIND_TABLE, RunKind
+from pages.logic import text_width
 from pages.logic.names import device_name
 from pages.logic.plain import MAX_CELL, cut
+from pages.logic.text_width import fit_px
 
 MIB = BYTES_PER_MIB
 
@@ -72,12 +74,6 @@ def key_format(column: str) -> str:
 
 
 NO_FIGURE = "—"  # an unknown figure in a table, as value_text shows an unknown value
-
-
-def key_width(column: str) -> int:
-    """A key-figure column as wide as its header ("reduce-overhead memory MiB"), so the
-    header is not cut: the numbers under it are shorter."""
-    return column_width([column], 80, 240) + MARGIN_PX
 
 
 def _sweep_row(summary: RunSummary | None) -> dict[str, object]:
@@ -254,46 +250,70 @@ def runs_table(runs: Sequence[RunListing]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-# The data grid's text at 1280x800 in chromium, measured on its screenshots: capitals and
-# digits about 7.6 px, other characters about 5.8, plus the cell's padding ("NVIDIA H100
-# 80GB HBM3" did not fit 146 px).
-WIDE_PX, NARROW_PX, CELL_PAD_PX = 7.6, 5.8, 20
-
-
-def text_px(text: str) -> float:
-    return sum(WIDE_PX if c.isupper() or c.isdigit() else NARROW_PX for c in text)
-
-
-def column_width(texts: Sequence[object], least: int, most: int) -> int:
-    """Pixels that show the longest of `texts` whole, within [least, most]: a column as
-    wide as what it holds, so a long GPU name or key figure is not cut."""
-    widest = max((text_px(str(t)) for t in texts), default=0.0)
-    return int(min(most, max(least, math.ceil(widest + CELL_PAD_PX))))
-
-
 # The board at 1280x800 with the sidebar open: the grid is 818 px inside its border, the
 # row-selection boxes take 33 of it. Measured on the screenshots.
 GRID_PX, SELECT_PX = 818, 33
-# Text columns past the first screen, each as wide as its widest cell (and header), with
-# room for the lower-case text that text_px counts narrow: "transformer-decode" was cut.
-TEXT_COLUMNS = {"torch": (60, 140), "memory cost": (120, 720), "points": (70, 260),
-                "noise": (60, 420), "created": (120, 140), "source": (70, 100),
-                "kind": (60, 130), "parameters": (90, 720), "dtype": (60, 100),
-                "status": (60, 100), "label": (60, 900)}
 MARGIN_PX = 14
 
 
-def board_widths(table: pd.DataFrame) -> dict[str, int]:
-    """Column widths of the board: id, link, GPU, workload and the key figure first, the
-    key figure stretched so the first screen ends at a column's edge (the next column
-    starts past 1280 px rather than showing a sliver such as "2."); then the other text
-    columns, each as wide as its widest cell, so none is cut once scrolled to."""
-    def fit(c: str, least: int, most: int) -> int:
-        return min(most, column_width([c, *table[c]], least, most) + MARGIN_PX)
+def column_width(texts: Sequence[object], least: int, most: int) -> int:
+    """Pixels that show the longest of `texts` whole (text_width.py), within [least,
+    most]: a column as wide as what it holds, so a long GPU name is not cut."""
+    return max(least, min(most, fit_px(texts)))
 
-    first = {"id": 36, "link": 52, "GPU": fit("GPU", 80, 210),
-             "workload": fit("workload", 80, 170)}
-    room = GRID_PX - SELECT_PX - sum(first.values())
-    first["key figure"] = max(room, fit("key figure", 240, 520))
-    rest = {c: fit(c, *bounds) for c, bounds in TEXT_COLUMNS.items() if c in table}
-    return {**first, **rest}
+
+text_px = text_width.text_px
+
+
+# The board's columns, a set at a time, each set within the grid at 1280 px (issue 46: the
+# board's 22 columns ran 3,000 px past its edge). Every set starts with the run's id, the
+# link to its page; a set's name says what it answers. torch is under How each ran: with
+# it, a graph-memory run's key figure (60 characters) passed the grid's edge. What no
+# grid column can show whole (the memory cost's sentence, the noise counts, the label,
+# the parameters) is in the selected runs' details under the board (detail_table).
+KEY_SET, MODES_SET, RAN_SET = "Key figures", "Graph modes' best", "How each ran"
+COLUMN_SETS = {
+    KEY_SET: ["link", "GPU", "workload", "key figure"],
+    MODES_SET: ["link", *key_columns()],
+    RAN_SET: ["link", "torch", "created", "source", "kind", "dtype", "status", "points"],
+}
+DETAIL_COLUMNS = ["id", "key figure", "memory cost", "noise", "label", "parameters"]
+
+
+def column_labels(columns: Sequence[str]) -> dict[str, str]:
+    """Each column's header where it is not the column's name: the link reads as the
+    run's id; a graph mode's three figures sit under the mode's name, 'at batch' and
+    'memory MiB' (their tooltips, KEY_HELP, say whose)."""
+    out = {"link": "id"}
+    for c in columns:
+        for m in CUDA_GRAPH_MODES:
+            if c == _col(m, "x"):
+                out[c] = m
+            elif c == _col(m, "batch"):
+                out[c] = "at batch"
+            elif c == _col(m, "memory MiB"):
+                out[c] = "memory MiB"
+    return out
+
+
+def set_widths(table: pd.DataFrame, name: str) -> dict[str, int]:
+    """The widths of one column set (COLUMN_SETS): each column as wide as its header and
+    its widest cell (numbers as key_format writes them), so none is cut."""
+    labels = column_labels(COLUMN_SETS[name])
+    out = {}
+    for c in COLUMN_SETS[name]:
+        if c == "link":  # the id's digits, a link
+            texts: list[object] = ["id", *table["id"]] if "id" in table else ["id"]
+        elif c in key_columns():
+            texts = [labels.get(c, c), *(key_format(c) % v for v in table[c].dropna())]
+        else:
+            texts = [labels.get(c, c), *table[c]] if c in table else [c]
+        out[c] = fit_px(texts)
+    return out
+
+
+def detail_table(table: pd.DataFrame, ids: Sequence[int]) -> pd.DataFrame:
+    """The selected runs' sentences, whole (a static table wraps them): the key figure
+    and its memory cost, the noise counts, the label and the parameters."""
+    rows = table[table["id"].isin(list(ids))]
+    return rows[[c for c in DETAIL_COLUMNS if c in rows]].reset_index(drop=True)

@@ -30,7 +30,7 @@ from contract.numbers import number_or_none
 from contract.run_summary import RunHeader
 from contract.speedups import Speedup, mode_order, speedups, usable
 from contract.vocab import MODE_TABLE, MODES
-from pages.logic.names import device_name, known
+from pages.logic.names import device_name, known, short_device
 from pages.logic.plain import MAX_CELL, cut
 from pages.logic.run_text import environment_text
 
@@ -79,7 +79,7 @@ def _side_by_side(values: dict[tuple[str, int], dict[int, float]],
     # Only the runs with a figure here: a column of blanks (a published run, a run from
     # before the isolated memory pass) read as "None" down the table; without() names them.
     having = {rid for v in values.values() for rid in v}
-    names = {rid: name for rid, name in run_names(headers).items() if rid in having}
+    names = {rid: name for rid, name in short_names(headers).items() if rid in having}
     keys = sorted(values, key=_key)
     return pd.DataFrame([{"mode": m, "batch_size": b,
                           **{f"{name} {unit}": values[(m, b)].get(rid) for rid, name
@@ -105,7 +105,8 @@ def dash_legend(series: Iterable[Iterable[Any]]) -> str:
 def without(table: pd.DataFrame, headers: Sequence[RunHeader], unit: str) -> list[str]:
     """The names of the runs a side-by-side table (memory_table, energy_table) has no
     column for: none of their points has that figure."""
-    return [name for name in run_names(headers).values()
+    full = run_names(headers)
+    return [full[rid] for rid, name in short_names(headers).items()
             if f"{name} {unit}" not in table.columns]
 
 
@@ -194,6 +195,19 @@ def run_names(headers: Sequence[RunHeader]) -> dict[int, str]:
     return {h.id: f"#{h.id} {series_name(h)}" for h in headers}
 
 
+def short_names(headers: Sequence[RunHeader]) -> dict[int, str]:
+    """Run id -> '#9 H100': a run as a table's column header or cell names it (its whole
+    name, run_names', made four tables wider than the page at 1280 px; names_legend says
+    each in full)."""
+    return {h.id: f"#{h.id} {short_device(h)}" for h in headers}
+
+
+def names_legend(headers: Sequence[RunHeader]) -> str:
+    """The one line that maps each table's short run name to the run's whole name."""
+    full, short = run_names(headers), short_names(headers)
+    return "In the tables: " + "; ".join(f"{short[i]} is {full[i]}" for i in full) + "."
+
+
 def long_params(headers: Sequence[RunHeader]) -> dict[int, dict]:
     """The workload parameters of each run that has a value over MAX_CELL characters,
     which the pages cut: what the "in full" download on Compare and the Run page holds."""
@@ -233,7 +247,7 @@ def ratio_table(points: RunPoints, headers: Sequence[RunHeader],
     point there keeps NaN."""
     if not headers:
         return pd.DataFrame(columns=["mode", "batch_size"])
-    names = run_names(headers)
+    names = short_names(headers)
     ids = [h.id for h in headers]
     base = ids[0] if baseline is None else int(baseline)
     found = {k: v for k, v in _step_figures(points, ids).items() if len(v) >= 2}
@@ -265,6 +279,28 @@ def ratio_table(points: RunPoints, headers: Sequence[RunHeader],
     return pd.DataFrame(rows)
 
 
+def ratio_rows(table: pd.DataFrame, headers: Sequence[RunHeader],
+               baseline: int | None = None) -> pd.DataFrame:
+    """ratio_table's figures a row a run (mode, batch, run, ratio, its 95% verdict, the
+    run's and the baseline's step ms): a column a run and figure made the table wider
+    than the page at 1280 px from three runs on."""
+    cols = ["mode", "batch_size", "run", "vs baseline", "95%", "run ms", "baseline ms"]
+    if table.empty or not headers:
+        return pd.DataFrame(columns=cols)
+    names = short_names(headers)
+    base = headers[0].id if baseline is None else int(baseline)
+    rows = []
+    for _, r in table.iterrows():
+        for rid, name in names.items():
+            if rid == base:
+                continue
+            col = f"{name} vs #{base}"
+            rows.append({"mode": r["mode"], "batch_size": r["batch_size"], "run": name,
+                         "vs baseline": r[col], "95%": r[f"{col} 95%"],
+                         "run ms": r[f"{name} ms"], "baseline ms": r[f"{names[base]} ms"]})
+    return pd.DataFrame(rows, columns=cols)
+
+
 def _verdict_text(interval: tuple[float, float] | None) -> str:
     said = ratio_verdict(interval)
     if interval is None:
@@ -289,7 +325,7 @@ def environment_diff(headers: Sequence[RunHeader], only_differences: bool = True
     points, a row for the host's launch cost too: it is a property of the host (CPU,
     driver), so two GPUs on different hosts differ in it as much as in the GPU."""
     fields = [*COMPARABLE_FIELDS, "source", *ENVIRONMENT_FIELDS]
-    names = run_names(headers)
+    names = short_names(headers)
     launch = {}
     if points is not None:
         fields.append(LAUNCH_FIELD)
@@ -310,5 +346,6 @@ def environment_diff(headers: Sequence[RunHeader], only_differences: bool = True
 
 __all__ = ["LAUNCH_FIELD", "RunSpeedups", "caveats", "compare_rule", "compare_speedups",
            "energy_table", "environment_diff", "header_params", "memory_table",
-           "mode_order", "ratio_table", "run_names", "series_name", "statistic_flags",
+           "mode_order", "names_legend", "ratio_rows", "ratio_table", "run_names", "series_name",
+           "short_names", "statistic_flags",
            "value_text"]

@@ -7,6 +7,7 @@ from typing import Any
 
 from contract.metrics import METRICS, Metric
 from contract.numbers import is_missing
+from contract.verdict import OPEN_BELOW, interval_text
 
 MISSING = "—"  # what an unknown figure looks like; never 0
 NO_INTERVAL = "no interval"  # a figure measured before intervals existed (bundle < 3)
@@ -41,6 +42,18 @@ def format_interval(name: str, low: Any, high: Any) -> str:
     if m.unit == "x":
         return f"{a.removesuffix('x')}-{b}"
     return f"{a}-{b} {m.unit}" if m.unit else f"{a}-{b}"
+
+
+# A ratio's 95% interval whose low end is 0 or below bounds nothing below: the one rule
+# (contract/verdict.py, which the headline and the CLI quote by) for the Points table's
+# cells and Trends' changes too.
+OPEN_BELOW = OPEN_BELOW
+
+
+def x_interval(low: Any, high: Any) -> str:
+    """A speedup's (or ratio's) 95% interval as every page writes it: '6.50-7.60x', or
+    '≤4.90x, no lower bound' where its low end is 0 or below."""
+    return interval_text(low, high)
 
 
 def format_value(name: str, value: Any) -> str:

@@ -67,3 +67,23 @@ def picker_label(label: str, room: int = LABEL_CHARS) -> str:
     """A run's label as a picker shows it: at most `room` characters, an ellipsis where
     it was cut (a published run's label is its citation, 100 characters and more)."""
     return label if len(label) <= room else label[:room - 1] + "…"
+
+
+# Words a GPU's name carries besides its model: the vendor, the product line.
+_VENDOR_WORDS = {"nvidia", "tesla", "geforce", "quadro", "amd", "radeon", "intel"}
+
+
+def short_device(header: Any) -> str:
+    """The device's model alone, for a column header: 'H100' for 'NVIDIA H100 80GB HBM3',
+    'V100' for 'Tesla V100-SXM2-16GB', 'RTX 4090' for 'NVIDIA GeForce RTX 4090'; 'CPU' for
+    a run without a GPU. The full name (device_name) is in the page's legend."""
+    gpu = known(_fields(header)("gpu_name"))
+    if not gpu:
+        return "CPU"
+    words = [w for w in gpu.split() if w.lower() not in _VENDOR_WORDS] or gpu.split()
+    out = []
+    for w in words:  # up to the first word with a digit: the model number
+        out.append(w.split("-")[0] if any(ch.isdigit() for ch in w) else w)
+        if any(ch.isdigit() for ch in w):
+            break
+    return " ".join(out)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,7 +23,15 @@ from contract.plain import MAX_CELL, cut
 from contract.speedups import Speedup, in_mode_order, speedups, usable
 from contract.vocab import ALTERNATIVE_MODES
 from pages.logic import energy, step_split
-from pages.logic.metrics import MISSING, format_interval, format_value, metric, title
+from pages.logic.metrics import (
+    MISSING,
+    format_interval,
+    format_value,
+    metric,
+    title,
+    x_interval,
+)
+from pages.logic.text_width import fit_px
 
 MEMORY_NOTE = ("Memory cost over eager: what the mode keeps on the GPU beyond what eager "
                "keeps at the same batch size, each measured alone from a clean state; "
@@ -66,10 +74,17 @@ def _speedup_cells(r: Row) -> dict[str, str]:
     s = r.speedup
     known = s is not None and r.m.mode != "eager"
     return {title("speedup"): format_value("speedup", s.speedup if s else None),
-            f"{metric('speedup').label} 95% CI": format_interval(
-                "speedup", s.ci_low if s else None, s.ci_high if s else None)
+            f"{metric('speedup').label} 95% CI": (
+                x_interval(s.ci_low, s.ci_high) if s is not None and _open_below(s.ci_low)
+                else format_interval("speedup", s.ci_low if s else None,
+                                     s.ci_high if s else None))
             if known else MISSING,
             "Verdict": s.verdict if s is not None and s.verdict else MISSING}
+
+
+def _open_below(low: object) -> bool:
+    lo = number_or_none(low)
+    return lo is not None and lo <= 0
 
 
 def _figure(name: str, bounds: tuple[str, str] | None = None
@@ -181,8 +196,8 @@ def points_table(points: Sequence[Measurement]) -> pd.DataFrame:
 
 # A table drawn whole on the page (issue 46: 28 rows sat in a 400 px scroll box with the
 # Verdict column cut): the grid's row height, and a column's width from its longest text
-# at the grid's font, plus the cell's padding.
-ROW_PX, CHAR_PX, CELL_PAD_PX = 35, 7.0, 26
+# at the grid's font (text_width.py), plus the cell's padding.
+ROW_PX = 35
 # A note (or a failure's message) is cut at this width; each is in full under the table.
 WIDEST_COLUMN_PX = 480
 # The Points table's widest column: a skipped point's reason (its Status, 520 px for the
@@ -208,15 +223,18 @@ def shown_height(rows: int) -> int | Literal["auto"]:
     return table_height(rows) if rows <= WHOLE_ROWS else "auto"
 
 
-def column_widths(frame: pd.DataFrame, widest: int = WIDEST_COLUMN_PX) -> dict[str, int]:
-    """Each column as wide as its header and its longest cell, so that no cell is cut; at
-    most `widest` pixels (a long note, written in full under the table)."""
+def column_widths(frame: pd.DataFrame, widest: int = WIDEST_COLUMN_PX,
+                  labels: Mapping[str, str] | None = None) -> dict[str, int]:
+    """Each column as wide as its header (`labels`' where it has one) and its longest
+    cell as the grid draws them (text_width.py), so that no cell is cut; at most `widest`
+    pixels (a long note, written in full under the table)."""
     out = {}
     for c in frame.columns:
         float_col = pd.api.types.is_float_dtype(frame[c])
-        texts = [str(c), *((FLOAT_FORMAT % v if float_col and pd.notna(v) else str(v))
-                           for v in frame[c])]
-        out[str(c)] = min(int(max(map(len, texts)) * CHAR_PX) + CELL_PAD_PX, widest)
+        texts = [(labels or {}).get(str(c), str(c)),
+                 *((FLOAT_FORMAT % v if float_col and pd.notna(v) else str(v))
+                   for v in frame[c])]
+        out[str(c)] = fit_px(texts, widest)
     return out
 
 
@@ -249,12 +267,13 @@ NOTE_CUT = " \u2026 (in full below)"
 def grid_notes(table: pd.DataFrame, widest: int = WIDEST_COLUMN_PX) -> pd.DataFrame:
     """The points table as the page's grid shows it: a note wider than `widest` px is cut
     at a word, NOTE_CUT after it (note_lines says each in full under the table)."""
-    room = int((widest - CELL_PAD_PX) / CHAR_PX) - len(NOTE_CUT)
-
     def shown(note: str) -> str:
-        if len(note) * CHAR_PX + CELL_PAD_PX <= widest:
+        if fit_px([note]) <= widest:
             return note
-        return note[:room].rsplit(" ", 1)[0].rstrip(",;:") + NOTE_CUT
+        words = note.split(" ")
+        while words and fit_px([" ".join(words).rstrip(",;:") + NOTE_CUT]) > widest:
+            words.pop()
+        return " ".join(words).rstrip(",;:") + NOTE_CUT
 
     if NOTE_COLUMN not in table:
         return table

@@ -20,7 +20,7 @@ from contract.numbers import number_or_none
 from contract.run_summary import RunHeader, RunListing, RunSummary
 from contract.speedups import Speedup, speedups, usable
 from contract.vocab import ALTERNATIVE_MODES, MODES
-from pages.logic import timeline
+from pages.logic import metrics, timeline
 from pages.logic.comparing import RunPoints
 from pages.logic.run_text import torch_text
 from runner.history.series import ORDERS, machine_key, machine_text, order_runs
@@ -212,7 +212,7 @@ def default_batches(points: RunPoints, limit: int = 3) -> list[int]:
 # their medians +- t(2) = 4.3 standard errors, and where the processes' step times lie far
 # apart (a shared CPU) that runs below 0 ms and is clamped there (runner/core/stats.py,
 # clustered_interval). A speedup over such a step then has a low of 0.00x: shown as none.
-OPEN_BELOW = "no lower bound"
+OPEN_BELOW = metrics.OPEN_BELOW
 OPEN_BELOW_NOTE = (
     "95% low '—' (" + OPEN_BELOW + "): the run's processes measured step times so far "
     "apart that the step-time interval ran below 0 ms (mean of the process medians +- 4.3 "
@@ -231,9 +231,9 @@ def _change(cur: Speedup, prev: Speedup) -> tuple[str, str]:
     ratio = cur.speedup / prev.speedup if prev.speedup else float("nan")
     if interval is None:
         return verdict, verdict
-    if bound(interval[0]) is None:  # (≤, not 'up to': the CPU series' table fits the page)
-        return verdict, f"{verdict} ({ratio:.2f}x; ≤{interval[1]:.2f}x, {OPEN_BELOW})"
-    return verdict, f"{verdict} ({ratio:.2f}x; {interval[0]:.2f}-{interval[1]:.2f}x)"
+    # The Run page's rule (metrics.x_interval): '≤4.90x, no lower bound' where the low
+    # end is 0 or below.
+    return verdict, f"{verdict} ({ratio:.2f}x; {metrics.x_interval(*interval)})"
 
 
 TREND_COLUMNS = ["run", "order", "run_id", "torch", "date", "mode", "batch_size", "speedup",

@@ -25,7 +25,8 @@ import pandas as pd
 from contract.measurement import Measurement
 from contract.numbers import number_or_none
 from contract.run_summary import RunHeader
-from pages.logic.comparing import run_names
+from pages.logic.comparing import short_names
+from pages.logic.metrics import title
 
 RAW_CUDA_NOTE = ("NVIDIA's V100 figures are raw CUDA runtime launches from C++: no "
                  "Python, no PyTorch dispatcher, no caching allocator. A kernel-chain point "
@@ -130,13 +131,18 @@ def hand_calculation(points: Sequence[Measurement], header: RunHeader) -> pd.Dat
         est_eager, est_graph = estimate(k, launch, kernel)
         graph_ms = (number_or_none(by_mode["cuda-graph"].timing.step_ms)
                     if "cuda-graph" in by_mode else None)
-        rows.append({"batch (elements)": int(batch), "kernels": k,
-                     "launch us (measured)": launch, "kernel us (measured)": kernel,
-                     "eager us: N x max(L, K)": est_eager,
-                     "eager us measured": (number_or_none(eager.timing.step_ms) or 0) * 1e3,
-                     "graph us: N x K + L": est_graph,
-                     "graph us measured": graph_ms * 1e3 if graph_ms else None})
+        # Headers in the note's letters (HAND_LEGEND says them): the whole table fits the
+        # page at 1280 px; in words, eight columns did not.
+        rows.append({"batch (elements)": int(batch), "N": k, "L": launch, "K": kernel,
+                     "eager: N x max(L, K)": est_eager,
+                     "eager measured": (number_or_none(eager.timing.step_ms) or 0) * 1e3,
+                     "graph: N x K + L": est_graph,
+                     "graph measured": graph_ms * 1e3 if graph_ms else None})
     return pd.DataFrame(rows)
+
+
+HAND_LEGEND = ("N: kernels a step; L: the host's launch cost, measured (us); K: one "
+               "kernel's time, measured (us); the estimates and the measured steps in us.")
 
 
 def note_text() -> str:
@@ -147,14 +153,14 @@ def note_text() -> str:
             f"{graph:g} us under one graph (N x kernel + one launch). Below, the same sums "
             "with this run's measured launch cost (the host probe, one trivial kernel "
             "launch) and kernel time (eager's GPU busy time per kernel), beside what the "
-            "steps measured.")
+            "steps measured. " + HAND_LEGEND)
 
 
 def compare_per_kernel(points: Mapping[int, Sequence[Measurement]],
                        headers: Sequence[RunHeader]) -> pd.DataFrame:
     """Compare: per-kernel figures of every kernel-chain run side by side (published
     V100 figures next to measured points)."""
-    names = run_names(headers)
+    names = short_names(headers)
     frames = []
     for header in headers:
         table = per_kernel_table(points.get(header.id, []), header)
@@ -180,30 +186,58 @@ def has_published_raw_cuda(headers: Sequence[RunHeader]) -> bool:
     return any(h.workload == "kernel-chain" and h.source == "published" for h in headers)
 
 
+# The train-step tables' memory columns under the names the Points view gives the same
+# figures (contract/metrics.py's titles): one name a figure on every page.
+POOL_COL, PEAK_COL, KEPT_COL = (title("graph_pool_bytes"), title("peak_allocated_bytes"),
+                                title("reserved_delta_bytes"))
+
+
 def train_memory_table(points: Sequence[Measurement], header: RunHeader) -> pd.DataFrame:
-    """train-step: each mode's memory (MiB), and for reduce-overhead the graphs its trees
-    recorded and the separately captured forward and backward pools."""
+    """train-step: each mode's memory (MiB) and whether its parameters match eager's after
+    the step. reduce-overhead's trees are train_trees_table's."""
+    if header.workload != "train-step" or not points:
+        return pd.DataFrame()
+    rows = [{"batch": int(m.batch_size), "mode": m.mode,
+             POOL_COL: _mib(m.memory.graph_pool_bytes),
+             PEAK_COL: _mib(m.memory.peak_allocated_bytes),
+             KEPT_COL: _mib(m.memory.reserved_delta_bytes),
+             "params match eager": m.setup.correct}
+            for m in (p for p in points if p.status == "ok")]
+    return pd.DataFrame(rows).sort_values(["batch", "mode"]).reset_index(drop=True)
+
+
+def train_trees_table(points: Sequence[Measurement], header: RunHeader) -> pd.DataFrame:
+    """train-step, the points whose CUDA Graph trees or separate captures were recorded
+    (reduce-overhead's): the graphs the trees recorded and their one shared pool, beside
+    the forward and backward graphs captured separately, each in its own pool (MiB)."""
     if header.workload != "train-step" or not points:
         return pd.DataFrame()
     rows = []
     for m in (p for p in points if p.status == "ok"):
         # The JSON the runner stored for the trees (the edge: db's JSON column).
         trees, sep = _mapping(m.setup.cudagraph_trees), m.memory.separate_graphs
+        if "graphs" not in trees and not sep:
+            continue
         rows.append({
             "batch": int(m.batch_size), "mode": m.mode,
-            "graph pool MiB": _mib(m.memory.graph_pool_bytes),
-            "peak allocated MiB": _mib(m.memory.peak_allocated_bytes),
-            "reserved delta MiB": _mib(m.memory.reserved_delta_bytes),
             "graphs recorded": (f"{trees.get('forward', 0)} forward + "
-                                f"{trees.get('backward', 0)} backward in "
-                                f"{trees.get('pools', 0)} pool(s)"
+                                f"{trees.get('backward', 0)} backward, "
+                                f"{_count(trees.get('pools', 0), 'pool')}"
                                 if "graphs" in trees else None),
-            "forward alone MiB": _mib(sep.forward_pool_bytes) if sep else None,
-            "backward alone MiB": _mib(sep.backward_pool_bytes) if sep else None,
-            "separate sum MiB": _mib(sep.sum_bytes) if sep else None,
-            "params match eager": m.setup.correct,
-        })
-    return pd.DataFrame(rows).sort_values(["batch", "mode"]).reset_index(drop=True)
+            POOL_COL: _mib(m.memory.graph_pool_bytes),
+            "forward alone (MiB)": _mib(sep.forward_pool_bytes) if sep else None,
+            "backward alone (MiB)": _mib(sep.backward_pool_bytes) if sep else None,
+            "separate sum (MiB)": _mib(sep.sum_bytes) if sep else None})
+    if not rows:
+        return pd.DataFrame()
+    out = pd.DataFrame(rows).sort_values(["batch", "mode"]).reset_index(drop=True)
+    # One mode (reduce-overhead's, as the section's caption says): a column repeating it
+    # would push the table past the page at 1280 px.
+    return out.drop(columns="mode") if out["mode"].nunique() == 1 else out
+
+
+def _count(n: object, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def train_pool_frame(points: Sequence[Measurement], header: RunHeader
@@ -256,10 +290,16 @@ def run_sections(header: RunHeader, points: Sequence[Measurement]) -> list[Secti
             out.append(Section("The hand calculation, measured", note_text(), calc))
     memory = train_memory_table(points, header)
     if not memory.empty:
-        out.append(Section("Training memory", "Graph pool, peak allocated and reserved delta per "
-                    "mode. reduce-overhead's CUDA Graph trees keep forward and backward "
-                    "graphs in one shared pool; the forward and backward graphs captured "
-                    "separately, each in its own pool, are the reference for what that "
-                    "sharing saves (captured from eager kernels after the mode's own "
-                    "figures were taken).", memory, train_pool_frame(points, header)))
+        out.append(Section("Training memory", "Graph pool, peak during a step and what stays "
+                           "kept in the allocator per mode, and whether the parameters "
+                           "match eager's after the step.", memory,
+                           train_pool_frame(points, header)))
+    trees = train_trees_table(points, header)
+    if not trees.empty:
+        out.append(Section("Graph trees against separate captures", "reduce-overhead's "
+                           "CUDA Graph trees keep forward and backward graphs in one shared "
+                           "pool; the forward and backward graphs captured separately, each "
+                           "in its own pool, are the reference for what that sharing saves "
+                           "(captured from eager kernels after the mode's own figures were "
+                           "taken).", trees))
     return out

@@ -12,7 +12,7 @@ import streamlit as st
 from contract.measurement import Measurement
 from contract.run_summary import RunHeader
 from pages.charts import run_charts, split_charts, workload_charts
-from pages.logic import links, points_table, run_text, workload_views
+from pages.logic import links, point_groups, points_table, run_text, workload_views
 from pages.logic.metrics import MISSING
 from pages.logic.plain import MAX_CELL, MAX_SHOWN, cut, plain
 from pages.widgets import data, parts, url
@@ -65,21 +65,27 @@ def tables(url: str, data_v: tuple, run_id: int) -> tuple[pd.DataFrame, pd.DataF
 
 
 def whole_table(table: pd.DataFrame, key: str,
-                widest: int = points_table.WIDEST_COLUMN_PX) -> None:
+                widest: int = points_table.WIDEST_COLUMN_PX,
+                shown: point_groups.Table | None = None) -> None:
     """A table with every row on the page (no scroll box) and every column as wide as its
     text up to `widest` px (points_table.column_widths): the grid cut the Verdict column at
-    1280 px. Wider than the page, it scrolls sideways; no cell is cut but a long note."""
+    1280 px. Given a subject's `shown` table, its headers, tooltips and widths."""
     blank = [c for c in table.columns if table[c].isna().any()]
     if blank:  # unknown is a dash on every table here, never "None" or "nan"
         table = table.astype({c: object for c in blank})
         table[blank] = table[blank].where(table[blank].notna(), MISSING)
+    widths = shown.widths if shown else points_table.column_widths(table, widest)
+    labels = shown.labels if shown else {}
+    helps = shown.helps if shown else {}
     st.dataframe(table, hide_index=True, key=key,
                  height=points_table.table_height(len(table)),
                  column_config={c: st.column_config.NumberColumn(
-                                    width=w, format=points_table.FLOAT_FORMAT)
+                                    labels.get(c, c), width=w, help=helps.get(c) or None,
+                                    format=points_table.FLOAT_FORMAT)
                                 if pd.api.types.is_float_dtype(table[c])
-                                else st.column_config.Column(width=w)
-                                for c, w in points_table.column_widths(table, widest).items()})
+                                else st.column_config.Column(
+                                    labels.get(c, c), width=w, help=helps.get(c) or None)
+                                for c, w in widths.items()})
 
 
 def points_view(run_id: int, header: RunHeader, points: Sequence[Measurement]) -> None:
@@ -103,19 +109,32 @@ def points_view(run_id: int, header: RunHeader, points: Sequence[Measurement]) -
         whole_table(section.table, key=f"workload_{section.title}")
     st.subheader("Points")
     with parts.drawn('The points table'):
-        table = tables(data.db_url(), data.version(), run_id)[1]
-        bad = (int((~table["Status"].astype(str).str.startswith("ok")).sum())
-               if len(table) else 0)
-        if bad:
-            st.caption(f"{bad} point(s) did not produce a measurement: marked in the "
-                       "Status column with their message.")
-        whole_table(points_table.grid_notes(table), key="points_table",
-                    widest=points_table.POINTS_WIDEST_PX)
-        notes = points_table.note_lines(points)
-        if notes:  # the table's cells are cut; each note in full, one line a point
-            st.markdown("**Points whose figures need a word**\n"
-                        + "\n".join(f"- {plain(n)}" for n in notes))
+        points_tables(tables(data.db_url(), data.version(), run_id)[1], points)
     st.caption(points_table.MEMORY_NOTE)
+
+
+def points_tables(table: pd.DataFrame, points: Sequence[Measurement]) -> None:
+    """Every point, one table a subject (point_groups): each fits the page at 1280 px; the
+    ones read less often in expanders; then each failure's message and each note whole."""
+    shown, empty = point_groups.subject_tables(table)
+    failed = point_groups.status_lines(points)
+    if failed:
+        st.caption(f"{len(failed)} point(s) did not produce a measurement: marked in the "
+                   "Status column, each message under the tables.")
+    for t in shown:
+        with st.expander(t.title) if t.folded else st.container():
+            if not t.folded:
+                st.markdown(f"**{t.title}**")
+            whole_table(t.frame, key=f"points_{t.title}", shown=t)
+    if empty:
+        st.caption("No figure in this run for: " + ", ".join(empty) + " (every cell a dash).")
+    if failed:
+        st.markdown("**Points that did not produce a measurement**\n"
+                    + "\n".join(f"- {plain(line)}" for line in failed))
+    notes = points_table.note_lines(points)
+    if notes:  # the Noise table's Note cells are cut; each note in full, one line a point
+        st.markdown("**Points whose figures need a word**\n"
+                    + "\n".join(f"- {plain(n)}" for n in notes))
 
 
 def long_params_download(run_id: int, header: RunHeader) -> None:

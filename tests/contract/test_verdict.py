@@ -49,7 +49,7 @@ def test_every_verdict_is_described_and_inconclusive_alone_is_not_ranked():
 
 
 def test_quoted_never_gives_an_inconclusive_median():
-    assert vd.quoted(0.5, 0.0, 111.7) == "inconclusive (95% 0.00-111.70x)"
+    assert vd.quoted(0.5, 0.0, 111.7) == "inconclusive (95% ≤111.70x, no lower bound)"
     assert "0.5" not in vd.quoted(0.5, 0.0, 111.7)
     assert vd.quoted(7.1, 6.5, 7.6) == "7.10x (6.50-7.60x)"
     assert vd.quoted(1.2, None, None) == "1.20x (no interval)"
@@ -134,7 +134,7 @@ def test_headlines_say_inconclusive_and_quote_no_median():
 def test_pivot_and_points_table_mark_inconclusive():
     p = noisy_points()
     pivot = points_table.speedup_pivot(p).set_index("Batch size")
-    assert pivot.at[1, "compile"].startswith("inconclusive (95% 0.00-111.70x)")
+    assert pivot.at[1, "compile"].startswith("inconclusive (95% ≤111.70x, no lower bound)")
     assert pivot.at[8, "cuda-graph"].startswith("7.10x (6.50-7.60x)")
     t = points_table.points_table(p)
     row = t[(t["Mode"] == "compile") & (t["Batch size"] == 1)].iloc[0]

@@ -43,7 +43,8 @@ READY = """() => {
     return false;
   if (document.querySelector("[data-testid='stStatusWidgetRunningIcon']")) return false;
   // (one in a closed expander is drawn when opened)
-  const open = el => el.getBoundingClientRect().height > 0;
+  const open = el => el.getBoundingClientRect().height > 0 &&
+    !el.closest('details:not([open])');
   const charts = [...document.querySelectorAll("[data-testid='stVegaLiteChart']")].filter(open);
   const grids = [...document.querySelectorAll("[data-testid='stDataFrame']")].filter(open);
   // (Vega draws a chart of many marks, the step timeline's, on a canvas: not read below)
@@ -232,8 +233,10 @@ def read_page(page, base_url: str, case: Case, tmp: Path) -> dict:
     if not (case.view and same_run and _open_tab(page, case.view)):
         page.goto(f"{base_url}/{case.path}")
         settle(page)
-        page.evaluate(OPEN_EXPANDERS)  # kept open by the session over the tabs' reruns
-        settle(page)
+    # Opened as a reader opens them (each expander stays open over the tabs' reruns; a
+    # view's own, the Points view's tables, are new at its tab's click).
+    page.evaluate(OPEN_EXPANDERS)
+    settle(page)
     return page.evaluate(COLLECT_JS, {"root": PAGE_ROOT, "charts": PAGE_CHARTS})
 
 

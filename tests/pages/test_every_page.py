@@ -132,7 +132,8 @@ def test_run_page_headline_charts_table_environment_and_share_link(dash):
     pivot = views["Points"].table[0].value.reset_index()  # a static table: its cells wrap
     assert list(pivot.columns) == ["Batch size", "compile", "reduce-overhead", "cuda-graph"]
     points = views["Points"].dataframe[0].value
-    assert "✖ error: CUDA out of memory" in set(points["Status"])
+    assert "✖ error" in set(points["Status"])  # the mark; its message under the tables
+    assert any("✖ error: CUDA out of memory" in t for t in texts(views["Points"], "markdown"))
     assert not views["Points"].code and not at.dataframe  # each view sends only its own
     env = views["Environment"]
     assert any(c.endswith(f"/run?run={rid}&view=Environment") for c in texts(env, "code"))
@@ -157,8 +158,9 @@ def test_cpu_run_with_unsupported_points_and_run_with_only_errors(dash):
     views = run_views(dash, cpu, ("Speed", "Memory", "Time split", "Points"))
     at = views["Speed"]
     assert [len(charts(views[v])) for v in CHART_VIEWS] == [2, 0, 0]
-    assert any(s.startswith("⊘ unsupported: reduce-overhead needs CUDA")
-               for s in views["Points"].dataframe[0].value["Status"])
+    assert "⊘ unsupported" in set(views["Points"].dataframe[0].value["Status"])
+    assert any("⊘ unsupported: reduce-overhead needs CUDA" in t
+               for t in texts(views["Points"], "markdown"))
     everything = " ".join([at.title[0].value, *texts(at, "markdown"), *texts(at, "caption")])
     assert "CPU (synthetic-host)" in at.title[0].value and "nan" not in everything
     broken = dash.add(modes=("eager", "compile"), batches=(8,),
@@ -187,8 +189,9 @@ def test_run_page_quotes_intervals_noise_and_launch_cost(dash):
                in c for c in context), context
     at = dash.open("pages/run.py", run=str(rid), view="Points")
     table = at.dataframe[0].value.set_index(["Mode", "Batch size"])
-    assert table.at[("compile", 8), "Noise"] == "noisy"
     assert table.at[("cuda-graph", 64), "Speedup over eager 95% CI"] == "8.00-40.00x"
+    noise = _grid(at, "Noise").set_index(["Mode", "Batch size"])  # its own table
+    assert noise.at[("compile", 8), "Noise"] == "noisy"
 
 
 def test_old_run_page_says_no_interval(dash):
@@ -199,7 +202,7 @@ def test_old_run_page_says_no_interval(dash):
     assert any("Noise: no interval" in c and "launch cost not measured" in c
                for c in texts(at, "caption")), texts(at, "caption")
     views = run_views(dash, rid, (*CHART_VIEWS, "Points"))
-    assert set(views["Points"].dataframe[0].value["Noise"]) == {"no interval"}
+    assert set(_grid(views["Points"], "Noise")["Noise"]) == {"no interval"}
     # every chart still draws (no launch cost: no such panel), but for the trade-off of
     # speed against memory cost: a run from before the isolated memory pass has no cost,
     # and its Memory view says so
@@ -250,16 +253,18 @@ def test_compare_overlays_runs_with_ratio_table_and_environment_diff(dash):
     keys = at.table[0].value  # each run's key figure, as the board quotes it
     assert list(keys.columns) == ["run", "key figure", "memory cost"] and len(keys) == 2
     ratios = at.dataframe[0].value
-    col = [c for c in ratios.columns if " vs #" in c][0]
-    assert list(ratios.columns).index(col) == 2  # the answer right after mode and batch
-    assert ratios[col].dropna().gt(1).all()  # B (half the time) is faster everywhere
+    assert list(ratios.columns[:5]) == ["mode", "batch_size", "run", "vs baseline", "95%"]
+    assert ratios["vs baseline"].dropna().gt(1).all()  # B (half the time) is faster
     # after the GPU and host table (and, two GPUs here, which one gains more)
     memory = next(d.value for d in at.dataframe
                   if any(c.endswith(" MiB") for c in d.value.columns))
     assert [c for c in memory.columns if c.endswith(" MiB")] == [
-        f"#{a} Synthetic GPU A · torch 2.1 MiB", f"#{b} Synthetic GPU B · torch 2.2 MiB"]
-    diff = next(d.value for d in at.dataframe if "field" in d.value.columns)
-    assert {"gpu_name", "torch_version"} <= set(diff["field"])
+        f"#{a} Synthetic GPU A MiB", f"#{b} Synthetic GPU B MiB"]  # short: a legend says
+    assert f"#{a} Synthetic GPU A is #{a} Synthetic GPU A · torch 2.1" in " ".join(
+        texts(at, "caption"))
+    diff = next(t.value for t in at.table if "field" in t.value.columns)  # wraps
+    # (Markdown cells: an underscore escaped, drawn as itself)
+    assert {"gpu\\_name", "torch\\_version"} <= set(diff["field"])
     # the link carries the baseline run and the common launch cost as well
     assert any(c.endswith(f"/compare?run={a}&run={b}&baseline={a}&at_us=10")
                for c in texts(at, "code")), texts(at, "code")
@@ -275,13 +280,12 @@ def test_compare_marks_ratios_within_noise_and_diffs_launch_cost(dash):
     old = dash.add(gpu="Synthetic GPU C", intervals=False)
     at = dash.open("pages/compare.py", run=[str(a), str(b), str(old)])
     ratios = at.dataframe[0].value
-    col_b = [c for c in ratios.columns if c.startswith(f"#{b} ") and c.endswith(" 95%")][0]
-    col_old = [c for c in ratios.columns if c.startswith(f"#{old} ") and c.endswith(" 95%")][0]
-    assert ratios[col_b].str.startswith("within noise (").any()
-    slower = ratios[ratios[col_b].str.startswith("slower (")]
+    of_b = ratios[ratios["run"].str.startswith(f"#{b} ")]
+    assert of_b["95%"].str.startswith("within noise (").any()
+    slower = of_b[of_b["95%"].str.startswith("slower (")]
     assert list(zip(slower["mode"], slower["batch_size"], strict=True)) == [("eager", 8)]
-    assert set(ratios[col_old]) == {"no interval"}
-    diff = next(d.value for d in at.dataframe if "field" in d.value.columns).set_index("field")
+    assert set(ratios[ratios["run"].str.startswith(f"#{old} ")]["95%"]) == {"no interval"}
+    diff = next(t.value for t in at.table if "field" in t.value.columns).set_index("field")
     row = diff.loc["host launch cost (us, median and range)"]
     assert [v for k, v in row.items() if k.startswith("#")] == ["8.0 us (8.0-8.0)",
                                                                 "20.0 us (20.0-20.0)", "—"]
@@ -500,3 +504,8 @@ def test_export_picker_tells_the_shipped_runs_apart(dash):
                and s.endswith("· H200 mlp") for s in shown), shown
     assert any(" mlp serve run · NVIDIA H200" in s for s in shown), shown
     assert all(len(s) <= 120 for s in shown), max(shown, key=len)  # one line at 1280 px
+
+
+def _grid(at, column: str):
+    """The Points view's table (one a subject) that holds `column`."""
+    return next(d.value for d in at.dataframe if column in d.value.columns)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 
 from db import queries
-from pages.logic import points_table, run_text
+from pages.logic import point_groups, points_table, run_text
+from pages.logic.text_width import fit_px
 from tests.apptest import charts, texts
 
 V100 = "published-v100-cuda-graphs-blog"
@@ -43,21 +44,34 @@ def test_published_v100_run_shows_its_per_kernel_figures(dash):
     assert not per_kernel.isna().any().any()
 
 
-def test_points_view_draws_every_row_and_cuts_no_verdict(dash):
-    """The pivot wraps (every mode on screen at 1280 px); the points grid is drawn whole
-    with every column as wide as its text."""
+def test_points_view_draws_every_row_in_tables_that_fit_the_page(dash):
+    """The pivot wraps (every mode on screen at 1280 px); the points are one table a
+    subject, each drawn whole, every column as wide as its text and the columns together
+    no wider than the page's 820 px (an expander's 786); every figure of the points table
+    is in one of them, under its own name or a short header whose tooltip names it."""
     at = dash.open("pages/run.py", run=str(_run_id(dash, "edde740d-b50e-4c82-bbac-4d39143e876a")),
                    view="Points")
-    table = at.dataframe[0]  # the pivot above it is a static table
-    rows = table.value
-    assert len(rows) == 28
     pivot = at.table[0].value
     assert list(pivot.columns) == ["compile", "reduce-overhead", "cuda-graph"]
-    widths = {c: v["width"] for c, v in json.loads(table.proto.columns).items() if "width" in v}
-    need = max(len(str(v)) for v in [*rows["Verdict"], "Verdict"]) * points_table.CHAR_PX
-    assert widths["Verdict"] >= need  # "within noise" whole
-    assert all(widths[c] >= len(c) * points_table.CHAR_PX for c in rows.columns)
+    full = points_table.points_table(dash_points(dash, "edde740d-b50e-4c82-bbac-4d39143e876a"))
+    seen: set[str] = set()
+    for grid in at.dataframe:
+        rows = grid.value
+        assert len(rows) == 28 and list(rows.columns[:2]) == ["Mode", "Batch size"]
+        config = json.loads(grid.proto.columns)
+        widths = {c: config[c]["width"] for c in rows.columns}
+        assert sum(widths.values()) <= point_groups.PAGE_PX
+        for c in rows.columns:
+            label = config[c].get("label", c)
+            assert widths[c] >= fit_px([label, *rows[c].astype(str)]), c  # none cut
+            assert label == c or config[c].get("help"), c  # a short header: a tooltip
+        seen |= set(rows.columns)
+    assert seen == set(full.columns) - {points_table.NOTE_COLUMN} or seen == set(full.columns)
     assert points_table.table_height(28) >= 29 * points_table.ROW_PX  # no scroll box
+
+
+def dash_points(dash, uuid: str):
+    return queries.run_points(dash.engine, _run_id(dash, uuid))
 
 
 def test_environment_view_reads_in_words_and_units(dash):

@@ -4,16 +4,10 @@ column's edge, and runs that measure different things offered knowingly."""
 
 from __future__ import annotations
 
-import pandas as pd
-
 from db import queries
 from pages.logic import board
+from pages.logic.text_width import fit_px
 from tests.apptest import texts
-
-
-def test_key_figure_headers_are_not_cut():
-    for c in board.key_columns():
-        assert board.key_width(c) > board.text_px(c) + board.CELL_PAD_PX, c
 
 
 def test_parameters_leave_out_what_the_run_did_not_record():
@@ -22,17 +16,37 @@ def test_parameters_leave_out_what_the_run_did_not_record():
     assert board.known_params(None) is None
 
 
-def test_every_column_fits_its_widest_cell_and_the_first_screen_ends_at_an_edge():
-    table = pd.DataFrame({"id": [1], "link": ["run?run=1"], "GPU": ["NVIDIA H100 80GB HBM3"],
-                          "workload": ["transformer-decode"], "key figure": ["x" * 10],
-                          "torch": ["2.11.0+cu130"],
-                          "noise": ["5 of 16 points noisy, 16 of 16 points host unstable"],
-                          "label": ["repeatability bench (transformer-decode, one)"]})
-    w = board.board_widths(table)
-    first = sum(w[c] for c in ("id", "link", "GPU", "workload", "key figure"))
-    assert first + board.SELECT_PX == board.GRID_PX
-    for c in ("GPU", "workload", "torch", "noise", "label"):
-        assert w[c] > board.text_px(table[c][0]) + board.CELL_PAD_PX, c
+def test_each_column_set_fits_the_grid_and_no_cell_is_cut(dash):
+    """Every set of the board's columns on the shipped samples lies within the grid at
+    1280 px (the selection boxes beside it), each column as wide as its header and its
+    widest cell; every column of the board is in a set or in the selected runs' details."""
+    at = dash.open()
+    table = at.dataframe[0].value
+    for name, columns in board.COLUMN_SETS.items():
+        w = board.set_widths(table, name)
+        assert sum(w.values()) + board.SELECT_PX <= board.GRID_PX, name
+        labels = board.column_labels(columns)
+        for c in columns:
+            cells = table["id"] if c == "link" else table[c].dropna()
+            texts = [board.key_format(c) % v for v in cells] if c in board.key_columns() \
+                else list(cells)
+            assert w[c] >= fit_px([labels.get(c, c), *texts]), (name, c)
+    shown = {c for cs in board.COLUMN_SETS.values() for c in cs} | set(board.DETAIL_COLUMNS)
+    assert set(table.columns) <= shown | {"id"}
+    detail = board.detail_table(table, list(table["id"][:2]))
+    assert list(detail.columns) == board.DETAIL_COLUMNS and len(detail) == 2
+
+
+def test_a_column_set_is_picked_and_the_selected_runs_read_whole(dash):
+    a = dash.add(gpu="Synthetic GPU A", label="a label of my own")
+    at = dash.open("pages/runs.py", columns=board.MODES_SET)
+    assert at.radio[0].value == board.MODES_SET
+    ids = list(at.dataframe[0].value["id"])
+    at.session_state["runs_table"] = {"selection": {"rows": [ids.index(a)], "columns": []}}
+    at.run()
+    detail = at.table[0].value
+    assert detail["label"].tolist() == ["a label of my own"]
+    assert detail["memory cost"].iloc[0].endswith(" MiB memory cost over eager")
 
 
 def test_runs_that_differ_are_offered_knowingly(dash):

@@ -22,12 +22,12 @@ def test_ratio_table_is_baseline_over_run_and_keeps_gaps():
     p = {1: pts([("eager", 8, 2.0), ("eager", 64, 4.0), ("eager", 512, 5.0)]),
          2: pts([("eager", 8, 1.0), ("eager", 64, None)]), 3: pts([("eager", 64, 8.0)])}
     t = comparing.ratio_table(p, h3, baseline=1).set_index("batch_size")
-    col = "#2 B · torch 2.0 vs #1"
+    col = "#2 B vs #1"  # short names (names_legend says each whole)
     assert t.at[8, col] == 2.0
     assert pd.isna(t.at[64, col])
-    assert t.at[64, "#3 C · torch 2.0 vs #1"] == 0.5  # run 3 takes twice as long
+    assert t.at[64, "#3 C vs #1"] == 0.5  # run 3 takes twice as long
     assert 512 not in t.index  # one run only: no ratio to show
-    assert "#1 A · torch 2.0 vs #2" in list(comparing.ratio_table(p, h, baseline=2).columns)
+    assert "#1 A vs #2" in list(comparing.ratio_table(p, h, baseline=2).columns)
     assert t.at[8, f"{col} 95%"] == "no interval"  # no step-time intervals in these points
 
 
@@ -39,7 +39,7 @@ def test_ratio_table_marks_ratios_within_noise():
          2: pts([("eager", 8, 1.0, iv(0.95, 1.05)), ("eager", 64, 0.97, iv(0.9, 1.02)),
                  ("eager", 512, 1.0)])}
     t = comparing.ratio_table(p, h, baseline=1).set_index("batch_size")
-    col = "#2 B · torch 2.0 vs #1 95%"
+    col = "#2 B vs #1 95%"
     assert t.at[8, col] == "faster (1.81-2.21x)"
     assert t.at[64, col].startswith("within noise (")  # 1.03x, but the intervals overlap
     assert t.at[512, col] == "no interval"
@@ -126,5 +126,18 @@ def test_side_by_side_tables_leave_out_runs_without_the_figure():
           for i, g in ((1, "A"), (2, "B"))]
     t = _side_by_side({("cuda-graph", 8): {1: 38.0}}, hs, "MiB")
     assert [c for c in t.columns if c.endswith(" MiB")] == ["#1 A MiB"]
-    assert without(t, hs, "MiB") == ["#2 B"]
+    assert without(t, hs, "MiB") == ["#2 B"]  # named whole where it is said in words
     assert isinstance(t, pd.DataFrame)
+
+
+def test_tables_name_runs_short_and_one_line_says_each_whole():
+    from pages.logic.names import short_device
+
+    assert [short_device({"gpu_name": g}) for g in (
+        "NVIDIA H100 80GB HBM3", "Tesla V100-SXM2-16GB", "NVIDIA L40S", "NVIDIA H200",
+        "NVIDIA GeForce RTX 4090", None)] == ["H100", "V100", "L40S", "H200", "RTX 4090",
+                                             "CPU"]
+    h = headers({"id": 9, "gpu_name": "NVIDIA H100 80GB HBM3"}, {"id": 16, "gpu_name": "B"})
+    assert comparing.short_names(h) == {9: "#9 H100", 16: "#16 B"}
+    assert comparing.names_legend(h) == ("In the tables: #9 H100 is #9 NVIDIA H100 80GB "
+                                         "HBM3 · torch 2.0; #16 B is #16 B · torch 2.0.")

@@ -221,9 +221,13 @@ def test_ratio_columns_come_before_the_times():
     h = headers({"id": 1, "gpu_name": "A", "torch_version": "2.1"},
                 {"id": 2, "gpu_name": "B", "torch_version": "2.1"})
     cols = list(comparing.ratio_table({1: a, 2: b}, h, 1).columns)
-    assert cols[:4] == ["mode", "batch_size", "#2 B · torch 2.1 vs #1",
-                        "#2 B · torch 2.1 vs #1 95%"]
+    assert cols[:4] == ["mode", "batch_size", "#2 B vs #1", "#2 B vs #1 95%"]
     assert cols[-1].endswith(" ms")
+    table = comparing.ratio_table({1: a, 2: b}, h, 1)
+    rows = comparing.ratio_rows(table, h, 1)  # as the page shows it: a row a run
+    assert list(rows.columns[:5]) == ["mode", "batch_size", "run", "vs baseline", "95%"]
+    assert list(rows["vs baseline"]) == list(table["#2 B vs #1"])
+    assert set(rows["run"]) == {"#2 B"} and len(rows) == len(table)
 
 
 def test_compare_flags_a_published_mean_and_shows_memory_side_by_side():
@@ -239,7 +243,7 @@ def test_compare_flags_a_published_mean_and_shows_memory_side_by_side():
                                                for b in (1, 8)}))
     m = comparing.memory_table({1: pub, 2: own_v7}, h)
     # the published run measured no memory: no column of blanks, named apart instead
-    assert list(m.columns) == ["mode", "batch_size", "#2 A · torch 2.1 MiB"]
+    assert list(m.columns) == ["mode", "batch_size", "#2 A MiB"]  # its short name
     assert comparing.without(m, h, "MiB") == ["#1 NVIDIA L40S · torch 2.8.0 (published)"]
     costs = dict(zip(m["mode"], m.iloc[:, 2], strict=False))  # eager is the baseline: 0
     assert costs == {"eager": pytest.approx(0.0), "cuda-graph": pytest.approx(38.0)}

@@ -14,6 +14,7 @@ from contract import verdict as vd
 from contract.measurement import Measurement
 from contract.run_summary import BREAK_EVEN_LABEL, summarize
 from pages.logic import board, points_table, run_text
+from pages.logic.text_width import fit_px
 from runner.ops.commands import sweep
 from tests.records import header, points_of, pts
 from tests.synthetic import step_figures, sweep_bundle
@@ -148,5 +149,7 @@ def test_the_grid_cuts_a_long_note_at_a_word_and_points_below():
     shown = pt.grid_notes(pd.DataFrame({pt.NOTE_COLUMN: [long, "short", ""]}))
     cut, short, empty = shown[pt.NOTE_COLUMN]
     assert cut.endswith(pt.NOTE_CUT) and long.startswith(cut[:-len(pt.NOTE_CUT)])
-    assert len(cut) * pt.CHAR_PX + pt.CELL_PAD_PX <= pt.WIDEST_COLUMN_PX
+    assert fit_px([cut]) <= pt.WIDEST_COLUMN_PX
+    assert len(pt.grid_notes(pd.DataFrame({pt.NOTE_COLUMN: [long]}), widest=200)
+               [pt.NOTE_COLUMN][0]) < len(cut)  # a narrower column, fewer words
     assert (short, empty) == ("short", "")

@@ -13,9 +13,10 @@ import pytest
 from contract import bundle as fmt
 from contract.measurement import Measurement
 from contract.run_summary import RunListing
+from db import queries
 from db.store import import_bundle
 from pages.charts import trend_chart
-from pages.logic import trends
+from pages.logic import metrics, trends
 from runner.history.series import torch_key
 from tests.apptest import charts, texts
 from tests.conftest import ROOT
@@ -317,6 +318,15 @@ def test_a_speedup_low_of_zero_is_no_bound_and_the_cpu_series_defaults_to_compil
     assert "0.00" not in " ".join(table["change vs previous"])
     assert trends.OPEN_BELOW_NOTE in " ".join(texts(at, "caption")).replace("\\", "")
     assert trends.bound(0.0) is None and trends.bound(0.5) == 0.5
+    # The Run page writes the same point's interval by the same rule (metrics.x_interval)
+    runs = queries.runs_frame(dash.engine)
+    rid = int(runs[(runs["torch_version"] == "2.11.0+cu130") & runs["gpu_name"].isna()
+                   & (runs["workload"] == "mlp")]["id"].iloc[0])
+    run = dash.open("pages/run.py", run=str(rid), view="Points")
+    speed = run.dataframe[0].value.set_index(["Mode", "Batch size"])
+    assert speed.at[("compile", 8), "Speedup over eager 95% CI"] == "≤4.90x, no lower bound"
+    assert metrics.x_interval(0.0, 4.897) == "≤4.90x, no lower bound"  # Trends' words too
+    assert run.table[0].value.loc[8, "compile"] == "inconclusive (95% ≤4.90x, no lower bound)"
 
 
 def test_interval_bars_stay_inside_the_plot():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pandas as pd
 import pytest
 
 from contract import bundle as fmt
@@ -72,11 +71,12 @@ def test_hand_calculation_redone_with_measured_figures():
     row = wv.hand_calculation(measured, CHAIN).iloc[0]
     eager = next(m for m in measured if m.mode == "eager")
     kernel = eager.launches.gpu_busy_ms * 1e3 / eager.launches.gpu_kernels_per_step
-    assert row["launch us (measured)"] == 7.0 and row["kernel us (measured)"] == kernel
-    assert row["eager us: N x max(L, K)"] == 20 * max(7.0, kernel)
-    assert row["graph us: N x K + L"] == pytest.approx(20 * kernel + 7.0)
+    assert row["L"] == 7.0 and row["K"] == kernel and row["N"] == 20
+    assert row["eager: N x max(L, K)"] == 20 * max(7.0, kernel)
+    assert row["graph: N x K + L"] == pytest.approx(20 * kernel + 7.0)
     graph = next(m for m in measured if m.mode == "cuda-graph")
-    assert row["graph us measured"] == pytest.approx(graph.timing.step_ms * 1e3)
+    assert row["graph measured"] == pytest.approx(graph.timing.step_ms * 1e3)
+    assert wv.HAND_LEGEND in wv.note_text()  # the letters said in words
 
 
 def test_train_memory_table_reads_the_trees_and_the_separate_pools():
@@ -88,15 +88,20 @@ def test_train_memory_table_reads_the_trees_and_the_separate_pools():
         separate_graphs={"forward_pool_bytes": 3 * wv.MIB, "backward_pool_bytes": wv.MIB,
                          "sum_bytes": 4 * wv.MIB, "method": "by hand"})
     train = header(workload="train-step")
-    table = wv.train_memory_table(frame(doc), train).set_index("mode")
-    assert table.at["reduce-overhead", "graphs recorded"] == "1 forward + 1 backward in 1 pool(s)"
-    assert table.at["reduce-overhead", "separate sum MiB"] == 4.0
-    assert pd.isna(table.at["eager", "graphs recorded"])
+    table = wv.train_trees_table(frame(doc), train)
+    assert "mode" not in table  # reduce-overhead's alone: the caption says whose
+    assert table.at[0, "graphs recorded"] == "1 forward + 1 backward, 1 pool"
+    assert table.at[0, "separate sum (MiB)"] == 4.0 and len(table) == 1  # not eager's
+    memory = wv.train_memory_table(frame(doc), train).set_index("mode")
+    assert memory.at["reduce-overhead", wv.POOL_COL] == ro["graph_pool_bytes"] / wv.MIB
+    assert list(memory.columns[1:]) == [wv.POOL_COL, "Peak during a step (MiB)",
+                                        "Kept in the allocator (MiB)", "params match eager"]
     bars = wv.train_pool_frame(frame(doc), header(workload="train-step"))
     assert bars.groupby("how")["MiB"].sum().to_dict() == {
         "separate pools": 4.0, "trees: one shared pool": ro["graph_pool_bytes"] / wv.MIB}
     sections = wv.run_sections(header(workload="train-step"), frame(doc))
-    assert [x.title for x in sections] == ["Training memory"]
+    assert [x.title for x in sections] == ["Training memory",
+                                           "Graph trees against separate captures"]
     assert sections[0].pools is not None and workload_charts.train_pool_chart(sections[0].pools)
 
 
@@ -116,7 +121,8 @@ def test_run_and_compare_pages_show_per_kernel_figures_and_the_raw_cuda_note(das
     assert any("raw CUDA" in t for t in texts(at, "info"))
     assert "Per kernel (kernel-chain)" in [str(h.value) for h in at.subheader]
     table = next(d.value for d in at.dataframe if "per kernel us" in d.value.columns)
-    assert set(table["source"]) == {"measured", "published"}
+    assert set(table["run"]) == {f"#{h200} Synthetic GPU", f"#{v100} V100"}  # short
+    assert any(f"#{v100} V100 is #{v100} Tesla V100" in t for t in texts(at, "caption"))
 
 
 def test_run_page_shows_training_memory_with_its_chart(dash):
