@@ -33,12 +33,17 @@ def shown(name: str, value: Any) -> float | None:
 
 def format_interval(name: str, low: Any, high: Any) -> str:
     """A 95% interval as text, e.g. '6.50-7.60x' or '1.230-1.300 ms'; unknown bounds
-    read 'no interval' (never a made-up one)."""
+    read 'no interval' (never a made-up one); a low end at or below 0 (the runner clamps
+    a step-time interval there) bounds nothing: '≤30.584 ms, no lower bound', as a
+    ratio's reads (contract/verdict.py interval_text)."""
     lo, hi = shown(name, low), shown(name, high)
     if lo is None or hi is None:
         return NO_INTERVAL
     m = metric(name)
     a, b = m.fmt.format(lo), m.fmt.format(hi)
+    if lo <= 0:
+        unit = f" {m.unit}" if m.unit and m.unit != "x" and not b.endswith("%") else ""
+        return f"≤{b}{unit}, {OPEN_BELOW}"
     if m.unit == "x":
         return f"{a.removesuffix('x')}-{b}"
     return f"{a}-{b} {m.unit}" if m.unit else f"{a}-{b}"

@@ -151,8 +151,9 @@ def _speedup_cell(m: Measurement | None, eager: Measurement | None) -> str:
     if m is not None and m.intervals.speedup is not None:
         x, low, high = m.intervals.speedup, m.intervals.speedup_ci_low, \
             m.intervals.speedup_ci_high
-        band = f" ({vd.x_text(low)}-{vd.x_text(high)})" if low is not None and \
-            high is not None else ""
+        band = "" if low is None or high is None else (
+            # a low end at 0 bounds nothing (contract/verdict.py OPEN_BELOW): no '0.00-'
+            f" (≤{vd.x_text(high)})" if low <= 0 else f" ({vd.x_text(low)}-{vd.x_text(high)})")
         said = vd.verdict(x, low, high)
         figure = "inconclusive" if said == vd.INCONCLUSIVE else f"{vd.x_text(x)}x"
         marks = (DISAGREE if _medians_disagree(m, eager) else "") + (

@@ -242,7 +242,8 @@ def test_sweep_default_db_and_compile(capsys, default_db):
 
     assert row[3] == ("inconclusive" if vd.inconclusive(sp, low, high)
                       else f"{vd.x_text(sp)}x")
-    assert row[4].rstrip("*#") == f"({vd.x_text(low)}-{vd.x_text(high)})"
+    assert row[4].rstrip("*#") == (f"(≤{vd.x_text(high)})" if low <= 0
+                                   else f"({vd.x_text(low)}-{vd.x_text(high)})")
 
 
 # --- import / export / list ---------------------------------------------------------------
@@ -572,7 +573,8 @@ def test_table_says_which_statistic_and_when_they_disagree_or_are_inconclusive()
     text = format_table([Measurement.from_json(m) for m in ms], ("eager", "compile"))
     lines = text.splitlines()
     assert lines[1].split()[-2:] == ["0.57x", "(0.50-0.60)#"]
-    assert lines[2].split()[-2:] == ["inconclusive", "(0.00-111.70)"]
+    # a low end at 0 bounds nothing: no '0.00-' (the pages write 'no lower bound')
+    assert lines[2].split()[-2:] == ["inconclusive", "(≤111.70)"]
     assert "0.50x" not in lines[2]
     assert any(n.startswith("ms: each mode's median step time") and "paired ratios" in n
                for n in lines)
