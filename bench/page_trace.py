@@ -53,6 +53,38 @@ def message(payload: bytes) -> str:
     return f"element {element}"
 
 
+def listen(cdp, events: list[tuple[float, str]], all_requests: bool) -> list[float]:
+    """Record the page's websocket messages and fetched chunks into `events` (DevTools
+    timestamps); the list returned gets the page request's time, the visit's zero."""
+    cdp.send("Network.enable")
+    sent: dict[str, tuple[float, str]] = {}
+    start: list[float] = []
+
+    def request(p: dict) -> None:
+        if not start:  # the page's own request: time zero
+            start.append(p["timestamp"])
+        sent[p["requestId"]] = (p["timestamp"], p["request"]["url"].split("/")[-1])
+
+    def finished(p: dict) -> None:
+        if p["requestId"] in sent:
+            t0, name = sent[p["requestId"]]
+            if all_requests or name.endswith(".js"):
+                events.append((p["timestamp"],
+                               f"fetched {name} ({(p['timestamp'] - t0) * 1000:.0f} ms)"))
+
+    def frame(p: dict) -> None:
+        r = p["response"]
+        text = message(base64.b64decode(r["payloadData"])) if r["opcode"] == 2 else "text"
+        events.append((p["timestamp"], f"ws < {text}"))
+
+    cdp.on("Network.requestWillBeSent", request)
+    cdp.on("Network.loadingFinished", finished)
+    cdp.on("Network.webSocketFrameReceived", frame)
+    cdp.on("Network.webSocketFrameSent",
+           lambda p: events.append((p["timestamp"], "ws > (rerun request)")))
+    return start
+
+
 def visit(base: str, path: str, all_requests: bool) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -72,33 +104,7 @@ def visit(base: str, path: str, all_requests: bool) -> None:
             context.add_init_script(STAMPS)
             page = context.new_page()
             cdp = context.new_cdp_session(page)
-            cdp.send("Network.enable")
-            sent: dict[str, tuple[float, str]] = {}
-            start: list[float] = []
-
-            def request(p: dict) -> None:
-                if not start:  # the page's own request: time zero
-                    start.append(p["timestamp"])
-                sent[p["requestId"]] = (p["timestamp"], p["request"]["url"].split("/")[-1])
-
-            def finished(p: dict) -> None:
-                if p["requestId"] in sent:
-                    t0, name = sent[p["requestId"]]
-                    if all_requests or name.endswith(".js"):
-                        events.append((p["timestamp"], f"fetched {name} "
-                                                       f"({(p['timestamp'] - t0) * 1000:.0f} ms)"))
-
-            def frame(p: dict) -> None:
-                r = p["response"]
-                text = (message(base64.b64decode(r["payloadData"])) if r["opcode"] == 2
-                        else "text")
-                events.append((p["timestamp"], f"ws < {text}"))
-
-            cdp.on("Network.requestWillBeSent", request)
-            cdp.on("Network.loadingFinished", finished)
-            cdp.on("Network.webSocketFrameReceived", frame)
-            cdp.on("Network.webSocketFrameSent",
-                   lambda p: events.append((p["timestamp"], "ws > (rerun request)")))
+            start = listen(cdp, events, all_requests)
             cdp.send("Profiler.enable")
             cdp.send("Profiler.setSamplingInterval", {"interval": 200})
             cdp.send("Profiler.start")
