@@ -147,7 +147,7 @@ if gpu_gains.applies(headers):  # the cross-GPU answer lies far below the chart
                "and batch size.")
 
 speedups = comparing.compare_speedups(points, headers)
-figure = run_charts.compare_chart(speedups)
+figure = parts.spec(run_charts.compare_chart, speedups)
 if figure is None:
     st.info("No speedup to draw: none of these runs has an ok mode point beside an ok eager "
             "point at the same batch size.")

@@ -80,8 +80,8 @@ with parts.drawn('The headline'):
 view = url.view_tabs(links.RUN_VIEWS, default=links.TIMELINE_VIEW
                          if "batch" in st.query_params else links.RUN_VIEWS[0])
 speed, memory, energy_tab, split_tab, timeline_tab, points_tab, about = view
-paired: dict[str, object] = {}
-split: dict[str, object] = {}
+paired: dict[str, dict] = {}
+split: dict[str, dict] = {}
 with parts.drawn("The charts"):
     paired, split = run_views.figures(data.db_url(), data.version(), run_id)
 if not paired and points:
@@ -98,7 +98,7 @@ def draw_pair(names: tuple[str, str]) -> None:
                 timeline_view.chart_picking_batch(paired[name], key=f"chart_{name}",
                                                   view=(url.VIEW_KEY, links.TIMELINE_VIEW))
             else:
-                run_views.draw(paired[name], key=f"chart_{name}")
+                parts.chart(paired[name], key=f"chart_{name}")
 
 
 if speed.open:
@@ -106,7 +106,7 @@ if speed.open:
         if run_views.PER_KERNEL in paired and "speedup" not in paired:
             left, _ = st.columns(2)
             with left:
-                run_views.draw(paired[run_views.PER_KERNEL], key="chart_per_kernel")
+                parts.chart(paired[run_views.PER_KERNEL], key="chart_per_kernel")
             st.caption(plain(run_text.per_kernel_line(points) or "") + ". Its source gives "
                        "no step time, so there is no speedup or step-time chart: the Points "
                        "view has every figure it gives.")
@@ -145,7 +145,7 @@ if split_tab.open:
         for row in range(0, len(items), 2):
             for col, (name, chart) in zip(st.columns(2), items[row:row + 2], strict=False):
                 with col:
-                    run_views.draw(chart, key=f"chart_{name}")
+                    parts.chart(chart, key=f"chart_{name}")
         if split:
             st.caption(step_split.VIEW_CAPTION)
 

@@ -113,7 +113,7 @@ st.caption("Latency: one request, synchronised (a server hands its result back).
            "waste: rows computed / rows asked for - 1. Setup: compile, record or capture "
            "before the first request.")
 
-chart = sc.memory_throughput_chart(results)
+chart = parts.spec(sc.memory_throughput_chart, results)
 if chart is not None:
     parts.chart(chart, key="mem_chart")
 else:
@@ -124,12 +124,12 @@ st.subheader("What padding costs: the worked example")
 for line in serve_tables.example_lines(stream, results, requests):
     st.markdown(f"- {line}")
 # Each bucket strategy's padding chart beside the other, stretched to its column.
-waste = list(sc.waste_charts(serve_tables.waste_frame(stream, results)).items())
+waste = list(parts.spec(sc.waste_charts, serve_tables.waste_frame(stream, results)).items())
 for row in range(0, len(waste), 2):
     for col, (name, figure) in zip(st.columns(2), waste[row:row + 2], strict=False):
         with col:
             parts.chart(figure, key=f"waste_chart_{name}")
-latency = sc.latency_chart(requests)
+latency = parts.spec(sc.latency_chart, requests)
 if latency is not None:
     parts.chart(latency, key="latency_chart")
 

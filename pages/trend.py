@@ -159,7 +159,7 @@ if len(runs) < 2:  # no line to draw: say what a trend needs, and where there is
     if others.empty:
         sweeps = [r.header.id for r in every if r.header.kind == "sweep"]
         alone = trends.single_runs(data.summaries(sweeps))
-        if (chart := trend_chart.single_runs_chart(alone)) is not None:
+        if (chart := parts.spec(trend_chart.single_runs_chart, alone)) is not None:
             parts.chart(chart, key="single_runs")
 if len(runs) >= 2:  # change points of each mode's step time along the series
     st.subheader("Change points")
@@ -187,7 +187,8 @@ if len(runs) >= 2:  # change points of each mode's step time along the series
     if unseen:
         st.caption(trend_changes.UNSEEN_RULE)
     draw_rows([(b, c) for b in batches
-               if (c := trend_chart.step_chart(steps, found, b)) is not None], "steps")
+               if (c := parts.spec(trend_chart.step_chart, steps, found, b)) is not None],
+              "steps")
     st.subheader("Speedup over eager")
 if table.empty:
     st.info("No speedup measured at these batch sizes and modes.")
@@ -199,7 +200,7 @@ else:
         st.markdown(f"- **{r['mode']}** at batch {int(r['batch_size'])}: "
                     f"{plain(r['change vs previous'])} in {plain(r['run'])}")
     draw_rows([(b, c) for b in batches
-               if (c := trend_chart.trend_chart(table, b)) is not None], "trend")
+               if (c := parts.spec(trend_chart.trend_chart, table, b)) is not None], "trend")
     if (table["speedup_ci_low"].isna() & table["speedup_ci_high"].notna()).any():
         st.caption(plain(trends.OPEN_BELOW_NOTE))
     # Drawn whole, without the run's id, torch and date apart (its name holds them); the

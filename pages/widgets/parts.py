@@ -6,6 +6,8 @@ run delete button. URL parameters are url.py's, the step timeline timeline_view.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
 
@@ -47,9 +49,30 @@ def delete_run_button(run_id: int) -> None:
 
 
 def chart(chart, key: str) -> None:
-    """An Altair chart stretched to its container (pages.charts.run_charts builds single or
-    layered charts only, so every one can stretch)."""
-    st.altair_chart(chart, key=key, width="stretch")
+    """An Altair chart, or its Vega-Lite spec (spec() below), stretched to its container
+    (pages.charts builds single or layered charts only, so every one can stretch)."""
+    if isinstance(chart, dict):
+        st.vega_lite_chart(spec=chart, key=key, width="stretch")
+    else:
+        st.altair_chart(chart, key=key, width="stretch")
+
+
+def spec(build: Callable[..., Any], *args: Any) -> Any:
+    """build(*args)'s chart as its Vega-Lite spec (None for no chart; a builder's dict of
+    charts as a dict of specs), built once per builder and arguments (frames are hashed
+    by content): Altair checks a whole spec against the schema each time a page draws it,
+    most of a chart page's script run (0.25 s of Trends' 0.4 s; bench/page_speed.py),
+    and every chart after it waited. A builder is a module-level function of
+    pages/charts, named in the key as data.cached names a query."""
+    return _spec(f"{build.__module__}.{build.__qualname__}", build, *args)
+
+
+@st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=64)
+def _spec(name: str, _build: Callable[..., Any], *args: Any) -> Any:
+    figure = _build(*args)
+    if isinstance(figure, dict):
+        return {k: c.to_dict() for k, c in figure.items()}
+    return None if figure is None else figure.to_dict()
 
 
 def text_table(frame) -> None:

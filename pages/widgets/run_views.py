@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import cast
 
+import altair as alt
 import pandas as pd
 import streamlit as st
 
 from contract.measurement import Measurement
 from contract.run_summary import RunHeader
-from pages.charts import run_charts, split_charts, workload_charts
+from pages.charts import run_charts, split_charts, timeline_chart, workload_charts
 from pages.logic import links, point_groups, points_table, run_text, workload_views
 from pages.logic.metrics import MISSING
 from pages.logic.plain import MAX_CELL, MAX_SHOWN, cut, plain
@@ -35,26 +37,21 @@ def headline_text(url: str, data_v: tuple, run_id: int) -> tuple[str | None, lis
 
 @st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)
 def figures(url: str, data_v: tuple, run_id: int
-            ) -> tuple[dict[str, object], dict[str, object]]:
-    """(the paired charts, the time split's charts); the time split's one-chart form (for
-    exports) is not built here. Charts other than the clickable speedup one are kept as
-    Vega-Lite specs: Altair validates a whole spec again each time a page draws it, about
-    half of the 100 ms a chart cost per render."""
+            ) -> tuple[dict[str, dict], dict[str, dict]]:
+    """(the paired charts, the time split's charts) as Vega-Lite specs, the speedup one
+    with its click selection (timeline_view.chart_picking_batch); the time split's
+    one-chart form (for exports) is not built here. Specs, not Altair charts: Altair
+    validates a whole spec again each time a page draws it, about half of the 100 ms a
+    chart cost per render, and the clickable speedup chart came first."""
     points = data.run_points(run_id)
     paired = run_charts.run_charts(points, names=[*(n for pair in PAIRS for n in pair),
                                                   PER_KERNEL])
     split = {**split_charts.host_split_charts(points),
              **split_charts.time_split_charts(points)}
-    return ({k: c if k == "speedup" else c.to_dict() for k, c in paired.items()},
+    if "speedup" in paired:  # run_charts.speedup_chart's layers
+        paired["speedup"] = timeline_chart.clickable(cast(alt.LayerChart, paired["speedup"]))
+    return ({k: c.to_dict() for k, c in paired.items()},
             {k: c.to_dict() for k, c in split.items()})
-
-
-def draw(figure, key: str) -> None:
-    """A chart from figures(), stretched to its column like parts.chart."""
-    if isinstance(figure, dict):
-        st.vega_lite_chart(spec=figure, key=key, width="stretch")
-    else:
-        parts.chart(figure, key=key)
 
 
 @st.cache_data(ttl=data.CACHE_TTL_S, show_spinner=False, max_entries=32)

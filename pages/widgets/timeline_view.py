@@ -18,11 +18,12 @@ from pages.logic.plain import plain
 from pages.widgets import data, url
 
 
-def chart_picking_batch(chart, key: str, target: str = "timeline",
+def chart_picking_batch(spec: dict, key: str, target: str = "timeline",
                         view: tuple[str, str] | None = None) -> None:
-    """The speedup chart, clickable: a click on a point shows that batch size's timeline
-    (the picker `target`_batch follows it, and so does ?batch=). `view` (tabs key, label):
-    the click also opens that tab, set in the callback, before the tabs are drawn again."""
+    """The speedup chart's spec, made clickable by timeline_chart.clickable: a click on a
+    point shows that batch size's timeline (the picker `target`_batch follows it, and so
+    does ?batch=). `view` (tabs key, label): the click also opens that tab, set in the
+    callback, before the tabs are drawn again."""
 
     def picked() -> None:
         batch = timeline.picked_batch(getattr(st.session_state.get(key), "selection", None))
@@ -33,8 +34,8 @@ def chart_picking_batch(chart, key: str, target: str = "timeline",
         if view is not None:
             st.session_state[view[0]] = view[1]
 
-    st.altair_chart(timeline_chart.clickable(chart), key=key, width="stretch", on_select=picked,
-                    selection_mode=timeline.PICK)
+    st.vega_lite_chart(spec=spec, key=key, width="stretch", on_select=picked,
+                       selection_mode=timeline.PICK)
 
 
 def batch_from_url(options: Sequence[int], param: str = "batch") -> int | None:
