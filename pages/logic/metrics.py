@@ -34,8 +34,8 @@ def shown(name: str, value: Any) -> float | None:
 def format_interval(name: str, low: Any, high: Any) -> str:
     """A 95% interval as text, e.g. '6.50-7.60x' or '1.230-1.300 ms'; unknown bounds
     read 'no interval' (never a made-up one); a low end at or below 0 (the runner clamps
-    a step-time interval there) bounds nothing: '≤30.584 ms, no lower bound', as a
-    ratio's reads (contract/verdict.py interval_text)."""
+    a step-time interval there) bounds nothing: '≤30.584 ms' (OPEN_BELOW_NOTE says so
+    under the table: the words in each cell pushed the Points table past the page)."""
     lo, hi = shown(name, low), shown(name, high)
     if lo is None or hi is None:
         return NO_INTERVAL
@@ -43,7 +43,7 @@ def format_interval(name: str, low: Any, high: Any) -> str:
     a, b = m.fmt.format(lo), m.fmt.format(hi)
     if lo <= 0:
         unit = f" {m.unit}" if m.unit and m.unit != "x" and not b.endswith("%") else ""
-        return f"≤{b}{unit}, {OPEN_BELOW}"
+        return f"≤{b}{unit}"
     if m.unit == "x":
         return f"{a.removesuffix('x')}-{b}"
     return f"{a}-{b} {m.unit}" if m.unit else f"{a}-{b}"
@@ -53,6 +53,8 @@ def format_interval(name: str, low: Any, high: Any) -> str:
 # (contract/verdict.py, which the headline and the CLI quote by) for the Points table's
 # cells and Trends' changes too.
 OPEN_BELOW = OPEN_BELOW
+OPEN_BELOW_NOTE = ("≤: a 95% interval whose low end reached 0 (the rounds spread that "
+                   "far): it bounds nothing below, only above.")
 
 
 def x_interval(low: Any, high: Any) -> str:

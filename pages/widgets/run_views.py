@@ -15,7 +15,7 @@ from contract.measurement import Measurement
 from contract.run_summary import RunHeader
 from pages.charts import run_charts, split_charts, timeline_chart, workload_charts
 from pages.logic import links, point_groups, points_table, run_text, workload_views
-from pages.logic.metrics import MISSING
+from pages.logic.metrics import MISSING, OPEN_BELOW_NOTE
 from pages.logic.plain import MAX_CELL, MAX_SHOWN, cut, plain
 from pages.widgets import data, parts, url
 
@@ -125,6 +125,8 @@ def points_tables(table: pd.DataFrame, points: Sequence[Measurement]) -> None:
             whole_table(t.frame, key=f"points_{t.title}", shown=t)
     if empty:
         st.caption("No figure in this run for: " + ", ".join(empty) + " (every cell a dash).")
+    if any(str(v).startswith("≤") for t in shown for v in t.frame.to_numpy().ravel()):
+        st.caption(OPEN_BELOW_NOTE)
     if failed:
         st.markdown("**Points that did not produce a measurement**\n"
                     + "\n".join(f"- {plain(line)}" for line in failed))
