@@ -88,6 +88,9 @@ def text_table(frame) -> None:
     st.table(shown, hide_index=True)
 
 
+SHARE_LINK = "Share link: this URL shows the same view in any browser"
+
+
 def share_link(url: str) -> None:
     """A copyable link (st.code has a copy button). One holding a parameter set of
     100,000 characters is not drawn whole (the browser took seconds to lay it out, and
@@ -97,8 +100,11 @@ def share_link(url: str) -> None:
                    "parameter holds most of it), too long to show or to share; the "
                    "address bar holds it.")
         return
-    st.caption("Share link: this URL shows the same view in any browser")
-    st.code(url, language=None, wrap_lines=True)  # whole in a half-page column
+    # In a closed expander: st.code's syntax highlighter (a 1.5 MB script, 260-350 ms of
+    # the browser's time on Trends) loads only when a reader opens it, not with the
+    # page's charts (bench/results/page_speed.txt); the copy button is why st.code.
+    with st.expander(SHARE_LINK):
+        st.code(url, language=None, wrap_lines=True)  # whole in a half-page column
 
 
 # One colour and icon per noise level (noise.NOISE_LEVELS), for run and point badges.

@@ -60,6 +60,11 @@ SHAPE = """() => [...document.querySelectorAll(
   (document.querySelector("[data-testid='stMain']") || document.body).innerText.length"""
 OPEN_EXPANDERS = """() => { for (const d of document.querySelectorAll(
   "[data-testid='stExpander'] details:not([open]) > summary")) d.click(); }"""
+# The share link sits in a closed expander (pages/widgets/parts.py share_link): opened
+# to read it, as a reader would; true when there was one.
+OPEN_SHARE = """() => { const s = [...document.querySelectorAll(
+  "[data-testid='stExpander'] details:not([open]) > summary")].find(
+  x => x.textContent.trim().startsWith('Share link')); if (s) s.click(); return !!s; }"""
 
 
 @dataclass(frozen=True)
@@ -767,6 +772,8 @@ def _visit(browser, url: str) -> dict:
         page.set_default_timeout(60_000)
         page.goto(url)
         settle(page)
+        if page.evaluate(OPEN_SHARE):
+            page.locator("[data-testid='stCode']").last.wait_for()
         return {**page.evaluate(STATE_JS), "url": page.url}
     finally:
         context.close()

@@ -39,6 +39,7 @@ def test_run_share_link_shows_its_charts_in_a_fresh_browser(dashboard, db, page,
     # A tab a view: a click opens Environment, whose share link (in a copyable code
     # block) names this very run, and the address bar carries the view.
     page.get_by_role("tab", name="Environment").click()
+    page.get_by_text("Share link:").first.click()  # its expander
     page.locator("[data-testid='stCode']").filter(
         has_text=dashboard.url(f"run?run={rid}")).first.wait_for()
     page.wait_for_function("() => location.search.includes('view=Environment')")
