@@ -203,9 +203,12 @@ def summary(table: pd.DataFrame) -> str:
              for gpu, n in won["GPU"].value_counts().items()]
     kept = int(won["gains more"].str.contains(", also at ").sum())
     open_ = int((table["gains more"] == OVERLAP).sum()) // 2
+    # 'at 8' alone read as batch size 8: the count names its unit.
+    where = (f"at all {pairs} mode-and-batch points" if open_ == pairs
+             else f"at {open_} of the {pairs} mode-and-batch points")
     return ("; ".join(parts) or "Neither GPU gains more at any shared point") + (
         f" mode-and-batch points ({kept} of them also at the common launch cost)"
-        if parts else "") + f"; at {open_} the intervals overlap, so neither is said to."
+        if parts else "") + f"; {where} the intervals overlap, so neither is said to."
 
 
 def left_out(headers: Sequence[RunHeader]) -> list[str]:

@@ -57,3 +57,22 @@ def test_runs_on_one_gpu_get_no_answer(runs):
     other = RunHeader(id=9, uuid="x", workload="mlp", status="done", gpu_name=h.gpu_name,
                       torch_version=h.torch_version, source="measured")
     assert gpu_gains.gains_table([h, other], {1: p, 9: p}).empty
+
+
+def test_the_summary_counts_points_not_batch_sizes():
+    # 'at 8 the intervals overlap' read as batch size 8: the count says what it counts.
+    import pandas as pd
+
+    def table(answers):
+        return pd.DataFrame({"GPU": ["#1 H100", "#2 H200"] * len(answers),
+                             "gains more": [a for a in answers for _ in (0, 1)]})
+
+    assert gpu_gains.summary(table([gpu_gains.OVERLAP] * 8)).endswith(
+        "; at all 8 mode-and-batch points the intervals overlap, so neither is said to.")
+    won = pd.DataFrame({"GPU": ["#1 H100", "#2 H200", "#1 H100", "#2 H200"],
+                        "gains more": ["no", "yes, also at 10 us", gpu_gains.OVERLAP,
+                                       gpu_gains.OVERLAP]})
+    assert gpu_gains.summary(won) == (
+        "The H200 gains more at 1 of 2 mode-and-batch points (1 of them also at the common "
+        "launch cost); at 1 of the 2 mode-and-batch points the intervals overlap, so "
+        "neither is said to.")
