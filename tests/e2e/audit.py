@@ -774,6 +774,17 @@ def _visit(browser, url: str) -> dict:
         settle(page)
         if page.evaluate(OPEN_SHARE):
             page.locator("[data-testid='stCode']").last.wait_for()
-        return {**page.evaluate(STATE_JS), "url": page.url}
+        # The state as it stays: on a loaded 2-core host a page's second script run (its
+        # widgets syncing to the URL) could come after settle's quiet moment, and the
+        # state read then lacked what that run draws (CI-like runs, Compare's radio).
+        state = page.evaluate(STATE_JS)
+        for _ in range(5):
+            page.wait_for_timeout(1500)
+            settle(page)
+            again = page.evaluate(STATE_JS)
+            if again == state:
+                break
+            state = again
+        return {**state, "url": page.url}
     finally:
         context.close()
