@@ -7,7 +7,7 @@ from typing import Any
 
 from contract.metrics import METRICS, Metric
 from contract.numbers import is_missing
-from contract.verdict import OPEN_BELOW, interval_text
+from contract.verdict import interval_text
 
 MISSING = "—"  # what an unknown figure looks like; never 0
 NO_INTERVAL = "no interval"  # a figure measured before intervals existed (bundle < 3)
@@ -33,34 +33,27 @@ def shown(name: str, value: Any) -> float | None:
 
 def format_interval(name: str, low: Any, high: Any) -> str:
     """A 95% interval as text, e.g. '6.50-7.60x' or '1.230-1.300 ms'; unknown bounds
-    read 'no interval' (never a made-up one); a low end at or below 0 (the runner clamps
-    a step-time interval there) bounds nothing: '≤30.584 ms' (OPEN_BELOW_NOTE says so
-    under the table: the words in each cell pushed the Points table past the page)."""
+    read 'no interval' (never a made-up one). A low end at or below 0 bounds nothing: a
+    ratio reads by the one rule of contract/verdict.py ('≤4.90x, no lower bound'); a time
+    or an energy (the runner clamps its interval at 0) '≤30.584 ms', OPEN_BELOW_NOTE
+    under the table saying so (those words in each cell pushed the Points table past the
+    page)."""
     lo, hi = shown(name, low), shown(name, high)
     if lo is None or hi is None:
         return NO_INTERVAL
     m = metric(name)
     a, b = m.fmt.format(lo), m.fmt.format(hi)
+    if lo <= 0 and m.unit == "x":
+        return interval_text(low, high)
     if lo <= 0:
-        unit = f" {m.unit}" if m.unit and m.unit != "x" and not b.endswith("%") else ""
-        return f"≤{b}{unit}"
+        return f"≤{b} {m.unit}" if m.unit and not b.endswith("%") else f"≤{b}"
     if m.unit == "x":
         return f"{a.removesuffix('x')}-{b}"
     return f"{a}-{b} {m.unit}" if m.unit else f"{a}-{b}"
 
 
-# A ratio's 95% interval whose low end is 0 or below bounds nothing below: the one rule
-# (contract/verdict.py, which the headline and the CLI quote by) for the Points table's
-# cells and Trends' changes too.
-OPEN_BELOW = OPEN_BELOW
 OPEN_BELOW_NOTE = ("≤: a 95% interval whose low end reached 0 (the rounds spread that "
                    "far): it bounds nothing below, only above.")
-
-
-def x_interval(low: Any, high: Any) -> str:
-    """A speedup's (or ratio's) 95% interval as every page writes it: '6.50-7.60x', or
-    '≤4.90x, no lower bound' where its low end is 0 or below."""
-    return interval_text(low, high)
 
 
 def format_value(name: str, value: Any) -> str:

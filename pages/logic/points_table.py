@@ -29,7 +29,6 @@ from pages.logic.metrics import (
     format_value,
     metric,
     title,
-    x_interval,
 )
 from pages.logic.text_width import fit_px
 
@@ -75,16 +74,10 @@ def _speedup_cells(r: Row) -> dict[str, str]:
     known = s is not None and r.m.mode != "eager"
     return {title("speedup"): format_value("speedup", s.speedup if s else None),
             f"{metric('speedup').label} 95% CI": (
-                x_interval(s.ci_low, s.ci_high) if s is not None and _open_below(s.ci_low)
-                else format_interval("speedup", s.ci_low if s else None,
-                                     s.ci_high if s else None))
+                format_interval("speedup", s.ci_low if s else None,
+                                s.ci_high if s else None))
             if known else MISSING,
             "Verdict": s.verdict if s is not None and s.verdict else MISSING}
-
-
-def _open_below(low: object) -> bool:
-    lo = number_or_none(low)
-    return lo is not None and lo <= 0
 
 
 def _figure(name: str, bounds: tuple[str, str] | None = None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from contract import noise
+from contract import verdict as vd
 from contract.comparability import header_params, value_text
 from contract.limits import MAX_BATCH_SIZE
 from contract.measurement import Measurement
@@ -20,7 +21,7 @@ from contract.numbers import number_or_none
 from contract.run_summary import RunHeader, RunListing, RunSummary
 from contract.speedups import Speedup, speedups, usable
 from contract.vocab import ALTERNATIVE_MODES, MODES
-from pages.logic import metrics, timeline
+from pages.logic import timeline
 from pages.logic.comparing import RunPoints
 from pages.logic.run_text import torch_text
 from runner.history.series import ORDERS, machine_key, machine_text, order_runs
@@ -212,7 +213,7 @@ def default_batches(points: RunPoints, limit: int = 3) -> list[int]:
 # their medians +- t(2) = 4.3 standard errors, and where the processes' step times lie far
 # apart (a shared CPU) that runs below 0 ms and is clamped there (runner/core/stats.py,
 # clustered_interval). A speedup over such a step then has a low of 0.00x: shown as none.
-OPEN_BELOW = metrics.OPEN_BELOW
+OPEN_BELOW = vd.OPEN_BELOW
 OPEN_BELOW_NOTE = (
     "95% low '—' (" + OPEN_BELOW + "): the run's processes measured step times so far "
     "apart that the step-time interval ran below 0 ms (mean of the process medians +- 4.3 "
@@ -231,9 +232,9 @@ def _change(cur: Speedup, prev: Speedup) -> tuple[str, str]:
     ratio = cur.speedup / prev.speedup if prev.speedup else float("nan")
     if interval is None:
         return verdict, verdict
-    # The Run page's rule (metrics.x_interval): '≤4.90x, no lower bound' where the low
+    # The Run page's rule (contract/verdict.py): '≤4.90x, no lower bound' where the low
     # end is 0 or below.
-    return verdict, f"{verdict} ({ratio:.2f}x; {metrics.x_interval(*interval)})"
+    return verdict, f"{verdict} ({ratio:.2f}x; {vd.interval_text(*interval)})"
 
 
 TREND_COLUMNS = ["run", "order", "run_id", "torch", "date", "mode", "batch_size", "speedup",

@@ -318,14 +318,15 @@ def test_a_speedup_low_of_zero_is_no_bound_and_the_cpu_series_defaults_to_compil
     assert "0.00" not in " ".join(table["change vs previous"])
     assert trends.OPEN_BELOW_NOTE in " ".join(texts(at, "caption")).replace("\\", "")
     assert trends.bound(0.0) is None and trends.bound(0.5) == 0.5
-    # The Run page writes the same point's interval by the same rule (metrics.x_interval)
+    # The Run page writes the same point's interval by the same rule (metrics.format_interval)
     runs = queries.runs_frame(dash.engine)
     rid = int(runs[(runs["torch_version"] == "2.11.0+cu130") & runs["gpu_name"].isna()
                    & (runs["workload"] == "mlp")]["id"].iloc[0])
     run = dash.open("pages/run.py", run=str(rid), view="Points")
     speed = run.dataframe[0].value.set_index(["Mode", "Batch size"])
     assert speed.at[("compile", 8), "Speedup over eager 95% CI"] == "≤4.90x, no lower bound"
-    assert metrics.x_interval(0.0, 4.897) == "≤4.90x, no lower bound"  # Trends' words too
+    # Trends' words too
+    assert metrics.format_interval("speedup", 0.0, 4.897) == "≤4.90x, no lower bound"
     assert run.table[0].value.loc[8, "compile"] == "inconclusive (95% ≤4.90x, no lower bound)"
 
 
