@@ -10,6 +10,9 @@
 #                                     the H100, whose ships) hf decode,
 #                                     then pytest -m gpu in the time left
 #   bash bench/gpu_session.sh mixed   the default sweep timed, then the samples stage
+#   bash bench/gpu_session.sh gpus    issue 47 on a second GPU: the default sweep timed,
+#                                     graph-memory runs of hf decode and timm resnet18,
+#                                     two repeats for the memory spread
 #   bash bench/gpu_session.sh memory  the memory check alone (mlp and hf decode), with the
 #                                     call's whole budget
 # Outputs under $OUT (at most 8 files come back: the bundles and one text of tables);
@@ -86,6 +89,21 @@ if [ "$stage" = sweeps ]; then
   else
     sweep "$gpu-hf-causal-lm-decode" 90 hf-causal-lm 1,8,64 1 model=small-llama layers=4
   fi
+elif [ "$stage" = gpus ]; then
+  # Issue 47 first, on a GPU whose older samples ship (the H200): the default sweep timed,
+  # the graph-memory runs the H100 has and it lacks, then the two repeats for the memory
+  # spread; each step only while the call's budget lasts.
+  run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
+  cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json" 2>/dev/null
+  cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
+  gm "$gpu-graph-memory-hf-small-llama" 90 hf-causal-lm 1,2,4,8,16,32,64,128,256 \
+    model=small-llama
+  gm "$gpu-graph-memory-timm-resnet18" 60 timm 1,2,4,8,16,32,64 model=resnet18
+  for i in 2 3; do
+    run "rep-$i" 100 python3 -m runner sweep --workload mlp --batch-sizes 1,8,64,8192 \
+      --no-db --out "$WORK/rep/$gpu-mlp-$i.json" --label "$GPU mlp (repeat $i)"
+  done
+  run repeatability 30 python3 bench/repeatability.py report "$WORK/rep"
 elif [ "$stage" = memory ]; then
   run memory-check "$(( $(left) - 15 ))" python3 bench/memory_check.py --points hf:1,mlp:1 \
     --out "$OUT/$gpu-memory-check.txt"

@@ -17,6 +17,7 @@ from pages.logic.plain import plain
 from pages.widgets import data, frame, parts, url
 
 frame.ensure_frame()
+CAPTURE = "capture"  # the capture section's open state, kept in the URL
 
 
 def capture_section() -> None:
@@ -64,9 +65,18 @@ def capture_section() -> None:
 
 # --- settings: ?run=ID, else the newest serve run ----------------------------------------
 st.title("Serving dynamic batch sizes")
+# Drawn only while open (its state in the URL, ?capture=True): closed, its uploaders and
+# inputs were still sent, and a new visitor's browser fetched and drew their scripts
+# (about 25 files) before the serve run's charts (bench/results/page_speed.txt). The Run
+# page's "price with this curve" link (?curve=ID) opens it.
+if (asked := st.query_params.get(CAPTURE)) not in (None, "True", "False"):
+    st.warning(plain(f"?{CAPTURE}={asked[:80]!r} is not True or False: the capture "
+                     "section starts closed."))
 with st.expander("Which batch sizes to capture: vLLM, SGLang, torch.compile",
-                 expanded="curve" in st.query_params):
-    capture_section()
+                 expanded="curve" in st.query_params, key=CAPTURE,
+                 bind="query-params") as capture:
+    if capture.open:
+        capture_section()
 runs = data.serve_runs()
 if runs.empty:
     st.info("No serve run stored yet. Measure one on a GPU host, e.g. `python -m runner serve "

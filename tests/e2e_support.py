@@ -45,10 +45,11 @@ def streamlit_server(db_url: str, env: dict[str, str] | None = None,
     log = Path(log_dir or ROOT / ".e2e-artifacts") / f"streamlit-{port}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     full_env = {**os.environ, "LAUNCHBENCH_DB": db_url, **(env or {})}
+    # The dashboard's own settings (.streamlit/config.toml: address, headless, no file
+    # watcher, no magic), so that the tests and bench/page_speed.py measure what
+    # `make dashboard` serves; only the port is the test's.
     cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-           "--server.port", str(port), "--server.address", "127.0.0.1",
-           "--server.headless", "true", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
+           "--server.port", str(port)]
     with open(log, "w") as out:
         # A new session so that teardown can end the server and only its own children.
         proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=out,

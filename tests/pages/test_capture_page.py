@@ -19,7 +19,7 @@ DATA = ROOT / "tests" / "data" / "capture"
 
 @pytest.fixture
 def page(app_db_url):
-    return open_app("pages/serve.py")
+    return open_app("pages/serve.py", capture="True")  # the section opened
 
 
 def test_paste_a_vllm_table_and_copy_the_config(page):
@@ -58,3 +58,14 @@ def test_curve_charts_and_comparison_frame():
     with pytest.raises(gm.GraphMemoryError, match="uploaded curve"):
         ca.curve_from_text("{not json")
     assert ca.curve_from_text(None)[0] is cs.DEFAULT_CURVE
+
+
+def test_the_section_is_drawn_only_while_open(app_db_url):
+    """Closed (the default), none of its widgets is sent; ?capture=True opens it, as does
+    the Run page's ?curve= link; a value other than True or False is named, and closed."""
+    closed = open_app("pages/serve.py")
+    assert not closed.text_area and not closed.number_input and not closed.radio
+    assert open_app("pages/serve.py", curve="1").text_area(key="cap_text") is not None
+    odd = open_app("pages/serve.py", capture="yes")
+    assert not odd.text_area
+    assert any("?capture='yes' is not True or False" in w.value for w in odd.warning)

@@ -46,7 +46,7 @@ def test_runs_board_and_compare(dash, stored):
 
 
 def test_serve_section_prices_with_a_stored_run(dash, stored):
-    at = dash.open("pages/serve.py")
+    at = dash.open("pages/serve.py", capture="True")
     box = at.selectbox(key="cap_curve_run")
     assert box.value is None and box.options[0].startswith("Built-in: H200")
     # Every stored graph-memory run is offered (the shipped H200 sample too), newest first;
