@@ -271,10 +271,13 @@ else:
     # Static tables: their cells wrap, so four runs' parameters side by side stay within
     # the page at 1280 px (a grid ran 500 px past it).
     parts.text_table(diff.drop(columns="differs"))
-with st.expander("All fields"):
-    every_field = comparing.environment_diff(headers, only_differences=False, points=points)
-    parts.text_table(every_field.assign(differs=every_field["differs"].map(
-        {True: "yes", False: "no"})))
+# Drawn only while open: closed, its table (every field of every run) was still drawn.
+with st.expander("All fields", key="all_fields", on_change="rerun") as all_fields:
+    if all_fields.open:
+        every_field = comparing.environment_diff(headers, only_differences=False,
+                                                 points=points)
+        parts.text_table(every_field.assign(differs=every_field["differs"].map(
+            {True: "yes", False: "no"})))
 
 # The link carries what is drawn: the runs, the timeline's batch size, mode and scale,
 # the baseline run and the common launch cost.

@@ -116,3 +116,16 @@ def test_no_table_shows_none_beside_the_published_runs(dash):
     assert any(f"#{dash.published} " in c and "No memory cost over eager measured" in c
                for c in texts(at, "caption"))
     assert any(c.startswith("Lines: ") and "dashes" in c for c in texts(at, "caption"))
+
+
+def test_all_fields_are_drawn_only_once_opened(dash):
+    """Closed (the default), Compare sends no table of every field; opened, it lists the
+    fields both runs share too (their GPU and driver differ, the workload does not)."""
+    h100, h200 = _ids(dash)
+    at = dash.open("pages/compare.py", run=[str(h100), str(h200)])
+    shown = len(at.table)
+    at.session_state["all_fields"] = True
+    at.run()
+    assert not at.exception and len(at.table) == shown + 1
+    every = at.table[-1].value
+    assert set(every["differs"]) == {"yes", "no"}
