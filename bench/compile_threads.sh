@@ -6,7 +6,7 @@
 # run the default sweep three times, each on its own cold Inductor and Triton caches: the
 # pool as torch sets it, one compile thread, the pool again (the two pool runs show what
 # order alone moves). Prints each run's wall time and where it went (bench/sweep_time.py).
-#   usage: bash bench/compile_threads.sh   (OUT=dir for the three tables)
+#   usage: bash bench/compile_threads.sh [pool|threads ...]   (OUT=dir for the tables)
 set -u
 OUT=${OUT:-/tmp/lb-compile-threads}; WORK=/tmp/lb-compile-threads-work
 mkdir -p "$OUT" "$WORK"
@@ -26,6 +26,10 @@ one() {  # name [VAR=value ...]
   echo "== $name ($*)"; grep -E "wall|setup|CLI start|repeat" "$WORK/$name-time.txt" \
     || tail -5 "$WORK/$name.out"
 }
-one pool-1
-one threads-1 TORCHINDUCTOR_COMPILE_THREADS=1
-one pool-2
+# Runs in the order given (default: pool threads pool), each named by its place.
+n=0
+for kind in ${@:-pool threads pool}; do
+  n=$((n + 1))
+  if [ "$kind" = threads ]; then one "threads-$n" TORCHINDUCTOR_COMPILE_THREADS=1
+  else one "pool-$n"; fi
+done

@@ -123,12 +123,36 @@ def _compiled(entry: Mode, model, x, device: str) -> Prepared:
                     setup_s=sum(calls), setup_calls_s=calls)
 
 
-def warm_up_on_side_stream(model, static_x, calls: int = 3) -> None:
-    """Warm up on a side stream, as torch.cuda.graphs documents: lazy init (cuBLAS
-    handles, workspaces) must happen before capture, and not on the capture stream."""
+_GRAPH_STREAMS: dict[int, tuple[Any, Any]] = {}  # device index -> (warm-up, capture)
+
+
+def graph_streams() -> tuple[Any, Any]:
+    """The warm-up and capture streams of a manual graph on the current device: made once
+    a process, and never one stream. cuBLAS keeps a workspace per stream, and a capture
+    allocates one inside the graph's pool only where its stream has none yet.
+    torch.cuda.Stream() deals out a pool of streams in turn and torch.cuda.graph captures
+    on one stream made once, so a warm-up stream made per point was, one point in the
+    pool's size, the capture stream itself: that graph's pool lacked the workspace and its
+    memory cost read 4 MiB against 38 MiB (mlp batch 1 on the H100, two sweeps of one
+    process; tests/runner/core/test_gpu_runner.py)."""
     import torch
 
-    side = torch.cuda.Stream()
+    device = torch.cuda.current_device()
+    if device not in _GRAPH_STREAMS:
+        warm, capture = torch.cuda.Stream(), torch.cuda.Stream()
+        while capture.cuda_stream == warm.cuda_stream:  # the pool came round
+            capture = torch.cuda.Stream()
+        _GRAPH_STREAMS[device] = (warm, capture)
+    return _GRAPH_STREAMS[device]
+
+
+def warm_up_on_side_stream(model, static_x, calls: int = 3, side=None) -> None:
+    """Warm up on a side stream, as torch.cuda.graphs documents: lazy init (cuBLAS
+    handles, workspaces) must happen before capture, and not on the capture stream.
+    `side`: the stream (default: a new one from torch's pool)."""
+    import torch
+
+    side = side if side is not None else torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         for _ in range(calls):
@@ -142,11 +166,12 @@ def _cuda_graph(model, x, device: str) -> Prepared:
     static_x = x.clone()
     _sync(device)
     t0 = time.perf_counter()
-    warm_up_on_side_stream(model, static_x)
+    warm, capture = graph_streams()
+    warm_up_on_side_stream(model, static_x, side=warm)
     _sync(device)
     t1 = time.perf_counter()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, stream=capture):
         static_out = model(static_x)
     _sync(device)
     t2 = time.perf_counter()

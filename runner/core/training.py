@@ -56,7 +56,7 @@ from contract.measurement import SeparateGraphs
 from contract.vocab import MODE_TABLE, Mode
 from runner.core import memory
 from runner.core.memory import clear_cublas_workspaces
-from runner.core.modes import Prepared, Unsupported, setup_calls
+from runner.core.modes import Prepared, Unsupported, graph_streams, setup_calls
 
 LR = 1e-3
 # Steps of the correctness check; the GPU tests ask for 10.
@@ -262,7 +262,7 @@ class TrainTask:
         sx, sy = x.clone(), y.clone()
         self._sync()
         t0 = time.perf_counter()
-        side = torch.cuda.Stream()
+        side, capture = graph_streams()  # never one stream (modes.graph_streams says why)
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(WARMUP_STEPS):
@@ -272,7 +272,7 @@ class TrainTask:
         t1 = time.perf_counter()
         opt.zero_grad(set_to_none=True)  # backward allocates grads from the graph's pool
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, stream=capture):
             static_loss = loss(sx, sy)
             static_loss.backward()
             opt.step()
