@@ -15,6 +15,9 @@
 #                                     two repeats for the memory spread
 #   bash bench/gpu_session.sh memory  the memory check alone (mlp and hf decode), with the
 #                                     call's whole budget
+#   bash bench/gpu_session.sh verify  after a runner change: every GPU test file, the
+#                                     memory check (mlp and hf decode), the default sweep
+#                                     timed
 # Outputs under $OUT (at most 8 files come back: the bundles and one text of tables);
 # labels name the GPU the driver reports. A short table last.
 set -u
@@ -104,6 +107,20 @@ elif [ "$stage" = gpus ]; then
       --no-db --out "$WORK/rep/$gpu-mlp-$i.json" --label "$GPU mlp (repeat $i)"
   done
   run repeatability 30 python3 bench/repeatability.py report "$WORK/rep"
+elif [ "$stage" = verify ]; then
+  stamp "pytest -m gpu"
+  timeout 240 python3 -m pytest -v -m gpu -p no:cacheprovider \
+    -o addopts="--strict-markers -ra" $(grep -rl "mark.gpu" tests --include="test_*.py") \
+    > "$WORK/pytest.log" 2>&1
+  echo "pytest rc=$?" | tee -a "$OUT/tables.txt"
+  cp "$WORK/pytest.log" "$OUT/" 2>/dev/null
+  grep -E "FAILED|ERROR|SKIPPED|passed|failed|^E  " "$WORK/pytest.log" | tail -40 \
+    >> "$OUT/tables.txt"
+  run memory-check 170 python3 bench/memory_check.py --points hf:1,mlp:1 \
+    --out "$OUT/$gpu-memory-check.txt"
+  run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
+  cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json" 2>/dev/null
+  cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
 elif [ "$stage" = memory ]; then
   run memory-check "$(( $(left) - 15 ))" python3 bench/memory_check.py --points hf:1,mlp:1 \
     --out "$OUT/$gpu-memory-check.txt"

@@ -77,8 +77,11 @@ STAMPS = """
       const r = g.getBoundingClientRect();
       return r.height > 0 && r.top < window.innerHeight;
     });
+    // An element whose script chunk is still on its way (a chart, a grid) stands as a
+    // skeleton: the page is not settled while one does.
     const ready = !!app && app.getAttribute('data-test-script-state') === 'notRunning' &&
       !!document.querySelector("[data-testid='stMain'] [data-testid='stElementContainer']") &&
+      !document.querySelector("[data-testid='stMain'] [data-testid='stSkeleton']") &&
       drawn.length === charts.length && grids.every(g => g.querySelector('canvas'));
     if (ready && !window.__lb.now) window.__lb.settled = performance.now();
     once('ready', ready);  // the first settled moment (a page on a timer reruns after)

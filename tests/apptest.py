@@ -50,6 +50,18 @@ def texts(at: AppTest, kind: str) -> list[str]:
     return [str(e.value) for e in getattr(at, kind)]
 
 
+def share_links(at: AppTest) -> list[str]:
+    """The page's share link, its expander opened as a reader opens it (closed, the link
+    is not drawn: pages/widgets/parts.py share_link)."""
+    closed = texts(at, "code")
+    at.session_state["share_link"] = True
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    opened = texts(at, "code")
+    assert len(opened) == len(closed) + 1, (closed, opened)  # the link, drawn once open
+    return [c for c in opened if c not in closed]
+
+
 def run_views(dash: Dash, rid: int, views=None, **params) -> dict[str, AppTest]:
     """The Run page opened once per view (?view=LABEL): a view computes only its own tab."""
     from pages.logic.links import RUN_VIEWS

@@ -82,12 +82,14 @@ def streamlit_server(db_url: str, env: dict[str, str] | None = None,
                 proc.wait()
 
 
-# The page's script has finished and every chart has drawn its text (the pictures in
+# The page's script has finished, no element waits for its script chunk (a skeleton
+# stands for it meanwhile) and every chart has drawn its text (the pictures in
 # bench/page_pictures.py and the layout test wait for the same moment).
 SETTLED = """() => {
   const app = document.querySelector("[data-testid='stApp']");
   const charts = [...document.querySelectorAll("[data-testid='stVegaLiteChart']")];
   return app && app.getAttribute('data-test-script-state') === 'notRunning' &&
+         !document.querySelector("[data-testid='stMain'] [data-testid='stSkeleton']") &&
          charts.length > 0 && charts.every(c => c.querySelector('svg.marks text'));
 }"""
 

@@ -100,11 +100,13 @@ def share_link(url: str) -> None:
                    "parameter holds most of it), too long to show or to share; the "
                    "address bar holds it.")
         return
-    # In a closed expander: st.code's syntax highlighter (a 1.5 MB script, 260-350 ms of
-    # the browser's time on Trends) loads only when a reader opens it, not with the
-    # page's charts (bench/results/page_speed.txt); the copy button is why st.code.
-    with st.expander(SHARE_LINK):
-        st.code(url, language=None, wrap_lines=True)  # whole in a half-page column
+    # Drawn only while its expander is open: st.code's syntax highlighter is a 1.5 MB
+    # script that the browser loads and parses whenever an st.code is on the page, open
+    # or not, beside the page's charts (bench/results/page_speed.txt); the copy button is
+    # why st.code.
+    with st.expander(SHARE_LINK, key="share_link", on_change="rerun") as shown:
+        if shown.open:
+            st.code(url, language=None, wrap_lines=True)  # whole in a half-page column
 
 
 # One colour and icon per noise level (noise.NOISE_LEVELS), for run and point badges.

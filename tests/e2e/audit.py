@@ -45,6 +45,9 @@ READY = """() => {
   // (one in a closed expander is drawn when opened)
   const open = el => el.getBoundingClientRect().height > 0 &&
     !el.closest('details:not([open])');
+  // An element whose script chunk is still loading (a chart, a grid) is a skeleton.
+  if ([...document.querySelectorAll("[data-testid='stMain'] [data-testid='stSkeleton']")]
+      .some(open)) return false;
   const charts = [...document.querySelectorAll("[data-testid='stVegaLiteChart']")].filter(open);
   const grids = [...document.querySelectorAll("[data-testid='stDataFrame']")].filter(open);
   // (Vega draws a chart of many marks, the step timeline's, on a canvas: not read below)

@@ -6,7 +6,7 @@ answer only where the intervals part; the published run named as left out."""
 from __future__ import annotations
 
 from db import queries
-from tests.apptest import texts
+from tests.apptest import share_links, texts
 
 
 def _ids(dash):
@@ -79,7 +79,7 @@ def test_the_share_link_keeps_the_timeline_mode_baseline_and_launch_cost(dash):
     assert not texts(at, "error")
     assert at.selectbox(key="timeline_mode").value == "cuda-graph"
     assert at.radio(key="at_us").value == 20.0
-    [shared] = [c for c in texts(at, "code") if "/compare?" in c]
+    [shared] = [c for c in share_links(at) if "/compare?" in c]
     assert shared.endswith(f"?run={a}&run={b}&batch=8&mode=cuda-graph&baseline={b}"
                            "&at_us=20"), shared
     ratios = next(d.value for d in at.dataframe if "vs baseline" in d.value.columns)

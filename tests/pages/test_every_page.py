@@ -18,7 +18,7 @@ from db.engine import make_engine
 from db.store import import_bundle
 from pages.logic import uploads
 from pages.widgets.data import import_uploads
-from tests.apptest import APP, charts, run_views, texts
+from tests.apptest import APP, charts, run_views, share_links, texts
 from tests.graph_memory_data import probe_bundle
 from tests.synthetic import step_figures, sweep_bundle
 
@@ -106,7 +106,7 @@ def test_runs_page_lists_and_filters_from_the_url(dash):
     assert "CPU (synthetic-host)" in cpu_rows and len(cpu_rows) > 1
     assert all(g.startswith("CPU (") for g in cpu_rows)
     assert at.query_params.get("gpu") == "cpu"
-    assert any("/?gpu=cpu" in c for c in texts(at, "code"))
+    assert any("/?gpu=cpu" in c for c in share_links(at))
     at = dash.open("pages/runs.py", gpu="No such GPU")
     assert any("'No such GPU' matches no run" in w for w in texts(at, "warning"))
     assert len(at.dataframe[0].value) == len(queries.runs_frame(dash.engine))
@@ -136,7 +136,7 @@ def test_run_page_headline_charts_table_environment_and_share_link(dash):
     assert any("✖ error: CUDA out of memory" in t for t in texts(views["Points"], "markdown"))
     assert not views["Points"].code and not at.dataframe  # each view sends only its own
     env = views["Environment"]
-    assert any(c.endswith(f"/run?run={rid}&view=Environment") for c in texts(env, "code"))
+    assert any(c.endswith(f"/run?run={rid}&view=Environment") for c in share_links(env))
     # The command: synthetic runs store "... --workload mlp (synthetic)", which is no
     # command line, so the page builds the runnable one (links.reproduce).
     assert any(c.startswith("python -m runner sweep --workload mlp --param")
@@ -266,8 +266,9 @@ def test_compare_overlays_runs_with_ratio_table_and_environment_diff(dash):
     # (Markdown cells: an underscore escaped, drawn as itself)
     assert {"gpu\\_name", "torch\\_version"} <= set(diff["field"])
     # the link carries the baseline run and the common launch cost as well
+    shared = share_links(at)
     assert any(c.endswith(f"/compare?run={a}&run={b}&baseline={a}&at_us=10")
-               for c in texts(at, "code")), texts(at, "code")
+               for c in shared), shared
 
 
 def test_compare_marks_ratios_within_noise_and_diffs_launch_cost(dash):

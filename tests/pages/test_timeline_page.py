@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.apptest import charts, texts
+from tests.apptest import charts, share_links, texts
 
 
 def timeline_spec(at) -> dict | None:
@@ -113,7 +113,7 @@ def test_the_fit_toggle_and_the_view_ride_in_share_links(dash):
     assert at.toggle(key="timeline_fit").value is False
 
     at = dash.open("pages/run.py", run=str(rid), view="Environment", batch="8", fit="1")
-    shared = [str(c.value) for c in at.code if "/run?" in str(c.value)]
+    shared = [c for c in share_links(at) if "/run?" in c]
     assert len(shared) == 1
     assert "view=Environment" in shared[0] and "fit=1" in shared[0] \
         and "batch=8" in shared[0], shared

@@ -18,7 +18,7 @@ from db.store import import_bundle
 from pages.charts import trend_chart
 from pages.logic import metrics, trends
 from runner.history.series import torch_key
-from tests.apptest import charts, texts
+from tests.apptest import charts, share_links, texts
 from tests.conftest import ROOT
 from tests.records import header
 
@@ -108,7 +108,7 @@ def test_trend_page_marks_a_change_and_shares_its_url(dash):
     assert len(charts(at)) == 4  # step times with their change points, then speedups
     moved = " ".join(texts(at, "markdown"))
     assert "**cuda-graph** at batch 8: faster" in moved and f"#{ids[2]}" in moved
-    share = " ".join(texts(at, "code"))
+    share = " ".join(share_links(at))
     assert "/trend?workload=mlp&gpu=Trend+GPU&params=" in share and "batch=8&batch=512" in share
     assert at.query_params.get("gpu") == "Trend GPU"
 
