@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 H200_MLP_UUID = "edde740d-b50e-4c82-bbac-4d39143e876a"  # data/samples/h200-mlp.json
-# The two mlp sweeps of the same batch sizes on two GPUs (Compare's "which GPU gains more").
-H200_MLP_ENERGY_UUID = "cd5aa023-bc3e-4cb5-9cb9-ef85cc505eb8"  # h200-mlp-energy.json
+# The default mlp sweep on two GPUs, same tree and night (Compare's "which GPU gains more").
+H200_MLP_DEFAULT_UUID = "cbff278b-b140-455b-8d2c-91151fb58e32"  # h200-mlp-default.json
 H100_MLP_UUID = "f7b02541-70ce-4943-9867-08e41caebdf7"  # data/samples/h100-mlp.json
 
 from tests.e2e_support import (  # noqa: E402
@@ -57,12 +57,11 @@ def sample_ids(db_url: str) -> dict[str, int]:
         rows = rows[rows["workload"] == workload] if workload else rows
         return int(rows["id"].iloc[0])
 
-    # The H200 mlp run by its uuid: a later energy sweep (h200-mlp-energy.json) shares
-    # its label and GPU.
+    # The H200 mlp runs by their uuids: later sweeps of the same mlp share its GPU.
     def by_uuid(uuid: str) -> int:
         return int(runs.loc[runs["uuid"] == uuid, "id"].iloc[0])
 
-    return {"h200": by_uuid(H200_MLP_UUID), "h200_energy": by_uuid(H200_MLP_ENERGY_UUID),
+    return {"h200": by_uuid(H200_MLP_UUID), "h200_default": by_uuid(H200_MLP_DEFAULT_UUID),
             "h100": by_uuid(H100_MLP_UUID), "l40s": one("L40S"), "v100": one("V100"),
             "serve": int(runs.loc[runs["kind"] == "serve", "id"].iloc[0])}
 
@@ -78,8 +77,8 @@ def pictures(ids: dict[str, int]) -> dict[str, tuple[str, str]]:
         "screenshot-trend-1280.png": ("trend", "Change points"),
         "screenshot-serve-1280.png": (f"serve?run={ids['serve']}",
                                       "Latency: one request"),
-        # Which GPU gains more from graphs: the H100 and H200 mlp sweeps, same batches.
-        "compare-gpus.png": (f"compare?run={ids['h100']}&run={ids['h200_energy']}",
+        # Which GPU gains more from graphs: the H100's and H200's default mlp sweeps.
+        "compare-gpus.png": (f"compare?run={ids['h100']}&run={ids['h200_default']}",
                              "Which GPU gains more"),
     }
 

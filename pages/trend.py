@@ -177,7 +177,7 @@ if len(runs) >= 2:  # change points of each mode's step time along the series
             st.success(said)
     else:
         st.dataframe(trend_changes.change_table(found, url.app_url()), hide_index=True,
-                     key="change_points", height=min(36 + 35 * len(found), 250),
+                     key="change_points", height="content",
                      column_config={
             "change": st.column_config.NumberColumn(format="%+.1f%%"),
             "compare": st.column_config.LinkColumn(display_text="compare",

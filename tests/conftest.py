@@ -48,6 +48,11 @@ H200_MLP_UUID = "edde740d-b50e-4c82-bbac-4d39143e876a"
 # data/samples/h100-mlp.json: the default mlp sweep on the H100, bundle version 7 (memory
 # measured by the isolated pass).
 H100_MLP_UUID = "f7b02541-70ce-4943-9867-08e41caebdf7"
+# data/samples/h200-mlp-energy.json: the default mlp sweep on the H200 of 2026-12-05 (bundle
+# version 6, a host slower than the H100's), and h200-mlp-default.json, the same sweep
+# from the tree and night of the H100's (version 7, hosts alike).
+H200_MLP_ENERGY_UUID = "cd5aa023-bc3e-4cb5-9cb9-ef85cc505eb8"
+H200_MLP_DEFAULT_UUID = "cbff278b-b140-455b-8d2c-91151fb58e32"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 # What a GPU host may lack: the lent H200 has torch, pandas and pytest, not the database's
 # or the dashboard's packages. A test module importing one of these skips there.

@@ -24,8 +24,8 @@ ROWS = {
     "H100, torch 2.11, `timm` resnet18": "h100-timm-resnet18.json",
     "H200, torch 2.11, `mlp` fp32": "h200-mlp.json",
     "H200, torch 2.11, `transformer-decode` bf16": "h200-transformer-decode.json",
-    "H200, torch 2.11, `hf-causal-lm` decode": "h200-hf-causal-lm-decode.json",
-    "H200, torch 2.11, `timm` resnet18": "h200-timm-resnet18.json",
+    "H200, torch 2.11, `hf-causal-lm` decode": "h200-hf-causal-lm-decode-v7.json",
+    "H200, torch 2.11, `timm` resnet18": "h200-timm-resnet18-v7.json",
     "L40S, torch 2.8 (published article)": "published-l40s-day25.json",
 }
 CELL = re.compile(r"^([\d.]+)(?: \(([\d.]+)x, ([\d.]+)-([\d.]+)\))?$")

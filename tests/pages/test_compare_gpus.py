@@ -7,19 +7,18 @@ from __future__ import annotations
 
 from db import queries
 from tests.apptest import share_links, texts
+from tests.conftest import H100_MLP_UUID, H200_MLP_DEFAULT_UUID, H200_MLP_ENERGY_UUID
 
 
-def _ids(dash):
-    """The H100 mlp sample and the H200's energy sweep of the same mlp (same batch sizes)."""
+def _id(dash, uuid: str) -> int:
     runs = queries.runs_frame(dash.engine)
-    mlp = runs[(runs["workload"] == "mlp") & (runs["kind"] == "sweep")
-               & (runs["source"] == "measured")]
+    return int(runs.loc[runs["uuid"] == uuid, "id"].iloc[0])
 
-    def latest(gpu: str) -> int:
-        on = mlp[mlp["gpu_name"].fillna("").str.contains(gpu)]
-        return int(on.sort_values("created_at")["id"].iloc[-1])
 
-    return latest("H100"), latest("H200")
+def _ids(dash, h200: str = H200_MLP_ENERGY_UUID):
+    """The H100 mlp sample and an H200 sweep of the same mlp (same batch sizes): by
+    default the one of a slower host, where the two GPUs' answers part at batch 64."""
+    return _id(dash, H100_MLP_UUID), _id(dash, h200)
 
 
 def _gains(at):
@@ -49,6 +48,20 @@ def test_compare_says_which_gpu_gains_more_and_names_the_published_run(dash):
     assert not t.index.get_level_values("GPU").str.contains("L40S").any()
     assert any("Not in this answer" in c and f"#{dash.published}" in c
                for c in texts(at, "caption"))
+
+
+def test_the_same_sweep_from_one_tree_on_alike_hosts_gains_alike(dash):
+    """The H200's sweep of the H100's night (h200-mlp-default.json): hosts alike (a
+    launch 7.4-9.1 us against 7.6-9.0), GPU busy time alike at every point, and every
+    interval overlapping, so the page names no GPU."""
+    h100, h200 = _ids(dash, H200_MLP_DEFAULT_UUID)
+    at = dash.open("pages/compare.py", run=[str(h100), str(h200)])
+    t = _gains(at).set_index(["mode", "batch", "GPU"])
+    assert len(t) == 2 * 2 * 4 and set(t["gains more"]) == {"neither: overlap"}
+    busy = t["GPU busy ms"].astype(float).unstack("GPU")
+    assert ((busy.max(axis=1) / busy.min(axis=1)) < 1.05).all(), busy
+    assert any("Neither GPU gains more at any shared point" in m
+               for m in texts(at, "markdown"))
 
 
 def test_the_common_launch_cost_changes_the_projected_speedups(dash):
