@@ -201,11 +201,6 @@ def memory_chart(costs: Sequence[cost.Cost]) -> alt.Chart | None:
         "What each mode keeps", "solid: graph pool, light: default pool; cost = bar - eager"))
 
 
-# A Pareto-best mark is 160 px² (a diamond reaching ~6.5 px from its centre): a label's
-# edge sits this far above or below its point's centre.
-LABEL_CLEAR_PX = 9
-
-
 def tradeoff_chart(costs: Sequence[cost.Cost]) -> alt.LayerChart | None:
     """What the memory buys: speedup over eager (log, 1x rule) against the memory cost
     over eager at the same batch size; one point per (mode, batch), labelled with the
@@ -247,19 +242,14 @@ def tradeoff_chart(costs: Sequence[cost.Cost]) -> alt.LayerChart | None:
                       legend=None),
         opacity=alt.condition("datum.pareto", alt.value(1.0), alt.value(0.45)),
         tooltip=tips)
-    # Labels read away from the nearer side: a label right of the rightmost point ran past
-    # the chart's edge.
+    # Labels read away from the nearer side (one right of the rightmost point ran past the
+    # edge); those reading left wholly above their point, the others wholly below: at its
+    # point's height a label ran into a neighbour (H200 hf decode, 36 and 56 MiB, 14x).
     mid = float(df["cost_mib"].min() + df["cost_mib"].max()) / 2
-    # Those reading left sit above their point, those reading right below it: two points
-    # at one height (reduce-overhead at 4 MiB, cuda-graph at 38 MiB, both near 7x) ran their
-    # labels into each other. Wholly above or below the point's height (the text's edge
-    # clear of a large mark's half-height), so a label runs past a neighbour at its height
-    # (hf decode on the H200: reduce-overhead at batch 1 and 8, 36 and 56 MiB, both 14x)
-    # rather than through it.
+    clear = 9  # px from the point to a label's edge: a 160 px² diamond reaches ~6.5 px
     labels = [alt.Chart().mark_text(
-        align=side, dx=7 if side == "left" else -7, fontSize=10,
-        baseline="bottom" if side == "left" else "top",
-        dy=-LABEL_CLEAR_PX if side == "left" else LABEL_CLEAR_PX).encode(
+        align=side, dx=7 if side == "left" else -7, fontSize=10, dy=clear * (
+            -1 if side == "left" else 1), baseline="bottom" if side == "left" else "top").encode(
         x=x, y=y, color=color, text="label:N").transform_filter(
         f"datum.label && (datum.cost_mib {'<=' if side == 'left' else '>'} {mid!r})")
         for side in ("left", "right")]

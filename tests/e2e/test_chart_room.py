@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import H100_MLP_UUID, H200_MLP_UUID
 from tests.e2e_support import SETTLED
 
 pytestmark = pytest.mark.e2e
@@ -75,7 +76,11 @@ def sample_ids(db) -> dict[str, int]:
             rows = rows[rows["workload"] == workload]
         return int(rows["id"].iloc[0])
 
-    return {"h200": one("H200", "mlp"), "h100": one("H100", "mlp"), "l40s": one("L40S"),
+    def by_uuid(uuid: str) -> int:  # an H200 mlp sample of its own: several ship
+        return int(runs.loc[runs["uuid"] == uuid, "id"].iloc[0])
+
+    return {"h200": by_uuid(H200_MLP_UUID), "h100": by_uuid(H100_MLP_UUID),
+            "l40s": one("L40S"),
             "v100": one("V100"),
             "serve": int(runs.loc[runs["kind"] == "serve", "id"].iloc[0])}
 
