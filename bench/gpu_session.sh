@@ -67,6 +67,17 @@ gm() {  # name seconds workload sizes [params...]
     --no-db --out "$OUT/$name.json"
 }
 
+gpu_tests() {  # seconds: every GPU test file, its log under $OUT, its verdicts in tables.txt
+  stamp "pytest -m gpu"
+  timeout "$1" python3 -m pytest -v -m gpu -p no:cacheprovider \
+    -o addopts="--strict-markers -ra" $(grep -rl "mark.gpu" tests --include="test_*.py") \
+    > "$WORK/pytest.log" 2>&1
+  echo "pytest rc=$?" | tee -a "$OUT/tables.txt"
+  cp "$WORK/pytest.log" "$OUT/" 2>/dev/null
+  grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed|^E  " "$WORK/pytest.log" | tail -60 \
+    >> "$OUT/tables.txt"
+}
+
 stage=${1:-sweeps}
 if [ "$stage" = sweeps ]; then
   # 1. The default sweep, timed, and the cuda-graph step against triton; two more runs.
@@ -108,14 +119,7 @@ elif [ "$stage" = gpus ]; then
   done
   run repeatability 30 python3 bench/repeatability.py report "$WORK/rep"
 elif [ "$stage" = verify ]; then
-  stamp "pytest -m gpu"
-  timeout 240 python3 -m pytest -v -m gpu -p no:cacheprovider \
-    -o addopts="--strict-markers -ra" $(grep -rl "mark.gpu" tests --include="test_*.py") \
-    > "$WORK/pytest.log" 2>&1
-  echo "pytest rc=$?" | tee -a "$OUT/tables.txt"
-  cp "$WORK/pytest.log" "$OUT/" 2>/dev/null
-  grep -E "FAILED|ERROR|SKIPPED|passed|failed|^E  " "$WORK/pytest.log" | tail -40 \
-    >> "$OUT/tables.txt"
+  gpu_tests 240
   run memory-check 170 python3 bench/memory_check.py --points hf:1,mlp:1 \
     --out "$OUT/$gpu-memory-check.txt"
   run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
@@ -138,14 +142,7 @@ else
     gm "$gpu-graph-memory-hf-small-llama" 90 hf-causal-lm 1,2,4,8,16,32,64,128,256 \
       model=small-llama
   fi
-  stamp "pytest -m gpu"
-  timeout "$(( $(left) - 10 ))" python3 -m pytest -v -m gpu -p no:cacheprovider \
-    -o addopts="--strict-markers -ra" $(grep -rl "mark.gpu" tests --include="test_*.py") \
-    > "$WORK/pytest.log" 2>&1
-  echo "pytest rc=$?" | tee -a "$OUT/tables.txt"
-  cp "$WORK/pytest.log" "$OUT/" 2>/dev/null
-  grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed|^E  " "$WORK/pytest.log" | tail -60 \
-    >> "$OUT/tables.txt"
+  gpu_tests "$(( $(left) - 10 ))"
 fi
 stamp done
 grep -E "^==|rc=|wall|MISS|coverage|memory:|agree|within their|passed|failed|do_bench" \
