@@ -15,6 +15,11 @@
 #                                     two repeats for the memory spread
 #   bash bench/gpu_session.sh memory  the memory check alone (mlp and hf decode), with the
 #                                     call's whole budget
+#   bash bench/gpu_session.sh cold    issue 47: the default sweep on empty caches without
+#                                     and with the compile helpers, then warm; whether
+#                                     idle prepared processes slow a timed one
+#                                     (bench/held_probe.py); where a fresh host's compile
+#                                     time goes (bench/compile_probe.py)
 #   bash bench/gpu_session.sh verify  after a runner change: every GPU test file, the
 #                                     memory check (mlp and hf decode), the default sweep
 #                                     timed
@@ -125,6 +130,36 @@ elif [ "$stage" = verify ]; then
   run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
   cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json" 2>/dev/null
   cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
+elif [ "$stage" = cold ]; then
+  # Is torch's bytecode on disk? A pip install writes it; without it every process of
+  # a sweep compiles the sources of each torch module it imports (this script's processes
+  # write none: PYTHONDONTWRITEBYTECODE).
+  pyc() { python3 -c "import torch, pathlib; p = pathlib.Path(torch.__file__).parent; \
+print('torch .pyc files:', len(list(p.rglob('*.pyc'))), 'for', len(list(p.rglob('*.py'))), \
+'.py')" | tee -a "$OUT/tables.txt"; }
+  pyc  # (both sweeps below run in the same state, whichever it is)
+  python3 -c "import torch; torch.zeros(1).cuda()"  # the libraries read from disk once
+  # The default sweep on empty Inductor and Triton caches (a fresh host's), without and
+  # with the compile helpers (runner/core/compile_ahead.py); their GPU tests; then the
+  # sweep again with them on the caches left (a warm host's).
+  ahead() {
+    local t=$1 c="$WORK/cache-${1%-warm}"
+    local e=(env TRITON_CACHE_DIR="$c/triton" TORCHINDUCTOR_CACHE_DIR="$c/ind")
+    if [ "$t" = off ]; then e+=(LAUNCHBENCH_COMPILE_AHEAD=0); else e+=(LAUNCHBENCH_COMPILE_AHEAD=1); fi
+    run "sweep-ahead-$t" 120 "${e[@]}" python3 bench/sweep_time.py --out "$WORK/rep" \
+      --name "$gpu-ahead-$t"
+    cat "$WORK/rep/$gpu-ahead-$t-time.txt" >> "$OUT/tables.txt" 2>/dev/null
+    cp "$WORK/rep/$gpu-ahead-$t.log" "$OUT/" 2>/dev/null
+  }
+  ahead off
+  ahead on
+  run gpu-ahead-tests 120 python3 -m pytest -q -m gpu -p no:cacheprovider \
+    -o addopts="--strict-markers -ra" tests/runner/core/test_gpu_runner.py \
+    -k "later_batch_sizes or cold_or_warm"
+  ahead on-warm
+  run held-probe 90 python3 bench/held_probe.py
+  run compile-probe 150 python3 bench/compile_probe.py --cases serial,parallel,warm,profile
+  cp "$WORK/compile-probe.log" "$OUT/" 2>/dev/null
 elif [ "$stage" = memory ]; then
   run memory-check "$(( $(left) - 15 ))" python3 bench/memory_check.py --points hf:1,mlp:1 \
     --out "$OUT/$gpu-memory-check.txt"
@@ -145,5 +180,5 @@ else
   gpu_tests "$(( $(left) - 10 ))"
 fi
 stamp done
-grep -E "^==|rc=|wall|MISS|coverage|memory:|agree|within their|passed|failed|do_bench" \
+grep -E "^==|rc=|wall|MISS|coverage|memory:|agree|within their|passed|failed|do_bench|setup:|\.pyc|compileall|alone|holders|ms a step| s  " \
   "$OUT/tables.txt" | tail -70

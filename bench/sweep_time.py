@@ -74,6 +74,19 @@ def breakdown(events: list[tuple[float, str]]) -> dict[str, float]:
     return dict(spent)
 
 
+def compiled_setups(doc: dict) -> list[str]:
+    """Each compiled point's setup seconds and Inductor's cache hits/misses in it: a cold
+    compile or one that found its graph on disk (the sweep's helpers', an earlier run's)."""
+    cells = []
+    for m in doc["measurements"]:
+        c = (m.get("setup") or {}).get("compile") or {}
+        if m["mode"] in ("compile", "reduce-overhead") and m.get("setup", {}).get("setup_s"):
+            cells.append(f"{m['mode']} {m['batch_size']}: {m['setup']['setup_s']:.1f} s "
+                         f"({c.get('fxgraph_cache_hit', '?')} hit "
+                         f"{c.get('fxgraph_cache_miss', '?')} miss)")
+    return [f"   setup: {'; '.join(cells[i:i + 4])}" for i in range(0, len(cells), 4)]
+
+
 def triton_check(doc: dict) -> list[str]:
     import torch
     from triton.testing import do_bench_cudagraph
@@ -120,6 +133,7 @@ def main() -> int:
     doc = json.loads(bundle.read_text())
     lines.append(f"   energy phase {sum(v for k, v in spent.items() if k == 'energy'):.1f} s "
                  f"= {spent.get('energy', 0) / wall:.0%} of the wall time (target <= 15%)")
+    lines += compiled_setups(doc)
     if not a.no_triton:
         lines += triton_check(doc)
     text = "\n".join(lines)

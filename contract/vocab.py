@@ -87,6 +87,7 @@ HOST_POLICIES = ("exclusive", "shared")
 # point: each mode's setup runs in turn (a cold Inductor compile can take minutes on a
 # CPU), then the modes' interleaved rounds, then each mode's latency and profiled pass.
 POINT_PHASES = {"setup": "setup (compile or capture, warm-up)",
+                "ahead": "waiting for the later batch sizes' compiles (helpers, none timed)",
                 "timing": "timing (the modes' rounds, interleaved)",
                 "energy": "energy windows (the GPU's energy counter)",
                 "profiling": "latency and profiled pass",

@@ -26,6 +26,7 @@ import gc
 import logging
 import sys
 import traceback
+from collections.abc import Callable
 from typing import cast
 
 from contract import host_split
@@ -46,7 +47,8 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
                   device: str, config: TimingConfig, *,
                   extra_rounds=None, on_phase=None,
                   kept: dict | None = None,
-                  energy_plan: energy.EnergyPlan | None = None) -> list[Measurement]:
+                  energy_plan: energy.EnergyPlan | None = None,
+                  before_timing: Callable[[], None] | None = None) -> list[Measurement]:
     """Measure every mode at one batch size; never raises for a failing mode or batch
     size (status "error" or "unsupported" instead), and resets state before returning.
 
@@ -58,7 +60,9 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
     this process's own Rounds under "rounds" (None when no mode got to its rounds), for
     pool_rounds to add later passes to. `energy_plan`: the sweep's counter and idle
     power; the modes timed get energy windows after the rounds (None: no energy fields
-    at all, as a repeat or rescue process)."""
+    at all, as a repeat or rescue process). `before_timing()`: called after every mode's
+    setup, before the rounds (the sweep waits there for its compile helpers,
+    runner/core/compile_ahead.py)."""
     ms = {mode: Measurement(mode, batch_size) for mode in mode_names}
     shared: dict[str, float] = {}
     for m in ms.values():
@@ -66,6 +70,7 @@ def measure_batch(workload: Workload, mode_names: tuple[str, ...], batch_size: i
     batch = _Batch(workload, batch_size, device, config, ms, shared)
     batch.on_phase = on_phase
     batch.energy_plan = energy_plan
+    batch.before_timing = before_timing
     try:
         r = batch.run(extra_rounds)
         if kept is not None and r is not None:
@@ -198,6 +203,7 @@ class _Batch:
         self.sections: list[host_gate.Section] = []  # this batch's gated timing sections
         self.on_phase = None  # measure_batch's progress hook
         self.energy_plan: energy.EnergyPlan | None = None
+        self.before_timing: Callable[[], None] | None = None
 
     def phase_starts(self, mode: str | None, name: str) -> None:
         if self.on_phase is not None:
@@ -229,6 +235,9 @@ class _Batch:
                         raise _ContextLost(m.message) from e
             if not self.prepared:
                 return None
+            if self.before_timing is not None:
+                self.phase_starts(None, "ahead")
+                self.before_timing()
             with no_recompiles(any(m in COMPILED_MODES for m in self.prepared)):
                 self.phase_starts(None, "timing")
                 r = self.time_rounds()

@@ -93,6 +93,7 @@ class _Sweep:
     done: int = 0
     last: Measurement | None = None
     own: dict[int, tuple] = field(default_factory=dict)  # batch -> (Rounds, its points)
+    ahead: Any = None  # compile_ahead.Ahead: the helpers compiling later batch sizes
 
     @property
     def doing(self) -> str:
@@ -113,7 +114,7 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
     validate_spec (or prepare) returned where the spec entered, so it is not checked
     again; without it the spec is checked here. `energy_counter`: one to read instead of
     NVML's (tests; a CPU sweep then gets energy figures too)."""
-    from runner.core import environment, repeat
+    from runner.core import compile_ahead, environment, repeat
     from runner.core.point import reset_state
 
     workload = workload or validate_spec(spec)
@@ -132,6 +133,11 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
     try:
         reset_state(spec.device)  # whatever ran in this process before is not charged
         _idle_power(sweep)
+        # Helpers compile the later batch sizes while this process sets up the first; its
+        # rounds wait for them (runner/core/compile_ahead.py). Started after the idle
+        # power: their GPU work would count in it.
+        if compile_ahead.wanted(spec):
+            sweep.ahead = compile_ahead.Ahead(spec)
         gc.freeze()
         status = _batches(sweep)
         if status == "done" and children is not None:
@@ -143,6 +149,8 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
         sink.finish("failed")
         raise
     finally:
+        if sweep.ahead is not None:
+            sweep.ahead.close()
         if children is not None:
             children.close()  # any not used (a cancelled or failed sweep): ended now
         gc.unfreeze()  # hand the objects back to the collector for whatever runs next
@@ -198,10 +206,11 @@ def _one_batch(sweep: _Sweep, batch: int) -> list[Measurement]:
             sweep.progress(done, sweep.total, (mode or sweep.doing, batch, name), last)
 
     kept: dict = {}
+    ahead = sweep.ahead.wait if sweep.ahead is not None and sweep.ahead.running else None
     with phase(spent, "point"):
         measured = measure_batch(sweep.workload, sweep.spec.modes, batch, sweep.spec.device,
                                  sweep.config, on_phase=on_phase, kept=kept,
-                                 energy_plan=sweep.plan)
+                                 energy_plan=sweep.plan, before_timing=ahead)
     if kept.get("rounds") is not None:
         sweep.own[batch] = (kept["rounds"], measured)
     wall = spent["point"]

@@ -260,3 +260,21 @@ def test_a_cuda_graph_keeps_the_same_bytes_whichever_stream_comes_next():
     assert len(set(kept)) == 1, kept
     warm, capture = modes.graph_streams()
     assert warm.cuda_stream != capture.cuda_stream
+
+
+def test_later_batch_sizes_find_their_compile_on_disk(tmp_path, monkeypatch):
+    """On empty Inductor and Triton caches (a fresh host), the sweep's helpers compile
+    the later batch sizes while it sets up the first (runner/core/compile_ahead.py): its
+    compiled modes miss the cache at the first batch size and hit it at every later one,
+    and the figures still hold (every point ok and matching eager)."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setenv("LAUNCHBENCH_COMPILE_AHEAD", "1")
+    points = sweep(batch_sizes=(1, 8, 64)).points
+    by = {(m["mode"], m["batch_size"]): m for m in points}
+    assert all(m["status"] == "ok" and m["correct"] for m in points)
+    for mode in ("compile", "reduce-overhead"):
+        assert by[(mode, 1)]["details"]["compile"]["fxgraph_cache_miss"] >= 1
+        for b in (8, 64):
+            c = by[(mode, b)]["details"]["compile"]
+            assert c["fxgraph_cache_hit"] >= 1 and c["fxgraph_cache_miss"] == 0, (mode, b, c)

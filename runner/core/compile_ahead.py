@@ -1,0 +1,118 @@
+"""A sweep's later batch sizes compiled ahead, in helper processes, while the first is set up.
+
+Why (issue 47): on a host whose Inductor and Triton caches are empty (a fresh machine),
+the sweep's own pass compiles each batch size's compiled modes cold in turn; on the H200
+that was 16.2 s of setup compile and 6.6 s of reduce-overhead's, against 8.1 and 2.2 s on
+warm caches. Each batch size is its own static specialization (modes.py, dynamic=False),
+so its compile depends on nothing the others leave: helpers can compile them at the same
+time, and the sweep's own compile of each then hits the on-disk caches, as its repeat
+children's already do. bench/compile_probe.py measures the cases (serial, parallel).
+
+Nothing is timed while a helper runs: the sweep waits for every helper to end before the
+first batch size's rounds (`Ahead.wait`, measure_batch's `before_timing`). What the first
+batch size's setup overlaps is setup only (compile, capture, warm-up); its setup cost is
+still a cold compile's, and every later one is a warm one, as `details.compile` (cache
+hits) says point by point.
+
+A helper is `python -m runner.core.compile_ahead` with the spec (its batch sizes the ones
+to compile) on stdin: no CUDA state of the sweep's leaks in or out. It runs with one
+compile thread (repeat.CHILD_ENV): a pool of compile workers per helper would put dozens
+of processes importing torch on the host at once. A helper that fails costs only its
+cache entries: the sweep compiles those batch sizes itself, as before.
+
+Off by default (DEFAULT below): the lent GPUs answered none of this session's asks, so
+neither the saving on a fresh host nor the cost on a warm one has been measured yet.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import replace
+from typing import Any
+
+from contract.specs import SweepSpec
+from contract.vocab import COMPILED_MODES
+
+HELPERS = 3  # at most: the default sweep's three later batch sizes at once
+WAIT_S = 600  # a helper still compiling after this is killed (its batch sizes: cold)
+
+
+# Off unless asked for (LAUNCHBENCH_COMPILE_AHEAD=1) until a lent GPU has timed the
+# default sweep both ways (`bash bench/gpu_session.sh cold`): what it saves on a fresh
+# host and what it costs on a warm one, whose helpers only find their graphs on disk.
+DEFAULT = "0"
+
+
+def wanted(spec: SweepSpec) -> bool:
+    """Helpers only where asked for (LAUNCHBENCH_COMPILE_AHEAD, DEFAULT) and where they can
+    save anything: compiled modes on CUDA, more than one batch size."""
+    return (os.environ.get("LAUNCHBENCH_COMPILE_AHEAD", DEFAULT) == "1"
+            and spec.device.startswith("cuda") and len(spec.batch_sizes) > 1
+            and any(m in COMPILED_MODES for m in spec.modes))
+
+
+class Ahead:
+    """The helpers of one sweep: started with it, waited for before its first rounds."""
+
+    def __init__(self, spec: SweepSpec):
+        from runner.core.repeat import CHILD_ENV, child
+
+        later = spec.batch_sizes[1:]
+        shares = [later[i::HELPERS] for i in range(min(HELPERS, len(later)))]
+        self.running: list[tuple[subprocess.Popen, Any]] = []
+        for share in shares:
+            err = tempfile.TemporaryFile("w+")  # a file, not a pipe: nobody reads it live
+            self.running.append((child("runner.core.compile_ahead",
+                                       replace(spec, batch_sizes=tuple(share)), err,
+                                       env=CHILD_ENV), err))
+
+    def wait(self) -> None:
+        """Every helper ended (killed after WAIT_S); idempotent."""
+        from runner.core.repeat import end
+
+        while self.running:
+            proc, err = self.running.pop()
+            try:
+                proc.wait(timeout=WAIT_S)
+            except subprocess.TimeoutExpired:
+                pass
+            end(proc, err)
+
+    close = wait
+
+
+def main() -> int:
+    import torch
+
+    from runner.core import modes
+    from runner.core.point import reset_state
+    from runner.core.repeat import read_spec
+    from runner.core.workloads import resolve
+
+    spec = read_spec()
+    workload = resolve(spec.workload, dict(spec.params))
+    for batch in spec.batch_sizes:
+        try:
+            # As the sweep's own point builds it (point._Batch.build and run): the same
+            # graph, shapes and grad mode, so the same cache keys.
+            torch.manual_seed(0)
+            model, make_input = workload.build(spec.device)
+            if hasattr(model, "prepare_batch"):
+                model.prepare_batch(batch)
+            x = make_input(batch, torch.Generator().manual_seed(batch))
+            with torch.set_grad_enabled(bool(getattr(model, "needs_grad", False))):
+                for mode in spec.modes:
+                    if mode in COMPILED_MODES:
+                        modes.prepare(mode, model, x, spec.device)
+        except Exception as e:  # noqa: BLE001 - this batch size only: the sweep compiles it
+            print(f"compile ahead, batch {batch}: {type(e).__name__}: {e}"[:300],
+                  file=sys.stderr)
+        reset_state(spec.device)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

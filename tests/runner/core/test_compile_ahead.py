@@ -1,0 +1,61 @@
+"""The compile helpers of a sweep (runner/core/compile_ahead.py), on the CPU: which sweeps
+get them, and that a helper compiles its batch sizes into the shared on-disk cache and
+ends. On CUDA, tests/runner/core/test_gpu_runner.py checks that the sweep then hits it."""
+
+from __future__ import annotations
+
+from contract.specs import SweepSpec
+from runner.core import compile_ahead
+
+TINY = {"depth": "2", "width": "16"}
+
+
+def spec(**kw) -> SweepSpec:
+    base = dict(workload="mlp", params=TINY, batch_sizes=(1, 8), modes=("eager", "compile"),
+                device="cuda")
+    return SweepSpec(**{**base, **kw})
+
+
+def test_only_sweeps_with_a_compile_to_share_get_helpers(monkeypatch):
+    monkeypatch.delenv("LAUNCHBENCH_COMPILE_AHEAD", raising=False)
+    assert compile_ahead.wanted(spec()) == (compile_ahead.DEFAULT == "1")
+    monkeypatch.setenv("LAUNCHBENCH_COMPILE_AHEAD", "1")
+    assert compile_ahead.wanted(spec())
+    assert not compile_ahead.wanted(spec(device="cpu"))
+    assert not compile_ahead.wanted(spec(batch_sizes=(8,)))
+    assert not compile_ahead.wanted(spec(modes=("eager", "cuda-graph")))
+    monkeypatch.setenv("LAUNCHBENCH_COMPILE_AHEAD", "0")
+    assert not compile_ahead.wanted(spec())
+
+
+def test_a_helper_compiles_its_batch_sizes_into_the_shared_cache_and_ends(tmp_path,
+                                                                          monkeypatch):
+    """The helper runs the same compile as the sweep's point (here on the CPU, where
+    Inductor writes C++ instead of Triton): after wait(), the cache holds its graph, and
+    no helper is left running. The first batch size is the sweep's own: no helper gets it."""
+    cache = tmp_path / "inductor"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    ahead = compile_ahead.Ahead(spec(device="cpu", batch_sizes=(1, 8)))
+    assert len(ahead.running) == 1
+    procs = [p for p, _ in ahead.running]
+    ahead.wait()
+    assert not ahead.running and all(p.returncode == 0 for p in procs)
+    assert any((cache / "fxgraph").rglob("*")), "the helper left no compiled graph"
+
+
+def test_the_later_batch_sizes_are_shared_among_at_most_three_helpers(monkeypatch):
+    started = []
+    monkeypatch.setattr("runner.core.repeat.child",
+                        lambda module, s, err, **kw: started.append(s.batch_sizes) or _Done())
+    compile_ahead.Ahead(spec(batch_sizes=(1, 2, 4, 8, 16))).wait()
+    assert started == [(2, 16), (4,), (8,)]
+
+
+class _Done:
+    returncode = 0
+
+    def poll(self):
+        return 0
+
+    def wait(self, timeout=None):
+        return 0
