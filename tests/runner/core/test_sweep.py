@@ -276,3 +276,40 @@ def test_a_held_repeat_child_imports_the_compiler_but_starts_no_pool_and_no_cuda
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got == {"inductor": True, "pools": 0, "cuda": False}
+
+
+def test_compile_helpers_end_before_the_first_rounds_and_none_outlives_the_sweep(
+        monkeypatch, tmp_path):
+    """With the compile helpers on (runner/core/compile_ahead.py; here on the CPU, which a
+    sweep never asks them for), the sweep starts them after the idle power, waits for
+    them after the first batch size's setups and before its rounds (progress says so),
+    and only then; every helper has ended by the first rounds; the later batch size's
+    compile finds its graph on disk."""
+    from runner.core import compile_ahead
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    monkeypatch.setattr(compile_ahead, "wanted", lambda spec: True)
+    started = []
+    real = compile_ahead.Ahead.__init__
+
+    def spy(self, s):
+        real(self, s)
+        started.extend(p for p, _ in self.running)
+
+    monkeypatch.setattr(compile_ahead.Ahead, "__init__", spy)
+    seen = []
+
+    def progress(done, total, current, last):
+        if current and current[2:] == ("timing",):  # the rounds start: no helper runs
+            assert started and all(p.poll() is not None for p in started)
+        seen.append(current)
+
+    sink = ListSink()
+    assert run_sweep(spec(modes=("eager", "compile"), batch_sizes=(2, 4)), sink,
+                     progress=progress) == "done"
+    phases = [c[1:] for c in seen if c and len(c) == 3]
+    assert phases.count((2, "ahead")) == 1 and (4, "ahead") not in phases
+    assert phases.index((2, "ahead")) == phases.index((2, "timing")) - 1
+    by = {(m["mode"], m["batch_size"]): m for m in sink.points}
+    assert all(m["status"] == "ok" for m in sink.points)
+    assert by[("compile", 4)]["details"]["compile"]["fxgraph_cache_hit"] >= 1
