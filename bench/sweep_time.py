@@ -79,9 +79,9 @@ def compiled_setups(doc: dict) -> list[str]:
     compile or one that found its graph on disk (the sweep's helpers', an earlier run's)."""
     cells = []
     for m in doc["measurements"]:
-        c = (m.get("setup") or {}).get("compile") or {}
-        if m["mode"] in ("compile", "reduce-overhead") and m.get("setup", {}).get("setup_s"):
-            cells.append(f"{m['mode']} {m['batch_size']}: {m['setup']['setup_s']:.1f} s "
+        c = (m.get("details") or {}).get("compile") or {}
+        if m["mode"] in ("compile", "reduce-overhead") and m.get("setup_s") is not None:
+            cells.append(f"{m['mode']} {m['batch_size']}: {m['setup_s']:.1f} s "
                          f"({c.get('fxgraph_cache_hit', '?')} hit "
                          f"{c.get('fxgraph_cache_miss', '?')} miss)")
     return [f"   setup: {'; '.join(cells[i:i + 4])}" for i in range(0, len(cells), 4)]

@@ -8,11 +8,12 @@ so its compile depends on nothing the others leave: helpers can compile them at 
 time, and the sweep's own compile of each then hits the on-disk caches, as its repeat
 children's already do. bench/compile_probe.py measures the cases (serial, parallel).
 
-Nothing is timed while a helper runs: the sweep waits for every helper to end before the
-first batch size's rounds (`Ahead.wait`, measure_batch's `before_timing`). What the first
-batch size's setup overlaps is setup only (compile, capture, warm-up); its setup cost is
-still a cold compile's, and every later one is a warm one, as `details.compile` (cache
-hits) says point by point.
+No round is timed while a helper runs: the sweep waits for every helper to end before the
+first batch size's rounds (`Ahead.wait`, measure_batch's `before_timing`). What the
+helpers overlap is the first batch size's setup: compile, capture and warm-up, whose
+length sets each round's steps (a GPU run has to show that the rounds and their coverage
+hold). Its setup cost is still a cold compile's, and every later one a warm one, as
+`details.compile` (cache hits) says point by point.
 
 A helper is `python -m runner.core.compile_ahead` with the spec (its batch sizes the ones
 to compile) on stdin: no CUDA state of the sweep's leaks in or out. It runs with one
@@ -20,8 +21,8 @@ compile thread (repeat.CHILD_ENV): a pool of compile workers per helper would pu
 of processes importing torch on the host at once. A helper that fails costs only its
 cache entries: the sweep compiles those batch sizes itself, as before.
 
-Off by default (DEFAULT below): the lent GPUs answered none of this session's asks, so
-neither the saving on a fresh host nor the cost on a warm one has been measured yet.
+Off by default (DEFAULT below): no lent GPU has timed it yet, so neither the saving on a
+fresh host nor the cost on a warm one is known.
 """
 
 from __future__ import annotations
@@ -81,7 +82,13 @@ class Ahead:
                 pass
             end(proc, err)
 
-    close = wait
+    def close(self) -> None:
+        """A sweep ending early (cancelled, failed): helpers still compiling are killed,
+        not waited for."""
+        from runner.core.repeat import end
+
+        while self.running:
+            end(*self.running.pop())
 
 
 def main() -> int:

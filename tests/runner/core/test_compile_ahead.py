@@ -59,3 +59,14 @@ class _Done:
 
     def wait(self, timeout=None):
         return 0
+
+
+def test_a_sweep_ending_early_kills_its_helpers_rather_than_waiting(tmp_path, monkeypatch):
+    """close() (a cancelled or failed sweep) ends a helper still importing or compiling
+    at once: nothing is left running, and the sweep does not wait out its compile."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    ahead = compile_ahead.Ahead(spec(device="cpu", batch_sizes=(1, 8)))
+    procs = [p for p, _ in ahead.running]
+    ahead.close()
+    assert not ahead.running
+    assert all(p.returncode is not None and p.returncode < 0 for p in procs)
