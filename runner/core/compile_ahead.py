@@ -92,10 +92,8 @@ class Ahead:
 
 
 def main() -> int:
-    import torch
-
     from runner.core import modes
-    from runner.core.point import reset_state
+    from runner.core.point import build_point, grad_mode, reset_state
     from runner.core.repeat import read_spec
     from runner.core.workloads import resolve
 
@@ -103,14 +101,10 @@ def main() -> int:
     workload = resolve(spec.workload, dict(spec.params))
     for batch in spec.batch_sizes:
         try:
-            # As the sweep's own point builds it (point._Batch.build and run): the same
-            # graph, shapes and grad mode, so the same cache keys.
-            torch.manual_seed(0)
-            model, make_input = workload.build(spec.device)
-            if hasattr(model, "prepare_batch"):
-                model.prepare_batch(batch)
-            x = make_input(batch, torch.Generator().manual_seed(batch))
-            with torch.set_grad_enabled(bool(getattr(model, "needs_grad", False))):
+            # Built as the sweep's own point is: the same graph, shapes and grad mode,
+            # so the same cache keys.
+            model, x, _ = build_point(workload, batch, spec.device)
+            with grad_mode(model):
                 for mode in spec.modes:
                     if mode in COMPILED_MODES:
                         modes.prepare(mode, model, x, spec.device)

@@ -27,7 +27,7 @@ import logging
 import sys
 import traceback
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 from contract import host_split
 from contract.measurement import Clocks, CompileCounters, HostPlacement, Measurement, NoIdle
@@ -188,6 +188,27 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[0] if text else ''}"[:500]
 
 
+def build_point(workload: Workload, batch_size: int, device: str) -> tuple[Any, Any, Any]:
+    """The model and a point's two inputs (timed, checked), as every process that builds
+    this point does (the sweep's, a repeat child, a compile helper): the same seed gives
+    the same weights at every point, the batch size's generator the same inputs."""
+    import torch
+
+    torch.manual_seed(0)
+    model, make_input = workload.build(device)
+    if hasattr(model, "prepare_batch"):
+        model.prepare_batch(batch_size)
+    gen = torch.Generator().manual_seed(batch_size)
+    return model, make_input(batch_size, gen), make_input(batch_size, gen)
+
+
+def grad_mode(model):
+    """The grad mode a point runs in: none, but for a training step."""
+    import torch
+
+    return torch.set_grad_enabled(bool(getattr(model, "needs_grad", False)))
+
+
 class _Batch:
     """The state of one batch size's measurement, so each phase is one short method."""
     lost: str | None = None  # a sticky CUDA error's message: this process's context is gone
@@ -210,13 +231,11 @@ class _Batch:
             self.on_phase(mode, name)
 
     def run(self, extra_rounds, rounds_only: bool = False) -> rounds_mod.Rounds | None:
-        import torch
-
         with phase(self.shared, "build"):
             self.build()
         # All under one grad mode (no_grad, but for a training step): grad mode is a
         # guard, so warm-up and timing must share it.
-        with torch.set_grad_enabled(bool(getattr(self.model, "needs_grad", False))):
+        with grad_mode(self.model):
             with phase(self.shared, "reference"):
                 self.reference = modes.reference(self.model, _fresh(self.x_check))
             clocks = _clocks(self.device) if self.cuda else None
@@ -262,13 +281,8 @@ class _Batch:
     def build(self) -> None:
         import torch
 
-        torch.manual_seed(0)  # same weights at every point: points are comparable
-        model, make_input = self.workload.build(self.device)
-        if hasattr(model, "prepare_batch"):
-            model.prepare_batch(self.batch_size)
-        gen = torch.Generator().manual_seed(self.batch_size)
+        model, self.x, self.x_check = build_point(self.workload, self.batch_size, self.device)
         self.model = model
-        self.x, self.x_check = make_input(self.batch_size, gen), make_input(self.batch_size, gen)
         # Convolutions in float32 run on TF32 tensor cores unless the user turned cuDNN's
         # TF32 off: the correctness check then allows TF32 rounding (limits.TF32_TOLERANCE).
         self.tf32_conv = bool(self.cuda and torch.backends.cudnn.allow_tf32
