@@ -34,7 +34,7 @@ import tempfile
 from dataclasses import replace
 from typing import Any
 
-from contract.specs import SweepSpec
+from contract.specs import SpecError, SweepSpec
 from contract.vocab import COMPILED_MODES
 
 HELPERS = 3  # at most: the default sweep's three later batch sizes at once
@@ -47,11 +47,20 @@ WAIT_S = 600  # a helper still compiling after this is killed (its batch sizes: 
 DEFAULT = "0"
 
 
+def asked() -> bool:
+    """LAUNCHBENCH_COMPILE_AHEAD (DEFAULT where unset): 1 on, 0 off; anything else is a
+    SpecError naming it, raised where the sweep is checked, before anything runs."""
+    value = os.environ.get("LAUNCHBENCH_COMPILE_AHEAD", DEFAULT)
+    if value not in ("0", "1"):
+        raise SpecError(f"LAUNCHBENCH_COMPILE_AHEAD={value!r}: use 1 (compile helpers on) "
+                        "or 0 (off)")
+    return value == "1"
+
+
 def wanted(spec: SweepSpec) -> bool:
-    """Helpers only where asked for (LAUNCHBENCH_COMPILE_AHEAD, DEFAULT) and where they can
-    save anything: compiled modes on CUDA, more than one batch size."""
-    return (os.environ.get("LAUNCHBENCH_COMPILE_AHEAD", DEFAULT) == "1"
-            and spec.device.startswith("cuda") and len(spec.batch_sizes) > 1
+    """Helpers only where asked for (asked()) and where they can save anything: compiled
+    modes on CUDA, more than one batch size."""
+    return (asked() and spec.device.startswith("cuda") and len(spec.batch_sizes) > 1
             and any(m in COMPILED_MODES for m in spec.modes))
 
 

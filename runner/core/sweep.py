@@ -47,7 +47,11 @@ def validate_spec(spec: SweepSpec, allow_import: bool = True) -> Workload:
 
 def prepare(spec: SweepSpec, allow_import: bool = True) -> Workload:
     """What a checked spec needs of this machine: the workload resolved (a user factory
-    imported) and the device present (runner/core/device.py)."""
+    imported), the device present (runner/core/device.py) and the compile helpers' setting
+    readable (runner/core/compile_ahead.py)."""
+    from runner.core import compile_ahead
+
+    compile_ahead.asked()
     workload = resolve(spec.workload, dict(spec.params or {}), allow_import=allow_import)
     pick_device(spec.device)
     return workload

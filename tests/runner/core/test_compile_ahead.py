@@ -4,8 +4,11 @@ ends. On CUDA, tests/runner/core/test_gpu_runner.py checks that the sweep then h
 
 from __future__ import annotations
 
-from contract.specs import SweepSpec
+import pytest
+
+from contract.specs import SpecError, SweepSpec
 from runner.core import compile_ahead
+from runner.core.sweep import validate_spec
 
 TINY = {"depth": "2", "width": "16"}
 
@@ -70,3 +73,10 @@ def test_a_sweep_ending_early_kills_its_helpers_rather_than_waiting(tmp_path, mo
     ahead.close()
     assert not ahead.running
     assert all(p.returncode is not None and p.returncode < 0 for p in procs)
+
+
+@pytest.mark.parametrize("value", ["yes", "", "2"])
+def test_a_setting_other_than_0_or_1_is_refused_before_the_sweep_runs(monkeypatch, value):
+    monkeypatch.setenv("LAUNCHBENCH_COMPILE_AHEAD", value)
+    with pytest.raises(SpecError, match=f"LAUNCHBENCH_COMPILE_AHEAD={value!r}"):
+        validate_spec(spec(device="cpu"))
