@@ -20,6 +20,10 @@
 #                                     idle prepared processes slow a timed one
 #                                     (bench/held_probe.py); where a fresh host's compile
 #                                     time goes (bench/compile_probe.py)
+#   bash bench/gpu_session.sh ahead   the compile helpers by default (auto): the default
+#                                     sweep on this fresh host's caches, two repeats on
+#                                     the caches it left, their coverage, the helpers'
+#                                     GPU test, then every GPU test in the time left
 #   bash bench/gpu_session.sh verify  after a runner change: every GPU test file, the
 #                                     memory check (mlp and hf decode), the default sweep
 #                                     timed
@@ -72,10 +76,12 @@ gm() {  # name seconds workload sizes [params...]
     --no-db --out "$OUT/$name.json"
 }
 
-gpu_tests() {  # seconds: every GPU test file, its log under $OUT, its verdicts in tables.txt
+gpu_tests() {  # seconds [pytest args]: every GPU test file, its log under $OUT, its
+  # verdicts in tables.txt
+  local secs=$1; shift
   stamp "pytest -m gpu"
-  timeout "$1" python3 -m pytest -v -m gpu -p no:cacheprovider \
-    -o addopts="--strict-markers -ra" $(grep -rl "mark.gpu" tests --include="test_*.py") \
+  timeout "$secs" python3 -m pytest -v -m gpu -p no:cacheprovider \
+    -o addopts="--strict-markers -ra" "$@" $(grep -rl "mark.gpu" tests --include="test_*.py") \
     > "$WORK/pytest.log" 2>&1
   echo "pytest rc=$?" | tee -a "$OUT/tables.txt"
   cp "$WORK/pytest.log" "$OUT/" 2>/dev/null
@@ -160,6 +166,27 @@ print('torch .pyc files:', len(list(p.rglob('*.pyc'))), 'for', len(list(p.rglob(
   run held-probe 90 python3 bench/held_probe.py
   run compile-probe 150 python3 bench/compile_probe.py --cases serial,parallel,warm,profile
   cp "$WORK/compile-probe.log" "$OUT/" 2>/dev/null
+elif [ "$stage" = ahead ]; then
+  # The compile helpers on by default where the cache is empty (auto): the default sweep
+  # on this fresh host's own caches (helpers on), twice more on the caches it left
+  # (helpers off), their coverage; the helpers' GPU test with its log; every GPU test.
+  run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
+  cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json" 2>/dev/null
+  cp "$WORK/rep/$gpu-mlp-1.log" "$OUT/" 2>/dev/null
+  cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
+  for i in 2 3; do
+    run "rep-$i" 100 python3 -m runner sweep --workload mlp --batch-sizes 1,8,64,8192 \
+      --no-db --out "$WORK/rep/$gpu-mlp-$i.json" --label "$GPU mlp (repeat $i)"
+    grep -c "waiting for the later" "$WORK/rep-$i.log" | sed "s/^/rep-$i helper waits: /" \
+      | tee -a "$OUT/tables.txt"
+  done
+  run repeatability 30 python3 bench/repeatability.py report "$WORK/rep"
+  run ahead-test 150 python3 -m pytest -q -m gpu -p no:cacheprovider \
+    -o addopts="--strict-markers -ra" tests/runner/core/test_gpu_runner.py \
+    -k later_batch_sizes
+  cp "$WORK/ahead-test.log" "$OUT/" 2>/dev/null
+  gpu_tests "$(( $(left) - 10 ))" --deselect \
+    tests/runner/core/test_gpu_runner.py::test_later_batch_sizes_find_their_compile_on_disk
 elif [ "$stage" = memory ]; then
   run memory-check "$(( $(left) - 15 ))" python3 bench/memory_check.py --points hf:1,mlp:1 \
     --out "$OUT/$gpu-memory-check.txt"

@@ -4,6 +4,8 @@ ends. On CUDA, tests/runner/core/test_gpu_runner.py checks that the sweep then h
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from contract.specs import SpecError, SweepSpec
@@ -19,9 +21,8 @@ def spec(**kw) -> SweepSpec:
     return SweepSpec(**{**base, **kw})
 
 
-def test_only_sweeps_with_a_compile_to_share_get_helpers(monkeypatch):
-    monkeypatch.delenv("LAUNCHBENCH_COMPILE_AHEAD", raising=False)
-    assert compile_ahead.wanted(spec()) == (compile_ahead.DEFAULT == "1")
+def test_only_sweeps_with_a_compile_to_share_get_helpers(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))  # fresh
     monkeypatch.setenv("LAUNCHBENCH_COMPILE_AHEAD", "1")
     assert compile_ahead.wanted(spec())
     assert not compile_ahead.wanted(spec(device="cpu"))
@@ -29,6 +30,51 @@ def test_only_sweeps_with_a_compile_to_share_get_helpers(monkeypatch):
     assert not compile_ahead.wanted(spec(modes=("eager", "cuda-graph")))
     monkeypatch.setenv("LAUNCHBENCH_COMPILE_AHEAD", "0")
     assert not compile_ahead.wanted(spec())
+
+
+def test_by_default_helpers_run_on_a_fresh_host_only(tmp_path, monkeypatch):
+    """Unset (auto): on where Inductor's FX graph cache holds no graph (a fresh host),
+    off once it holds one, whatever its workload (there the helpers only cost time);
+    forced on by 1 either way; off where the FX graph cache itself is off."""
+    monkeypatch.delenv("LAUNCHBENCH_COMPILE_AHEAD", raising=False)
+    monkeypatch.delenv("TORCHINDUCTOR_FX_GRAPH_CACHE", raising=False)
+    cache = tmp_path / "inductor"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    assert compile_ahead.wanted(spec())  # no cache directory at all
+    (cache / "fxgraph").mkdir(parents=True)
+    assert compile_ahead.wanted(spec())  # an empty one
+    (cache / "fxgraph" / "ab").mkdir()  # a graph of any workload
+    assert not compile_ahead.wanted(spec())
+    assert not compile_ahead.wanted(spec(device="cpu"))
+    monkeypatch.setenv("LAUNCHBENCH_COMPILE_AHEAD", "1")
+    assert compile_ahead.wanted(spec())
+    monkeypatch.setenv("LAUNCHBENCH_COMPILE_AHEAD", "auto")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "empty"))
+    assert compile_ahead.wanted(spec())
+    monkeypatch.setenv("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
+    assert not compile_ahead.wanted(spec())
+
+
+def test_the_default_cache_directory_is_inductors_own(tmp_path, monkeypatch):
+    """TORCHINDUCTOR_CACHE_DIR unset: fresh_cache looks where Inductor itself writes its
+    graphs (the temp directory moved into tmp_path, the environment a copy: nothing of
+    the host's is read or written)."""
+    import os
+
+    # Its import makes the cache directory: the one named here, not the host's.
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "at-import"))
+    from torch._inductor.codecache import FxGraphCache
+
+    monkeypatch.setattr("tempfile.gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr("os.environ", {k: v for k, v in os.environ.items()
+                                       if k not in ("TORCHINDUCTOR_CACHE_DIR",
+                                                    "TORCHINDUCTOR_FX_GRAPH_CACHE")})
+    assert compile_ahead.fresh_cache()
+    graphs = Path(FxGraphCache._get_tmp_dir())  # Inductor's own path (it sets the env)
+    assert graphs.is_relative_to(tmp_path)
+    del os.environ["TORCHINDUCTOR_CACHE_DIR"]
+    (graphs / "ab").mkdir(parents=True)
+    assert not compile_ahead.fresh_cache()
 
 
 def test_a_helper_compiles_its_batch_sizes_into_the_shared_cache_and_ends(tmp_path,
@@ -75,8 +121,8 @@ def test_a_sweep_ending_early_kills_its_helpers_rather_than_waiting(tmp_path, mo
     assert all(p.returncode is not None and p.returncode < 0 for p in procs)
 
 
-@pytest.mark.parametrize("value", ["yes", "", "2"])
-def test_a_setting_other_than_0_or_1_is_refused_before_the_sweep_runs(monkeypatch, value):
+@pytest.mark.parametrize("value", ["yes", "", "2", "AUTO"])
+def test_a_setting_other_than_auto_1_or_0_is_refused_before_the_sweep_runs(monkeypatch, value):
     monkeypatch.setenv("LAUNCHBENCH_COMPILE_AHEAD", value)
     with pytest.raises(SpecError, match=f"LAUNCHBENCH_COMPILE_AHEAD={value!r}"):
         validate_spec(spec(device="cpu"))
