@@ -20,7 +20,7 @@
 #                                     idle prepared processes slow a timed one
 #                                     (bench/held_probe.py); where a fresh host's compile
 #                                     time goes (bench/compile_probe.py)
-#   bash bench/gpu_session.sh ahead   the compile helpers by default (auto):
+#   bash bench/gpu_session.sh ahead   the compile helpers set to auto:
 #                                     the helpers' GPU test, the default sweep on this
 #                                     fresh host's caches, two repeats on the caches
 #                                     it left, their coverage, then every GPU test in
@@ -168,14 +168,15 @@ print('torch .pyc files:', len(list(p.rglob('*.pyc'))), 'for', len(list(p.rglob(
   run compile-probe 150 python3 bench/compile_probe.py --cases serial,parallel,warm,profile
   cp "$WORK/compile-probe.log" "$OUT/" 2>/dev/null
 elif [ "$stage" = ahead ]; then
-  # The compile helpers on by default where the cache is empty (auto): their GPU test
-  # with its log (on caches of its own); the default sweep on this fresh host's own
+  # The compile helpers where the cache is empty (auto): their GPU test with its log
+  # (on caches of its own); the default sweep on this fresh host's own
   # caches (helpers on), twice more on the caches it left (helpers off), their coverage;
   # every other GPU test in the time left.
   run ahead-test 150 python3 -m pytest -q -m gpu -p no:cacheprovider \
     -o addopts="--strict-markers -ra" tests/runner/core/test_gpu_runner.py \
     -k later_batch_sizes
   cp "$WORK/ahead-test.log" "$OUT/" 2>/dev/null
+  export LAUNCHBENCH_COMPILE_AHEAD=auto
   run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
   cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json" 2>/dev/null
   cp "$WORK/rep/$gpu-mlp-1.log" "$OUT/" 2>/dev/null
@@ -187,6 +188,8 @@ elif [ "$stage" = ahead ]; then
       | tee -a "$OUT/tables.txt"
   done
   run repeatability 30 python3 bench/repeatability.py report "$WORK/rep"
+  cp "$WORK/rep/$gpu-mlp-2.json" "$WORK/rep/$gpu-mlp-3.json" "$OUT/" 2>/dev/null
+  unset LAUNCHBENCH_COMPILE_AHEAD
   gpu_tests "$(( $(left) - 10 ))" --deselect \
     tests/runner/core/test_gpu_runner.py::test_later_batch_sizes_find_their_compile_on_disk
 elif [ "$stage" = memory ]; then

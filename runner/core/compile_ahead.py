@@ -21,14 +21,18 @@ compile thread (repeat.CHILD_ENV): a pool of compile workers per helper would pu
 of processes importing torch on the host at once. A helper that fails costs only its
 cache entries: the sweep compiles those batch sizes itself, as before.
 
-On by default where the host's Inductor cache holds no compiled graph yet (DEFAULT
-"auto": a fresh host, the case the helpers are for). On the H100 (torch 2.11, 2026-12-07,
-`bash bench/gpu_session.sh cold`) the default sweep took 59.9 s on empty caches without
-them and 56.9 s with them: every later batch size's compile then hit the cache (0.3 s
-instead of 1.1-1.4 s), and the sweep waited 3.6 s for the helpers. On the caches that
-run left, the helpers found every graph on disk and the sweep still waited 3.6 s for
-them (a helper's own torch and Inductor imports): on a warm host they only cost, so
-"auto" leaves them off there. LAUNCHBENCH_COMPILE_AHEAD=1 or 0 forces them on or off.
+Off by default (DEFAULT below): on two fresh H100s (torch 2.11, 2026-12-07,
+bench/results/h100-compile-ahead/) they saved time on one and likely cost it on the other.
+On the first, the default sweep took 59.9 s on empty caches without them and 56.9 s with
+them (every later batch size's compile hit the cache: 0.3 s instead of 1.1-1.4 s; the
+sweep waited 3.6 s for them). On the second, with them, 64.7 s: the sweep waited 8.2 s,
+longer than the 5.5 s or so their cache hits save. A helper's own time is mostly fixed (a
+process importing torch and Inductor: 15-16.5 s from its start to its end on those hosts,
+whose image carries no torch bytecode), and the first batch size's setup it overlaps
+took 8-11 s there, so the sweep waits for it wherever that setup is the shorter.
+On caches that already hold the graphs they only cost (54.1 s, still 3.6 s of waiting).
+LAUNCHBENCH_COMPILE_AHEAD=auto runs them where Inductor's FX graph cache holds no graph
+yet (a fresh host), 1 always, 0 (the default) never.
 """
 
 from __future__ import annotations
@@ -47,9 +51,9 @@ HELPERS = 3  # at most: the default sweep's three later batch sizes at once
 WAIT_S = 600  # a helper still compiling after this is killed (its batch sizes: cold)
 
 
-# "auto": helpers only on a fresh host (fresh_cache); "1" always, "0" never. The module's
-# docstring gives the H100's figures both ways.
-DEFAULT = "auto"
+# "0" never (the default: the module's docstring gives the two H100s' figures), "auto"
+# only on a fresh host (fresh_cache), "1" always.
+DEFAULT = "0"
 SETTINGS = ("auto", "1", "0")
 
 

@@ -32,14 +32,17 @@ def test_only_sweeps_with_a_compile_to_share_get_helpers(tmp_path, monkeypatch):
     assert not compile_ahead.wanted(spec())
 
 
-def test_by_default_helpers_run_on_a_fresh_host_only(tmp_path, monkeypatch):
-    """Unset (auto): on where Inductor's FX graph cache holds no graph (a fresh host),
-    off once it holds one, whatever its workload (there the helpers only cost time);
-    forced on by 1 either way; off where the FX graph cache itself is off."""
-    monkeypatch.delenv("LAUNCHBENCH_COMPILE_AHEAD", raising=False)
+def test_auto_runs_helpers_on_a_fresh_host_only(tmp_path, monkeypatch):
+    """Unset: off (no lent GPU showed them a saving on every fresh host). auto: on where
+    Inductor's FX graph cache holds no graph (a fresh host), off once it holds one,
+    whatever its workload (there the helpers only cost time); forced on by 1 either way;
+    off where the FX graph cache itself is off."""
     monkeypatch.delenv("TORCHINDUCTOR_FX_GRAPH_CACHE", raising=False)
     cache = tmp_path / "inductor"
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    monkeypatch.delenv("LAUNCHBENCH_COMPILE_AHEAD", raising=False)
+    assert not compile_ahead.wanted(spec())
+    monkeypatch.setenv("LAUNCHBENCH_COMPILE_AHEAD", "auto")
     assert compile_ahead.wanted(spec())  # no cache directory at all
     (cache / "fxgraph").mkdir(parents=True)
     assert compile_ahead.wanted(spec())  # an empty one
