@@ -25,6 +25,10 @@
 #                                     fresh host's caches, two repeats on the caches
 #                                     it left, their coverage, then every GPU test in
 #                                     the time left
+#   bash bench/gpu_session.sh bytecode a fresh host as pip leaves it (torch's bytecode
+#                                     on disk, empty compile caches): the default
+#                                     sweep, two repeats and their coverage, the
+#                                     sweep with the compile helpers, the GPU tests
 #   bash bench/gpu_session.sh verify  after a runner change: every GPU test file, the
 #                                     memory check (mlp and hf decode), the default sweep
 #                                     timed
@@ -90,6 +94,12 @@ gpu_tests() {  # seconds [pytest args]: every GPU test file, its log under $OUT,
     >> "$OUT/tables.txt"
 }
 
+pyc() {  # how many of torch's modules have their bytecode on disk
+  python3 -c "import torch, pathlib; p = pathlib.Path(torch.__file__).parent; \
+print('torch .pyc files:', len(list(p.rglob('*.pyc'))), 'for', len(list(p.rglob('*.py'))), \
+'.py')" | tee -a "$OUT/tables.txt"
+}
+
 stage=${1:-sweeps}
 if [ "$stage" = sweeps ]; then
   # 1. The default sweep, timed, and the cuda-graph step against triton; two more runs.
@@ -141,9 +151,6 @@ elif [ "$stage" = cold ]; then
   # Is torch's bytecode on disk? A pip install writes it; without it every process of
   # a sweep compiles the sources of each torch module it imports (this script's processes
   # write none: PYTHONDONTWRITEBYTECODE).
-  pyc() { python3 -c "import torch, pathlib; p = pathlib.Path(torch.__file__).parent; \
-print('torch .pyc files:', len(list(p.rglob('*.pyc'))), 'for', len(list(p.rglob('*.py'))), \
-'.py')" | tee -a "$OUT/tables.txt"; }
   pyc  # (both sweeps below run in the same state, whichever it is)
   python3 -c "import torch; torch.zeros(1).cuda()"  # the libraries read from disk once
   # The default sweep on empty Inductor and Triton caches (a fresh host's), without and
@@ -192,6 +199,37 @@ elif [ "$stage" = ahead ]; then
   unset LAUNCHBENCH_COMPILE_AHEAD
   gpu_tests "$(( $(left) - 10 ))" --deselect \
     tests/runner/core/test_gpu_runner.py::test_later_batch_sizes_find_their_compile_on_disk
+elif [ "$stage" = bytecode ]; then
+  # A fresh host as pip leaves it: torch's, triton's and transformers' bytecode on disk
+  # (the lent image has none, so every process of a sweep compiles their sources as it
+  # imports them), Inductor's and Triton's caches empty. The default sweep there, two
+  # repeats on the caches it left and their coverage (no compile helpers in any: does
+  # the first run on a fresh machine read apart?), then the sweep with the helpers on
+  # caches of their own (their imports are the shorter with bytecode); the GPU tests
+  # in the time left.
+  pyc
+  stamp compileall
+  for m in torch triton transformers; do
+    d=$(python3 -c "import $m, os; print(os.path.dirname($m.__file__))" 2>/dev/null) &&
+      timeout 120 python3 -m compileall -q -j 16 "$d" > /dev/null 2>&1
+    echo "compileall $m rc=$?" | tee -a "$OUT/tables.txt"
+  done
+  pyc
+  run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
+  cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json" 2>/dev/null
+  cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
+  for i in 2 3; do
+    run "rep-$i" 100 python3 -m runner sweep --workload mlp --batch-sizes 1,8,64,8192 \
+      --no-db --out "$WORK/rep/$gpu-mlp-$i.json" --label "$GPU mlp (repeat $i)"
+  done
+  run repeatability 30 python3 bench/repeatability.py report "$WORK/rep"
+  cp "$WORK/rep/$gpu-mlp-2.json" "$WORK/rep/$gpu-mlp-3.json" "$OUT/" 2>/dev/null
+  c="$WORK/cache-helpers"
+  run sweep-helpers 120 env TRITON_CACHE_DIR="$c/triton" TORCHINDUCTOR_CACHE_DIR="$c/ind" \
+    LAUNCHBENCH_COMPILE_AHEAD=1 python3 bench/sweep_time.py --out "$WORK/rep-h" \
+    --name "$gpu-helpers"
+  cat "$WORK/rep-h/$gpu-helpers-time.txt" >> "$OUT/tables.txt" 2>/dev/null
+  gpu_tests "$(( $(left) - 10 ))"
 elif [ "$stage" = memory ]; then
   run memory-check "$(( $(left) - 15 ))" python3 bench/memory_check.py --points hf:1,mlp:1 \
     --out "$OUT/$gpu-memory-check.txt"
