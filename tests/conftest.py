@@ -1,6 +1,7 @@
 """Shared fixtures: a temp SQLite file, a real PostgreSQL database, CI strictness; and
 what keeps the suite apart from its host: every process a test starts ends with the test
-(tests/procs.py), each test's workers get their own host lock directory, and a test module
+(tests/procs.py), each test's workers get their own host lock directory, the compile
+caches are the run's own (not Inductor's and Triton's defaults), and a test module
 that needs the dashboard's packages skips (outside CI) on a host without them.
 
 Starting a process from a test: plain `subprocess.Popen` / `subprocess.run`, with
@@ -131,6 +132,27 @@ def _forget_the_gate() -> None:
     gate = sys.modules.get("runner.core.host_gate")  # only if a test imported it
     if gate is not None:
         gate.install(None)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _compile_caches_apart(tmp_path_factory):
+    """Inductor's and Triton's on-disk caches in this run's temp directory (one per xdist
+    worker, warm across its tests as the defaults would be), never the host's defaults
+    ($TMPDIR/torchinductor_$USER, ~/.triton/cache): a real sweep on this host reads and
+    fills those, and a graph a test left there would be its cache hit. Tests that need
+    an empty cache set their own (monkeypatch), as before. Left alone: a CPU compile's
+    precompiled C++ headers, which torch keeps under its default directory whatever
+    these say (torch._inductor.codecache._HEADER_DIR); they hold no compiled graph."""
+    base = tmp_path_factory.getbasetemp() / "compile-caches"
+    before = {v: os.environ.get(v) for v in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(base / "inductor")
+    os.environ["TRITON_CACHE_DIR"] = str(base / "triton")
+    yield
+    for var, value in before.items():
+        if value is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = value
 
 
 @pytest.fixture(autouse=True)

@@ -16,10 +16,13 @@ hold). Its setup cost is still a cold compile's, and every later one a warm one,
 `details.compile` (cache hits) says point by point.
 
 A helper is `python -m runner.core.compile_ahead` with the spec (its batch sizes the ones
-to compile) on stdin: no CUDA state of the sweep's leaks in or out. It runs with one
-compile thread (repeat.CHILD_ENV): a pool of compile workers per helper would put dozens
-of processes importing torch on the host at once. A helper that fails costs only its
-cache entries: the sweep compiles those batch sizes itself, as before.
+to compile) on stdin: no CUDA state of the sweep's leaks in or out. It starts with the
+sweep and imports torch, the core and Inductor while the sweep reads the idle power, as a
+held repeat child does (repeat.warm: no CUDA context), and touches the GPU only once
+released after it (`Ahead.go`): most of a helper's time was those imports (below). It
+runs with one compile thread (repeat.CHILD_ENV): a pool of compile workers per helper
+would put dozens of processes importing torch on the host at once. A helper that fails
+costs only its cache entries: the sweep compiles those batch sizes itself, as before.
 
 Off by default (DEFAULT below): on two fresh H100s (torch 2.11, 2026-12-07,
 bench/results/h100-compile-ahead/) they saved time on one and likely cost it on the other.
@@ -28,8 +31,10 @@ them (every later batch size's compile hit the cache: 0.3 s instead of 1.1-1.4 s
 sweep waited 3.6 s for them). On the second, with them, 64.7 s: the sweep waited 8.2 s,
 longer than the 5.5 s or so their cache hits save. A helper's own time is mostly fixed (a
 process importing torch and Inductor: 15-16.5 s from its start to its end on those hosts,
-whose image carries no torch bytecode), and the first batch size's setup it overlaps
-took 8-11 s there, so the sweep waits for it wherever that setup is the shorter.
+whose image carries no torch bytecode), and the first batch size's setup it overlapped
+took 8-11 s there, so the sweep waited for it wherever that setup was the shorter. (Those
+helpers started only after the idle power, 0.7-4.0 s into the sweep; they now import
+during it.)
 On caches that already hold the graphs they only cost (54.1 s, still 3.6 s of waiting).
 LAUNCHBENCH_COMPILE_AHEAD=auto runs them where Inductor's FX graph cache holds no graph
 yet (a fresh host), 1 always, 0 (the default) never.
@@ -95,24 +100,38 @@ def wanted(spec: SweepSpec) -> bool:
 
 
 class Ahead:
-    """The helpers of one sweep: started with it, waited for before its first rounds."""
+    """The helpers of one sweep: started with it and held through its idle power (their
+    imports only: no CUDA context, as a held repeat child), released after it (go),
+    waited for before its first rounds."""
 
     def __init__(self, spec: SweepSpec):
         from runner.core.repeat import CHILD_ENV, child
 
         later = spec.batch_sizes[1:]
-        shares = [later[i::HELPERS] for i in range(min(HELPERS, len(later)))]
+        self.shares = [later[i::HELPERS] for i in range(min(HELPERS, len(later)))]
         self.running: list[tuple[subprocess.Popen, Any]] = []
-        for share in shares:
+        self.released = False
+        for share in self.shares:
             err = tempfile.TemporaryFile("w+")  # a file, not a pipe: nobody reads it live
             self.running.append((child("runner.core.compile_ahead",
                                        replace(spec, batch_sizes=tuple(share)), err,
-                                       env=CHILD_ENV), err))
+                                       hold=True, env=CHILD_ENV), err))
+
+    def go(self) -> None:
+        """Each helper's batch sizes sent: from now on it builds them on the device and
+        compiles. Idempotent."""
+        from runner.core import repeat
+
+        if not self.released:
+            self.released = True
+            for (proc, _), share in zip(self.running, self.shares, strict=True):
+                repeat.send_go(proc, tuple(share))
 
     def wait(self) -> None:
-        """Every helper ended (killed after WAIT_S); idempotent."""
+        """Every helper released and ended (killed after WAIT_S); idempotent."""
         from runner.core.repeat import end
 
+        self.go()
         while self.running:
             proc, err = self.running.pop()
             try:
@@ -122,8 +141,8 @@ class Ahead:
             end(proc, err)
 
     def close(self) -> None:
-        """A sweep ending early (cancelled, failed): helpers still compiling are killed,
-        not waited for."""
+        """A sweep ending early (cancelled, failed): helpers still held or compiling are
+        killed, not waited for."""
         from runner.core.repeat import end
 
         while self.running:
@@ -133,12 +152,14 @@ class Ahead:
 def main() -> int:
     from runner.core import modes
     from runner.core.point import build_point, grad_mode, reset_state
-    from runner.core.repeat import read_spec
-    from runner.core.workloads import resolve
+    from runner.core.repeat import read_spec, wait_for_go, warm
 
     spec = read_spec()
-    workload = resolve(spec.workload, dict(spec.params))
-    for batch in spec.batch_sizes:
+    workload = warm(spec)  # torch, the core and Inductor imported while held
+    batch_sizes = wait_for_go()
+    if batch_sizes is None:  # the sweep ended before its idle power was done
+        return 0
+    for batch in batch_sizes:
         try:
             # Built as the sweep's own point is: the same graph, shapes and grad mode,
             # so the same cache keys.

@@ -99,7 +99,7 @@ class Children:
     def go(self, batch_sizes: tuple[int, ...]) -> tuple[subprocess.Popen, Any]:
         """The next held child, told to run its pass over `batch_sizes`."""
         proc, err = self.held.pop(0)
-        _go(proc, batch_sizes)
+        send_go(proc, batch_sizes)
         return proc, err
 
     def close(self) -> None:
@@ -127,7 +127,9 @@ def _held_child(spec: SweepSpec, stderr) -> subprocess.Popen:
     return child("runner.core.repeat", spec, stderr, hold=True, env=CHILD_ENV)
 
 
-def _go(proc: subprocess.Popen, batch_sizes: tuple[int, ...]) -> None:
+def send_go(proc: subprocess.Popen, batch_sizes: tuple[int, ...]) -> None:
+    """A held child (child(hold=True)) released: its batch sizes, then EOF on stdin
+    (wait_for_go is its side). Shared with runner/core/compile_ahead.py."""
     try:
         if proc.stdin is not None:
             proc.stdin.write(json.dumps({"go": list(batch_sizes)}) + "\n")
@@ -139,7 +141,7 @@ def _go(proc: subprocess.Popen, batch_sizes: tuple[int, ...]) -> None:
 def _child(spec: SweepSpec, stderr) -> subprocess.Popen:
     """A repeat child told to run at once (one not started with the sweep)."""
     proc = _held_child(spec, stderr)
-    _go(proc, spec.batch_sizes)
+    send_go(proc, spec.batch_sizes)
     return proc
 
 

@@ -105,12 +105,27 @@ def test_the_later_batch_sizes_are_shared_among_at_most_three_helpers(monkeypatc
 
 class _Done:
     returncode = 0
+    stdin = None  # nothing to release
 
     def poll(self):
         return 0
 
     def wait(self, timeout=None):
         return 0
+
+
+def test_a_held_helper_compiles_nothing_until_released(tmp_path, monkeypatch):
+    """Held (the sweep reading its idle power), a helper only imports: a sweep that ends
+    before releasing it (stdin closed, no go line) finds it ended on its own, with
+    nothing compiled."""
+    cache = tmp_path / "inductor"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    ahead = compile_ahead.Ahead(spec(device="cpu", batch_sizes=(1, 8)))
+    for proc, _ in ahead.running:
+        proc.stdin.close()
+    assert all(proc.wait(timeout=120) == 0 for proc, _ in ahead.running)
+    ahead.close()
+    assert not ahead.released and not list((cache / "fxgraph").rglob("*"))
 
 
 def test_a_sweep_ending_early_kills_its_helpers_rather_than_waiting(tmp_path, monkeypatch):

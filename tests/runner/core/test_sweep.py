@@ -281,33 +281,45 @@ def test_a_held_repeat_child_imports_the_compiler_but_starts_no_pool_and_no_cuda
 def test_compile_helpers_end_before_the_first_rounds_and_none_outlives_the_sweep(
         monkeypatch, tmp_path):
     """With the compile helpers on (runner/core/compile_ahead.py; here on the CPU, which a
-    sweep never asks them for), the sweep starts them after the idle power, waits for
-    them after the first batch size's setups and before its rounds (progress says so),
-    and only then; every helper has ended by the first rounds; the later batch size's
-    compile finds its graph on disk."""
+    sweep never asks them for, with a fake energy counter so that it reads an idle
+    power), the sweep starts them before the idle power and releases them only after it,
+    waits for them after the first batch size's setups and before its rounds (progress
+    says so), and only then; every helper has ended by the first rounds; the later batch
+    size's compile finds its graph on disk."""
     from runner.core import compile_ahead
+    from tests.fake_energy import FakeDevice
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     monkeypatch.setattr(compile_ahead, "wanted", lambda spec: True)
-    started = []
-    real = compile_ahead.Ahead.__init__
+    started, seen, released_after = [], [], []
+    real_init, real_go = compile_ahead.Ahead.__init__, compile_ahead.Ahead.go
 
-    def spy(self, s):
-        real(self, s)
+    def spy_init(self, s):
+        real_init(self, s)
         started.extend(p for p, _ in self.running)
 
-    monkeypatch.setattr(compile_ahead.Ahead, "__init__", spy)
-    seen = []
+    def spy_go(self):
+        if not self.released:
+            released_after.append(list(seen))
+        real_go(self)
+
+    monkeypatch.setattr(compile_ahead.Ahead, "__init__", spy_init)
+    monkeypatch.setattr(compile_ahead.Ahead, "go", spy_go)
 
     def progress(done, total, current, last):
+        if current and current[1:] == (2, "energy") and not released_after:  # idle power
+            assert started and all(p.poll() is None for p in started)  # held, alive
         if current and current[2:] == ("timing",):  # the rounds start: no helper runs
             assert started and all(p.poll() is not None for p in started)
         seen.append(current)
 
     sink = ListSink()
     assert run_sweep(spec(modes=("eager", "compile"), batch_sizes=(2, 4)), sink,
-                     progress=progress) == "done"
+                     progress=progress,
+                     energy_counter=FakeDevice(wall=True).counter()) == "done"
     phases = [c[1:] for c in seen if c and len(c) == 3]
+    (before_release,) = released_after
+    assert [c[1:] for c in before_release if c and len(c) == 3] == [(2, "energy")]
     assert phases.count((2, "ahead")) == 1 and (4, "ahead") not in phases
     assert phases.index((2, "ahead")) == phases.index((2, "timing")) - 1
     by = {(m["mode"], m["batch_size"]): m for m in sink.points}
