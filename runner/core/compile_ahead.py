@@ -111,11 +111,15 @@ class Ahead:
         self.shares = [later[i::HELPERS] for i in range(min(HELPERS, len(later)))]
         self.running: list[tuple[subprocess.Popen, Any]] = []
         self.released = False
-        for share in self.shares:
-            err = tempfile.TemporaryFile("w+")  # a file, not a pipe: nobody reads it live
-            self.running.append((child("runner.core.compile_ahead",
-                                       replace(spec, batch_sizes=tuple(share)), err,
-                                       hold=True, env=CHILD_ENV), err))
+        try:
+            for share in self.shares:
+                err = tempfile.TemporaryFile("w+")  # a file: nobody reads it live
+                self.running.append((child("runner.core.compile_ahead",
+                                           replace(spec, batch_sizes=tuple(share)), err,
+                                           hold=True, env=CHILD_ENV), err))
+        except BaseException:  # one failed to start: none of them outlives this
+            self.close()
+            raise
 
     def go(self) -> None:
         """Each helper's batch sizes sent: from now on it builds them on the device and

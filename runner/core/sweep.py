@@ -134,12 +134,13 @@ def run_sweep(spec: SweepSpec, sink: Sink, *, progress: Callable | None = None,
     # The repeat processes start now, so their imports overlap this pass; each waits
     # for its turn (runner/core/repeat.py, Children).
     children = repeat.Children(spec) if spec.processes > 1 else None
-    # Helpers compile the later batch sizes while this process sets up the first; its
-    # rounds wait for them (runner/core/compile_ahead.py). Started now, so their imports
-    # overlap the idle power; released after it: their GPU work would count in it.
-    if compile_ahead.wanted(spec):
-        sweep.ahead = compile_ahead.Ahead(spec)
     try:
+        # Helpers compile the later batch sizes while this process sets up the first;
+        # its rounds wait for them (runner/core/compile_ahead.py). Started now, so their
+        # imports overlap the idle power; released after it: their GPU work would count
+        # in it.
+        if compile_ahead.wanted(spec):
+            sweep.ahead = compile_ahead.Ahead(spec)
         reset_state(spec.device)  # whatever ran in this process before is not charged
         _idle_power(sweep)
         if sweep.ahead is not None:
