@@ -32,12 +32,12 @@ sweep waited 3.6 s for them). On the second, with them, 64.7 s: the sweep waited
 longer than the 5.5 s or so their cache hits save. A helper's own time is mostly fixed (a
 process importing torch and Inductor: 15-16.5 s from its start to its end on those hosts,
 whose image carries no torch bytecode), and the first batch size's setup it overlapped
-took 8-11 s there, so the sweep waited for it wherever that setup was the shorter. (Those
-helpers started only after the idle power, 0.7-4.0 s into the sweep; they now import
-during it.)
-On caches that already hold the graphs they only cost (54.1 s, still 3.6 s of waiting).
-LAUNCHBENCH_COMPILE_AHEAD=auto runs them where Inductor's FX graph cache holds no graph
-yet (a fresh host), 1 always, 0 (the default) never.
+took 8-11 s there, so the sweep waited for it wherever that setup was the shorter. On
+caches that already hold the graphs they only cost (54.1 s, still 3.6 s of waiting).
+Those helpers started only after the idle power, 0.7-4.0 s into the sweep; they now import
+during it, which no GPU has timed yet. LAUNCHBENCH_COMPILE_AHEAD=auto runs them where
+Inductor's FX graph cache holds no graph yet (a fresh host), 1 always, 0 (the default)
+never.
 """
 
 from __future__ import annotations
