@@ -100,11 +100,11 @@ print('torch .pyc files:', len(list(p.rglob('*.pyc'))), 'for', len(list(p.rglob(
 '.py')" | tee -a "$OUT/tables.txt"
 }
 
-stage=${1:-sweeps}
-if [ "$stage" = sweeps ]; then
-  # 1. The default sweep, timed, and the cuda-graph step against triton; two more runs.
+three_runs() {  # the default sweep timed (bench/sweep_time.py: wall, phases, the
+  # cuda-graph step against triton), two repeats, their coverage and memory spread
+  # (bench/repeatability.py); the three bundles under $OUT
   run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
-  cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json"
+  cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json" 2>/dev/null
   cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
   for i in 2 3; do
     run "rep-$i" 100 python3 -m runner sweep --workload mlp --batch-sizes 1,8,64,8192 \
@@ -112,6 +112,12 @@ if [ "$stage" = sweeps ]; then
   done
   run repeatability 30 python3 bench/repeatability.py report "$WORK/rep"
   cp "$WORK/rep/$gpu-mlp-2.json" "$WORK/rep/$gpu-mlp-3.json" "$OUT/" 2>/dev/null
+}
+
+stage=${1:-sweeps}
+if [ "$stage" = sweeps ]; then
+  # 1. The default sweep, timed, and the cuda-graph step against triton; two more runs.
+  three_runs
   if [ "${PROFILE:-0}" = 1 ]; then  # a diagnostic, shipped from the H100 already
     run repeat-profile 45 python3 bench/repeat_profile.py --top 45
     cp "$WORK/repeat-profile.log" "$OUT/" 2>/dev/null
@@ -184,18 +190,12 @@ elif [ "$stage" = ahead ]; then
     -k later_batch_sizes
   cp "$WORK/ahead-test.log" "$OUT/" 2>/dev/null
   export LAUNCHBENCH_COMPILE_AHEAD=auto
-  run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
-  cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json" 2>/dev/null
+  three_runs
   cp "$WORK/rep/$gpu-mlp-1.log" "$OUT/" 2>/dev/null
-  cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
   for i in 2 3; do
-    run "rep-$i" 100 python3 -m runner sweep --workload mlp --batch-sizes 1,8,64,8192 \
-      --no-db --out "$WORK/rep/$gpu-mlp-$i.json" --label "$GPU mlp (repeat $i)"
     grep -c "waiting for the later" "$WORK/rep-$i.log" | sed "s/^/rep-$i helper waits: /" \
       | tee -a "$OUT/tables.txt"
   done
-  run repeatability 30 python3 bench/repeatability.py report "$WORK/rep"
-  cp "$WORK/rep/$gpu-mlp-2.json" "$WORK/rep/$gpu-mlp-3.json" "$OUT/" 2>/dev/null
   unset LAUNCHBENCH_COMPILE_AHEAD
   gpu_tests "$(( $(left) - 10 ))" --deselect \
     tests/runner/core/test_gpu_runner.py::test_later_batch_sizes_find_their_compile_on_disk
@@ -215,15 +215,7 @@ elif [ "$stage" = bytecode ]; then
     echo "compileall $m rc=$?" | tee -a "$OUT/tables.txt"
   done
   pyc
-  run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
-  cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json" 2>/dev/null
-  cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
-  for i in 2 3; do
-    run "rep-$i" 100 python3 -m runner sweep --workload mlp --batch-sizes 1,8,64,8192 \
-      --no-db --out "$WORK/rep/$gpu-mlp-$i.json" --label "$GPU mlp (repeat $i)"
-  done
-  run repeatability 30 python3 bench/repeatability.py report "$WORK/rep"
-  cp "$WORK/rep/$gpu-mlp-2.json" "$WORK/rep/$gpu-mlp-3.json" "$OUT/" 2>/dev/null
+  three_runs
   c="$WORK/cache-helpers"
   run sweep-helpers 120 env TRITON_CACHE_DIR="$c/triton" TORCHINDUCTOR_CACHE_DIR="$c/ind" \
     LAUNCHBENCH_COMPILE_AHEAD=1 python3 bench/sweep_time.py --out "$WORK/rep-h" \
