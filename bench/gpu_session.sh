@@ -29,6 +29,13 @@
 #                                     on disk, empty compile caches): the default
 #                                     sweep, two repeats and their coverage, the
 #                                     sweep with the compile helpers, the GPU tests
+#   bash bench/gpu_session.sh fresh   the compile helpers under auto on a fresh host
+#                                     (bytecode on disk, empty caches): the default
+#                                     sweep, two repeats, their coverage; the sweep
+#                                     without helpers on empty caches and the coverage
+#                                     of the runs without helpers
+#   bash bench/gpu_session.sh one     the default sweep timed once as the host is lent
+#                                     (helpers: auto unless the variable says)
 #   bash bench/gpu_session.sh verify  after a runner change: every GPU test file, the
 #                                     memory check (mlp and hf decode), the default sweep
 #                                     timed
@@ -106,7 +113,8 @@ three_runs() {  # the default sweep timed (bench/sweep_time.py: wall, phases, th
   run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
   cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json" 2>/dev/null
   cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
-  for i in 2 3; do
+  for i in 2 3; do  # a repeat takes about a minute: none started that could not end
+    [ "$(left)" -lt 60 ] && { echo "skip rep-$i: $(left) s left" | tee -a "$OUT/tables.txt"; continue; }
     run "rep-$i" 100 python3 -m runner sweep --workload mlp --batch-sizes 1,8,64,8192 \
       --no-db --out "$WORK/rep/$gpu-mlp-$i.json" --label "$GPU mlp (repeat $i)"
   done
@@ -199,6 +207,45 @@ elif [ "$stage" = ahead ]; then
   unset LAUNCHBENCH_COMPILE_AHEAD
   gpu_tests "$(( $(left) - 10 ))" --deselect \
     tests/runner/core/test_gpu_runner.py::test_later_batch_sizes_find_their_compile_on_disk
+elif [ "$stage" = fresh ]; then
+  # The helpers under auto on a fresh host as pip leaves it (bytecode on disk, caches
+  # of their own and empty): the default sweep (helpers on, as auto finds no graph),
+  # two repeats on the caches it left (auto: helpers off), their coverage; then the
+  # sweep without helpers on empty caches again, and the coverage of the three runs
+  # without helpers. Tells whether a run with helpers reads apart from its repeats.
+  pyc
+  for m in torch triton transformers; do
+    d=$(python3 -c "import $m, os; print(os.path.dirname($m.__file__))" 2>/dev/null) &&
+      timeout 120 python3 -m compileall -q -j 16 "$d" > /dev/null 2>&1
+  done
+  pyc
+  c="$WORK/cache-$(date +%s)"
+  export TRITON_CACHE_DIR="$c/a/triton" TORCHINDUCTOR_CACHE_DIR="$c/a/ind"
+  export LAUNCHBENCH_COMPILE_AHEAD=auto
+  three_runs
+  for i in 2 3; do
+    grep -c "waiting for the later" "$WORK/rep-$i.log" | sed "s/^/rep-$i helper waits: /" \
+      | tee -a "$OUT/tables.txt"
+  done
+  export TRITON_CACHE_DIR="$c/b/triton" TORCHINDUCTOR_CACHE_DIR="$c/b/ind"
+  export LAUNCHBENCH_COMPILE_AHEAD=0
+  if [ "$(left)" -lt 90 ]; then
+    echo "skip sweep-time-4: $(left) s left" | tee -a "$OUT/tables.txt"
+  else
+    mkdir -p "$WORK/rep-b"
+    run sweep-time-4 120 python3 bench/sweep_time.py --out "$WORK/rep-b" --name "$gpu-mlp-4"
+    cat "$WORK/rep-b/$gpu-mlp-4-time.txt" >> "$OUT/tables.txt" 2>/dev/null
+    cp "$WORK/rep-b/$gpu-mlp-4.json" "$OUT/" 2>/dev/null
+    cp "$WORK"/rep/"$gpu"-mlp-[23].json "$WORK/rep-b/" 2>/dev/null
+    run repeatability-b 30 python3 bench/repeatability.py report "$WORK/rep-b"
+  fi
+elif [ "$stage" = one ]; then
+  # The default sweep timed once on this host as lent (no bytecode, empty caches), the
+  # helpers as LAUNCHBENCH_COMPILE_AHEAD says (auto here): a call with little time left.
+  export LAUNCHBENCH_COMPILE_AHEAD=${LAUNCHBENCH_COMPILE_AHEAD:-auto}
+  run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
+  cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json" 2>/dev/null
+  cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
 elif [ "$stage" = bytecode ]; then
   # A fresh host as pip leaves it: torch's, triton's and transformers' bytecode on disk
   # (the lent image has none, so every process of a sweep compiles their sources as it
@@ -221,6 +268,7 @@ elif [ "$stage" = bytecode ]; then
     LAUNCHBENCH_COMPILE_AHEAD=1 python3 bench/sweep_time.py --out "$WORK/rep-h" \
     --name "$gpu-helpers"
   cat "$WORK/rep-h/$gpu-helpers-time.txt" >> "$OUT/tables.txt" 2>/dev/null
+  cp "$WORK/rep-h/$gpu-helpers.json" "$OUT/" 2>/dev/null
   gpu_tests "$(( $(left) - 10 ))"
 elif [ "$stage" = memory ]; then
   run memory-check "$(( $(left) - 15 ))" python3 bench/memory_check.py --points hf:1,mlp:1 \

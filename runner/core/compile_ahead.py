@@ -34,10 +34,14 @@ process importing torch and Inductor: 15-16.5 s from its start to its end on tho
 whose image carries no torch bytecode), and the first batch size's setup it overlapped
 took 8-11 s there, so the sweep waited for it wherever that setup was the shorter. On
 caches that already hold the graphs they only cost (54.1 s, still 3.6 s of waiting).
-Those helpers started only after the idle power, 0.7-4.0 s into the sweep; they now import
-during it, which no GPU has timed yet. LAUNCHBENCH_COMPILE_AHEAD=auto runs them where
-Inductor's FX graph cache holds no graph yet (a fresh host), 1 always, 0 (the default)
-never.
+Those helpers started only after the idle power, 0.7-4.0 s into the sweep. Started with
+it (held, as now), on a third fresh H100 given torch's bytecode as pip leaves a host
+(bench/results/h100-fresh-host/), they saved 8.5 s: 56.3 s against 64.8 s on empty
+caches, 0.9 s of waiting. They stay off until a run with them is shown to read like its
+repeats: the one measured (the second H100's) covered them 65% of the time, three runs
+without them 94% (`bash bench/gpu_session.sh fresh` measures it).
+LAUNCHBENCH_COMPILE_AHEAD=auto runs them where Inductor's FX graph cache holds no graph
+yet (a fresh host), 1 always, 0 (the default) never.
 """
 
 from __future__ import annotations
