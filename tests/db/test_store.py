@@ -1,5 +1,6 @@
 """Storage basics on both backends: write a run point by point, export, import again."""
 
+import sqlite3
 import uuid
 
 import pytest
@@ -9,7 +10,7 @@ from contract import bundle as fmt
 from contract.measurement import Measurement
 from contract.run_record import Environment, Run
 from db import store
-from db.engine import DatabaseError, make_engine
+from db.engine import DatabaseError, make_engine, switch_to_wal
 
 
 def _run(**kw):
@@ -60,6 +61,47 @@ def test_sqlite_pragmas(sqlite_engine):
     with sqlite_engine.connect() as c:
         assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert c.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+
+
+@pytest.fixture
+def write_locked_fresh_file(tmp_path):
+    """A fresh SQLite file whose write lock one connection holds, and a second connection
+    (with a 30 s busy timeout) that has to switch it to WAL."""
+    path = tmp_path / "fresh.sqlite"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    other = sqlite3.connect(path, timeout=30, isolation_level=None)
+    yield holder, other
+    holder.close()
+    other.close()
+
+
+def test_switch_to_wal_retries_while_another_connection_holds_the_write_lock(
+        write_locked_fresh_file):
+    """The flake of test_schema_race: the bare pragma fails at once, the busy timeout
+    notwithstanding; switch_to_wal waits and switches once the lock is released."""
+    holder, other = write_locked_fresh_file
+    with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+        other.execute("PRAGMA journal_mode=WAL")
+    waits = []
+
+    def release(seconds):
+        waits.append(seconds)
+        holder.execute("COMMIT")
+
+    switch_to_wal(other.cursor(), sleep=release)
+    assert waits == [0.01]
+    assert other.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_switch_to_wal_gives_up_after_its_tries(write_locked_fresh_file, monkeypatch):
+    _, other = write_locked_fresh_file
+    monkeypatch.setattr("db.engine.WAL_TRIES", 3)
+    waits = []
+    with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+        switch_to_wal(other.cursor(), sleep=waits.append)
+    assert waits == [0.01, 0.01]  # three tries, two waits between them
+    assert other.execute("PRAGMA journal_mode").fetchone() == ("delete",)
 
 
 def test_intervals_and_rounds_round_trip_and_count_per_run(any_url):
