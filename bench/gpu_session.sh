@@ -107,6 +107,24 @@ print('torch .pyc files:', len(list(p.rglob('*.pyc'))), 'for', len(list(p.rglob(
 '.py')" | tee -a "$OUT/tables.txt"
 }
 
+bytecode() {  # torch's, triton's and transformers' bytecode written, as pip leaves a host
+  pyc
+  stamp compileall
+  for m in torch triton transformers; do
+    d=$(python3 -c "import $m, os; print(os.path.dirname($m.__file__))" 2>/dev/null) &&
+      timeout 120 python3 -m compileall -q -j 16 "$d" > /dev/null 2>&1
+    echo "compileall $m rc=$?" | tee -a "$OUT/tables.txt"
+  done
+  pyc
+}
+
+repeat_waits() {  # how often each repeat of three_runs waited for compile helpers
+  for i in 2 3; do
+    grep -c "waiting for the later" "$WORK/rep-$i.log" 2>/dev/null |
+      sed "s/^/rep-$i helper waits: /" | tee -a "$OUT/tables.txt"
+  done
+}
+
 three_runs() {  # the default sweep timed (bench/sweep_time.py: wall, phases, the
   # cuda-graph step against triton), two repeats, their coverage and memory spread
   # (bench/repeatability.py); the three bundles under $OUT
@@ -200,10 +218,7 @@ elif [ "$stage" = ahead ]; then
   export LAUNCHBENCH_COMPILE_AHEAD=auto
   three_runs
   cp "$WORK/rep/$gpu-mlp-1.log" "$OUT/" 2>/dev/null
-  for i in 2 3; do
-    grep -c "waiting for the later" "$WORK/rep-$i.log" | sed "s/^/rep-$i helper waits: /" \
-      | tee -a "$OUT/tables.txt"
-  done
+  repeat_waits
   unset LAUNCHBENCH_COMPILE_AHEAD
   gpu_tests "$(( $(left) - 10 ))" --deselect \
     tests/runner/core/test_gpu_runner.py::test_later_batch_sizes_find_their_compile_on_disk
@@ -213,20 +228,12 @@ elif [ "$stage" = fresh ]; then
   # two repeats on the caches it left (auto: helpers off), their coverage; then the
   # sweep without helpers on empty caches again, and the coverage of the three runs
   # without helpers. Tells whether a run with helpers reads apart from its repeats.
-  pyc
-  for m in torch triton transformers; do
-    d=$(python3 -c "import $m, os; print(os.path.dirname($m.__file__))" 2>/dev/null) &&
-      timeout 120 python3 -m compileall -q -j 16 "$d" > /dev/null 2>&1
-  done
-  pyc
+  bytecode
   c="$WORK/cache-$(date +%s)"
   export TRITON_CACHE_DIR="$c/a/triton" TORCHINDUCTOR_CACHE_DIR="$c/a/ind"
   export LAUNCHBENCH_COMPILE_AHEAD=auto
   three_runs
-  for i in 2 3; do
-    grep -c "waiting for the later" "$WORK/rep-$i.log" | sed "s/^/rep-$i helper waits: /" \
-      | tee -a "$OUT/tables.txt"
-  done
+  repeat_waits
   export TRITON_CACHE_DIR="$c/b/triton" TORCHINDUCTOR_CACHE_DIR="$c/b/ind"
   export LAUNCHBENCH_COMPILE_AHEAD=0
   if [ "$(left)" -lt 90 ]; then
@@ -254,14 +261,7 @@ elif [ "$stage" = bytecode ]; then
   # the first run on a fresh machine read apart?), then the sweep with the helpers on
   # caches of their own (their imports are the shorter with bytecode); the GPU tests
   # in the time left.
-  pyc
-  stamp compileall
-  for m in torch triton transformers; do
-    d=$(python3 -c "import $m, os; print(os.path.dirname($m.__file__))" 2>/dev/null) &&
-      timeout 120 python3 -m compileall -q -j 16 "$d" > /dev/null 2>&1
-    echo "compileall $m rc=$?" | tee -a "$OUT/tables.txt"
-  done
-  pyc
+  bytecode
   three_runs
   c="$WORK/cache-helpers"
   run sweep-helpers 120 env TRITON_CACHE_DIR="$c/triton" TORCHINDUCTOR_CACHE_DIR="$c/ind" \
