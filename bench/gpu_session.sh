@@ -33,7 +33,8 @@
 #                                     (bytecode on disk, empty caches): the default
 #                                     sweep, two repeats, their coverage; the sweep
 #                                     without helpers on empty caches and the coverage
-#                                     of the runs without helpers
+#                                     of the runs without helpers; every GPU test in
+#                                     the time left
 #   bash bench/gpu_session.sh one     the default sweep timed once as the host is lent
 #                                     (helpers: auto unless the variable says)
 #   bash bench/gpu_session.sh verify  after a runner change: every GPU test file, the
@@ -246,6 +247,10 @@ elif [ "$stage" = fresh ]; then
     cp "$WORK"/rep/"$gpu"-mlp-[23].json "$WORK/rep-b/" 2>/dev/null
     run repeatability-b 30 python3 bench/repeatability.py report "$WORK/rep-b"
   fi
+  # Every GPU test in the time left, under the default setting and the tests' own caches
+  # (tests/conftest.py), as a GPU host runs them.
+  unset LAUNCHBENCH_COMPILE_AHEAD TRITON_CACHE_DIR TORCHINDUCTOR_CACHE_DIR
+  if [ "$(left)" -gt 60 ]; then gpu_tests "$(( $(left) - 10 ))"; fi
 elif [ "$stage" = one ]; then
   # The default sweep timed once on this host as lent (no bytecode, empty caches), the
   # helpers as LAUNCHBENCH_COMPILE_AHEAD says (auto here): a call with little time left.

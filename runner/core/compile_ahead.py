@@ -24,24 +24,23 @@ runs with one compile thread (repeat.CHILD_ENV): a pool of compile workers per h
 would put dozens of processes importing torch on the host at once. A helper that fails
 costs only its cache entries: the sweep compiles those batch sizes itself, as before.
 
-Off by default (DEFAULT below): on two fresh H100s (torch 2.11, 2026-12-07,
-bench/results/h100-compile-ahead/) they saved time on one and likely cost it on the other.
-On the first, the default sweep took 59.9 s on empty caches without them and 56.9 s with
-them (every later batch size's compile hit the cache: 0.3 s instead of 1.1-1.4 s; the
-sweep waited 3.6 s for them). On the second, with them, 64.7 s: the sweep waited 8.2 s,
-longer than the 5.5 s or so their cache hits save. A helper's own time is mostly fixed (a
-process importing torch and Inductor: 15-16.5 s from its start to its end on those hosts,
-whose image carries no torch bytecode), and the first batch size's setup it overlapped
-took 8-11 s there, so the sweep waited for it wherever that setup was the shorter. On
-caches that already hold the graphs they only cost (54.1 s, still 3.6 s of waiting).
-Those helpers started only after the idle power, 0.7-4.0 s into the sweep. Started with
-it (held, as now), on a third fresh H100 given torch's bytecode as pip leaves a host
-(bench/results/h100-fresh-host/), they saved 8.5 s: 56.3 s against 64.8 s on empty
-caches, 0.9 s of waiting. They stay off until a run with them is shown to read like its
-repeats: the one measured (the second H100's) covered them 65% of the time, three runs
-without them 94% (`bash bench/gpu_session.sh fresh` measures it).
-LAUNCHBENCH_COMPILE_AHEAD=auto runs them where Inductor's FX graph cache holds no graph
-yet (a fresh host), 1 always, 0 (the default) never.
+On by default where they can pay, a fresh host (DEFAULT below, `auto`). On two fresh
+H100s (torch 2.11, 2026-12-07, bench/results/h100-compile-ahead/) whose helpers started
+only after the idle power, they saved time on one and likely cost it on the other: 59.9
+against 56.9 s on empty caches (every later batch size's compile hit the cache: 0.3 s
+instead of 1.1-1.4 s; 3.6 s of waiting), then 64.7 s with 8.2 s of waiting, longer than
+the 5.5 s or so their cache hits save. A helper's own time is mostly fixed (a process
+importing torch and Inductor: 15-16.5 s on those hosts, whose image carries no torch
+bytecode) against the 8-11 s of the first batch size's setup it overlaps. Started with
+the sweep (held, as now), on two more fresh H100s given torch's bytecode as pip leaves a
+host (bench/results/h100-fresh-host/, h100-fresh-host-2/), they saved 8.5 and 5.9 s:
+56.3 s against 64.8 s and 57.4 s against 63.3 s on empty caches, 0.9 and 3.4 s of
+waiting. The run with them read like its two repeats (coverage 67/72 = 93%; the run
+without them on that host 74-76% against the same repeats), so the one earlier run with
+them that read apart (65%, unheld helpers waited for 8.2 s) no longer stands for them. On
+caches that already hold graphs they only cost (54.1 s, 3.6 s of waiting), hence `auto`:
+LAUNCHBENCH_COMPILE_AHEAD=auto (the default) runs them where Inductor's FX graph cache
+holds no graph yet (a fresh host), 1 always, 0 never.
 """
 
 from __future__ import annotations
@@ -60,9 +59,9 @@ HELPERS = 3  # at most: the default sweep's three later batch sizes at once
 WAIT_S = 600  # a helper still compiling after this is killed (its batch sizes: cold)
 
 
-# "0" never (the default: the module's docstring gives the two H100s' figures), "auto"
-# only on a fresh host (fresh_cache), "1" always.
-DEFAULT = "0"
+# "auto" (the default: the module's docstring gives the H100s' figures) only on a fresh
+# host (fresh_cache), "1" always, "0" never.
+DEFAULT = "auto"
 SETTINGS = ("auto", "1", "0")
 
 

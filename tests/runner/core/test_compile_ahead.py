@@ -4,6 +4,7 @@ ends. On CUDA, tests/runner/core/test_gpu_runner.py checks that the sweep then h
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -33,24 +34,30 @@ def test_only_sweeps_with_a_compile_to_share_get_helpers(tmp_path, monkeypatch):
 
 
 def test_auto_runs_helpers_on_a_fresh_host_only(tmp_path, monkeypatch):
-    """Unset: off (no lent GPU showed them a saving on every fresh host). auto: on where
-    Inductor's FX graph cache holds no graph (a fresh host), off once it holds one,
-    whatever its workload (there the helpers only cost time); forced on by 1 either way;
-    off where the FX graph cache itself is off."""
+    """auto, also where unset (the default): on where Inductor's FX graph cache holds no
+    graph (a fresh host), off once it holds one, whatever its workload (there the helpers
+    only cost time); forced on by 1 either way, off by 0; off where the FX graph cache
+    itself is off."""
     monkeypatch.delenv("TORCHINDUCTOR_FX_GRAPH_CACHE", raising=False)
     cache = tmp_path / "inductor"
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
-    monkeypatch.delenv("LAUNCHBENCH_COMPILE_AHEAD", raising=False)
-    assert not compile_ahead.wanted(spec())
-    monkeypatch.setenv("LAUNCHBENCH_COMPILE_AHEAD", "auto")
-    assert compile_ahead.wanted(spec())  # no cache directory at all
-    (cache / "fxgraph").mkdir(parents=True)
-    assert compile_ahead.wanted(spec())  # an empty one
-    (cache / "fxgraph" / "ab").mkdir()  # a graph of any workload
-    assert not compile_ahead.wanted(spec())
-    assert not compile_ahead.wanted(spec(device="cpu"))
+    for setting in (None, "auto"):  # unset reads as auto
+        if setting is None:
+            monkeypatch.delenv("LAUNCHBENCH_COMPILE_AHEAD", raising=False)
+        else:
+            monkeypatch.setenv("LAUNCHBENCH_COMPILE_AHEAD", setting)
+        shutil.rmtree(cache, ignore_errors=True)
+        assert compile_ahead.wanted(spec())  # no cache directory at all
+        (cache / "fxgraph").mkdir(parents=True)
+        assert compile_ahead.wanted(spec())  # an empty one
+        (cache / "fxgraph" / "ab").mkdir()  # a graph of any workload
+        assert not compile_ahead.wanted(spec())
+        assert not compile_ahead.wanted(spec(device="cpu"))
     monkeypatch.setenv("LAUNCHBENCH_COMPILE_AHEAD", "1")
     assert compile_ahead.wanted(spec())
+    monkeypatch.setenv("LAUNCHBENCH_COMPILE_AHEAD", "0")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "none"))
+    assert not compile_ahead.wanted(spec())
     monkeypatch.setenv("LAUNCHBENCH_COMPILE_AHEAD", "auto")
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "empty"))
     assert compile_ahead.wanted(spec())
