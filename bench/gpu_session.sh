@@ -237,8 +237,8 @@ elif [ "$stage" = fresh ]; then
   repeat_waits
   export TRITON_CACHE_DIR="$c/b/triton" TORCHINDUCTOR_CACHE_DIR="$c/b/ind"
   export LAUNCHBENCH_COMPILE_AHEAD=0
-  if [ "$(left)" -lt 90 ]; then
-    echo "skip sweep-time-4: $(left) s left" | tee -a "$OUT/tables.txt"
+  if [ "${WITHOUT:-1}" = 0 ] || [ "$(left)" -lt 90 ]; then  # WITHOUT=0: tests first
+    echo "skip sweep-time-4: WITHOUT=${WITHOUT:-1}, $(left) s left" | tee -a "$OUT/tables.txt"
   else
     mkdir -p "$WORK/rep-b"
     run sweep-time-4 120 python3 bench/sweep_time.py --out "$WORK/rep-b" --name "$gpu-mlp-4"
