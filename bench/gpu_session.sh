@@ -35,6 +35,8 @@
 #                                     without helpers on empty caches and the coverage
 #                                     of the runs without helpers; every GPU test in
 #                                     the time left
+#   bash bench/gpu_session.sh last    the default sweep timed once on a fresh host as
+#                                     pip leaves it, then every GPU test in the time left
 #   bash bench/gpu_session.sh one     the default sweep timed once as the host is lent
 #                                     (helpers: auto unless the variable says)
 #   bash bench/gpu_session.sh verify  after a runner change: every GPU test file, the
@@ -251,6 +253,16 @@ elif [ "$stage" = fresh ]; then
   # (tests/conftest.py), as a GPU host runs them.
   unset LAUNCHBENCH_COMPILE_AHEAD TRITON_CACHE_DIR TORCHINDUCTOR_CACHE_DIR
   if [ "$(left)" -gt 60 ]; then gpu_tests "$(( $(left) - 10 ))"; fi
+elif [ "$stage" = last ]; then
+  # A call with little time left: the default sweep timed once on this fresh host as pip
+  # leaves it (bytecode written, empty caches, helpers as the default says), then every
+  # GPU test in the time left.
+  bytecode
+  unset LAUNCHBENCH_COMPILE_AHEAD
+  run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
+  cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json" 2>/dev/null
+  cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
+  gpu_tests "$(( $(left) - 10 ))"
 elif [ "$stage" = one ]; then
   # The default sweep timed once on this host as lent (no bytecode, empty caches), the
   # helpers as LAUNCHBENCH_COMPILE_AHEAD says (auto here): a call with little time left.
