@@ -35,6 +35,7 @@
 #                                     without helpers on empty caches and the coverage
 #                                     of the runs without helpers; every GPU test in
 #                                     the time left
+#   bash bench/gpu_session.sh tests   every GPU test file in the call's budget
 #   bash bench/gpu_session.sh last    the default sweep timed once on a fresh host as
 #                                     pip leaves it, then every GPU test in the time left
 #   bash bench/gpu_session.sh one     the default sweep timed once as the host is lent
@@ -253,6 +254,8 @@ elif [ "$stage" = fresh ]; then
   # (tests/conftest.py), as a GPU host runs them.
   unset LAUNCHBENCH_COMPILE_AHEAD TRITON_CACHE_DIR TORCHINDUCTOR_CACHE_DIR
   if [ "$(left)" -gt 60 ]; then gpu_tests "$(( $(left) - 10 ))"; fi
+elif [ "$stage" = tests ]; then  # every GPU test file, nothing else
+  gpu_tests "$(( $(left) - 10 ))"
 elif [ "$stage" = last ]; then
   # A call with little time left: the default sweep timed once on this fresh host as pip
   # leaves it (bytecode written, empty caches, helpers as the default says), then every
