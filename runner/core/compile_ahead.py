@@ -36,7 +36,7 @@ the sweep (held, as now), on two more fresh H100s given torch's bytecode as pip 
 host (bench/results/h100-fresh-host/, h100-fresh-host-2/), they saved 8.5 and 5.9 s:
 56.3 s against 64.8 s and 57.4 s against 63.3 s on empty caches, 0.9 and 3.4 s of
 waiting. The run with them read like its two repeats (coverage 67/72 = 93%; the run
-without them on that host 74-76% against the same repeats), so the one earlier run with
+without them on that host 74% against the same repeats), so the one earlier run with
 them that read apart (65%, unheld helpers waited for 8.2 s) no longer stands for them. On
 caches that already hold graphs they only cost (54.1 s, 3.6 s of waiting), hence `auto`:
 LAUNCHBENCH_COMPILE_AHEAD=auto (the default) runs them where Inductor's FX graph cache
