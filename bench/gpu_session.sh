@@ -129,12 +129,16 @@ repeat_waits() {  # how often each repeat of three_runs waited for compile helpe
   done
 }
 
-three_runs() {  # the default sweep timed (bench/sweep_time.py: wall, phases, the
-  # cuda-graph step against triton), two repeats, their coverage and memory spread
-  # (bench/repeatability.py); the three bundles under $OUT
+sweep_timed() {  # the default sweep timed once (bench/sweep_time.py: wall, phases, the
+  # cuda-graph step against triton): its bundle under $OUT, its figures in tables.txt
   run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
   cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json" 2>/dev/null
   cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
+}
+
+three_runs() {  # the default sweep timed (sweep_timed), two repeats, their coverage
+  # and memory spread (bench/repeatability.py); the three bundles under $OUT
+  sweep_timed
   for i in 2 3; do  # a repeat takes about a minute: none started that could not end
     [ "$(left)" -lt 60 ] && { echo "skip rep-$i: $(left) s left" | tee -a "$OUT/tables.txt"; continue; }
     run "rep-$i" 100 python3 -m runner sweep --workload mlp --batch-sizes 1,8,64,8192 \
@@ -165,9 +169,7 @@ elif [ "$stage" = gpus ]; then
   # Issue 47 first, on a GPU whose older samples ship (the H200): the default sweep timed,
   # the graph-memory runs the H100 has and it lacks, then the two repeats for the memory
   # spread; each step only while the call's budget lasts.
-  run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
-  cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json" 2>/dev/null
-  cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
+  sweep_timed
   gm "$gpu-graph-memory-hf-small-llama" 90 hf-causal-lm 1,2,4,8,16,32,64,128,256 \
     model=small-llama
   gm "$gpu-graph-memory-timm-resnet18" 60 timm 1,2,4,8,16,32,64 model=resnet18
@@ -180,9 +182,7 @@ elif [ "$stage" = verify ]; then
   gpu_tests 240
   run memory-check 170 python3 bench/memory_check.py --points hf:1,mlp:1 \
     --out "$OUT/$gpu-memory-check.txt"
-  run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
-  cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json" 2>/dev/null
-  cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
+  sweep_timed
 elif [ "$stage" = cold ]; then
   # Is torch's bytecode on disk? A pip install writes it; without it every process of
   # a sweep compiles the sources of each torch module it imports (this script's processes
@@ -262,17 +262,13 @@ elif [ "$stage" = last ]; then
   # GPU test in the time left.
   bytecode
   unset LAUNCHBENCH_COMPILE_AHEAD
-  run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
-  cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json" 2>/dev/null
-  cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
+  sweep_timed
   gpu_tests "$(( $(left) - 10 ))"
 elif [ "$stage" = one ]; then
   # The default sweep timed once on this host as lent (no bytecode, empty caches), the
   # helpers as LAUNCHBENCH_COMPILE_AHEAD says (auto here): a call with little time left.
   export LAUNCHBENCH_COMPILE_AHEAD=${LAUNCHBENCH_COMPILE_AHEAD:-auto}
-  run sweep-time 120 python3 bench/sweep_time.py --out "$WORK/rep" --name "$gpu-mlp-1"
-  cp "$WORK/rep/$gpu-mlp-1.json" "$OUT/$gpu-mlp.json" 2>/dev/null
-  cat "$WORK/rep/$gpu-mlp-1-time.txt" >> "$OUT/tables.txt" 2>/dev/null
+  sweep_timed
 elif [ "$stage" = bytecode ]; then
   # A fresh host as pip leaves it: torch's, triton's and transformers' bytecode on disk
   # (the lent image has none, so every process of a sweep compiles their sources as it
